@@ -1,0 +1,42 @@
+# ppclust — the README's two set-up commands are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JOBS  ?= 2
+
+# Find Python >= 3.12: explicit PYTHON, then python3.13/python3.12 on PATH (pyenv shims honour
+# .python-version), then pyenv's own install directory.
+PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
+            if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
+
+.PHONY: demo test test-fast lint reproduce bench notebooks clean venv
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then echo "error: ppclust needs Python >= 3.12 (jax >= 0.11, arviz 1.x). Install python3.12 or set PYTHON=/path/to/python3.12" >&2; exit 2; fi
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev,datasets]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ppclust demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check ppclust tests benchmarks
+	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadfile -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check ppclust tests benchmarks
+	$(VENV)/bin/ruff format --check ppclust tests benchmarks || true
+
+reproduce: $(STAMP)
+	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) .jax_cache .pytest_cache

@@ -1,0 +1,40 @@
+"""Small JAX helpers shared by every solver: float64 scopes, key handling, dtype policy."""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+
+LABEL_DTYPE = np.int32
+
+
+def x64():
+    """Context manager enabling float64 for a solver call without touching the user's global config.
+
+    Deterministic solvers run inside it (DESIGN "Numerics"); arrays created inside are float64.
+    """
+    return jax.enable_x64(True)
+
+
+def as_key(random_state):
+    """Turn ``None`` / int / numpy Generator / JAX key into a typed JAX PRNG key."""
+    if random_state is None:
+        random_state = np.random.default_rng().integers(0, 2**31 - 1)
+    if isinstance(random_state, np.random.Generator):
+        random_state = int(random_state.integers(0, 2**31 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, (int, np.integer)):
+        return jax.random.key(int(random_state))
+    if isinstance(random_state, jax.Array):
+        if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
+            return random_state
+        return jax.random.wrap_key_data(random_state)
+    raise TypeError(f"random_state must be None, an int, a numpy Generator or a JAX key, got {type(random_state)}")
+
+
+@contextlib.contextmanager
+def nullcontext():
+    yield

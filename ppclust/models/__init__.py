@@ -1,0 +1,1 @@
+"""ppclust.models."""
