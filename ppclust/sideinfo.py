@@ -112,7 +112,7 @@ class SideInfo:
         return cls(len(lab), labels=lab)
 
     @classmethod
-    def from_links(cls, n, must_link=None, cannot_link=None, weight=None, *, on_conflict="error",
+    def from_links(cls, n, must_link=None, cannot_link=None, weight=None, on_conflict="error", *,
                    labels=None) -> SideInfo:
         """Side information from lists of must-link and cannot-link pairs.
 
