@@ -93,9 +93,9 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0) -> i
         dt = time.perf_counter() - t0
         lab = np.asarray(est.labels_)
         partitions[run.method] = lab
-        f1 = metrics.pairwise_f1(lab, y)[2]
-        rows.append((run.method, run.uses, str(len(np.unique(lab))), f"{metrics.nmi(lab, y):.3f}",
-                     f"{metrics.ari(lab, y):.3f}", f"{f1:.3f}", f"{dt:.1f}", ""))
+        f1 = metrics.pairwise_f1(y, lab)[2]
+        rows.append((run.method, run.uses, str(len(np.unique(lab))), f"{metrics.nmi(y, lab):.3f}",
+                     f"{metrics.ari(y, lab):.3f}", f"{f1:.3f}", f"{dt:.1f}", ""))
         if run.method == "tvclust":
             extras["tvclust"] = est
     header = ("method", "side info", "K", "NMI", "ARI", "F", "seconds", "")
