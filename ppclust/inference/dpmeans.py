@@ -171,6 +171,8 @@ def divergence_matrix(x, mu, divergence="sqeuclidean"):
 
 def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean"):
     """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K."""
+    x, z, mu = jnp.asarray(x), jnp.asarray(z), jnp.asarray(mu)
+    table = NeighbourTable(*(jnp.asarray(a) for a in table))
     d_own = jax.vmap(lambda xi_, k: _point_divergence(xi_, mu[k][None, :], divergence, False)[0])(x, z)
     same = (z[table.nbr] == z[:, None]).astype(x.dtype)
     n11 = 0.5 * jnp.sum(same * table.wgt * (table.sgn > 0))
