@@ -135,7 +135,8 @@ class _Base(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "cluster_centers_")
         X = self._prepare(X)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"`X` has {X.shape[1]} features, the estimator was fitted with {self.n_features_in_}")
+            raise ValueError(f"`X` has {X.shape[1]} features, the estimator was fitted with "
+                             f"{self.n_features_in_}")
         with x64():
             D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
         return np.argmin(D, axis=1).astype(np.int64)

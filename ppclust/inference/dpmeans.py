@@ -102,11 +102,15 @@ class DPMeansResult(NamedTuple):
 # neighbour table (private fallback until ppclust.sideinfo lands)
 
 
-def neighbour_table(n, pairs=None, sign=None, weight=None, dtype=np.float64) -> NeighbourTable:
-    """Build a padded neighbour table from unique pairs ``(m, 2)`` with signs +1/-1 (host NumPy)."""
+def neighbour_table(n, pairs=None, sign=None, weight=None, dtype=np.float64, width=None) -> NeighbourTable:
+    """Build a padded neighbour table from unique pairs ``(m, 2)`` with signs +1/-1 (host NumPy).
+
+    ``width`` pads the table to a fixed number of slots (>= the maximum degree), so that tables of
+    several link sets share one compiled solver.
+    """
     if pairs is None or len(pairs) == 0:
-        z = np.zeros((n, 1))
-        return NeighbourTable(np.zeros((n, 1), np.int32), z.astype(dtype), z.astype(dtype))
+        z = np.zeros((n, width or 1))
+        return NeighbourTable(np.zeros((n, width or 1), np.int32), z.astype(dtype), z.astype(dtype))
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     sign = np.asarray(sign, dtype=dtype)
     weight = np.ones(len(pairs), dtype) if weight is None else np.asarray(weight, dtype)
@@ -119,7 +123,7 @@ def neighbour_table(n, pairs=None, sign=None, weight=None, dtype=np.float64) -> 
     deg = np.bincount(rows, minlength=n)
     start = np.concatenate([[0], np.cumsum(deg)[:-1]])
     pos = np.arange(len(rows)) - start[rows]
-    width = max(int(deg.max()), 1)
+    width = max(int(deg.max()), 1, width or 1)
     nbr = np.zeros((n, width), np.int32)
     sgn = np.zeros((n, width), dtype)
     wgt = np.zeros((n, width), dtype)
@@ -457,7 +461,7 @@ def farthest_first(x, k, divergence="sqeuclidean"):
 
 
 def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
-    """lambda for a target number of clusters k: ``method`` in {"kth_farthest_from_mean", "farthest_first"}."""
+    """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first"."""
     if method == "kth_farthest_from_mean":
         return kth_farthest_from_mean(x, k, divergence)
     if method == "farthest_first":
