@@ -209,15 +209,19 @@ class SideInfo:
             return SideInfo(self.n, labels=labels)
         return SideInfo(self.n, labels=labels, pairs=pairs, sign=sign, weight=weight, on_conflict=on_conflict)
 
-    def neighbour_table(self) -> NeighbourTable:
-        """Padded per-point adjacency table (see :class:`NeighbourTable`); O(n + m) numpy, no loops."""
+    def neighbour_table(self, width: int | None = None) -> NeighbourTable:
+        """Padded per-point adjacency table (see :class:`NeighbourTable`); O(n + m) numpy, no loops.
+
+        ``width`` pads to a fixed number of columns (at least the maximum degree), so that tables
+        of several link sets share one compiled solver.
+        """
         n, m = self.n, len(self.pairs)
         src = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]]).astype(np.int64)
         dst = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]]).astype(np.int32)
         sgn = np.concatenate([self.sign, self.sign]).astype(np.float64)
         wgt = np.concatenate([self.weight, self.weight])
         deg = np.bincount(src, minlength=n)
-        max_deg = max(int(deg.max()) if m else 0, 1)
+        max_deg = max(int(deg.max()) if m else 0, 1, int(width or 1))
         order = np.argsort(src, kind="stable")
         src_s = src[order]
         start = np.cumsum(deg) - deg

@@ -116,3 +116,20 @@ def check_side_info(n, y=None, must_link=None, cannot_link=None, *, weight=None,
     if hard:
         side.check_hard()
     return side
+
+
+def link_side_info(n, y=None, must_link=None, cannot_link=None, *, max_label_pairs=None, seed=0,
+                   on_conflict="error") -> SideInfo:
+    """Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs
+    among labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
+
+    The labels themselves are dropped afterwards, so they are not counted twice.
+    """
+    side = check_side_info(n, y, must_link, cannot_link, on_conflict=on_conflict)
+    if side.labels is not None and side.n_labelled > 1:
+        side = side.links_from_labels(max_pairs=max_label_pairs, seed=seed, on_conflict=on_conflict)
+    elif side.labels is not None and side.n_links:
+        side = SideInfo.from_pairs(n, side.pairs, side.sign, side.weight, on_conflict="keep")
+    elif side.labels is not None:
+        side = SideInfo(n)
+    return side

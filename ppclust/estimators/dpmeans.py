@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_X, link_side_info
 from ppclust.inference import dpmeans as _dp
 
 __all__ = ["DPMeans", "RDPMeans"]
@@ -19,64 +20,10 @@ __all__ = ["DPMeans", "RDPMeans"]
 _DIVERGENCES = ("sqeuclidean", "euclidean", "kl")
 
 
-def _check_X(X, name="X"):
-    # private fallback for ppclust.estimators._base.check_X (owner: helper "data")
-    try:
-        X = np.array(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"`{name}` must be a numeric 2-D array: {err}") from err
-    if X.ndim != 2:
-        raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"`{name}` must have at least one sample and one feature, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"`{name}` contains NaN or infinity; remove or impute those values")
-    return X
-
-
-def _check_pairs(p, n, name):
-    if p is None:
-        return np.zeros((0, 2), np.int64)
-    p = np.asarray(p)
-    if p.size == 0:
-        return np.zeros((0, 2), np.int64)
-    if p.ndim != 2 or p.shape[1] != 2 or not np.issubdtype(p.dtype, np.integer):
-        raise ValueError(f"`{name}` must be an integer array of shape (n_pairs, 2), got {p.dtype} {p.shape}")
-    if p.min() < 0 or p.max() >= n:
-        bad = p[(p < 0).any(1) | (p >= n).any(1)][0]
-        raise ValueError(f"`{name}` has an index outside [0, n_samples={n}) (first: {tuple(bad)})")
-    if (p[:, 0] == p[:, 1]).any():
-        raise ValueError(f"`{name}` contains a self-pair (i, i) (first: {tuple(p[p[:, 0] == p[:, 1]][0])})")
-    return np.sort(p.astype(np.int64), axis=1)
-
-
 def _side_table(n, y, must_link, cannot_link):
     """Neighbour table from links and/or partial labels (labels -> all pairs among labelled points)."""
-    ml = _check_pairs(must_link, n, "must_link")
-    cl = _check_pairs(cannot_link, n, "cannot_link")
-    pairs = [ml, cl]
-    signs = [np.ones(len(ml)), -np.ones(len(cl))]
-    if y is not None:
-        y = np.asarray(y)
-        if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
-            raise ValueError(f"`y` must be an integer array of shape ({n},) with -1 = unlabelled")
-        idx = np.flatnonzero(y >= 0)
-        i, j = np.triu_indices(len(idx), 1)
-        pairs.append(np.stack([idx[i], idx[j]], 1))
-        signs.append(np.where(y[idx[i]] == y[idx[j]], 1.0, -1.0))
-    pairs = np.concatenate(pairs).astype(np.int64)
-    signs = np.concatenate(signs)
-    if len(pairs) == 0:
-        return None
-    key = pairs[:, 0] * n + pairs[:, 1]
-    uniq, first = np.unique(key, return_index=True)
-    if len(uniq) < len(key):
-        for k in uniq:
-            s = signs[key == k]
-            if (s != s[0]).any():
-                i, j = divmod(int(k), n)
-                raise ValueError(f"pair ({i}, {j}) is given both as a must-link and a cannot-link")
-    return _dp.neighbour_table(n, pairs[first], signs[first])
+    side = link_side_info(n, y, must_link, cannot_link)
+    return side.neighbour_table() if side.n_links else None
 
 
 class _Base(ClusterMixin, BaseEstimator):
@@ -90,7 +37,7 @@ class _Base(ClusterMixin, BaseEstimator):
         return _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
 
     def _prepare(self, X):
-        X = _check_X(X)
+        X = check_X(X)
         if self.divergence not in _DIVERGENCES:
             raise ValueError(f"`divergence` must be one of {_DIVERGENCES}, got {self.divergence!r}")
         if self.divergence == "kl":

@@ -50,6 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppclust.sideinfo import NeighbourTable, SideInfo
+
 __all__ = [
     "NeighbourTable",
     "DPMeansResult",
@@ -64,14 +66,6 @@ __all__ = [
 ]
 
 LABEL_DTYPE = jnp.int32
-
-
-class NeighbourTable(NamedTuple):
-    """Padded adjacency of the link graph: unused slots have nbr=0 and sgn=wgt=0."""
-
-    nbr: jax.Array  # (n, max_deg) int32
-    sgn: jax.Array  # (n, max_deg) float, +1 may-link / -1 may-not-link / 0 padding
-    wgt: jax.Array  # (n, max_deg) float
 
 
 class DPMeansResult(NamedTuple):
@@ -102,35 +96,12 @@ class DPMeansResult(NamedTuple):
 # neighbour table (private fallback until ppclust.sideinfo lands)
 
 
-def neighbour_table(n, pairs=None, sign=None, weight=None, dtype=np.float64, width=None) -> NeighbourTable:
-    """Build a padded neighbour table from unique pairs ``(m, 2)`` with signs +1/-1 (host NumPy).
-
-    ``width`` pads the table to a fixed number of slots (>= the maximum degree), so that tables of
-    several link sets share one compiled solver.
-    """
+def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> NeighbourTable:
+    """Padded neighbour table of unique pairs ``(m, 2)`` with signs +1/-1 (via :class:`SideInfo`)."""
     if pairs is None or len(pairs) == 0:
-        z = np.zeros((n, width or 1))
-        return NeighbourTable(np.zeros((n, width or 1), np.int32), z.astype(dtype), z.astype(dtype))
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    sign = np.asarray(sign, dtype=dtype)
-    weight = np.ones(len(pairs), dtype) if weight is None else np.asarray(weight, dtype)
-    rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
-    sg = np.concatenate([sign, sign])
-    wg = np.concatenate([weight, weight])
-    order = np.argsort(rows, kind="stable")
-    rows, cols, sg, wg = rows[order], cols[order], sg[order], wg[order]
-    deg = np.bincount(rows, minlength=n)
-    start = np.concatenate([[0], np.cumsum(deg)[:-1]])
-    pos = np.arange(len(rows)) - start[rows]
-    width = max(int(deg.max()), 1, width or 1)
-    nbr = np.zeros((n, width), np.int32)
-    sgn = np.zeros((n, width), dtype)
-    wgt = np.zeros((n, width), dtype)
-    nbr[rows, pos] = cols
-    sgn[rows, pos] = sg
-    wgt[rows, pos] = wg
-    return NeighbourTable(nbr, sgn, wgt)
+        return SideInfo(n).neighbour_table(width)
+    return SideInfo.from_pairs(n, pairs, np.sign(sign).astype(np.int8), weight,
+                               on_conflict="keep").neighbour_table(width)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -394,7 +365,7 @@ def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_
     n = x.shape[0]
     use_links = table is not None and np.asarray(table.wgt).any()
     if table is None:
-        table = neighbour_table(n, dtype=np.dtype(x.dtype))
+        table = neighbour_table(n)
     table = NeighbourTable(jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype),
                            jnp.asarray(table.wgt, x.dtype))
     k_init, k_run = jax.random.split(key)
