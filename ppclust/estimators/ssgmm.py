@@ -22,10 +22,14 @@ def _check_X(X, name="X"):
     try:
         X = np.array(X, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"`{name}` must be a numeric array-like of shape (n_samples, n_features): {err}") from err
+        raise ValueError(
+            f"`{name}` must be a numeric array-like of shape (n_samples, n_features): {err}"
+        ) from err
     if X.ndim != 2:
-        raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got shape {X.shape}; "
-                         "use X.reshape(-1, 1) for a single feature.")
+        raise ValueError(
+            f"`{name}` must be 2-D (n_samples, n_features), got shape {X.shape}; "
+            "use X.reshape(-1, 1) for a single feature."
+        )
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"`{name}` is empty (shape {X.shape}).")
     if not np.all(np.isfinite(X)):
@@ -95,9 +99,23 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
     responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
     """
 
-    def __init__(self, n_components=1, covariance_type="full", method="em", n_init=1, random_state=None, *,
-                 init="auto", max_iter=100, tol=1e-3, reg_covar=1e-6, label_noise=0.0, prior=None,
-                 weight_concentration=1.0, component_classes=None):
+    def __init__(
+        self,
+        n_components=1,
+        covariance_type="full",
+        method="em",
+        n_init=1,
+        random_state=None,
+        *,
+        init="auto",
+        max_iter=100,
+        tol=1e-3,
+        reg_covar=1e-6,
+        label_noise=0.0,
+        prior=None,
+        weight_concentration=1.0,
+        component_classes=None,
+    ):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.method = method
@@ -115,7 +133,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
         if self.covariance_type not in em.COVARIANCE_TYPES:
-            raise ValueError(f"`covariance_type` must be one of {em.COVARIANCE_TYPES}, got {self.covariance_type!r}.")
+            raise ValueError(
+                f"`covariance_type` must be one of {em.COVARIANCE_TYPES}, got {self.covariance_type!r}."
+            )
         if self.method not in ("em", "gibbs"):
             raise ValueError(f"`method` must be 'em' or 'gibbs', got {self.method!r}.")
         for name in ("n_components", "n_init", "max_iter"):
@@ -131,7 +151,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         if self.prior not in (None, "default"):
             raise ValueError(f"`prior` must be None or 'default', got {self.prior!r}.")
         if self.weight_concentration < 1.0:
-            raise ValueError(f"`weight_concentration` must be >= 1 (MAP mode), got {self.weight_concentration!r}.")
+            raise ValueError(
+                f"`weight_concentration` must be >= 1 (MAP mode), got {self.weight_concentration!r}."
+            )
 
     # ------------------------------------------------------------------------------------------ fit
     def fit(self, X, y=None):
@@ -140,12 +162,15 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         if self.method == "gibbs":
             raise NotImplementedError(
                 "SemiSupervisedGMM(method='gibbs') needs the shared collapsed Gibbs sampler "
-                "ppclust/inference/gibbs.py, which is not available in this build yet; use method='em'.")
+                "ppclust/inference/gibbs.py, which is not available in this build yet; use method='em'."
+            )
         X = _check_X(X)
         n, d = X.shape
         K = int(self.n_components)
         if n < K:
-            raise ValueError(f"`X` has n_samples={n} < n_components={K}; need at least one point per component.")
+            raise ValueError(
+                f"`X` has n_samples={n} < n_components={K}; need at least one point per component."
+            )
         y = _check_y(y, n)
         if y is None or not np.any(y >= 0):
             self.classes_ = np.array([], dtype=np.int64)
@@ -156,18 +181,24 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             codes[y >= 0] = inv
         C = len(self.classes_)
         if C > K:
-            raise ValueError(f"`y` has {C} classes but n_components={K}; need n_components >= number of classes.")
+            raise ValueError(
+                f"`y` has {C} classes but n_components={K}; need n_components >= number of classes."
+            )
         if self.component_classes is None:
             g = default_component_classes(K, C)
         else:
             g = np.asarray(self.component_classes, dtype=np.int32)
             if g.shape != (K,) or np.any(g < -1) or np.any(g >= max(C, 1)) and C > 0:
-                raise ValueError(f"`component_classes` must have length n_components={K} with entries in "
-                                 f"[-1, {C}), got {g.tolist()}.")
+                raise ValueError(
+                    f"`component_classes` must have length n_components={K} with entries in "
+                    f"[-1, {C}), got {g.tolist()}."
+                )
             missing = sorted(set(range(C)) - set(g.tolist()))
             if missing and self.label_noise == 0:
-                raise ValueError(f"`component_classes` gives no component to classes {missing}; their labelled "
-                                 "points could not be placed (or set label_noise > 0).")
+                raise ValueError(
+                    f"`component_classes` gives no component to classes {missing}; their labelled "
+                    "points could not be placed (or set label_noise > 0)."
+                )
         self.component_classes_ = g
         log_mask, allowed = label_log_mask(codes, g, C, self.label_noise)
 
@@ -187,14 +218,27 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             prior = None
             if self.prior == "default":
                 prior = em.default_prior(xc, K, self.weight_concentration)
-            res = em.fit(key, xc, jnp.asarray(log_mask) if C > 0 else None, jnp.asarray(allowed),
-                         jnp.asarray(centres - shift), jnp.asarray(fixed), n_components=K,
-                         cov_type=self.covariance_type, max_iter=int(self.max_iter), tol=float(self.tol),
-                         reg_covar=float(self.reg_covar), n_init=int(self.n_init), prior=prior)
+            res = em.fit(
+                key,
+                xc,
+                jnp.asarray(log_mask) if C > 0 else None,
+                jnp.asarray(allowed),
+                jnp.asarray(centres - shift),
+                jnp.asarray(fixed),
+                n_components=K,
+                cov_type=self.covariance_type,
+                max_iter=int(self.max_iter),
+                tol=float(self.tol),
+                reg_covar=float(self.reg_covar),
+                n_init=int(self.n_init),
+                prior=prior,
+            )
             if not bool(res.finite):
-                raise ValueError("EM produced non-finite values in every restart (a collapsed or singular "
-                                 "component); increase `reg_covar`, use a simpler `covariance_type` or fewer "
-                                 "components.")
+                raise ValueError(
+                    "EM produced non-finite values in every restart (a collapsed or singular "
+                    "component); increase `reg_covar`, use a simpler `covariance_type` or fewer "
+                    "components."
+                )
             cov = em.covariances(res.params.prec_chol, self.covariance_type)
             self.weights_ = np.asarray(res.params.weights)
             self.means_ = np.asarray(res.params.means) + shift
@@ -213,8 +257,12 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.n_features_in_ = d
         if not self.converged_:
-            warnings.warn(f"EM did not converge in max_iter={self.max_iter} iterations (tol={self.tol}); "
-                          "increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} iterations (tol={self.tol}); "
+                "increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     def fit_predict(self, X, y=None):
@@ -227,8 +275,12 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"`X` has {X.shape[1]} features, the model was fitted on {self.n_features_in_}.")
         with x64():
-            lp = em.log_gaussian_prob(jnp.asarray(X - self._shift), jnp.asarray(self.means_ - self._shift),
-                                      jnp.asarray(self.precisions_cholesky_), self.covariance_type)
+            lp = em.log_gaussian_prob(
+                jnp.asarray(X - self._shift),
+                jnp.asarray(self.means_ - self._shift),
+                jnp.asarray(self.precisions_cholesky_),
+                self.covariance_type,
+            )
             return np.asarray(lp) + np.log(self.weights_)[None]
 
     def predict_proba(self, X):

@@ -8,8 +8,8 @@ The objective is the semi-supervised mixture log-likelihood plus an optional log
         + \log p(\pi) + \sum_k \log p(\mu_k, \Sigma_k),
 
 where ``log_mask`` :math:`M` (built by :func:`ppclust.models.ssgmm.label_log_mask`) is 0 for unlabelled points
-and, for a labelled point, :math:`\log p(\text{observed label} \mid z_i = k)` (``-inf`` for components of other
-classes when labels are trusted). With every entry 0 this is the plain GMM of scikit-learn's
+and, for a labelled point, :math:`\log p(\text{observed label} \mid z_i = k)` (``-inf`` for components of
+other classes when labels are trusted). With every entry 0 this is the plain GMM of scikit-learn's
 ``GaussianMixture``; with one component per class and hard labels it is the "mixmod" / ``MclustSSC``
 semi-supervised likelihood (CEC-IB spec section 4.1).
 
@@ -19,7 +19,7 @@ component block and no matrix is ever inverted. Covariance types: ``"full"`` (k,
 ``"diag"`` (k, d), ``"spherical"`` (k,).
 
 Each EM iteration never decreases :math:`\mathcal{L}` (tested) when ``reg_covar = 0``; ``reg_covar`` (added to
-the covariance diagonals after each M-step, as scikit-learn does) makes the M-step a slightly shrunk maximiser.
+the covariance diagonals after each M-step, as scikit-learn does) makes it a slightly shrunk maximiser.
 
 All functions assume validated inputs and a float64 scope (:func:`ppclust._jax.x64`).
 """
@@ -34,9 +34,22 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
-__all__ = ["GMMParams", "NIWPrior", "EMResult", "COVARIANCE_TYPES", "log_gaussian_prob", "e_step", "m_step",
-           "log_prior", "precision_cholesky", "covariances", "n_parameters", "kmeanspp_centres", "fit",
-           "default_prior"]
+__all__ = [
+    "GMMParams",
+    "NIWPrior",
+    "EMResult",
+    "COVARIANCE_TYPES",
+    "log_gaussian_prob",
+    "e_step",
+    "m_step",
+    "log_prior",
+    "precision_cholesky",
+    "covariances",
+    "n_parameters",
+    "kmeanspp_centres",
+    "fit",
+    "default_prior",
+]
 
 COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 _LOG_2PI = 1.8378770664093453  # log(2 pi)
@@ -46,7 +59,7 @@ class GMMParams(NamedTuple):
     """Mixture parameters.
 
     weights: (k,) mixing proportions; means: (k, d);
-    prec_chol: Cholesky of the precision: full (k, d, d) upper, tied (d, d) upper, diag (k, d), spherical (k,).
+    prec_chol: Cholesky of the precision: full (k, d, d) upper, tied (d, d), diag (k, d), spherical (k,).
     """
 
     weights: jax.Array
@@ -58,7 +71,7 @@ class NIWPrior(NamedTuple):
     """Conjugate MAP prior: Dirichlet(alpha) on weights, Normal-inverse-Wishart on (mu, Sigma).
 
     mu_k | Sigma_k ~ N(mean0, Sigma_k / kappa0), Sigma_k ~ IW(psi0, nu0). For ``"diag"`` the prior is the
-    product over dimensions of the 1-D version (scale ``diag(psi0)``); for ``"spherical"`` one 1-D version with
+    product over dimensions of the 1-D version (scale ``diag(psi0)``); ``"spherical"``: one 1-D version with
     scale ``trace(psi0)`` and ``d`` mean coordinates. ``alpha >= 1`` (alpha = 1: no weight prior).
     """
 
@@ -96,8 +109,13 @@ def default_prior(x, n_components, alpha=1.0):
     x = jnp.asarray(x)
     d = x.shape[1]
     cov = jnp.atleast_2d(jnp.cov(x, rowvar=False))
-    return NIWPrior(alpha=jnp.asarray(alpha, x.dtype), mean0=x.mean(0), kappa0=jnp.asarray(0.01, x.dtype),
-                    nu0=jnp.asarray(d + 2.0, x.dtype), psi0=cov / n_components ** (2.0 / d))
+    return NIWPrior(
+        alpha=jnp.asarray(alpha, x.dtype),
+        mean0=x.mean(0),
+        kappa0=jnp.asarray(0.01, x.dtype),
+        nu0=jnp.asarray(d + 2.0, x.dtype),
+        psi0=cov / n_components ** (2.0 / d),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- E-step
@@ -183,8 +201,12 @@ def m_step(x, resp, cov_type, reg_covar, prior=None):
         # second moments in one matmul: (n, k*d)^T @ (n, d)
         m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
         outer_ms = means[:, :, None] * s[:, None, :]
-        scatter = m2 - outer_ms - jnp.swapaxes(outer_ms, 1, 2) + nk[:, None, None] * (
-            means[:, :, None] * means[:, None, :])
+        scatter = (
+            m2
+            - outer_ms
+            - jnp.swapaxes(outer_ms, 1, 2)
+            + nk[:, None, None] * (means[:, :, None] * means[:, None, :])
+        )
         if prior is not None:
             dm = means - prior.mean0[None]
             scatter = scatter + prior.kappa0 * dm[:, :, None] * dm[:, None, :]
@@ -239,23 +261,37 @@ def log_prior(params, prior, cov_type):
         tr = jnp.sum(prec * prior.psi0, axis=(-2, -1))
         n_cov = k if cov_type == "full" else 1
         # IW: -(nu0 + d + 1)/2 log|S| - tr(psi0 S^-1)/2 ; normal mean: -1/2 log|S| per component
-        out = out + mean_term + jnp.sum((prior.nu0 + d + 1.0) * logdet_p - 0.5 * tr) + k * jnp.sum(
-            logdet_p) / n_cov
+        out = (
+            out
+            + mean_term
+            + jnp.sum((prior.nu0 + d + 1.0) * logdet_p - 0.5 * tr)
+            + k * jnp.sum(logdet_p) / n_cov
+        )
     elif cov_type == "diag":
         prec = pc**2
-        out = out + jnp.sum(-0.5 * prior.kappa0 * dm**2 * prec + 0.5 * (prior.nu0 + 3.0) * jnp.log(prec)
-                            - 0.5 * jnp.diagonal(prior.psi0)[None] * prec)
+        out = out + jnp.sum(
+            -0.5 * prior.kappa0 * dm**2 * prec
+            + 0.5 * (prior.nu0 + 3.0) * jnp.log(prec)
+            - 0.5 * jnp.diagonal(prior.psi0)[None] * prec
+        )
     else:
         prec = pc**2
-        out = out + jnp.sum(-0.5 * prior.kappa0 * jnp.sum(dm**2, 1) * prec
-                            + 0.5 * (prior.nu0 + 2.0 + d) * jnp.log(prec) - 0.5 * jnp.trace(prior.psi0) * prec)
+        out = out + jnp.sum(
+            -0.5 * prior.kappa0 * jnp.sum(dm**2, 1) * prec
+            + 0.5 * (prior.nu0 + 2.0 + d) * jnp.log(prec)
+            - 0.5 * jnp.trace(prior.psi0) * prec
+        )
     return out
 
 
 def n_parameters(n_components, d, cov_type):
     """Free parameters: weights, means and covariances."""
-    cov = {"full": n_components * d * (d + 1) / 2, "tied": d * (d + 1) / 2, "diag": n_components * d,
-           "spherical": n_components}[cov_type]
+    cov = {
+        "full": n_components * d * (d + 1) / 2,
+        "tied": d * (d + 1) / 2,
+        "diag": n_components * d,
+        "spherical": n_components,
+    }[cov_type]
     return int(cov + n_components * d + n_components - 1)
 
 
@@ -329,8 +365,23 @@ def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior):
 
 
 @partial(jax.jit, static_argnames=("n_components", "cov_type", "max_iter", "n_init"))
-def fit(key, x, log_mask, allowed, init_centres, init_fixed, *, n_components, cov_type="full", max_iter=100,
-        tol=1e-3, reg_covar=1e-6, n_init=1, prior=None, init_params=None):
+def fit(
+    key,
+    x,
+    log_mask,
+    allowed,
+    init_centres,
+    init_fixed,
+    *,
+    n_components,
+    cov_type="full",
+    max_iter=100,
+    tol=1e-3,
+    reg_covar=1e-6,
+    n_init=1,
+    prior=None,
+    init_params=None,
+):
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
     Parameters
@@ -360,5 +411,6 @@ def fit(key, x, log_mask, allowed, init_centres, init_fixed, *, n_components, co
     score = jnp.where(finite, obj, -jnp.inf)
     b = jnp.argmax(score)
     take = lambda a: a[b]
-    return EMResult(jax.tree.map(take, params), obj[b], ll[b], resp[b], trace[b], it[b], conv[b],
-                    jnp.any(finite), obj)
+    return EMResult(
+        jax.tree.map(take, params), obj[b], ll[b], resp[b], trace[b], it[b], conv[b], jnp.any(finite), obj
+    )

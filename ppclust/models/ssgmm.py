@@ -70,7 +70,7 @@ def ssgmm_model(x, log_mask=None, *, n_components, cov_type="full", alpha=1.0, p
 
     Priors (weakly informative, for NUTS checks): ``weights ~ Dir(alpha)``, ``means ~ N(mean(x), 10 sd)``;
     full: ``Sigma_k = diag(s_k) L_k L_k^T diag(s_k)`` with ``L_k ~ LKJCholesky(d, 2)``,
-    ``s_k ~ HalfNormal(prior_scale)``; diag: per-dimension sds ``HalfNormal``; spherical: one sd per component;
+    ``s_k ~ HalfNormal(prior_scale)``; diag: per-dimension sds ``HalfNormal``; spherical: one sd each;
     tied: one LKJ/HalfNormal pair. ``prior_scale`` defaults to 2 x the data sd.
 
     The likelihood is ``numpyro.factor("obs", ...)`` with :func:`ssgmm_log_likelihood`.
