@@ -248,7 +248,7 @@ def test_errors():
         SemiSupervisedGMM(2, "VVV").fit(X)
     with pytest.raises(ValueError, match="classes"):
         SemiSupervisedGMM(2).fit(X, z)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="length 10"):
         SemiSupervisedGMM(3).fit(X, z[:10])
     with pytest.raises(ValueError, match="label_noise"):
         SemiSupervisedGMM(3, label_noise=1.0).fit(X, z)

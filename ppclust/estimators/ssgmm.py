@@ -11,46 +11,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import em
 from ppclust.models.ssgmm import default_component_classes, label_log_mask
 
 __all__ = ["SemiSupervisedGMM"]
-
-
-def _check_X(X, name="X"):
-    # private validator until ppclust.estimators._base lands (owner: "data")
-    try:
-        X = np.array(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as err:
-        raise ValueError(
-            f"`{name}` must be a numeric array-like of shape (n_samples, n_features): {err}"
-        ) from err
-    if X.ndim != 2:
-        raise ValueError(
-            f"`{name}` must be 2-D (n_samples, n_features), got shape {X.shape}; "
-            "use X.reshape(-1, 1) for a single feature."
-        )
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"`{name}` is empty (shape {X.shape}).")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"`{name}` contains NaN or infinite values; impute or drop them first.")
-    return X
-
-
-def _check_y(y, n):
-    if y is None:
-        return None
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"`y` must have shape (n_samples,) = ({n},), got {y.shape}.")
-    if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise ValueError("`y` must hold integer class labels with -1 for unlabelled points.")
-    if np.any(y < -1):
-        raise ValueError(f"`y` has labels < -1 (first: {int(y[y < -1][0])}); use -1 for unlabelled points.")
-    return y
 
 
 class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
@@ -164,14 +129,14 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 "SemiSupervisedGMM(method='gibbs') needs the shared collapsed Gibbs sampler "
                 "ppclust/inference/gibbs.py, which is not available in this build yet; use method='em'."
             )
-        X = _check_X(X)
+        X = check_X(X)
         n, d = X.shape
         K = int(self.n_components)
         if n < K:
             raise ValueError(
                 f"`X` has n_samples={n} < n_components={K}; need at least one point per component."
             )
-        y = _check_y(y, n)
+        y = check_partial_labels(y, n)
         if y is None or not np.any(y >= 0):
             self.classes_ = np.array([], dtype=np.int64)
             codes = np.full(n, -1)
@@ -271,7 +236,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------ predict
     def _log_prob(self, X):
         check_is_fitted(self, "means_")
-        X = _check_X(X)
+        X = check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"`X` has {X.shape[1]} features, the model was fitted on {self.n_features_in_}.")
         with x64():
