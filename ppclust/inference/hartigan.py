@@ -20,14 +20,18 @@ slots of statistics live in a pytree ``stats`` of fixed shape. The engine calls 
     cost.cost(stats)                          -> (K,)      # E(Y_k); 0 for empty, +inf for degenerate
     cost.degenerate(stats)                    -> (K,) bool # e.g. numerically singular covariance
     cost.cost_add(stats, x_i, side_i)         -> (K,)      # E(Y_k ∪ {x_i}) for every slot k
-    cost.cost_remove(stats, k, x_i, side_i)   -> ()        # E(Y_k \ {x_i})
+    cost.cost_slot(stats, k)                  -> ()        # E(Y_k) of slot k alone
     cost.add(stats, k, x_i, side_i)           -> stats     # rank-one update of slot k
     cost.remove(stats, k, x_i, side_i)        -> stats
 
 ``cost_add`` must cost O(K d^2) (matrix determinant lemma on a cached Cholesky factor, see
-``ppclust.inference.cecib.CECIBCost``) and ``add``/``remove`` O(d^2) (rank-one Cholesky up/down-date);
-the engine then does O(K d^2) work per visited point. ``side_i`` is ``side`` indexed at point i.
-The engine caches the per-cluster costs, so ``cost.cost`` is called only at initialisation.
+``ppclust.inference.cecib.CECIBCost``) and ``add``/``remove``/``cost_slot`` O(d^2) (rank-one Cholesky
+up/down-date); the engine then does O(K d^2) work per visited point: for point i in slot a it
+computes ``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost
+of a without i), and ``cost.cost_add(stats, x_i, side_i)``; an accepted move to b stores
+``cost.add(removed, b, x_i, side_i)``. ``side_i`` is ``side`` indexed at point i. Per-cluster costs
+are cached; ``cost.cost`` is called only at initialisation. Slots are fixed (K); a dead slot's
+statistics are never read again, so ``remove`` on it may return garbage (NaN) that the engine drops.
 
 Move rule (exactly the authors' Java demo, ``reference/cecib/README.md`` "Optimiser semantics")
 --------------------------------------------------------------------------------------------
@@ -148,7 +152,7 @@ def init_random(key: Array, n: int, K: int) -> Array:
 
 @partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
 def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
-        reassign: str = "lazy", tol: float = 0.0) -> HartiganResult:
+        reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
     """One Hartigan run from the partition ``labels0`` (int32, values in 0..K-1).
 
     Parameters
@@ -159,6 +163,7 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
     max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
     tol : a move needs ``Δ < -tol``.
+    order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
     """
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
@@ -174,13 +179,17 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     trace = jnp.full(max_passes + 1, jnp.nan, x.dtype).at[0].set(energy0)
     ktrace = jnp.zeros(max_passes + 1, jnp.int32).at[0].set(state.active.sum().astype(jnp.int32))
 
-    def point_step(i, st: _State) -> _State:
+    order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+
+    def point_step(t, st: _State) -> _State:
+        i = order[t]
         xi = x[i]
         si = jax.tree_util.tree_map(lambda v: v[i], side)
         a = st.labels[i]
         orphan = ~st.active[a]
         add_c = cost.cost_add(st.stats, xi, si)
-        rem_c = cost.cost_remove(st.stats, a, xi, si)
+        removed = cost.remove(st.stats, a, xi, si)
+        rem_c = cost.cost_slot(removed, a)
         d_add = add_c - st.costs
         delta = jnp.where(orphan, d_add, (rem_c - st.costs[a]) + d_add)
         delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
@@ -190,12 +199,10 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
         move = delta[b] < jnp.where(orphan, jnp.inf, -tol)
 
         def do_move(st: _State) -> _State:
-            s_new = cost.add(st.stats, b, xi, si)
-            s_rem = cost.remove(s_new, a, xi, si)
-            s_new = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), s_new, s_rem)
-            costs = st.costs.at[b].set(add_c[b])
-            costs = jnp.where(orphan, costs, costs.at[a].set(rem_c))
-            return _State(st.labels.at[i].set(b), st.active, s_new, costs, jnp.asarray(True))
+            base = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), st.stats, removed)
+            costs = jnp.where(orphan, st.costs, st.costs.at[a].set(rem_c)).at[b].set(add_c[b])
+            return _State(st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs,
+                          jnp.asarray(True))
 
         st = lax.cond(move, do_move, lambda s: s, st)
         n_act = st.active.sum()
