@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import cecib as _cecib
 
 __all__ = ["CECIB"]
@@ -66,10 +67,11 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.reg = reg
 
     def fit(self, X, y=None):
-        X = _check_X(X)
+        X = check_X(X)
         n, d = X.shape
         self._check_params(n, d)
-        yc, m = _cecib.encode_labels(_check_y(y, n), n)
+        y = check_partial_labels(y, n)
+        yc, m = _cecib.encode_labels(y, n)
         import jax.numpy as jnp
 
         with x64():
@@ -119,7 +121,7 @@ class CECIB(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """CEC rule: argmax_i ln p_i + ln N(x; mu_i, Sigma_i)."""
         check_is_fitted(self, "means_")
-        X = _check_X(X)
+        X = check_X(X)
         if X.shape[1] != self.means_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, but CECIB was fitted with {self.means_.shape[1]}")
         score = np.empty((X.shape[0], self.n_clusters_))
@@ -148,28 +150,3 @@ class CECIB(ClusterMixin, BaseEstimator):
         if n < d + 2:
             raise ValueError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
                              f"got n = {n}.")
-
-
-# --- helpers (private until ppclust.estimators._base lands) -----------------------------------
-
-
-def _check_X(X):
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinity")
-    return X
-
-
-def _check_y(y, n):
-    if y is None:
-        return None
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},) (partial labels, -1 = unlabelled), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-            raise ValueError("y must hold integer labels (-1 = unlabelled)")
-        y = y.astype(np.int64)
-    return y

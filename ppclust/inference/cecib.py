@@ -36,10 +36,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import xlogy
 
+from ppclust.families import GaussianML, Stats
 from ppclust.inference import hartigan
 
 __all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "replay", "beta0",
@@ -119,17 +118,12 @@ class CECIBCost:
 
     def cost_add(self, stats, x_i, side_i):
         n = stats.n
-        mean = stats.s / jnp.maximum(n, 1.0)[:, None]
-        w = jax.vmap(lambda L, u: solve_triangular(L, u, lower=True))(stats.scale, x_i - mean)
-        logdet = (2.0 * jnp.sum(jnp.log(jnp.diagonal(stats.scale, axis1=-2, axis2=-1)), -1)
-                  + jnp.log1p(n / (n + 1.0) * jnp.sum(w * w, -1)))
+        logdet = _ML.logdet_after_add(Stats(n, stats.s, stats.scale), x_i)  # determinant lemma, O(K d^2)
         n_lab, clogc = self._label_change(stats.counts, stats.n_lab, stats.clogc, side_i, 1.0)
         return self._cluster_cost(n + 1.0, logdet, n_lab, clogc)
 
     def add(self, stats, k, x_i, side_i):
-        n = stats.n[k]
-        u = x_i - stats.s[k] / jnp.maximum(n, 1.0)
-        L = _chol_rank_one(stats.scale[k], jnp.sqrt(n / (n + 1.0)) * u, 1.0)
+        L = _ML.add(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # rank-one update, O(d^2)
         return self._move(stats, k, x_i, side_i, L, 1.0)
 
     def remove(self, stats, k, x_i, side_i):
@@ -141,9 +135,7 @@ class CECIBCost:
         return self._cluster_cost(n, logdet, n_lab, clogc)
 
     def _downdated(self, stats, k, x_i):
-        n = stats.n[k]
-        u = x_i - stats.s[k] / jnp.maximum(n, 1.0)
-        return _chol_rank_one(stats.scale[k], jnp.sqrt(n / jnp.maximum(n - 1.0, 1.0)) * u, -1.0)
+        return _ML.remove(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # O(d^2) downdate
 
     def _move(self, stats, k, x_i, side_i, L, sign):
         lab = side_i >= 0
@@ -318,34 +310,4 @@ def _chol_singular(L):
     return ~jnp.all(jnp.isfinite(L)) | (jnp.min(piv) <= SING_TOL * jnp.max(diag_s))
 
 
-def _chol_rank_one_private(L: Array, v: Array, sign: float) -> Array:
-    """chol(L L^T + sign v v^T) in O(d^2) (column-wise Givens recurrence; NaN if not PD)."""
-    d = L.shape[-1]
-    idx = jnp.arange(d)
-
-    def body(k, carry):
-        L, v = carry
-        lkk, vk = L[k, k], v[k]
-        r = jnp.sqrt(lkk * lkk + sign * vk * vk)
-        c = r / lkk
-        s = vk / lkk
-        below = idx > k
-        col = jnp.where(below, (L[:, k] + sign * s * v) / c, L[:, k]).at[k].set(r)
-        v = jnp.where(below, c * v - s * col, v)
-        return L.at[:, k].set(col), v
-
-    return lax.fori_loop(0, d, body, (L, v))[0]
-
-
-def _chol_rank_one(L: Array, v: Array, sign: float) -> Array:
-    if _families_chol is None:
-        return _chol_rank_one_private(L, v, sign)
-    return _families_chol[0](L, v) if sign > 0 else _families_chol[1](L, v)
-
-
-try:  # the shared primitives once ppclust.families has landed
-    from ppclust.families import chol_downdate, chol_update  # noqa: E402
-
-    _families_chol = (chol_update, chol_downdate)
-except ImportError:  # pragma: no cover
-    _families_chol = None
+_ML = GaussianML()
