@@ -279,8 +279,9 @@ def _insert(cost, x, side, st: _State, i, K) -> _State:
 def _reassign_cluster(cost, x, side, st: _State, a, K) -> _State:
     """Immediately reinsert the points of dead slot ``a`` one at a time in index order."""
 
+    # ``~active[a]`` matters under vmap, where lax.cond runs this branch for live slots too.
     def cond(s):
-        return jnp.any(s.labels == a) & jnp.any(s.active)
+        return ~s.active[a] & jnp.any(s.labels == a) & jnp.any(s.active)
 
     def body(s):
         i = jnp.argmax(s.labels == a)
