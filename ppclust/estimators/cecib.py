@@ -1,0 +1,152 @@
+"""scikit-learn estimator for CEC-IB (Śmieja & Geiger 2017): clustering with partial, coarse, noisy labels."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust.inference import cecib as _cecib
+
+__all__ = ["CECIB"]
+
+
+class CECIB(ClusterMixin, BaseEstimator):
+    """Cross-entropy clustering with an information-bottleneck label term (CEC-IB).
+
+    Minimises :math:`E_\\beta = H(Y) + \\sum_i p_i H(N(\\mu_i,\\Sigma_i)) + \\beta \\sum_i p_i
+    H(Z\\mid Y_i\\cap X_l)` (nats) by online Hartigan moves, starting from ``n_clusters`` clusters and
+    deleting clusters below ``max(eps * n, d + 2)`` points, so the final number of clusters is found
+    automatically. Labels may be partial (-1 = unlabelled) and coarser than clusters: several
+    clusters may share a category; only mixing categories inside a cluster is penalised.
+
+    Parameters
+    ----------
+    n_clusters : int, default=10
+        Initial number of clusters (the paper uses twice the number of classes).
+    beta : float, default=1.0
+        Weight of the label term; 0 gives plain CEC. ``ppclust.inference.cecib.BETA0_HALF_NORMAL``
+        (0.2698) is the paper's robust choice for noisy labels; see also ``beta0``.
+    eps : float, default=0.05
+        Clusters with fewer than ``eps * n`` (or ``d + 2``) points are deleted.
+    n_init : int, default=10
+        Restarts (vmapped); the lowest final cost wins.
+    random_state : None, int, Generator or JAX key
+    init : {"kmeans++", "random"}, default="kmeans++"
+        k-means++ seeds + nearest-seed partition (authors' code) or a uniform random partition (paper).
+    reassign : {"lazy", "immediate"}, default="lazy"
+        How points of a deleted cluster are reassigned (see ``ppclust.inference.hartigan``).
+    max_passes : int, default=100
+    reg : float, default=0.0
+        Optional ridge ``reg * tr(Sigma_X)/d`` added to every cluster's scatter (off by default;
+        breaks exact affine invariance).
+
+    Attributes
+    ----------
+    labels_ : (n,) int, consecutive cluster ids 0..n_clusters_-1.
+    n_clusters_ : int.  cost_ : float, the final E_beta.
+    cost_parts_ : dict with ``model_complexity`` (H(Y)), ``accuracy`` (sum p_i H(N_i)) and
+        ``side_information`` (beta * sum p_i H(Z|Y_i)); also as scalars ``cost_model_complexity_``,
+        ``cost_accuracy_``, ``cost_side_information_``.
+    weights_ : (k,), means_ : (k, d), covariances_ : (k, d, d) MLE parameters of the clusters.
+    n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
+    """
+
+    def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
+                 reassign="lazy", max_passes=100, reg=0.0):
+        self.n_clusters = n_clusters
+        self.beta = beta
+        self.eps = eps
+        self.n_init = n_init
+        self.random_state = random_state
+        self.init = init
+        self.reassign = reassign
+        self.max_passes = max_passes
+        self.reg = reg
+
+    def fit(self, X, y=None):
+        X = check_X(X)
+        n, d = X.shape
+        self._check_params(n, d)
+        y = check_partial_labels(y, n)
+        yc, m = _cecib.encode_labels(y, n)
+        import jax.numpy as jnp
+
+        with x64():
+            best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m,
+                                           n_clusters=int(self.n_clusters), beta=float(self.beta),
+                                           eps=float(self.eps), n_init=int(self.n_init), init=self.init,
+                                           max_passes=int(self.max_passes), reassign=self.reassign,
+                                           reg=float(self.reg))
+            labels = np.asarray(best.labels)
+            active = np.asarray(best.active)
+            total = float(best.cost)
+            self.n_iter_ = int(best.n_passes)
+            self.converged_ = bool(best.converged)
+            self.restart_costs_ = np.asarray(costs)
+        if not np.isfinite(total):
+            raise ValueError("CECIB: every restart ended with a singular cluster; decrease n_clusters, "
+                             "increase eps, or set reg > 0")
+        orphan = ~active[labels]
+        if orphan.any():  # only when max_passes stopped a run right after a deletion
+            labels = labels.copy()
+            labels[orphan] = -1
+        live = np.flatnonzero(active)
+        remap = -np.ones(len(active), int)
+        remap[live] = np.arange(len(live))
+        self.labels_ = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
+        self.n_clusters_ = len(live)
+        self.weights_ = np.array([(self.labels_ == k).sum() / n for k in range(self.n_clusters_)])
+        self.means_ = np.stack([X[self.labels_ == k].mean(0) for k in range(self.n_clusters_)])
+        self.covariances_ = np.stack([np.atleast_2d(np.cov(X[self.labels_ == k].T, bias=True))
+                                      for k in range(self.n_clusters_)])
+        if self.reg > 0:
+            ridge = float(self.reg) * np.trace(np.atleast_2d(np.cov(X.T, bias=True))) / d
+            self.covariances_ = self.covariances_ + ridge / (self.weights_ * n)[:, None, None] * np.eye(d)
+        self.cost_ = total
+        parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta))
+        self.cost_parts_ = {"model_complexity": float(parts.model_complexity),
+                            "accuracy": float(parts.accuracy),
+                            "side_information": float(parts.side_information)}
+        self.cost_model_complexity_ = self.cost_parts_["model_complexity"]
+        self.cost_accuracy_ = self.cost_parts_["accuracy"]
+        self.cost_side_information_ = self.cost_parts_["side_information"]
+        return self
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X, y).labels_
+
+    def predict(self, X):
+        """CEC rule: argmax_i ln p_i + ln N(x; mu_i, Sigma_i)."""
+        check_is_fitted(self, "means_")
+        X = check_X(X)
+        if X.shape[1] != self.means_.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features, but CECIB was fitted with {self.means_.shape[1]}")
+        score = np.empty((X.shape[0], self.n_clusters_))
+        for k in range(self.n_clusters_):
+            L = np.linalg.cholesky(self.covariances_[k])
+            r = np.linalg.solve(L, (X - self.means_[k]).T)
+            score[:, k] = (np.log(self.weights_[k]) - np.log(np.diag(L)).sum() - 0.5 * (r * r).sum(0))
+        return np.argmax(score, 1)
+
+    def _check_params(self, n, d):
+        if not (isinstance(self.n_clusters, (int, np.integer)) and self.n_clusters >= 1):
+            raise ValueError(f"The 'n_clusters' parameter of CECIB must be an int >= 1. "
+                             f"Got {self.n_clusters!r}.")
+        if not (isinstance(self.n_init, (int, np.integer)) and self.n_init >= 1):
+            raise ValueError(f"The 'n_init' parameter of CECIB must be an int >= 1. Got {self.n_init!r}.")
+        if not np.isfinite(self.beta) or self.beta < 0:
+            raise ValueError(f"The 'beta' parameter of CECIB must be a float >= 0. Got {self.beta!r}.")
+        if not 0 <= self.eps < 1:
+            raise ValueError(f"The 'eps' parameter of CECIB must be in [0, 1). Got {self.eps!r}.")
+        if self.init not in ("kmeans++", "random"):
+            raise ValueError(f"The 'init' parameter of CECIB must be 'kmeans++' or 'random'. "
+                             f"Got {self.init!r}.")
+        if self.reassign not in ("lazy", "immediate"):
+            raise ValueError(f"The 'reassign' parameter of CECIB must be 'lazy' or 'immediate'. "
+                             f"Got {self.reassign!r}.")
+        if n < d + 2:
+            raise ValueError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
+                             f"got n = {n}.")

@@ -1,0 +1,313 @@
+r"""CEC-IB: cross-entropy clustering with an information-bottleneck label term (Śmieja & Geiger 2017).
+
+Cost of a hard partition :math:`Y=\{Y_1..Y_k\}` of n points in :math:`\mathbb R^N` with partial
+labels (spec ``cecib.md`` eqs. 10, 11; natural logs, nats):
+
+.. math::
+
+    E_\beta(Y) = \sum_i p_i\Big[-\ln p_i + \tfrac N2\ln(2\pi e) + \tfrac12\ln\det\Sigma_i
+                 + \beta\,H(Z\mid Y_i\cap X_l)\Big],\qquad p_i = n_i/n,
+
+with :math:`\Sigma_i` the MLE covariance of :math:`Y_i` and
+:math:`H(Z\mid Y_i\cap X_l) = \ln L_i - \tfrac1{L_i}\sum_j c_{ij}\ln c_{ij}` (0 when :math:`L_i=0`)
+computed from the :math:`L_i` labelled members only, but weighted by the full :math:`p_i`. So moving an
+*unlabelled* point still changes the label term by :math:`\pm\beta H_i/n` (the spec's correction to the
+paper's Sec. 3.4, which says these terms cancel). With complete labels this is eq. (4); with
+``beta = 0`` or no labels it is plain CEC (eq. 2).
+
+Degenerate clusters (spec §7.3 / reference README): a cluster whose MLE covariance is numerically
+singular (smallest eigenvalue <= 1e-12 x largest, or a removal that shrinks det S by more than 1e12)
+costs +inf, so no move creates one, and it is deleted after initialisation and after each pass; the
+engine also deletes clusters below ``min_size = max(eps * n, N + 2)`` points. Optional regularisation
+(``reg > 0``, off by default): every cluster's scatter gets a pseudo-scatter ``reg * tr(Σ_X)/N * I``
+(a fixed ridge, so the rank-one updates stay exact). It breaks the affine invariance slightly.
+
+Statistics per slot (``CECIBStats``): ``n``, sums ``s``, ``scale`` = lower Cholesky of the scatter
+:math:`S_k` (+ ridge), label counts ``counts`` (K, m), ``n_lab`` = L, ``clogc`` = :math:`\sum_j c\ln c`.
+A candidate move is O(K N^2) (matrix determinant lemma) + O(K) for the label term.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlogy
+
+from ppclust.families import GaussianML, Stats
+from ppclust.inference import hartigan
+
+__all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "replay", "beta0",
+           "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
+
+Array = jax.Array
+LOG_2PIE = math.log(2.0 * math.pi * math.e)
+#: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
+BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
+#: A cluster is numerically singular when lambda_min <= SING_TOL * lambda_max (reference README).
+SING_TOL = 1e-12
+
+
+class CECIBStats(NamedTuple):
+    n: Array  # (K,) counts
+    s: Array  # (K, d) sums
+    scale: Array  # (K, d, d) lower Cholesky of scatter (+ ridge)
+    counts: Array  # (K, m) label counts c_kj
+    n_lab: Array  # (K,) L_k
+    clogc: Array  # (K,) sum_j c_kj ln c_kj
+
+
+class CostParts(NamedTuple):
+    """Cost of a partition, with the paper's three parts (the jar's columns)."""
+
+    total: Array  # E_beta
+    model_complexity: Array  # H(Y) = sum_i -p_i ln p_i
+    accuracy: Array  # sum_i p_i H(N(mu_i, Sigma_i))
+    side_information: Array  # beta * sum_i p_i H(Z | Y_i ∩ X_l)
+    cluster_terms: Array  # (K, 3) per cluster [a_i, b_i, c_i] (c_i without beta), 0 for empty
+    sizes: Array  # (K,)
+
+
+@dataclass(frozen=True)
+class CECIBCost:
+    """CEC-IB per-cluster cost for :mod:`ppclust.inference.hartigan` (see its interface).
+
+    beta : label-term weight (0 = plain CEC).  n_total : n in p_i = n_i / n.
+    ridge : pseudo-scatter added to every cluster (0 = none).  n_labels : m, dim : N (static).
+    """
+
+    beta: Array
+    n_total: Array
+    ridge: Array
+    n_labels: int
+    dim: int
+
+    # -- engine interface --------------------------------------------------------------------
+    def stats(self, x, side, labels, K):
+        d = x.shape[1]
+        r = jax.nn.one_hot(labels, K, dtype=x.dtype)
+        n = r.sum(0)
+        s = r.T @ x
+        mean = s / jnp.maximum(n, 1.0)[:, None]
+        xc = x[:, None, :] - mean[None]  # (n, K, d), two-pass (no cancellation)
+        scatter = jnp.einsum("nk,nki,nkj->kij", r, xc, xc) + self.ridge * jnp.eye(d)
+        scale = jnp.linalg.cholesky(scatter)
+        lab = jax.nn.one_hot(side, self.n_labels, dtype=x.dtype)  # -1 -> zero row
+        counts = r.T @ lab
+        return CECIBStats(n, s, scale, counts, counts.sum(1), xlogy(counts, counts).sum(1))
+
+    def count(self, stats):
+        return stats.n
+
+    def cost(self, stats):
+        return jax.vmap(self._slot_cost)(stats.n, stats.scale, stats.n_lab, stats.clogc)
+
+    def cost_slot(self, stats, k):
+        return self._slot_cost(stats.n[k], stats.scale[k], stats.n_lab[k], stats.clogc[k])
+
+    def degenerate(self, stats):
+        d = stats.s.shape[1]
+        S = stats.scale @ jnp.swapaxes(stats.scale, -1, -2)
+        ev = jnp.linalg.eigvalsh(S)
+        bad = ~jnp.all(jnp.isfinite(stats.scale), axis=(-1, -2)) | (ev[:, 0] <= SING_TOL * ev[:, -1])
+        return bad | (stats.n < d + 1)
+
+    def cost_add(self, stats, x_i, side_i):
+        n = stats.n
+        logdet = _ML.logdet_after_add(Stats(n, stats.s, stats.scale), x_i)  # determinant lemma, O(K d^2)
+        n_lab, clogc = self._label_change(stats.counts, stats.n_lab, stats.clogc, side_i, 1.0)
+        return self._cluster_cost(n + 1.0, logdet, n_lab, clogc)
+
+    def add(self, stats, k, x_i, side_i):
+        L = _ML.add(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # rank-one update, O(d^2)
+        return self._move(stats, k, x_i, side_i, L, 1.0)
+
+    def remove(self, stats, k, x_i, side_i):
+        return self._move(stats, k, x_i, side_i, self._downdated(stats, k, x_i), -1.0)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _slot_cost(self, n, L, n_lab, clogc):
+        logdet = jnp.where(_chol_singular(L), -jnp.inf, 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L)))))
+        return self._cluster_cost(n, logdet, n_lab, clogc)
+
+    def _downdated(self, stats, k, x_i):
+        return _ML.remove(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # O(d^2) downdate
+
+    def _move(self, stats, k, x_i, side_i, L, sign):
+        lab = side_i >= 0
+        j = jnp.maximum(side_i, 0)
+        c = stats.counts[k, j]
+        c_new = c + jnp.where(lab, sign, 0.0)
+        return CECIBStats(stats.n.at[k].add(sign), stats.s.at[k].add(sign * x_i), stats.scale.at[k].set(L),
+                          stats.counts.at[k, j].set(c_new), stats.n_lab.at[k].add(jnp.where(lab, sign, 0.0)),
+                          stats.clogc.at[k].add(xlogy(c_new, c_new) - xlogy(c, c)))
+
+    def _label_change(self, counts, n_lab, clogc, side_i, sign):
+        lab = side_i >= 0
+        c = counts[..., jnp.maximum(side_i, 0)]
+        c_new = c + sign
+        clogc_new = clogc + xlogy(c_new, c_new) - xlogy(c, c)
+        return jnp.where(lab, n_lab + sign, n_lab), jnp.where(lab, clogc_new, clogc)
+
+    def _cluster_cost(self, nk, logdet_scatter, n_lab, clogc):
+        return _cluster_cost(self.beta, self.n_total, self.dim, nk, logdet_scatter, n_lab, clogc)
+
+
+def _cluster_cost(beta, n_total, d, nk, logdet_scatter, n_lab, clogc):
+    """Per-cluster E_beta(Y_k) in counts (spec 1.4); 0 for an empty slot, +inf when singular."""
+    safe = jnp.maximum(nk, 1.0)
+    safe_l = jnp.maximum(n_lab, 1.0)
+    h_lab = jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)
+    ent = 0.5 * d * LOG_2PIE + 0.5 * (logdet_scatter - d * jnp.log(safe))
+    ent = jnp.where(jnp.isnan(ent) | (ent == -jnp.inf), jnp.inf, ent)
+    val = safe / n_total * (jnp.log(n_total) - jnp.log(safe) + ent + beta * h_lab)
+    return jnp.where(nk > 0, val, 0.0)
+
+
+jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "ridge"],
+                                 meta_fields=["n_labels", "dim"])
+
+
+def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECIBCost:
+    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge = reg·tr(Σ_X)/N)."""
+    n, d = x.shape
+    ridge = reg * jnp.trace(jnp.atleast_2d(jnp.cov(x.T, bias=True))) / d if reg > 0 else 0.0
+    return CECIBCost(jnp.asarray(beta, x.dtype), jnp.asarray(float(n), x.dtype), jnp.asarray(ridge, x.dtype),
+                     max(int(n_labels), 1), int(d))
+
+
+def min_size(n: int, d: int, eps: float) -> float:
+    """Deletion threshold: a cluster with fewer than ``max(eps * n, d + 2)`` points dies (ref-impl rule)."""
+    return max(eps * n, d + 2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# cost of a given partition (fresh two-pass statistics)
+# ---------------------------------------------------------------------------------------------
+
+
+def cecib_cost(x, labels, y=None, beta: float = 1.0) -> CostParts:
+    """E_beta of the partition ``labels`` (any ints; one cluster per distinct value, in sorted order).
+
+    ``y``: partial labels (any ints, -1 = unlabelled) or None. Host-side NumPy with fresh two-pass
+    statistics and ``slogdet``; a numerically singular cluster makes the accuracy term (and the
+    total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/test_cecib.py).
+    """
+    x = np.asarray(x, np.float64)
+    n, d = x.shape
+    _, z = np.unique(np.asarray(labels), return_inverse=True)
+    yy, m = encode_labels(y, n)
+    K = int(z.max()) + 1
+    terms = np.zeros((K, 3))
+    sizes = np.bincount(z, minlength=K).astype(float)
+    for k in range(K):
+        xk = x[z == k]
+        p = len(xk) / n
+        cov = np.atleast_2d(np.cov(xk.T, bias=True)) if len(xk) > 1 else np.zeros((d, d))
+        sign, logdet = np.linalg.slogdet(cov)
+        ev = np.linalg.eigvalsh(cov)
+        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or len(xk) < d + 1
+        cnt = np.bincount(yy[(z == k) & (yy >= 0)], minlength=max(m, 1)).astype(float)
+        L = cnt.sum()
+        q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)
+        terms[k] = (-p * np.log(p), np.inf if sing else p * (0.5 * d * LOG_2PIE + 0.5 * logdet),
+                    p * float(-(q * np.log(q)).sum()))
+    a, b, c = terms.sum(0)
+    return CostParts(a + b + beta * c, a, b, beta * c, terms, sizes)
+
+
+def encode_labels(y, n: int):
+    """Map partial labels (any ints, -1 = unlabelled; None = no labels) to 0..m-1 / -1 -> (codes, m)."""
+    if y is None:
+        return np.full(n, -1, np.int32), 0
+    y = np.asarray(y)
+    lab = y != -1
+    cats, codes = np.unique(y[lab], return_inverse=True)
+    out = np.full(n, -1, np.int32)
+    out[lab] = codes
+    return out, len(cats)
+
+
+# ---------------------------------------------------------------------------------------------
+# solvers
+# ---------------------------------------------------------------------------------------------
+
+
+def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05, n_init: int = 10,
+        init: str = "kmeans++", max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0, tol=0.0):
+    """CEC-IB by Hartigan moves with ``n_init`` vmapped restarts; call inside ``jax.enable_x64(True)``.
+
+    Returns ``(best HartiganResult, restart costs, restart passes, restart cluster counts)``.
+    """
+    n, d = x.shape
+    cost = make_cost(x, n_labels, beta, reg)
+    return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
+                        min_size=min_size(n, d, eps), n_init=n_init, init=init, max_passes=max_passes,
+                        reassign=reassign, tol=tol)
+
+
+def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, eps: float = 0.05, max_passes: int = 100,
+           reassign: str = "lazy", reg: float = 0.0) -> hartigan.HartiganResult:
+    """One deterministic run seeded by given centre indices (nearest-centre partition), as the
+    reference's ``fixed_centres`` runs. Call inside ``jax.enable_x64(True)``."""
+    n, d = x.shape
+    cost = make_cost(x, n_labels, beta, reg)
+    labels0 = hartigan.voronoi(x, jnp.asarray(centre_idx, jnp.int32))
+    return hartigan.run(cost, x, jnp.asarray(y_codes, jnp.int32), labels0, K=len(centre_idx),
+                        min_size=min_size(n, d, eps), max_passes=max_passes, reassign=reassign)
+
+
+# ---------------------------------------------------------------------------------------------
+# choosing beta (Theorems 4.1 / 4.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def beta0(parts) -> float:
+    r"""Critical :math:`\beta_0` of Theorem 4.2 (eq. 14) for merging the point sets ``parts`` into one.
+
+    :math:`\beta_0 = 1 + \sum_i \frac{p_i}{2}\ln\frac{\det\Sigma_i}{\det\Sigma} \big/ H(p)` with
+    :math:`p_i \propto |part_i|`, :math:`\Sigma_i` their MLE covariances and :math:`\Sigma` the pooled one.
+    For ``beta >= beta0`` the split, label-consistent partition costs no more than the merged one; the
+    cost difference is exactly :math:`q H(p)(\beta - \beta_0)`. Always <= 1 (Lemma E.1).
+    """
+    parts = [np.atleast_2d(np.asarray(p, np.float64).reshape(len(p), -1)) for p in parts]
+    if len(parts) < 2:
+        raise ValueError("beta0 needs at least two parts")
+    sizes = np.array([len(p) for p in parts], float)
+    p = sizes / sizes.sum()
+
+    def logdet(a):
+        sign, ld = np.linalg.slogdet(np.atleast_2d(np.cov(a.T, bias=True)))
+        if sign <= 0:
+            raise ValueError("beta0: a part has a singular covariance (needs more than d points)")
+        return ld
+
+    pooled = logdet(np.concatenate(parts))
+    num = sum(pi / 2.0 * (logdet(a) - pooled) for pi, a in zip(p, parts, strict=True))
+    return float(1.0 + num / -np.sum(p * np.log(p)))
+
+
+def beta0_from_labels(X, y) -> float:
+    """Data-driven heuristic [ours]: :func:`beta0` of the labelled points grouped by category."""
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y)
+    cats = [c for c in np.unique(y) if c != -1]
+    return beta0([X[y == c] for c in cats])
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _chol_singular(L):
+    """Numerical singularity of S = L L^T from its factor, O(d^2): some pivot L_jj^2 (a Schur
+    complement, >= lambda_min) below SING_TOL x the largest diagonal entry of S, or a failed factor."""
+    piv = jnp.diagonal(L) ** 2
+    diag_s = jnp.sum(L * L, -1)
+    return ~jnp.all(jnp.isfinite(L)) | (jnp.min(piv) <= SING_TOL * jnp.max(diag_s))
+
+
+_ML = GaussianML()

@@ -1,0 +1,302 @@
+r"""Generic online Hartigan engine for cross-entropy clustering (CEC, CEC-IB, C3L, ...).
+
+The engine minimises a total cost :math:`E(Y) = \sum_k E(Y_k)` over hard partitions by the modified
+Hartigan algorithm of Śmieja & Geiger (2017, Sec. 3.4; spec ``cecib.md`` §2): visit the points in
+data order, move each one to the cluster that lowers the total cost most (strict decrease; staying
+wins ties, ties between candidates go to the lowest index), update the statistics of the two
+clusters touched, delete a cluster that falls below ``min_size`` points, and stop after a pass
+without any move. Restarts are ``vmap``-ed (:func:`fit`).
+
+Per-cluster cost interface (what a method must provide)
+-------------------------------------------------------
+A *cost object* is a JAX pytree (e.g. a dataclass registered with
+``jax.tree_util.register_dataclass``; hyperparameters such as ``beta`` are leaves, shapes are
+static metadata). ``side`` is any pytree of per-point arrays with leading axis ``n`` (CEC-IB: the
+int32 category of each point, -1 = unlabelled; C3L: its category / side of a hyperplane). ``K``
+slots of statistics live in a pytree ``stats`` of fixed shape. The engine calls only::
+
+    cost.stats(x, side, labels, K)            -> stats     # from scratch (labels (n,) int32 in 0..K-1)
+    cost.count(stats)                         -> (K,)      # n_k, float
+    cost.cost(stats)                          -> (K,)      # E(Y_k); 0 for empty, +inf for degenerate
+    cost.degenerate(stats)                    -> (K,) bool # e.g. numerically singular covariance
+    cost.cost_add(stats, x_i, side_i)         -> (K,)      # E(Y_k ∪ {x_i}) for every slot k
+    cost.cost_slot(stats, k)                  -> ()        # E(Y_k) of slot k alone
+    cost.add(stats, k, x_i, side_i)           -> stats     # rank-one update of slot k
+    cost.remove(stats, k, x_i, side_i)        -> stats
+
+``cost_add`` must cost O(K d^2) (matrix determinant lemma on a cached Cholesky factor, see
+``ppclust.inference.cecib.CECIBCost``) and ``add``/``remove``/``cost_slot`` O(d^2) (rank-one Cholesky
+up/down-date); the engine then does O(K d^2) work per visited point: for point i in slot a it
+computes ``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost
+of a without i), and ``cost.cost_add(stats, x_i, side_i)``; an accepted move to b stores
+``cost.add(removed, b, x_i, side_i)``. ``side_i`` is ``side`` indexed at point i. Per-cluster costs
+are cached; ``cost.cost`` is called only at initialisation. Slots are fixed (K); a dead slot's
+statistics are never read again, so ``remove`` on it may return garbage (NaN) that the engine drops.
+
+Move rule (exactly the authors' Java demo, ``reference/cecib/README.md`` "Optimiser semantics")
+--------------------------------------------------------------------------------------------
+For point i in cluster a, candidate b ≠ a (active):
+``Δ(b) = [E(Y_a∖i) − E(Y_a)] + [E(Y_b∪i) − E(Y_b)]``; a non-finite Δ counts as the largest finite
+double. The point moves to ``argmin Δ`` if ``Δ < -tol`` (``tol = 0`` by default, as in the jar).
+After point i is processed (moved or not) its previous cluster is deactivated when it holds fewer
+than ``min_size`` points (never the last active cluster). After initialisation and after every pass,
+active clusters with ``cost.degenerate`` true are deactivated too.
+
+Points of a deactivated cluster ("orphans") are handled by ``reassign``:
+
+* ``"lazy"`` (default; the authors' Java demo): the point keeps its stale label; when the pass reaches
+  it, its baseline cost is +inf and it moves to the active cluster with the smallest insertion cost
+  ``E(Y_b∪i) − E(Y_b)``. Until then it is in no cluster's statistics (the weights ``n_k / n`` keep the
+  full ``n``). This mode replays the jar's fixed-centre runs exactly.
+* ``"immediate"`` (spec §2.3 [ours]): right after a deletion the cluster's points are reinserted one
+  at a time in index order, each into the cluster of smallest insertion cost.
+
+A forced move of an orphan counts as a move, so the pass after a deletion always runs. Accepted
+moves strictly decrease the cost; deletions may increase it (spec C8).
+
+Initialisation: ``init="kmeans++"`` (default, as in the authors' code: D^2 sampling of K distinct
+points, then each point to its nearest seed in Euclidean distance, ties to the earlier seed) or
+``init="random"`` (uniform random partition, the paper's wording).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["HartiganResult", "run", "fit", "init_kmeanspp", "init_random", "voronoi"]
+
+Array = jax.Array
+_BIG = float(jnp.finfo(jnp.float64).max)  # the jar's stand-in for an infinite candidate cost
+
+
+class HartiganResult(NamedTuple):
+    """Outcome of one (or the best of several) Hartigan runs.
+
+    labels : (n,) int32 cluster slot of every point (orphans not yet reassigned keep a dead slot).
+    active : (K,) bool slots alive at the end.
+    stats : the cost object's statistics (rank-one updated during the run).
+    costs : (K,) cached per-cluster cost E(Y_k) (meaningful for active slots).
+    cost : () total cost, sum of ``costs`` over active slots.
+    n_passes : () int32 passes over the data, including the final pass without a move.
+    converged : () bool, False if ``max_passes`` was hit.
+    trace : (max_passes + 1,) total cost after initialisation (index 0) and after each pass
+        (before the end-of-pass degeneracy check); NaN beyond ``n_passes``.
+    n_clusters_trace : (max_passes + 1,) int32 active clusters at the same moments.
+    """
+
+    labels: Array
+    active: Array
+    stats: Any
+    costs: Array
+    cost: Array
+    n_passes: Array
+    converged: Array
+    trace: Array
+    n_clusters_trace: Array
+
+
+class _State(NamedTuple):
+    labels: Array
+    active: Array
+    stats: Any
+    costs: Array
+    moved: Array
+
+
+# ---------------------------------------------------------------------------------------------
+# initialisation
+# ---------------------------------------------------------------------------------------------
+
+
+def init_kmeanspp(key: Array, x: Array, K: int) -> Array:
+    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo."""
+    n = x.shape[0]
+    keys = jax.random.split(key, K)
+    first = jax.random.randint(keys[0], (), 0, n, dtype=jnp.int32)
+    d2 = jnp.sum((x - x[first]) ** 2, -1)
+    idx = jnp.zeros(K, jnp.int32).at[0].set(first)
+
+    def body(j, carry):
+        idx, d2 = carry
+        tot = d2.sum()
+        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), 1.0 / n)
+        c = jax.random.choice(keys[j], n, p=p).astype(jnp.int32)
+        d2 = jnp.minimum(d2, jnp.sum((x - x[c]) ** 2, -1))
+        return idx.at[j].set(c), d2
+
+    idx, _ = lax.fori_loop(1, K, body, (idx, d2))
+    return idx
+
+
+def voronoi(x: Array, centre_idx: Array) -> Array:
+    """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels."""
+    c = x[centre_idx]
+    d2 = jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1)
+    return jnp.argmin(d2, axis=1).astype(jnp.int32)
+
+
+def init_random(key: Array, n: int, K: int) -> Array:
+    """Uniform random partition into K slots -> (n,) int32 labels."""
+    return jax.random.randint(key, (n,), 0, K, dtype=jnp.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the engine
+# ---------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
+def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
+        reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
+    """One Hartigan run from the partition ``labels0`` (int32, values in 0..K-1).
+
+    Parameters
+    ----------
+    cost : cost object (see the module docstring).
+    x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
+    labels0 : (n,) initial slots.  K : number of slots (static).
+    min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
+    max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
+    tol : a move needs ``Δ < -tol``.
+    order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
+    """
+    if reassign not in ("lazy", "immediate"):
+        raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
+    n = x.shape[0]
+    labels0 = labels0.astype(jnp.int32)
+    stats = cost.stats(x, side, labels0, K)
+    costs = cost.cost(stats)
+    active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
+    state = _State(labels0, active, stats, costs, jnp.asarray(False))
+    if reassign == "immediate":
+        state = _reassign_all(cost, x, side, state, K)
+    energy0 = _energy(state)
+    trace = jnp.full(max_passes + 1, jnp.nan, x.dtype).at[0].set(energy0)
+    ktrace = jnp.zeros(max_passes + 1, jnp.int32).at[0].set(state.active.sum().astype(jnp.int32))
+
+    order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+
+    def point_step(t, st: _State) -> _State:
+        i = order[t]
+        xi = x[i]
+        si = jax.tree_util.tree_map(lambda v: v[i], side)
+        a = st.labels[i]
+        orphan = ~st.active[a]
+        add_c = cost.cost_add(st.stats, xi, si)
+        removed = cost.remove(st.stats, a, xi, si)
+        rem_c = cost.cost_slot(removed, a)
+        d_add = add_c - st.costs
+        delta = jnp.where(orphan, d_add, (rem_c - st.costs[a]) + d_add)
+        delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
+        cand = st.active & (jnp.arange(K) != a)
+        delta = jnp.where(cand, delta, jnp.inf)
+        b = jnp.argmin(delta).astype(jnp.int32)
+        move = delta[b] < jnp.where(orphan, jnp.inf, -tol)
+
+        def do_move(st: _State) -> _State:
+            base = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), st.stats, removed)
+            costs = jnp.where(orphan, st.costs, st.costs.at[a].set(rem_c)).at[b].set(add_c[b])
+            return _State(st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs,
+                          jnp.asarray(True))
+
+        st = lax.cond(move, do_move, lambda s: s, st)
+        n_act = st.active.sum()
+        small = (~orphan) & st.active[a] & (cost.count(st.stats)[a] < min_size) & (n_act > 1)
+        st = st._replace(active=st.active.at[a].set(st.active[a] & ~small))
+        if reassign == "immediate":
+            st = lax.cond(small, lambda s: _reassign_cluster(cost, x, side, s, a, K), lambda s: s, st)
+        return st
+
+    def pass_body(carry):
+        st, p, trace, ktrace = carry
+        st = lax.fori_loop(0, n, point_step, st._replace(moved=jnp.asarray(False)))
+        trace = trace.at[p + 1].set(_energy(st))
+        ktrace = ktrace.at[p + 1].set(st.active.sum().astype(jnp.int32))
+        degen = st.active & (cost.degenerate(st.stats) | ~jnp.isfinite(st.costs))
+        degen = degen & (st.active.sum() > degen.sum())  # never delete every cluster
+        st = st._replace(active=st.active & ~degen, moved=st.moved | jnp.any(degen))
+        if reassign == "immediate":
+            st = _reassign_all(cost, x, side, st, K)
+        return st, p + 1, trace, ktrace
+
+    def pass_cond(carry):
+        st, p, _, _ = carry
+        return (p == 0) | (st.moved & (p < max_passes))
+
+    st, p, trace, ktrace = lax.while_loop(pass_cond, pass_body, (state, jnp.int32(0), trace, ktrace))
+    return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, ~st.moved, trace, ktrace)
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign"))
+def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
+        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0):
+    """``n_init`` restarts (vmapped over keys); returns ``(best, all_costs, all_passes, all_k)``.
+
+    ``best`` is the :class:`HartiganResult` of the first restart with the lowest final cost (a later
+    restart replaces the best only if strictly lower, as in the jar).
+    """
+    keys = jax.random.split(key, n_init)
+    n = x.shape[0]
+    if init == "kmeans++":
+        labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K)))(keys)
+    elif init == "random":
+        labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
+    else:
+        raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+    res = jax.vmap(lambda l0: run(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
+                                  reassign=reassign, tol=tol))(labels0)
+    c = jnp.where(jnp.isfinite(res.cost), res.cost, jnp.inf)
+    best = jnp.argmin(c)
+    best_res = jax.tree_util.tree_map(lambda v: v[best], res)
+    return best_res, res.cost, res.n_passes, res.active.sum(-1)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _energy(st: _State) -> Array:
+    return jnp.sum(jnp.where(st.active, st.costs, 0.0))
+
+
+def _insert(cost, x, side, st: _State, i, K) -> _State:
+    """Insert point i (currently in no live cluster) where the insertion cost is smallest."""
+    xi = x[i]
+    si = jax.tree_util.tree_map(lambda v: v[i], side)
+    add_c = cost.cost_add(st.stats, xi, si)
+    delta = add_c - st.costs
+    delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
+    delta = jnp.where(st.active, delta, jnp.inf)
+    b = jnp.argmin(delta).astype(jnp.int32)
+    return _State(st.labels.at[i].set(b), st.active, cost.add(st.stats, b, xi, si),
+                  st.costs.at[b].set(add_c[b]), jnp.asarray(True))
+
+
+def _reassign_cluster(cost, x, side, st: _State, a, K) -> _State:
+    """Immediately reinsert the points of dead slot ``a`` one at a time in index order."""
+
+    def cond(s):
+        return jnp.any(s.labels == a) & jnp.any(s.active)
+
+    def body(s):
+        i = jnp.argmax(s.labels == a)
+        return _insert(cost, x, side, s, i, K)
+
+    return lax.while_loop(cond, body, st)
+
+
+def _reassign_all(cost, x, side, st: _State, K) -> _State:
+    """Reinsert every orphan (point whose slot is dead), in index order."""
+
+    def cond(s):
+        return jnp.any(~s.active[s.labels]) & jnp.any(s.active)
+
+    def body(s):
+        i = jnp.argmax(~s.active[s.labels])
+        return _insert(cost, x, side, s, i, K)
+
+    return lax.while_loop(cond, body, st)
