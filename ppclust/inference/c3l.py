@@ -286,6 +286,10 @@ class C3LCost:
             logdet = jnp.zeros_like(n)
         return self._cluster_cost(n1, mean, m2, logdet)
 
+    def cost_slot(self, stats, k):
+        logdet = chol_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
+        return self._cluster_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet)
+
     def add(self, stats, k, x_i, side_i):
         return self._move(stats, k, x_i, 1.0)
 
@@ -559,3 +563,46 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
     proj = (np.asarray(X, dtype=np.float64) - mean) @ h
     tau, _, labels = gmm_1d_threshold(proj)
     return h, float(h @ mean + tau), labels
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver: restarts of the Hartigan engine
+# ---------------------------------------------------------------------------------------------
+
+
+def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+        max_passes: int = 100, reassign: str = "immediate"):
+    """``n_init`` Hartigan runs of :func:`ppclust.inference.hartigan.run`; keeps the first lowest cost.
+
+    Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
+
+    The restarts run one after the other (one compiled ``run``) instead of through ``hartigan.fit``:
+    ``hartigan.fit`` vmaps ``run``, and under ``vmap`` the engine's ``lax.cond(small, _reassign_cluster,
+    ...)`` becomes a select that executes ``_reassign_cluster`` for every point; its ``while_loop``
+    (``any(labels == a)``) then never ends for a live cluster ``a`` with ``reassign="immediate"``
+    (the spec's deletion rule, §2.5). Reported to the engine's owner; switch to ``hartigan.fit`` once
+    the loop condition also requires ``~active[a]``.
+    """
+    from ppclust.inference import hartigan
+
+    n = z.shape[0]
+    keys = jax.random.split(key, n_init)
+    best = None
+    costs, passes, ks = [], [], []
+    for j in range(n_init):
+        if init == "kmeans++":
+            labels0 = hartigan.voronoi(z, hartigan.init_kmeanspp(keys[j], z, K))
+        elif init == "random":
+            labels0 = hartigan.init_random(keys[j], n, K)
+        else:
+            raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+        res = hartigan.run(cost, z, None, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                           reassign=reassign)
+        c = float(res.cost)
+        c = c if math.isfinite(c) else math.inf
+        costs.append(c)
+        passes.append(int(res.n_passes))
+        ks.append(int(res.active.sum()))
+        if best is None or c < costs[best[0]]:
+            best = (j, res)
+    return best[1], np.asarray(costs), np.asarray(passes), np.asarray(ks)
