@@ -54,7 +54,7 @@ def test_closed_form_equals_brute_force():
         j = np.unravel_index(np.argmin(H), H.shape)
         # no feasible grid point beats the closed form; the grid gets within its resolution
         assert H[j] >= e_cf[i] - 1e-12
-        assert H[j] <= e_cf[i] + 2e-2
+        assert H[j] <= e_cf[i] + 5e-2
         sgn = np.sign(M[j]) or 1.0
         cons = [{"type": "ineq", "fun": lambda v, sgn=sgn, p=p: sgn * v[0] - p * np.exp(v[1])}]
         res = minimize(lambda v, mu=mu, s=s: _h(mu, s * s, v[0], np.exp(v[1])), [M[j], LS[j]],
