@@ -12,31 +12,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import c3l as _c3l
 
 __all__ = ["C3L"]
-
-
-def _check_X(X) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must contain only finite values")
-    return X
-
-
-def _check_y(y, n: int) -> np.ndarray:
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.all(np.isfinite(y)) or np.any(y != np.round(y)):
-            raise ValueError("y must hold integer category ids (-1 = unlabelled)")
-        y = y.astype(np.int64)
-    if np.any(y < -1):
-        raise ValueError("y must hold non-negative category ids or -1 for unlabelled points")
-    return y
 
 
 class C3L(ClusterMixin, BaseEstimator):
@@ -82,7 +61,7 @@ class C3L(ClusterMixin, BaseEstimator):
         """Fit on X with either two categories of partial labels ``y`` ({0, 1}, -1 = unlabelled), from
         which a linear SVM gives the hyperplane, or an explicit ``hyperplane=(normal, offset)``
         (``normal^T x = offset``; the + side is ``normal^T x > offset``)."""
-        X = _check_X(X)
+        X = check_X(X)
         n, N = X.shape
         alpha = float(self.leakage)
         if not (0.0 < alpha < 1.0):
@@ -95,7 +74,7 @@ class C3L(ClusterMixin, BaseEstimator):
             if y is None:
                 raise ValueError("C3L needs side information: two categories y or "
                                  "hyperplane=(normal, offset)")
-            y = _check_y(y, n)
+            y = check_partial_labels(y, n).astype(np.int64)
             n_cat = np.unique(y[y >= 0]).size
             if n_cat > 2:
                 warnings.warn(f"C3L with {n_cat} categories uses one one-vs-rest hyperplane per category "
@@ -179,7 +158,7 @@ class C3L(ClusterMixin, BaseEstimator):
         return self
 
     def _log_density(self, X):
-        X = _check_X(X)
+        X = check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
         Z = _c3l.transform((X - self.center_) / self.scale_, self._hp)

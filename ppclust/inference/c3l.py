@@ -572,37 +572,15 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 
 def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
         max_passes: int = 100, reassign: str = "immediate"):
-    """``n_init`` Hartigan runs of :func:`ppclust.inference.hartigan.run`; keeps the first lowest cost.
+    """``n_init`` vmapped Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first
+    lowest cost. Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
 
-    Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
-
-    The restarts run one after the other (one compiled ``run``) instead of through ``hartigan.fit``:
-    ``hartigan.fit`` vmaps ``run``, and under ``vmap`` the engine's ``lax.cond(small, _reassign_cluster,
-    ...)`` becomes a select that executes ``_reassign_cluster`` for every point; its ``while_loop``
-    (``any(labels == a)``) then never ends for a live cluster ``a`` with ``reassign="immediate"``
-    (the spec's deletion rule, §2.5). Reported to the engine's owner; switch to ``hartigan.fit`` once
-    the loop condition also requires ``~active[a]``.
+    ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
+    reinserted at once.
     """
     from ppclust.inference import hartigan
 
-    n = z.shape[0]
-    keys = jax.random.split(key, n_init)
-    best = None
-    costs, passes, ks = [], [], []
-    for j in range(n_init):
-        if init == "kmeans++":
-            labels0 = hartigan.voronoi(z, hartigan.init_kmeanspp(keys[j], z, K))
-        elif init == "random":
-            labels0 = hartigan.init_random(keys[j], n, K)
-        else:
-            raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
-        res = hartigan.run(cost, z, None, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                           reassign=reassign)
-        c = float(res.cost)
-        c = c if math.isfinite(c) else math.inf
-        costs.append(c)
-        passes.append(int(res.n_passes))
-        ks.append(int(res.active.sum()))
-        if best is None or c < costs[best[0]]:
-            best = (j, res)
-    return best[1], np.asarray(costs), np.asarray(passes), np.asarray(ks)
+    best, costs, passes, ks = hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init,
+                                           init=init, max_passes=max_passes, reassign=reassign)
+    costs = np.asarray(costs, dtype=float)
+    return best, np.where(np.isfinite(costs), costs, np.inf), np.asarray(passes), np.asarray(ks)
