@@ -121,18 +121,11 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
     elif pq == "collapse":
         p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
         q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
-    n_clusters = (stats.n > 0).sum().astype(jnp.int32)
     if sample_alpha:
+        n_clusters = (stats.n > 0).sum()
         alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
-    prior_now = prior._replace(alpha=alpha)
-    if pq == "collapse":
-        lj = log_joint_from_stats(stats, counts, family, prior_now)
-    else:
-        lj = log_joint_from_stats(stats, counts, family, prior_now, p, q)
-        if pq == "sample":
-            lj = lj + _log_beta_pdf(p, prior.a_p, prior.b_p) + _log_beta_pdf(q, prior.a_q, prior.b_q)
     new = GibbsState(labels, stats, counts, p, q, alpha, overflow)
-    return new, SweepInfo(n_clusters, lj, p, q, alpha)
+    return new, _info(new, family, prior, pq)
 
 
 def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
@@ -157,6 +150,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     KMaxExhaustedError when a chain needed more than ``k_max`` clusters.
     """
     n = x.shape[0]
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     if init_state is None:
         one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
         state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
@@ -350,6 +345,19 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq):
     return jax.lax.fori_loop(0, x.shape[0], body, carry)
 
 
+def _info(state: GibbsState, family, prior, pq) -> SweepInfo:
+    prior_now = prior._replace(alpha=state.alpha)
+    if pq == "collapse":
+        lj = log_joint_from_stats(state.stats, state.counts, family, prior_now)
+    else:
+        lj = log_joint_from_stats(state.stats, state.counts, family, prior_now, state.p, state.q)
+        if pq == "sample":
+            lj = (lj + _log_beta_pdf(state.p, prior.a_p, prior.b_p)
+                  + _log_beta_pdf(state.q, prior.a_q, prior.b_q))
+    n_clusters = (state.stats.n > 0).sum().astype(jnp.int32)
+    return SweepInfo(n_clusters, lj.astype(state.p.dtype), state.p, state.q, state.alpha)
+
+
 def _escobar_west(key, alpha, k, n, a, b):
     """Escobar & West (1995) auxiliary-variable update of alpha under a Gamma(a, b) (rate) prior."""
     k1, k2, k3 = jax.random.split(key, 3)
@@ -366,20 +374,19 @@ def _log_beta_pdf(v, a, b):
 
 def _chain(key, state, n_warm, thin, x, links, family, prior, *, length, store_labels, pq, sample_alpha,
            alpha_shape, alpha_rate):
+    # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate)
-    key_warm, key_draw = jax.random.split(key)
-    state = jax.lax.fori_loop(
-        0, n_warm, lambda j, st: step(jax.random.fold_in(key_warm, j), st, x, links, family, prior, **kw)[0],
-        state)
 
-    def body(carry, k):
-        carry = jax.lax.fori_loop(
-            0, thin - 1, lambda j, st: step(jax.random.fold_in(k, j + 1), st, x, links, family, prior, **kw)[0],
-            carry)
-        st, info = step(jax.random.fold_in(k, 0), carry, x, links, family, prior, **kw)
-        return st, (st.labels if store_labels else None, info)
+    def body(carry, inp):
+        k, j = inp
+        n_sweeps = thin + jnp.where(j == 0, n_warm, 0)
+        carry, _ = jax.lax.fori_loop(
+            0, n_sweeps, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
+            (carry, _info(carry, family, prior, pq)))
+        info = _info(carry, family, prior, pq)
+        return carry, (carry.labels if store_labels else None, info)
 
-    return jax.lax.scan(body, state, jax.random.split(key_draw, length))
+    return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
 
 
 @partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha"))
