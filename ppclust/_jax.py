@@ -32,7 +32,9 @@ def as_key(random_state):
         if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
             return random_state
         return jax.random.wrap_key_data(random_state)
-    raise TypeError(f"random_state must be None, an int, a numpy Generator or a JAX key, got {type(random_state)}")
+    raise TypeError(
+        f"random_state must be None, an int, a numpy Generator or a JAX key, got {type(random_state)}"
+    )
 
 
 @contextlib.contextmanager

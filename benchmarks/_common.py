@@ -1,0 +1,53 @@
+"""Shared helpers for benchmark scripts: timing, machine info, markdown tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
+    """Best wall time (seconds) of ``repeat`` calls after ``warmup`` calls; blocks on JAX results."""
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def machine_info() -> str:
+    import jax
+    import numpy as np
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
+    return (f"{platform.node()} | {platform.processor() or platform.machine()} | {os.cpu_count()} cores | "
+            f"jax {jax.__version__} ({jax.default_backend()}) | numpy {np.__version__} | "
+            f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')}")
+
+
+def md_table(header: list[str], rows: list[list]) -> str:
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def write_result(name: str, text: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    p = RESULTS / name
+    p.write_text(text)
+    return p

@@ -1,0 +1,31 @@
+"""Run every ``benchmarks/bench_*.py`` (``make bench``); each writes its table to benchmarks/results/."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent
+    scripts = sorted(here.glob("bench_*.py"))
+    only = sys.argv[1:]
+    failed = []
+    for s in scripts:
+        if only and not any(o in s.stem for o in only):
+            continue
+        print(f"== {s.stem}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            runpy.run_path(str(s), run_name="__main__")
+        except Exception as err:  # noqa: BLE001 - report and go on with the others
+            failed.append(s.stem)
+            print(f"   FAILED: {type(err).__name__}: {err}", flush=True)
+        print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""scikit-learn estimators for DP-means and RDP-means (Khashabi et al. 2015, Algorithm 1).
+
+The numerics live in :mod:`ppclust.inference.dpmeans`; this module validates, converts links and
+labels into a neighbour table, runs ``n_init`` vmapped restarts and keeps the one with the lowest
+final objective J (spec Section 3.5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_X, link_side_info
+from ppclust.inference import dpmeans as _dp
+
+__all__ = ["DPMeans", "RDPMeans"]
+
+_DIVERGENCES = ("sqeuclidean", "euclidean", "kl")
+
+
+def _side_table(n, y, must_link, cannot_link):
+    """Neighbour table from links and/or partial labels (labels -> all pairs among labelled points)."""
+    side = link_side_info(n, y, must_link, cannot_link)
+    return side.neighbour_table() if side.n_links else None
+
+
+class _Base(ClusterMixin, BaseEstimator):
+    _with_links = False
+
+    def _lambda(self, X):
+        if self.lam is not None:
+            if not self.lam > 0:
+                raise ValueError(f"`lam` must be > 0, got {self.lam}")
+            return float(self.lam)
+        return _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
+
+    def _prepare(self, X):
+        X = check_X(X)
+        if self.divergence not in _DIVERGENCES:
+            raise ValueError(f"`divergence` must be one of {_DIVERGENCES}, got {self.divergence!r}")
+        if self.divergence == "kl":
+            if (X < 0).any():
+                raise ValueError("`X` must be non-negative counts for divergence='kl'")
+            X = X + self.smoothing
+            X = X / X.sum(axis=1, keepdims=True)
+        return X
+
+    def _run(self, X, table, xi0):
+        n = X.shape[0]
+        lam = self._lambda(X)
+        kw = dict(xi0=xi0, xi_rate=getattr(self, "xi_rate", 1.0), xi_ratio=getattr(self, "xi_ratio", 1.0),
+                  xi_max=getattr(self, "xi_max", 1e12), k_max=min(int(self.k_max), n), max_iter=self.max_iter,
+                  divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
+                  order=self.order, init=self.init, patience=self.patience)
+        with x64():
+            res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
+            res = type(res)(*[np.asarray(a) for a in res])
+        if res.overflow.any():
+            raise ValueError(f"k_max={self.k_max} cluster slots were exhausted (lam={lam:g} is too small "
+                             "for this data); increase `k_max` or `lam`")
+        if not np.all(np.isfinite(res.objective)):
+            raise FloatingPointError("non-finite objective; check the data (and xi_max)")
+        best = int(np.argmin(res.objective))
+        k = int(res.n_clusters[best])
+        self.lam_ = lam
+        self.labels_ = res.labels[best].astype(np.int64)
+        self.cluster_centers_ = res.centers[best][:k].copy()
+        self.n_clusters_ = k
+        self.objective_ = float(res.objective[best])
+        self.n_iter_ = int(res.n_iter[best])
+        self.converged_ = bool(res.converged[best])
+        n_it = self.n_iter_
+        self.objective_trace_ = res.objective_trace[best][:n_it].copy()
+        self.xi_trace_ = res.xi_trace[best][:n_it].copy()
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict(self, X):
+        """Nearest centre under the divergence (links play no part for new points)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = self._prepare(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"`X` has {X.shape[1]} features, the estimator was fitted with "
+                             f"{self.n_features_in_}")
+        with x64():
+            D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
+        return np.argmin(D, axis=1).astype(np.int64)
+
+    def fit_predict(self, X, y=None, **kw):
+        return self.fit(X, y, **kw).labels_
+
+
+class DPMeans(_Base):
+    """DP-means (Kulis & Jordan 2012): hard small-variance limit of a DP mixture.
+
+    Parameters
+    ----------
+    lam : float or None, default=None
+        New-cluster penalty in the units of ``divergence``; None computes it with
+        ``lambda_from_k(X, lam_k, lam_method, divergence)`` (authors' rule: k-th farthest from the mean).
+    lam_k : int, default=3;  lam_method : str, default="kth_farthest_from_mean" (or "farthest_first").
+    divergence : "sqeuclidean" (default) | "euclidean" (authors' code) | "kl" (count rows, smoothed).
+    k_max : int, default=64 — cluster slot capacity (overflow raises).
+    n_init : int, default=1 — vmapped restarts; the lowest final objective wins.
+    init : "bbox_random" | "mean";  order : "random" | "fixed";  tie : "first" | "last".
+    variant : "sequential" | "delayed" (parallel pass with at most one new cluster per pass).
+    compat : bool — the authors' code choices (see ``ppclust.inference.dpmeans``).
+    patience, max_iter : stopping rule (partition unchanged for ``patience`` passes).
+
+    Attributes
+    ----------
+    labels_, n_clusters_, cluster_centers_, objective_, n_iter_, converged_, lam_, objective_trace_,
+    xi_trace_, n_features_in_.
+    """
+
+    def __init__(self, lam=None, *, lam_k=3, lam_method="kth_farthest_from_mean", divergence="sqeuclidean",
+                 k_max=64, n_init=1, init="bbox_random", order="random", tie="first", variant="sequential",
+                 compat=False, patience=1, max_iter=100, smoothing=0.3, random_state=None):
+        self.lam = lam
+        self.lam_k = lam_k
+        self.lam_method = lam_method
+        self.divergence = divergence
+        self.k_max = k_max
+        self.n_init = n_init
+        self.init = init
+        self.order = order
+        self.tie = tie
+        self.variant = variant
+        self.compat = compat
+        self.patience = patience
+        self.max_iter = max_iter
+        self.smoothing = smoothing
+        self.random_state = random_state
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        """Fit on X; side information is ignored by DP-means (accepted for a uniform CLI)."""
+        X = self._prepare(X)
+        return self._run(X, None, 0.0)
+
+
+class RDPMeans(_Base):
+    """RDP-means (Khashabi et al. 2015, Algorithm 1): DP-means with annealed link rewards/penalties.
+
+    Cost of putting point i in cluster k: ``D(x_i, mu_k) - xi1 f_k^i + xi2 s_k^i``, new cluster at
+    cost ``lam``; ``xi1 = xi0 * xi_rate**t`` (sweep t >= 1; sweep 0 uses 0, as the authors' code),
+    capped at ``xi_max``; ``xi2 = xi_ratio * xi1``. Links come from ``must_link`` / ``cannot_link``
+    and from partial labels ``y`` (-1 = unlabelled; every labelled pair becomes a link).
+
+    Parameters are those of :class:`DPMeans` plus ``xi0`` (1e-3), ``xi_rate`` (2), ``xi_ratio`` (1),
+    ``xi_max`` (1e12); defaults ``patience=20``, ``max_iter=1000``.
+    """
+
+    def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12, lam_k=3,
+                 lam_method="kth_farthest_from_mean", divergence="sqeuclidean", k_max=64, n_init=1,
+                 init="bbox_random", order="random", tie="first", variant="sequential", compat=False,
+                 patience=20, max_iter=1000, smoothing=0.3, random_state=None):
+        self.lam = lam
+        self.xi0 = xi0
+        self.xi_rate = xi_rate
+        self.xi_ratio = xi_ratio
+        self.xi_max = xi_max
+        self.lam_k = lam_k
+        self.lam_method = lam_method
+        self.divergence = divergence
+        self.k_max = k_max
+        self.n_init = n_init
+        self.init = init
+        self.order = order
+        self.tie = tie
+        self.variant = variant
+        self.compat = compat
+        self.patience = patience
+        self.max_iter = max_iter
+        self.smoothing = smoothing
+        self.random_state = random_state
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        X = self._prepare(X)
+        if self.xi0 < 0 or self.xi_rate <= 0 or self.xi_ratio < 0:
+            raise ValueError("`xi0` and `xi_ratio` must be >= 0 and `xi_rate` > 0")
+        table = _side_table(X.shape[0], y, must_link, cannot_link)
+        return self._run(X, table, float(self.xi0))

@@ -1,0 +1,337 @@
+"""scikit-learn estimator for the semi-supervised Gaussian mixture (the CEC-IB / C3L papers' GMM baseline)."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from ppclust._jax import as_key, x64
+from ppclust.inference import em
+from ppclust.models.ssgmm import default_component_classes, label_log_mask
+
+__all__ = ["SemiSupervisedGMM"]
+
+
+def _check_X(X, name="X"):
+    # private validator until ppclust.estimators._base lands (owner: "data")
+    try:
+        X = np.array(X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"`{name}` must be a numeric array-like of shape (n_samples, n_features): {err}"
+        ) from err
+    if X.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be 2-D (n_samples, n_features), got shape {X.shape}; "
+            "use X.reshape(-1, 1) for a single feature."
+        )
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"`{name}` is empty (shape {X.shape}).")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"`{name}` contains NaN or infinite values; impute or drop them first.")
+    return X
+
+
+def _check_y(y, n):
+    if y is None:
+        return None
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"`y` must have shape (n_samples,) = ({n},), got {y.shape}.")
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise ValueError("`y` must hold integer class labels with -1 for unlabelled points.")
+    if np.any(y < -1):
+        raise ValueError(f"`y` has labels < -1 (first: {int(y[y < -1][0])}); use -1 for unlabelled points.")
+    return y
+
+
+class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
+    r"""Gaussian mixture fitted by EM on data with partial (optionally noisy) labels.
+
+    Maximises :math:`\sum_i \log\sum_k p(y_i\mid k)\,\pi_k\,\mathcal N(x_i;\mu_k,\Sigma_k)` (+ log prior for
+    MAP), where unlabelled points have :math:`p(y_i \mid k) = 1` and a labelled point of class ``c`` has
+    ``1 - label_noise`` for the components of class ``c`` and ``label_noise / (C - 1)`` for the others
+    (``label_noise = 0``: labelled points are restricted to their class's components, as in Rmixmod /
+    ``mclust::MclustSSC``). See :mod:`ppclust.models.ssgmm` and :mod:`ppclust.inference.em`.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        Number of mixture components, ``>=`` the number of classes in ``y``.
+    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+    method : {"em", "gibbs"}, default="em"
+    n_init : int, default=1
+        EM restarts (vmapped); the one with the highest objective is kept.
+    init : {"auto", "labelled", "kmeans++"}, default="auto"
+        ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
+        the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
+    max_iter : int, default=100
+    tol : float, default=1e-3
+        Stop when the objective per point changes by less than ``tol`` (scikit-learn convention).
+    reg_covar : float, default=1e-6
+        Added to covariance diagonals after every M-step.
+    label_noise : float, default=0.0
+        Probability ``eps`` that a given label is wrong (in [0, 1)).
+    prior : {None, "default"}, default=None
+        ``"default"``: MAP with mclust's default conjugate prior (``priorControl()``).
+    weight_concentration : float, default=1.0
+        Dirichlet concentration (``>= 1``) on the weights when ``prior="default"``.
+    component_classes : array-like of int or None, default=None
+        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
+        labelled point. Default: component ``k`` belongs to class ``k mod C``.
+    random_state : None, int, numpy Generator or JAX key
+
+    Attributes
+    ----------
+    labels_ : (n,) int — MAP component of each training point.
+    classes_ : (C,) the distinct labels seen in ``y``; component_classes_ : (k,) int.
+    weights_, means_, covariances_, precisions_cholesky_ : fitted parameters (scikit-learn shapes).
+    log_likelihood_ : float total log-likelihood; objective_ : log-likelihood + log prior;
+    lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
+    responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        covariance_type="full",
+        method="em",
+        n_init=1,
+        random_state=None,
+        *,
+        init="auto",
+        max_iter=100,
+        tol=1e-3,
+        reg_covar=1e-6,
+        label_noise=0.0,
+        prior=None,
+        weight_concentration=1.0,
+        component_classes=None,
+    ):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.method = method
+        self.n_init = n_init
+        self.random_state = random_state
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.label_noise = label_noise
+        self.prior = prior
+        self.weight_concentration = weight_concentration
+        self.component_classes = component_classes
+
+    # ------------------------------------------------------------------------------------------ checks
+    def _check_params(self):
+        if self.covariance_type not in em.COVARIANCE_TYPES:
+            raise ValueError(
+                f"`covariance_type` must be one of {em.COVARIANCE_TYPES}, got {self.covariance_type!r}."
+            )
+        if self.method not in ("em", "gibbs"):
+            raise ValueError(f"`method` must be 'em' or 'gibbs', got {self.method!r}.")
+        for name in ("n_components", "n_init", "max_iter"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}.")
+        if self.init not in ("auto", "labelled", "kmeans++"):
+            raise ValueError(f"`init` must be 'auto', 'labelled' or 'kmeans++', got {self.init!r}.")
+        if not (0.0 <= self.label_noise < 1.0):
+            raise ValueError(f"`label_noise` must lie in [0, 1), got {self.label_noise!r}.")
+        if self.tol < 0 or self.reg_covar < 0:
+            raise ValueError("`tol` and `reg_covar` must be >= 0.")
+        if self.prior not in (None, "default"):
+            raise ValueError(f"`prior` must be None or 'default', got {self.prior!r}.")
+        if self.weight_concentration < 1.0:
+            raise ValueError(
+                f"`weight_concentration` must be >= 1 (MAP mode), got {self.weight_concentration!r}."
+            )
+
+    # ------------------------------------------------------------------------------------------ fit
+    def fit(self, X, y=None):
+        """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels)."""
+        self._check_params()
+        if self.method == "gibbs":
+            raise NotImplementedError(
+                "SemiSupervisedGMM(method='gibbs') needs the shared collapsed Gibbs sampler "
+                "ppclust/inference/gibbs.py, which is not available in this build yet; use method='em'."
+            )
+        X = _check_X(X)
+        n, d = X.shape
+        K = int(self.n_components)
+        if n < K:
+            raise ValueError(
+                f"`X` has n_samples={n} < n_components={K}; need at least one point per component."
+            )
+        y = _check_y(y, n)
+        if y is None or not np.any(y >= 0):
+            self.classes_ = np.array([], dtype=np.int64)
+            codes = np.full(n, -1)
+        else:
+            self.classes_, inv = np.unique(y[y >= 0], return_inverse=True)
+            codes = np.full(n, -1)
+            codes[y >= 0] = inv
+        C = len(self.classes_)
+        if C > K:
+            raise ValueError(
+                f"`y` has {C} classes but n_components={K}; need n_components >= number of classes."
+            )
+        if self.component_classes is None:
+            g = default_component_classes(K, C)
+        else:
+            g = np.asarray(self.component_classes, dtype=np.int32)
+            if g.shape != (K,) or np.any(g < -1) or np.any(g >= max(C, 1)) and C > 0:
+                raise ValueError(
+                    f"`component_classes` must have length n_components={K} with entries in "
+                    f"[-1, {C}), got {g.tolist()}."
+                )
+            missing = sorted(set(range(C)) - set(g.tolist()))
+            if missing and self.label_noise == 0:
+                raise ValueError(
+                    f"`component_classes` gives no component to classes {missing}; their labelled "
+                    "points could not be placed (or set label_noise > 0)."
+                )
+        self.component_classes_ = g
+        log_mask, allowed = label_log_mask(codes, g, C, self.label_noise)
+
+        use_labels = C > 0 and self.init in ("auto", "labelled")
+        centres = np.zeros((K, d))
+        fixed = np.zeros(K, bool)
+        if use_labels:
+            for c in range(C):
+                ks = np.flatnonzero(g == c)
+                if len(ks):
+                    centres[ks[0]] = X[codes == c].mean(0)
+                    fixed[ks[0]] = True
+        shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
+        key = as_key(self.random_state)
+        with x64():
+            xc = jnp.asarray(X - shift)
+            prior = None
+            if self.prior == "default":
+                prior = em.default_prior(xc, K, self.weight_concentration)
+            res = em.fit(
+                key,
+                xc,
+                jnp.asarray(log_mask) if C > 0 else None,
+                jnp.asarray(allowed),
+                jnp.asarray(centres - shift),
+                jnp.asarray(fixed),
+                n_components=K,
+                cov_type=self.covariance_type,
+                max_iter=int(self.max_iter),
+                tol=float(self.tol),
+                reg_covar=float(self.reg_covar),
+                n_init=int(self.n_init),
+                prior=prior,
+            )
+            if not bool(res.finite):
+                raise ValueError(
+                    "EM produced non-finite values in every restart (a collapsed or singular "
+                    "component); increase `reg_covar`, use a simpler `covariance_type` or fewer "
+                    "components."
+                )
+            cov = em.covariances(res.params.prec_chol, self.covariance_type)
+            self.weights_ = np.asarray(res.params.weights)
+            self.means_ = np.asarray(res.params.means) + shift
+            self.precisions_cholesky_ = np.asarray(res.params.prec_chol)
+            self.covariances_ = np.asarray(cov)
+            self.responsibilities_ = np.asarray(res.resp)
+            self.log_likelihood_ = float(res.log_likelihood)
+            self.objective_ = float(res.objective)
+            self.lower_bound_ = self.objective_ / n
+            self.n_iter_ = int(res.n_iter)
+            self.converged_ = bool(res.converged)
+            self.trace_ = np.asarray(res.trace)[: self.n_iter_]
+        self._shift = shift
+        self._n_train = n
+        self.labels_ = self.responsibilities_.argmax(1).astype(np.int64)
+        self.n_clusters_ = int(len(np.unique(self.labels_)))
+        self.n_features_in_ = d
+        if not self.converged_:
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} iterations (tol={self.tol}); "
+                "increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X, y).labels_
+
+    # ------------------------------------------------------------------------------------------ predict
+    def _log_prob(self, X):
+        check_is_fitted(self, "means_")
+        X = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"`X` has {X.shape[1]} features, the model was fitted on {self.n_features_in_}.")
+        with x64():
+            lp = em.log_gaussian_prob(
+                jnp.asarray(X - self._shift),
+                jnp.asarray(self.means_ - self._shift),
+                jnp.asarray(self.precisions_cholesky_),
+                self.covariance_type,
+            )
+            return np.asarray(lp) + np.log(self.weights_)[None]
+
+    def predict_proba(self, X):
+        """Posterior component probabilities (n, k) for new, unlabelled points."""
+        lp = self._log_prob(X)
+        lp -= lp.max(1, keepdims=True)
+        p = np.exp(lp)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X):
+        """MAP component of each (unlabelled) point."""
+        return self._log_prob(X).argmax(1).astype(np.int64)
+
+    def predict_class(self, X):
+        """Class label (in the coding of ``y``) of the MAP component; -1 for free components."""
+        check_is_fitted(self, "means_")
+        comp = self.predict(X)
+        g = self.component_classes_[comp]
+        if len(self.classes_) == 0:
+            return np.full(len(comp), -1)
+        return np.where(g >= 0, self.classes_[np.maximum(g, 0)], -1)
+
+    def score_samples(self, X):
+        """log p(x) of each point under the fitted mixture (no labels)."""
+        lp = self._log_prob(X)
+        m = lp.max(1)
+        return m + np.log(np.exp(lp - m[:, None]).sum(1))
+
+    def score(self, X, y=None):
+        return float(self.score_samples(X).mean())
+
+    def _n_parameters(self):
+        return em.n_parameters(self.n_components, self.n_features_in_, self.covariance_type)
+
+    def bic(self, X=None):
+        """Bayesian information criterion, ``-2 log L + p log n`` (lower is better).
+
+        Without ``X``: the training (semi-supervised) log-likelihood; with ``X``: the unlabelled likelihood
+        of ``X`` (scikit-learn's ``GaussianMixture.bic``). mclust reports the negative of this.
+        """
+        ll, n = self._ll_n(X)
+        return -2 * ll + self._n_parameters() * np.log(n)
+
+    def aic(self, X=None):
+        """Akaike information criterion, ``-2 log L + 2 p``."""
+        ll, _ = self._ll_n(X)
+        return -2 * ll + 2 * self._n_parameters()
+
+    def _ll_n(self, X):
+        check_is_fitted(self, "means_")
+        if X is None:
+            return self.log_likelihood_, self._n_train
+        s = self.score_samples(X)
+        return float(s.sum()), len(s)

@@ -1,0 +1,506 @@
+"""Observation families as the algebra of their sufficient statistics.
+
+Every method in ppclust reads its per-cluster likelihood from here (DESIGN "The shared model
+definitions"):
+
+* TVClust's and the semi-supervised GMM's Gibbs conditionals use :meth:`log_predictive` and
+  :meth:`log_prior_predictive` (cluster parameters integrated out, Neal 2000, Alg. 3);
+* RDP-means / DP-means use :meth:`bregman`, the small-variance limit of the same family;
+* CEC, CEC-IB and C3L use :class:`GaussianML` (maximum-likelihood Gaussian, cross-entropy
+  ``ml_entropy``) with the same rank-one Cholesky algebra.
+
+Per-cluster statistics live in fixed-capacity arrays (``K`` slots) so that every solver is
+shape-static and jittable. One point joining or leaving a cluster costs O(d^2) through a rank-one
+Cholesky up/down-date, never O(d^3).
+
+Conventions: all functions are pure JAX and jittable; hyperparameters are pytree leaves; the
+covariance structure is static. ``Stats.n`` holds (possibly weighted) counts as floats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.linalg import solve_triangular
+from jax.scipy.special import gammaln, multigammaln
+
+Array = jax.Array
+LOG_2PI = math.log(2.0 * math.pi)
+LOG_2PIE = math.log(2.0 * math.pi * math.e)
+
+
+class Stats(NamedTuple):
+    """Fixed-capacity sufficient statistics of ``K`` cluster slots.
+
+    n : (K,) counts; s : (K, d) sums of the points; scale : family-specific (see each family).
+    """
+
+    n: Array
+    s: Array
+    scale: Array
+
+
+# ----------------------------------------------------------------------------------------------
+# Rank-one Cholesky algebra
+# ----------------------------------------------------------------------------------------------
+
+
+def _chol_rank_one(L: Array, v: Array, sign: float) -> Array:
+    """chol(L L^T + sign * v v^T) in O(d^2) (sign = +1 update, -1 downdate).
+
+    Standard column-by-column Givens-type recurrence; a downdate that would leave the matrix
+    indefinite produces NaN, which callers detect (it means the cluster became singular).
+    """
+    d = L.shape[-1]
+    idx = jnp.arange(d)
+
+    def body(k, carry):
+        L, v = carry
+        lkk, vk = L[k, k], v[k]
+        r = jnp.sqrt(lkk * lkk + sign * vk * vk)
+        c = r / lkk
+        s = vk / lkk
+        below = idx > k
+        col = jnp.where(below, (L[:, k] + sign * s * v) / c, L[:, k]).at[k].set(r)
+        v = jnp.where(below, c * v - s * col, v)
+        return L.at[:, k].set(col), v
+
+    return lax.fori_loop(0, d, body, (L, v))[0]
+
+
+def chol_update(L: Array, v: Array) -> Array:
+    """Lower Cholesky factor of ``L L^T + v v^T`` in O(d^2)."""
+    return _chol_rank_one(L, v, 1.0)
+
+
+def chol_downdate(L: Array, v: Array) -> Array:
+    """Lower Cholesky factor of ``L L^T - v v^T`` in O(d^2) (NaN if the result is not PD)."""
+    return _chol_rank_one(L, v, -1.0)
+
+
+def chol_logdet(L: Array) -> Array:
+    """log det(L L^T) for a (batch of) lower Cholesky factor(s)."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+
+
+def _solve_lower(L: Array, b: Array) -> Array:
+    """L^{-1} b for a batch of factors L (K, d, d) and vectors b (K, d)."""
+    return jax.vmap(lambda l_, b_: solve_triangular(l_, b_, lower=True))(L, b)
+
+
+def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
+    r = jax.nn.one_hot(z, K, dtype=x.dtype)
+    if w is not None:
+        r = r * w[:, None]
+    n = r.sum(0)
+    s = r.T @ x
+    return r, n, s
+
+
+def _centered_scatter(x: Array, r: Array, n: Array, s: Array) -> Array:
+    """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised."""
+    c = x.mean(0)
+    xc = x - c
+    sc = s - n[:, None] * c
+    outer = jnp.einsum("nk,ni,nj->kij", r, xc, xc)
+    mean_c = sc / jnp.maximum(n, 1e-300)[:, None]
+    return outer - n[:, None, None] * mean_c[:, :, None] * mean_c[:, None, :]
+
+
+def _mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
+    """Multivariate Student-t log-density from the Mahalanobis term and log|scale|."""
+    return (gammaln((df + d) / 2.0) - gammaln(df / 2.0) - 0.5 * d * jnp.log(df * jnp.pi)
+            - 0.5 * logdet - 0.5 * (df + d) * jnp.log1p(delta / df))
+
+
+def _pytree(cls, data: tuple[str, ...], meta: tuple[str, ...] = ()):
+    jax.tree_util.register_dataclass(cls, data_fields=list(data), meta_fields=list(meta))
+    return cls
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian with Normal-inverse-Wishart prior
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GaussianNIW:
+    r"""Gaussian likelihood with its conjugate prior, cluster parameters integrated out.
+
+    ``covariance="full"``: :math:`\Sigma \sim IW(\Psi_0, \nu_0)`, :math:`\mu\mid\Sigma \sim
+    N(\mu_0, \Sigma/\kappa_0)` (TVClust spec 1.1, 2.3-2.4). Posterior after ``n`` points:
+    :math:`\kappa_n=\kappa_0+n`, :math:`\nu_n=\nu_0+n`, :math:`\mu_n=(\kappa_0\mu_0+\sum x)/\kappa_n`,
+    :math:`\Psi_n=\Psi_0+S+\tfrac{\kappa_0 n}{\kappa_n}(\bar x-\mu_0)(\bar x-\mu_0)^\top`.
+    ``Stats.scale`` is the lower Cholesky factor of :math:`\Psi_n` (K, d, d); adding x updates it by
+    the rank-one term :math:`\tfrac{\kappa_n}{\kappa_n+1}(x-\mu_n)(x-\mu_n)^\top`.
+    The predictive is a Student-t with :math:`\nu_n-d+1` degrees of freedom and scale
+    :math:`\Psi_n(\kappa_n+1)/(\kappa_n(\nu_n-d+1))`.
+
+    ``covariance="diag"``: independent per-coordinate Normal-inverse-gamma, :math:`\sigma_j^2\sim
+    IG(\nu_0/2, \Psi_{0,jj}/2)`; ``scale`` holds :math:`\Psi_{n,jj}` (K, d).
+    ``covariance="spherical"``: one variance per cluster, :math:`\sigma^2\sim IG(\nu_0 d/2,
+    \mathrm{tr}\Psi_0/2)`; ``scale`` holds :math:`\mathrm{tr}\Psi_n` (K,).
+    """
+
+    mu0: Array
+    kappa0: Array
+    nu0: Array
+    psi0: Array  # (d, d); only its diagonal is used for "diag"/"spherical"
+    covariance: str = field(default="full")
+
+    def __post_init__(self):
+        if self.covariance not in ("full", "diag", "spherical"):
+            raise ValueError(f"covariance must be 'full', 'diag' or 'spherical', got {self.covariance!r}")
+
+    @classmethod
+    def default(cls, x, covariance: str = "full", kappa0: float = 1.0, nu0: float | None = None,
+                psi_scale: float = 1.0) -> GaussianNIW:
+        """A weak data-scaled prior: mu0 = data mean, Psi0 = psi_scale * diag(var(x)) * (nu0 - d - 1 or 1).
+
+        With standardised features and ``psi_scale=1`` this is the spec's [R] default
+        (mu0 = 0, kappa0 = 1, Psi0 = I, nu0 = d + 2, TVClust spec 2.7).
+        """
+        x = jnp.asarray(x)
+        d = x.shape[1]
+        nu0 = float(d + 2) if nu0 is None else float(nu0)
+        var = jnp.maximum(jnp.var(x, axis=0), 1e-12)
+        psi0 = psi_scale * jnp.diag(var) * max(nu0 - d - 1.0, 1.0)
+        return cls(x.mean(0), jnp.asarray(kappa0, x.dtype), jnp.asarray(nu0, x.dtype), psi0, covariance)
+
+    # -- per-slot posterior quantities ---------------------------------------------------------
+    def _post(self, stats: Stats):
+        kn = self.kappa0 + stats.n
+        mun = (self.kappa0 * self.mu0 + stats.s) / kn[:, None]
+        return kn, self.nu0 + stats.n, mun
+
+    def _psi0_scale(self):
+        if self.covariance == "full":
+            return jnp.linalg.cholesky(self.psi0)
+        if self.covariance == "diag":
+            return jnp.diagonal(self.psi0)
+        return jnp.trace(self.psi0) * jnp.ones(())
+
+    def empty(self, K: int, d: int | None = None, dtype=None) -> Stats:
+        d = self.mu0.shape[-1] if d is None else d
+        dtype = self.mu0.dtype if dtype is None else dtype
+        sc = self._psi0_scale().astype(dtype)
+        return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.broadcast_to(sc, (K,) + sc.shape))
+
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w)
+        S = _centered_scatter(x, r, n, s)
+        kn = self.kappa0 + n
+        dev = s / jnp.maximum(n, 1e-300)[:, None] - self.mu0
+        shrink = (self.kappa0 * n / kn)
+        psin = self.psi0 + S + shrink[:, None, None] * dev[:, :, None] * dev[:, None, :]
+        if self.covariance == "full":
+            scale = jnp.linalg.cholesky(psin)
+        elif self.covariance == "diag":
+            scale = jnp.diagonal(psin, axis1=1, axis2=2)
+        else:
+            scale = jnp.trace(psin, axis1=1, axis2=2)
+        return Stats(n, s, scale)
+
+    def _rank_one(self, stats: Stats, k, x: Array, sign: float) -> Stats:
+        # state "without x": for add that is the current slot, for remove the slot after removal
+        n_wo = stats.n[k] - (sign < 0)
+        s_wo = stats.s[k] - (sign < 0) * x
+        kn = self.kappa0 + n_wo
+        mun = (self.kappa0 * self.mu0 + s_wo) / kn
+        u = x - mun
+        c = kn / (kn + 1.0)
+        if self.covariance == "full":
+            new = _chol_rank_one(stats.scale[k], jnp.sqrt(c) * u, sign)
+        elif self.covariance == "diag":
+            new = stats.scale[k] + sign * c * u * u
+        else:
+            new = stats.scale[k] + sign * c * jnp.dot(u, u)
+        return Stats(stats.n.at[k].add(sign), stats.s.at[k].add(sign * x), stats.scale.at[k].set(new))
+
+    def add(self, stats: Stats, k, x: Array) -> Stats:
+        return self._rank_one(stats, k, x, 1.0)
+
+    def remove(self, stats: Stats, k, x: Array) -> Stats:
+        return self._rank_one(stats, k, x, -1.0)
+
+    def posterior_mean(self, stats: Stats) -> Array:
+        return self._post(stats)[2]
+
+    def log_predictive(self, stats: Stats, x: Array) -> Array:
+        """log p(x | points in slot k) for every slot (Student-t); empty slots give the prior predictive."""
+        d = x.shape[-1]
+        kn, nun, mun = self._post(stats)
+        u = x - mun
+        if self.covariance == "full":
+            df = nun - d + 1.0
+            fac = (kn + 1.0) / (kn * df)
+            w = _solve_lower(stats.scale, u)
+            delta = jnp.sum(w * w, -1) / fac
+            logdet = chol_logdet(stats.scale) + d * jnp.log(fac)
+            return _mvt_logpdf(delta, logdet, df, d)
+        if self.covariance == "diag":
+            a = nun / 2.0
+            b = stats.scale / 2.0  # (K, d)
+            df = 2.0 * a
+            var = b * (kn + 1.0)[:, None] / (a * kn)[:, None]
+            return jnp.sum(_mvt_logpdf(u * u / var, jnp.log(var), df[:, None], 1), -1)
+        a = nun * d / 2.0
+        b = stats.scale / 2.0
+        df = 2.0 * a
+        var = b * (kn + 1.0) / (a * kn)
+        return _mvt_logpdf(jnp.sum(u * u, -1) / var, d * jnp.log(var), df, d)
+
+    def log_prior_predictive(self, x: Array) -> Array:
+        return self.log_predictive(self.empty(1, x.shape[-1], x.dtype), x)[0]
+
+    def log_marginal(self, stats: Stats) -> Array:
+        """log p(all points of slot k) with parameters integrated out; 0 for empty slots."""
+        return jnp.where(stats.n > 0, self._log_marginal(stats), 0.0)
+
+    def _log_marginal(self, stats: Stats) -> Array:
+        d = stats.s.shape[-1]
+        kn, nun, _ = self._post(stats)
+        n = stats.n
+        if self.covariance == "full":
+            ld0 = jnp.linalg.slogdet(self.psi0)[1]
+            return (-0.5 * n * d * jnp.log(jnp.pi)
+                    + multigammaln(nun / 2.0, d) - multigammaln(self.nu0 / 2.0, d)
+                    + 0.5 * self.nu0 * ld0 - 0.5 * nun * chol_logdet(stats.scale)
+                    + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn)))
+        if self.covariance == "diag":
+            a0, an = self.nu0 / 2.0, nun / 2.0
+            b0, bn = jnp.diagonal(self.psi0) / 2.0, stats.scale / 2.0
+            per = (gammaln(an)[:, None] - gammaln(a0) + a0 * jnp.log(b0) - an[:, None] * jnp.log(bn)
+                   + 0.5 * (jnp.log(self.kappa0) - jnp.log(kn))[:, None] - 0.5 * n[:, None] * LOG_2PI)
+            return per.sum(-1)
+        a0, an = self.nu0 * d / 2.0, nun * d / 2.0
+        b0, bn = jnp.trace(self.psi0) / 2.0, stats.scale / 2.0
+        return (gammaln(an) - gammaln(a0) + a0 * jnp.log(b0) - an * jnp.log(bn)
+                + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn)) - 0.5 * n * d * LOG_2PI)
+
+    def bregman(self, x: Array, means: Array) -> Array:
+        """Squared Euclidean distance, the small-variance limit of the Gaussian (DP-means)."""
+        return sq_euclidean(x, means)
+
+
+_pytree(GaussianNIW, ("mu0", "kappa0", "nu0", "psi0"), ("covariance",))
+
+
+# ----------------------------------------------------------------------------------------------
+# Spherical Gaussian with known variance (the DP-means / RDP-means limit)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SphericalGaussian:
+    r"""N(x; mu_k, sigma2 I) with known variance and prior mu ~ N(mu0, tau2 I).
+
+    The scaled family of TVClust spec 3.2: as ``sigma2 -> 0`` TVClust's Gibbs sampler becomes
+    RDP-means with the Bregman divergence :meth:`bregman` (squared Euclidean).
+    ``Stats.scale`` holds the per-slot sum of squared norms (needed by :meth:`log_marginal`).
+    """
+
+    sigma2: Array
+    mu0: Array
+    tau2: Array
+
+    def empty(self, K: int, d: int | None = None, dtype=None) -> Stats:
+        d = self.mu0.shape[-1] if d is None else d
+        dtype = self.mu0.dtype if dtype is None else dtype
+        return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros(K, dtype))
+
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w)
+        return Stats(n, s, r.T @ jnp.sum(x * x, -1))
+
+    def add(self, stats: Stats, k, x: Array) -> Stats:
+        return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].add(x @ x))
+
+    def remove(self, stats: Stats, k, x: Array) -> Stats:
+        return Stats(stats.n.at[k].add(-1.0), stats.s.at[k].add(-x), stats.scale.at[k].add(-(x @ x)))
+
+    def _post(self, stats: Stats):
+        v = 1.0 / (1.0 / self.tau2 + stats.n / self.sigma2)
+        m = v[:, None] * (self.mu0 / self.tau2 + stats.s / self.sigma2)
+        return v, m
+
+    def posterior_mean(self, stats: Stats) -> Array:
+        return self._post(stats)[1]
+
+    def log_predictive(self, stats: Stats, x: Array) -> Array:
+        d = x.shape[-1]
+        v, m = self._post(stats)
+        pv = self.sigma2 + v
+        return -0.5 * (d * jnp.log(2.0 * jnp.pi * pv) + jnp.sum((x - m) ** 2, -1) / pv)
+
+    def log_prior_predictive(self, x: Array) -> Array:
+        d = x.shape[-1]
+        pv = self.sigma2 + self.tau2
+        return -0.5 * (d * jnp.log(2.0 * jnp.pi * pv) + jnp.sum((x - self.mu0) ** 2) / pv)
+
+    def log_marginal(self, stats: Stats) -> Array:
+        # per coordinate the slot's points are N(mu0 1, sigma2 I + tau2 11^T)
+        d = stats.s.shape[-1]
+        n = stats.n
+        ss = stats.scale - 2.0 * stats.s @ self.mu0 + n * (self.mu0 @ self.mu0)  # sum ||x - mu0||^2
+        t = stats.s - n[:, None] * self.mu0  # sum (x - mu0)
+        quad = ss - self.tau2 / (self.sigma2 + n * self.tau2) * jnp.sum(t * t, -1)
+        return (-0.5 * n * d * jnp.log(2.0 * jnp.pi * self.sigma2)
+                - 0.5 * d * jnp.log1p(n * self.tau2 / self.sigma2) - 0.5 * quad / self.sigma2)
+
+    def bregman(self, x: Array, means: Array) -> Array:
+        """Squared Euclidean distance ||x - mu||^2 (DP-means; the sigma2 factor is absorbed in lambda)."""
+        return sq_euclidean(x, means)
+
+
+_pytree(SphericalGaussian, ("sigma2", "mu0", "tau2"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Multinomial with Dirichlet prior (count data, text)
+# ----------------------------------------------------------------------------------------------
+
+
+def log_multinomial_coef(x: Array) -> Array:
+    """log(m! / prod_j x_j!) for count vectors x (..., d)."""
+    return gammaln(jnp.sum(x, -1) + 1.0) - jnp.sum(gammaln(x + 1.0), -1)
+
+
+@dataclass(frozen=True)
+class Multinomial:
+    r"""Count vectors x ~ Mult(m, pi_k), pi_k ~ Dir(alpha); predictive is Dirichlet-multinomial.
+
+    ``Stats.s`` holds the per-slot summed counts; ``Stats.scale`` the per-slot sum of log
+    multinomial coefficients (so :meth:`log_marginal` is an exact probability).
+    """
+
+    alpha: Array  # (d,)
+
+    def empty(self, K: int, d: int | None = None, dtype=None) -> Stats:
+        d = self.alpha.shape[-1] if d is None else d
+        dtype = self.alpha.dtype if dtype is None else dtype
+        return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros(K, dtype))
+
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w)
+        return Stats(n, s, r.T @ log_multinomial_coef(x))
+
+    def add(self, stats: Stats, k, x: Array) -> Stats:
+        return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x),
+                     stats.scale.at[k].add(log_multinomial_coef(x)))
+
+    def remove(self, stats: Stats, k, x: Array) -> Stats:
+        return Stats(stats.n.at[k].add(-1.0), stats.s.at[k].add(-x),
+                     stats.scale.at[k].add(-log_multinomial_coef(x)))
+
+    def posterior_mean(self, stats: Stats) -> Array:
+        a = self.alpha + stats.s
+        return a / a.sum(-1, keepdims=True)
+
+    def log_predictive(self, stats: Stats, x: Array) -> Array:
+        a = self.alpha + stats.s
+        A = a.sum(-1)
+        m = x.sum()
+        return (log_multinomial_coef(x) + gammaln(A) - gammaln(A + m)
+                + jnp.sum(gammaln(a + x) - gammaln(a), -1))
+
+    def log_prior_predictive(self, x: Array) -> Array:
+        return self.log_predictive(self.empty(1, x.shape[-1], x.dtype), x)[0]
+
+    def log_marginal(self, stats: Stats) -> Array:
+        a = self.alpha + stats.s
+        A0 = self.alpha.sum()
+        return (stats.scale + gammaln(A0) - gammaln(A0 + stats.s.sum(-1))
+                + jnp.sum(gammaln(a) - gammaln(self.alpha), -1))
+
+    def bregman(self, x: Array, means: Array) -> Array:
+        """KL(x / |x| || mean_k): the multinomial's Bregman divergence on normalised counts."""
+        p = x / jnp.maximum(x.sum(-1, keepdims=True), 1e-300)
+        q = jnp.maximum(means, 1e-300)
+        plogp = jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), -1)
+        return plogp[..., None] - p @ jnp.log(q).T
+
+
+_pytree(Multinomial, ("alpha",))
+
+
+# ----------------------------------------------------------------------------------------------
+# Maximum-likelihood Gaussian (CEC, CEC-IB, C3L)
+# ----------------------------------------------------------------------------------------------
+
+
+def ml_entropy(n: Array, logdet_scatter: Array, d: int) -> Array:
+    r"""Differential entropy (nats) of the ML Gaussian of a cluster: :math:`\tfrac d2\ln(2\pi e)
+    + \tfrac12\ln\det(S/n)` with S the scatter (CEC-IB spec 1.1, 1.6)."""
+    return 0.5 * d * LOG_2PIE + 0.5 * (logdet_scatter - d * jnp.log(n))
+
+
+@dataclass(frozen=True)
+class GaussianML:
+    r"""Maximum-likelihood Gaussian statistics: ``Stats.scale`` = lower Cholesky factor of the scatter
+    :math:`S_k=\sum_{i\in k}(x_i-\bar x_k)(x_i-\bar x_k)^\top` (K, d, d).
+
+    Adding x to a cluster of n points adds :math:`\tfrac{n}{n+1}(x-\bar x)(x-\bar x)^\top`; removing
+    it subtracts :math:`\tfrac{n}{n-1}(x-\bar x)(x-\bar x)^\top` (mean taken with x). The matrix
+    determinant lemma gives the log-determinant after a move in O(d^2) per slot. A slot needs at
+    least d + 1 points for a nonsingular scatter; singular or empty slots hold NaN/garbage that
+    callers mask out (the CEC engine deletes clusters below d + 2 points).
+    """
+
+    def empty(self, K: int, d: int, dtype=jnp.float64) -> Stats:
+        return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros((K, d, d), dtype))
+
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w)
+        return Stats(n, s, jnp.linalg.cholesky(_centered_scatter(x, r, n, s)))
+
+    def mean(self, stats: Stats) -> Array:
+        return stats.s / jnp.maximum(stats.n, 1e-300)[:, None]
+
+    posterior_mean = mean
+
+    def add(self, stats: Stats, k, x: Array) -> Stats:
+        n = stats.n[k]
+        u = x - stats.s[k] / jnp.maximum(n, 1e-300)
+        L = chol_update(stats.scale[k], jnp.sqrt(n / (n + 1.0)) * u)
+        return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].set(L))
+
+    def remove(self, stats: Stats, k, x: Array) -> Stats:
+        n = stats.n[k]
+        u = x - stats.s[k] / n
+        L = chol_downdate(stats.scale[k], jnp.sqrt(n / (n - 1.0)) * u)
+        return Stats(stats.n.at[k].add(-1.0), stats.s.at[k].add(-x), stats.scale.at[k].set(L))
+
+    def logdet_scatter(self, stats: Stats) -> Array:
+        return chol_logdet(stats.scale)
+
+    def logdet_after_add(self, stats: Stats, x: Array) -> Array:
+        """log det of every slot's scatter if x joined it: logdet S + log(1 + n/(n+1) u^T S^{-1} u)."""
+        n = stats.n
+        u = x - self.mean(stats)
+        w = _solve_lower(stats.scale, u)
+        return self.logdet_scatter(stats) + jnp.log1p(n / (n + 1.0) * jnp.sum(w * w, -1))
+
+    def logdet_after_remove(self, stats: Stats, k, x: Array) -> Array:
+        """log det of slot k's scatter after removing x (NaN or -inf when it becomes singular)."""
+        n = stats.n[k]
+        u = x - stats.s[k] / n
+        w = solve_triangular(stats.scale[k], u, lower=True)
+        return chol_logdet(stats.scale[k]) + jnp.log1p(-n / (n - 1.0) * jnp.dot(w, w))
+
+    def bregman(self, x: Array, means: Array) -> Array:
+        return sq_euclidean(x, means)
+
+
+_pytree(GaussianML, ())
+
+
+def sq_euclidean(x: Array, means: Array) -> Array:
+    """||x - mu_k||^2 for x (..., d) and means (K, d) -> (..., K), computed without cancellation."""
+    diff = x[..., None, :] - means
+    return jnp.sum(diff * diff, -1)

@@ -1,0 +1,440 @@
+r"""DP-means and RDP-means (Algorithm 1 of Khashabi et al. 2015) as pure, jitted solvers.
+
+RDP-means is the small-variance limit of TVClust (spec ``tvclust-rdpmeans.md`` Section 3). Point
+:math:`i` goes to
+
+.. math::
+
+    z_i \leftarrow \arg\min\{D(x_i,\mu_1)-\xi_1 f^i_1+\xi_2 s^i_1,\ \dots,\
+                             D(x_i,\mu_K)-\xi_1 f^i_K+\xi_2 s^i_K,\ \lambda\},
+
+where :math:`f^i_k` / :math:`s^i_k` are the (weighted) numbers of may-link / may-not-link
+neighbours of :math:`i` currently labelled :math:`k` (eq. 12), and choosing :math:`\lambda` opens a
+new cluster at :math:`x_i`. With :math:`\xi_1=\xi_2=0` this is DP-means (Kulis & Jordan 2012).
+The objective that the sweep + mean step never increases at fixed :math:`\xi` (spec 3.5, each pair
+counted once; the paper's eq. (20) double-counts pairs) is
+
+.. math::
+
+    J(z,\mu)=\sum_i D(x_i,\mu_{z_i})+\lambda K-\xi_1N_{11}(z)+\xi_2N_{01}(z).
+
+Implementation
+--------------
+* Fixed capacity ``k_max`` slots; the active clusters always occupy slots ``0..K-1`` (after each
+  update step empty clusters are deleted and the rest compacted *stably*, so slot order equals the
+  order of creation, as in the authors' code).
+* One point costs O(max_deg + k_max d): friends/strangers are counted by a scatter-add of the
+  neighbour table's weights at the neighbours' current labels. No n x n matrix is ever formed.
+* ``variant="sequential"`` is Algorithm 1 (Gauss-Seidel: labels and new clusters take effect at
+  once). ``variant="delayed"`` is the fully parallel "delayed cluster creation" pass of Dinari &
+  Freifeld (UAI 2022): every point is assigned against the labels of the previous pass, then at
+  most one new cluster is opened, at the point whose best augmented cost is largest and
+  :math:`\ge\lambda`. It is O(n k_max d) vectorised work per pass (fast on large n, GPU-friendly),
+  but with links its simultaneous moves carry no monotonicity guarantee.
+* ``compat=True`` follows the authors' Octave code (``rdpmeans.m`` / ``dpmeans.m``): plain
+  Euclidean distance summed left to right, last minimum wins ties, cost ``D - xi (f - s)``,
+  sequential centroid sums in index order, the stale relabelling when two clusters empty in one
+  step, and the stopping rule "centroid matrix unchanged for more than ``patience`` consecutive
+  sweeps". With the logged random draws it replays the reference runs bit for bit.
+
+Inputs are assumed validated (the estimators in ``ppclust.estimators.dpmeans`` do that).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ppclust.sideinfo import NeighbourTable, SideInfo
+
+__all__ = [
+    "NeighbourTable",
+    "DPMeansResult",
+    "neighbour_table",
+    "fit",
+    "fit_restarts",
+    "objective",
+    "divergence_matrix",
+    "lambda_from_k",
+    "kth_farthest_from_mean",
+    "farthest_first",
+]
+
+LABEL_DTYPE = jnp.int32
+
+
+class DPMeansResult(NamedTuple):
+    """Output of :func:`fit`.
+
+    labels: (n,) int32 in 0..n_clusters-1; centers: (k_max, d) (rows >= n_clusters are junk);
+    n_clusters: () int; objective: () J of Section 3.5 at the last xi; n_iter: () sweeps done;
+    converged: () bool (stopping rule met before max_iter); overflow: () bool (k_max exhausted; the
+    caller must raise); xi_trace, k_trace, objective_before, objective_trace: (max_iter,) per sweep
+    t the xi used, K at the start of the sweep, J(xi_t) before the sweep and J(xi_t) after the
+    update step (NaN beyond n_iter).
+    """
+
+    labels: jax.Array
+    centers: jax.Array
+    n_clusters: jax.Array
+    objective: jax.Array
+    n_iter: jax.Array
+    converged: jax.Array
+    overflow: jax.Array
+    xi_trace: jax.Array
+    k_trace: jax.Array
+    objective_before: jax.Array
+    objective_trace: jax.Array
+
+
+# ------------------------------------------------------------------------------------------------
+# neighbour table (private fallback until ppclust.sideinfo lands)
+
+
+def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> NeighbourTable:
+    """Padded neighbour table of unique pairs ``(m, 2)`` with signs +1/-1 (via :class:`SideInfo`)."""
+    if pairs is None or len(pairs) == 0:
+        return SideInfo(n).neighbour_table(width)
+    return SideInfo.from_pairs(n, pairs, np.sign(sign).astype(np.int8), weight,
+                               on_conflict="keep").neighbour_table(width)
+
+
+# ------------------------------------------------------------------------------------------------
+# divergences
+
+
+def _seq_sum_last(v):
+    """Sum over the last axis strictly left to right (the authors' Octave summation order)."""
+    acc = v[..., 0]
+    for j in range(1, v.shape[-1]):
+        acc = acc + v[..., j]
+    return acc
+
+
+def _point_divergence(x, mu, divergence, compat):
+    """D(x, mu_k) for one point x (d,) against all slots mu (k_max, d) -> (k_max,)."""
+    diff = x[None, :] - mu
+    if divergence in ("sqeuclidean", "euclidean"):
+        sq = _seq_sum_last(diff * diff) if compat else jnp.sum(diff * diff, axis=-1)
+        return jnp.sqrt(sq) if divergence == "euclidean" else sq
+    if divergence == "kl":
+        xlogx = jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)
+        return jnp.sum(xlogx[None, :] - x[None, :] * jnp.log(mu), axis=-1)
+    raise ValueError(f"unknown divergence {divergence!r}")
+
+
+def divergence_matrix(x, mu, divergence="sqeuclidean"):
+    """D(x_i, mu_k) for all points and slots, (n, k_max), via matrix products (no (n, k, d) array)."""
+    if divergence in ("sqeuclidean", "euclidean"):
+        sq = (jnp.sum(x * x, axis=1)[:, None] - 2.0 * x @ mu.T + jnp.sum(mu * mu, axis=1)[None, :])
+        sq = jnp.maximum(sq, 0.0)
+        return jnp.sqrt(sq) if divergence == "euclidean" else sq
+    if divergence == "kl":
+        xlogx = jnp.sum(jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0), axis=1)
+        return xlogx[:, None] - x @ jnp.log(mu).T
+    raise ValueError(f"unknown divergence {divergence!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# objective
+
+
+def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean"):
+    """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K."""
+    x, z, mu = jnp.asarray(x), jnp.asarray(z), jnp.asarray(mu)
+    table = NeighbourTable(*(jnp.asarray(a) for a in table))
+    d_own = jax.vmap(lambda xi_, k: _point_divergence(xi_, mu[k][None, :], divergence, False)[0])(x, z)
+    same = (z[table.nbr] == z[:, None]).astype(x.dtype)
+    n11 = 0.5 * jnp.sum(same * table.wgt * (table.sgn > 0))
+    n01 = 0.5 * jnp.sum(same * table.wgt * (table.sgn < 0))
+    return jnp.sum(d_own) + lam * n_clusters - xi1 * n11 + xi2 * n01
+
+
+# ------------------------------------------------------------------------------------------------
+# the solver
+
+
+def _link_score(z_nbr, table_row_sgn, table_row_wgt, k_max, xi1, xi2, equal_xi):
+    """Per-slot link term xi1 f_k - xi2 s_k for one point (compat form xi (f - s) when xi1 == xi2)."""
+    if equal_xi:
+        fs = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * table_row_sgn)
+        return xi1 * fs
+    f = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * (table_row_sgn > 0))
+    s = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * (table_row_sgn < 0))
+    return xi1 * f - xi2 * s
+
+
+def _argmin(a, tie):
+    if tie == "last":
+        return (a.shape[0] - 1 - jnp.argmin(a[::-1])).astype(LABEL_DTYPE)
+    return jnp.argmin(a).astype(LABEL_DTYPE)
+
+
+def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, *, divergence, tie, compat,
+                      equal_xi, use_links):
+    k_max = mu.shape[0]
+    slots = jnp.arange(k_max)
+
+    def body(p, carry):
+        z, mu, k_count, overflow = carry
+        i = order[p]
+        xi_ = x[i]
+        a = _point_divergence(xi_, mu, divergence, compat)
+        if use_links:
+            a = a - _link_score(z[table.nbr[i]], table.sgn[i], table.wgt[i], k_max, xi1, xi2, equal_xi)
+        a = jnp.where(slots < k_count, a, jnp.inf)
+        k = _argmin(a, tie)
+        open_new = ~(a[k] < lam)
+        full = k_count >= k_max
+        do_open = open_new & ~full
+        k_new = jnp.where(do_open, k_count.astype(LABEL_DTYPE), k)
+        mu = jnp.where(do_open, mu.at[jnp.minimum(k_count, k_max - 1)].set(xi_), mu)
+        z = z.at[i].set(k_new)
+        return z, mu, k_count + do_open.astype(k_count.dtype), overflow | (open_new & full)
+
+    return lax.fori_loop(0, order.shape[0], body, (z, mu, k_count, jnp.array(False)))
+
+
+def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+    k_max = mu.shape[0]
+    n = x.shape[0]
+    a = divergence_matrix(x, mu, divergence)
+    if use_links:
+        z_nbr = z[table.nbr]  # (n, max_deg)
+        rows = jnp.broadcast_to(jnp.arange(n)[:, None], z_nbr.shape)
+        if equal_xi:
+            a = a - xi1 * jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * table.sgn)
+        else:
+            f = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn > 0))
+            s = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn < 0))
+            a = a - xi1 * f + xi2 * s
+    a = jnp.where(jnp.arange(k_max)[None, :] < k_count, a, jnp.inf)
+    k = jax.vmap(lambda r: _argmin(r, tie))(a)
+    best = jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
+    worst = jnp.argmax(best)
+    open_new = ~(best[worst] < lam)
+    full = k_count >= k_max
+    do_open = open_new & ~full
+    z = jnp.where(do_open, k.at[worst].set(k_count.astype(LABEL_DTYPE)), k)
+    mu = jnp.where(do_open, mu.at[jnp.minimum(k_count, k_max - 1)].set(x[worst]), mu)
+    return z, mu, k_count + do_open.astype(k_count.dtype), open_new & full
+
+
+def _update(x, z, mu_old, k_count, *, compat):
+    """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count)."""
+    k_max = mu_old.shape[0]
+    if compat:  # sums accumulated point by point in index order, as rdpmeans.m does
+        def acc(i, c):
+            s, cnt = c
+            return s.at[z[i]].add(x[i]), cnt.at[z[i]].add(1.0)
+
+        sums, counts = lax.fori_loop(0, x.shape[0], acc,
+                                     (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
+    else:
+        sums = jax.ops.segment_sum(x, z, num_segments=k_max)
+        counts = jax.ops.segment_sum(jnp.ones(x.shape[0], x.dtype), z, num_segments=k_max)
+    nonempty = (counts > 0) & (jnp.arange(k_max) < k_count)
+    means = sums / jnp.where(nonempty, counts, 1.0)[:, None]
+    new_index = (jnp.cumsum(nonempty) - 1).astype(LABEL_DTYPE)
+    target = jnp.where(nonempty, new_index, k_max)
+    mu = jnp.zeros_like(mu_old).at[target].set(means, mode="drop")
+    if compat:  # labels > c (original index) decremented once per emptied c, in order (stale labels)
+        def relabel(c, zz):
+            empty_c = (~nonempty[c]) & (c < k_count)
+            return jnp.where(empty_c & (zz > c), zz - 1, zz)
+
+        z = lax.fori_loop(0, k_max, relabel, z)
+    else:
+        z = new_index[z]
+    return z, mu, jnp.sum(nonempty).astype(k_count.dtype)
+
+
+def _same_partition(z_old, z_new, k_max):
+    def one_way(a, b):
+        hi = jnp.full(k_max, -1, b.dtype).at[a].max(b)
+        lo = jnp.full(k_max, k_max, b.dtype).at[a].min(b)
+        return jnp.all((hi == lo) | (hi < 0))
+
+    return one_way(z_old, z_new) & one_way(z_new, z_old)
+
+
+@partial(jax.jit, static_argnames=("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order",
+                                   "patience", "xi_first_zero", "equal_xi", "use_links"))
+def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_max, max_iter, divergence,
+         tie, compat, variant, order, patience, xi_first_zero, equal_xi, use_links):
+    n, d = x.shape
+    mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
+    z = jnp.zeros(n, LABEL_DTYPE)
+    nan_trace = jnp.full(max_iter, jnp.nan, x.dtype)
+    state = dict(t=jnp.int32(0), z=z, mu=mu, k=jnp.int32(1), run=jnp.int32(0), overflow=jnp.array(False),
+                 xi_tr=nan_trace, k_tr=jnp.full(max_iter, -1, jnp.int32), jb_tr=nan_trace, ja_tr=nan_trace,
+                 done=jnp.array(False))
+
+    def xi_at(t):  # t is the 0-based sweep index
+        xi = jnp.minimum(xi0 * xi_rate ** t.astype(x.dtype), xi_max)
+        return jnp.where(t == 0, 0.0, xi) if xi_first_zero else xi
+
+    def cond(s):
+        return (~s["done"]) & (s["t"] < max_iter) & (~s["overflow"])
+
+    def body(s):
+        t = s["t"]
+        xi1 = xi_at(t)
+        xi2 = xi1 * xi_ratio
+        obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
+        j_before = obj(x, s["z"], s["mu"], s["k"])
+        if variant == "sequential":
+            if order == "given":
+                perm = orders[jnp.minimum(t, orders.shape[0] - 1)]
+            elif order == "fixed":
+                perm = jnp.arange(n)
+            else:
+                perm = jax.random.permutation(jax.random.fold_in(key, t), n)
+            z, mu_end, k_end, ovf = _sequential_sweep(
+                x, s["z"], s["mu"], s["k"], perm, lam, xi1, xi2, table, divergence=divergence, tie=tie,
+                compat=compat, equal_xi=equal_xi, use_links=use_links)
+        else:
+            z, mu_end, k_end, ovf = _delayed_sweep(
+                x, s["z"], s["mu"], s["k"], lam, xi1, xi2, table, divergence=divergence, tie=tie,
+                equal_xi=equal_xi, use_links=use_links)
+        z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
+        j_after = obj(x, z_new, mu_new, k_new)
+        if compat:
+            live = jnp.arange(k_max) < k_new
+            moved = jnp.any(jnp.where(live[:, None], mu_new != mu_end, False))
+            unchanged = (k_new == k_end) & ~moved
+            run = jnp.where(unchanged, s["run"] + 1, 0)
+            done = unchanged & (s["run"] >= patience)  # Octave: counter of earlier unchanged sweeps
+        else:
+            unchanged = _same_partition(s["z"], z_new, k_max) & (k_new == s["k"])
+            run = jnp.where(unchanged, s["run"] + 1, 0)
+            done = run >= patience
+        return dict(t=t + 1, z=z_new, mu=mu_new, k=k_new, run=run, overflow=s["overflow"] | ovf,
+                    xi_tr=s["xi_tr"].at[t].set(xi1), k_tr=s["k_tr"].at[t].set(s["k"]),
+                    jb_tr=s["jb_tr"].at[t].set(j_before), ja_tr=s["ja_tr"].at[t].set(j_after), done=done)
+
+    s = lax.while_loop(cond, body, state)
+    last = jnp.maximum(s["t"] - 1, 0)
+    return DPMeansResult(labels=s["z"], centers=s["mu"], n_clusters=s["k"], objective=s["ja_tr"][last],
+                         n_iter=s["t"], converged=s["done"], overflow=s["overflow"], xi_trace=s["xi_tr"],
+                         k_trace=s["k_tr"], objective_before=s["jb_tr"], objective_trace=s["ja_tr"])
+
+
+def _init_centre(key, x, init):
+    if init == "mean":
+        return jnp.mean(x, axis=0)
+    if init == "bbox_random":
+        lo, hi = jnp.min(x, axis=0), jnp.max(x, axis=0)
+        u = jax.random.uniform(key, (x.shape[1],), x.dtype)
+        return u * (hi - lo) + lo
+    raise ValueError(f"init must be 'bbox_random' or 'mean', got {init!r}")
+
+
+def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12,
+        k_max=64, max_iter=1000, divergence="sqeuclidean", tie="first", compat=False, variant="sequential",
+        order="random", orders=None, init="bbox_random", init_centre=None, patience=20,
+        xi_first_zero=True) -> DPMeansResult:
+    """Run DP-means (``xi0=0`` or no links) or RDP-means (Algorithm 1) from one initialisation.
+
+    Parameters
+    ----------
+    key : JAX PRNG key (initial centroid and visiting orders).
+    x : (n, d) float array (float64 recommended: run inside ``ppclust._jax.x64()``).
+    table : NeighbourTable or None (no links: DP-means).
+    lam : new-cluster penalty lambda > 0, in the units of ``divergence``.
+    xi0, xi_rate, xi_ratio, xi_max : sweep t (0-based) uses xi1 = min(xi0 * xi_rate**t, xi_max) and
+        xi2 = xi_ratio * xi1; with ``xi_first_zero`` (the authors' choice) sweep 0 uses xi = 0.
+    k_max : slot capacity. Exhausting it sets ``overflow`` (the caller raises).
+    divergence : "sqeuclidean" (Bregman, default) | "euclidean" (authors' code) | "kl" (rows of x and
+        the centroids must be strictly positive, normalised histograms).
+    tie : "first" (lowest slot, default) | "last" (authors' ``>=`` scan).
+    compat : follow the authors' Octave code (see module docstring); implies nothing else, so pass
+        ``divergence="euclidean", tie="last"`` too for a faithful replay.
+    variant : "sequential" (Algorithm 1) | "delayed" (parallel pass, at most one new cluster).
+    order : "random" (new permutation each sweep) | "fixed" (0..n-1) | "given" (``orders[t]``).
+    init / init_centre : "bbox_random" | "mean", or an explicit (d,) initial centroid.
+    patience : stop once the partition (compat: the centroid matrix) has been unchanged for
+        ``patience`` consecutive sweeps (compat: ``patience`` earlier unchanged sweeps plus this one).
+    """
+    x = jnp.asarray(x)
+    n = x.shape[0]
+    use_links = table is not None and np.asarray(table.wgt).any()
+    if table is None:
+        table = neighbour_table(n)
+    table = NeighbourTable(jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype),
+                           jnp.asarray(table.wgt, x.dtype))
+    k_init, k_run = jax.random.split(key)
+    mu0 = _init_centre(k_init, x, init) if init_centre is None else jnp.asarray(init_centre, x.dtype)
+    orders = jnp.zeros((1, n), jnp.int32) if orders is None else jnp.asarray(orders, jnp.int32)
+    return _fit(k_run, x, table, jnp.asarray(lam, x.dtype), jnp.asarray(xi0, x.dtype),
+                jnp.asarray(xi_rate, x.dtype), jnp.asarray(xi_ratio, x.dtype), jnp.asarray(xi_max, x.dtype),
+                mu0, orders, k_max=int(k_max), max_iter=int(max_iter), divergence=divergence, tie=tie,
+                compat=bool(compat), variant=variant, order=order, patience=int(patience),
+                xi_first_zero=bool(xi_first_zero), equal_xi=bool(xi_ratio == 1.0), use_links=bool(use_links))
+
+
+def fit_restarts(key, x, table, lam, n_init, **kw) -> DPMeansResult:
+    """``n_init`` independent restarts (initial centroid and orders), vmapped; returns stacked results."""
+    x = jnp.asarray(x)
+    keys = jax.random.split(key, n_init)
+    return jax.vmap(lambda k: fit(k, x, table, lam, **kw))(keys)
+
+
+# ------------------------------------------------------------------------------------------------
+# lambda heuristics (spec 3.7)
+
+
+def kth_farthest_from_mean(x, k, divergence="euclidean"):
+    r"""The authors' rule: the k-th largest distance :math:`\|x_i-\bar x\|` of a row to the column mean.
+
+    ``divergence="euclidean"`` gives the plain distance (the value the authors' code uses),
+    "sqeuclidean" its square (for squared-Euclidean DP/RDP-means), "kl" the k-th largest
+    KL(x_i || mean histogram).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if not 1 <= k <= x.shape[0]:
+        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
+    m = x.mean(axis=0)
+    if divergence == "kl":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist = np.sum(np.where(x > 0, x * np.log(x / m), 0.0), axis=1)
+    else:
+        diff = x - m
+        dist = np.sqrt(np.sum(diff * diff, axis=1))
+        if divergence == "sqeuclidean":
+            dist = dist**2
+    return float(np.sort(dist)[::-1][k - 1])
+
+
+def farthest_first(x, k, divergence="sqeuclidean"):
+    r"""Kulis & Jordan's farthest-first heuristic: T = {mean}; k times add the point farthest from T.
+
+    Returns the max-min distance at the last (k-th) round, in the units of ``divergence``
+    ("sqeuclidean": squared distances, "euclidean": plain).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if not 1 <= k <= x.shape[0]:
+        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
+    diff = x - x.mean(axis=0)
+    dmin = np.sum(diff * diff, axis=1)
+    last = 0.0
+    for _ in range(k):
+        j = int(np.argmax(dmin))
+        last = float(dmin[j])
+        diff = x - x[j]
+        dmin = np.minimum(dmin, np.sum(diff * diff, axis=1))
+    return last if divergence == "sqeuclidean" else float(np.sqrt(last))
+
+
+def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
+    """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first"."""
+    if method == "kth_farthest_from_mean":
+        return kth_farthest_from_mean(x, k, divergence)
+    if method == "farthest_first":
+        return farthest_first(x, k, divergence)
+    raise ValueError(f"method must be 'kth_farthest_from_mean' or 'farthest_first', got {method!r}")

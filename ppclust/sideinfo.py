@@ -1,0 +1,471 @@
+"""Side information: partial labels and (noisy) pairwise links, validated once on the host.
+
+A :class:`SideInfo` holds
+
+* ``labels``: an optional int32 vector of length ``n`` with ``-1`` for unlabelled points;
+* ``pairs``, ``sign``, ``weight``: an edge list of ``m`` links. Each pair is stored once as
+  ``(i, j)`` with ``i < j``; ``sign`` is ``+1`` (may-link / must-link) or ``-1`` (may-not-link /
+  cannot-link); ``weight`` is a positive float (default 1).
+
+It never builds an ``n x n`` matrix. Solvers read the links through :meth:`SideInfo.neighbour_table`,
+a padded ``(n, max_deg)`` table that gives O(degree) per-point counting inside ``jit``.
+
+Canonical form (what the constructors guarantee):
+
+* pairs are sorted by ``(i, j, sign)`` with ``i < j``;
+* duplicates with the same sign are merged into one entry; the merged weight is the **maximum**
+  of the duplicates' weights (a repeated link does not add evidence, as in the SMIC spec);
+* a pair given with both signs is an error (``on_conflict="error"``, the default, which names the
+  pair), or, with ``on_conflict="keep"``, is stored as **two entries**, one per sign. TVClust models
+  link noise and may use both; hard-constraint methods should call :meth:`SideInfo.check_hard`.
+
+Therefore ``SideInfo.from_pairs(si.n, si.pairs, si.sign, si.weight, on_conflict="keep") == si``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["SideInfo", "NeighbourTable", "check_labels", "decode_pair_index"]
+
+_CONFLICT_OPTIONS = ("error", "keep")
+
+
+class NeighbourTable(NamedTuple):
+    """Padded adjacency lists of the links, one row per point.
+
+    Unused slots have ``nbr = 0`` and ``sgn = wgt = 0``, so gathers are always in range and
+    contribute nothing to sums such as ``sum_s sgn[i, s] * wgt[i, s] * [z[nbr[i, s]] == k]``.
+    ``max_deg`` is at least 1, so the arrays are never zero-width.
+    """
+
+    nbr: np.ndarray  # int32 (n, max_deg): neighbour index
+    sgn: np.ndarray  # float64 (n, max_deg): +1 may-link, -1 may-not-link, 0 padding
+    wgt: np.ndarray  # float64 (n, max_deg): link weight, 0 padding
+
+
+class SideInfo:
+    """Validated, immutable side information for ``n`` points.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (``n_samples``).
+    labels : array-like of int of shape (n,), default=None
+        Partial labels, ``-1`` = unlabelled.
+    pairs : array-like of int of shape (m, 2), default=None
+        Linked point pairs (any order inside a pair; canonicalised to ``i < j``).
+    sign : array-like of shape (m,), default=None
+        ``+1`` may-link, ``-1`` may-not-link. Required when ``pairs`` is given.
+    weight : float or array-like of shape (m,), default=None
+        Positive link weights (default 1).
+    on_conflict : {"error", "keep"}, default="error"
+        What to do with a pair given with both signs (see the module docstring).
+
+    Raises
+    ------
+    ValueError, TypeError
+        On out-of-range indices, self-pairs, contradictory pairs, bad shapes or dtypes; the
+        message names the argument and the first offending pair.
+    """
+
+    __slots__ = ("n", "labels", "pairs", "sign", "weight", "_frozen")
+
+    def __init__(self, n, labels=None, pairs=None, sign=None, weight=None, *, on_conflict="error"):
+        n = _check_n(n)
+        lab = None if labels is None else check_labels(labels, n=n, name="labels")
+        if pairs is None:
+            if sign is not None or weight is not None:
+                raise ValueError("`sign`/`weight` were given without `pairs`; pass the linked pairs too.")
+            p = np.zeros((0, 2), np.int32)
+            s = np.zeros(0, np.int8)
+            w = np.zeros(0, np.float64)
+        else:
+            p = _check_pairs(pairs, n, "pairs")
+            if sign is None:
+                raise ValueError("`pairs` were given without `sign`; pass +1 (may-link) or -1 (may-not-link) "
+                                 "for each pair, or use "
+                                 "SideInfo.from_links(n, must_link=..., cannot_link=...).")
+            s = _check_sign(sign, len(p))
+            w = _check_weight(weight, len(p), "weight")
+            p, s, w = _canonical(p, s, w, n, on_conflict)
+        for a in (lab, p, s, w):
+            if a is not None:
+                a.setflags(write=False)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "labels", lab)
+        object.__setattr__(self, "pairs", p)
+        object.__setattr__(self, "sign", s)
+        object.__setattr__(self, "weight", w)
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("SideInfo is immutable; build a new one with the constructors.")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_labels(cls, y) -> SideInfo:
+        """Side information made of partial labels only (``-1`` = unlabelled)."""
+        lab = check_labels(y, name="y")
+        return cls(len(lab), labels=lab)
+
+    @classmethod
+    def from_links(cls, n, must_link=None, cannot_link=None, weight=None, on_conflict="error", *,
+                   labels=None) -> SideInfo:
+        """Side information from lists of must-link and cannot-link pairs.
+
+        Parameters
+        ----------
+        n : int
+        must_link, cannot_link : array-like of int of shape (m, 2), default=None
+        weight : float or array-like of shape (m_must + m_cannot,), default=None
+            Weights of the must-links followed by the cannot-links, or one scalar for all.
+        on_conflict : {"error", "keep"}, default="error"
+        labels : array-like of shape (n,), default=None
+            Optional partial labels stored alongside.
+        """
+        n = _check_n(n)
+        ml = np.zeros((0, 2), np.int64) if must_link is None else _check_pairs(must_link, n, "must_link")
+        cl = (np.zeros((0, 2), np.int64) if cannot_link is None
+              else _check_pairs(cannot_link, n, "cannot_link"))
+        pairs = np.concatenate([ml, cl]).astype(np.int64)
+        sign = np.concatenate([np.ones(len(ml), np.int8), -np.ones(len(cl), np.int8)])
+        w = _check_weight(weight, len(pairs), "weight")
+        if len(pairs) == 0:
+            return cls(n, labels=labels)
+        return cls(n, labels=labels, pairs=pairs, sign=sign, weight=w, on_conflict=on_conflict)
+
+    @classmethod
+    def from_pairs(cls, n, pairs, sign, weight=None, *, on_conflict="error", labels=None) -> SideInfo:
+        """Side information from an edge list with signs (``+1`` / ``-1``)."""
+        return cls(n, labels=labels, pairs=pairs, sign=sign, weight=weight, on_conflict=on_conflict)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def must_link(self) -> np.ndarray:
+        """``(m_plus, 2)`` int32 pairs with sign +1."""
+        return self.pairs[self.sign > 0]
+
+    @property
+    def cannot_link(self) -> np.ndarray:
+        """``(m_minus, 2)`` int32 pairs with sign -1."""
+        return self.pairs[self.sign < 0]
+
+    @property
+    def n_links(self) -> int:
+        return int(len(self.pairs))
+
+    @property
+    def n_labelled(self) -> int:
+        return 0 if self.labels is None else int(np.count_nonzero(self.labels >= 0))
+
+    @property
+    def has_conflicts(self) -> bool:
+        """True when some pair is stored with both signs (only possible with ``on_conflict="keep"``)."""
+        return bool(len(_conflicting_keys(self.pairs, self.n)))
+
+    def degree(self) -> np.ndarray:
+        """Number of links at each point, int64 ``(n,)``."""
+        return np.bincount(self.pairs.ravel(), minlength=self.n)
+
+    # ------------------------------------------------------------------ derived structures
+    def links_from_labels(self, max_pairs=None, seed=None, *, keep_labels=False,
+                          on_conflict="error") -> SideInfo:
+        """Convert the partial labels into links between labelled points.
+
+        Every pair of labelled points becomes a must-link (same label) or a cannot-link (different
+        labels). With ``max_pairs`` smaller than the ``L (L - 1) / 2`` available pairs, a uniform
+        random subset of ``max_pairs`` distinct pairs is drawn **without enumerating all pairs**
+        (pair indices are sampled and decoded), so the cost is O(max_pairs).
+
+        The existing links of ``self`` are kept (merged with the new ones, ``on_conflict`` applies).
+        Labels are dropped unless ``keep_labels=True`` (so that methods do not count them twice).
+        """
+        if self.labels is None:
+            raise ValueError("links_from_labels needs partial labels; this SideInfo has none "
+                             "(build it with SideInfo.from_labels(y)).")
+        idx = np.flatnonzero(self.labels >= 0)
+        L = len(idx)
+        total = L * (L - 1) // 2
+        if max_pairs is not None:
+            max_pairs = int(max_pairs)
+            if max_pairs < 0:
+                raise ValueError(f"`max_pairs` must be >= 0, got {max_pairs}.")
+        if max_pairs is None or max_pairs >= total:
+            a, b = np.triu_indices(L, k=1)
+        else:
+            rng = np.random.default_rng(seed)
+            k = rng.choice(total, size=max_pairs, replace=False)
+            a, b = decode_pair_index(k)
+        pi, pj = idx[a], idx[b]
+        sign = np.where(self.labels[pi] == self.labels[pj], 1, -1).astype(np.int8)
+        pairs = np.concatenate([np.stack([pi, pj], axis=1).astype(np.int64), self.pairs.astype(np.int64)])
+        sign = np.concatenate([sign, self.sign])
+        weight = np.concatenate([np.ones(len(pi)), self.weight])
+        labels = self.labels if keep_labels else None
+        if len(pairs) == 0:
+            return SideInfo(self.n, labels=labels)
+        return SideInfo(self.n, labels=labels, pairs=pairs, sign=sign, weight=weight, on_conflict=on_conflict)
+
+    def neighbour_table(self, width: int | None = None) -> NeighbourTable:
+        """Padded per-point adjacency table (see :class:`NeighbourTable`); O(n + m) numpy, no loops.
+
+        ``width`` pads to a fixed number of columns (at least the maximum degree), so that tables
+        of several link sets share one compiled solver.
+        """
+        n, m = self.n, len(self.pairs)
+        src = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]]).astype(np.int64)
+        dst = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]]).astype(np.int32)
+        sgn = np.concatenate([self.sign, self.sign]).astype(np.float64)
+        wgt = np.concatenate([self.weight, self.weight])
+        deg = np.bincount(src, minlength=n)
+        max_deg = max(int(deg.max()) if m else 0, 1, int(width or 1))
+        order = np.argsort(src, kind="stable")
+        src_s = src[order]
+        start = np.cumsum(deg) - deg
+        slot = np.arange(2 * m) - start[src_s]
+        nbr_t = np.zeros((n, max_deg), np.int32)
+        sgn_t = np.zeros((n, max_deg), np.float64)
+        wgt_t = np.zeros((n, max_deg), np.float64)
+        nbr_t[src_s, slot] = dst[order]
+        sgn_t[src_s, slot] = sgn[order]
+        wgt_t[src_s, slot] = wgt[order]
+        return NeighbourTable(nbr_t, sgn_t, wgt_t)
+
+    def must_link_components(self) -> np.ndarray:
+        """Connected components of the must-link graph (transitive closure), int32 ``(n,)``.
+
+        Component ids are ``0..C-1`` numbered by their smallest point index. Computed by a
+        vectorised union-find (hook larger root onto smaller root, then full path compression),
+        iterated until every must-link joins two points with the same root: no recursion, no
+        Python loop over points or pairs.
+        """
+        ml = self.must_link.astype(np.int64)
+        parent = np.arange(self.n, dtype=np.int64)
+        if len(ml):
+            i, j = ml[:, 0], ml[:, 1]
+            while True:
+                ri, rj = parent[i], parent[j]
+                differ = ri != rj
+                if not differ.any():
+                    break
+                lo = np.minimum(ri[differ], rj[differ])
+                hi = np.maximum(ri[differ], rj[differ])
+                np.minimum.at(parent, hi, lo)  # hi is a root: hook it under a smaller root
+                while True:  # path compression until every node points at its root
+                    gp = parent[parent]
+                    if np.array_equal(gp, parent):
+                        break
+                    parent = gp
+        _, comp = np.unique(parent, return_inverse=True)
+        return comp.astype(np.int32)
+
+    def check_hard(self) -> None:
+        """Raise if the side information cannot hold as hard constraints.
+
+        Checks, in order: a cannot-link inside a must-link component (transitive closure), two
+        different labels inside one must-link component, a cannot-link between two points with the
+        same label. The message names the first offending pair.
+        """
+        comp = self.must_link_components()
+        cl = self.cannot_link
+        bad = comp[cl[:, 0]] == comp[cl[:, 1]]
+        if bad.any():
+            i, j = (int(v) for v in cl[np.argmax(bad)])
+            raise ValueError(f"cannot-link ({i}, {j}) contradicts the must-links: the transitive closure of "
+                             f"the must-links puts {i} and {j} in the same component ({int(bad.sum())} such "
+                             "cannot-link(s)). Remove the contradictory links or use a method that models "
+                             "noisy links (TVClust, RDP-means).")
+        if self.labels is None:
+            return
+        lab = self.labels
+        has = lab >= 0
+        if has.any():
+            c, y = comp[has], lab[has]
+            order = np.lexsort((y, c))
+            c, y, pts = c[order], y[order], np.flatnonzero(has)[order]
+            clash = (c[1:] == c[:-1]) & (y[1:] != y[:-1])
+            if clash.any():
+                k = int(np.argmax(clash))
+                raise ValueError(f"points {int(pts[k])} and {int(pts[k + 1])} have different labels "
+                                 f"({int(y[k])} and {int(y[k + 1])}) but the must-links join them.")
+        both = (lab[cl[:, 0]] >= 0) & (lab[cl[:, 0]] == lab[cl[:, 1]])
+        if both.any():
+            i, j = (int(v) for v in cl[np.argmax(both)])
+            raise ValueError(f"cannot-link ({i}, {j}) joins two points with the same label {int(lab[i])}.")
+
+    # ------------------------------------------------------------------ printing / comparison
+    def summary(self) -> dict:
+        """Counts describing the side information (plain Python types, JSON-ready)."""
+        deg = self.degree()
+        labs = None if self.labels is None else self.labels[self.labels >= 0]
+        return {
+            "n": self.n,
+            "n_labelled": self.n_labelled,
+            "n_label_classes": 0 if labs is None else int(len(np.unique(labs))),
+            "n_links": self.n_links,
+            "n_must_link": int(np.count_nonzero(self.sign > 0)),
+            "n_cannot_link": int(np.count_nonzero(self.sign < 0)),
+            "n_conflicting_pairs": int(len(_conflicting_keys(self.pairs, self.n))),
+            "n_linked_points": int(np.count_nonzero(deg)),
+            "max_degree": int(deg.max()) if self.n_links else 0,
+            "weighted": bool(self.n_links and not np.all(self.weight == 1.0)),
+        }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        extra = f", conflicting={s['n_conflicting_pairs']}" if s["n_conflicting_pairs"] else ""
+        return (f"SideInfo(n={s['n']}, labelled={s['n_labelled']}, must_link={s['n_must_link']}, "
+                f"cannot_link={s['n_cannot_link']}{extra})")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SideInfo):
+            return NotImplemented
+        if self.n != other.n or (self.labels is None) != (other.labels is None):
+            return False
+        if self.labels is not None and not np.array_equal(self.labels, other.labels):
+            return False
+        return (np.array_equal(self.pairs, other.pairs) and np.array_equal(self.sign, other.sign)
+                and np.array_equal(self.weight, other.weight))
+
+    __hash__ = None  # mutable-looking arrays inside: not hashable
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def decode_pair_index(k):
+    """Map linear indices ``k`` in ``[0, L (L - 1) / 2)`` to pairs ``(a, b)``, ``a < b``.
+
+    The order is ``k = b (b - 1) / 2 + a`` (column-major upper triangle), exact in int64.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    b = ((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
+    # correct floating-point rounding of the square root in either direction
+    b = np.where(b * (b - 1) // 2 > k, b - 1, b)
+    b = np.where((b + 1) * b // 2 <= k, b + 1, b)
+    a = k - b * (b - 1) // 2
+    return a, b
+
+
+def check_labels(y, n=None, name="labels") -> np.ndarray:
+    """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy."""
+    if y is None:
+        raise TypeError(f"`{name}` must be an array of integer labels, got None.")
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D of shape (n_samples,), got shape {arr.shape}.")
+    if arr.dtype == bool or arr.dtype.kind not in "iu":
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype}; "
+                            "encode classes as 0..K-1, e.g. with np.unique(y, return_inverse=True).")
+    if n is not None and len(arr) != n:
+        raise ValueError(f"`{name}` has length {len(arr)} but n_samples={n}.")
+    if arr.size and arr.min() < -1:
+        bad = int(np.flatnonzero(arr < -1)[0])
+        raise ValueError(f"`{name}` must be >= -1 (-1 = unlabelled); got {int(arr[bad])} at index {bad}.")
+    if arr.size and arr.max() > np.iinfo(np.int32).max:
+        raise ValueError(f"`{name}` has labels that do not fit in int32 (max {int(arr.max())}).")
+    return arr.astype(np.int32, copy=True)
+
+
+def _check_n(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"`n` (number of points) must be an int, got {type(n).__name__}.")
+    if n < 1:
+        raise ValueError(f"`n` (number of points) must be >= 1, got {n}.")
+    if n > np.iinfo(np.int32).max:
+        raise ValueError(f"`n`={n} does not fit in int32.")
+    return int(n)
+
+
+def _check_pairs(pairs, n, name) -> np.ndarray:
+    arr = np.asarray(pairs)
+    if arr.size == 0:
+        return np.zeros((0, 2), np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"`{name}` must have shape (n_pairs, 2), got shape {arr.shape}.")
+    if arr.dtype == bool or arr.dtype.kind not in "iu":
+        raise TypeError(f"`{name}` must hold integer point indices, got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64)
+    out = (arr < 0) | (arr >= n)
+    rows = out.any(axis=1)
+    if rows.any():
+        first = tuple(int(v) for v in arr[np.argmax(rows)])
+        raise ValueError(f"`{name}` has {int(rows.sum())} pair(s) with an index outside [0, n_samples={n}) "
+                         f"(first: {first}); indices must lie in [0, n_samples).")
+    selfp = arr[:, 0] == arr[:, 1]
+    if selfp.any():
+        first = tuple(int(v) for v in arr[np.argmax(selfp)])
+        raise ValueError(f"`{name}` has {int(selfp.sum())} self-pair(s) (first: {first}); a point cannot be "
+                         "linked to itself.")
+    return arr
+
+
+def _check_sign(sign, m) -> np.ndarray:
+    s = np.asarray(sign)
+    if s.ndim == 0:
+        s = np.full(m, s)
+    if s.shape != (m,):
+        raise ValueError(f"`sign` must have shape ({m},) to match `pairs`, got shape {s.shape}.")
+    if s.dtype == bool or s.dtype.kind not in "iuf":
+        raise TypeError(f"`sign` must hold +1 / -1 numbers, got dtype {s.dtype}.")
+    ok = (s == 1) | (s == -1)
+    if not ok.all():
+        k = int(np.argmax(~ok))
+        raise ValueError(f"`sign` must be +1 (may-link) or -1 (may-not-link); got {s[k]!r} at position {k}.")
+    return s.astype(np.int8)
+
+
+def _check_weight(weight, m, name) -> np.ndarray:
+    if weight is None:
+        return np.ones(m, np.float64)
+    w = np.asarray(weight)
+    if w.dtype == bool or w.dtype.kind not in "iuf":
+        raise TypeError(f"`{name}` must be numeric, got dtype {w.dtype}.")
+    w = w.astype(np.float64)
+    if w.ndim == 0:
+        w = np.full(m, float(w))
+    if w.shape != (m,):
+        raise ValueError(f"`{name}` must be a scalar or have shape ({m},) (one weight per link), "
+                         f"got shape {w.shape}.")
+    if not (np.all(np.isfinite(w)) and np.all(w > 0)):
+        k = int(np.argmax(~(np.isfinite(w) & (w > 0))))
+        raise ValueError(f"`{name}` must be finite and > 0; got {w[k]!r} at position {k}.")
+    return w
+
+
+def _conflicting_keys(pairs, n) -> np.ndarray:
+    """Keys ``i * n + j`` of pairs stored more than once (only with opposite signs after merging)."""
+    if len(pairs) == 0:
+        return np.zeros(0, np.int64)
+    key = pairs[:, 0].astype(np.int64) * n + pairs[:, 1]
+    u, c = np.unique(key, return_counts=True)
+    return u[c > 1]
+
+
+def _canonical(pairs, sign, weight, n, on_conflict):
+    """Sort, orient ``i < j``, merge same-sign duplicates (max weight), handle conflicts."""
+    if on_conflict not in _CONFLICT_OPTIONS:
+        raise ValueError(f"`on_conflict` must be one of {_CONFLICT_OPTIONS}, got {on_conflict!r}.")
+    lo = np.minimum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    hi = np.maximum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    key = (lo * n + hi) * 2 + (sign > 0)
+    ukey, inv = np.unique(key, return_inverse=True)
+    w = np.zeros(len(ukey), np.float64)
+    np.maximum.at(w, inv, weight)
+    pkey = ukey // 2
+    p = np.stack([pkey // n, pkey % n], axis=1).astype(np.int32)
+    s = np.where(ukey % 2 == 1, 1, -1).astype(np.int8)
+    if on_conflict == "error":
+        dup = np.flatnonzero(pkey[1:] == pkey[:-1])
+        if len(dup):
+            first = tuple(int(v) for v in p[dup[0]])
+            raise ValueError(f"{len(dup)} pair(s) are given both as may-link (+1) and may-not-link (-1) "
+                             f"(first: {first}). Remove the contradiction, or pass on_conflict='keep' to "
+                             "keep both signs (for methods that model noisy links, e.g. TVClust).")
+    return p, s, w

@@ -1,0 +1,267 @@
+"""DP-means / RDP-means: golden replay of the authors' Octave runs, NumPy oracle, objective, estimators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from ppclust._jax import x64  # noqa: E402
+from ppclust.estimators.dpmeans import DPMeans, RDPMeans  # noqa: E402
+from ppclust.inference import dpmeans as dp  # noqa: E402
+from ppclust.inference._dpmeans_reference import rdpmeans_numpy  # noqa: E402
+
+LAM_IRIS_SKLEARN = 3.5790868481592684  # reference/README.md, rdpmeans section
+
+
+def _iris(shared):
+    X = np.loadtxt(shared / "reference/inputs/iris.csv", delimiter=",", skiprows=1)
+    cons = np.loadtxt(shared / "reference/inputs/iris_constraints_r2pct_p0.9_seed11.csv", delimiter=",",
+                      skiprows=1).astype(int)
+    E = {}
+    for i, j, s, _ in cons:  # later rows overwrite earlier ones (reference protocol)
+        E[(min(i, j), max(i, j))] = s
+    pairs = np.array(list(E.keys()))
+    sign = np.array(list(E.values()), float)
+    return X[:, :-1], X[:, -1].astype(int), dp.neighbour_table(150, pairs, sign)
+
+
+def _compat_kw(alg, d):
+    if alg == "rdpmeans":
+        orders = np.array([list(map(int, line.split())) for line in open(d / "sweep_orders.txt")])
+        return dict(xi0=1e-3, xi_rate=2.0, xi_max=np.inf, order="given", orders=orders, patience=20,
+                    max_iter=60)
+    return dict(xi0=0.0, order="fixed", patience=0, max_iter=99)
+
+
+@pytest.mark.parametrize("alg", ["rdpmeans", "dpmeans"])
+def test_golden_replay_octave(shared_dir, alg):
+    """Compat mode + logged draws reproduce labels, K, sweeps, xi schedule and centroids of rdpmeans.m."""
+    X, _, table = _iris(shared_dir)
+    lam = dp.kth_farthest_from_mean(X, 3)
+    assert lam == pytest.approx(LAM_IRIS_SKLEARN, rel=1e-15, abs=0)
+    with x64():
+        for seed in (1, 2, 3):
+            d = shared_dir / f"reference/rdpmeans/iris_{alg}_octseed{seed}"
+            init = np.loadtxt(d / "init_centroid.csv", delimiter=",")
+            labels = np.loadtxt(d / "labels.txt").astype(int)
+            cent = np.loadtxt(d / "centroids.csv", delimiter=",", ndmin=2)
+            r = dp.fit(jax.random.key(0), X, table if alg == "rdpmeans" else None, lam, compat=True,
+                       divergence="euclidean", tie="last", init_centre=init, k_max=16, **_compat_kw(alg, d))
+            k, n_iter = int(r.n_clusters), int(r.n_iter)
+            assert k == cent.shape[0]
+            np.testing.assert_array_equal(np.asarray(r.labels) + 1, labels)
+            np.testing.assert_allclose(np.asarray(r.centers[:k]), cent, rtol=0, atol=1e-12)
+            assert bool(r.converged)
+            if alg == "rdpmeans":
+                sweeps = np.loadtxt(d / "sweeps.csv", delimiter=",", skiprows=1)
+                assert n_iter == len(sweeps) == 35
+                np.testing.assert_array_equal(np.asarray(r.xi_trace[:n_iter]), sweeps[:, 1])
+                np.testing.assert_array_equal(np.asarray(r.k_trace[:n_iter]), sweeps[:, 2])
+            else:
+                assert n_iter == {1: 5, 2: 6, 3: 6}[seed]
+
+
+def test_xi0_zero_is_dpmeans(shared_dir):
+    """Claim 8 / R1: RDP-means with xi0 = 0 returns exactly the DP-means partition (same init, order)."""
+    X, _, table = _iris(shared_dir)
+    lam = dp.kth_farthest_from_mean(X, 3)
+    init = np.loadtxt(shared_dir / "reference/rdpmeans/iris_dpmeans_octseed1/init_centroid.csv",
+                      delimiter=",")
+    kw = dict(compat=True, divergence="euclidean", tie="last", init_centre=init, k_max=16, order="fixed",
+              max_iter=99)
+    with x64():
+        a = dp.fit(jax.random.key(0), X, table, lam, xi0=0.0, patience=0, **kw)
+        b = dp.fit(jax.random.key(0), X, None, lam, xi0=0.0, patience=0, **kw)
+    np.testing.assert_array_equal(np.asarray(a.labels), np.asarray(b.labels))
+    np.testing.assert_array_equal(np.asarray(a.centers), np.asarray(b.centers))
+
+
+def _blobs_with_links(seed=0, n=60, frac_links=0.15, flip=0.1):
+    rng = np.random.default_rng(seed)
+    means = np.array([[0.0, 0.0], [3.0, 0.0], [1.5, 2.5]])
+    y = rng.integers(0, 3, n)
+    X = means[y] + rng.normal(size=(n, 2))
+    m = int(frac_links * n * (n - 1) / 2)
+    i, j = np.triu_indices(n, 1)
+    pick = rng.choice(len(i), m, replace=False)
+    pairs = np.stack([i[pick], j[pick]], 1)
+    sign = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+    sign = np.where(rng.random(m) < flip, -sign, sign)
+    return X, y, pairs, sign
+
+
+def test_matches_numpy_algorithm1_and_objective_monotone():
+    """Jitted Algorithm 1 == plain NumPy loop (labels, centres, sweeps); J never rises within a sweep."""
+    X, _, pairs, sign = _blobs_with_links(1)
+    n = len(X)
+    table = dp.neighbour_table(n, pairs, sign)
+    orders = np.stack([np.random.default_rng(100 + t).permutation(n) for t in range(200)])
+    lam, mu0 = 4.0, X.min(0) + 0.3 * (X.max(0) - X.min(0))
+    kw = dict(xi0=0.05, xi_rate=1.5, xi_max=50.0, patience=5, max_iter=200)
+    with x64():
+        r = dp.fit(jax.random.key(0), X, table, lam, init_centre=mu0, order="given", orders=orders, k_max=32,
+                   **kw)
+    # per-move monotonicity of J (Section 3.5) inside the NumPy loop, with an independent dense E
+    E = np.zeros((n, n))
+    E[pairs[:, 0], pairs[:, 1]] = E[pairs[:, 1], pairs[:, 0]] = sign
+    iu = np.triu_indices(n, 1)
+    state = {"J": None, "xi": None, "rises": 0}
+
+    def J(z, mu, xi):
+        same = z[iu[0]] == z[iu[1]]
+        e = E[iu]
+        return (((X - mu[z]) ** 2).sum() + lam * len(mu) - xi * (same & (e > 0)).sum()
+                + xi * (same & (e < 0)).sum())
+
+    def on_move(z, mu, xi):
+        j = J(z, mu, xi)
+        if state["xi"] == xi and j > state["J"] + 1e-9:
+            state["rises"] += 1
+        state["J"], state["xi"] = j, xi
+
+    z_np, mu_np, t_np = rdpmeans_numpy(X, table.nbr, table.sgn, table.wgt, lam, mu0, lambda t: orders[t],
+                                       on_move=on_move, **kw)
+    k = int(r.n_clusters)
+    assert int(r.n_iter) == t_np and k == len(mu_np)
+    np.testing.assert_array_equal(np.asarray(r.labels), z_np)
+    np.testing.assert_allclose(np.asarray(r.centers[:k]), mu_np, rtol=1e-12, atol=1e-12)
+    assert state["rises"] == 0
+    # sweep + mean step never increase J at the sweep's xi; and the recorded J equals a dense recomputation
+    t = int(r.n_iter)
+    jb, ja = np.asarray(r.objective_before[:t]), np.asarray(r.objective_trace[:t])
+    assert np.all(ja <= jb + 1e-9 * np.abs(jb).max())
+    assert float(r.objective) == pytest.approx(J(z_np, mu_np, float(r.xi_trace[t - 1])), rel=1e-12)
+
+
+def test_objective_counts_pairs_once():
+    """T11: J counts each within-cluster pair once (eq. 20 as printed would count it twice)."""
+    X = np.array([[0.0], [1.0]])
+    table = dp.neighbour_table(2, np.array([[0, 1]]), np.array([1.0]))
+    z = np.array([0, 0], np.int32)
+    mu = np.array([[0.5], [0.0]])
+    with x64():
+        j_same = float(dp.objective(X, z, mu, 1, 1.0, 0.3, 0.3, table))
+        z2, mu2 = np.array([0, 1], np.int32), np.array([[0.0], [1.0]])
+        j_split = float(dp.objective(X, z2, mu2, 2, 1.0, 0.3, 0.3, table))
+    assert j_same == pytest.approx(0.5 + 1.0 - 0.3)  # pair counted once
+    assert j_split == pytest.approx(2.0)
+
+
+def test_fixed_point_is_assignment_optimal_bruteforce():
+    """At convergence every point's label is the argmin of D - xi f + xi s (dense E recount) and < lam."""
+    X, _, pairs, sign = _blobs_with_links(2, flip=0.0)
+    n = len(X)
+    table = dp.neighbour_table(n, pairs, sign)
+    E = np.zeros((n, n))
+    E[pairs[:, 0], pairs[:, 1]] = E[pairs[:, 1], pairs[:, 0]] = sign
+    lam, xi = 6.0, 0.7
+    with x64():
+        r = dp.fit(jax.random.key(3), X, table, lam, xi0=xi, xi_rate=1.0, patience=2, k_max=32, max_iter=300)
+    assert bool(r.converged)
+    z, k = np.asarray(r.labels), int(r.n_clusters)
+    mu = np.asarray(r.centers[:k])
+    # centres are the means; every point's augmented cost at its own cluster is minimal and < lam
+    for c in range(k):
+        np.testing.assert_allclose(mu[c], X[z == c].mean(0), atol=1e-12)
+    for i in range(n):
+        a = ((X[i] - mu) ** 2).sum(1) - xi * np.array([E[i, z == c].sum() for c in range(k)])
+        assert a[z[i]] <= a.min() + 1e-12 and a[z[i]] < lam
+
+
+def test_huge_xi_respects_noise_free_links():
+    """R2: xi huge and constant, noise-free links: no may-link split, no may-not-link pair together."""
+    X, y, pairs, sign = _blobs_with_links(4, n=45, frac_links=0.3, flip=0.0)
+    model = RDPMeans(lam=30.0, xi0=1e6, xi_rate=1.0, patience=3, random_state=0, k_max=16)
+    lab = model.fit(X, must_link=pairs[sign > 0], cannot_link=pairs[sign < 0]).labels_
+    assert np.all(lab[pairs[sign > 0, 0]] == lab[pairs[sign > 0, 1]])
+    assert np.all(lab[pairs[sign < 0, 0]] != lab[pairs[sign < 0, 1]])
+
+
+def test_delayed_variant_and_restarts():
+    """Delayed creation recovers blobs with J monotone for DP-means; vmapped restarts == single fits."""
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(c, 0.3, size=(40, 2)) for c in ([0, 0], [5, 0], [0, 5], [5, 5])])
+    with x64():
+        r = dp.fit(jax.random.key(1), X, None, 4.0, xi0=0.0, variant="delayed", patience=1, max_iter=50,
+                   k_max=16)
+        t = int(r.n_iter)
+        assert bool(r.converged)
+        jb, ja = np.asarray(r.objective_before[:t]), np.asarray(r.objective_trace[:t])
+        assert np.all(ja <= jb + 1e-9)
+        rs = dp.fit_restarts(jax.random.key(7), X, None, 4.0, 3, xi0=0.0, patience=1, max_iter=50, k_max=16)
+        keys = jax.random.split(jax.random.key(7), 3)
+        one = dp.fit(keys[2], X, None, 4.0, xi0=0.0, patience=1, max_iter=50, k_max=16)
+    np.testing.assert_array_equal(np.asarray(rs.labels[2]), np.asarray(one.labels))
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(np.repeat(np.arange(4), 40), np.asarray(r.labels)) > 0.9
+    k = int(r.n_clusters)  # a DP-means fixed point: every point's nearest centre is its own, within lam
+    D = ((X[:, None, :] - np.asarray(r.centers[:k])[None]) ** 2).sum(-1)
+    assert np.all(D.argmin(1) == np.asarray(r.labels)) and np.all(D.min(1) < 4.0)
+
+
+def test_lambda_helpers():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    dist = np.linalg.norm(X - X.mean(0), axis=1)
+    assert dp.kth_farthest_from_mean(X, 4) == pytest.approx(np.sort(dist)[-4], rel=1e-14)
+    assert dp.kth_farthest_from_mean(X, 4, "sqeuclidean") == pytest.approx(np.sort(dist)[-4] ** 2, rel=1e-14)
+    # farthest-first: brute force over the greedy rounds
+    T = [X.mean(0)]
+    for _ in range(3):
+        dmin = np.min([((X - t) ** 2).sum(1) for t in T], axis=0)
+        T.append(X[np.argmax(dmin)])
+    assert dp.farthest_first(X, 3) == pytest.approx(dmin.max(), rel=1e-14)
+    with pytest.raises(ValueError, match="k must be"):
+        dp.lambda_from_k(X, 0)
+
+
+def test_estimators_api_and_errors():
+    X, y, pairs, sign = _blobs_with_links(6, flip=0.0)
+    m = RDPMeans(xi0=1e-3, random_state=0, n_init=2, k_max=16).fit(X, must_link=pairs[sign > 0],
+                                                        cannot_link=pairs[sign < 0])
+    assert m.labels_.shape == (len(X),) and m.n_clusters_ == m.cluster_centers_.shape[0]
+    assert m.labels_.max() == m.n_clusters_ - 1 and np.isfinite(m.objective_) and m.n_iter_ >= 1
+    assert m.lam_ == pytest.approx(dp.kth_farthest_from_mean(X, 3, "sqeuclidean"))
+    np.testing.assert_array_equal(m.predict(m.cluster_centers_), np.arange(m.n_clusters_))
+    yl = np.where(np.arange(len(X)) % 3 == 0, y, -1)
+    Xc = X.copy()
+    assert RDPMeans(random_state=0, n_init=2, k_max=16).fit(Xc, yl).n_clusters_ >= 1
+    np.testing.assert_array_equal(Xc, X)
+    d = DPMeans(lam=4.0, random_state=0, k_max=16).fit(X)
+    assert d.converged_ and d.n_clusters_ >= 2
+    with pytest.raises(ValueError, match="lam"):
+        DPMeans(lam=0.0).fit(X)
+    with pytest.raises(ValueError, match="NaN"):
+        DPMeans(lam=1.0).fit(np.array([[np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="k_max"):
+        DPMeans(lam=1e-6, k_max=16, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="outside"):
+        RDPMeans(lam=1.0).fit(X, must_link=[[0, 600]])
+    with pytest.raises(ValueError, match="both"):
+        RDPMeans(lam=1.0).fit(X, must_link=[[0, 1]], cannot_link=[[1, 0]])
+
+
+def test_kl_divergence_multinomial():
+    rng = np.random.default_rng(8)
+    probs = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1], [0.1, 0.1, 0.1, 0.7]])
+    y = np.repeat(np.arange(3), 20)
+    X = np.stack([rng.multinomial(200, probs[c]) for c in y]).astype(float)
+    m = DPMeans(lam=0.3, divergence="kl", random_state=0, k_max=16).fit(X)
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(y, m.labels_) == 1.0
+
+
+@pytest.mark.slow
+def test_reproduce_table1_iris_wine():
+    """Claims 2 and 6 on iris/wine with the [C] protocol (3 trials per cell): RDP-means F near the paper."""
+    from benchmarks.reproduce_rdpmeans import PS, RS, run
+
+    res = run(("iris", "wine"), trials=3)
+    for d, paper in (("iris", 0.86), ("wine", 0.81)):
+        f = np.mean([np.mean(res[("RDP-means", d, r, p)], axis=0)[0] for r in RS for p in PS])
+        assert abs(f - paper) <= 0.06, (d, f)
+    f_p = [np.mean([np.mean(res[("RDP-means", d, r, p)], axis=0)[0] for d in ("iris", "wine") for r in RS])
+           for p in PS]
+    assert f_p[0] >= f_p[-1] + 0.05  # noise hurts (Table 2)
