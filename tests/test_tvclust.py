@@ -203,3 +203,41 @@ def test_k_max_exhausted_raises():
         with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=2"):
             gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR._replace(alpha=50.0), n_samples=5,
                          n_warmup=5, n_chains=1, k_max=2, progress_bar=False)
+
+
+def test_point_estimates_and_psm():
+    from ppclust import posterior
+
+    draws = np.array([[0, 0, 1, 1], [1, 1, 0, 0], [0, 0, 0, 1], [2, 2, 5, 5]])
+    psm = posterior.similarity_matrix(draws)
+    assert psm[0, 1] == 1.0 and psm[2, 3] == 0.75 and psm[1, 2] == 0.25
+    # the {01}{23} partition (3 of 4 draws, up to relabelling) minimises both losses
+    for loss in ("binder", "vi"):
+        np.testing.assert_array_equal(posterior.point_estimate(draws, loss=loss), [0, 0, 1, 1])
+    lj = np.array([0.0, 1.0, 5.0, 2.0])
+    np.testing.assert_array_equal(posterior.point_estimate(draws, loss="max_log_joint", log_joint=lj),
+                                  [0, 0, 0, 1])
+    assert posterior.variation_of_information([0, 0, 1, 1], [5, 5, 2, 2]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
+    from ppclust import TVClust, posterior
+    from ppclust.metrics import ari
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 20)
+    X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
+    ml = np.array([[0, 1], [20, 21], [40, 41]])
+    cl = np.array([[0, 20], [20, 40]])
+    X0 = X.copy()
+    est = TVClust(n_samples=30, n_warmup=30, n_chains=2, k_max=16, random_state=0)
+    est.fit(X, must_link=ml, cannot_link=cl)
+    np.testing.assert_array_equal(X, X0)
+    assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
+    assert est.psm_.shape == (60, 60) and 0 <= est.p_ <= 1
+    ds = est.posterior_["posterior"].ds
+    assert set(ds.data_vars) >= {"n_clusters", "p", "q", "alpha"} and ds["p"].shape == (2, 30)
+    posterior.save(est.posterior_, tmp_path / "post.nc")
+    back = posterior.load(tmp_path / "post.nc")
+    np.testing.assert_allclose(back["clustering"]["psm"].values, est.psm_)
+    np.testing.assert_allclose(back["sample_stats"]["lp"].values, est.log_joint_)

@@ -394,5 +394,5 @@ def _run(keys, state, n_warm, thin, x, links, family, prior, *, length, store_la
          alpha_shape, alpha_rate):
     fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
                  alpha_shape=alpha_shape, alpha_rate=alpha_rate)
-    return jax.vmap(fn, in_axes=(0, 0, None, None, None, None, None, None))(keys, state, n_warm, thin, x, links,
-                                                                           family, prior)
+    in_axes = (0, 0, None, None, None, None, None, None)
+    return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior)

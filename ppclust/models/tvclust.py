@@ -6,8 +6,10 @@ Deterministic Algorithm", Section 3 (spec ``tvclust-rdpmeans.md`` Section 1).
 .. math::
 
     z &\sim \mathrm{CRP}(\alpha), \qquad \theta^*_k \sim G_0, \qquad x_i \sim p(\cdot \mid \theta^*_{z_i}), \\
-    E_{ij} \mid z &\sim \begin{cases} +1 \text{ w.p. } p, & z_i = z_j \\ +1 \text{ w.p. } 1-q, & z_i \ne z_j
-    \end{cases} \quad (i, j) \in \mathcal C, \qquad p \sim \mathrm{Beta}(a_p, b_p),\ q \sim \mathrm{Beta}(a_q, b_q).
+    E_{ij} \mid z &\sim \begin{cases} +1 \text{ w.p. } p, & z_i = z_j \\
+                                       +1 \text{ w.p. } 1-q, & z_i \ne z_j \end{cases}
+    \quad (i, j) \in \mathcal C, \\
+    p &\sim \mathrm{Beta}(a_p, b_p), \qquad q \sim \mathrm{Beta}(a_q, b_q).
 
 Only the observed pairs enter, through four (weighted) pair counts :math:`N_{11}` (may-links inside
 clusters), :math:`N_{01}` (may-not-links inside), :math:`N_{10}` (may-links across) and :math:`N_{00}`
@@ -113,7 +115,10 @@ def pair_counts(labels, links: Links) -> jax.Array:
 
 
 def log_crp(sizes, alpha) -> jax.Array:
-    r"""Log EPPF of the CRP: :math:`K\log\alpha + \log\Gamma(\alpha) - \log\Gamma(\alpha+n) + \sum_k \log\Gamma(n_k)`."""
+    r"""Log EPPF of the CRP.
+
+    :math:`K\log\alpha + \log\Gamma(\alpha) - \log\Gamma(\alpha+n) + \sum_k \log\Gamma(n_k)`.
+    """
     sizes = jnp.asarray(sizes)
     active = sizes > 0
     n = sizes.sum()
