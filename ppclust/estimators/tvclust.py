@@ -1,0 +1,129 @@
+"""scikit-learn estimator for TVClust (Khashabi et al. 2015): collapsed Gibbs posterior over partitions.
+
+Validates, turns links and partial labels into a neighbour table, runs :func:`ppclust.inference.gibbs.sample`
+(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, kappa0 = 1, Psi0 = I,
+nu0 = d + 2, p ~ Beta(1, 10), q ~ Beta(10, 1)) and summarises the draws with :mod:`ppclust.posterior`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from ppclust._jax import as_key, x64
+from ppclust.estimators._base import check_X, link_side_info
+from ppclust.families import GaussianNIW
+from ppclust.inference import gibbs
+from ppclust.models.tvclust import TVClustPrior, make_links
+
+__all__ = ["TVClust"]
+
+
+class TVClust(ClusterMixin, BaseEstimator):
+    """TVClust: Dirichlet-process Gaussian mixture + noisy link graph, sampled by collapsed Gibbs.
+
+    Parameters
+    ----------
+    n_samples, n_warmup, n_chains, thin : int
+        Kept draws per chain, discarded sweeps, chains, sweeps per kept draw.
+    alpha : float, default=1.0
+        DP concentration (resampled by Escobar-West when ``sample_alpha``).
+    a_p, b_p, a_q, b_q : float
+        Beta priors of the link sensitivity p and specificity q (default Beta(1, 10), Beta(10, 1)).
+    pq : {"collapse", "sample", "fixed"}, default="collapse"
+    p, q : float, default=0.9
+        Fixed values (``pq="fixed"``) or starting values.
+    covariance : {"full", "diag", "spherical"}, default="full"
+    kappa0, psi_scale : float; nu0 : float or None (d + 2)
+    standardize : bool, default=True
+    k_max : int, default=64
+    point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
+    max_psm_n : int, default=5000
+    random_state : None, int, Generator or JAX key
+
+    Attributes
+    ----------
+    labels_ : ndarray (n,) point estimate; n_clusters_ : int; posterior_ : arviz DataTree;
+    psm_ : ndarray (n, n) or None (with a warning) when n > max_psm_n; p_, q_, alpha_ : posterior means;
+    log_joint_ : ndarray (chain, draw); samples_ : ChainResult (raw draws, resumable state).
+    """
+
+    def __init__(self, n_samples=500, n_warmup=500, n_chains=2, *, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
+                 a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
+                 kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
+                 max_psm_n=5000, random_state=None):
+        self.n_samples = n_samples
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.thin = thin
+        self.alpha = alpha
+        self.a_p = a_p
+        self.b_p = b_p
+        self.a_q = a_q
+        self.b_q = b_q
+        self.pq = pq
+        self.p = p
+        self.q = q
+        self.sample_alpha = sample_alpha
+        self.covariance = covariance
+        self.kappa0 = kappa0
+        self.nu0 = nu0
+        self.psi_scale = psi_scale
+        self.standardize = standardize
+        self.k_max = k_max
+        self.point_estimate = point_estimate
+        self.max_psm_n = max_psm_n
+        self.random_state = random_state
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        from ppclust import posterior
+
+        X = check_X(X)
+        n, d = X.shape
+        if self.pq not in gibbs.PQ_MODES:
+            raise ValueError(f"`pq` must be one of {gibbs.PQ_MODES}, got {self.pq!r}")
+        for name in ("n_samples", "n_chains", "thin", "k_max"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"`{name}` must be >= 1, got {getattr(self, name)}")
+        if not self.alpha > 0:
+            raise ValueError(f"`alpha` must be > 0, got {self.alpha}")
+        side = link_side_info(n, y, must_link, cannot_link, on_conflict="keep")  # noisy links may conflict
+        if self.standardize:
+            sd = X.std(0)
+            X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+        prior = TVClustPrior(float(self.alpha), float(self.a_p), float(self.b_p), float(self.a_q),
+                             float(self.b_q))
+        with x64():
+            xj = jnp.asarray(X)
+            links = make_links(n, side=side) if side.n_links else make_links(n)
+            nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
+            psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
+            family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
+                                 self.covariance)
+            res = gibbs.sample(as_key(self.random_state), xj, links, family, prior,
+                               n_samples=int(self.n_samples), n_warmup=int(self.n_warmup),
+                               n_chains=int(self.n_chains), thin=int(self.thin),
+                               k_max=min(int(self.k_max), n), pq=self.pq, p=float(self.p), q=float(self.q),
+                               sample_alpha=bool(self.sample_alpha))
+        psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
+        if psm is None:
+            warnings.warn(f"n={n} > max_psm_n={self.max_psm_n}: psm_ is None; the point estimate uses "
+                          "max_log_joint", stacklevel=2)
+        loss = self.point_estimate if psm is not None else "max_log_joint"
+        point = posterior.point_estimate(res.labels, loss=loss, psm=psm, log_joint=res.log_joint)
+        self.samples_ = res
+        self.psm_ = psm
+        self.labels_ = point.astype(np.int64)
+        self.n_clusters_ = int(len(np.unique(point)))
+        self.p_ = float(np.mean(res.p))
+        self.q_ = float(np.mean(res.q))
+        self.alpha_ = float(np.mean(res.alpha))
+        self.log_joint_ = res.log_joint
+        self.posterior_ = posterior.to_datatree(res, psm=psm, point=point)
+        return self
+
+    def fit_predict(self, X, y=None, **kw):
+        return self.fit(X, y, **kw).labels_

@@ -1,0 +1,398 @@
+r"""Collapsed Gibbs sampler for TVClust (Neal 2000, Algorithm 3, with the link view of Khashabi et al.).
+
+One sweep visits the points in a random order. For point :math:`i`, removed from its cluster
+(eqs. 11, 13 of Khashabi et al., ratio form of spec Section 2.2, cluster parameters integrated out):
+
+.. math::
+
+    \log w_k &= \log n_{-i,k} + \log p(x_i \mid x_{k \setminus i}) + \ell_k, \qquad
+    \log w_{\rm new} = \log\alpha + \log p_{G_0}(x_i) + \ell_{\rm new}, \\
+    \ell_k &= f_k^i \ln\tfrac{p}{1-q} - s_k^i \ln\tfrac{q}{1-p}, \quad \ell_{\rm new} = 0
+    \qquad (p, q \text{ fixed or sampled}), \\
+    \ell_k &= \ln B(a_p + N^{-i}_{11} + f_k, b_p + N^{-i}_{01} + s_k)
+             + \ln B(a_q + N^{-i}_{00} + S_i - s_k, b_q + N^{-i}_{10} + F_i - f_k)
+    \qquad (p, q \text{ collapsed, spec 2.6; new: } f = s = 0),
+
+with :math:`f_k^i, s_k^i` the (weighted) friends and strangers of :math:`i` in cluster :math:`k`, counted
+by a scatter-add over the point's row of the neighbour table: O(degree + K) per point, no n x n array.
+
+Modes for ``p, q`` (static ``pq``): ``"fixed"`` (given values), ``"sample"`` (conjugate Beta draws after
+each sweep, spec 2.5), ``"collapse"`` (integrated out). ``alpha`` is fixed or resampled after each sweep
+(Escobar & West 1995) under a Gamma(``alpha_shape``, ``alpha_rate``) prior.
+
+Capacity: ``k_max`` slots with an active mask (slot count > 0); when every slot is occupied at a point
+update the new-cluster option is unavailable, the chain is flagged ``overflow`` and the Python driver
+raises (never a silent truncation).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import betaln
+
+from ppclust.models.tvclust import Links, TVClustPrior, log_joint_from_stats, pair_counts
+
+__all__ = [
+    "GibbsState",
+    "SweepInfo",
+    "ChainResult",
+    "init",
+    "step",
+    "conditional",
+    "sample",
+    "TVClustKernel",
+    "KMaxExhaustedError",
+]
+
+PQ_MODES = ("fixed", "sample", "collapse")
+
+
+class KMaxExhaustedError(RuntimeError):
+    """Every one of the ``k_max`` cluster slots was occupied when a new cluster could be opened."""
+
+
+class GibbsState(NamedTuple):
+    """Carried between sweeps (one chain)."""
+
+    labels: jax.Array  # (n,) int32 slot index per point
+    stats: object  # family Stats with k_max slots; active slots are those with n > 0
+    counts: jax.Array  # (4,) weighted pair counts [N11, N01, N10, N00]
+    p: jax.Array  # () current sensitivity (fixed value, or last draw; posterior mean when collapsed)
+    q: jax.Array  # () current specificity
+    alpha: jax.Array  # () DP concentration
+    overflow: jax.Array  # () bool, k_max was exhausted at some point update
+
+
+class SweepInfo(NamedTuple):
+    """Label-invariant per-sweep diagnostics (not carried)."""
+
+    n_clusters: jax.Array  # () int32
+    log_joint: jax.Array  # () log p(z, x, E | alpha[, p, q]) (+ log Beta(p) + log Beta(q) in "sample" mode)
+    p: jax.Array
+    q: jax.Array
+    alpha: jax.Array
+
+
+class ChainResult(NamedTuple):
+    """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them)."""
+
+    labels: np.ndarray | None  # (chain, draw, n) int32, or None when not stored
+    n_clusters: np.ndarray
+    log_joint: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    alpha: np.ndarray
+    state: GibbsState  # batched over chains
+
+
+def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alpha=1.0) -> GibbsState:
+    """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given."""
+    n = x.shape[0]
+    labels = jnp.zeros(n, jnp.int32) if labels is None else jnp.asarray(labels, jnp.int32)
+    stats = family.stats(x, labels, k_max)
+    dtype = x.dtype
+    return GibbsState(labels, stats, pair_counts(labels, links).astype(dtype), jnp.asarray(p, dtype),
+                      jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False))
+
+
+def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
+         sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0):
+    """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted."""
+    if pq not in PQ_MODES:
+        raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
+    n = x.shape[0]
+    k_max = state.stats.n.shape[0]
+    key_order, key_noise, key_p, key_q, key_alpha = jax.random.split(key, 5)
+    order = jax.random.permutation(key_order, n)
+    # Gumbel-max sampling: one (n, k_max) block of noise per sweep instead of a key per point.
+    noise = jax.random.gumbel(key_noise, (n, k_max), dtype=x.dtype)
+    labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq)
+    p, q, alpha = state.p, state.q, state.alpha
+    if pq == "sample":
+        p = jax.random.beta(key_p, prior.a_p + counts[0], prior.b_p + counts[1], dtype=x.dtype)
+        q = jax.random.beta(key_q, prior.a_q + counts[3], prior.b_q + counts[2], dtype=x.dtype)
+    elif pq == "collapse":
+        p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
+        q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
+    if sample_alpha:
+        n_clusters = (stats.n > 0).sum()
+        alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
+    new = GibbsState(labels, stats, counts, p, q, alpha, overflow)
+    return new, _info(new, family, prior, pq)
+
+
+def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
+           n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
+           alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
+           store_labels=True, progress_bar=None, chunk=None) -> ChainResult:
+    """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps (``pmap`` over local devices when several).
+
+    Parameters
+    ----------
+    key : JAX PRNG key.
+    x : array (n, d); links : :class:`~ppclust.models.tvclust.Links`; family : a conjugate family.
+    n_samples, n_warmup, thin : kept draws, discarded sweeps, sweeps per kept draw.
+    pq : ``"collapse"`` | ``"sample"`` | ``"fixed"``; ``p, q`` are the fixed values / starting values.
+    init_state : a batched :class:`GibbsState` (``ChainResult.state``) to resume from (pass
+        ``n_warmup=0`` to continue a converged run directly).
+    chunk : draws per compiled call (default: all at once, or about 100 sweeps with a progress bar).
+    progress_bar : None = tqdm when stderr is a TTY and ``CI`` is unset.
+
+    Raises
+    ------
+    KMaxExhaustedError when a chain needed more than ``k_max`` clusters.
+    """
+    n = x.shape[0]
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    if init_state is None:
+        one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
+        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+    else:
+        state = init_state
+        n_chains = state.labels.shape[0]
+    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+    if progress_bar is None:
+        progress_bar = sys.stderr.isatty() and not os.environ.get("CI")
+    # One compiled program serves every chunk: warm-up length and thinning are traced loop bounds, the
+    # number of draws per call is the only static size (equal chunks; surplus draws are dropped).
+    if chunk is None:
+        chunk = max(1, 100 // max(thin, 1)) if progress_bar else max(n_samples, 1)
+    n_chunks = max(1, -(-n_samples // chunk))
+    per_chunk = -(-n_samples // n_chunks) if n_samples else 0
+    bar = None
+    if progress_bar:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_warmup + n_samples * thin, desc="tvclust gibbs", unit="sweep")
+    outs = []
+    for c in range(n_chunks):
+        keys = jax.random.split(jax.random.fold_in(key, c), n_chains)
+        warm = n_warmup if c == 0 else 0
+        state, out = _run(keys, state, jnp.int32(warm), jnp.int32(thin), x, links, family, prior,
+                          length=per_chunk, store_labels=store_labels, **kw)
+        outs.append(jax.device_get(out))
+        if bar is not None:
+            bar.update(warm + per_chunk * thin)
+            if per_chunk:
+                bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
+    if bar is not None:
+        bar.close()
+    if bool(np.any(np.asarray(state.overflow))):
+        raise KMaxExhaustedError(
+            f"k_max={k_max} cluster slots were exhausted (a chain needed a new cluster with every slot "
+            f"occupied); increase k_max (at most n={n} is ever needed) or lower alpha.")
+    cat = lambda f: np.concatenate([f(o) for o in outs], axis=1)[:, :n_samples]
+    lab = cat(lambda o: o[0]) if store_labels else None
+    return ChainResult(
+        labels=None if lab is None else lab.astype(np.int32),
+        n_clusters=cat(lambda o: o[1].n_clusters),
+        log_joint=cat(lambda o: o[1].log_joint),
+        p=cat(lambda o: o[1].p),
+        q=cat(lambda o: o[1].q),
+        alpha=cat(lambda o: o[1].alpha),
+        state=state,
+    )
+
+
+class TVClustKernel:
+    """``numpyro.infer.mcmc.MCMCKernel`` adapter: one ``sample()`` = one collapsed Gibbs sweep.
+
+    Use with ``numpyro.infer.MCMC(TVClustKernel(links, family, prior, k_max=...), ...)`` and
+    ``mcmc.run(key, x, extra_fields=("log_joint", "n_clusters", "p", "q"))``. The sampled site is
+    ``labels``. Supports ``chain_method`` ``"sequential"`` and ``"vectorized"``.
+    """
+
+    sample_field = "labels"
+    model = None  # arviz_base.from_numpyro reads sampler.model
+
+    def __new__(cls, *args, **kwargs):
+        # subclass numpyro's ABC lazily so that importing this module does not import numpyro
+        from numpyro.infer.mcmc import MCMCKernel
+
+        if not issubclass(cls, MCMCKernel):
+            cls = type(cls.__name__, (cls, MCMCKernel), {})
+        return object.__new__(cls)
+
+    def __init__(self, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, k_max=64,
+                 pq="collapse", p=0.9, q=0.9, sample_alpha=False):
+        self.links, self.family, self.prior = links, family, prior
+        self.k_max, self.pq, self.p, self.q, self.sample_alpha = k_max, pq, p, q, sample_alpha
+
+    @property
+    def default_fields(self):
+        return ("labels",)
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        (x,) = model_args
+
+        def one(key, labels):
+            st = init(x, self.links, self.family, k_max=self.k_max, labels=labels, p=self.p, q=self.q,
+                      alpha=self.prior.alpha)
+            return _KernelState(st.labels, jnp.int32(1), jnp.asarray(0.0, x.dtype), st.p, st.q, st.alpha,
+                                st, key)
+
+        from numpyro.util import is_prng_key
+
+        if is_prng_key(rng_key):
+            return one(rng_key, init_params)
+        return jax.vmap(one, (0, None if init_params is None else 0))(rng_key, init_params)
+
+    def sample(self, state, model_args, model_kwargs):
+        (x,) = model_args
+        if state.labels.ndim == 1:
+            return self._sample_one(state, x)
+        return jax.vmap(self._sample_one, (0, None))(state, x)
+
+    def _sample_one(self, state, x):
+        key, sub = jax.random.split(state.rng_key)
+        st, info = step(sub, state.inner, x, self.links, self.family, self.prior, pq=self.pq,
+                        sample_alpha=self.sample_alpha)
+        return _KernelState(st.labels, info.n_clusters, info.log_joint, info.p, info.q, info.alpha, st, key)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return lambda labels: {"labels": labels}
+
+    def get_diagnostics_str(self, state):
+        return f"K={int(state.n_clusters)} logp={float(state.log_joint):.1f}"
+
+    def refresh(self, *args, **kwargs):
+        """Nothing cached depends on the other Gibbs blocks; kept for ``numpyro.infer.Gibbs``."""
+        return None
+
+
+class _KernelState(NamedTuple):
+    labels: jax.Array
+    n_clusters: jax.Array
+    log_joint: jax.Array
+    p: jax.Array
+    q: jax.Array
+    alpha: jax.Array
+    inner: GibbsState
+    rng_key: jax.Array
+
+
+def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClustPrior, p, q, alpha,
+                pq: str = "collapse", *, removed: bool = False):
+    """Unnormalised log-weights of z_i over the ``k_max`` slots (module docstring), O(degree + K d^2).
+
+    ``stats`` and ``counts`` describe the full current state, or the state with point ``i`` already
+    taken out when ``removed=True`` (``counts`` always include ``i``'s pairs). Occupied slots get the
+    existing-cluster weight, the first free slot the new-cluster weight, other free slots ``-inf``.
+    Returns ``(logw, counts_without_i, (f, s, F, S))``.
+    """
+    k_max = stats.n.shape[0]
+    dtype = x.dtype
+    xi, k_old = x[i], labels[i]
+    if not removed:
+        stats = family.remove(stats, k_old, xi)
+    w = links.wgt[i]
+    plus = jnp.where(links.sgn[i] > 0, w, 0.0)
+    minus = jnp.where(links.sgn[i] < 0, w, 0.0)
+    nb_lab = labels[links.nbr[i]]
+    f = jnp.zeros(k_max, dtype).at[nb_lab].add(plus)
+    s = jnp.zeros(k_max, dtype).at[nb_lab].add(minus)
+    F, S = plus.sum(), minus.sum()
+    c = counts - jnp.stack([f[k_old], s[k_old], F - f[k_old], S - s[k_old]])
+    sizes = stats.n
+    active = sizes > 0
+    new = jnp.argmin(active)  # first free slot (0 if none; then `full` blocks it)
+    full = active[new]
+    lp = family.log_predictive(stats, xi)
+    link = _link_terms(f, s, F, S, c, p, q, prior, pq)
+    logw = jnp.where(active, jnp.log(jnp.where(active, sizes, 1.0)) + lp + link, -jnp.inf)
+    logw = jnp.where((jnp.arange(k_max) == new) & ~full, jnp.log(alpha) + lp + link, logw)
+    logw = jnp.where(jnp.isnan(logw), -jnp.inf, logw)
+    return logw, c, (f, s, F, S)
+
+
+# --- helpers ---
+
+
+def _link_terms(f, s, F, S, c, p, q, prior, pq):
+    """Per-slot link log-weights; an empty slot (f = s = 0) gets the new-cluster value."""
+    if pq == "collapse":
+        return (betaln(prior.a_p + c[0] + f, prior.b_p + c[1] + s)
+                + betaln(prior.a_q + c[3] + S - s, prior.b_q + c[2] + F - f))
+    xi1 = jnp.log(p) - jnp.log1p(-q)
+    xi2 = jnp.log(q) - jnp.log1p(-p)
+    return f * xi1 - s * xi2
+
+
+def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq):
+    def body(t, carry):
+        labels, stats, counts, overflow = carry
+        i = order[t]
+        xi, k_old = x[i], labels[i]
+        stats = family.remove(stats, k_old, xi)
+        logw, c, fs = conditional(i, labels, stats, counts, x, links, family, prior, state.p, state.q,
+                                  state.alpha, pq, removed=True)
+        f, s, F, S = fs
+        full = jnp.all(stats.n > 0)
+        k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
+        stats = family.add(stats, k, xi)
+        counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
+        return labels.at[i].set(k), stats, counts, overflow | full
+
+    carry = (state.labels, state.stats, state.counts, state.overflow)
+    return jax.lax.fori_loop(0, x.shape[0], body, carry)
+
+
+def _info(state: GibbsState, family, prior, pq) -> SweepInfo:
+    prior_now = prior._replace(alpha=state.alpha)
+    if pq == "collapse":
+        lj = log_joint_from_stats(state.stats, state.counts, family, prior_now)
+    else:
+        lj = log_joint_from_stats(state.stats, state.counts, family, prior_now, state.p, state.q)
+        if pq == "sample":
+            lj = (lj + _log_beta_pdf(state.p, prior.a_p, prior.b_p)
+                  + _log_beta_pdf(state.q, prior.a_q, prior.b_q))
+    n_clusters = (state.stats.n > 0).sum().astype(jnp.int32)
+    return SweepInfo(n_clusters, lj.astype(state.p.dtype), state.p, state.q, state.alpha)
+
+
+def _escobar_west(key, alpha, k, n, a, b):
+    """Escobar & West (1995) auxiliary-variable update of alpha under a Gamma(a, b) (rate) prior."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    eta = jax.random.beta(k1, alpha + 1.0, n, dtype=alpha.dtype)
+    rate = b - jnp.log(eta)
+    odds = (a + k - 1.0) / (n * rate)
+    shape = jnp.where(jax.random.uniform(k2, dtype=alpha.dtype) < odds / (1.0 + odds), a + k, a + k - 1.0)
+    return jax.random.gamma(k3, shape, dtype=alpha.dtype) / rate
+
+
+def _log_beta_pdf(v, a, b):
+    return (a - 1) * jnp.log(v) + (b - 1) * jnp.log1p(-v) - betaln(a, b)
+
+
+def _chain(key, state, n_warm, thin, x, links, family, prior, *, length, store_labels, pq, sample_alpha,
+           alpha_shape, alpha_rate):
+    # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
+    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+
+    def body(carry, inp):
+        k, j = inp
+        n_sweeps = thin + jnp.where(j == 0, n_warm, 0)
+        carry, _ = jax.lax.fori_loop(
+            0, n_sweeps, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
+            (carry, _info(carry, family, prior, pq)))
+        info = _info(carry, family, prior, pq)
+        return carry, (carry.labels if store_labels else None, info)
+
+    return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
+
+
+@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha"))
+def _run(keys, state, n_warm, thin, x, links, family, prior, *, length, store_labels, pq, sample_alpha,
+         alpha_shape, alpha_rate):
+    fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
+                 alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+    in_axes = (0, 0, None, None, None, None, None, None)
+    return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior)

@@ -1,0 +1,288 @@
+r"""TVClust: a Dirichlet-process mixture and a noisy random graph of links, two views of one partition.
+
+Khashabi, Wieting, Liu & Liang (2015), "Clustering With Side Information: From a Probabilistic Model to a
+Deterministic Algorithm", Section 3 (spec ``tvclust-rdpmeans.md`` Section 1).
+
+.. math::
+
+    z &\sim \mathrm{CRP}(\alpha), \qquad \theta^*_k \sim G_0, \qquad x_i \sim p(\cdot \mid \theta^*_{z_i}), \\
+    E_{ij} \mid z &\sim \begin{cases} +1 \text{ w.p. } p, & z_i = z_j \\
+                                       +1 \text{ w.p. } 1-q, & z_i \ne z_j \end{cases}
+    \quad (i, j) \in \mathcal C, \\
+    p &\sim \mathrm{Beta}(a_p, b_p), \qquad q \sim \mathrm{Beta}(a_q, b_q).
+
+Only the observed pairs enter, through four (weighted) pair counts :math:`N_{11}` (may-links inside
+clusters), :math:`N_{01}` (may-not-links inside), :math:`N_{10}` (may-links across) and :math:`N_{00}`
+(may-not-links across), eq. (8) and spec Section 1.3.
+
+This module holds the *model*: the log joint (collapsed over cluster parameters and optionally over
+``p`` and ``q``), an ancestral sampler, the link arrays the samplers read, and a NumPyro version
+(truncated stick-breaking) for inspection with NumPyro tools. Samplers live in
+:mod:`ppclust.inference.gibbs`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import betaln, gammaln
+
+__all__ = [
+    "Links",
+    "TVClustPrior",
+    "make_links",
+    "pair_counts",
+    "log_crp",
+    "log_link_likelihood",
+    "log_joint",
+    "log_joint_from_stats",
+    "sample_prior",
+    "numpyro_model",
+    "collapsed_numpyro_model",
+]
+
+
+class Links(NamedTuple):
+    """Observed pairs, both as a pair list (log joint) and as a padded neighbour table (sweeps).
+
+    Padded table slots have ``nbr = 0`` and ``sgn = wgt = 0``: gathers stay in range and add nothing.
+    """
+
+    pairs: jax.Array  # (m, 2) int32, i < j
+    sign: jax.Array  # (m,) float, +1 may-link / -1 may-not-link
+    weight: jax.Array  # (m,) float
+    nbr: jax.Array  # (n, max_deg) int32
+    sgn: jax.Array  # (n, max_deg) float
+    wgt: jax.Array  # (n, max_deg) float
+
+
+class TVClustPrior(NamedTuple):
+    """Hyperparameters of the partition and link views (all traced; none set shapes).
+
+    ``alpha`` is the DP concentration (eq. 1); ``a_p, b_p`` and ``a_q, b_q`` the Beta priors of the
+    sensitivity ``p`` and specificity ``q`` (spec Section 2.8: Beta(1, 10) and Beta(10, 1), a prior
+    under which links carry no information a priori).
+    """
+
+    alpha: float = 1.0
+    a_p: float = 1.0
+    b_p: float = 10.0
+    a_q: float = 10.0
+    b_q: float = 1.0
+
+
+def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) -> Links:
+    """Build :class:`Links` from a ``SideInfo`` (``side``) or from pair arrays (host-side NumPy).
+
+    Uses ``side.neighbour_table()`` when the SideInfo provides one; otherwise builds the padded table
+    here (O(n + m)). With no links the table has one all-padding column so shapes stay static.
+    ``dtype`` defaults to JAX's current default float (float64 inside a ``ppclust._jax.x64()`` scope).
+    """
+    dtype = jax.dtypes.canonicalize_dtype(np.float64) if dtype is None else dtype
+    if side is not None:
+        pairs, sign = np.asarray(side.pairs), np.asarray(side.sign)
+        weight = None if getattr(side, "weight", None) is None else np.asarray(side.weight)
+    pairs = np.zeros((0, 2), np.int32) if pairs is None else np.asarray(pairs, dtype=np.int32).reshape(-1, 2)
+    m = pairs.shape[0]
+    sign = np.ones(m) if sign is None else np.asarray(sign, dtype=dtype).reshape(m)
+    weight = np.ones(m) if weight is None else np.asarray(weight, dtype=dtype).reshape(m)
+    table = None
+    if side is not None and hasattr(side, "neighbour_table"):
+        t = side.neighbour_table()
+        table = (np.asarray(t.nbr, np.int32), np.asarray(t.sgn, dtype), np.asarray(t.wgt, dtype))
+    if table is None:
+        table = _neighbour_table(n, pairs, sign, weight, dtype)
+    return Links(
+        pairs=jnp.asarray(pairs, dtype=jnp.int32),
+        sign=jnp.asarray(sign, dtype=dtype),
+        weight=jnp.asarray(weight, dtype=dtype),
+        nbr=jnp.asarray(table[0]),
+        sgn=jnp.asarray(table[1]),
+        wgt=jnp.asarray(table[2]),
+    )
+
+
+def pair_counts(labels, links: Links) -> jax.Array:
+    """Weighted pair counts ``[N11, N01, N10, N00]`` (spec Section 0) of a labelling."""
+    same = (labels[links.pairs[:, 0]] == labels[links.pairs[:, 1]]).astype(links.weight.dtype)
+    plus = links.weight * (links.sign > 0)
+    minus = links.weight * (links.sign < 0)
+    return jnp.stack([(plus * same).sum(), (minus * same).sum(), (plus * (1 - same)).sum(),
+                      (minus * (1 - same)).sum()])
+
+
+def log_crp(sizes, alpha) -> jax.Array:
+    r"""Log EPPF of the CRP.
+
+    :math:`K\log\alpha + \log\Gamma(\alpha) - \log\Gamma(\alpha+n) + \sum_k \log\Gamma(n_k)`.
+    """
+    sizes = jnp.asarray(sizes)
+    active = sizes > 0
+    n = sizes.sum()
+    return (active.sum() * jnp.log(alpha) + gammaln(alpha) - gammaln(alpha + n)
+            + jnp.where(active, gammaln(jnp.where(active, sizes, 1.0)), 0.0).sum())
+
+
+def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Array:
+    r"""Log likelihood of the observed links given the partition, through its pair counts.
+
+    With ``p, q`` given: :math:`N_{11}\ln p + N_{01}\ln(1-p) + N_{00}\ln q + N_{10}\ln(1-q)`.
+    With ``p = q = None``, ``p`` and ``q`` are integrated out against their Beta priors (spec 2.6):
+    :math:`\ln B(a_p+N_{11}, b_p+N_{01}) + \ln B(a_q+N_{00}, b_q+N_{10}) - \ln B(a_p,b_p) - \ln B(a_q,b_q)`.
+    """
+    n11, n01, n10, n00 = counts[0], counts[1], counts[2], counts[3]
+    if p is None:
+        return (betaln(prior.a_p + n11, prior.b_p + n01) + betaln(prior.a_q + n00, prior.b_q + n10)
+                - betaln(prior.a_p, prior.b_p) - betaln(prior.a_q, prior.b_q))
+    return (_xlogy(n11, p) + _xlogy(n01, 1 - p) + _xlogy(n00, q) + _xlogy(n10, 1 - q))
+
+
+def log_joint_from_stats(stats, counts, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
+    """Log joint from per-slot statistics and pair counts (what a sampler carries), O(K)."""
+    return (log_crp(stats.n, prior.alpha) + family.log_marginal(stats).sum()
+            + log_link_likelihood(counts, prior, p, q))
+
+
+def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
+    r"""Log joint :math:`\log p(z, x, E \mid \alpha[, p, q])`, cluster parameters integrated out.
+
+    Parameters
+    ----------
+    labels : int array of shape (n,), values in ``[0, n)`` (any labelling of the partition).
+    x : array of shape (n, d).
+    links : :class:`Links`.
+    family : a conjugate family from :mod:`ppclust.families`.
+    prior : :class:`TVClustPrior`.
+    p, q : floats or None. ``None`` integrates ``p`` and ``q`` out (spec 2.6); values condition on them.
+    """
+    labels = jnp.asarray(labels, dtype=jnp.int32)
+    stats = family.stats(x, labels, x.shape[0])
+    return log_joint_from_stats(stats, pair_counts(labels, links), family, prior, p, q)
+
+
+def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, mean_scale=5.0,
+                 labels=None):
+    """Ancestral sampler (spec Section 1.4) for synthetic tests, Gaussian data view.
+
+    1. ``z ~ CRP(alpha)`` (or the given ``labels``); 2. cluster means ``N(0, mean_scale^2 I)``, unit
+    covariance, ``x_i ~ N(mu_{z_i}, I)``; 3. a uniform random set of ``round(link_fraction * n)`` distinct
+    pairs; 4. each observed pair is a may-link with probability ``p`` (same cluster) or ``1 - q``.
+
+    Returns ``(x, labels, pairs, sign)`` as NumPy arrays (sign +1 / -1).
+    """
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()[-1].item())
+    if labels is None:
+        labels = np.zeros(n, np.int32)
+        sizes = [1]
+        for i in range(1, n):
+            w = np.array(sizes + [alpha], dtype=float)
+            k = rng.choice(len(w), p=w / w.sum())
+            if k == len(sizes):
+                sizes.append(0)
+            sizes[k] += 1
+            labels[i] = k
+    labels = np.asarray(labels, np.int32)
+    k = labels.max() + 1
+    means = rng.normal(scale=mean_scale, size=(k, dim))
+    x = means[labels] + rng.normal(size=(n, dim))
+    m = min(int(round(link_fraction * n)), n * (n - 1) // 2)
+    chosen = set()
+    while len(chosen) < m:
+        i, j = rng.integers(0, n, 2)
+        if i != j:
+            chosen.add((min(i, j), max(i, j)))
+    pairs = np.array(sorted(chosen), dtype=np.int32).reshape(-1, 2)
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    u = rng.random(m)
+    plus = np.where(same, u < p, u < 1 - q)
+    sign = np.where(plus, 1, -1).astype(np.int8)
+    return x, labels, pairs, sign
+
+
+def numpyro_model(x, pairs=None, sign=None, *, k_trunc=15, alpha=1.0, mu0=None, kappa0=1.0, nu0=None,
+                  psi0=None, prior: TVClustPrior | None = None):
+    """TVClust in NumPyro: truncated stick-breaking DP (T = ``k_trunc``), NIW Gaussian components.
+
+    Sites: ``v`` (sticks), ``Sigma``, ``mu``, ``p``, ``q``, ``z`` (discrete), ``x`` and ``E`` (observed,
+    ``E = 1`` for a may-link). Intended for inspection with NumPyro tools (``render_model``,
+    ``Predictive``, ``log_density``); the custom kernels in :mod:`ppclust.inference.gibbs` sample the
+    collapsed version.
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    prior = TVClustPrior(alpha=alpha) if prior is None else prior
+    n, d = x.shape
+    mu0 = jnp.zeros(d) if mu0 is None else jnp.asarray(mu0)
+    nu0 = float(d) if nu0 is None else nu0
+    psi0 = jnp.eye(d) if psi0 is None else jnp.asarray(psi0)
+    with numpyro.plate("sticks", k_trunc - 1):
+        v = numpyro.sample("v", dist.Beta(1.0, prior.alpha))
+    weights = jnp.concatenate([v, jnp.ones(1)]) * jnp.concatenate([jnp.ones(1), jnp.cumprod(1 - v)])
+    with numpyro.plate("components", k_trunc):
+        sigma = numpyro.sample("Sigma", dist.InverseWishart(nu0, psi0))
+        mu = numpyro.sample("mu", dist.MultivariateNormal(mu0, sigma / kappa0))
+    p = numpyro.sample("p", dist.Beta(prior.a_p, prior.b_p))
+    q = numpyro.sample("q", dist.Beta(prior.a_q, prior.b_q))
+    with numpyro.plate("data", n):
+        z = numpyro.sample("z", dist.Categorical(weights))
+        numpyro.sample("x", dist.MultivariateNormal(mu[z], sigma[z]), obs=x)
+    if pairs is not None and len(pairs):
+        pairs = jnp.asarray(pairs)
+        same = z[pairs[:, 0]] == z[pairs[:, 1]]
+        with numpyro.plate("links", pairs.shape[0]):
+            numpyro.sample("E", dist.Bernoulli(probs=jnp.where(same, p, 1 - q)),
+                           obs=(jnp.asarray(sign) > 0).astype(jnp.int32))
+
+
+def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_trunc=None, p=None, q=None):
+    """Collapsed TVClust over labelled partitions, as a NumPyro model (checks against generic kernels).
+
+    ``z`` takes ``T = k_trunc >= n`` labels with a uniform site prior; a ``factor`` turns that into the
+    collapsed posterior of the *partition*: a partition with ``K`` blocks has ``T!/(T-K)!`` labellings,
+    so ``factor = log_joint - log(T!/(T-K)!) + n log T``. ``numpyro.infer.DiscreteGibbs`` on this model
+    targets the same partition posterior as :func:`ppclust.inference.gibbs.sample`.
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    n = x.shape[0]
+    t = n if k_trunc is None else k_trunc
+    with numpyro.plate("data", n):
+        z = numpyro.sample("z", dist.Categorical(logits=jnp.zeros(t)))
+    sizes = jnp.zeros(t).at[z].add(1.0)
+    k = (sizes > 0).sum()
+    log_labellings = gammaln(t + 1.0) - gammaln(t - k + 1.0)
+    numpyro.factor("tvclust", log_joint(z, x, links, family, prior, p, q) - log_labellings + n * jnp.log(t))
+
+
+# --- helpers ---
+
+
+def _xlogy(a, b):
+    return jnp.where(a == 0, 0.0, a * jnp.log(jnp.where(a == 0, 1.0, b)))
+
+
+def _neighbour_table(n, pairs, sign, weight, dtype):
+    m = pairs.shape[0]
+    deg = np.bincount(pairs.ravel(), minlength=n) if m else np.zeros(n, np.int64)
+    width = max(int(deg.max()) if n else 0, 1)
+    nbr = np.zeros((n, width), np.int32)
+    sgn = np.zeros((n, width), dtype)
+    wgt = np.zeros((n, width), dtype)
+    if m:
+        src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        s2 = np.concatenate([sign, sign])
+        w2 = np.concatenate([weight, weight])
+        order = np.argsort(src, kind="stable")
+        src, dst, s2, w2 = src[order], dst[order], s2[order], w2[order]
+        start = np.concatenate([[0], np.cumsum(deg)[:-1]])
+        slot = np.arange(2 * m) - start[src]
+        nbr[src, slot] = dst
+        sgn[src, slot] = s2
+        wgt[src, slot] = w2
+    return nbr, sgn, wgt

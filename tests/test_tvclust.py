@@ -1,0 +1,262 @@
+"""TVClust: log joint identities, Gibbs conditional vs log joint, exact-enumeration posterior checks."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ppclust._jax import x64
+from ppclust.families import GaussianNIW
+from ppclust.inference import gibbs
+from ppclust.models.tvclust import (
+    TVClustPrior,
+    log_joint,
+    log_link_likelihood,
+    make_links,
+    pair_counts,
+)
+
+# five points in 2-D: two loose groups, and links that partly disagree with the geometry
+X5 = np.array([[0.0, 0.1], [0.4, -0.2], [1.3, 0.9], [2.0, 1.6], [2.3, 1.2]])
+PAIRS5 = np.array([[0, 1], [1, 2], [2, 3], [0, 4], [3, 4]])
+SIGN5 = np.array([1, -1, 1, -1, 1])
+PRIOR = TVClustPrior(alpha=1.3, a_p=2.0, b_p=1.0, a_q=3.0, b_q=1.0)
+
+
+def _family(x):
+    return GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
+
+
+def set_partitions(n):
+    """All set partitions of range(n) as restricted-growth label vectors (Bell(n) of them)."""
+    out = []
+
+    def rec(prefix, m):
+        if len(prefix) == n:
+            out.append(list(prefix))
+            return
+        for k in range(m + 1):
+            rec(prefix + [k], max(m, k + 1))
+
+    rec([0], 1)
+    return np.array(out, dtype=np.int32)
+
+
+def canonical(labels):
+    """Relabel each row by order of first appearance (restricted growth string)."""
+    out = np.empty_like(labels)
+    for r, row in enumerate(labels):
+        seen = {}
+        out[r] = [seen.setdefault(v, len(seen)) for v in row]
+    return out
+
+
+def exact_posterior(x, links, fam, prior, p=None, q=None):
+    parts = set_partitions(x.shape[0])
+    lj = jax.vmap(lambda z: log_joint(z, x, links, fam, prior, p, q))(jnp.asarray(parts))
+    lj = np.asarray(lj)
+    return parts, np.exp(lj - np.logaddexp.reduce(lj))
+
+
+def chi_square_pvalue(samples, parts, probs):
+    index = {tuple(p): i for i, p in enumerate(parts)}
+    counts = np.zeros(len(parts))
+    for row in canonical(samples):
+        counts[index[tuple(row)]] += 1
+    expected = probs * counts.sum()
+    # pool cells with small expectation so the chi-square approximation holds
+    order = np.argsort(expected)
+    obs, exp, acc_o, acc_e = [], [], 0.0, 0.0
+    for i in order:
+        acc_o += counts[i]
+        acc_e += expected[i]
+        if acc_e >= 5:
+            obs.append(acc_o)
+            exp.append(acc_e)
+            acc_o = acc_e = 0.0
+    if acc_e > 0:
+        obs[-1] += acc_o
+        exp[-1] += acc_e
+    obs, exp = np.array(obs), np.array(exp)
+    stat = ((obs - exp) ** 2 / exp).sum()
+    tv = 0.5 * np.abs(counts / counts.sum() - probs).sum()
+    return sps.chi2.sf(stat, len(obs) - 1), tv
+
+
+def test_link_likelihood_identity_and_table():
+    """Spec G1/G2: pair-table sum == counts form == the xi-identity of Section 1.3."""
+    rng = np.random.default_rng(0)
+    n = 7
+    pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5])
+    sign = rng.choice([-1, 1], len(pairs))
+    p, q = 0.83, 0.71
+    with x64():
+        links = make_links(n, pairs, sign)
+        for _ in range(5):
+            z = rng.integers(0, 3, n)
+            table = sum(
+                np.log(p if s > 0 else 1 - p) if z[i] == z[j] else np.log(1 - q if s > 0 else q)
+                for (i, j), s in zip(pairs, sign, strict=True))
+            c = pair_counts(jnp.asarray(z), links)
+            np.testing.assert_allclose(log_link_likelihood(c, PRIOR, p, q), table, rtol=1e-12)
+            n11, n01, n10, n00 = np.asarray(c)
+            mplus, mminus = n11 + n10, n01 + n00
+            ident = (mplus * np.log(1 - q) + mminus * np.log(q) + np.log(p / (1 - q)) * n11
+                     - np.log(q / (1 - p)) * n01)
+            np.testing.assert_allclose(table, ident, rtol=1e-12)
+            # relabelling invariance
+            np.testing.assert_allclose(pair_counts(jnp.asarray((z + 1) % 3), links), c)
+
+
+def test_neighbour_table_counts_each_pair_twice():
+    links = make_links(5, PAIRS5, SIGN5)
+    nbr, sgn, wgt = map(np.asarray, (links.nbr, links.sgn, links.wgt))
+    assert wgt.sum() == 2 * len(PAIRS5)
+    for (i, j), s in zip(PAIRS5, SIGN5, strict=True):
+        assert s in sgn[i][nbr[i] == j] and s in sgn[j][nbr[j] == i]
+
+
+@pytest.mark.parametrize("pq", ["collapse", "fixed"])
+def test_gibbs_conditional_equals_log_joint_differences(pq):
+    """Spec G3: log w_k - log w_k' == log joint(z_i=k) - log joint(z_i=k'), new cluster included."""
+    rng = np.random.default_rng(1)
+    n, k_max = 6, 6
+    x = rng.normal(size=(n, 2))
+    pairs = np.array([[0, 1], [0, 2], [1, 3], [2, 5], [3, 4], [4, 5], [1, 5]])
+    sign = rng.choice([-1, 1], len(pairs))
+    weight = rng.uniform(0.5, 2.0, len(pairs))
+    p, q = (None, None) if pq == "collapse" else (0.8, 0.65)
+    with x64():
+        x = jnp.asarray(x)
+        links = make_links(n, pairs, sign, weight)
+        fam = _family(x)
+        cond = jax.jit(gibbs.conditional, static_argnames=("pq", "removed"))
+        lj_fn = jax.jit(lambda z: log_joint(z, x, links, fam, PRIOR, p, q))
+        for trial in range(4):
+            z = np.array([0, 0, 1, 1, 3, 1]) if trial == 0 else rng.integers(0, 3, n).astype(np.int32)
+            for i in range(n):
+                st = fam.stats(x, jnp.asarray(z), k_max)
+                counts = pair_counts(jnp.asarray(z), links)
+                logw, _, _ = cond(i, jnp.asarray(z), st, counts, x, links, fam, PRIOR, 0.8, 0.65, PRIOR.alpha,
+                                  pq="fixed" if p else "collapse")
+                logw = np.asarray(logw)
+                cand = np.flatnonzero(np.isfinite(logw))
+                # exactly the occupied slots (without i) plus one free slot
+                occupied = set(np.delete(z, i).tolist())
+                assert set(cand.tolist()) - occupied and len(cand) == len(occupied) + 1
+                lj = []
+                for k in cand:
+                    zk = z.copy()
+                    zk[i] = k
+                    lj.append(float(lj_fn(jnp.asarray(zk))))
+                np.testing.assert_allclose(logw[cand] - logw[cand[0]], np.array(lj) - lj[0], atol=1e-9)
+
+
+def _enumeration_case(pq):
+    with x64():
+        x = jnp.asarray(X5)
+        links = make_links(5, PAIRS5, SIGN5)
+        fam = _family(x)
+        p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
+        parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
+        res = gibbs.sample(jax.random.key(7), x, links, fam, PRIOR, n_samples=6, n_warmup=8, thin=3,
+                           n_chains=1500, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False)
+    return res, parts, probs
+
+
+@pytest.mark.parametrize("pq", ["collapse", "sample", "fixed"])
+def test_sampler_matches_exact_enumeration(pq):
+    """Spec G4 / claim 13: empirical partition distribution vs exact posterior over Bell(5)=52 partitions."""
+    res, parts, probs = _enumeration_case(pq)
+    samples = res.labels.reshape(-1, 5)
+    pval, tv = chi_square_pvalue(samples, parts, probs)
+    assert tv < 0.03, tv
+    assert pval > 1e-3, (pval, tv)
+    if pq == "sample":
+        # the sampled p is informative: its mean moves off the prior mean a_p/(a_p+b_p)=2/3 toward the data
+        assert 0.4 < res.p.mean() < 0.95
+
+
+def test_links_with_p_equal_one_minus_q_carry_no_information():
+    """p = 1 - q makes xi1' = xi2' = 0: the chain is bit-identical to a DP mixture without links."""
+    with x64():
+        x = jnp.asarray(X5)
+        fam = _family(x)
+        kw = dict(n_samples=20, n_warmup=5, n_chains=3, k_max=5, pq="fixed", p=0.3, q=0.7, progress_bar=False)
+        with_links = gibbs.sample(jax.random.key(3), x, make_links(5, PAIRS5, SIGN5), fam, PRIOR, **kw)
+        without = gibbs.sample(jax.random.key(3), x, make_links(5), fam, PRIOR, **kw)
+    np.testing.assert_array_equal(with_links.labels, without.labels)
+    # and the links do matter when p + q > 1
+    with x64():
+        kw.update(p=0.95, q=0.95)
+        informative = gibbs.sample(jax.random.key(3), x, make_links(5, PAIRS5, SIGN5), fam, PRIOR, **kw)
+    assert not np.array_equal(informative.labels, without.labels)
+
+
+def test_k_max_exhausted_raises():
+    with x64():
+        x = jnp.asarray(X5 * 100.0)  # far-apart points want their own clusters
+        fam = _family(x)
+        with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=2"):
+            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR._replace(alpha=50.0), n_samples=5,
+                         n_warmup=5, n_chains=1, k_max=2, progress_bar=False)
+
+
+def test_point_estimates_and_psm():
+    from ppclust import posterior
+
+    draws = np.array([[0, 0, 1, 1], [1, 1, 0, 0], [0, 0, 0, 1], [2, 2, 5, 5]])
+    psm = posterior.similarity_matrix(draws)
+    assert psm[0, 1] == 1.0 and psm[2, 3] == 0.75 and psm[1, 2] == 0.25
+    # the {01}{23} partition (3 of 4 draws, up to relabelling) minimises both losses
+    for loss in ("binder", "vi"):
+        np.testing.assert_array_equal(posterior.point_estimate(draws, loss=loss), [0, 0, 1, 1])
+    lj = np.array([0.0, 1.0, 5.0, 2.0])
+    np.testing.assert_array_equal(posterior.point_estimate(draws, loss="max_log_joint", log_joint=lj),
+                                  [0, 0, 0, 1])
+    assert posterior.variation_of_information([0, 0, 1, 1], [5, 5, 2, 2]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
+    from ppclust import TVClust, posterior
+    from ppclust.metrics import ari
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 20)
+    X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
+    ml = np.array([[0, 1], [20, 21], [40, 41]])
+    cl = np.array([[0, 20], [20, 40]])
+    X0 = X.copy()
+    est = TVClust(n_samples=30, n_warmup=30, n_chains=2, k_max=16, random_state=0)
+    est.fit(X, must_link=ml, cannot_link=cl)
+    np.testing.assert_array_equal(X, X0)
+    assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
+    assert est.psm_.shape == (60, 60) and 0 <= est.p_ <= 1
+    ds = est.posterior_["posterior"].ds
+    assert set(ds.data_vars) >= {"n_clusters", "p", "q", "alpha"} and ds["p"].shape == (2, 30)
+    posterior.save(est.posterior_, tmp_path / "post.nc")
+    back = posterior.load(tmp_path / "post.nc")
+    np.testing.assert_allclose(back["clustering"]["psm"].values, est.psm_)
+    np.testing.assert_allclose(back["sample_stats"]["lp"].values, est.log_joint_)
+
+
+def test_numpyro_kernel_adapter_targets_the_posterior(monkeypatch):
+    """The MCMCKernel adapter under numpyro.infer.MCMC samples the same exact posterior."""
+    from numpyro.infer import MCMC
+
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # progress_bar=True keeps numpyro's cached step (ECOSYSTEM 2)
+    with x64():
+        x = jnp.asarray(X5)
+        links = make_links(5, PAIRS5, SIGN5)
+        fam = _family(x)
+        mcmc = MCMC(gibbs.TVClustKernel(links, fam, PRIOR, k_max=5), num_warmup=20, num_samples=3000,
+                    num_chains=1, progress_bar=True)
+        mcmc.run(jax.random.key(0), x, extra_fields=("log_joint", "n_clusters"))
+        lab = np.asarray(mcmc.get_samples()["labels"])
+        parts, probs = exact_posterior(x, links, fam, PRIOR)
+    _, tv = chi_square_pvalue(lab[::3], parts, probs)
+    assert tv < 0.08, tv
+    assert mcmc.get_extra_fields()["log_joint"].shape == (3000,)
