@@ -75,33 +75,30 @@ class TVClustPrior(NamedTuple):
 
 
 def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) -> Links:
-    """Build :class:`Links` from a ``SideInfo`` (``side``) or from pair arrays (host-side NumPy).
+    """Build :class:`Links` from a :class:`~ppclust.sideinfo.SideInfo` (``side``) or from pair arrays.
 
-    Uses ``side.neighbour_table()`` when the SideInfo provides one; otherwise builds the padded table
-    here (O(n + m)). With no links the table has one all-padding column so shapes stay static.
-    ``dtype`` defaults to JAX's current default float (float64 inside a ``ppclust._jax.x64()`` scope).
+    Pair arrays are validated through ``SideInfo`` (one definition of the neighbour table); with no
+    links the table has one all-padding column so shapes stay static. ``dtype`` defaults to JAX's
+    current default float (float64 inside a ``ppclust._jax.x64()`` scope).
     """
+    from ppclust.sideinfo import SideInfo
+
     dtype = jax.dtypes.canonicalize_dtype(np.float64) if dtype is None else dtype
-    if side is not None:
-        pairs, sign = np.asarray(side.pairs), np.asarray(side.sign)
-        weight = None if getattr(side, "weight", None) is None else np.asarray(side.weight)
-    pairs = np.zeros((0, 2), np.int32) if pairs is None else np.asarray(pairs, dtype=np.int32).reshape(-1, 2)
-    m = pairs.shape[0]
-    sign = np.ones(m) if sign is None else np.asarray(sign, dtype=dtype).reshape(m)
-    weight = np.ones(m) if weight is None else np.asarray(weight, dtype=dtype).reshape(m)
-    table = None
-    if side is not None and hasattr(side, "neighbour_table"):
-        t = side.neighbour_table()
-        table = (np.asarray(t.nbr, np.int32), np.asarray(t.sgn, dtype), np.asarray(t.wgt, dtype))
-    if table is None:
-        table = _neighbour_table(n, pairs, sign, weight, dtype)
+    if side is None:
+        if pairs is not None and len(pairs):
+            pairs = np.asarray(pairs).reshape(-1, 2)
+            sign = np.ones(len(pairs)) if sign is None else np.asarray(sign).reshape(-1)
+            side = SideInfo(n, pairs=pairs, sign=sign, weight=weight)
+        else:
+            side = SideInfo(n)
+    t = side.neighbour_table()
     return Links(
-        pairs=jnp.asarray(pairs, dtype=jnp.int32),
-        sign=jnp.asarray(sign, dtype=dtype),
-        weight=jnp.asarray(weight, dtype=dtype),
-        nbr=jnp.asarray(table[0]),
-        sgn=jnp.asarray(table[1]),
-        wgt=jnp.asarray(table[2]),
+        pairs=jnp.asarray(np.asarray(side.pairs).reshape(-1, 2), dtype=jnp.int32),
+        sign=jnp.asarray(side.sign, dtype=dtype),
+        weight=jnp.asarray(side.weight, dtype=dtype),
+        nbr=jnp.asarray(t.nbr, jnp.int32),
+        sgn=jnp.asarray(t.sgn, dtype),
+        wgt=jnp.asarray(t.wgt, dtype),
     )
 
 
@@ -264,25 +261,3 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
 
 def _xlogy(a, b):
     return jnp.where(a == 0, 0.0, a * jnp.log(jnp.where(a == 0, 1.0, b)))
-
-
-def _neighbour_table(n, pairs, sign, weight, dtype):
-    m = pairs.shape[0]
-    deg = np.bincount(pairs.ravel(), minlength=n) if m else np.zeros(n, np.int64)
-    width = max(int(deg.max()) if n else 0, 1)
-    nbr = np.zeros((n, width), np.int32)
-    sgn = np.zeros((n, width), dtype)
-    wgt = np.zeros((n, width), dtype)
-    if m:
-        src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-        dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
-        s2 = np.concatenate([sign, sign])
-        w2 = np.concatenate([weight, weight])
-        order = np.argsort(src, kind="stable")
-        src, dst, s2, w2 = src[order], dst[order], s2[order], w2[order]
-        start = np.concatenate([[0], np.cumsum(deg)[:-1]])
-        slot = np.arange(2 * m) - start[src]
-        nbr[src, slot] = dst
-        sgn[src, slot] = s2
-        wgt[src, slot] = w2
-    return nbr, sgn, wgt
