@@ -519,14 +519,14 @@ class LSMIEstimator:
             Lv = L[:, val]  # (nk, nv, b)
             oh_v = onehot[val]
             S_tr = S_all - np.einsum("anb,nc->abc", Lv, oh_v)
-            G_tr = self._G_all - self._Gf[:, m]
             n_tr = n - nv
             n_y_tr = onehot.sum(0) - oh_v.sum(0)
             n_y_v = oh_v.sum(0)
             for ci, cy in enumerate(cys):
                 if cy.size == 0 or n_y_tr[ci] < 1:
                     continue  # E8: r = 0 for this class
-                H = (n_y_tr[ci] / n_tr**2) * G_tr[:, cy][:, :, cy]  # (nk, by, by)
+                sub = np.ix_(np.arange(nk), cy, cy)
+                H = (n_y_tr[ci] / n_tr**2) * (self._G_all[sub] - self._Gf[:, m][sub])  # (nk, by, by)
                 h = S_tr[:, cy, ci] / n_tr  # (nk, by)
                 s, V = np.linalg.eigh(H)  # once per (kappa, fold, class); all deltas reuse it
                 proj = np.einsum("aij,ai->aj", V, h)[:, :, None]
