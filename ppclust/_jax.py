@@ -18,23 +18,30 @@ def x64():
     return jax.enable_x64(True)
 
 
+def as_seed(random_state) -> int:
+    """Turn ``None`` / int / numpy Generator or RandomState into a non-negative int seed."""
+    if random_state is None:
+        return int(np.random.default_rng().integers(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(random_state)}")
+
+
 def as_key(random_state):
     """Turn ``None`` / int / numpy Generator / JAX key into a typed JAX PRNG key."""
-    if random_state is None:
-        random_state = np.random.default_rng().integers(0, 2**31 - 1)
-    if isinstance(random_state, np.random.Generator):
-        random_state = int(random_state.integers(0, 2**31 - 1))
-    if isinstance(random_state, np.random.RandomState):
-        random_state = int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, (int, np.integer)):
-        return jax.random.key(int(random_state))
     if isinstance(random_state, jax.Array):
         if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
             return random_state
         return jax.random.wrap_key_data(random_state)
-    raise TypeError(
-        f"random_state must be None, an int, a numpy Generator or a JAX key, got {type(random_state)}"
-    )
+    try:
+        return jax.random.key(as_seed(random_state))
+    except TypeError:
+        raise TypeError(f"random_state must be None, an int, a numpy Generator or a JAX key, got "
+                        f"{type(random_state)}") from None
 
 
 @contextlib.contextmanager

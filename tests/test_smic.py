@@ -240,7 +240,7 @@ def test_estimator_api_and_predict():
     assert d.shape == (120, 2) and np.all(d >= 0)
     # in-sample soft output (n/c) g_y / 1^T g_y averages exactly 1/c per cluster (uniform prior, T1)
     assert np.allclose((120 / 2 * m.result_.scores).mean(0), 0.5)
-    with pytest.raises(ValueError, match="both a must-link and a cannot-link"):
+    with pytest.raises(ValueError, match=r"both as may-link \(\+1\) and may-not-link"):
         SMIC(2, n_neighbors=3, gamma=0.0, eta=0.0).fit(x, must_link=[[0, 1]], cannot_link=[[1, 0]])
     with pytest.raises(ValueError, match="must_link"):
         SMIC(2, n_neighbors=3).fit(x, must_link=[[0, 500]])

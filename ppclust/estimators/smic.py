@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from ppclust._jax import as_seed
+from ppclust.estimators._base import check_X, link_side_info
 from ppclust.inference import smic as _smic
 
 __all__ = ["SMIC"]
@@ -48,23 +50,16 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.dense_max = dense_max
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
-        X = _check_X(X)
+        X = check_X(X, min_samples=2)
         n = X.shape[0]
         c = int(self.n_clusters)
         if c < 1 or c > n:
             raise ValueError(f"n_clusters must be in [1, n={n}], got {self.n_clusters}")
-        must = _smic._as_pairs(must_link, n, "must_link")
-        cannot = _smic._as_pairs(cannot_link, n, "cannot_link")
-        if y is not None:
-            y = _check_partial_labels(y, n)
-            m2, c2 = _smic.labels_to_links(y)
-            must = np.concatenate([must, m2]) if must.size else m2
-            cannot = np.concatenate([cannot, c2]) if cannot.size else c2
-        links = _smic.make_links(n, must, cannot)
+        links = _smic.make_links(n, link_side_info(n, y, must_link, cannot_link))
         ts = _smic.DEFAULT_TS if self.n_neighbors == "auto" else (int(self.n_neighbors),)
         gammas = _smic.DEFAULT_GAMMAS if _is_auto(self.gamma) else (float(self.gamma),)
         etas = _smic.DEFAULT_ETAS if _is_auto(self.eta) else (float(self.eta),)
-        seed = _seed(self.random_state)
+        seed = as_seed(self.random_state)
         sel = _smic.select(X, c, links, ts=ts, gammas=gammas, etas=etas, seed=seed, assign=self.assign,
                            dense_max=int(self.dense_max))
         row = sel.rows[sel.best]
@@ -85,7 +80,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         return self
 
     def _scores(self, X):
-        X = _check_X(X)
+        X = check_X(X)
         if X.shape[1] != self.X_fit_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.X_fit_.shape[1]}")
         rows = _smic.kernel_rows(self.kernel_, self.X_fit_, X)
@@ -114,44 +109,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         return np.where(s > 0, p / np.where(s > 0, s, 1.0), 1.0 / c)
 
 
-# --- helpers (private validators until ppclust.estimators._base / SideInfo land) ---
+# --- helpers ---
 
 
 def _is_auto(v):
     return isinstance(v, str) and v == "auto"
-
-
-def _seed(random_state):
-    if random_state is None:
-        return int(np.random.default_rng().integers(0, 2**31 - 1))
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**31 - 1))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    raise TypeError("random_state must be None, an int or a numpy Generator")
-
-
-def _check_X(X):
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {X.ndim}-D")
-    if X.shape[0] < 2:
-        raise ValueError("X must contain at least 2 samples")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
-    return X
-
-
-def _check_partial_labels(y, n):
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.all(np.equal(np.mod(y, 1), 0)):
-            raise ValueError("y must contain integer labels (-1 = unlabelled)")
-        y = y.astype(np.int64)
-    if np.any(y < -1):
-        raise ValueError("y labels must be >= -1 (-1 = unlabelled)")
-    return y

@@ -187,42 +187,28 @@ def kernel_rows(kernel: Kernel, x_train, x_new):
 # links and the 3SMIC matrices (§3)
 
 
-def _as_pairs(pairs, n, name):
-    if pairs is None:
-        return np.zeros((0, 2), dtype=np.int64)
-    p = np.asarray(pairs)
-    if p.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if p.ndim != 2 or p.shape[1] != 2:
-        raise ValueError(f"{name} must be an (m, 2) integer array of index pairs, got shape {p.shape}")
-    if not np.issubdtype(p.dtype, np.integer):
-        if not np.all(np.equal(np.mod(p, 1), 0)):
-            raise ValueError(f"{name} must contain integer indices")
-        p = p.astype(np.int64)
-    if p.min() < 0 or p.max() >= n:
-        raise ValueError(f"{name} has indices outside [0, {n - 1}]")
-    p = np.sort(p.astype(np.int64), axis=1)
-    p = p[p[:, 0] != p[:, 1]]  # E5: self-links ignored
-    return np.unique(p, axis=0) if p.size else np.zeros((0, 2), dtype=np.int64)
-
-
 def make_links(n, must_link=None, cannot_link=None, *, on_conflict="error"):
-    """Validate (m, 2) link arrays and build the sparse symmetric M (unit diagonal) and C (§3.1, E4)."""
-    must = _as_pairs(must_link, n, "must_link")
-    cannot = _as_pairs(cannot_link, n, "cannot_link")
-    if must.size and cannot.size:
-        key_m = must[:, 0] * n + must[:, 1]
-        key_c = cannot[:, 0] * n + cannot[:, 1]
+    """Sparse symmetric M (unit diagonal) and C (§3.1, E4) from must/cannot pairs or a ``SideInfo``.
+
+    Pairs are validated by :class:`ppclust.sideinfo.SideInfo` (range, self-pairs, duplicates merged,
+    a pair given with both signs is an error, or dropped with a warning with ``on_conflict="drop"``).
+    """
+    from ppclust.sideinfo import SideInfo
+
+    if isinstance(must_link, SideInfo):
+        side = must_link
+    else:
+        if on_conflict not in ("error", "drop"):
+            raise ValueError("on_conflict must be 'error' or 'drop'")
+        side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link,
+                                   on_conflict="error" if on_conflict == "error" else "keep")
+    must = np.asarray(side.must_link, np.int64).reshape(-1, 2)
+    cannot = np.asarray(side.cannot_link, np.int64).reshape(-1, 2)
+    if side.has_conflicts:  # only with on_conflict="drop" (or a SideInfo built with "keep")
+        key_m, key_c = must[:, 0] * n + must[:, 1], cannot[:, 0] * n + cannot[:, 1]
         both = np.intersect1d(key_m, key_c)
-        if both.size:
-            if on_conflict == "error":
-                i, j = divmod(int(both[0]), n)
-                raise ValueError(f"pair ({i}, {j}) is both a must-link and a cannot-link (E4)")
-            if on_conflict != "drop":
-                raise ValueError("on_conflict must be 'error' or 'drop'")
-            warnings.warn(f"dropping {both.size} pair(s) given as both must- and cannot-link", stacklevel=2)
-            must = must[~np.isin(key_m, both)]
-            cannot = cannot[~np.isin(key_c, both)]
+        warnings.warn(f"dropping {both.size} pair(s) given as both must- and cannot-link", stacklevel=2)
+        must, cannot = must[~np.isin(key_m, both)], cannot[~np.isin(key_c, both)]
     M = _sym_binary(must, n) + sp.identity(n, format="csr")
     C = _sym_binary(cannot, n)
     return Links(M=M.tocsr(), C=C, must=must, cannot=cannot)
@@ -239,14 +225,10 @@ def _sym_binary(pairs, n):
 
 def labels_to_links(y):
     """All pairs among labelled points (y >= 0): must-links within a label, cannot-links across."""
-    y = np.asarray(y)
-    lab = np.flatnonzero(y >= 0)
-    if lab.size < 2:
-        return np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)
-    a, b = np.triu_indices(lab.size, 1)
-    i, j = lab[a], lab[b]
-    same = y[i] == y[j]
-    return np.stack([i[same], j[same]], 1), np.stack([i[~same], j[~same]], 1)
+    from ppclust.sideinfo import SideInfo
+
+    side = SideInfo(len(y), labels=np.asarray(y)).links_from_labels()
+    return np.asarray(side.must_link, np.int64), np.asarray(side.cannot_link, np.int64)
 
 
 def modify_kernel(K, links: Links):
