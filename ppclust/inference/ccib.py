@@ -195,24 +195,25 @@ def p_step(params: Params, data: CCIBData, hyper: Hyper, static: Static, rho):
     return jnp.where(data.clamp[:, None], data.clamp_q, q)
 
 
-def objective_terms(q, params: Params, data: CCIBData, hyper: Hyper, static: Static, rho, baseline):
+def objective_terms(q, params: Params, data: CCIBData, hyper: Hyper, static: Static, rho, baseline,
+                    loglik=None):
     r"""F~(q, Q) and its terms (nats).  At Q = m_step(q) (consistent weighting) F~ = F up to constants.
 
     Returns a dict with ``objective`` = :math:`\sum_i w_i\sum_c q_{ic}(B_{ic}+\lambda A_{ic})-\rho\,
     \tilde I(C;X)`, ``i_cx``, ``i_cy_given_z`` and ``i_cy`` (model-based, relative to ``baseline``,
-    the single-cluster expected log-likelihoods (cond, marg)).
+    the single-cluster expected log-likelihoods (cond, marg)).  ``loglik``: precomputed (A, B).
     """
-    a, b = log_likelihoods(params, data, hyper, static)
+    a, b = log_likelihoods(params, data, hyper, static) if loglik is None else loglik
     wq = data.w_x[:, None] * q
     l_cond = jnp.sum(wq * b)
     l_marg = jnp.sum(wq * a)
     p_c = wq.sum(0)
+    neg_h_cx = jnp.sum(data.w_x[:, None] * xlogy(q, q))
     # cross-entropy form: sum_i w_i sum_c q log q - sum_c P(c) log Q(c)  (= I(C;X) when Q(c) = P(c))
-    i_cx_tilde = jnp.sum(data.w_x[:, None] * xlogy(q, q)) - jnp.sum(p_c * params.log_pi)
-    i_cx = jnp.sum(data.w_x[:, None] * xlogy(q, q)) - jnp.sum(xlogy(p_c, p_c))
+    i_cx_tilde = neg_h_cx - jnp.sum(p_c * params.log_pi)
     return {
         "objective": l_cond + hyper.lam * l_marg - rho * i_cx_tilde,
-        "i_cx": i_cx,
+        "i_cx": neg_h_cx - jnp.sum(xlogy(p_c, p_c)),
         "i_cy_given_z": l_cond - baseline[0],
         "i_cy": l_marg - baseline[1],
     }
@@ -256,34 +257,42 @@ def inner_trace(q0, rho, data: CCIBData, hyper: Hyper, static: Static, n_iter: i
 
 @partial(jax.jit, static_argnames=("static",))
 def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
-    """One annealing run (vmap it over keys for restarts).  See the module docstring."""
+    """One annealing run (vmap it over keys for restarts).  See the module docstring.
+
+    A single ``lax.while_loop`` runs both phases: the search for rho0 (phase 0: converge the perturbed
+    uniform solution at rho = 1, 2, 4, ... until I(C;X) <= 1e-4 nats; that temperature becomes the first
+    annealing step) and the annealing itself (phase 1: perturb, converge, record, rho <- b rho).
+    """
     n, k = data.y.shape[0], static.n_clusters
     dtype = data.y.dtype
-    key_rho0, key_anneal = jax.random.split(key)
     baseline = baseline_loglik(data, hyper, static)
     uniform = jnp.where(data.clamp[:, None], data.clamp_q, jnp.full((n, k), 1.0 / k, dtype))
     params_u = m_step(uniform, data, hyper, static)
 
     def converge(q, params, rho):
-        """Inner loop at fixed rho: (Q-step, P-step) until q or F~ stop moving."""
-        f = objective_terms(q, params, data, hyper, static, rho, baseline)["objective"]
+        """Inner loop at fixed rho: (P-step, Q-step) until q or F~ stop moving.  One likelihood
+        evaluation per iteration: (A, B) of the current Q serve both the P-step and F~."""
+        ab = log_likelihoods(params, data, hyper, static)
+        f = objective_terms(q, params, data, hyper, static, rho, baseline, ab)["objective"]
 
         def cond(s):
-            _, _, _, it, dq, df = s
+            it, dq, df = s[4], s[5], s[6]
             return (it < static.max_inner) & (dq >= hyper.tol) & (df >= hyper.ftol)
 
         def body(s):
-            q, params, f, it, _, _ = s
-            q_new = p_step(params, data, hyper, static, rho)
+            q, params, ab, f, it, _, _ = s
+            q_new = jnp.exp(log_assignment(params, ab[0], ab[1], rho, hyper.lam))
+            q_new = jnp.where(data.clamp[:, None], data.clamp_q, q_new)
             params = m_step(q_new, data, hyper, static, params.cond)
-            f_new = objective_terms(q_new, params, data, hyper, static, rho, baseline)["objective"]
+            ab = log_likelihoods(params, data, hyper, static)
+            f_new = objective_terms(q_new, params, data, hyper, static, rho, baseline, ab)["objective"]
             dq = jnp.max(jnp.abs(q_new - q))
             df = jnp.abs(f_new - f) / jnp.maximum(jnp.abs(f_new), 1e-300)
-            return q_new, params, f_new, it + 1, dq, df
+            return q_new, params, ab, f_new, it + 1, dq, df
 
-        init = (q, params, f, jnp.int32(0), jnp.asarray(jnp.inf, dtype), jnp.asarray(jnp.inf, dtype))
-        q, params, _, it, _, _ = lax.while_loop(cond, body, init)
-        return q, params, it
+        inf = jnp.asarray(jnp.inf, dtype)
+        q, params, ab, _, it, _, _ = lax.while_loop(cond, body, (q, params, ab, f, jnp.int32(0), inf, inf))
+        return q, params, ab, it
 
     def perturb(key, q):
         u = jax.random.uniform(key, q.shape, dtype, -1.0, 1.0)
@@ -297,68 +306,48 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
         w = jnp.where(data.clamp, 0.0, data.w_x)
         return jnp.sum(w[:, None] * (xlogy(q, q) - q * jnp.log(jnp.maximum(p_c, _TINY))[None, :]))
 
-    # ---- rho0: start at 1, double while the perturbed uniform solution does not stay uniform ----
-    def d_cond(s):
-        _, icx, it, _ = s
-        return (icx > _ICX_START) & (it < static.max_doublings)
-
-    def d_body(s):
-        rho, _, it, key = s
-        key, sub = jax.random.split(key)
-        rho = 2.0 * rho
-        q = perturb(sub, uniform)
-        q, _, _ = converge(q, m_step(q, data, hyper, static), rho)
-        return rho, i_cx_free(q), it + 1, key
-
-    auto = hyper.rho0 <= 0
-    rho_init, _, _, _ = lax.while_loop(
-        d_cond, d_body,
-        (jnp.asarray(0.5, dtype), jnp.where(auto, jnp.inf, 0.0).astype(dtype), jnp.int32(0), key_rho0))
-    rho0 = jnp.where(auto, rho_init, jnp.asarray(hyper.rho0, dtype))
-    rho_min = hyper.rho_min_ratio * rho0
-
-    # ---- annealing ----
     names = ("rho", "objective", "i_cx", "i_cy_given_z", "i_cy", "k_eff", "n_inner")
     trace0 = {m: jnp.full(static.max_steps, jnp.nan, dtype) for m in names}
-    keys = jax.random.split(key_anneal, static.max_steps)
 
-    def a_cond(s):
-        return ~s["done"]
-
-    def a_body(s):
-        step, rho = s["step"], s["rho"]
-        q = perturb(keys[step], s["q"])
-        q, params, it = converge(q, m_step(q, data, hyper, static, s["params"].cond), rho)
-        terms = objective_terms(q, params, data, hyper, static, rho, baseline)
+    def body(s):
+        search = s["phase"] == 0
+        rho = s["rho"]
+        q = perturb(jax.random.fold_in(key, s["it"]), jnp.where(search, uniform, s["q"]))
+        q, params, ab, n_inner = converge(q, m_step(q, data, hyper, static, s["params"].cond), rho)
+        terms = objective_terms(q, params, data, hyper, static, rho, baseline, ab)
+        found = search & ((i_cx_free(q) <= _ICX_START) | (s["n_doublings"] >= static.max_doublings))
+        record = ~search | found
+        rho0 = jnp.where(found, rho, s["rho0"])
+        step = s["step"]
         keff = _k_eff(params, q, data, static)
-        row = dict(terms, rho=rho, k_eff=keff.astype(dtype), n_inner=it.astype(dtype))
-        trace = {m: s["trace"][m].at[step].set(row[m]) for m in names}
-        free_max = jnp.where(data.clamp, 1.0, q.max(1))
-        hard = jnp.min(free_max) > 1.0 - _HARD
-        done = (hard | (rho * hyper.rate < rho_min) | (terms["i_cx"] >= hyper.c_max - 1e-3)
-                | (step + 1 >= static.max_steps))
+        row = dict(terms, rho=rho, k_eff=keff.astype(dtype), n_inner=n_inner.astype(dtype))
+        trace = {m: jnp.where(record, s["trace"][m].at[step].set(row[m]), s["trace"][m]) for m in names}
+        hard = jnp.min(jnp.where(data.clamp, 1.0, q.max(1))) > 1.0 - _HARD
+        done = record & (hard | (rho * hyper.rate < hyper.rho_min_ratio * rho0)
+                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (step + 1 >= static.max_steps))
+        new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
         return {
-            "step": step + 1,
-            "rho": jnp.where(done, rho, rho * hyper.rate),
-            "q": q,
-            "params": params,
-            "trace": trace,
-            "done": done,
-            "capped": s["capped"] + (it >= static.max_inner).astype(jnp.int32),
+            "it": s["it"] + 1, "phase": jnp.where(record, 1, 0).astype(jnp.int32),
+            "n_doublings": s["n_doublings"] + search.astype(jnp.int32), "step": step + record.astype(jnp.int32),
+            "rho": new_rho, "rho0": rho0, "q": q, "params": params, "trace": trace, "done": done,
+            "capped": s["capped"] + (record & (n_inner >= static.max_inner)).astype(jnp.int32),
             "terms": terms,
         }
 
+    auto = hyper.rho0 <= 0
     zero = jnp.asarray(0.0, dtype)
+    rho_start = jnp.where(auto, 1.0, hyper.rho0).astype(dtype)
     s0 = {
-        "step": jnp.int32(0), "rho": rho0, "q": uniform, "params": params_u, "trace": trace0,
-        "done": jnp.asarray(False), "capped": jnp.int32(0),
+        "it": jnp.int32(0), "phase": jnp.where(auto, 0, 1).astype(jnp.int32), "n_doublings": jnp.int32(0),
+        "step": jnp.int32(0), "rho": rho_start, "rho0": rho_start, "q": uniform, "params": params_u,
+        "trace": trace0, "done": jnp.asarray(False), "capped": jnp.int32(0),
         "terms": {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero},
     }
-    s = lax.while_loop(a_cond, a_body, s0)
+    s = lax.while_loop(lambda s: ~s["done"], body, s0)
     q, params, terms = s["q"], s["params"], s["terms"]
     labels = jnp.argmax(q, axis=1).astype(jnp.int32)
     return Result(
-        q=q, labels=labels, params=params, rho=s["rho"], rho0=rho0, objective=terms["objective"],
+        q=q, labels=labels, params=params, rho=s["rho"], rho0=s["rho0"], objective=terms["objective"],
         i_cx=terms["i_cx"], i_cy_given_z=terms["i_cy_given_z"], i_cy=terms["i_cy"],
         k_eff=_k_eff(params, q, data, static), n_dead=jnp.sum(jnp.exp(params.log_pi) < _DEAD),
         n_steps=s["step"], inner_capped=s["capped"], trace=s["trace"],
