@@ -179,7 +179,8 @@ class CCIB(ClusterMixin, BaseEstimator):
         X = _check_x(X)
         n = X.shape[0]
         if X.shape[1] != self.feature_mask_.shape[0]:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.feature_mask_.shape[0]}")
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
+                             f"{self.feature_mask_.shape[0]}")
         if self._static is None:
             return np.ones((n, 1))
         _, z_codes, design = self._encode_background(background, n, fitting=False)
@@ -279,7 +280,8 @@ class CCIB(ClusterMixin, BaseEstimator):
             self.background_categories_ = np.zeros(1)
             self._z_width = z.shape[1]
         elif z.shape[1] != self._z_width:
-            raise ValueError(f"background has {z.shape[1]} columns, the model was fitted with {self._z_width}")
+            raise ValueError(f"background has {z.shape[1]} columns, the model was fitted with "
+                             f"{self._z_width}")
         self._z_cont = z if fitting else getattr(self, "_z_cont", None)
         return kind, z_codes, np.concatenate([np.ones((n, 1)), z], axis=1)
 

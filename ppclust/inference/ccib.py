@@ -328,7 +328,8 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
         new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
         return {
             "it": s["it"] + 1, "phase": jnp.where(record, 1, 0).astype(jnp.int32),
-            "n_doublings": s["n_doublings"] + search.astype(jnp.int32), "step": step + record.astype(jnp.int32),
+            "n_doublings": s["n_doublings"] + search.astype(jnp.int32),
+            "step": step + record.astype(jnp.int32),
             "rho": new_rho, "rho0": rho0, "q": q, "params": params, "trace": trace, "done": done,
             "capped": s["capped"] + (record & (n_inner >= static.max_inner)).astype(jnp.int32),
             "terms": terms,
