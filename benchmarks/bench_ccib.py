@@ -133,7 +133,8 @@ def main(quick=False):
     n_sets = 10 if quick else 50
     t = table1(n_sets=n_sets)
     lines += [f"## Table 1 (K1): {n_sets} sets x 10 initialisations, n = 100, lambda = 0.3", "",
-              "| algorithm | mean Prec_B | mean Prec_C | opt Prec_B | opt Prec_C | paper mean B / C | time (s) |",
+              "| algorithm | mean Prec_B | mean Prec_C | opt Prec_B | opt Prec_C | paper mean B / C "
+              "| time (s) |",
               "|---|---|---|---|---|---|---|"]
     paper = {"CIB": "0.540 / 0.773", "CCIB1": "0.566 / 0.970", "CCIB2": "0.562 / 0.919"}
     for v, r in t.items():
@@ -148,13 +149,15 @@ def main(quick=False):
         r = table1(n_sets=n_sets // 2, n=n, variants=("CCIB1",), seed=100)["CCIB1"]
         lines.append(f"| {n} | {r['mean_b']:.3f} | {r['mean_c']:.3f} |")
 
-    lines += ["", "## lambda robustness (K4, CCIB1)", "", "| lambda | mean Prec_B | mean Prec_C |", "|---|---|---|"]
+    lines += ["", "## lambda robustness (K4, CCIB1)", "", "| lambda | mean Prec_B | mean Prec_C |",
+              "|---|---|---|"]
     for lam in (0.0, 0.1, 0.2, 0.3, 0.5, 1.0):
         r = table1(n_sets=n_sets // 2, lam=lam, variants=("CCIB1",), seed=200)["CCIB1"]
         lines.append(f"| {lam} | {r['mean_b']:.3f} | {r['mean_c']:.3f} |")
 
     r = two_stage()
-    lines += ["", "## Two-stage discovery (K5, faces analogue: crossed Gaussian factors, n = 400, D = 20)", "",
+    lines += ["", "## Two-stage discovery (K5, faces analogue: crossed Gaussian factors, n = 400, D = 20)",
+              "",
               "| stage | Prec dominant | Prec secondary |", "|---|---|---|",
               f"| 1 (no Z) | {r['stage1_dom']:.3f} | {r['stage1_sec']:.3f} |",
               f"| 2 (Z = stage 1) | {r['stage2_dom']:.3f} | {r['stage2_sec']:.3f} |",
@@ -170,7 +173,7 @@ def main(quick=False):
                          f"{row['prec_target']:.3f} | {row['chance']:.3f} | {row['i_known']:.4f} | "
                          f"{row['i_target']:.4f} | {row['seconds']:.1f} |")
     lines += ["", "## Not reproducible offline", "",
-              "* Faces (369 images, gender labels): source unstated, not available -> K5 analogue above.",
+              "* Faces (369 images, gender labels): source unstated, not available -> K5 analogue.",
               "* WebKB and the RCV1 subsets (Table 3, Figure 3): not available offline; sklearn's RCV1 has",
               "  no region codes and no raw counts -> K6 analogue above. K7 (semi-supervised vs EM-NB on WebKB)",
               "  is not benchmarked here (clamping is tested in tests/test_ccib.py).", ""]
