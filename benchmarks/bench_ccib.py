@@ -175,7 +175,7 @@ def main(quick=False):
     lines += ["", "## Not reproducible offline", "",
               "* Faces (369 images, gender labels): source unstated, not available -> K5 analogue.",
               "* WebKB and the RCV1 subsets (Table 3, Figure 3): not available offline; sklearn's RCV1 has",
-              "  no region codes and no raw counts -> K6 analogue above. K7 (semi-supervised vs EM-NB on WebKB)",
+              "  no region codes and no raw counts -> K6 analogue. K7 (semi-supervised vs EM-NB on WebKB)",
               "  is not benchmarked here (clamping is tested in tests/test_ccib.py).", ""]
     out = Path(__file__).parent / "results" / "ccib.md"
     out.parent.mkdir(exist_ok=True)
