@@ -30,7 +30,7 @@ def make_table1(n, rng, noise=0.1):
     return y.astype(float), b, c
 
 
-def make_crossed_gaussian(n, rng, d=20, dominant=3.0, secondary=1.0):
+def make_crossed_gaussian(n, rng, d=20, dominant=2.0, secondary=1.0):
     """Spec 12 analogue 2 (faces): y = mu^B_b + mu^C_c + noise with ||mu^B|| >> ||mu^C||."""
     b = rng.integers(0, 2, n)
     c = rng.integers(0, 2, n)
@@ -99,7 +99,7 @@ def table1(n_sets=50, n=100, n_init=10, lam=0.3, variants=("CIB", "CCIB1", "CCIB
     return out
 
 
-def two_stage(n=400, seed=0, lam=0.3):
+def two_stage(n=400, seed=0, lam=0.1):
     """K5: stage 1 without background, stage 2 with Z = stage-1 clustering (Gaussian features)."""
     rng = np.random.default_rng(seed)
     y, b, c = make_crossed_gaussian(n, rng)

@@ -26,11 +26,11 @@ def precision(labels, ref):
     m = np.zeros((labels.max() + 1, ref.max() + 1)); np.add.at(m, (labels, ref), 1)
     r, c = linear_sum_assignment(-m); return m[r, c].sum() / len(labels)"""),
 md("""## Data: crossed Gaussian factors
-$y = \\mu^B_b + \\mu^C_c + \\varepsilon$ in $\\mathbb R^{10}$, with the $B$ means three times further apart than the $C$ means."""),
+$y = \\mu^B_b + \\mu^C_c + \\varepsilon$ in $\\mathbb R^{10}$, with the $B$ means twice as far apart than the $C$ means."""),
 code("""d = 10
 b, c = rng.integers(0, 2, n), rng.integers(0, 2, n)
 mb, mc = rng.normal(size=(2, d)), rng.normal(size=(2, d))
-mb *= 3.0 * np.sqrt(d) / 2 / np.linalg.norm(mb[0] - mb[1])
+mb *= 2.0 * np.sqrt(d) / 2 / np.linalg.norm(mb[0] - mb[1])
 mc *= 1.0 * np.sqrt(d) / 2 / np.linalg.norm(mc[0] - mc[1])
 y = mb[b] + mc[c] + rng.normal(size=(n, d))
 proj = np.stack([y @ (mb[0] - mb[1]), y @ (mc[0] - mc[1])], 1)
@@ -42,7 +42,7 @@ md("## Plain clustering (no background): rediscovers the known partition"),
 code("""plain = CCIB(2, feature_model="gaussian", n_init=n_init, random_state=0).fit(y)
 print(f"plain: precision vs B {precision(plain.labels_, b):.3f}, vs C {precision(plain.labels_, c):.3f}")"""),
 md("## CCIB with background Z = B: finds the other partition"),
-code("""ccib = CCIB(2, lam=0.3, feature_model="gaussian", n_init=n_init, random_state=0).fit(y, background=b)
+code("""ccib = CCIB(2, lam=0.1, feature_model="gaussian", n_init=n_init, random_state=0).fit(y, background=b)
 print(f"CCIB : precision vs B {precision(ccib.labels_, b):.3f}, vs C {precision(ccib.labels_, c):.3f}")
 print(f"NMI(C found, C) = {nmi(c, ccib.labels_):.3f}   NMI(C found, B) = {nmi(b, ccib.labels_):.3f}")
 print({k: round(v, 4) for k, v in ccib.objective_.items()})"""),
