@@ -1,0 +1,357 @@
+"""scikit-learn estimator for CCIB (Gondek & Hofmann 2004): clusters that avoid a known background."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust.inference import ccib as _solver
+
+__all__ = ["CCIB"]
+
+_FEATURE_MODELS = ("auto",) + _solver.FEATURES
+_BACKGROUND_TYPES = ("auto", "categorical", "continuous")
+_X_WEIGHTS = ("paper", "length", "uniform")
+
+
+class CCIB(ClusterMixin, BaseEstimator):
+    r"""Coordinated Conditional Information Bottleneck: a clustering that is informative about the
+    features ``X`` *beyond* what a known background ``Z`` already explains.
+
+    Maximises :math:`I(C;Y\mid Z)-\rho I(C;X)+\lambda I(C;Y)` by deterministic annealing of
+    :math:`\rho` (see :mod:`ppclust.inference.ccib` and spec ``ccib.md``).
+
+    Parameters
+    ----------
+    n_clusters : int
+        k, the number of clusters.
+    lam : float
+        :math:`\lambda`, weight of the coordination term :math:`I(C;Y)`; 0 gives the CIB.
+    feature_model : {"auto", "multinomial", "bernoulli", "gaussian", "poisson"}
+        Model of the features. "auto": 0/1 data -> bernoulli, non-negative integers -> multinomial
+        (counts / text), otherwise gaussian.
+    background_type : {"auto", "categorical", "continuous"}
+        "auto": a 1-D background (or one integer column) is categorical, a 2-D float one continuous.
+    x_weight : {"paper", "length", "uniform"}
+        Object weighting P(x) for multinomial features (spec 5.1): "paper" is eqs. (9a)-(9c) exactly.
+    rho0 : float or None
+        Start temperature; None finds it by doubling from 1 (spec 6.2).
+    anneal_rate : float
+        b in rho <- b rho.
+    perturb_eps : float
+        Symmetry-breaking perturbation before each temperature.
+    smoothing : float
+        Additive smoothing of the tables.
+    variance : float
+        Shared isotropic variance of the gaussian feature model.
+    ridge : float
+        L2 penalty on the slopes of the per-cluster GLM (continuous background), times the cluster mass.
+    n_newton : int
+        GLM Newton steps per M-step (warm started).
+    drop_features_in_z : bool
+        With continuous background, leave features identical to a background column out of the
+        conditional term (they stay in the coordination term).
+    c_max : float or None
+        Stop annealing when I(C;X) reaches this many nats.
+    n_init : int
+        Restarts (vmapped); the one with the largest final objective is kept.
+    max_steps, max_inner : int
+        Temperature steps and inner iterations per temperature.
+    tol : float
+        Inner-loop tolerance on max |q_new - q_old|.
+    random_state : None, int, numpy Generator or JAX key
+
+    Attributes
+    ----------
+    labels_ : (n,) int32 hard assignments.
+    n_clusters_ : number of non-empty clusters among ``labels_``.
+    objective_ : dict of the final objective and its terms (nats): ``objective``, ``i_cx``,
+        ``i_cy_given_z``, ``i_cy``, and ``rho``.
+    annealing_trace_ : dict of arrays over temperature steps of the kept restart: ``rho``,
+        ``objective``, ``i_cx``, ``i_cy_given_z``, ``i_cy``, ``k_eff``, ``n_inner``.
+    restart_labels_, restart_objectives_ : labels and objectives of every restart.
+    rho0_, rho_, k_eff_, n_dead_ : start / final temperature, effective and dead cluster counts.
+    """
+
+    def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
+                 x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
+                 variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
+                 max_steps=300, max_inner=500, tol=1e-6, random_state=None):
+        self.n_clusters = n_clusters
+        self.lam = lam
+        self.feature_model = feature_model
+        self.background_type = background_type
+        self.x_weight = x_weight
+        self.rho0 = rho0
+        self.anneal_rate = anneal_rate
+        self.perturb_eps = perturb_eps
+        self.smoothing = smoothing
+        self.variance = variance
+        self.ridge = ridge
+        self.n_newton = n_newton
+        self.drop_features_in_z = drop_features_in_z
+        self.c_max = c_max
+        self.n_init = n_init
+        self.max_steps = max_steps
+        self.max_inner = max_inner
+        self.tol = tol
+        self.random_state = random_state
+
+    # ---------------------------------------------------------------------------------------------
+    def fit(self, X, y=None, *, background=None):
+        """Fit on features ``X`` (n, D); ``background`` Z to factor out; ``y`` partial labels (-1 = none)
+        whose assignments are held fixed (semi-supervised CCIB, spec section 7)."""
+        self._check_params()
+        X = _check_x(X)
+        n = X.shape[0]
+        k = int(self.n_clusters)
+        if k > n:
+            raise ValueError(f"n_clusters={k} exceeds the number of objects n={n}")
+        labels_in = _check_partial_labels(y, n, k)
+        feature = self._feature_model(X)
+        self.feature_model_ = feature
+        bg_kind, z_codes, design = self._encode_background(background, n, fitting=True)
+        self.background_type_ = bg_kind
+
+        if feature == "multinomial":
+            self.feature_mask_ = X.sum(0) > 0  # never-occurring terms are dropped (E3)
+            if not self.feature_mask_.any():
+                raise ValueError("X has no non-zero count: nothing to cluster")
+        else:
+            self.feature_mask_ = np.ones(X.shape[1], bool)
+        data = self._data(X, z_codes, design, labels_in, k)
+
+        if k == 1:  # E1
+            self._set_trivial(n)
+            return self
+        static = _solver.Static(
+            n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
+            feature=feature, background=bg_kind, n_newton=int(self.n_newton),
+            max_steps=int(self.max_steps), max_inner=int(self.max_inner))
+        hyper = self._hyper()
+        with x64():
+            keys = jax.random.split(as_key(self.random_state), int(self.n_init))
+            data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
+            res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
+            res = jax.tree_util.tree_map(np.asarray, res)
+        if not np.all(np.isfinite(res.objective)):
+            raise FloatingPointError("CCIB produced a non-finite objective; check the data / smoothing")
+        best = int(np.argmax(res.objective))  # A5: largest final F~
+        self._static, self._hyper_used = static, hyper
+        self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
+        self.q_ = res.q[best]
+        self.labels_ = res.labels[best].astype(LABEL_DTYPE)
+        self.n_clusters_ = int(len(np.unique(self.labels_)))
+        self.restart_labels_ = res.labels.astype(LABEL_DTYPE)
+        self.restart_objectives_ = res.objective
+        self.best_restart_ = best
+        self.rho0_ = float(res.rho0[best])
+        self.rho_ = float(res.rho[best])
+        self.k_eff_ = int(res.k_eff[best])
+        self.n_dead_ = int(res.n_dead[best])
+        self.n_steps_ = int(res.n_steps[best])
+        self.objective_ = {m: float(getattr(res, m)[best])
+                           for m in ("objective", "i_cx", "i_cy_given_z", "i_cy")}
+        self.objective_["rho"] = self.rho_
+        steps = self.n_steps_
+        self.annealing_trace_ = {m: np.asarray(v[best][:steps]) for m, v in res.trace.items()}
+        if int(res.inner_capped[best]) > 0:
+            warnings.warn(f"CCIB: the inner loop hit max_inner={self.max_inner} at "
+                          f"{int(res.inner_capped[best])} temperatures", RuntimeWarning, stacklevel=2)
+        if self.k_eff_ < k:
+            warnings.warn(f"CCIB: only {self.k_eff_} of {k} clusters have distinct parameters (E9)",
+                          RuntimeWarning, stacklevel=2)
+        return self
+
+    def fit_predict(self, X, y=None, *, background=None):
+        return self.fit(X, y, background=background).labels_
+
+    def predict_proba(self, X, *, background=None):
+        """Soft assignments of (new) objects by eq. (5) at the final rho.  Objects whose categorical
+        background value was not seen in fit get only the coordination term (E6)."""
+        check_is_fitted(self, "labels_")
+        X = _check_x(X)
+        n = X.shape[0]
+        if X.shape[1] != self.feature_mask_.shape[0]:
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
+                             f"{self.feature_mask_.shape[0]}")
+        if self._static is None:
+            return np.ones((n, 1))
+        _, z_codes, design = self._encode_background(background, n, fitting=False)
+        unseen = z_codes < 0
+        if unseen.any():
+            warnings.warn(f"{int(unseen.sum())} objects have a background value unseen in fit: "
+                          "only the coordination term assigns them", RuntimeWarning, stacklevel=2)
+        data = self._data(X, np.maximum(z_codes, 0), design, np.full(n, -1), self._static.n_clusters)
+        with x64():
+            data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
+            params = _solver.Params(*[jnp.asarray(p) for p in self.params_])
+            a, b = _solver.log_likelihoods(params, data_j, self._hyper_used, self._static)
+            b = jnp.where(jnp.asarray(unseen)[:, None], 0.0, b)
+            logq = _solver.log_assignment(params, a, b, self.rho_, self._hyper_used.lam)
+            return np.exp(np.asarray(logq))
+
+    def predict(self, X, *, background=None):
+        return np.argmax(self.predict_proba(X, background=background), axis=1).astype(LABEL_DTYPE)
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def _check_params(self):
+        if int(self.n_clusters) != self.n_clusters or self.n_clusters < 1:
+            raise ValueError(f"n_clusters must be a positive integer, got {self.n_clusters!r}")
+        if self.lam < 0:
+            raise ValueError(f"lam must be >= 0, got {self.lam!r}")
+        for name, value, allowed in (("feature_model", self.feature_model, _FEATURE_MODELS),
+                                     ("background_type", self.background_type, _BACKGROUND_TYPES),
+                                     ("x_weight", self.x_weight, _X_WEIGHTS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        if not 0 < self.anneal_rate < 1:
+            raise ValueError(f"anneal_rate must be in (0, 1), got {self.anneal_rate!r}")
+        if self.smoothing <= 0:
+            raise ValueError(f"smoothing must be > 0 (log 0 otherwise), got {self.smoothing!r}")
+        if self.variance <= 0 or self.ridge < 0 or self.n_init < 1:
+            raise ValueError("variance must be > 0, ridge >= 0 and n_init >= 1")
+
+    def _hyper(self):
+        return _solver.Hyper(
+            lam=float(self.lam), rate=float(self.anneal_rate), eps=float(self.perturb_eps),
+            smoothing=float(self.smoothing), variance=float(self.variance), ridge=float(self.ridge),
+            c_max=float("inf") if self.c_max is None else float(self.c_max),
+            rho0=0.0 if self.rho0 is None else float(self.rho0), tol=float(self.tol))
+
+    def _feature_model(self, X):
+        fm = self.feature_model
+        is01 = bool(np.all((X == 0) | (X == 1)))
+        isint = bool(np.all(X >= 0) and np.all(X == np.round(X)))
+        if fm == "auto":
+            fm = "bernoulli" if is01 else ("multinomial" if isint else "gaussian")
+        if fm == "bernoulli" and not is01:
+            raise ValueError("X must be 0/1 for feature_model='bernoulli'")
+        if fm in ("multinomial", "poisson") and not np.all(X >= 0):
+            raise ValueError(f"X must be non-negative counts for feature_model={fm!r}")
+        return fm
+
+    def _encode_background(self, background, n, *, fitting):
+        if fitting:
+            if background is None:
+                kind = "none"
+            else:
+                z = np.asarray(background)
+                if z.ndim == 2 and z.shape[1] == 1 and (z.dtype.kind in "iub" or self.background_type
+                                                        == "categorical"):
+                    z = z[:, 0]
+                kind = self.background_type
+                if kind == "auto":
+                    kind = "categorical" if z.ndim == 1 else "continuous"
+            self._bg_kind = kind
+        kind = self._bg_kind
+        z_codes = np.zeros(n, np.int32)
+        design = np.ones((n, 1))
+        if kind == "none":
+            return kind, z_codes, design
+        if background is None:
+            raise ValueError("background is required: the model was fitted with one")
+        z = np.asarray(background)
+        if z.shape[0] != n:
+            raise ValueError(f"background has {z.shape[0]} rows, X has {n}")
+        if kind == "categorical":
+            z = z.reshape(n, -1)
+            if z.shape[1] != 1:
+                raise ValueError("a categorical background must be 1-D (combine attributes first)")
+            z = z[:, 0]
+            if fitting:
+                self.background_categories_, codes = np.unique(z, return_inverse=True)
+                return kind, codes.astype(np.int32), design
+            cats = self.background_categories_
+            pos = np.searchsorted(cats, z)
+            pos = np.clip(pos, 0, len(cats) - 1)
+            codes = np.where(cats[pos] == z, pos, -1).astype(np.int32)
+            return kind, codes, design
+        z = np.asarray(z, dtype=np.float64).reshape(n, -1)
+        if not np.all(np.isfinite(z)):
+            raise ValueError("background contains NaN or inf")
+        if fitting:
+            self.background_categories_ = np.zeros(1)
+            self._z_width = z.shape[1]
+        elif z.shape[1] != self._z_width:
+            raise ValueError(f"background has {z.shape[1]} columns, the model was fitted with "
+                             f"{self._z_width}")
+        self._z_cont = z if fitting else getattr(self, "_z_cont", None)
+        return kind, z_codes, np.concatenate([np.ones((n, 1)), z], axis=1)
+
+    def _data(self, X, z_codes, design, labels_in, k):
+        n = X.shape[0]
+        feature = self.feature_model_
+        X = X[:, self.feature_mask_]
+        w_fit = np.ones(n)
+        valid = np.ones(n, bool)
+        if feature == "multinomial":
+            lengths = X.sum(1)
+            valid = lengths > 0  # empty documents: excluded from fitting, q = pi (spec section 9)
+            y = X / np.where(valid, lengths, 1.0)[:, None]
+            w_fit = lengths if self.x_weight in ("paper", "length") else valid.astype(float)
+            w_x = lengths if self.x_weight == "length" else valid.astype(float)
+        else:
+            y = X
+            w_x = np.ones(n)
+        w_x = w_x / w_x.sum()
+        clamp = labels_in >= 0
+        clamp_q = np.zeros((n, k))
+        clamp_q[clamp, labels_in[clamp]] = 1.0
+        cond_mask = np.ones(X.shape[1])
+        if self.drop_features_in_z and self._bg_kind == "continuous":
+            zc = design[:, 1:]
+            same = np.array([any(np.array_equal(X[:, j], zc[:, m]) for m in range(zc.shape[1]))
+                             for j in range(X.shape[1])])
+            cond_mask = (~same).astype(float)
+        return _solver.CCIBData(y=y, z=z_codes.astype(np.int32), design=design, w_x=w_x, w_fit=w_fit * 1.0,
+                                clamp=clamp, clamp_q=clamp_q, cond_mask=cond_mask)
+
+    def _set_trivial(self, n):
+        self._static = None
+        self.q_ = np.ones((n, 1))
+        self.labels_ = np.zeros(n, LABEL_DTYPE)
+        self.n_clusters_ = 1
+        self.restart_labels_ = self.labels_[None]
+        self.restart_objectives_ = np.zeros(1)
+        self.best_restart_ = 0
+        self.rho0_ = self.rho_ = 0.0
+        self.k_eff_, self.n_dead_, self.n_steps_ = 1, 0, 0
+        self.objective_ = {"objective": 0.0, "i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
+        self.annealing_trace_ = {}
+
+
+def _check_x(X):
+    """Finite float64 2-D array (private until ppclust.estimators._base lands)."""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"X must be a numeric 2-D array: {err}") from err
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be non-empty, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or inf")
+    return X
+
+
+def _check_partial_labels(y, n, k):
+    """Partial labels: ints in {-1, 0..k-1}, -1 = unlabelled (E5)."""
+    if y is None:
+        return np.full(n, -1, np.int64)
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    if not np.all(y == np.round(y)):
+        raise ValueError("y must hold integer labels (-1 = unlabelled)")
+    y = y.astype(np.int64)
+    if np.any((y < -1) | (y >= k)):
+        raise ValueError(f"y labels must be -1 (unlabelled) or in 0..{k - 1} (cluster index = class)")
+    return y
