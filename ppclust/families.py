@@ -399,8 +399,15 @@ class Multinomial:
                      stats.scale.at[k].add(-log_multinomial_coef(x)))
 
     def posterior_mean(self, stats: Stats) -> Array:
-        a = self.alpha + stats.s
-        return a / a.sum(-1, keepdims=True)
+        return jnp.exp(self.log_posterior_mean(stats.s))
+
+    def log_posterior_mean(self, counts: Array) -> Array:
+        r"""log E[pi | counts] = log (s_j + alpha_j) - log(sum_j s_j + sum_j alpha_j), row-wise.
+
+        With a symmetric ``alpha`` this is the additively smoothed ML estimate (CCIB's tables).
+        """
+        a = self.alpha + counts
+        return jnp.log(a) - jnp.log(a.sum(-1, keepdims=True))
 
     def log_predictive(self, stats: Stats, x: Array) -> Array:
         a = self.alpha + stats.s

@@ -227,7 +227,7 @@ def test_bad_input():
     y = np.zeros((5, 3))
     with pytest.raises(ValueError, match="n_clusters"):
         CCIB(6).fit(y)
-    with pytest.raises(ValueError, match="y labels"):
+    with pytest.raises(ValueError, match="has label 2 at index 2"):
         CCIB(2).fit(y, np.array([0, 1, 2, -1, -1]))
     with pytest.raises(ValueError, match="NaN"):
         CCIB(2).fit(np.full((4, 2), np.nan))

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import ccib as _solver
 
 __all__ = ["CCIB"]
@@ -108,12 +109,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         """Fit on features ``X`` (n, D); ``background`` Z to factor out; ``y`` partial labels (-1 = none)
         whose assignments are held fixed (semi-supervised CCIB, spec section 7)."""
         self._check_params()
-        X = _check_x(X)
+        X = check_X(X)
         n = X.shape[0]
         k = int(self.n_clusters)
         if k > n:
             raise ValueError(f"n_clusters={k} exceeds the number of objects n={n}")
-        labels_in = _check_partial_labels(y, n, k)
+        labels_in = _partial_labels(y, n, k)
         feature = self._feature_model(X)
         self.feature_model_ = feature
         bg_kind, z_codes, design = self._encode_background(background, n, fitting=True)
@@ -176,7 +177,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         """Soft assignments of (new) objects by eq. (5) at the final rho.  Objects whose categorical
         background value was not seen in fit get only the coordination term (E6)."""
         check_is_fitted(self, "labels_")
-        X = _check_x(X)
+        X = check_X(X)
         n = X.shape[0]
         if X.shape[1] != self.feature_mask_.shape[0]:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
@@ -327,31 +328,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.annealing_trace_ = {}
 
 
-def _check_x(X):
-    """Finite float64 2-D array (private until ppclust.estimators._base lands)."""
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"X must be a numeric 2-D array: {err}") from err
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must be non-empty, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or inf")
-    return X
-
-
-def _check_partial_labels(y, n, k):
-    """Partial labels: ints in {-1, 0..k-1}, -1 = unlabelled (E5)."""
-    if y is None:
-        return np.full(n, -1, np.int64)
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    if not np.all(y == np.round(y)):
-        raise ValueError("y must hold integer labels (-1 = unlabelled)")
-    y = y.astype(np.int64)
-    if np.any((y < -1) | (y >= k)):
-        raise ValueError(f"y labels must be -1 (unlabelled) or in 0..{k - 1} (cluster index = class)")
-    return y
+def _partial_labels(y, n, k):
+    """Partial labels in {-1, 0..k-1} (the class of a labelled object is its cluster index)."""
+    y = check_partial_labels(y, n, n_classes=k)
+    return np.full(n, -1, np.int64) if y is None else y.astype(np.int64)

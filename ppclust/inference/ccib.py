@@ -39,8 +39,7 @@ Poisson GLM on the frequencies, whose intercept-only fit is the uniform-weight m
 constant).  All information quantities are in nats and are *model-based*: :math:`I(C;Y\mid Z)` is the
 expected log-likelihood under the fitted conditional model minus that of the single-cluster model.
 
-The multinomial algebra used here (:func:`_multinomial_log_theta`, :func:`_table_loglik`) is private
-until it moves to ``ppclust.families.Multinomial``.
+Multinomial tables are the Dirichlet posterior means of :class:`ppclust.families.Multinomial`.
 """
 
 from __future__ import annotations
@@ -52,6 +51,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import logsumexp, xlogy
+
+from ppclust.families import Multinomial
 
 __all__ = [
     "FEATURES",
@@ -359,9 +360,9 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
 
 
 def _multinomial_log_theta(s, alpha):
-    """log of the smoothed multinomial ML estimate (s + alpha) / (sum_j s + J alpha), rows of ``s``."""
-    d = s.shape[-1]
-    return jnp.log(s + alpha) - jnp.log(s.sum(-1, keepdims=True) + d * alpha)
+    """log of the smoothed multinomial estimate (s + alpha) / (sum_j s + J alpha), rows of ``s``:
+    the Dirichlet posterior mean of :class:`ppclust.families.Multinomial` with symmetric ``alpha``."""
+    return Multinomial(jnp.full(s.shape[-1], alpha, s.dtype)).log_posterior_mean(s)
 
 
 def _table_params(feature, s, nw, data, hyper):
