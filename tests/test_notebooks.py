@@ -21,6 +21,10 @@ def test_notebook_runs(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     env_full = os.environ.get("PPCLUST_NOTEBOOK_FULL", "")
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # the kernel imports this checkout's ppclust even where it is not installed (dev venvs)
+    root = str(path.parent.parent)
+    if root not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     client = nbclient.NotebookClient(nb, timeout=900 if env_full else 300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
