@@ -131,7 +131,10 @@ def _jsonable(v):
         return v
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items() if _jsonable(x) is not _SKIP}
-    arr = np.asarray(v) if hasattr(v, "__array__") else None
+    try:  # some containers (xarray DataTree) define __array__ only to raise
+        arr = np.asarray(v) if hasattr(v, "__array__") else None
+    except (TypeError, ValueError):
+        return _SKIP
     if arr is not None and arr.ndim == 0 and arr.dtype.kind in "iuf":
         return arr.item()
     return _SKIP

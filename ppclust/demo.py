@@ -34,10 +34,14 @@ def demo_plan(quick: bool) -> list[DemoRun]:
         DemoRun("dpmeans", dict(random_state=0), "none"),
         DemoRun("rdpmeans", dict(random_state=0), "links"),
         DemoRun("ssgmm", dict(n_components=3, n_init=4, random_state=0), "labels"),
-        DemoRun("cecib", dict(n_clusters=6, beta=1.0, n_init=5, random_state=0), "labels"),
-        DemoRun("c3l", dict(n_clusters=6, leakage=0.05, n_init=5, random_state=0), "labels2"),
+        DemoRun("cecib", dict(n_clusters=6, beta=1.0, n_init=5 if quick else 10, random_state=0), "labels"),
+        # k-means++ seeding (the CEC package default): the paper's random partition starts every
+        # cluster near the hyperplane and often ends far worse on wine (NMI 0.19 vs 0.85 at seed 0)
+        DemoRun("c3l", dict(n_clusters=6, leakage=0.05, n_init=5, init="kmeans++", random_state=0), "labels2"),
         DemoRun("ccib", dict(n_clusters=3, random_state=0), "background"),
-        DemoRun("smic", dict(n_clusters=3, random_state=0), "links"),
+        # quick mode skips SMIC's model-selection grid (t, gamma, eta) and uses its middle values
+        DemoRun("smic", dict(n_clusters=3, random_state=0)
+                | (dict(n_neighbors=5, gamma=1.0, eta=0.0) if quick else {}), "links"),
     ]
 
 
