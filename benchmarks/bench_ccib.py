@@ -16,18 +16,14 @@ from scipy.optimize import linear_sum_assignment
 from scipy.stats import wilcoxon
 from sklearn.metrics import mutual_info_score
 
+from ppclust.datasets import make_two_factor_bits
 from ppclust.estimators.ccib import CCIB
 
 BAYES_C = 0.972  # spec 11.1: 1 - [P(>=3 of 4 flips) + P(2 flips)/2] at p = 0.1
 
 
 def make_table1(n, rng, noise=0.1):
-    """Spec 11.1: B sets bits 1-8, C sets bits 9-12 (complementary prototypes), flips with prob 0.1."""
-    b = rng.integers(0, 2, n)
-    c = rng.integers(0, 2, n)
-    y = np.concatenate([np.repeat(b[:, None], 8, 1), np.repeat(c[:, None], 4, 1)], 1)
-    y = np.where(rng.random(y.shape) < noise, 1 - y, y)
-    return y.astype(float), b, c
+    return make_two_factor_bits(n, noise=noise, seed=rng)
 
 
 def make_crossed_gaussian(n, rng, d=20, dominant=2.0, secondary=1.0):

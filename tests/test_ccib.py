@@ -12,17 +12,13 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from ppclust._jax import x64
+from ppclust.datasets import make_two_factor_bits
 from ppclust.estimators.ccib import CCIB
 from ppclust.inference import ccib as S
 
 
 def make_table1(n, rng, noise=0.1):
-    """Spec 11.1 (Table 1 setting): B drives bits 1-8, C drives bits 9-12, flips with prob 0.1."""
-    b = rng.integers(0, 2, n)
-    c = rng.integers(0, 2, n)
-    y = np.concatenate([np.repeat(b[:, None], 8, 1), np.repeat(c[:, None], 4, 1)], 1)
-    y = np.where(rng.random(y.shape) < noise, 1 - y, y)
-    return y.astype(float), b, c
+    return make_two_factor_bits(n, noise=noise, seed=rng)
 
 
 def precision(labels, ref):
