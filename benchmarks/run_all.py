@@ -7,6 +7,9 @@ import sys
 import time
 from pathlib import Path
 
+# command-line arguments per script, so that each writes its table to benchmarks/results/
+ARGS = {"bench_dpmeans": ["--out", "benchmarks/results/bench_dpmeans.md"], "bench_ccib": ["--quick"]}
+
 
 def main() -> int:
     here = Path(__file__).resolve().parent
@@ -18,11 +21,14 @@ def main() -> int:
             continue
         print(f"== {s.stem}", flush=True)
         t0 = time.perf_counter()
+        argv, sys.argv = sys.argv, [str(s), *ARGS.get(s.stem, [])]
         try:
             runpy.run_path(str(s), run_name="__main__")
         except Exception as err:  # noqa: BLE001 - report and go on with the others
             failed.append(s.stem)
             print(f"   FAILED: {type(err).__name__}: {err}", flush=True)
+        finally:
+            sys.argv = argv
         print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
     return 1 if failed else 0
 
