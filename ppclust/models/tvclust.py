@@ -42,6 +42,8 @@ __all__ = [
     "sample_prior",
     "numpyro_model",
     "collapsed_numpyro_model",
+    "SmallVarianceHyper",
+    "small_variance_hyper",
 ]
 
 
@@ -254,6 +256,91 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
     k = (sizes > 0).sum()
     log_labellings = gammaln(t + 1.0) - gammaln(t - k + 1.0)
     numpyro.factor("tvclust", log_joint(z, x, links, family, prior, p, q) - log_labellings + n * jnp.log(t))
+
+
+class SmallVarianceHyper(NamedTuple):
+    """TVClust hyperparameters whose ``sigma2 -> 0`` limit is RDP-means (see :func:`small_variance_hyper`)."""
+
+    alpha: float  # DP concentration
+    log_alpha: float
+    p: float  # link sensitivity (fixed)
+    q: float  # link specificity (fixed)
+    link_weight: float  # weight of every observed pair
+    sigma2: float
+    tau2: float
+    mu0: np.ndarray  # (d,)
+
+    def family(self):
+        """The scaled family ``SphericalGaussian(sigma2, mu0, tau2)`` (known variance, N(mu0, tau2 I))."""
+        from ppclust.families import SphericalGaussian
+
+        return SphericalGaussian(jnp.asarray(self.sigma2), jnp.asarray(self.mu0), jnp.asarray(self.tau2))
+
+    def prior(self) -> TVClustPrior:
+        """``TVClustPrior`` with this ``alpha`` (the Beta priors are unused: sample with ``pq="fixed"``)."""
+        return TVClustPrior(alpha=self.alpha)
+
+
+def small_variance_hyper(sigma2, lam, xi1, xi2=None, *, d, tau2=1.0, mu0=None, scale_links="weight"):
+    r"""Map ``(sigma2, lambda, xi1, xi2)`` to TVClust hyperparameters whose small-variance limit is RDP-means.
+
+    Spec ``tvclust-rdpmeans.md`` Sections 3.2-3.3 (Kulis & Jordan 2012; Khashabi et al. 2015, Lemma 3,
+    eqs. 17-19 with the sign of :math:`\lambda` corrected). Likelihood :math:`N(x;\mu,\sigma^2 I)`, prior
+    :math:`\mu\sim N(\mu_0,\tau^2 I)`, :math:`\gamma = 1/(2\sigma^2)`:
+
+    .. math::
+
+        \alpha = (1+\tau^2/\sigma^2)^{d/2}\exp\!\big(-\tfrac{\lambda}{2\sigma^2}\big), \qquad
+        \ln\tfrac{p}{1-q} = \tfrac{\xi_1}{2\sigma^2}, \qquad \ln\tfrac{q}{1-p} = \tfrac{\xi_2}{2\sigma^2}.
+
+    The Gibbs weights then become :math:`w_k \propto n_{-i,k}\exp\{-\gamma[D_k - \xi_1 f^i_k + \xi_2 s^i_k]\}`
+    and :math:`w_{\rm new}\propto \nu\,e^{-\gamma\lambda}` with :math:`D=\|x-\mu\|^2`, so as
+    :math:`\sigma^2\to0` a sweep becomes the RDP-means rule
+    :math:`\arg\min\{D_k-\xi_1f_k+\xi_2s_k,\ \lambda\}`
+    and the log joint becomes :math:`-\gamma J + O(\log\sigma^2)` with
+    :math:`J=\sum_i\|x_i-\mu_{z_i}\|^2+\lambda K-\xi_1N_{11}+\xi_2N_{01}` (spec 3.5). In the collapsed
+    sampler :math:`D_k` is :math:`\tfrac{n_k}{n_k+1}\|x_i-\bar x_k\|^2`, the exact change of the
+    within-cluster sum of squares, so the limiting sweep is a coordinate descent on :math:`J`.
+
+    Parameters
+    ----------
+    sigma2 : float > 0, the likelihood variance; lam : float > 0; xi1 : float > 0;
+    xi2 : float > 0 or None (= xi1).
+    d : data dimension; tau2 : prior variance of the cluster means; mu0 : prior mean (default 0).
+    scale_links : ``"weight"`` (default) puts the factor :math:`1/(2\sigma^2)` into ``link_weight`` and
+        returns the :math:`\sigma`-free ``p, q`` with :math:`\ln\frac{p}{1-q}=\xi_1`,
+        :math:`\ln\frac{q}{1-p}=\xi_2`; ``"pq"`` returns the spec's :math:`\sigma`-dependent ``p, q``
+        (``link_weight = 1``), which round to 1 in float64 once :math:`\xi/(2\sigma^2)\gtrsim 36`
+        (then a ValueError). Both give the same Gibbs conditionals and the same log joint up to a
+        partition-free constant, because links enter only through weighted pair counts (spec 1.3).
+
+    Returns
+    -------
+    :class:`SmallVarianceHyper` (``.family()``, ``.prior()``; pass ``p, q`` with ``pq="fixed"`` and
+    ``link_weight`` as the weight of every pair, e.g. ``make_links(n, pairs, sign, weight)``).
+    """
+    sigma2, lam, xi1 = float(sigma2), float(lam), float(xi1)
+    xi2 = xi1 if xi2 is None else float(xi2)
+    if not (sigma2 > 0 and lam > 0 and xi1 > 0 and xi2 > 0 and tau2 > 0):
+        raise ValueError("sigma2, lam, xi1, xi2 and tau2 must be > 0")
+    gamma = 0.5 / sigma2
+    log_alpha = 0.5 * d * np.log1p(tau2 / sigma2) - gamma * lam
+    if log_alpha < -700:
+        raise ValueError(f"alpha = exp({log_alpha:.0f}) underflows; use a larger sigma2 or a smaller lam")
+    if scale_links == "weight":
+        a1, a2, weight = xi1, xi2, gamma
+    elif scale_links == "pq":
+        a1, a2, weight = gamma * xi1, gamma * xi2, 1.0
+    else:
+        raise ValueError(f"scale_links must be 'weight' or 'pq', got {scale_links!r}")
+    # p = a(b-1)/(ab-1) = (1 - 1/b)/(1 - 1/(ab)), q = b(a-1)/(ab-1), with a = e^{a1}, b = e^{a2}
+    den = -np.expm1(-(a1 + a2))
+    p, q = float(-np.expm1(-a2) / den), float(-np.expm1(-a1) / den)
+    if not (p < 1.0 and q < 1.0):
+        raise ValueError(f"p, q round to 1 at xi/(2 sigma2) = {max(a1, a2):.0f}; use scale_links='weight'")
+    mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, np.float64)
+    return SmallVarianceHyper(float(np.exp(log_alpha)), float(log_alpha), p, q, float(weight), sigma2,
+                              float(tau2), mu0)
 
 
 # --- helpers ---
