@@ -391,7 +391,7 @@ def test_gibbs_matches_exact_enumeration(K, classes, eps):
         fam = GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
         zs, probs = _exact_assignment_posterior(x, fam, K, alpha, log_mask)
         res = gibbs.sample(jax.random.key(11), x, make_links(5), fam, TVClustPrior(alpha=alpha), n_samples=6,
-                           n_warmup=8, thin=3, n_chains=1500, k_max=K, pq="fixed", partition="finite",
+                           n_warmup=60, thin=8, n_chains=1500, k_max=K, pq="fixed", partition="finite",
                            point_logprior=jnp.asarray(log_mask), progress_bar=False)
         # the sampler's log joint is the enumeration's (up to the constant normaliser)
         lj_last = res.log_joint[:, -1]
@@ -423,7 +423,7 @@ def test_gibbs_matches_exact_enumeration(K, classes, eps):
 
     pval = sps.chi2.sf(((obs_p - exp_p) ** 2 / exp_p).sum(), len(obs_p) - 1)
     assert counts[~keep].sum() == 0
-    assert tv < (0.04 if K == 2 else 0.09), tv  # sampling noise alone: ~0.02 (32 cells), ~0.06 (243 cells)
+    assert tv < (0.04 if K == 2 else 0.07), tv  # sampling noise alone: ~0.02 (32 cells), ~0.04 (243 cells)
     assert pval > 1e-3, (pval, tv)
 
 
