@@ -254,8 +254,10 @@ def test_errors():
         SemiSupervisedGMM(3, label_noise=1.0).fit(X, z)
     with pytest.raises(ValueError, match="no component"):
         SemiSupervisedGMM(3, component_classes=[0, 1, 1]).fit(X, z)
-    with pytest.raises(NotImplementedError, match="gibbs"):
-        SemiSupervisedGMM(3, method="gibbs").fit(X, z)
+    with pytest.raises(ValueError, match="gibbs"):
+        SemiSupervisedGMM(3, "tied", method="gibbs").fit(X, z)
+    with pytest.raises(ValueError, match="n_samples"):
+        SemiSupervisedGMM(3, method="gibbs", n_samples=0).fit(X, z)
 
 
 # ---------------------------------------------------------------------------------------- mclust MclustSSC
@@ -349,3 +351,99 @@ def test_label_noise_robustness(shared_dir):
     heavy = [r for r in rows if r[1] >= 0.3]
     # with many wrong labels the noise model must help on average
     assert np.mean([r[4] for r in heavy]) > np.mean([r[2] for r in heavy])
+
+
+# ---------------------------------------------------------------------------------------- collapsed Gibbs
+
+X5 = np.array([[0.0, 0.1], [0.4, -0.2], [1.3, 0.9], [2.0, 1.6], [2.3, 1.2]])
+Y5 = np.array([0, -1, -1, 1, -1])  # point 0 labelled class 0, point 3 class 1
+
+
+def _exact_assignment_posterior(x, fam, K, alpha, log_mask):
+    """Exact p(z | x, y) over all K^n labelled assignments, by enumeration (independent of gibbs.py)."""
+    from itertools import product
+
+    from scipy.special import gammaln
+
+    n = x.shape[0]
+    zs = np.array(list(product(range(K), repeat=n)), dtype=np.int32)
+    lm = np.asarray(jax.jit(jax.vmap(lambda z: fam.log_marginal(fam.stats(x, z, K)).sum()))(jnp.asarray(zs)))
+    sizes = np.stack([np.bincount(z, minlength=K) for z in zs])
+    a = alpha / K
+    ldm = gammaln(alpha) - gammaln(alpha + n) + (gammaln(sizes + a) - gammaln(a)).sum(1)
+    lp = lm + ldm + log_mask[np.arange(n), zs].sum(1)
+    with np.errstate(invalid="ignore"):
+        prob = np.exp(lp - np.logaddexp.reduce(lp))
+    return zs, np.nan_to_num(prob)
+
+
+@pytest.mark.parametrize("K, classes, eps", [(2, [0, 1], 0.0), (3, [0, 1, -1], 0.2)])
+def test_gibbs_matches_exact_enumeration(K, classes, eps):
+    """Finite-mixture mode of the shared sampler vs the exact collapsed posterior over K^5 assignments."""
+    from ppclust.families import GaussianNIW
+    from ppclust.inference import gibbs
+    from ppclust.models.tvclust import TVClustPrior, make_links
+
+    log_mask, _ = label_log_mask(Y5, np.array(classes), 2, eps)
+    alpha = 1.7
+    with x64():
+        x = jnp.asarray(X5)
+        fam = GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
+        zs, probs = _exact_assignment_posterior(x, fam, K, alpha, log_mask)
+        res = gibbs.sample(jax.random.key(11), x, make_links(5), fam, TVClustPrior(alpha=alpha), n_samples=6,
+                           n_warmup=60, thin=8, n_chains=1500, k_max=K, pq="fixed", partition="finite",
+                           point_logprior=jnp.asarray(log_mask), progress_bar=False)
+        # the sampler's log joint is the enumeration's (up to the constant normaliser)
+        lj_last = res.log_joint[:, -1]
+        z_last = res.labels[:, -1]
+    idx = (z_last * K ** np.arange(4, -1, -1)).sum(1)
+    with np.errstate(divide="ignore"):
+        const = lj_last - np.log(probs[idx])
+    np.testing.assert_allclose(const, const[0], rtol=0, atol=1e-8)
+    draws = res.labels.reshape(-1, 5)
+    if eps == 0:
+        g = np.array(classes)
+        assert np.all(g[draws[:, 0]] == 0) and np.all(g[draws[:, 3]] == 1)
+    counts = np.bincount((draws * K ** np.arange(4, -1, -1)).sum(1), minlength=len(zs)).astype(float)
+    tv = 0.5 * np.abs(counts / counts.sum() - probs).sum()
+    keep = probs > 0
+    expected = probs[keep] * counts.sum()
+    order = np.argsort(expected)  # pool small cells for the chi-square approximation
+    obs_p, exp_p, ao, ae = [], [], 0.0, 0.0
+    for o, e in zip(counts[keep][order], expected[order], strict=True):
+        ao, ae = ao + o, ae + e
+        if ae >= 5:
+            obs_p.append(ao)
+            exp_p.append(ae)
+            ao = ae = 0.0
+    obs_p[-1] += ao
+    exp_p[-1] += ae
+    obs_p, exp_p = np.array(obs_p), np.array(exp_p)
+    from scipy import stats as sps
+
+    pval = sps.chi2.sf(((obs_p - exp_p) ** 2 / exp_p).sum(), len(obs_p) - 1)
+    assert counts[~keep].sum() == 0
+    assert tv < (0.04 if K == 2 else 0.07), tv  # sampling noise alone: ~0.02 (32 cells), ~0.04 (243 cells)
+    assert pval > 1e-3, (pval, tv)
+
+
+def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
+    X, z = _blobs(3, n=150)
+    y = np.where(np.arange(150) % 4 == 0, z, -1)
+    kw = dict(random_state=0)
+    e = SemiSupervisedGMM(3, "full", **kw).fit(X, y)
+    g = SemiSupervisedGMM(3, "full", method="gibbs", n_samples=40, n_warmup=40, n_chains=2, **kw).fit(X, y)
+    assert adjusted_rand_score(e.labels_, g.labels_) > 0.9
+    assert adjusted_rand_score(z, g.labels_) > 0.85
+    lab = y >= 0
+    np.testing.assert_array_equal(g.classes_[g.component_classes_[g.labels_[lab]]], y[lab])
+    # parameters: posterior means given the point estimate, close to the EM fit's
+    np.testing.assert_allclose(g.means_, e.means_, atol=0.6)
+    assert g.covariances_.shape == (3, 3, 3) and g.weights_.sum() == pytest.approx(1.0)
+    assert np.all(np.linalg.eigvalsh(g.covariances_) > 0)
+    assert g.responsibilities_.shape == (150, 3)
+    np.testing.assert_allclose(g.responsibilities_.sum(1), 1.0)
+    ds = g.posterior_["posterior"].ds
+    assert ds["n_clusters"].shape == (2, 40)
+    np.testing.assert_array_equal(g.posterior_["clustering"]["point_estimate"].values, g.labels_)
+    assert g.predict(X).shape == (150,) and np.isfinite(g.bic())

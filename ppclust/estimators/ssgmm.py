@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -12,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust.families import GaussianNIW
 from ppclust.inference import em
 from ppclust.models.ssgmm import default_component_classes, label_log_mask
 
@@ -80,6 +82,11 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         prior=None,
         weight_concentration=1.0,
         component_classes=None,
+        n_samples=200,
+        n_warmup=200,
+        n_chains=2,
+        thin=1,
+        point_estimate="binder",
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -94,6 +101,11 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.prior = prior
         self.weight_concentration = weight_concentration
         self.component_classes = component_classes
+        self.n_samples = n_samples
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.thin = thin
+        self.point_estimate = point_estimate
 
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
@@ -119,16 +131,25 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"`weight_concentration` must be >= 1 (MAP mode), got {self.weight_concentration!r}."
             )
+        if self.method == "gibbs":
+            if self.covariance_type == "tied":
+                raise ValueError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical'.")
+            for name in ("n_samples", "n_chains", "thin"):
+                v = getattr(self, name)
+                if not isinstance(v, (int, np.integer)) or v < 1:
+                    raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}.")
+            if not isinstance(self.n_warmup, (int, np.integer)) or self.n_warmup < 0:
+                raise ValueError(f"`n_warmup` must be an integer >= 0, got {self.n_warmup!r}.")
+            if self.point_estimate not in ("binder", "vi", "max_log_joint"):
+                raise ValueError(
+                    "`point_estimate` must be 'binder', 'vi' or 'max_log_joint', got "
+                    f"{self.point_estimate!r}."
+                )
 
     # ------------------------------------------------------------------------------------------ fit
     def fit(self, X, y=None):
         """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels)."""
         self._check_params()
-        if self.method == "gibbs":
-            raise NotImplementedError(
-                "SemiSupervisedGMM(method='gibbs') needs the shared collapsed Gibbs sampler "
-                "ppclust/inference/gibbs.py, which is not available in this build yet; use method='em'."
-            )
         X = check_X(X)
         n, d = X.shape
         K = int(self.n_components)
@@ -178,6 +199,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                     fixed[ks[0]] = True
         shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
         key = as_key(self.random_state)
+        if self.method == "gibbs":
+            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed)
         with x64():
             xc = jnp.asarray(X - shift)
             prior = None
@@ -228,6 +251,63 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
+        return self
+
+    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed):
+        """Collapsed Gibbs over assignments (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``).
+
+        NIW prior ``GaussianNIW.default`` on the centred data, symmetric Dirichlet(``weight_concentration``)
+        per component on the weights, ``log p(y_i | z_i = k)`` as the per-point log prior over slots.
+        """
+        from ppclust import posterior
+        from ppclust.inference import gibbs
+        from ppclust.models.tvclust import TVClustPrior, make_links
+
+        n, d = X.shape
+        K = int(self.n_components)
+        a = float(self.weight_concentration)
+        with x64():
+            xc = jnp.asarray(X - shift)
+            family = GaussianNIW.default(xc, self.covariance_type)
+            # start: nearest allowed centre (labelled class means + k-means++), as EM's "labelled" init
+            c0 = em.kmeanspp_centres(key, xc, jnp.asarray(centres - shift), jnp.asarray(fixed))
+            init = jnp.argmax(em._resp_from_centres(xc, c0, jnp.asarray(allowed)), 1).astype(jnp.int32)
+            res = gibbs.sample(
+                jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
+                n_samples=int(self.n_samples), n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
+                thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
+                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="ssgmm gibbs",
+            )
+            draws = res.labels.reshape(-1, n)
+            psm = posterior.similarity_matrix(draws) if self.point_estimate != "max_log_joint" else None
+            point = posterior.point_estimate(res.labels, loss=self.point_estimate, psm=psm,
+                                             log_joint=res.log_joint)
+            z = _matching_draw(draws, point)
+            stats = family.stats(xc, jnp.asarray(z), K)
+            nk = np.asarray(stats.n)
+            self.weights_ = (nk + a) / (n + K * a)  # posterior mean of the weights given z
+            self.means_ = np.asarray(family.posterior_mean(stats)) + shift
+            self.covariances_ = _niw_mean_covariance(family, stats, self.covariance_type)
+            prec_chol = em.precision_cholesky(jnp.asarray(self.covariances_), self.covariance_type)
+            self.precisions_cholesky_ = np.asarray(prec_chol)
+            params = em.GMMParams(jnp.asarray(self.weights_), jnp.asarray(self.means_ - shift), prec_chol)
+            lm = jnp.asarray(log_mask) if len(self.classes_) else None
+            self.log_likelihood_ = float(_ssgmm_ll(xc, params, lm, self.covariance_type))
+        self.responsibilities_ = (draws[:, :, None] == np.arange(K)).mean(0)  # posterior P(z_i = k)
+        self.objective_ = self.log_likelihood_
+        self.lower_bound_ = self.objective_ / n
+        self.n_iter_ = int(self.n_warmup) + int(self.n_samples) * int(self.thin)
+        self.converged_ = True
+        self.trace_ = np.asarray(res.log_joint).mean(0)
+        self.samples_ = res
+        self.psm_ = psm
+        self.log_joint_ = res.log_joint
+        self.posterior_ = posterior.to_datatree(res, psm=psm, point=z)
+        self._shift = shift
+        self._n_train = n
+        self.labels_ = z.astype(np.int64)
+        self.n_clusters_ = int(len(np.unique(self.labels_)))
+        self.n_features_in_ = d
         return self
 
     def fit_predict(self, X, y=None):
@@ -300,3 +380,29 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             return self.log_likelihood_, self._n_train
         s = self.score_samples(X)
         return float(s.sum()), len(s)
+
+
+def _ssgmm_ll(x, params, log_mask, cov_type):
+    from ppclust.models.ssgmm import ssgmm_log_likelihood
+
+    return ssgmm_log_likelihood(x, params.weights, params.means, params.prec_chol, log_mask, cov_type)
+
+
+def _matching_draw(draws, point):
+    """A draw (raw slot ids, so class-consistent) whose partition equals the canonical ``point``."""
+    first = np.unique(point, return_index=True)[1]
+    same = np.all(draws == draws[:, first[point]], axis=1)
+    same &= np.array([len(np.unique(r)) == len(first) for r in draws[:, first]])
+    return draws[int(np.flatnonzero(same)[0])].astype(np.int32)
+
+
+def _niw_mean_covariance(family, stats, cov_type):
+    """Posterior mean of the covariances given the slot statistics (scikit-learn shapes)."""
+    d = stats.s.shape[-1]
+    nun = np.asarray(family.nu0 + stats.n)
+    if cov_type == "full":
+        L = np.asarray(stats.scale)
+        return L @ np.swapaxes(L, -1, -2) / (nun - d - 1.0)[:, None, None]
+    if cov_type == "diag":  # sigma_j^2 ~ IG(nu_n / 2, Psi_n,jj / 2)
+        return np.asarray(stats.scale) / (nun - 2.0)[:, None]
+    return np.asarray(stats.scale) / (nun * d - 2.0)  # spherical: IG(nu_n d / 2, tr Psi_n / 2)

@@ -23,6 +23,14 @@ each sweep, spec 2.5), ``"collapse"`` (integrated out). ``alpha`` is fixed or re
 Capacity: ``k_max`` slots with an active mask (slot count > 0); when every slot is occupied at a point
 update the new-cluster option is unavailable, the chain is flagged ``overflow`` and the Python driver
 raises (never a silent truncation).
+
+Finite mixtures (static ``partition="finite"``, used by :class:`ppclust.SemiSupervisedGMM`): the slots are
+``K = k_max`` fixed, *labelled* components under a symmetric Dirichlet(``alpha / K``) prior on the weights,
+integrated out. Every slot then gets :math:`\log(n_{-i,k} + \alpha/K) + \log p(x_i \mid x_{k\setminus i})
++ \ell_k`, empty slots included (their predictive is the prior predictive) and there is no new-cluster
+term; the chain targets assignments :math:`z \in \{0..K-1\}^n`, not partitions. An optional per-point log
+prior ``point_logprior`` (n, K) is added to point ``i``'s weights (``-inf`` forbids a slot): the
+semi-supervised label likelihood :math:`\log p(y_i \mid z_i = k)` of :mod:`ppclust.models.ssgmm`.
 """
 
 from __future__ import annotations
@@ -35,9 +43,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import betaln
+from jax.scipy.special import betaln, gammaln
 
-from ppclust.models.tvclust import Links, TVClustPrior, log_joint_from_stats, pair_counts
+from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
 
 __all__ = [
     "GibbsState",
@@ -49,9 +57,12 @@ __all__ = [
     "sample",
     "TVClustKernel",
     "KMaxExhaustedError",
+    "log_dirichlet_multinomial",
+    "PARTITIONS",
 ]
 
 PQ_MODES = ("fixed", "sample", "collapse")
+PARTITIONS = ("dp", "finite")
 
 
 class KMaxExhaustedError(RuntimeError):
@@ -102,18 +113,33 @@ def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alph
                       jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False))
 
 
-def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
-         sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0):
-    """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted."""
+def _check_modes(pq, partition, sample_alpha):
     if pq not in PQ_MODES:
         raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
+    if partition == "finite" and sample_alpha:
+        raise ValueError("sample_alpha (Escobar-West) applies to partition='dp' only")
+
+
+def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
+         sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
+         point_logprior=None):
+    """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
+
+    ``partition``: ``"dp"`` (CRP, TVClust) or ``"finite"`` (``k_max`` labelled components, symmetric
+    Dirichlet(``alpha / k_max``) weights); ``point_logprior``: optional (n, k_max) log prior of each point's
+    slot (module docstring).
+    """
+    _check_modes(pq, partition, sample_alpha)
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     key_order, key_noise, key_p, key_q, key_alpha = jax.random.split(key, 5)
     order = jax.random.permutation(key_order, n)
     # Gumbel-max sampling: one (n, k_max) block of noise per sweep instead of a key per point.
     noise = jax.random.gumbel(key_noise, (n, k_max), dtype=x.dtype)
-    labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq)
+    labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq, partition,
+                                             point_logprior)
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
         p = jax.random.beta(key_p, prior.a_p + counts[0], prior.b_p + counts[1], dtype=x.dtype)
@@ -125,13 +151,14 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
         n_clusters = (stats.n > 0).sum()
         alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
     new = GibbsState(labels, stats, counts, p, q, alpha, overflow)
-    return new, _info(new, family, prior, pq)
+    return new, _info(new, family, prior, pq, partition, point_logprior)
 
 
 def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
            alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
-           store_labels=True, progress_bar=None, chunk=None) -> ChainResult:
+           store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
+           desc="tvclust gibbs") -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps (``pmap`` over local devices when several).
 
     Parameters
@@ -144,6 +171,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         ``n_warmup=0`` to continue a converged run directly).
     chunk : draws per compiled call (default: all at once, or about 100 sweeps with a progress bar).
     progress_bar : None = tqdm when stderr is a TTY and ``CI`` is unset.
+    partition : ``"dp"`` (TVClust's CRP) or ``"finite"`` (exactly ``k_max`` components, Dirichlet(alpha/k_max)
+        weights; ``prior.alpha`` is the total concentration).
+    point_logprior : optional (n, k_max) per-point log prior over slots (``-inf`` = forbidden). Without
+        ``init_labels``, chains then start with every point in its most probable slot (first on ties).
 
     Raises
     ------
@@ -152,13 +183,22 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     n = x.shape[0]
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    _check_modes(pq, partition, sample_alpha)
+    if point_logprior is not None:
+        point_logprior = jnp.asarray(point_logprior, x.dtype)
+        if point_logprior.shape != (n, k_max):
+            raise ValueError(f"point_logprior must have shape (n, k_max)={(n, k_max)}, got "
+                             f"{point_logprior.shape}")
+        if init_labels is None:
+            init_labels = jnp.argmax(point_logprior, axis=1).astype(jnp.int32)
     if init_state is None:
         one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
         state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
     else:
         state = init_state
         n_chains = state.labels.shape[0]
-    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+              partition=partition)
     if progress_bar is None:
         progress_bar = sys.stderr.isatty() and not os.environ.get("CI")
     # One compiled program serves every chunk: warm-up length and thinning are traced loop bounds, the
@@ -171,13 +211,13 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if progress_bar:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n_warmup + n_samples * thin, desc="tvclust gibbs", unit="sweep")
+        bar = tqdm(total=n_warmup + n_samples * thin, desc=desc, unit="sweep")
     outs = []
     for c in range(n_chunks):
         keys = jax.random.split(jax.random.fold_in(key, c), n_chains)
         warm = n_warmup if c == 0 else 0
         state, out = _run(keys, state, jnp.int32(warm), jnp.int32(thin), x, links, family, prior,
-                          length=per_chunk, store_labels=store_labels, **kw)
+                          point_logprior, length=per_chunk, store_labels=store_labels, **kw)
         outs.append(jax.device_get(out))
         if bar is not None:
             bar.update(warm + per_chunk * thin)
@@ -280,13 +320,14 @@ class _KernelState(NamedTuple):
 
 
 def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClustPrior, p, q, alpha,
-                pq: str = "collapse", *, removed: bool = False):
+                pq: str = "collapse", *, removed: bool = False, partition: str = "dp", point_logprior=None):
     """Unnormalised log-weights of z_i over the ``k_max`` slots (module docstring), O(degree + K d^2).
 
     ``stats`` and ``counts`` describe the full current state, or the state with point ``i`` already
-    taken out when ``removed=True`` (``counts`` always include ``i``'s pairs). Occupied slots get the
-    existing-cluster weight, the first free slot the new-cluster weight, other free slots ``-inf``.
-    Returns ``(logw, counts_without_i, (f, s, F, S))``.
+    taken out when ``removed=True`` (``counts`` always include ``i``'s pairs). ``partition="dp"``: occupied
+    slots get the existing-cluster weight, the first free slot the new-cluster weight, other free slots
+    ``-inf``; ``"finite"``: every slot gets ``log(n_k + alpha / k_max) + ...``. ``point_logprior[i]`` is added
+    when given. Returns ``(logw, counts_without_i, (f, s, F, S))``.
     """
     k_max = stats.n.shape[0]
     dtype = x.dtype
@@ -307,8 +348,13 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
     full = active[new]
     lp = family.log_predictive(stats, xi)
     link = _link_terms(f, s, F, S, c, p, q, prior, pq)
-    logw = jnp.where(active, jnp.log(jnp.where(active, sizes, 1.0)) + lp + link, -jnp.inf)
-    logw = jnp.where((jnp.arange(k_max) == new) & ~full, jnp.log(alpha) + lp + link, logw)
+    if partition == "finite":
+        logw = jnp.log(sizes + alpha / k_max) + lp + link
+    else:
+        logw = jnp.where(active, jnp.log(jnp.where(active, sizes, 1.0)) + lp + link, -jnp.inf)
+        logw = jnp.where((jnp.arange(k_max) == new) & ~full, jnp.log(alpha) + lp + link, logw)
+    if point_logprior is not None:
+        logw = logw + point_logprior[i]
     logw = jnp.where(jnp.isnan(logw), -jnp.inf, logw)
     return logw, c, (f, s, F, S)
 
@@ -326,16 +372,18 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq):
     return f * xi1 - s * xi2
 
 
-def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq):
+def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, partition="dp",
+           point_logprior=None):
     def body(t, carry):
         labels, stats, counts, overflow = carry
         i = order[t]
         xi, k_old = x[i], labels[i]
         stats = family.remove(stats, k_old, xi)
         logw, c, fs = conditional(i, labels, stats, counts, x, links, family, prior, state.p, state.q,
-                                  state.alpha, pq, removed=True)
+                                  state.alpha, pq, removed=True, partition=partition,
+                                  point_logprior=point_logprior)
         f, s, F, S = fs
-        full = jnp.all(stats.n > 0)
+        full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
         k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
         stats = family.add(stats, k, xi)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
@@ -345,12 +393,26 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq):
     return jax.lax.fori_loop(0, x.shape[0], body, carry)
 
 
-def _info(state: GibbsState, family, prior, pq) -> SweepInfo:
+def log_dirichlet_multinomial(sizes, alpha) -> jax.Array:
+    r"""log p(z) of labelled assignments under symmetric Dirichlet(alpha / K) weights, integrated out.
+
+    :math:`\log\Gamma(\alpha) - \log\Gamma(\alpha + n) + \sum_k [\log\Gamma(n_k + \alpha/K)
+    - \log\Gamma(\alpha/K)]` with ``K = len(sizes)``.
+    """
+    a = alpha / sizes.shape[0]
+    return gammaln(alpha) - gammaln(alpha + sizes.sum()) + (gammaln(sizes + a) - gammaln(a)).sum()
+
+
+def _info(state: GibbsState, family, prior, pq, partition="dp", point_logprior=None) -> SweepInfo:
     prior_now = prior._replace(alpha=state.alpha)
     if pq == "collapse":
         lj = log_joint_from_stats(state.stats, state.counts, family, prior_now)
     else:
         lj = log_joint_from_stats(state.stats, state.counts, family, prior_now, state.p, state.q)
+    if partition == "finite":  # swap the CRP EPPF for the Dirichlet-multinomial over labelled slots
+        lj = lj - log_crp(state.stats.n, state.alpha) + log_dirichlet_multinomial(state.stats.n, state.alpha)
+    if point_logprior is not None:
+        lj = lj + jnp.take_along_axis(point_logprior, state.labels[:, None], axis=1).sum()
         if pq == "sample":
             lj = (lj + _log_beta_pdf(state.p, prior.a_p, prior.b_p)
                   + _log_beta_pdf(state.q, prior.a_q, prior.b_q))
@@ -372,27 +434,28 @@ def _log_beta_pdf(v, a, b):
     return (a - 1) * jnp.log(v) + (b - 1) * jnp.log1p(-v) - betaln(a, b)
 
 
-def _chain(key, state, n_warm, thin, x, links, family, prior, *, length, store_labels, pq, sample_alpha,
-           alpha_shape, alpha_rate):
+def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
+           sample_alpha, alpha_shape, alpha_rate, partition):
     # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
-    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+              partition=partition, point_logprior=point_logprior)
 
     def body(carry, inp):
         k, j = inp
         n_sweeps = thin + jnp.where(j == 0, n_warm, 0)
         carry, _ = jax.lax.fori_loop(
             0, n_sweeps, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
-            (carry, _info(carry, family, prior, pq)))
-        info = _info(carry, family, prior, pq)
+            (carry, _info(carry, family, prior, pq, partition, point_logprior)))
+        info = _info(carry, family, prior, pq, partition, point_logprior)
         return carry, (carry.labels if store_labels else None, info)
 
     return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
 
 
-@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha"))
-def _run(keys, state, n_warm, thin, x, links, family, prior, *, length, store_labels, pq, sample_alpha,
-         alpha_shape, alpha_rate):
+@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition"))
+def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
+         sample_alpha, alpha_shape, alpha_rate, partition="dp"):
     fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
-                 alpha_shape=alpha_shape, alpha_rate=alpha_rate)
-    in_axes = (0, 0, None, None, None, None, None, None)
-    return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior)
+                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition)
+    in_axes = (0, 0, None, None, None, None, None, None, None)
+    return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
