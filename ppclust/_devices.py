@@ -33,6 +33,7 @@ from jax.sharding import Mesh
 __all__ = ["AXIS", "make_mesh", "resolve_mesh", "pad_rows", "n_devices"]
 
 AXIS = "data"
+_MSG = "`devices` must be None, 'all', an int >= 1 or a list of devices"
 
 
 def make_mesh(devices) -> Mesh:
@@ -51,7 +52,7 @@ def resolve_mesh(devices) -> Mesh | None:
         return make_mesh(devices.devices.reshape(-1))
     if isinstance(devices, str):
         if devices != "all":
-            raise ValueError(f"`devices` must be None, 'all', an int >= 1 or a list of devices, got {devices!r}")
+            raise ValueError(f"{_MSG}, got {devices!r}")
         return make_mesh(jax.devices())
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
         avail = jax.devices()
@@ -62,8 +63,7 @@ def resolve_mesh(devices) -> Mesh | None:
     try:
         return make_mesh(devices)
     except TypeError:
-        raise ValueError(f"`devices` must be None, 'all', an int >= 1 or a list of devices, got {devices!r}") \
-            from None
+        raise ValueError(f"{_MSG}, got {devices!r}") from None
 
 
 def n_devices(mesh: Mesh | None) -> int:

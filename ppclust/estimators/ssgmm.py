@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import em
@@ -53,6 +54,11 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
         labelled point. Default: component ``k`` belongs to class ``k mod C``.
     random_state : None, int, numpy Generator or JAX key
+    devices : None, "all", int or list of devices, default=None
+        Data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
+        device computes responsibilities and the sufficient statistics of its points, reduced with
+        ``psum``. None = one device. Same result as one device up to summation order. See
+        :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
 
     Attributes
     ----------
@@ -80,6 +86,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         prior=None,
         weight_concentration=1.0,
         component_classes=None,
+        devices=None,
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -94,6 +101,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.prior = prior
         self.weight_concentration = weight_concentration
         self.component_classes = component_classes
+        self.devices = devices
 
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
@@ -178,6 +186,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                     fixed[ks[0]] = True
         shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
         key = as_key(self.random_state)
+        mesh = resolve_mesh(self.devices)
         with x64():
             xc = jnp.asarray(X - shift)
             prior = None
@@ -197,6 +206,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 reg_covar=float(self.reg_covar),
                 n_init=int(self.n_init),
                 prior=prior,
+                mesh=mesh,
             )
             if not bool(res.finite):
                 raise ValueError(

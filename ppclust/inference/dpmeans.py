@@ -326,8 +326,8 @@ def _same_partition(z_old, z_new, k_max):
     return one_way(z_old, z_new) & one_way(z_new, z_old)
 
 
-_STATIC = ("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order", "patience", "xi_first_zero",
-           "equal_xi", "use_links")
+_STATIC = ("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order", "patience",
+           "xi_first_zero", "equal_xi", "use_links")
 
 
 @partial(jax.jit, static_argnames=_STATIC + ("mesh",))
