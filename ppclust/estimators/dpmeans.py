@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_X, link_side_info
 from ppclust.inference import dpmeans as _dp
@@ -53,7 +54,8 @@ class _Base(ClusterMixin, BaseEstimator):
         kw = dict(xi0=xi0, xi_rate=getattr(self, "xi_rate", 1.0), xi_ratio=getattr(self, "xi_ratio", 1.0),
                   xi_max=getattr(self, "xi_max", 1e12), k_max=min(int(self.k_max), n), max_iter=self.max_iter,
                   divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
-                  order=self.order, init=self.init, patience=self.patience)
+                  order=self.order, init=self.init, patience=self.patience,
+                  mesh=resolve_mesh(self.devices))
         with x64():
             res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
             res = type(res)(*[np.asarray(a) for a in res])
@@ -108,6 +110,9 @@ class DPMeans(_Base):
     variant : "sequential" | "delayed" (parallel pass with at most one new cluster per pass).
     compat : bool — the authors' code choices (see ``ppclust.inference.dpmeans``).
     patience, max_iter : stopping rule (partition unchanged for ``patience`` passes).
+    devices : None | "all" | int | list of devices, default=None — data-parallel delayed pass (needs
+        ``variant="delayed"``, ``compat=False``): points split over a 1-D device mesh, per-cluster sums
+        reduced with ``psum``; same result as one device up to summation order. See :mod:`ppclust._devices`.
 
     Attributes
     ----------
@@ -117,7 +122,7 @@ class DPMeans(_Base):
 
     def __init__(self, lam=None, *, lam_k=3, lam_method="kth_farthest_from_mean", divergence="sqeuclidean",
                  k_max=64, n_init=1, init="bbox_random", order="random", tie="first", variant="sequential",
-                 compat=False, patience=1, max_iter=100, smoothing=0.3, random_state=None):
+                 compat=False, patience=1, max_iter=100, smoothing=0.3, random_state=None, devices=None):
         self.lam = lam
         self.lam_k = lam_k
         self.lam_method = lam_method
@@ -133,6 +138,7 @@ class DPMeans(_Base):
         self.max_iter = max_iter
         self.smoothing = smoothing
         self.random_state = random_state
+        self.devices = devices
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """Fit on X; side information is ignored by DP-means (accepted for a uniform CLI)."""
@@ -149,13 +155,13 @@ class RDPMeans(_Base):
     and from partial labels ``y`` (-1 = unlabelled; every labelled pair becomes a link).
 
     Parameters are those of :class:`DPMeans` plus ``xi0`` (1e-3), ``xi_rate`` (2), ``xi_ratio`` (1),
-    ``xi_max`` (1e12); defaults ``patience=20``, ``max_iter=1000``.
+    ``xi_max`` (1e12); defaults ``patience=20``, ``max_iter=1000``. ``devices`` as in :class:`DPMeans`.
     """
 
     def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12, lam_k=3,
                  lam_method="kth_farthest_from_mean", divergence="sqeuclidean", k_max=64, n_init=1,
                  init="bbox_random", order="random", tie="first", variant="sequential", compat=False,
-                 patience=20, max_iter=1000, smoothing=0.3, random_state=None):
+                 patience=20, max_iter=1000, smoothing=0.3, random_state=None, devices=None):
         self.lam = lam
         self.xi0 = xi0
         self.xi_rate = xi_rate
@@ -175,6 +181,7 @@ class RDPMeans(_Base):
         self.max_iter = max_iter
         self.smoothing = smoothing
         self.random_state = random_state
+        self.devices = devices
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         X = self._prepare(X)

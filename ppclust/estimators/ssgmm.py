@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.families import GaussianNIW
@@ -55,6 +56,11 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
         labelled point. Default: component ``k`` belongs to class ``k mod C``.
     random_state : None, int, numpy Generator or JAX key
+    devices : None, "all", int or list of devices, default=None
+        Data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
+        device computes responsibilities and the sufficient statistics of its points, reduced with
+        ``psum``. None = one device. Same result as one device up to summation order. See
+        :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
 
     Attributes
     ----------
@@ -87,6 +93,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         n_chains=2,
         thin=1,
         point_estimate="binder",
+        devices=None,
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -106,6 +113,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.n_chains = n_chains
         self.thin = thin
         self.point_estimate = point_estimate
+        self.devices = devices
 
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
@@ -201,6 +209,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         key = as_key(self.random_state)
         if self.method == "gibbs":
             return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed)
+        mesh = resolve_mesh(self.devices)
         with x64():
             xc = jnp.asarray(X - shift)
             prior = None
@@ -220,6 +229,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 reg_covar=float(self.reg_covar),
                 n_init=int(self.n_init),
                 prior=prior,
+                mesh=mesh,
             )
             if not bool(res.finite):
                 raise ValueError(

@@ -225,6 +225,69 @@ def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, 
     return z, mu, k_count + do_open.astype(k_count.dtype), open_new & full
 
 
+def _delayed_sweep_sharded(x, w, z_all, offset, mu, k_count, lam, xi1, xi2, table, *, divergence, tie,
+                           equal_xi, use_links, axis):
+    """:func:`_delayed_sweep` on this device's rows (``x``, ``w``, ``table``: rows ``offset..``) inside
+    ``shard_map``. ``z_all`` is the replicated label vector of all (padded) points; returns the new one.
+    The opening point is the global first argmax of the best augmented cost (as ``jnp.argmax``)."""
+    k_max = mu.shape[0]
+    n = x.shape[0]
+    a = divergence_matrix(x, mu, divergence)
+    if use_links:
+        z_nbr = z_all[table.nbr]  # neighbour labels: global indices into the replicated labels
+        rows = jnp.broadcast_to(jnp.arange(n)[:, None], z_nbr.shape)
+        if equal_xi:
+            a = a - xi1 * jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * table.sgn)
+        else:
+            f = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn > 0))
+            s = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn < 0))
+            a = a - xi1 * f + xi2 * s
+    a = jnp.where(jnp.arange(k_max)[None, :] < k_count, a, jnp.inf)
+    k = jax.vmap(lambda r: _argmin(r, tie))(a)
+    best = jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
+    best = jnp.where(w > 0, best, -jnp.inf)  # padding rows never open a cluster
+    i_loc = jnp.argmax(best)
+    m_loc = best[i_loc]
+    m = lax.pmax(m_loc, axis)
+    big = jnp.iinfo(jnp.int32).max
+    worst = lax.pmin(jnp.where(m_loc == m, offset + i_loc.astype(jnp.int32), big), axis)
+    open_new = ~(m < lam)
+    full = k_count >= k_max
+    do_open = open_new & ~full
+    own = (worst >= offset) & (worst < offset + n)
+    j = jnp.clip(worst - offset, 0, n - 1)
+    x_worst = lax.psum(jnp.where(own, x[j], 0.0), axis)  # exact: one device adds x, the others 0
+    k = jnp.where(do_open & own, k.at[j].set(k_count.astype(LABEL_DTYPE)), k)
+    z_new = lax.all_gather(k, axis, tiled=True)
+    mu = jnp.where(do_open, mu.at[jnp.minimum(k_count, k_max - 1)].set(x_worst), mu)
+    return z_new, mu, k_count + do_open.astype(k_count.dtype), open_new & full
+
+
+def _update_sharded(x, w, z_all, offset, mu_old, k_count, *, axis):
+    """Non-compat :func:`_update` with per-device sums reduced by ``psum``."""
+    k_max = mu_old.shape[0]
+    z_loc = lax.dynamic_slice(z_all, (offset,), (x.shape[0],))
+    sums = lax.psum(jax.ops.segment_sum(x * w[:, None], z_loc, num_segments=k_max), axis)
+    counts = lax.psum(jax.ops.segment_sum(w, z_loc, num_segments=k_max), axis)
+    nonempty = (counts > 0) & (jnp.arange(k_max) < k_count)
+    means = sums / jnp.where(nonempty, counts, 1.0)[:, None]
+    new_index = (jnp.cumsum(nonempty) - 1).astype(LABEL_DTYPE)
+    target = jnp.where(nonempty, new_index, k_max)
+    mu = jnp.zeros_like(mu_old).at[target].set(means, mode="drop")
+    return new_index[z_all], mu, jnp.sum(nonempty).astype(k_count.dtype)
+
+
+def _objective_sharded(x, w, z_all, offset, mu, n_clusters, lam, xi1, xi2, table, divergence, axis):
+    """:func:`objective` with per-device partial sums reduced by ``psum`` (padding rows weigh 0)."""
+    z = lax.dynamic_slice(z_all, (offset,), (x.shape[0],))
+    d_own = jax.vmap(lambda xi_, k: _point_divergence(xi_, mu[k][None, :], divergence, False)[0])(x, z)
+    same = (z_all[table.nbr] == z[:, None]).astype(x.dtype)
+    n11 = 0.5 * jnp.sum(same * table.wgt * (table.sgn > 0))
+    n01 = 0.5 * jnp.sum(same * table.wgt * (table.sgn < 0))
+    d_sum, n11, n01 = lax.psum((jnp.sum(d_own * w), n11, n01), axis)
+    return d_sum + lam * n_clusters - xi1 * n11 + xi2 * n01
+
+
 def _update(x, z, mu_old, k_count, *, compat):
     """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count)."""
     k_max = mu_old.shape[0]
@@ -263,11 +326,47 @@ def _same_partition(z_old, z_new, k_max):
     return one_way(z_old, z_new) & one_way(z_new, z_old)
 
 
-@partial(jax.jit, static_argnames=("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order",
-                                   "patience", "xi_first_zero", "equal_xi", "use_links"))
-def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_max, max_iter, divergence,
-         tie, compat, variant, order, patience, xi_first_zero, equal_xi, use_links):
+_STATIC = ("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order", "patience",
+           "xi_first_zero", "equal_xi", "use_links")
+
+
+@partial(jax.jit, static_argnames=_STATIC + ("mesh",))
+def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, mesh=None, **static):
+    if mesh is None:
+        return _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, **static)
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS, pad_rows
+
+    n = x.shape[0]
+    n_pad = pad_rows(n, mesh)
+    pad = n_pad - n
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    w = (jnp.arange(n_pad) < n).astype(x.dtype)
+    tp = NeighbourTable(*(jnp.pad(a, ((0, pad), (0, 0))) for a in table))  # padding rows: no links
+    rep = (key, lam, xi0, xi_rate, xi_ratio, xi_max, mu0)
+
+    def per_device(rep, x_loc, w_loc, t_loc):
+        key, lam, xi0, xi_rate, xi_ratio, xi_max, mu0 = rep
+        return _loop(key, x_loc, t_loc, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, None, w=w_loc, axis=AXIS,
+                     n_total=n, n_pad=n_pad, **static)
+
+    res = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(),
+                        check_vma=False)(rep, xp, w, tp)
+    return res._replace(labels=res.labels[:n])
+
+
+def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_max, max_iter, divergence,
+          tie, compat, variant, order, patience, xi_first_zero, equal_xi, use_links, w=None, axis=None,
+          n_total=None, n_pad=None):
+    """The sweep loop. Data-parallel form (``axis`` set, inside ``shard_map``, delayed variant only):
+    ``x``/``w``/``table`` are this device's rows, labels are kept replicated for all ``n_pad`` rows."""
     n, d = x.shape
+    sharded = axis is not None
+    if sharded:
+        offset = lax.axis_index(axis).astype(jnp.int32) * n
+        valid = jnp.arange(n_pad) < n_total
+        n = n_pad
     mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
     z = jnp.zeros(n, LABEL_DTYPE)
     nan_trace = jnp.full(max_iter, jnp.nan, x.dtype)
@@ -286,9 +385,19 @@ def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_m
         t = s["t"]
         xi1 = xi_at(t)
         xi2 = xi1 * xi_ratio
-        obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
+        if sharded:
+            def obj(x, z, mu, k):
+                return _objective_sharded(x, w, z, offset, mu, k, lam, xi1, xi2, table, divergence, axis)
+        else:
+            obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
         j_before = obj(x, s["z"], s["mu"], s["k"])
-        if variant == "sequential":
+        if sharded:
+            z, mu_end, k_end, ovf = _delayed_sweep_sharded(
+                x, w, s["z"], offset, s["mu"], s["k"], lam, xi1, xi2, table, divergence=divergence, tie=tie,
+                equal_xi=equal_xi, use_links=use_links, axis=axis)
+            z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
+            z_new, mu_new, k_new = _update_sharded(x, w, z, offset, mu_end, k_end, axis=axis)
+        elif variant == "sequential":
             if order == "given":
                 perm = orders[jnp.minimum(t, orders.shape[0] - 1)]
             elif order == "fixed":
@@ -302,7 +411,8 @@ def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_m
             z, mu_end, k_end, ovf = _delayed_sweep(
                 x, s["z"], s["mu"], s["k"], lam, xi1, xi2, table, divergence=divergence, tie=tie,
                 equal_xi=equal_xi, use_links=use_links)
-        z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
+        if not sharded:
+            z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
         j_after = obj(x, z_new, mu_new, k_new)
         if compat:
             live = jnp.arange(k_max) < k_new
@@ -338,7 +448,7 @@ def _init_centre(key, x, init):
 def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12,
         k_max=64, max_iter=1000, divergence="sqeuclidean", tie="first", compat=False, variant="sequential",
         order="random", orders=None, init="bbox_random", init_centre=None, patience=20,
-        xi_first_zero=True) -> DPMeansResult:
+        xi_first_zero=True, mesh=None) -> DPMeansResult:
     """Run DP-means (``xi0=0`` or no links) or RDP-means (Algorithm 1) from one initialisation.
 
     Parameters
@@ -360,7 +470,17 @@ def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_
     init / init_centre : "bbox_random" | "mean", or an explicit (d,) initial centroid.
     patience : stop once the partition (compat: the centroid matrix) has been unchanged for
         ``patience`` consecutive sweeps (compat: ``patience`` earlier unchanged sweeps plus this one).
+    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
+        (:func:`ppclust._devices.resolve_mesh`); needs ``variant="delayed"`` and ``compat=False``. The
+        points (and their neighbour-table rows) are split over the devices, padded with zero-weight rows
+        to a multiple of the device count; each device assigns its points, the new-cluster candidate is
+        the global argmax (``pmax``/``pmin``), per-cluster sums and counts and the objective are reduced
+        with ``psum``, and the labels are kept replicated (``all_gather``) for the link counts. Results
+        equal the single-device ones up to floating-point summation order.
     """
+    if mesh is not None and (variant != "delayed" or compat):
+        raise ValueError("a device mesh needs variant='delayed' and compat=False (the sequential sweep "
+                         "is inherently serial)")
     x = jnp.asarray(x)
     n = x.shape[0]
     use_links = table is not None and np.asarray(table.wgt).any()
@@ -375,7 +495,8 @@ def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_
                 jnp.asarray(xi_rate, x.dtype), jnp.asarray(xi_ratio, x.dtype), jnp.asarray(xi_max, x.dtype),
                 mu0, orders, k_max=int(k_max), max_iter=int(max_iter), divergence=divergence, tie=tie,
                 compat=bool(compat), variant=variant, order=order, patience=int(patience),
-                xi_first_zero=bool(xi_first_zero), equal_xi=bool(xi_ratio == 1.0), use_links=bool(use_links))
+                xi_first_zero=bool(xi_first_zero), equal_xi=bool(xi_ratio == 1.0), use_links=bool(use_links),
+                mesh=mesh)
 
 
 def fit_restarts(key, x, table, lam, n_init, **kw) -> DPMeansResult:

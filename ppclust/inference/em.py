@@ -42,6 +42,8 @@ __all__ = [
     "log_gaussian_prob",
     "e_step",
     "m_step",
+    "m_step_from_stats",
+    "suff_stats",
     "log_prior",
     "precision_cholesky",
     "covariances",
@@ -155,13 +157,14 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
     return -0.5 * (d * _LOG_2PI + maha) + log_det
 
 
-def e_step(x, params, log_mask, cov_type):
-    """Returns (log-likelihood total, log_resp (n, k)). ``log_mask`` (n, k) or None."""
+def e_step(x, params, log_mask, cov_type, w=None):
+    """Returns (log-likelihood total, log_resp (n, k)). ``log_mask`` (n, k) or None; ``w`` (n,) optional
+    point weights of the total (0 for padding rows)."""
     lp = log_gaussian_prob(x, params.means, params.prec_chol, cov_type) + jnp.log(params.weights)[None]
     if log_mask is not None:
         lp = lp + log_mask
     norm = logsumexp(lp, axis=1)
-    return jnp.sum(norm), lp - norm[:, None]
+    return jnp.sum(norm if w is None else w * norm), lp - norm[:, None]
 
 
 # ----------------------------------------------------------------------------------------------- M-step
@@ -184,13 +187,35 @@ def covariances(prec_chol, cov_type):
     return 1.0 / prec_chol**2
 
 
-def m_step(x, resp, cov_type, reg_covar, prior=None):
-    """Weighted ML (or MAP under ``prior``) parameters from responsibilities (n, k)."""
+def suff_stats(x, resp, cov_type):
+    """Sufficient statistics of the M-step: (nk (k,), s = resp^T x (k, d), second moments).
+
+    Second moments: ``sum_i r_ik x_i x_i^T`` (k, d, d) for "full"/"tied", ``resp^T (x*x)`` (k, d)
+    otherwise. All three are sums over points, so a data-parallel run adds the per-device values.
+    """
     n, d = x.shape
     k = resp.shape[1]
-    eps = 10 * jnp.finfo(x.dtype).eps  # as scikit-learn: keeps empty components finite
-    nk = resp.sum(0) + eps
+    nk = resp.sum(0)
     s = resp.T @ x  # (k, d) weighted sums
+    if cov_type in ("full", "tied"):
+        # second moments in one matmul: (n, k*d)^T @ (n, d)
+        m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
+    else:
+        m2 = resp.T @ (x * x)  # (k, d)
+    return nk, s, m2
+
+
+def m_step(x, resp, cov_type, reg_covar, prior=None):
+    """Weighted ML (or MAP under ``prior``) parameters from responsibilities (n, k)."""
+    return m_step_from_stats(suff_stats(x, resp, cov_type), cov_type, reg_covar, prior)
+
+
+def m_step_from_stats(stats, cov_type, reg_covar, prior=None):
+    """M-step from the (possibly device-reduced) output of :func:`suff_stats`."""
+    nk, s, m2 = stats
+    k, d = s.shape
+    eps = 10 * jnp.finfo(s.dtype).eps  # as scikit-learn: keeps empty components finite
+    nk = nk + eps
     if prior is None:
         weights = nk / jnp.sum(nk)
         means = s / nk[:, None]
@@ -198,8 +223,6 @@ def m_step(x, resp, cov_type, reg_covar, prior=None):
         weights = (nk + prior.alpha - 1.0) / (jnp.sum(nk) + k * (prior.alpha - 1.0))
         means = (prior.kappa0 * prior.mean0[None] + s) / (prior.kappa0 + nk)[:, None]
     if cov_type in ("full", "tied"):
-        # second moments in one matmul: (n, k*d)^T @ (n, d)
-        m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
         outer_ms = means[:, :, None] * s[:, None, :]
         scatter = (
             m2
@@ -221,11 +244,10 @@ def m_step(x, resp, cov_type, reg_covar, prior=None):
                 cov = tot / jnp.sum(nk)
             else:
                 cov = (tot + prior.psi0) / (jnp.sum(nk) + prior.nu0 + d + 1.0 + k)
-        cov = cov + reg_covar * jnp.eye(d, dtype=x.dtype)
+        cov = cov + reg_covar * jnp.eye(d, dtype=s.dtype)
         cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2))
     else:
-        sq = resp.T @ (x * x)  # (k, d)
-        scatter = sq - 2 * means * s + nk[:, None] * means**2
+        scatter = m2 - 2 * means * s + nk[:, None] * means**2
         if prior is not None:
             scatter = scatter + prior.kappa0 * (means - prior.mean0[None]) ** 2
         if cov_type == "diag":
@@ -336,12 +358,24 @@ def _resp_from_centres(x, centres, allowed):
 # ----------------------------------------------------------------------------------------------- EM loop
 
 
-def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior):
-    n = x.shape[0]
+def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=None, n_total=None, axis=None):
+    """EM loop. Data-parallel form (inside ``shard_map``): ``x``/``log_mask``/``w`` are this device's rows,
+    ``w`` is 0 on padding rows, ``n_total`` the real number of points and ``axis`` the mesh axis to reduce
+    the log-likelihood and the sufficient statistics over."""
+    n = x.shape[0] if n_total is None else n_total
+    reduce = (lambda a: a) if axis is None else (lambda a: jax.lax.psum(a, axis))
 
     def objective(params):
-        ll, log_resp = e_step(x, params, log_mask, cov_type)
+        ll, log_resp = e_step(x, params, log_mask, cov_type, w)
+        ll = reduce(ll)
         return ll, ll + log_prior(params, prior, cov_type), log_resp
+
+    def mstep(log_resp):
+        resp = jnp.exp(log_resp)
+        if w is None:
+            return m_step(x, resp, cov_type, reg_covar, prior)
+        stats = reduce(suff_stats(x, resp * w[:, None], cov_type))
+        return m_step_from_stats(stats, cov_type, reg_covar, prior)
 
     def cond(state):
         _, it, prev, cur, _, _ = state
@@ -351,7 +385,7 @@ def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior):
     def body(state):
         params, it, _, cur, trace, _ = state
         ll, obj, log_resp = objective(params)
-        new = m_step(x, jnp.exp(log_resp), cov_type, reg_covar, prior)
+        new = mstep(log_resp)
         return new, it + 1, cur, obj, trace.at[it].set(obj), ll
 
     nan = jnp.asarray(jnp.nan, x.dtype)
@@ -364,7 +398,12 @@ def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior):
     return params, obj, ll, jnp.exp(log_resp), trace, it, converged, finite
 
 
-@partial(jax.jit, static_argnames=("n_components", "cov_type", "max_iter", "n_init"))
+def _initial_params(key, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior):
+    centres = kmeanspp_centres(key, x, init_centres, init_fixed)
+    return m_step(x, _resp_from_centres(x, centres, allowed), cov_type, reg_covar, prior)
+
+
+@partial(jax.jit, static_argnames=("n_components", "cov_type", "max_iter", "n_init", "mesh"))
 def fit(
     key,
     x,
@@ -381,6 +420,7 @@ def fit(
     n_init=1,
     prior=None,
     init_params=None,
+    mesh=None,
 ):
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
@@ -396,21 +436,66 @@ def fit(
     init_params : GMMParams or None — if given, every restart starts from these parameters (E-step first,
         like scikit-learn's ``weights_init``/``means_init``/``precisions_init``).
     tol : stop when the change of the objective per point falls below ``tol`` (scikit-learn convention).
+    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
+        (:func:`ppclust._devices.resolve_mesh`). With a mesh the points are split over its devices
+        (padded with zero-weight rows to a multiple of the device count); each device computes the E-step
+        and the sufficient statistics ``sum r``, ``sum r x``, ``sum r x x^T`` of its rows, reduced with
+        ``psum``. The initialisation (k-means++, one pass) runs replicated on the full data, so results
+        equal the single-device ones up to floating-point summation order.
     """
     keys = jax.random.split(key, n_init)
 
-    def one(k_):
-        if init_params is None:
-            centres = kmeanspp_centres(k_, x, init_centres, init_fixed)
-            p0 = m_step(x, _resp_from_centres(x, centres, allowed), cov_type, reg_covar, prior)
-        else:
-            p0 = init_params
-        return _em(x, p0, log_mask, cov_type, max_iter, tol, reg_covar, prior)
+    if mesh is None:
+        def one(k_):
+            if init_params is None:
+                p0 = _initial_params(k_, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior)
+            else:
+                p0 = init_params
+            return _em(x, p0, log_mask, cov_type, max_iter, tol, reg_covar, prior)
 
-    params, obj, ll, resp, trace, it, conv, finite = jax.vmap(one)(keys)
+        params, obj, ll, resp, trace, it, conv, finite = jax.vmap(one)(keys)
+    else:
+        params, obj, ll, resp, trace, it, conv, finite = _fit_sharded(
+            keys, x, log_mask, allowed, init_centres, init_fixed, cov_type, max_iter, tol, reg_covar, prior,
+            init_params, mesh)
     score = jnp.where(finite, obj, -jnp.inf)
     b = jnp.argmax(score)
     take = lambda a: a[b]
     return EMResult(
         jax.tree.map(take, params), obj[b], ll[b], resp[b], trace[b], it[b], conv[b], jnp.any(finite), obj
     )
+
+
+def _fit_sharded(keys, x, log_mask, allowed, init_centres, init_fixed, cov_type, max_iter, tol, reg_covar,
+                 prior, init_params, mesh):
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS, pad_rows
+
+    n = x.shape[0]
+    pad = pad_rows(n, mesh) - n
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    w = (jnp.arange(n + pad) < n).astype(x.dtype)
+    k = init_centres.shape[0]
+    lm = jnp.zeros((n, k), x.dtype) if log_mask is None else log_mask  # adding 0.0 is exact
+    lm = jnp.pad(lm, ((0, pad), (0, 0)))
+    rep = (x, allowed, init_centres, init_fixed, tol, reg_covar, prior, init_params)
+
+    def per_device(keys, rep, x_loc, w_loc, lm_loc):
+        x_full, allowed, centres0, fixed, tol, reg_covar, prior, init_params = rep
+
+        def one(k_):
+            if init_params is None:  # replicated on every device: identical to the single-device init
+                p0 = _initial_params(k_, x_full, allowed, centres0, fixed, cov_type, reg_covar, prior)
+            else:
+                p0 = init_params
+            return _em(x_loc, p0, lm_loc, cov_type, max_iter, tol, reg_covar, prior, w=w_loc, n_total=n,
+                       axis=AXIS)
+
+        return jax.vmap(one)(keys)
+
+    out_specs = (P(), P(), P(), P(None, AXIS), P(), P(), P(), P())
+    out = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(AXIS), P(AXIS), P(AXIS)),
+                        out_specs=out_specs, check_vma=False)(keys, rep, xp, w, lm)
+    params, obj, ll, resp, trace, it, conv, finite = out
+    return params, obj, ll, resp[:, :n], trace, it, conv, finite

@@ -1,0 +1,110 @@
+"""Data-parallel paths (``devices=``) on 2 simulated CPU devices give the single-device results.
+
+jax fixes its device count at start-up, so the 2-device run happens in a subprocess with
+``XLA_FLAGS=--xla_force_host_platform_device_count=2``; it fits every model on 1 device and on 2
+devices in the same process and prints both results as JSON. n is odd, so the padding rows
+(zero-weight points) are exercised: a padding row that counted in a sum, opened a cluster or
+took part in the convergence test would change the objective, the labels or the iteration count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from ppclust._devices import pad_rows, resolve_mesh
+from ppclust.estimators.dpmeans import DPMeans
+from ppclust.inference import dpmeans as _dp
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = textwrap.dedent(
+    """
+    import json, time, warnings
+    import jax, numpy as np
+    from ppclust.estimators.dpmeans import DPMeans, RDPMeans
+    from ppclust.estimators.ssgmm import SemiSupervisedGMM
+    warnings.simplefilter("ignore")
+    assert len(jax.devices()) == 2, jax.devices()
+    rng = np.random.default_rng(3)
+    n_per = 67
+    X = np.concatenate([rng.normal(size=(n_per, 3)) * (0.6 + 0.3 * c) + 3.0 * c for c in range(3)])
+    X = X[:-2]  # n = 199: odd, so 2 devices need one padding row
+    truth = np.repeat(np.arange(3), n_per)[:-2]
+    y = np.where(rng.random(len(X)) < 0.15, truth, -1)
+    models = {
+        "ssgmm_full": lambda dev: SemiSupervisedGMM(3, "full", n_init=2, random_state=0, tol=1e-6,
+                                                    devices=dev),
+        "dpmeans": lambda dev: DPMeans(lam=6.0, variant="delayed", n_init=2, patience=2, random_state=0,
+                                       devices=dev),
+        "rdpmeans": lambda dev: RDPMeans(lam=6.0, variant="delayed", xi0=0.05, patience=3, max_iter=60,
+                                         random_state=0, devices=dev),
+    }
+    out = {}
+    for name, make in models.items():
+        res = {}
+        for dev in (None, 2):
+            t = time.perf_counter()
+            m = make(dev).fit(X, y)
+            obj = m.objective_
+            res[str(dev)] = dict(labels=m.labels_.tolist(), objective=obj, n_iter=m.n_iter_,
+                                 ll=getattr(m, "log_likelihood_", obj),
+                                 trace=np.nan_to_num(getattr(m, "trace_", None) if hasattr(m, "trace_")
+                                                     else m.objective_trace_).tolist(),
+                                 seconds=time.perf_counter() - t)
+        out[name] = res
+    print("RESULT" + json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def two_device_results():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+@pytest.mark.parametrize("name", ["ssgmm_full", "dpmeans", "rdpmeans"])
+def test_two_devices_equal_one(two_device_results, name):
+    one, two = two_device_results[name]["None"], two_device_results[name]["2"]
+    assert one["labels"] == two["labels"]
+    assert one["n_iter"] == two["n_iter"]
+    assert len(set(one["labels"])) >= 3  # a real clustering, not a degenerate one
+    np.testing.assert_allclose(two["objective"], one["objective"], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(two["ll"], one["ll"], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(two["trace"], one["trace"], rtol=1e-10, atol=1e-10)
+    print(f"{name}: 1 device {one['seconds']:.2f}s, 2 devices {two['seconds']:.2f}s (with compilation)")
+
+
+def test_resolve_mesh_and_padding():
+    assert resolve_mesh(None) is None
+    assert resolve_mesh(1) is None
+    mesh = resolve_mesh("all")
+    assert mesh.axis_names == ("data",) and mesh.devices.size == len(jax.devices())
+    assert [pad_rows(n, resolve_mesh([jax.devices()[0]] * 1)) for n in (1, 5)] == [1, 5]
+    with pytest.raises(ValueError, match="device"):
+        resolve_mesh(len(jax.devices()) + 1)
+    with pytest.raises(ValueError, match="devices"):
+        resolve_mesh("gpu")
+
+
+def test_mesh_needs_delayed_variant():
+    mesh = resolve_mesh([jax.devices()[0]])
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(ValueError, match="delayed"):
+        _dp.fit(jax.random.key(0), X, None, 1.0, variant="sequential", mesh=mesh)
+    with pytest.raises(ValueError, match="delayed"):
+        DPMeans(lam=1.0, variant="sequential", devices=[jax.devices()[0]]).fit(X)
