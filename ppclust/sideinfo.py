@@ -358,7 +358,8 @@ def check_labels(y, n=None, name="labels") -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D of shape (n_samples,), got shape {arr.shape}.")
     if arr.dtype == bool or arr.dtype.kind not in "iu":
-        if arr.size == 0 and arr.dtype.kind == "f":
+        # integer-valued floats (pandas columns with -1.0, or y read from CSV) are labels too
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
         else:
             raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype}; "

@@ -63,28 +63,19 @@ FIT = [
 ]
 
 # Fitting checks recompile the jitted solvers for every new data shape (5-26 s per check and estimator
-# on 2 busy cores, 280 s for all), so they run for DPMeans only; see the report for the others.
+# on 2 busy cores, 280 s for all), so in `make test` they run for DPMeans only; for the others they are
+# marked slow (`make reproduce`).
 FIT_METHODS = ("dpmeans",)
 
-# nan_inf: sklearn passes a float-valued y of 0./1.; ppclust treats y as partial labels and the shared
-# check_partial_labels rejects float y with a TypeError before X's NaN is seen (side-information
-# semantics: y is not a target). unfitted: C3L.predict / SMIC.decision_function do not call
-# check_is_fitted first (small estimator fix left to the method owners).
-_NAN_Y = "y is partial labels: float y rejected (TypeError) before X's NaN check"
-_UNFITTED = "predict/decision_function lacks check_is_fitted (owner fix pending)"
-# (method, check) -> reason. Measured failures of this subset (sklearn 1.9.1), non-strict xfail.
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {
-    **{(m, "check_estimators_nan_inf"): _NAN_Y for m in ("tvclust", "rdpmeans", "ssgmm", "cecib", "c3l",
-                                                             "ccib", "smic")},
-    ("c3l", "check_estimators_unfitted"): _UNFITTED,
-    ("smic", "check_estimators_unfitted"): _UNFITTED,
-}
+# (method, check) -> reason: checks of this subset that do not apply (non-strict xfail). Empty now:
+# float y of integral values is accepted as partial labels, and every predict checks it is fitted.
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _cases():
     for name in METHODS:
-        for check in NO_FIT + (FIT if name in FIT_METHODS else []):
-            marks = []
+        for check in NO_FIT + FIT:
+            marks = [] if check in NO_FIT or name in FIT_METHODS else [pytest.mark.slow]
             if (name, check) in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(reason=EXPECTED_FAILURES[name, check], strict=False))
             yield pytest.param(name, check, id=f"{name}-{check}", marks=marks)

@@ -10,6 +10,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import LABEL_DTYPE, as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
@@ -158,6 +159,7 @@ class C3L(ClusterMixin, BaseEstimator):
         return self
 
     def _log_density(self, X):
+        check_is_fitted(self, "labels_")
         X = check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")

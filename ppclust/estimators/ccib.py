@@ -110,6 +110,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         whose assignments are held fixed (semi-supervised CCIB, spec section 7)."""
         self._check_params()
         X = check_X(X)
+        self.n_features_in_ = X.shape[1]
         n = X.shape[0]
         k = int(self.n_clusters)
         if k > n:

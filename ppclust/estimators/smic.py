@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_seed
 from ppclust.estimators._base import check_X, link_side_info
@@ -64,6 +65,7 @@ class SMIC(ClusterMixin, BaseEstimator):
                            dense_max=int(self.dense_max))
         row = sel.rows[sel.best]
         self.X_fit_ = X
+        self.n_features_in_ = X.shape[1]
         self.links_ = links
         self.kernel_ = sel.kernel
         self.Kp_ = sel.Kp
@@ -80,6 +82,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         return self
 
     def _scores(self, X):
+        check_is_fitted(self, "labels_")
         X = check_X(X)
         if X.shape[1] != self.X_fit_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.X_fit_.shape[1]}")

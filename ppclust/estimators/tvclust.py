@@ -117,6 +117,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.samples_ = res
         self.psm_ = psm
         self.labels_ = point.astype(np.int64)
+        self.n_features_in_ = X.shape[1]
         self.n_clusters_ = int(len(np.unique(point)))
         self.p_ = float(np.mean(res.p))
         self.q_ = float(np.mean(res.q))
