@@ -31,16 +31,17 @@ from sklearn.utils import estimator_checks as ec
 
 from ppclust._registry import METHODS
 
-# Small constructor parameters: every fit in the checks stays cheap.
+# Small constructor parameters: every fit in the checks stays cheap. Three clusters because the
+# fitting checks pass a y with three classes (used as partial labels).
 SMALL = {
     "tvclust": dict(n_samples=5, n_warmup=5, n_chains=1, random_state=0),
     "dpmeans": dict(lam=50.0, max_iter=10, random_state=0),
     "rdpmeans": dict(lam=50.0, max_iter=10, patience=2, random_state=0),
-    "ssgmm": dict(n_components=2, covariance_type="diag", max_iter=10, random_state=0),
-    "cecib": dict(n_clusters=2, n_init=1, random_state=0),
-    "c3l": dict(n_clusters=2, n_init=1, random_state=0),
-    "ccib": dict(n_clusters=2, n_init=1, random_state=0),
-    "smic": dict(n_clusters=2, n_neighbors=3, gamma=1.0, eta=1.0, random_state=0),
+    "ssgmm": dict(n_components=3, covariance_type="diag", max_iter=10, random_state=0),
+    "cecib": dict(n_clusters=3, n_init=1, random_state=0),
+    "c3l": dict(n_clusters=3, n_init=1, random_state=0),
+    "ccib": dict(n_clusters=3, n_init=1, random_state=0),
+    "smic": dict(n_clusters=3, n_neighbors=3, gamma=1.0, eta=1.0, random_state=0),
 }
 
 NO_FIT = [
