@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (notebook cell sources)
 """Generate notebooks/links_comparison.ipynb (run from the repository root, outputs not stored)."""
 
 import nbformat as nbf
@@ -119,5 +120,7 @@ for ax, mname in zip(axes[1:], ("3SMIC", "TVClust", "RDP-means")):
 plt.show()
 print(f"notebook time: {time.perf_counter() - T0:.1f} s")"""),
 ]
+for i, c in enumerate(nb.cells):  # stable ids: regenerating gives no diff
+    c.id = f"cell-{i:02d}"
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nbf.write(nb, "notebooks/links_comparison.ipynb")

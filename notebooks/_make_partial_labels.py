@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (notebook cell sources)
 """Generate notebooks/partial_labels.ipynb (run from the repository root, outputs not stored)."""
 
 import nbformat as nbf
@@ -130,7 +131,8 @@ for name, lab in (("CEC-IB", cec.labels_), ("SSGMM + 2 free comp.", gmm.labels_)
 fig = plot_partitions(X, {"labels (cat. 2 hidden)": y_some, "CEC-IB": cec.labels_, "SSGMM": gmm.labels_}, ncols=3)"""),
 md("""## (d) C3L: two categories and controlled leakage
 
-Two categories (left / right), each made of three sub-groups, two of which touch the other category; 10 % of the points are labelled. A linear SVM on the labelled
+Two categories (left / right), each made of three sub-groups, two of which touch the other
+category; 10 % of the points are labelled. A linear SVM on the labelled
 points gives the decision hyperplane. C3L fits CEC clusters whose Gaussian model leaks at most
 $\\alpha$ of its mass to the other side; with $\\alpha \\ge 0.5$ the constraint is void (plain CEC) and clusters
 straddle the boundary."""),
@@ -169,5 +171,7 @@ print(f"C3L on it: K={pp.n_clusters_}, NMI(categories)={metrics.nmi(c2, pp.label
       f"purity(cat.)={metrics.purity(c2, pp.labels_):.3f}")
 print(f"notebook time: {time.perf_counter() - T0:.1f} s")"""),
 ]
+for i, c in enumerate(nb.cells):  # stable ids: regenerating gives no diff
+    c.id = f"cell-{i:02d}"
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nbf.write(nb, "notebooks/partial_labels.ipynb")
