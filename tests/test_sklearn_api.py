@@ -68,9 +68,17 @@ FIT = [
 # marked slow (`make reproduce`).
 FIT_METHODS = ("dpmeans",)
 
-# (method, check) -> reason: checks of this subset that do not apply (non-strict xfail). Empty now:
-# float y of integral values is accepted as partial labels, and every predict checks it is fitted.
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
+# (method, check) -> reason: checks of this subset that do not apply (non-strict xfail). Float y of
+# integral values is accepted as partial labels, and every predict checks it is fitted.
+_Y_AS_TARGET = ("the check passes a y of 3 classes with one cluster/component (sklearn sets n_clusters=1 "
+                "for it); y is partial labels here, and more classes than clusters is an input error")
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {
+    ("ssgmm", "check_dont_overwrite_parameters"): _Y_AS_TARGET,
+    ("ccib", "check_dont_overwrite_parameters"): _Y_AS_TARGET,
+    ("c3l", "check_estimators_fit_returns_self"): (
+        "three categories on the check's random data give linearly dependent one-vs-rest hyperplanes; "
+        "C3L reports that as an input error (extension beyond the paper, spec section 8)"),
+}
 
 
 def _cases():
