@@ -140,7 +140,8 @@ def main():
         r, nr, k = bench(a.n, d, a.k_max, a.sweeps, a.numpy_points, chains, cov, baseline)
         before = r.get("before", float("nan"))
         rows.append(f"| {d} | {a.n} | {a.k_max} | {chains} | {cov} | {k:.1f} | {before:,.0f} | "
-                    f"{r['after']:,.0f} | {r['after'] / before:.1f}x | {nr:,.0f} | {before / nr:.0f}x | {r['after'] / nr:.0f}x |")
+                    f"{r['after']:,.0f} | {r['after'] / before:.1f}x | {nr:,.0f} | {before / nr:.0f}x | "
+                    f"{r['after'] / nr:.0f}x |")
         print(rows[-1], flush=True)
     out = Path(__file__).parent / "results" / "tvclust.md"
     out.write_text(
