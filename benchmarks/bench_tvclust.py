@@ -8,8 +8,11 @@ same run. Writes benchmarks/results/tvclust.md. Usage: python benchmarks/bench_t
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import subprocess
 import time
+import types
 from pathlib import Path
 
 import jax
@@ -70,54 +73,89 @@ def numpy_sweep(x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, r
     return counts
 
 
-def bench(n, d, k_max, sweeps, numpy_points):
+def _baseline_gibbs(rev):
+    """``ppclust/inference/gibbs.py`` at git revision ``rev``, loaded as a module (before/after, same run)."""
+    src = subprocess.run(["git", "show", f"{rev}:ppclust/inference/gibbs.py"], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).parent).stdout
+    mod = types.ModuleType(f"gibbs_{rev}")
+    exec(compile(src, f"gibbs@{rev}", "exec"), mod.__dict__)
+    return mod
+
+
+def _cpu_best(fn, repeat):
+    """Best process CPU time of ``repeat`` calls (less sensitive than wall time on a loaded machine)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", baseline=None, repeat=3):
     with x64():
         x, truth, pairs, sign = sample_prior(jax.random.key(d), n, labels=np.arange(n) % 10, dim=d,
                                              link_fraction=0.01, p=0.95, q=0.95)
         x = (x - x.mean(0)) / x.std(0)
         xj = jnp.asarray(x)
         links = make_links(n, pairs, sign)
-        fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d))
+        fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d), covariance)
         prior = TVClustPrior()
-        kw = dict(n_chains=1, k_max=k_max, progress_bar=False, init_labels=truth)
-        gibbs.sample(jax.random.key(0), xj, links, fam, prior, n_samples=1, n_warmup=0, **kw)  # compile
-        t = time.perf_counter()
-        res = gibbs.sample(jax.random.key(1), xj, links, fam, prior, n_samples=sweeps, n_warmup=0, **kw)
-        jax_rate = n * sweeps / (time.perf_counter() - t)
-        st = fam.stats(xj, jnp.asarray(truth), k_max)
+        kw = dict(n_chains=chains, k_max=k_max, progress_bar=False, init_labels=truth)
+        rates, res = {}, None
+        for name, mod in (("after", gibbs), ("before", baseline)):
+            if mod is None:
+                continue
+            # compile
+            mod.sample(jax.random.key(0), xj, links, fam, prior, n_samples=sweeps, n_warmup=0, **kw)
+            t = _cpu_best(lambda mod=mod: mod.sample(jax.random.key(1), xj, links, fam, prior,
+                                                     n_samples=sweeps, n_warmup=0, **kw), repeat)
+            rates[name] = n * sweeps * chains / t
+            res = res or mod.sample(jax.random.key(1), xj, links, fam, prior, n_samples=sweeps, n_warmup=0,
+                                    **kw)
+        st = GaussianNIW(fam.mu0, fam.kappa0, fam.nu0, fam.psi0).stats(xj, jnp.asarray(truth), k_max)
         n_k, s_k, L_k = (np.array(a) for a in st)
         counts = np.array(gibbs.pair_counts(jnp.asarray(truth), links))
     z = truth.astype(np.int64).copy()
     nbr, sgn, wgt = (np.asarray(a) for a in (links.nbr, links.sgn, links.wgt))
-    t = time.perf_counter()
+    t = time.process_time()
     numpy_sweep(x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, np.random.default_rng(0),
                 numpy_points)
-    np_rate = numpy_points / (time.perf_counter() - t)
-    return jax_rate, np_rate, float(res.n_clusters.mean())
+    np_rate = numpy_points / (time.process_time() - t)
+    return rates, np_rate, float(res.n_clusters.mean())
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--sweeps", type=int, default=5)
+    ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--k-max", type=int, default=32)
     ap.add_argument("--numpy-points", type=int, default=2000)
+    ap.add_argument("--baseline", default="3aba7a7", help="git revision of gibbs.py to time in the same run "
+                    "('' to skip)")
     a = ap.parse_args()
+    baseline = _baseline_gibbs(a.baseline) if a.baseline else None
     rows = []
-    for d in (2, 10):
-        jr, nr, k = bench(a.n, d, a.k_max, a.sweeps, a.numpy_points)
-        rows.append(f"| {d} | {a.n} | {a.k_max} | {k:.1f} | {jr:,.0f} | {nr:,.0f} | {jr / nr:.0f}x |")
+    for d, chains, cov in ((2, 1, "full"), (10, 1, "full"), (2, 4, "full"), (10, 1, "diag")):
+        r, nr, k = bench(a.n, d, a.k_max, a.sweeps, a.numpy_points, chains, cov, baseline)
+        before = r.get("before", float("nan"))
+        rows.append(f"| {d} | {a.n} | {a.k_max} | {chains} | {cov} | {k:.1f} | {before:,.0f} | "
+                    f"{r['after']:,.0f} | {r['after'] / before:.1f}x | {nr:,.0f} | {before / nr:.0f}x | "
+                    f"{r['after'] / nr:.0f}x |")
         print(rows[-1], flush=True)
     out = Path(__file__).parent / "results" / "tvclust.md"
     out.write_text(
         "# TVClust collapsed Gibbs sweep throughput\n\n"
-        f"Machine: {platform.machine()} {platform.processor() or ''}, jax {jax.__version__}, float64, "
-        "one chain. "
-        f"n={a.n}, Gaussian NIW full covariance, 10 true clusters, 1% of points with links, collapsed p/q, "
-        f"{a.sweeps} sweeps timed after compilation; NumPy: the same sweep as a Python loop over "
-        f"{a.numpy_points} point updates, same run. Shared 2-core machine: expect +-30% noise.\n\n"
-        "| d | n | k_max | mean K | JAX point-updates/s | NumPy point-updates/s | ratio |\n"
-        "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+        f"Machine: {platform.machine()} {platform.processor() or ''}, 2 cores shared (load average "
+        f"{os.getloadavg()[0]:.1f} at the end), jax {jax.__version__}, float64, device CPU. "
+        f"n={a.n}, Gaussian NIW prior, 10 true clusters, 1% of points with links, collapsed p/q, "
+        f"`gibbs.sample` with {a.sweeps} draws (thin 1) timed after compilation, best of 3 by process CPU "
+        f"time (wall time is meaningless on this loaded machine). 'before' = gibbs.py at {a.baseline or '-'} "
+        f"loaded from git and timed in the same run. NumPy: the same sweep (full covariance) as a Python "
+        f"loop over {a.numpy_points} point updates, same run. Point-updates/s count every chain.\n\n"
+        "| d | n | k_max | chains | covariance | mean K | JAX before | JAX after | after/before | NumPy "
+        "| before/NumPy | after/NumPy |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def _centered_scatter(x: Array, r: Array, n: Array, s: Array) -> Array:
     return outer - n[:, None, None] * mean_c[:, :, None] * mean_c[:, None, :]
 
 
-def _mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
+def mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
     """Multivariate Student-t log-density from the Mahalanobis term and log|scale|."""
     return (gammaln((df + d) / 2.0) - gammaln(df / 2.0) - 0.5 * d * jnp.log(df * jnp.pi)
             - 0.5 * logdet - 0.5 * (df + d) * jnp.log1p(delta / df))
@@ -242,18 +242,18 @@ class GaussianNIW:
             w = _solve_lower(stats.scale, u)
             delta = jnp.sum(w * w, -1) / fac
             logdet = chol_logdet(stats.scale) + d * jnp.log(fac)
-            return _mvt_logpdf(delta, logdet, df, d)
+            return mvt_logpdf(delta, logdet, df, d)
         if self.covariance == "diag":
             a = nun / 2.0
             b = stats.scale / 2.0  # (K, d)
             df = 2.0 * a
             var = b * (kn + 1.0)[:, None] / (a * kn)[:, None]
-            return jnp.sum(_mvt_logpdf(u * u / var, jnp.log(var), df[:, None], 1), -1)
+            return jnp.sum(mvt_logpdf(u * u / var, jnp.log(var), df[:, None], 1), -1)
         a = nun * d / 2.0
         b = stats.scale / 2.0
         df = 2.0 * a
         var = b * (kn + 1.0) / (a * kn)
-        return _mvt_logpdf(jnp.sum(u * u, -1) / var, d * jnp.log(var), df, d)
+        return mvt_logpdf(jnp.sum(u * u, -1) / var, d * jnp.log(var), df, d)
 
     def log_prior_predictive(self, x: Array) -> Array:
         return self.log_predictive(self.empty(1, x.shape[-1], x.dtype), x)[0]

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
 
+from ppclust.families import GaussianNIW, Stats, mvt_logpdf
 from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
 
 __all__ = [
@@ -330,24 +331,25 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
     when given. Returns ``(logw, counts_without_i, (f, s, F, S))``.
     """
     k_max = stats.n.shape[0]
-    dtype = x.dtype
     xi, k_old = x[i], labels[i]
     if not removed:
-        stats = family.remove(stats, k_old, xi)
+        stats = _remove(family, stats, k_old, xi)
     w = links.wgt[i]
     plus = jnp.where(links.sgn[i] > 0, w, 0.0)
     minus = jnp.where(links.sgn[i] < 0, w, 0.0)
     nb_lab = labels[links.nbr[i]]
-    f = jnp.zeros(k_max, dtype).at[nb_lab].add(plus)
-    s = jnp.zeros(k_max, dtype).at[nb_lab].add(minus)
+    # (degree, K) one-hot instead of a scatter-add: one fused kernel instead of a serial scatter loop
+    hot = nb_lab[:, None] == jnp.arange(k_max, dtype=nb_lab.dtype)
+    f = jnp.where(hot, plus[:, None], 0.0).sum(0)
+    s = jnp.where(hot, minus[:, None], 0.0).sum(0)
     F, S = plus.sum(), minus.sum()
     c = counts - jnp.stack([f[k_old], s[k_old], F - f[k_old], S - s[k_old]])
     sizes = stats.n
     active = sizes > 0
     new = jnp.argmin(active)  # first free slot (0 if none; then `full` blocks it)
     full = active[new]
-    lp = family.log_predictive(stats, xi)
-    link = _link_terms(f, s, F, S, c, p, q, prior, pq)
+    lp = _log_predictive(family, stats, xi)
+    link = _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot)
     if partition == "finite":
         logw = jnp.log(sizes + alpha / k_max) + lp + link
     else:
@@ -362,11 +364,22 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
 # --- helpers ---
 
 
-def _link_terms(f, s, F, S, c, p, q, prior, pq):
-    """Per-slot link log-weights; an empty slot (f = s = 0) gets the new-cluster value."""
+def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
+    """Per-slot link log-weights; an empty slot (f = s = 0) gets the new-cluster value.
+
+    Collapsed: a slot holding none of the point's neighbours has f = s = 0, so its value is one scalar;
+    ``betaln`` is evaluated only at the (at most max-degree) slots of the neighbours, O(degree + K).
+    """
     if pq == "collapse":
-        return (betaln(prior.a_p + c[0] + f, prior.b_p + c[1] + s)
-                + betaln(prior.a_q + c[3] + S - s, prior.b_q + c[2] + F - f))
+        # one betaln call over [untouched value, neighbour slots] x [p term, q term]: few XLA kernels
+        zero = jnp.zeros((1,), f.dtype)
+        fk = jnp.concatenate([zero, f[nb_lab]])
+        sk = jnp.concatenate([zero, s[nb_lab]])
+        a = jnp.concatenate([prior.a_p + c[0] + fk, prior.a_q + c[3] + S - sk])
+        b = jnp.concatenate([prior.b_p + c[1] + sk, prior.b_q + c[2] + F - fk])
+        v = betaln(a, b)
+        v = v[:fk.shape[0]] + v[fk.shape[0]:]
+        return jnp.where(hot.any(0), v[1:][jnp.argmax(hot, 0)], v[0])
     xi1 = jnp.log(p) - jnp.log1p(-q)
     xi2 = jnp.log(q) - jnp.log1p(-p)
     return f * xi1 - s * xi2
@@ -378,14 +391,14 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, 
         labels, stats, counts, overflow = carry
         i = order[t]
         xi, k_old = x[i], labels[i]
-        stats = family.remove(stats, k_old, xi)
+        stats = _remove(family, stats, k_old, xi)
         logw, c, fs = conditional(i, labels, stats, counts, x, links, family, prior, state.p, state.q,
                                   state.alpha, pq, removed=True, partition=partition,
                                   point_logprior=point_logprior)
         f, s, F, S = fs
         full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
         k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
-        stats = family.add(stats, k, xi)
+        stats = _add(family, stats, k, xi)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
         return labels.at[i].set(k), stats, counts, overflow | full
 
@@ -459,3 +472,75 @@ def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, 
                  alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition)
     in_axes = (0, 0, None, None, None, None, None, None, None)
     return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
+
+
+# --- fast paths for the full-covariance Gaussian (same quantities as the family's methods) ---
+# XLA on CPU runs a loop body as a sequence of kernels; a LAPACK triangular solve over K slots and a
+# fori_loop over d columns per rank-one update are dozens of tiny kernels per point update. For
+# d <= _UNROLL_D the same recurrences are unrolled in Python so that XLA fuses them.
+
+_UNROLL_D = 16
+_UNROLL_CHOL_D = 4  # beyond this the fori_loop of the family is faster (measured)
+
+
+def _full_niw(family) -> bool:
+    return isinstance(family, GaussianNIW) and family.covariance == "full"
+
+
+def _log_predictive(family, stats, x):
+    d = x.shape[-1]
+    if not (_full_niw(family) and d <= _UNROLL_D):
+        return family.log_predictive(stats, x)
+    kn = family.kappa0 + stats.n
+    nun = family.nu0 + stats.n
+    u = x - (family.kappa0 * family.mu0 + stats.s) / kn[:, None]
+    df = nun - d + 1.0
+    fac = (kn + 1.0) / (kn * df)
+    L = stats.scale
+    w, delta, logdiag = [], 0.0, 0.0
+    for j in range(d):  # forward substitution L w = u, vectorised over the K slots
+        acc = u[:, j]
+        for m in range(j):
+            acc = acc - L[:, j, m] * w[m]
+        w.append(acc / L[:, j, j])
+        delta = delta + w[j] * w[j]
+        logdiag = logdiag + jnp.log(L[:, j, j])
+    logdet = 2.0 * logdiag + d * jnp.log(fac)
+    return mvt_logpdf(delta / fac, logdet, df, d)
+
+
+def _chol_rank_one_unrolled(L, v, sign):
+    """chol(L L^T + sign v v^T): the recurrence of ``families._chol_rank_one`` unrolled over columns."""
+    d = L.shape[-1]
+    idx = np.arange(d)
+    for k in range(d):
+        lkk, vk = L[k, k], v[k]
+        r = jnp.sqrt(lkk * lkk + sign * vk * vk)
+        c = r / lkk
+        s = vk / lkk
+        below = idx > k
+        col = jnp.where(below, (L[:, k] + sign * s * v) / c, jnp.where(idx == k, r, L[:, k]))
+        v = jnp.where(below, c * v - s * col, v)
+        L = L.at[:, k].set(col)
+    return L
+
+
+def _rank_one(family, stats, k, x, sign):
+    d = x.shape[-1]
+    if not (_full_niw(family) and d <= _UNROLL_CHOL_D):
+        return family.add(stats, k, x) if sign > 0 else family.remove(stats, k, x)
+    n_k, s_k = stats.n[k], stats.s[k]
+    n_wo = n_k - (sign < 0)
+    s_wo = s_k - (sign < 0) * x
+    kn = family.kappa0 + n_wo
+    u = x - (family.kappa0 * family.mu0 + s_wo) / kn
+    new = _chol_rank_one_unrolled(stats.scale[k], jnp.sqrt(kn / (kn + 1.0)) * u, sign)
+    return Stats(stats.n.at[k].set(n_k + sign), stats.s.at[k].set(s_k + sign * x), stats.scale.at[k].set(new))
+
+
+def _add(family, stats, k, x):
+    return _rank_one(family, stats, k, x, 1.0)
+
+
+def _remove(family, stats, k, x):
+    return _rank_one(family, stats, k, x, -1.0)
