@@ -61,6 +61,22 @@ CHILD = textwrap.dedent(
                                                      else m.objective_trace_).tolist(),
                                  seconds=time.perf_counter() - t)
         out[name] = res
+    # TVClust: the chain axis is sharded over the two devices ("auto"); same keys -> same draws
+    from ppclust._jax import x64
+    from ppclust.families import GaussianNIW
+    from ppclust.inference import gibbs
+    from ppclust.models.tvclust import make_links
+    with x64():
+        xs = jax.numpy.asarray(X[::4])
+        fam = GaussianNIW.default(xs, "full")
+        links = make_links(len(xs), [[0, 1], [2, 30], [5, 40]], [1, 1, -1])
+        tv = {}
+        for dev in (None, "auto"):
+            r = gibbs.sample(jax.random.key(0), xs, links, fam, n_samples=5, n_warmup=5, n_chains=2,
+                             k_max=16, devices=dev, progress_bar=False)
+            tv[str(dev)] = dict(labels=r.labels.tolist(), log_joint=r.log_joint.tolist(),
+                                n_devices=len(r.state.labels.sharding.device_set))
+    out["tvclust"] = tv
     print("RESULT" + json.dumps(out))
     """
 )
@@ -87,6 +103,13 @@ def test_two_devices_equal_one(two_device_results, name):
     np.testing.assert_allclose(two["ll"], one["ll"], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(two["trace"], one["trace"], rtol=1e-10, atol=1e-10)
     print(f"{name}: 1 device {one['seconds']:.2f}s, 2 devices {two['seconds']:.2f}s (with compilation)")
+
+
+def test_tvclust_chains_spread_over_two_devices(two_device_results):
+    one, two = two_device_results["tvclust"]["None"], two_device_results["tvclust"]["auto"]
+    assert one["n_devices"] == 1 and two["n_devices"] == 2
+    assert one["labels"] == two["labels"]
+    np.testing.assert_allclose(two["log_joint"], one["log_joint"], rtol=1e-12)
 
 
 def test_resolve_mesh_and_padding():

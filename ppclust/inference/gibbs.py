@@ -159,8 +159,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
            alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
            store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
-           desc="tvclust gibbs") -> ChainResult:
-    """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps (``pmap`` over local devices when several).
+           desc="tvclust gibbs", devices="auto") -> ChainResult:
+    """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
     ----------
@@ -176,6 +176,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         weights; ``prior.alpha`` is the total concentration).
     point_logprior : optional (n, k_max) per-point log prior over slots (``-inf`` = forbidden). Without
         ``init_labels``, chains then start with every point in its most probable slot (first on ties).
+    devices : ``"auto"`` (default): with several local devices and ``n_chains`` a multiple of their
+        number, the chain axis of the state and keys is sharded over them (one jitted program; XLA
+        keeps each chain on its device, no communication); ``None``/``1``: one device; an int ``m``:
+        the first ``m`` local devices. Draws are identical either way (same keys per chain).
 
     Raises
     ------
@@ -200,6 +204,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         n_chains = state.labels.shape[0]
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
               partition=partition)
+    place = _chain_placement(n_chains, devices)
+    state = place(state)
     if progress_bar is None:
         progress_bar = sys.stderr.isatty() and not os.environ.get("CI")
     # One compiled program serves every chunk: warm-up length and thinning are traced loop bounds, the
@@ -215,7 +221,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         bar = tqdm(total=n_warmup + n_samples * thin, desc=desc, unit="sweep")
     outs = []
     for c in range(n_chunks):
-        keys = jax.random.split(jax.random.fold_in(key, c), n_chains)
+        keys = place(jax.random.split(jax.random.fold_in(key, c), n_chains))
         warm = n_warmup if c == 0 else 0
         state, out = _run(keys, state, jnp.int32(warm), jnp.int32(thin), x, links, family, prior,
                           point_logprior, length=per_chunk, store_labels=store_labels, **kw)
@@ -241,6 +247,27 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         alpha=cat(lambda o: o[1].alpha),
         state=state,
     )
+
+
+def _chain_placement(n_chains, devices):
+    """A function putting arrays with a leading chain axis onto the chain mesh (identity if none)."""
+    local = jax.local_devices()
+    if devices is None or devices == 1:
+        return lambda tree: tree
+    if devices == "auto":
+        m = len(local)
+        if m < 2 or n_chains % m:
+            return lambda tree: tree
+    elif isinstance(devices, int) and not isinstance(devices, bool) and 1 <= devices <= len(local):
+        m = devices
+        if n_chains % m:
+            raise ValueError(f"n_chains={n_chains} must be a multiple of devices={m}")
+    else:
+        raise ValueError(f"devices must be 'auto', None or an int in [1, {len(local)}], got {devices!r}")
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.asarray(local[:m]), ("chains",)), PartitionSpec("chains"))
+    return lambda tree: jax.device_put(tree, sharding)
 
 
 class TVClustKernel:
