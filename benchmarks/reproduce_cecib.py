@@ -152,7 +152,8 @@ def exp_noise(X, y, C, draws):
             rows["cecib0"].append(nmi(y, cecib_fit(X, lab, C, BETA0, seed=r).labels_))
             rows["gmm"].append(nmi(y, ssgmm_fit(X, lab, C, seed=r).labels_))
             # the label-noise model given the true wrong-label rate (an upper bound of what tuning gives)
-            rows["gmm_noise"].append(nmi(y, ssgmm_fit(X, lab, C, seed=r, label_noise=max(noise, 0.01)).labels_))
+            g = ssgmm_fit(X, lab, C, seed=r, label_noise=max(noise, 0.01))
+            rows["gmm_noise"].append(nmi(y, g.labels_))
         out[noise] = {k: float(np.mean(v)) for k, v in rows.items()}
     return out
 
@@ -239,7 +240,8 @@ def report(res, helper, diffs, draws, quick, wall):
          "(`ppclust.datasets.sample_labels`).", ""]
     L += ["Data sets:", ""]
     L += [md_table(["name", "paper name", "n", "d", "classes", "source"],
-                   [[k, PAPER_NAME.get(k, "-"), r["n"], r["d"], r["C"], r["src"]] for k, r in res.items()]), ""]
+                   [[k, PAPER_NAME.get(k, "-"), r["n"], r["d"], r["C"], r["src"]]
+                    for k, r in res.items()]), ""]
 
     L += ["## Example 4.1: beta0 (C6)", "",
           md_table(["quantity", "paper", "ours"],
@@ -272,12 +274,14 @@ def report(res, helper, diffs, draws, quick, wall):
           "count the final pass without a move (in brackets: without it). EM: `SemiSupervisedGMM` without "
           "labels, full covariances, k = classes, k-means++ init, tol = 1e-3 on the mean log-likelihood "
           "(scikit-learn convention; the paper gives no EM settings), max_iter = 100.", "",
-          md_table(["data", "paper Hartigan", "ours Hartigan", "paper EM", "ours EM", "passes < EM"], rows), ""]
+          md_table(["data", "paper Hartigan", "ours Hartigan", "paper EM", "ours EM", "passes < EM"], rows),
+          ""]
 
     rows = []
     for k, r in res.items():
         nm = {(f, b): v[1].mean() for (f, b), v in r["frac"].items()}
-        rows.append([k] + [f"{nm[f, 1.0]:.3f}" for f in FRACTIONS] + [f"{nm[f, BETA0]:.3f}" for f in FRACTIONS[1:]])
+        rows.append([k] + [f"{nm[f, 1.0]:.3f}" for f in FRACTIONS]
+                    + [f"{nm[f, BETA0]:.3f}" for f in FRACTIONS[1:]])
     L += ["## NMI with noise-free labels (Fig. 3 / Fig. 6; C12, C14)", "",
           "Mean NMI; beta0 = 0.2698. Paper (figures only, no numbers): NMI of CEC-IB_1 grows with labels, "
           "CEC-IB_1 >= CEC-IB_0 usually, and NMI(beta0, 30 %) ≈ NMI(beta = 1, 10 %).", "",
@@ -285,16 +289,18 @@ def report(res, helper, diffs, draws, quick, wall):
                    + [f"b0 {int(f * 100)}%" for f in FRACTIONS[1:]], rows), ""]
     c12a = sum(r["frac"][0.3, 1.0][1].mean() > r["frac"][0.0, 1.0][1].mean() for r in res.values())
     c12b = sum(r["frac"][0.3, 1.0][1].mean() >= r["frac"][0.3, BETA0][1].mean() for r in res.values())
-    c14 = sum(abs(r["frac"][0.3, BETA0][1].mean() - r["frac"][0.1, 1.0][1].mean()) <= 0.05 for r in res.values())
-    L += [f"C12: NMI(beta=1, 30 %) > NMI(0 %) on {c12a}/{len(res)} data sets; CEC-IB_1 >= CEC-IB_0 at 30 % on "
-          f"{c12b}/{len(res)}. C14: |NMI(beta0, 30 %) - NMI(beta=1, 10 %)| <= 0.05 on {c14}/{len(res)}.", ""]
+    c14 = sum(abs(r["frac"][0.3, BETA0][1].mean() - r["frac"][0.1, 1.0][1].mean()) <= 0.05
+              for r in res.values())
+    L += [f"C12: NMI(beta=1, 30 %) > NMI(0 %) on {c12a}/{len(res)} data sets; CEC-IB_1 >= CEC-IB_0 at "
+          f"30 % on {c12b}/{len(res)}. C14: |NMI(beta0, 30 %) - NMI(beta=1, 10 %)| <= 0.05 on "
+          f"{c14}/{len(res)}.", ""]
 
     rows = []
     for k, r in res.items():
         unsup = r["frac"][0.0, 1.0][1].mean()
         for noise, v in r["noise"].items():
-            rows.append([k, f"{int(noise * 100)} %", f"{unsup:.3f}", f"{v['cecib1']:.3f}", f"{v['cecib0']:.3f}",
-                         f"{v['gmm']:.3f}", f"{v['gmm_noise']:.3f}"])
+            rows.append([k, f"{int(noise * 100)} %", f"{unsup:.3f}", f"{v['cecib1']:.3f}",
+                         f"{v['cecib0']:.3f}", f"{v['gmm']:.3f}", f"{v['gmm_noise']:.3f}"])
     L += ["## Noisy labels (Sec. 5.4, Fig. 5; C13)", "",
           "30 % of the points labelled, the given share of them wrong. SSGMM: `SemiSupervisedGMM` with "
           "k = classes; 'SSGMM+noise' sets `label_noise` to the true wrong-label rate (0.01 at 0 %), an "
@@ -305,8 +311,8 @@ def report(res, helper, diffs, draws, quick, wall):
     c13b = sum(r["noise"][nz]["cecib0"] > r["noise"][nz]["cecib1"] for r in res.values() for nz in (0.3, 0.5))
     c13c = sum(r["noise"][0.3]["cecib1"] >= r["noise"][0.3]["gmm"] for r in res.values())
     L += [f"C13: at 50 % wrong, NMI(CEC-IB_0) >= unsupervised - 0.02 on {c13a}/{len(res)}; CEC-IB_0 > "
-          f"CEC-IB_1 in {c13b}/{2 * len(res)} (data set, noise >= 30 %) cells. CEC-IB_1 >= SSGMM without noise "
-          f"model at 30 % wrong on {c13c}/{len(res)}.", ""]
+          f"CEC-IB_1 in {c13b}/{2 * len(res)} (data set, noise >= 30 %) cells. CEC-IB_1 >= SSGMM without "
+          f"noise model at 30 % wrong on {c13c}/{len(res)}.", ""]
 
     rows = [[k] + [f"{r['few'][f]:.3f}" for f in FRACTIONS] for k, r in res.items()]
     L += ["## Labels from two classes only (Sec. 5.3, Fig. 4; C15)", "",
