@@ -322,7 +322,35 @@ def report(res, helper, diffs, draws, quick, wall):
     c15 = sum(all(r["few"][a] <= r["few"][b] + 0.01 for a, b in zip(FRACTIONS, FRACTIONS[1:], strict=False))
               for r in res.values())
     L += [f"C15: non-decreasing (0.01 slack) on {c15}/{len(res)} data sets.", ""]
-    return "\n".join(L) + "\n"
+    return "\n".join(L) + "\n" + jar_summary()
+
+
+def jar_summary() -> str:
+    """Cluster counts of the authors' jar on its own demo side information (30 % labels, beta = 1),
+    from reference/cecib/runs.csv (empty when the shared folder is absent)."""
+    d = _shared_data()
+    if d is None:
+        return ""
+    import csv
+
+    counts: dict = {}
+    with open(d.parent / "runs.csv") as f:
+        for row in csv.DictReader(f):
+            if row["mode"].startswith("cli"):
+                counts.setdefault((row["dataset"], row["mode"]), []).append(int(row["n_clusters"]))
+    rows = []
+    for name in sorted({k[0] for k in counts}):
+        single, best = counts.get((name, "cli_single_restart"), []), counts.get((name, "cli_best_of_10"), [])
+        paper = TABLE2.get(PAPER_NAME.get(f"ref:{name}", ""), ("-",) * 5)[4]
+        fmt = lambda v: ", ".join(f"{k}: {v.count(k)}" for k in sorted(set(v)))  # noqa: E731
+        rows.append([name, paper, fmt(single), fmt(best)])
+    return "\n".join([
+        "## Context: the authors' jar on its demo side information (reference/cecib/runs.csv)", "",
+        "Final cluster counts (count: how many runs) of the authors' Java demo, beta = 1, eps = 0.05, "
+        "k_init = 2 x classes, the demo's own 30 % labels; 20 single-restart calls and 3 best-of-10 calls "
+        "per data set.",
+        "",
+        md_table(["data", "paper Table 2 (30 %)", "jar, 1 restart", "jar, best of 10"], rows), ""]) + "\n"
 
 
 if __name__ == "__main__":
