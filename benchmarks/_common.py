@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# `ppclust reproduce` points this elsewhere so that a quick run never overwrites the committed tables
+RESULTS = Path(os.environ.get("PPCLUST_RESULTS_DIR") or Path(__file__).resolve().parent / "results")
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:

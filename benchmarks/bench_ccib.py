@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import wilcoxon
 from sklearn.metrics import mutual_info_score
 
+from benchmarks._common import RESULTS
 from ppclust.datasets import make_two_factor_bits
 from ppclust.estimators.ccib import CCIB
 
@@ -173,7 +173,7 @@ def main(quick=False):
               "* WebKB and the RCV1 subsets (Table 3, Figure 3): not available offline; sklearn's RCV1 has",
               "  no region codes and no raw counts -> K6 analogue. K7 (semi-supervised vs EM-NB on WebKB)",
               "  is not benchmarked here (clamping is tested in tests/test_ccib.py).", ""]
-    out = Path(__file__).parent / "results" / "ccib.md"
+    out = RESULTS / "ccib.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines))
     print("\n".join(lines))

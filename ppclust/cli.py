@@ -230,18 +230,42 @@ def cmd_demo(args) -> int:
     return run_demo(out=args.out, quick=args.quick)
 
 
+# paper -> (reproduction script under benchmarks/ with quick arguments, where it writes, slow-test filter)
+REPRODUCTIONS = {
+    "rdpmeans": (["reproduce_rdpmeans.py", "--trials", "2", "--out", "{out}/rdpmeans.md"], "dpmeans"),
+    "cecib": (["reproduce_cecib.py", "--quick", "--out", "{out}/cecib.md"], "cecib"),
+    "c3l": (["bench_c3l.py", "--reps", "3"], "c3l"),
+    "ccib": (["bench_ccib.py", "--quick"], "ccib"),
+    "smic": (["bench_smic.py", "--seeds", "1", "--skip-scaling", "--out", "{out}/smic.md"], "smic"),
+    "ssgmm": (None, "ssgmm"),
+    "tvclust": (None, "tvclust or small_variance"),
+}
+
+
 def cmd_reproduce(args) -> int:
+    """Quick paper-vs-ppclust tables from the paper's reproduction script (or its slow tests)."""
     import subprocess
 
-    papers = {"tvclust": "tvclust or dpmeans", "rdpmeans": "dpmeans", "cecib": "cecib", "c3l": "c3l",
-              "ccib": "ccib", "smic": "smic", "ssgmm": "ssgmm"}
-    if args.paper not in papers:
-        raise CLIError(f"unknown paper {args.paper!r}; choose one of: {', '.join(papers)}")
-    tests = Path(__file__).resolve().parent.parent / "tests"
-    if not tests.is_dir():
-        raise CLIError("reproductions need the source checkout (tests/ folder); run from the repository")
-    cmd = [sys.executable, "-m", "pytest", str(tests), "-m", "slow", "-k", papers[args.paper], "-q", "-s"]
-    return subprocess.call(cmd)
+    if args.paper not in REPRODUCTIONS:
+        raise CLIError(f"unknown paper {args.paper!r}; choose one of: {', '.join(REPRODUCTIONS)}")
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks").is_dir() or not (root / "tests").is_dir():
+        raise CLIError("reproductions need the source checkout (benchmarks/ and tests/); run from the "
+                       "repository")
+    script, tests = REPRODUCTIONS[args.paper]
+    if args.tests or script is None:
+        cmd = [sys.executable, "-m", "pytest", str(root / "tests"), "-m", "slow", "-k", tests, "-q", "-s"]
+        return subprocess.call(cmd, cwd=root)
+    out = Path(args.out or tempfile.mkdtemp(prefix="ppclust-reproduce-")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    argv = [a.format(out=out) for a in script]
+    env = dict(os.environ, PPCLUST_RESULTS_DIR=str(out),
+               PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
+    print(f"running benchmarks/{argv[0]} (quick settings); tables go to {out}/", flush=True)
+    rc = subprocess.call([sys.executable, str(root / "benchmarks" / argv[0]), *argv[1:]], cwd=root, env=env)
+    if rc == 0:
+        print(f"paper-vs-ppclust tables: {', '.join(sorted(p.name for p in out.glob('*.md')))} in {out}/")
+    return rc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,8 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="ppclust-demo", help="output folder (default ppclust-demo)")
     d.add_argument("--quick", action="store_true", help="smaller settings (used by the tests)")
     d.set_defaults(func=cmd_demo)
-    r = sub.add_parser("reproduce", help="run a paper's reproduction (slow tests) and print paper-vs-ppclust")
-    r.add_argument("paper")
+    r = sub.add_parser("reproduce", help="run a paper's reproduction (quick) and print paper-vs-ppclust")
+    r.add_argument("paper", help=", ".join(REPRODUCTIONS))
+    r.add_argument("--out", help="folder for the tables (default: a new temporary folder)")
+    r.add_argument("--tests", action="store_true", help="run the paper's slow tests instead")
     r.set_defaults(func=cmd_reproduce)
     return p
 

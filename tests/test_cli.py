@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppclust import __version__
+from ppclust import __version__, cli
 from ppclust.cli import main
 
 
@@ -54,3 +54,15 @@ def test_fit_unknown_method_and_bad_links(tmp_path, capsys):
     links.write_text("0,1,2\n")
     with pytest.raises(CLIError, match="sign"):
         read_links(str(links), 10)
+
+
+def test_reproduce_unknown_paper_is_one_line_error(capsys):
+    assert cli.main(["reproduce", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rdpmeans" in err[0]
+
+
+def test_reproduce_table_covers_registered_methods():
+    from ppclust._registry import METHODS
+
+    assert set(METHODS) - {"dpmeans"} <= set(cli.REPRODUCTIONS)
