@@ -200,7 +200,8 @@ def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, *, diverge
     return lax.fori_loop(0, order.shape[0], body, (z, mu, k_count, jnp.array(False)))
 
 
-def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+def _best_assignment(x, z, mu, k_count, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+    """Every point's best live cluster under D - xi1 f + xi2 s (all points at once) and that cost."""
     k_max = mu.shape[0]
     n = x.shape[0]
     a = divergence_matrix(x, mu, divergence)
@@ -215,7 +216,13 @@ def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, 
             a = a - xi1 * f + xi2 * s
     a = jnp.where(jnp.arange(k_max)[None, :] < k_count, a, jnp.inf)
     k = jax.vmap(lambda r: _argmin(r, tie))(a)
-    best = jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
+    return k, jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
+
+
+def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+    k_max = mu.shape[0]
+    k, best = _best_assignment(x, z, mu, k_count, xi1, xi2, table, divergence=divergence, tie=tie,
+                               equal_xi=equal_xi, use_links=use_links)
     worst = jnp.argmax(best)
     open_new = ~(best[worst] < lam)
     full = k_count >= k_max
@@ -230,21 +237,10 @@ def _delayed_sweep_sharded(x, w, z_all, offset, mu, k_count, lam, xi1, xi2, tabl
     """:func:`_delayed_sweep` on this device's rows (``x``, ``w``, ``table``: rows ``offset..``) inside
     ``shard_map``. ``z_all`` is the replicated label vector of all (padded) points; returns the new one.
     The opening point is the global first argmax of the best augmented cost (as ``jnp.argmax``)."""
-    k_max = mu.shape[0]
-    n = x.shape[0]
-    a = divergence_matrix(x, mu, divergence)
-    if use_links:
-        z_nbr = z_all[table.nbr]  # neighbour labels: global indices into the replicated labels
-        rows = jnp.broadcast_to(jnp.arange(n)[:, None], z_nbr.shape)
-        if equal_xi:
-            a = a - xi1 * jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * table.sgn)
-        else:
-            f = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn > 0))
-            s = jnp.zeros((n, k_max), x.dtype).at[rows, z_nbr].add(table.wgt * (table.sgn < 0))
-            a = a - xi1 * f + xi2 * s
-    a = jnp.where(jnp.arange(k_max)[None, :] < k_count, a, jnp.inf)
-    k = jax.vmap(lambda r: _argmin(r, tie))(a)
-    best = jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
+    k_max, n = mu.shape[0], x.shape[0]
+    # neighbour labels: table.nbr holds global indices into the replicated labels z_all
+    k, best = _best_assignment(x, z_all, mu, k_count, xi1, xi2, table, divergence=divergence, tie=tie,
+                               equal_xi=equal_xi, use_links=use_links)
     best = jnp.where(w > 0, best, -jnp.inf)  # padding rows never open a cluster
     i_loc = jnp.argmax(best)
     m_loc = best[i_loc]
