@@ -48,6 +48,7 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
 
 
 def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side information"):
+    """Data (first two principal components) coloured by ``y``, may-links solid, may-not-links dashed."""
     fig, ax = plt.subplots(figsize=(5, 4.5), constrained_layout=True)
     scatter_partition(ax, project_2d(X), y, must_link=must_link, cannot_link=cannot_link, title=title)
     return fig

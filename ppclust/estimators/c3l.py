@@ -182,4 +182,5 @@ class C3L(ClusterMixin, BaseEstimator):
         return logsumexp(self._log_density(X), axis=1) + logjac
 
     def fit_predict(self, X, y=None, *, hyperplane=None):
+        """Fit and return ``labels_``."""
         return self.fit(X, y, hyperplane=hyperplane).labels_

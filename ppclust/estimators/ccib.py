@@ -172,6 +172,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None, *, background=None):
+        """Fit and return ``labels_``."""
         return self.fit(X, y, background=background).labels_
 
     def predict_proba(self, X, *, background=None):
@@ -200,6 +201,7 @@ class CCIB(ClusterMixin, BaseEstimator):
             return np.exp(np.asarray(logq))
 
     def predict(self, X, *, background=None):
+        """Hard assignments of new objects under the fitted cluster models (argmax of ``predict_proba``)."""
         return np.argmax(self.predict_proba(X, background=background), axis=1).astype(LABEL_DTYPE)
 
     # --- helpers ---------------------------------------------------------------------------------

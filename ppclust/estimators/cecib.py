@@ -67,6 +67,10 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.reg = reg
 
     def fit(self, X, y=None):
+        """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
+
+        ``y``: partial labels (-1 = unlabelled); categories may be coarser than clusters. Runs
+        ``n_init`` vmapped restarts from k-means++ seeds and keeps the lowest cost."""
         X = check_X(X)
         n, d = X.shape
         self._check_params(n, d)
@@ -117,6 +121,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None):
+        """Fit and return ``labels_``."""
         return self.fit(X, y).labels_
 
     def predict(self, X):

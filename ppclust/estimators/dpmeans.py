@@ -91,6 +91,7 @@ class _Base(ClusterMixin, BaseEstimator):
         return np.argmin(D, axis=1).astype(np.int64)
 
     def fit_predict(self, X, y=None, **kw):
+        """Fit (side information as in ``fit``) and return ``labels_``."""
         return self.fit(X, y, **kw).labels_
 
 
@@ -184,6 +185,8 @@ class RDPMeans(_Base):
         self.devices = devices
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        """RDP-means (Khashabi et al. 2015, Algorithm 1) on X with links from ``must_link`` /
+        ``cannot_link`` and from the labelled pairs of ``y`` (-1 = unlabelled)."""
         X = self._prepare(X)
         if self.xi0 < 0 or self.xi_rate <= 0 or self.xi_ratio < 0:
             raise ValueError("`xi0` and `xi_ratio` must be >= 0 and `xi_rate` > 0")

@@ -51,6 +51,9 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.dense_max = dense_max
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        """SMIC (no links) or 3SMIC (Calandriello, Niu & Sugiyama 2014): top-c eigenvectors of the
+        link-modified kernel U (eq. 8), post-processed into labels; ``"auto"`` parameters are chosen
+        by LSMI (no links) or the semi-supervised criterion (eq. 9). Labelled pairs of ``y`` become links."""
         X = check_X(X, min_samples=2)
         n = X.shape[0]
         c = int(self.n_clusters)

@@ -321,6 +321,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None):
+        """Fit and return ``labels_``."""
         return self.fit(X, y).labels_
 
     # ------------------------------------------------------------------------------------------ predict
@@ -365,6 +366,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         return m + np.log(np.exp(lp - m[:, None]).sum(1))
 
     def score(self, X, y=None):
+        """Mean log-likelihood per sample of X under the fitted mixture (labels ignored)."""
         return float(self.score_samples(X).mean())
 
     def _n_parameters(self):

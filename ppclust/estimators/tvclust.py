@@ -79,6 +79,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+        """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
+        view with sensitivity p and specificity q) by collapsed Gibbs; links from ``must_link`` /
+        ``cannot_link`` and from the labelled pairs of ``y``. Sets the point estimate ``labels_``, the
+        PSM ``psm_`` and the ArviZ ``posterior_``."""
         from ppclust import posterior
 
         X = check_X(X)
@@ -127,4 +131,5 @@ class TVClust(ClusterMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None, **kw):
+        """Fit (side information as in ``fit``) and return ``labels_``."""
         return self.fit(X, y, **kw).labels_
