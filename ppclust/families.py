@@ -118,6 +118,46 @@ def mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
             - 0.5 * logdet - 0.5 * (df + d) * jnp.log1p(delta / df))
 
 
+_GAMMA_TRIES = 12
+
+
+def _mt_gamma(a: Array, z: Array, u: Array, ub: Array) -> Array:
+    """Marsaglia-Tsang transform of given normals ``z``/uniforms ``u`` (tries, *shape) and ``ub`` (*shape)."""
+    boost = a < 1.0
+    b = jnp.where(boost, a + 1.0, a)
+    dd = b - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * dd)
+    v = (1.0 + c * z) ** 3
+    ok = (v > 0) & (jnp.log(u) < 0.5 * z * z + dd - dd * v + dd * jnp.log(jnp.where(v > 0, v, 1.0)))
+    first = jnp.where(ok.any(0), jnp.argmax(ok, 0), z.shape[0] - 1)
+    g = dd * jnp.maximum(jnp.take_along_axis(v, first[None], 0)[0], 1e-300)
+    return jnp.where(boost, g * jnp.exp(jnp.log(ub) / a), g)
+
+
+def _draw_block(key, dtype, n_normal: int, n_uniform: int):
+    """One normal and one uniform call for all the randomness of a draw (each threefry call compiles
+    separately and costs about a second of compile time in a vmapped sweep)."""
+    kz, ku = jax.random.split(key)
+    return (jax.random.normal(kz, (n_normal,), dtype),
+            jax.random.uniform(ku, (n_uniform,), dtype, minval=jnp.finfo(dtype).tiny))
+
+
+def gamma_draws(key, a: Array, shape, dtype) -> Array:
+    r"""Gamma(a, 1) variates by Marsaglia & Tsang (2000) with a fixed number of proposals.
+
+    Each variate gets ``_GAMMA_TRIES`` = 12 vectorised proposals and keeps the first accepted one
+    (acceptance >= 0.95 per proposal for shape >= 1, so all rejected has probability < 1e-15; that case
+    keeps the last proposal). ``a < 1`` uses Gamma(a + 1) * U^(1/a). Same distribution as
+    ``jax.random.gamma`` without its while loop (cheaper to compile inside the vmapped Gibbs sweep).
+    """
+    shape = tuple(shape)
+    m = math.prod(shape)
+    T = _GAMMA_TRIES
+    z, u = _draw_block(key, dtype, T * m, (T + 1) * m)
+    return _mt_gamma(jnp.broadcast_to(jnp.asarray(a, dtype), shape), z.reshape((T,) + shape),
+                     u[:T * m].reshape((T,) + shape), u[T * m:].reshape(shape))
+
+
 class GaussianParams(NamedTuple):
     r"""Explicit Gaussian cluster parameters of ``K`` slots (Neal 2000, Algorithm 2).
 
@@ -321,11 +361,21 @@ class GaussianNIW:
         K, d = stats.s.shape
         dtype = stats.s.dtype
         kn, nun, mun = self._post(stats)
-        k_chi, k_tri, k_mu = jax.random.split(key, 3)
-        eps = jax.random.normal(k_mu, (K, d), dtype)
+        T = _GAMMA_TRIES
+        g = K * d if self.covariance != "spherical" else K  # gamma variates
+        n_tri = K * d * d if self.covariance == "full" else 0
+        z, u = _draw_block(key, dtype, T * g + n_tri + K * d, (T + 1) * g)
+        gz, tri, eps = z[:T * g], z[T * g:T * g + n_tri], z[T * g + n_tri:].reshape(K, d)
+        gshape = (K, d) if self.covariance != "spherical" else (K,)
+
+        def gam(a):
+            a = jnp.broadcast_to(a, gshape)
+            return _mt_gamma(a, gz.reshape((T,) + gshape), u[:T * g].reshape((T,) + gshape),
+                             u[T * g:].reshape(gshape))
+
         if self.covariance == "full":
-            chi2 = 2.0 * jax.random.gamma(k_chi, (nun[:, None] - jnp.arange(d)) / 2.0, (K, d), dtype)
-            B = jnp.tril(jax.random.normal(k_tri, (K, d, d), dtype), -1) + jax.vmap(jnp.diag)(jnp.sqrt(chi2))
+            chi2 = 2.0 * gam((nun[:, None] - jnp.arange(d)) / 2.0)
+            B = jnp.tril(tri.reshape(K, d, d), -1) + jax.vmap(jnp.diag)(jnp.sqrt(chi2))
             L = stats.scale
             Linv = jax.vmap(lambda l_: solve_triangular(l_, jnp.eye(d, dtype=dtype), lower=True))(L)
             A = jnp.swapaxes(B, 1, 2) @ Linv
@@ -334,11 +384,10 @@ class GaussianNIW:
             mean = mun + jnp.einsum("kij,kj->ki", L, y) / jnp.sqrt(kn)[:, None]
             return GaussianParams(mean, A, half)
         if self.covariance == "diag":
-            a = jnp.broadcast_to((nun / 2.0)[:, None], (K, d))
-            sig2 = (stats.scale / 2.0) / jax.random.gamma(k_chi, a, (K, d), dtype)
+            sig2 = (stats.scale / 2.0) / gam((nun / 2.0)[:, None])
             mean = mun + jnp.sqrt(sig2 / kn[:, None]) * eps
             return GaussianParams(mean, 1.0 / jnp.sqrt(sig2), -0.5 * jnp.sum(jnp.log(sig2), -1))
-        sig2 = (stats.scale / 2.0) / jax.random.gamma(k_chi, nun * d / 2.0, (K,), dtype)
+        sig2 = (stats.scale / 2.0) / gam(nun * d / 2.0)
         mean = mun + jnp.sqrt(sig2 / kn)[:, None] * eps
         return GaussianParams(mean, 1.0 / jnp.sqrt(sig2), -0.5 * d * jnp.log(sig2))
 
