@@ -118,6 +118,72 @@ def mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
             - 0.5 * logdet - 0.5 * (df + d) * jnp.log1p(delta / df))
 
 
+_GAMMA_TRIES = 12
+
+
+def _mt_gamma(a: Array, z: Array, u: Array, ub: Array) -> Array:
+    """Marsaglia-Tsang transform of given normals ``z``/uniforms ``u`` (tries, *shape) and ``ub`` (*shape)."""
+    boost = a < 1.0
+    b = jnp.where(boost, a + 1.0, a)
+    dd = b - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * dd)
+    v = (1.0 + c * z) ** 3
+    ok = (v > 0) & (jnp.log(u) < 0.5 * z * z + dd - dd * v + dd * jnp.log(jnp.where(v > 0, v, 1.0)))
+    first = jnp.where(ok.any(0), jnp.argmax(ok, 0), z.shape[0] - 1)
+    g = dd * jnp.maximum(jnp.take_along_axis(v, first[None], 0)[0], 1e-300)
+    return jnp.where(boost, g * jnp.exp(jnp.log(ub) / a), g)
+
+
+def _draw_block(key, dtype, n_normal: int, n_uniform: int):
+    """One normal and one uniform call for all the randomness of a draw (each threefry call compiles
+    separately and costs about a second of compile time in a vmapped sweep)."""
+    kz, ku = jax.random.split(key)
+    return (jax.random.normal(kz, (n_normal,), dtype),
+            jax.random.uniform(ku, (n_uniform,), dtype, minval=jnp.finfo(dtype).tiny))
+
+
+def gamma_draws(key, a: Array, shape, dtype) -> Array:
+    r"""Gamma(a, 1) variates by Marsaglia & Tsang (2000) with a fixed number of proposals.
+
+    Each variate gets ``_GAMMA_TRIES`` = 12 vectorised proposals and keeps the first accepted one
+    (acceptance >= 0.95 per proposal for shape >= 1, so all rejected has probability < 1e-15; that case
+    keeps the last proposal). ``a < 1`` uses Gamma(a + 1) * U^(1/a). Same distribution as
+    ``jax.random.gamma`` without its while loop (cheaper to compile inside the vmapped Gibbs sweep).
+    """
+    shape = tuple(shape)
+    m = math.prod(shape)
+    T = _GAMMA_TRIES
+    z, u = _draw_block(key, dtype, T * m, (T + 1) * m)
+    return _mt_gamma(jnp.broadcast_to(jnp.asarray(a, dtype), shape), z.reshape((T,) + shape),
+                     u[:T * m].reshape((T,) + shape), u[T * m:].reshape(shape))
+
+
+class GaussianParams(NamedTuple):
+    r"""Explicit Gaussian cluster parameters of ``K`` slots (Neal 2000, Algorithm 2).
+
+    ``mean`` (K, d); ``prec_factor`` a factor :math:`A` of the precision, :math:`A^\top A=\Sigma^{-1}`:
+    (K, d, d) full, (K, d) diagonal (:math:`1/\sigma_j`), (K,) spherical (:math:`1/\sigma`);
+    ``half_logdet_prec`` (K,) :math:`\tfrac12\log\det\Sigma^{-1}`.
+    """
+
+    mean: Array
+    prec_factor: Array
+    half_logdet_prec: Array
+
+
+def gaussian_loglik(params: GaussianParams, x: Array) -> Array:
+    """log N(x | mean_k, Sigma_k) for every slot (K,): one matrix-vector product, no solve."""
+    u = x - params.mean
+    A = params.prec_factor
+    if A.ndim == 3:
+        w = jnp.einsum("kij,kj->ki", A, u)
+    elif A.ndim == 2:
+        w = A * u
+    else:
+        w = A[:, None] * u
+    return -0.5 * x.shape[-1] * LOG_2PI + params.half_logdet_prec - 0.5 * jnp.sum(w * w, -1)
+
+
 def _pytree(cls, data: tuple[str, ...], meta: tuple[str, ...] = ()):
     jax.tree_util.register_dataclass(cls, data_fields=list(data), meta_fields=list(meta))
     return cls
@@ -283,6 +349,52 @@ class GaussianNIW:
         return (gammaln(an) - gammaln(a0) + a0 * jnp.log(b0) - an * jnp.log(bn)
                 + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn)) - 0.5 * n * d * LOG_2PI)
 
+    def sample_posterior(self, key, stats: Stats) -> GaussianParams:
+        r"""One draw :math:`(\mu_k, \Sigma_k)` per slot from the NIW posterior (empty slot: the prior).
+
+        ``full``: Bartlett, :math:`W = BB^\top\sim\mathrm{Wishart}(I,\nu_n)` (B lower,
+        :math:`B_{jj}^2\sim\chi^2_{\nu_n-j}`, j = 0..d-1, N(0, 1) below), :math:`\Sigma^{-1}=L^{-\top}WL^{-1}`
+        with :math:`L` = ``stats.scale`` = chol(:math:`\Psi_n`), so :math:`\Sigma\sim IW(\Psi_n,\nu_n)` and
+        ``prec_factor`` :math:`A=B^\top L^{-1}`; then :math:`\mu=\mu_n+A^{-1}\varepsilon/\sqrt{\kappa_n}`.
+        ``diag``/``spherical``: :math:`\sigma^2\sim IG(a_n, b_n)` as in :meth:`log_predictive`.
+        """
+        K, d = stats.s.shape
+        dtype = stats.s.dtype
+        kn, nun, mun = self._post(stats)
+        T = _GAMMA_TRIES
+        g = K * d if self.covariance != "spherical" else K  # gamma variates
+        n_tri = K * d * d if self.covariance == "full" else 0
+        z, u = _draw_block(key, dtype, T * g + n_tri + K * d, (T + 1) * g)
+        gz, tri, eps = z[:T * g], z[T * g:T * g + n_tri], z[T * g + n_tri:].reshape(K, d)
+        gshape = (K, d) if self.covariance != "spherical" else (K,)
+
+        def gam(a):
+            a = jnp.broadcast_to(a, gshape)
+            return _mt_gamma(a, gz.reshape((T,) + gshape), u[:T * g].reshape((T,) + gshape),
+                             u[T * g:].reshape(gshape))
+
+        if self.covariance == "full":
+            chi2 = 2.0 * gam((nun[:, None] - jnp.arange(d)) / 2.0)
+            B = jnp.tril(tri.reshape(K, d, d), -1) + jax.vmap(jnp.diag)(jnp.sqrt(chi2))
+            L = stats.scale
+            Linv = jax.vmap(lambda l_: solve_triangular(l_, jnp.eye(d, dtype=dtype), lower=True))(L)
+            A = jnp.swapaxes(B, 1, 2) @ Linv
+            half = 0.5 * jnp.sum(jnp.log(chi2), -1) - jnp.sum(jnp.log(jnp.diagonal(L, axis1=1, axis2=2)), -1)
+            y = jax.vmap(lambda b_, e_: solve_triangular(b_, e_, lower=True, trans=1))(B, eps)  # B^-T eps
+            mean = mun + jnp.einsum("kij,kj->ki", L, y) / jnp.sqrt(kn)[:, None]
+            return GaussianParams(mean, A, half)
+        if self.covariance == "diag":
+            sig2 = (stats.scale / 2.0) / gam((nun / 2.0)[:, None])
+            mean = mun + jnp.sqrt(sig2 / kn[:, None]) * eps
+            return GaussianParams(mean, 1.0 / jnp.sqrt(sig2), -0.5 * jnp.sum(jnp.log(sig2), -1))
+        sig2 = (stats.scale / 2.0) / gam(nun * d / 2.0)
+        mean = mun + jnp.sqrt(sig2 / kn)[:, None] * eps
+        return GaussianParams(mean, 1.0 / jnp.sqrt(sig2), -0.5 * d * jnp.log(sig2))
+
+    def log_likelihood(self, params: GaussianParams, x: Array) -> Array:
+        """log p(x | theta_k) for every slot, theta from :meth:`sample_posterior` (K,)."""
+        return gaussian_loglik(params, x)
+
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance, the small-variance limit of the Gaussian (DP-means)."""
         return sq_euclidean(x, means)
@@ -352,6 +464,19 @@ class SphericalGaussian:
         quad = ss - self.tau2 / (self.sigma2 + n * self.tau2) * jnp.sum(t * t, -1)
         return (-0.5 * n * d * jnp.log(2.0 * jnp.pi * self.sigma2)
                 - 0.5 * d * jnp.log1p(n * self.tau2 / self.sigma2) - 0.5 * quad / self.sigma2)
+
+    def sample_posterior(self, key, stats: Stats) -> GaussianParams:
+        """One mean per slot from its posterior N(m_n, v_n I) (empty slot: the prior); variance known."""
+        K, d = stats.s.shape
+        v, m = self._post(stats)
+        mean = m + jnp.sqrt(v)[:, None] * jax.random.normal(key, (K, d), stats.s.dtype)
+        prec = jnp.broadcast_to(1.0 / jnp.sqrt(self.sigma2), (K,)).astype(mean.dtype)
+        half = jnp.broadcast_to(-0.5 * d * jnp.log(self.sigma2), (K,)).astype(mean.dtype)
+        return GaussianParams(mean, prec, half)
+
+    def log_likelihood(self, params: GaussianParams, x: Array) -> Array:
+        """log N(x | mean_k, sigma2 I) for every slot (K,)."""
+        return gaussian_loglik(params, x)
 
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance ||x - mu||^2 (DP-means; the sigma2 factor is absorbed in lambda)."""

@@ -43,6 +43,9 @@ class TVClust(ClusterMixin, BaseEstimator):
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
     max_psm_n : int, default=5000
     random_state : None, int, Generator or JAX key
+    algorithm : {"collapsed", "explicit"}, default="collapsed"
+        Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
+        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`).
 
     Attributes
     ----------
@@ -54,7 +57,7 @@ class TVClust(ClusterMixin, BaseEstimator):
     def __init__(self, n_samples=500, n_warmup=500, n_chains=2, *, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
                  a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
-                 max_psm_n=5000, random_state=None):
+                 max_psm_n=5000, random_state=None, algorithm="collapsed"):
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -77,6 +80,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.point_estimate = point_estimate
         self.max_psm_n = max_psm_n
         self.random_state = random_state
+        self.algorithm = algorithm
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
@@ -89,6 +93,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         n, d = X.shape
         if self.pq not in gibbs.PQ_MODES:
             raise ValueError(f"`pq` must be one of {gibbs.PQ_MODES}, got {self.pq!r}")
+        if self.algorithm not in gibbs.ALGORITHMS:
+            raise ValueError(f"`algorithm` must be one of {gibbs.ALGORITHMS}, got {self.algorithm!r}")
         for name in ("n_samples", "n_chains", "thin", "k_max"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be >= 1, got {getattr(self, name)}")
@@ -111,7 +117,7 @@ class TVClust(ClusterMixin, BaseEstimator):
                                n_samples=int(self.n_samples), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=min(int(self.k_max), n), pq=self.pq, p=float(self.p), q=float(self.q),
-                               sample_alpha=bool(self.sample_alpha))
+                               sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm)
         psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
         if psm is None:
             warnings.warn(f"n={n} > max_psm_n={self.max_psm_n}: psm_ is None; the point estimate uses "

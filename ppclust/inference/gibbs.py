@@ -1,4 +1,4 @@
-r"""Collapsed Gibbs sampler for TVClust (Neal 2000, Algorithm 3, with the link view of Khashabi et al.).
+r"""Gibbs samplers for TVClust (Neal 2000, Algorithms 3 and 2, with the link view of Khashabi et al.).
 
 One sweep visits the points in a random order. For point :math:`i`, removed from its cluster
 (eqs. 11, 13 of Khashabi et al., ratio form of spec Section 2.2, cluster parameters integrated out):
@@ -31,6 +31,13 @@ integrated out. Every slot then gets :math:`\log(n_{-i,k} + \alpha/K) + \log p(x
 term; the chain targets assignments :math:`z \in \{0..K-1\}^n`, not partitions. An optional per-point log
 prior ``point_logprior`` (n, K) is added to point ``i``'s weights (``-inf`` forbids a slot): the
 semi-supervised label likelihood :math:`\log p(y_i \mid z_i = k)` of :mod:`ppclust.models.ssgmm`.
+
+Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
+2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
+data term is :math:`\log p(x_i \mid \theta_k)` instead of the posterior predictive, the new cluster keeps
+the integrated prior predictive and, when chosen, draws its theta from :math:`p(\theta \mid x_i)`; after
+the point updates every slot's theta is redrawn from its conjugate posterior (spec 2.4). Link terms and
+the ``p, q`` modes are shared with the collapsed sweep.
 """
 
 from __future__ import annotations
@@ -60,10 +67,12 @@ __all__ = [
     "KMaxExhaustedError",
     "log_dirichlet_multinomial",
     "PARTITIONS",
+    "ALGORITHMS",
 ]
 
 PQ_MODES = ("fixed", "sample", "collapse")
 PARTITIONS = ("dp", "finite")
+ALGORITHMS = ("collapsed", "explicit")
 
 
 class KMaxExhaustedError(RuntimeError):
@@ -80,6 +89,7 @@ class GibbsState(NamedTuple):
     q: jax.Array  # () current specificity
     alpha: jax.Array  # () DP concentration
     overflow: jax.Array  # () bool, k_max was exhausted at some point update
+    theta: object = None  # algorithm="explicit": per-slot parameters (family.sample_posterior); else None
 
 
 class SweepInfo(NamedTuple):
@@ -104,17 +114,32 @@ class ChainResult(NamedTuple):
     state: GibbsState  # batched over chains
 
 
-def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alpha=1.0) -> GibbsState:
-    """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given."""
+def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alpha=1.0,
+         algorithm="collapsed", key=None) -> GibbsState:
+    """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given.
+
+    ``algorithm="explicit"`` also draws every slot's theta from its posterior (``key`` required).
+    """
     n = x.shape[0]
     labels = jnp.zeros(n, jnp.int32) if labels is None else jnp.asarray(labels, jnp.int32)
     stats = family.stats(x, labels, k_max)
     dtype = x.dtype
+    theta = None
+    if algorithm == "explicit":
+        if key is None:
+            raise ValueError("algorithm='explicit' needs a key to draw the initial cluster parameters")
+        theta = family.sample_posterior(key, stats)
+    elif algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     return GibbsState(labels, stats, pair_counts(labels, links).astype(dtype), jnp.asarray(p, dtype),
-                      jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False))
+                      jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False), theta)
 
 
-def _check_modes(pq, partition, sample_alpha):
+def _check_modes(pq, partition, sample_alpha, algorithm="collapsed"):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm == "explicit" and partition != "dp":
+        raise ValueError("algorithm='explicit' supports partition='dp' only")
     if pq not in PQ_MODES:
         raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
     if partition not in PARTITIONS:
@@ -125,22 +150,33 @@ def _check_modes(pq, partition, sample_alpha):
 
 def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
          sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
-         point_logprior=None):
+         point_logprior=None, algorithm: str = "collapsed"):
     """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
 
     ``partition``: ``"dp"`` (CRP, TVClust) or ``"finite"`` (``k_max`` labelled components, symmetric
     Dirichlet(``alpha / k_max``) weights); ``point_logprior``: optional (n, k_max) log prior of each point's
-    slot (module docstring).
+    slot (module docstring). ``algorithm="explicit"``: Neal's Algorithm 2 (``state.theta`` required, see
+    :func:`_sweep_explicit`).
     """
-    _check_modes(pq, partition, sample_alpha)
+    _check_modes(pq, partition, sample_alpha, algorithm)
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     key_order, key_noise, key_p, key_q, key_alpha = jax.random.split(key, 5)
     order = jax.random.permutation(key_order, n)
     # Gumbel-max sampling: one (n, k_max) block of noise per sweep instead of a key per point.
     noise = jax.random.gumbel(key_noise, (n, k_max), dtype=x.dtype)
-    labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq, partition,
-                                             point_logprior)
+    theta = state.theta
+    if algorithm == "explicit":
+        if theta is None:
+            raise ValueError("algorithm='explicit' needs state.theta (init(..., algorithm='explicit', "
+                             "key=...))")
+        key_cand, key_theta = jax.random.split(jax.random.fold_in(key, 0x5EED))
+        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, order, noise, state, x, links,
+                                                                 family, prior, pq, point_logprior)
+        theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
+    else:
+        labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq, partition,
+                                                 point_logprior)
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
         p = jax.random.beta(key_p, prior.a_p + counts[0], prior.b_p + counts[1], dtype=x.dtype)
@@ -151,7 +187,7 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
     if sample_alpha:
         n_clusters = (stats.n > 0).sum()
         alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
-    new = GibbsState(labels, stats, counts, p, q, alpha, overflow)
+    new = GibbsState(labels, stats, counts, p, q, alpha, overflow, theta)
     return new, _info(new, family, prior, pq, partition, point_logprior)
 
 
@@ -159,7 +195,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
            alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
            store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
-           desc="tvclust gibbs", devices="auto") -> ChainResult:
+           desc="tvclust gibbs", devices="auto", algorithm="collapsed") -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
@@ -180,6 +216,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         number, the chain axis of the state and keys is sharded over them (one jitted program; XLA
         keeps each chain on its device, no communication); ``None``/``1``: one device; an int ``m``:
         the first ``m`` local devices. Draws are identical either way (same keys per chain).
+    algorithm : ``"collapsed"`` (default; Neal 2000 Algorithm 3, cluster parameters integrated out) or
+        ``"explicit"`` (Algorithm 2, the paper-literal sampler: per-slot parameters in ``state.theta``,
+        drawn from their conjugate posteriors after each sweep; the family needs ``sample_posterior`` and
+        ``log_likelihood``; ``partition="dp"`` only). Both target the same partition posterior; the
+        reported ``log_joint`` is the collapsed ``log p(z, x, E)`` in both.
 
     Raises
     ------
@@ -188,7 +229,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     n = x.shape[0]
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    _check_modes(pq, partition, sample_alpha)
+    _check_modes(pq, partition, sample_alpha, algorithm)
     if point_logprior is not None:
         point_logprior = jnp.asarray(point_logprior, x.dtype)
         if point_logprior.shape != (n, k_max):
@@ -199,11 +240,18 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if init_state is None:
         one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
         state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+        if algorithm == "explicit":
+            keys0 = jax.random.split(jax.random.fold_in(key, 0x7FFFFFFF), n_chains)
+            state = state._replace(theta=jax.vmap(family.sample_posterior)(keys0, state.stats))
     else:
         state = init_state
         n_chains = state.labels.shape[0]
+        if algorithm == "explicit" and state.theta is None:
+            raise ValueError("init_state has no theta (a collapsed run's state); use algorithm='collapsed'")
+        if algorithm == "collapsed":
+            state = state._replace(theta=None)
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition)
+              partition=partition, algorithm=algorithm)
     place = _chain_placement(n_chains, devices)
     state = place(state)
     if progress_bar is None:
@@ -357,10 +405,22 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
     ``-inf``; ``"finite"``: every slot gets ``log(n_k + alpha / k_max) + ...``. ``point_logprior[i]`` is added
     when given. Returns ``(logw, counts_without_i, (f, s, F, S))``.
     """
-    k_max = stats.n.shape[0]
     xi, k_old = x[i], labels[i]
     if not removed:
         stats = _remove(family, stats, k_old, xi)
+    lp = _log_predictive(family, stats, xi)
+    return _weights(i, labels, stats.n, lp, counts, links, prior, p, q, alpha, pq, partition, point_logprior)
+
+
+def _weights(i, labels, sizes, lp, counts, links: Links, prior, p, q, alpha, pq, partition, point_logprior):
+    """:func:`conditional` given the slot sizes without ``i`` and the data term ``lp`` (K,) of ``x_i``.
+
+    ``lp`` is read at the occupied slots and at the first free slot (the new-cluster term). Shared by the
+    collapsed sweep (``lp`` = posterior predictive) and the explicit one (``lp`` = ``log p(x_i | theta_k)``,
+    prior predictive at the free slot).
+    """
+    k_max = sizes.shape[0]
+    k_old = labels[i]
     w = links.wgt[i]
     plus = jnp.where(links.sgn[i] > 0, w, 0.0)
     minus = jnp.where(links.sgn[i] < 0, w, 0.0)
@@ -371,11 +431,9 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
     s = jnp.where(hot, minus[:, None], 0.0).sum(0)
     F, S = plus.sum(), minus.sum()
     c = counts - jnp.stack([f[k_old], s[k_old], F - f[k_old], S - s[k_old]])
-    sizes = stats.n
     active = sizes > 0
     new = jnp.argmin(active)  # first free slot (0 if none; then `full` blocks it)
     full = active[new]
-    lp = _log_predictive(family, stats, xi)
     link = _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot)
     if partition == "finite":
         logw = jnp.log(sizes + alpha / k_max) + lp + link
@@ -433,6 +491,42 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, 
     return jax.lax.fori_loop(0, x.shape[0], body, carry)
 
 
+def _sweep_explicit(key, order, noise, state: GibbsState, x, links: Links, family, prior, pq,
+                    point_logprior=None):
+    r"""Neal (2000) Algorithm 2 point updates with explicit ``state.theta`` (spec 2.2-2.3, 2.7).
+
+    Occupied slot: :math:`\log n_{-i,k} + \log p(x_i\mid\theta_k) + \ell_k`; new cluster:
+    :math:`\log\alpha + \log p_{G_0}(x_i) + \ell_{\rm new}` (integrated prior predictive); when chosen, the
+    slot gets :math:`\theta\sim p(\theta\mid x_i)`. That draw depends on ``x_i`` and the prior only, so all
+    ``n`` candidates are drawn in one batch before the scan. A slot emptied by a removal is free again
+    (its stale theta is never read). Only the sizes are carried; the family stats are rebuilt after the
+    sweep for the theta update. Returns ``(labels, stats, counts, overflow, theta)``.
+    """
+    n, d = x.shape
+    k_max = state.stats.n.shape[0]
+    one = jax.vmap(lambda xi: jax.tree.map(lambda a: a[0], family.add(family.empty(1, d, x.dtype), 0, xi)))(x)
+    cand = family.sample_posterior(key, one)  # (n, ...) theta | x_i alone
+    log_pp = jax.vmap(family.log_prior_predictive)(x)
+
+    def body(t, carry):
+        labels, sizes, theta, counts, overflow = carry
+        i = order[t]
+        sizes = sizes.at[labels[i]].add(-1.0)
+        lp = jnp.where(sizes > 0, family.log_likelihood(theta, x[i]), log_pp[i])
+        logw, c, (f, s, F, S) = _weights(i, labels, sizes, lp, counts, links, prior, state.p, state.q,
+                                         state.alpha, pq, "dp", point_logprior)
+        full = jnp.all(sizes > 0)
+        k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
+        fresh = sizes[k] == 0
+        theta = jax.tree.map(lambda a, b: a.at[k].set(jnp.where(fresh, b[i], a[k])), theta, cand)
+        counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
+        return labels.at[i].set(k), sizes.at[k].add(1.0), theta, counts, overflow | full
+
+    carry = (state.labels, state.stats.n, state.theta, state.counts, state.overflow)
+    labels, _, theta, counts, overflow = jax.lax.fori_loop(0, n, body, carry)
+    return labels, family.stats(x, labels, k_max), counts, overflow, theta
+
+
 def log_dirichlet_multinomial(sizes, alpha) -> jax.Array:
     r"""log p(z) of labelled assignments under symmetric Dirichlet(alpha / K) weights, integrated out.
 
@@ -475,10 +569,10 @@ def _log_beta_pdf(v, a, b):
 
 
 def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-           sample_alpha, alpha_shape, alpha_rate, partition):
+           sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed"):
     # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, point_logprior=point_logprior)
+              partition=partition, point_logprior=point_logprior, algorithm=algorithm)
 
     def body(carry, inp):
         k, j = inp
@@ -492,11 +586,11 @@ def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *,
     return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
 
 
-@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition"))
+@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition", "algorithm"))
 def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-         sample_alpha, alpha_shape, alpha_rate, partition="dp"):
+         sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed"):
     fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
-                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition)
+                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition, algorithm=algorithm)
     in_axes = (0, 0, None, None, None, None, None, None, None)
     return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
 
