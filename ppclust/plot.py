@@ -54,9 +54,30 @@ def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side
     return fig
 
 
-def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4):
-    """One panel per named partition, on the same 2-D projection."""
+def match_labels(reference, labels) -> np.ndarray:
+    """Relabel ``labels`` so that clusters share colours with the reference classes they overlap most
+    (Hungarian matching on the contingency table); unmatched clusters get fresh ids after them."""
+    from scipy.optimize import linear_sum_assignment
+
+    ref_u, ref = np.unique(np.asarray(reference), return_inverse=True)
+    lab_u, lab = np.unique(np.asarray(labels), return_inverse=True)
+    table = np.zeros((len(lab_u), len(ref_u)))
+    np.add.at(table, (lab, ref), 1)
+    rows, cols = linear_sum_assignment(-table)
+    new = np.empty(len(lab_u), int)
+    new[rows] = cols
+    rest = np.setdiff1d(np.arange(len(lab_u)), rows)
+    new[rest] = len(ref_u) + np.arange(len(rest))
+    return new[lab]
+
+
+def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match: bool = True):
+    """One panel per named partition, on the same 2-D projection; with ``match`` the colours of
+    every partition follow the first one (e.g. the truth) through :func:`match_labels`."""
     X2 = project_2d(X)
+    if match and partitions:
+        ref = next(iter(partitions.values()))
+        partitions = {k: match_labels(ref, v) for k, v in partitions.items()}
     n = max(len(partitions), 1)
     ncols = min(ncols, n)
     nrows = int(np.ceil(n / ncols))
