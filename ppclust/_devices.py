@@ -15,6 +15,25 @@ Devices
 On one CPU, simulate devices with ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (set
 before jax is imported). GPUs are picked up as they are.
 
+Independent runs (chains, restarts)
+-----------------------------------
+Embarrassingly parallel axes use :func:`axis_sharding`: TVClust's Gibbs chains
+(:func:`ppclust.inference.gibbs.sample`, axis ``"chains"``) and the Hartigan engine's restarts
+(:func:`ppclust.inference.hartigan.fit`, used by CEC-IB and C3L, axis ``"restarts"``). The leading
+axis of the vmapped state is sharded over a 1-D mesh of *local* devices; every run stays on its
+device (no communication inside a run) and the results are identical to the single-device ones
+(same keys per run). ``devices="auto"`` (their default) uses every local device when the number of
+runs is a multiple of their count and one device otherwise; ``None``/``1``: one device; an int
+``m``: the first ``m`` local devices (the number of runs must be a multiple of ``m``).
+
+Single-device by design: SMIC
+-----------------------------
+SMIC (:mod:`ppclust.inference.smic`) stays on one device. Its eigenproblem is solved by scipy's
+sparse ``eigsh`` (ARPACK) on the host: the Lanczos iteration calls the kernel mat-vec products from
+Python one at a time, so there is no jitted program to shard, and moving each product to devices
+would cost a host-device round trip per iteration. The sparse kernel is O(n t) memory (t nearest
+neighbours per point), small enough for one host at any n the O(n t) solver handles.
+
 Multi-host
 ----------
 On a cluster, call ``jax.distributed.initialize()`` (coordinator address, process count and id,
@@ -30,7 +49,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-__all__ = ["AXIS", "make_mesh", "resolve_mesh", "pad_rows", "n_devices"]
+__all__ = ["AXIS", "make_mesh", "resolve_mesh", "pad_rows", "n_devices", "axis_sharding"]
 
 AXIS = "data"
 _MSG = "`devices` must be None, 'all', an int >= 1 or a list of devices"
@@ -74,3 +93,31 @@ def pad_rows(n: int, mesh: Mesh | None) -> int:
     """Padded row count: the smallest multiple of the device count that is >= n."""
     m = n_devices(mesh)
     return -(-n // m) * m
+
+
+def axis_sharding(n_items: int, devices, axis: str, what: str | None = None):
+    """NamedSharding of a leading axis of ``n_items`` independent runs over local devices, or None.
+
+    ``devices``: ``"auto"`` (every local device if there are several and ``n_items`` is a multiple of
+    their count, else None), ``None``/``1`` (None), or an int ``m`` in ``[1, #local devices]``
+    (``n_items`` must be a multiple of ``m``). ``axis`` names the mesh axis; ``what`` the count in
+    error messages (default ``"n_" + axis``).
+    """
+    local = jax.local_devices()
+    what = what or f"n_{axis}"
+    is_int = isinstance(devices, (int, np.integer)) and not isinstance(devices, bool)
+    if devices is None or (is_int and devices == 1):
+        return None
+    if isinstance(devices, str) and devices == "auto":
+        m = len(local)
+        if m < 2 or n_items % m:
+            return None
+    elif is_int and 1 <= devices <= len(local):
+        m = int(devices)
+        if n_items % m:
+            raise ValueError(f"{what}={n_items} must be a multiple of devices={m}")
+    else:
+        raise ValueError(f"devices must be 'auto', None or an int in [1, {len(local)}], got {devices!r}")
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    return NamedSharding(Mesh(np.asarray(local[:m]), (axis,)), PartitionSpec(axis))

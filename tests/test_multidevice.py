@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pytest
 
-from ppclust._devices import pad_rows, resolve_mesh
+from ppclust._devices import axis_sharding, pad_rows, resolve_mesh
 from ppclust.estimators.dpmeans import DPMeans
 from ppclust.inference import dpmeans as _dp
 
@@ -77,6 +77,28 @@ CHILD = textwrap.dedent(
             tv[str(dev)] = dict(labels=r.labels.tolist(), log_joint=r.log_joint.tolist(),
                                 n_devices=len(r.state.labels.sharding.device_set))
     out["tvclust"] = tv
+    # CEC-IB: the n_init restarts of the Hartigan engine are sharded over the two devices
+    from ppclust._devices import axis_sharding
+    from ppclust.estimators.cecib import CECIB
+    from ppclust.inference import cecib as _cecib
+    xc, yc = X[::2], y[::2]  # n = 100, d = 3: small, the child stays fast
+    ce = {}
+    for dev in (None, 2, "auto"):
+        m = CECIB(n_clusters=5, n_init=2, random_state=0, devices=dev).fit(xc, yc)
+        ce[str(dev)] = dict(labels=m.labels_.tolist(), cost=m.cost_, restart_costs=m.restart_costs_.tolist(),
+                            n_iter=m.n_iter_)
+    with x64():
+        codes, n_lab = _cecib.encode_labels(yc, len(xc))
+        _, costs, _, _ = _cecib.fit(jax.random.key(0), jax.numpy.asarray(xc), codes, n_lab, n_clusters=5,
+                                    n_init=2, devices=2)
+        ce["n_devices"] = len(costs.sharding.device_set)
+    ce["auto_odd"] = axis_sharding(3, "auto", "restarts") is None  # 3 restarts on 2 devices: one device
+    try:
+        axis_sharding(3, 2, "restarts", "n_init")
+        ce["odd_error"] = ""
+    except ValueError as e:
+        ce["odd_error"] = str(e)
+    out["cecib"] = ce
     print("RESULT" + json.dumps(out))
     """
 )
@@ -110,6 +132,35 @@ def test_tvclust_chains_spread_over_two_devices(two_device_results):
     assert one["n_devices"] == 1 and two["n_devices"] == 2
     assert one["labels"] == two["labels"]
     np.testing.assert_allclose(two["log_joint"], one["log_joint"], rtol=1e-12)
+
+
+def test_cecib_restarts_spread_over_two_devices(two_device_results):
+    """Hartigan restarts sharded over 2 devices ("restarts" mesh) give the single-device fit: same
+    labels, passes and restart costs (a restart run on the wrong key, or a best-restart pick mixed up
+    across shards, would change the labels or the cost vector)."""
+    res = two_device_results["cecib"]
+    assert res["n_devices"] == 2
+    one = res["None"]
+    assert len(set(one["labels"])) >= 3
+    assert one["restart_costs"][0] != one["restart_costs"][1]  # the two restarts really differ
+    for dev in ("2", "auto"):
+        two = res[dev]
+        assert two["labels"] == one["labels"] and two["n_iter"] == one["n_iter"]
+        np.testing.assert_allclose(two["cost"], one["cost"], rtol=1e-12)
+        np.testing.assert_allclose(two["restart_costs"], one["restart_costs"], rtol=1e-12)
+    assert res["auto_odd"]
+    assert "n_init=3 must be a multiple of devices=2" in res["odd_error"]
+
+
+def test_axis_sharding_single_device():
+    assert axis_sharding(4, None, "restarts") is None
+    assert axis_sharding(4, 1, "restarts") is None
+    if len(jax.local_devices()) == 1:
+        assert axis_sharding(4, "auto", "restarts") is None
+    with pytest.raises(ValueError, match="devices must be"):
+        axis_sharding(4, "all", "restarts")
+    with pytest.raises(ValueError, match="devices must be"):
+        axis_sharding(4, len(jax.local_devices()) + 1, "chains")
 
 
 def test_resolve_mesh_and_padding():

@@ -34,6 +34,9 @@ class C3L(ClusterMixin, BaseEstimator):
     max_passes : safety cap on Hartigan passes.
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
+    devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their number the
+        restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
+        devices. Results are identical either way.
 
     Attributes
     ----------
@@ -46,7 +49,8 @@ class C3L(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
-                 init="random", max_passes=100, standardize=False, svm_C=1.0):
+                 init="random", max_passes=100, standardize=False, svm_C=1.0,
+                 devices="auto"):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
@@ -56,6 +60,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.max_passes = max_passes
         self.standardize = standardize
         self.svm_C = svm_C
+        self.devices = devices
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, hyperplane=None):
@@ -116,7 +121,8 @@ class C3L(ClusterMixin, BaseEstimator):
             cost = _c3l.make_cost(z, J, alpha)
             best, all_costs, all_passes, all_k = _c3l.fit(
                 as_key(self.random_state), z, cost, K=K, min_size=cm, n_init=int(self.n_init),
-                init=self.init, max_passes=int(self.max_passes), reassign="immediate")
+                init=self.init, max_passes=int(self.max_passes), reassign="immediate",
+                devices=self.devices)
             params = _c3l.cluster_params(cost, best.stats)
             parts = _c3l.cost_parts(params, best.active)
             active = np.asarray(best.active)

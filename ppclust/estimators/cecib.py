@@ -42,6 +42,10 @@ class CECIB(ClusterMixin, BaseEstimator):
     reg : float, default=0.0
         Optional ridge ``reg * tr(Sigma_X)/d`` added to every cluster's scatter (off by default;
         breaks exact affine invariance).
+    devices : "auto" (default), None or int
+        Where the restarts run: with several local devices and ``n_init`` a multiple of their number,
+        ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
+        ``m`` local devices. Results are identical either way.
 
     Attributes
     ----------
@@ -55,7 +59,8 @@ class CECIB(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
-                 reassign="lazy", max_passes=100, reg=0.0):
+                 reassign="lazy", max_passes=100, reg=0.0,
+                 devices="auto"):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -65,6 +70,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.reassign = reassign
         self.max_passes = max_passes
         self.reg = reg
+        self.devices = devices
 
     def fit(self, X, y=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
@@ -83,7 +89,7 @@ class CECIB(ClusterMixin, BaseEstimator):
                                            n_clusters=int(self.n_clusters), beta=float(self.beta),
                                            eps=float(self.eps), n_init=int(self.n_init), init=self.init,
                                            max_passes=int(self.max_passes), reassign=self.reassign,
-                                           reg=float(self.reg))
+                                           reg=float(self.reg), devices=self.devices)
             labels = np.asarray(best.labels)
             active = np.asarray(best.active)
             total = float(best.cost)

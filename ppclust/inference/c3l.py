@@ -571,16 +571,17 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 
 
 def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-        max_passes: int = 100, reassign: str = "immediate"):
+        max_passes: int = 100, reassign: str = "immediate", devices="auto"):
     """``n_init`` vmapped Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first
     lowest cost. Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
-    reinserted at once.
+    reinserted at once. ``devices``: see :func:`ppclust.inference.hartigan.fit`.
     """
     from ppclust.inference import hartigan
 
     best, costs, passes, ks = hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init,
-                                           init=init, max_passes=max_passes, reassign=reassign)
+                                           init=init, max_passes=max_passes, reassign=reassign,
+                                           devices=devices)
     costs = np.asarray(costs, dtype=float)
     return best, np.where(np.isfinite(costs), costs, np.inf), np.asarray(passes), np.asarray(ks)

@@ -238,7 +238,8 @@ def encode_labels(y, n: int):
 
 
 def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05, n_init: int = 10,
-        init: str = "kmeans++", max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0, tol=0.0):
+        init: str = "kmeans++", max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0, tol=0.0,
+        devices="auto"):
     """CEC-IB by Hartigan moves with ``n_init`` vmapped restarts; call inside ``jax.enable_x64(True)``.
 
     Returns ``(best HartiganResult, restart costs, restart passes, restart cluster counts)``.
@@ -247,7 +248,7 @@ def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float
     cost = make_cost(x, n_labels, beta, reg)
     return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
                         min_size=min_size(n, d, eps), n_init=n_init, init=init, max_passes=max_passes,
-                        reassign=reassign, tol=tol)
+                        reassign=reassign, tol=tol, devices=devices)
 
 
 def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, eps: float = 0.05, max_passes: int = 100,

@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
 
+from ppclust._devices import axis_sharding
 from ppclust.families import GaussianNIW, Stats, mvt_logpdf
 from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
 
@@ -299,22 +300,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
 def _chain_placement(n_chains, devices):
     """A function putting arrays with a leading chain axis onto the chain mesh (identity if none)."""
-    local = jax.local_devices()
-    if devices is None or devices == 1:
+    sharding = axis_sharding(n_chains, devices, "chains")
+    if sharding is None:
         return lambda tree: tree
-    if devices == "auto":
-        m = len(local)
-        if m < 2 or n_chains % m:
-            return lambda tree: tree
-    elif isinstance(devices, int) and not isinstance(devices, bool) and 1 <= devices <= len(local):
-        m = devices
-        if n_chains % m:
-            raise ValueError(f"n_chains={n_chains} must be a multiple of devices={m}")
-    else:
-        raise ValueError(f"devices must be 'auto', None or an int in [1, {len(local)}], got {devices!r}")
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    sharding = NamedSharding(Mesh(np.asarray(local[:m]), ("chains",)), PartitionSpec("chains"))
     return lambda tree: jax.device_put(tree, sharding)
 
 

@@ -5,7 +5,8 @@ Hartigan algorithm of Śmieja & Geiger (2017, Sec. 3.4; spec ``cecib.md`` §2): 
 data order, move each one to the cluster that lowers the total cost most (strict decrease; staying
 wins ties, ties between candidates go to the lowest index), update the statistics of the two
 clusters touched, delete a cluster that falls below ``min_size`` points, and stop after a pass
-without any move. Restarts are ``vmap``-ed (:func:`fit`).
+without any move. Restarts are ``vmap``-ed (:func:`fit`) and spread over local devices
+(``devices="auto"``).
 
 Per-cluster cost interface (what a method must provide)
 -------------------------------------------------------
@@ -67,6 +68,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from ppclust._devices import axis_sharding
 
 __all__ = ["HartiganResult", "run", "fit", "init_kmeanspp", "init_random", "voronoi"]
 
@@ -232,24 +235,41 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, ~st.moved, trace, ktrace)
 
 
-@partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign"))
 def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
-        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0):
+        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto"):
     """``n_init`` restarts (vmapped over keys); returns ``(best, all_costs, all_passes, all_k)``.
 
     ``best`` is the :class:`HartiganResult` of the first restart with the lowest final cost (a later
     restart replaces the best only if strictly lower, as in the jar).
+
+    devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their
+        number, the restart axis is sharded over them (one jitted program, each restart on its
+        device); ``None``/``1``: one device; an int ``m``: the first ``m`` local devices. Results are
+        identical either way (same key per restart). See :func:`ppclust._devices.axis_sharding`.
     """
+    if init not in ("kmeans++", "random"):
+        raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+    sharding = axis_sharding(n_init, devices, "restarts", "n_init")
+    return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
+                reassign=reassign, tol=tol, sharding=sharding)
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
+def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
     keys = jax.random.split(key, n_init)
     n = x.shape[0]
+    if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
+        keys = lax.with_sharding_constraint(keys, sharding)
     if init == "kmeans++":
         labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K)))(keys)
-    elif init == "random":
-        labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
     else:
-        raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+        labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
+    if sharding is not None:
+        labels0 = lax.with_sharding_constraint(labels0, sharding)
     res = jax.vmap(lambda l0: run(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
                                   reassign=reassign, tol=tol))(labels0)
+    if sharding is not None:
+        res = jax.tree_util.tree_map(lambda v: lax.with_sharding_constraint(v, sharding), res)
     c = jnp.where(jnp.isfinite(res.cost), res.cost, jnp.inf)
     best = jnp.argmin(c)
     best_res = jax.tree_util.tree_map(lambda v: v[best], res)
