@@ -211,7 +211,8 @@ def part3(sets, cfg, notes):
                     warnings.simplefilter("ignore")
                     g, t1, _ = timed(make, G, twice=False)
             except Exception as e:  # noqa: BLE001 - report the peer's failure in the table
-                rows.append([name, n, f"{100 * frac:g}%", n_pairs, "gemclus chi2", f"error: {e}", "-", "-", "-"])
+                rows.append([name, n, f"{100 * frac:g}%", n_pairs, "gemclus chi2", f"error: {e}",
+                             "-", "-", "-"])
                 print(rows[-1], flush=True)
                 continue
             k, nm, ar = scores(y, g.predict(G))
