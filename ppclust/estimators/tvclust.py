@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -16,7 +17,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_X, link_side_info
 from ppclust.families import GaussianNIW
-from ppclust.inference import gibbs
+from ppclust.inference import gibbs, hartigan
 from ppclust.models.tvclust import TVClustPrior, make_links
 
 __all__ = ["TVClust"]
@@ -46,6 +47,14 @@ class TVClust(ClusterMixin, BaseEstimator):
     algorithm : {"collapsed", "explicit"}, default="collapsed"
         Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
         (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`).
+    init : {"kmeans++", "one"}, default="kmeans++"
+        Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters
+        (``hartigan.init_kmeanspp`` seeds), or all points in one cluster (spec 2.8). Single-point moves
+        rarely split a big cluster whose cannot-links the collapsed p, q can explain as noise: on
+        standardised iris with 5% noise-free links, "one" stayed at K = 1 (NMI 0, p_ = 0.31) while
+        "kmeans++" reached the true partition (NMI 1.0) in 300 + 300 sweeps. Surplus clusters empty out.
+    init_clusters : int, default=10
+        Clusters of the k-means++ start (capped at ``k_max // 2`` and n).
 
     Attributes
     ----------
@@ -57,7 +66,7 @@ class TVClust(ClusterMixin, BaseEstimator):
     def __init__(self, n_samples=500, n_warmup=500, n_chains=2, *, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
                  a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
-                 max_psm_n=5000, random_state=None, algorithm="collapsed"):
+                 max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10):
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -81,6 +90,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.max_psm_n = max_psm_n
         self.random_state = random_state
         self.algorithm = algorithm
+        self.init = init
+        self.init_clusters = init_clusters
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
@@ -100,6 +111,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                 raise ValueError(f"`{name}` must be >= 1, got {getattr(self, name)}")
         if not self.alpha > 0:
             raise ValueError(f"`alpha` must be > 0, got {self.alpha}")
+        if self.init not in ("kmeans++", "one"):
+            raise ValueError(f"`init` must be 'kmeans++' or 'one', got {self.init!r}")
         side = link_side_info(n, y, must_link, cannot_link, on_conflict="keep")  # noisy links may conflict
         if self.standardize:
             sd = X.std(0)
@@ -113,10 +126,16 @@ class TVClust(ClusterMixin, BaseEstimator):
             psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
             family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
                                  self.covariance)
-            res = gibbs.sample(as_key(self.random_state), xj, links, family, prior,
+            key, key_init = jax.random.split(as_key(self.random_state))
+            k_max = min(int(self.k_max), n)
+            init_labels = None
+            if self.init == "kmeans++":
+                k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
+                init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
+            res = gibbs.sample(key, xj, links, family, prior, init_labels=init_labels,
                                n_samples=int(self.n_samples), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
-                               k_max=min(int(self.k_max), n), pq=self.pq, p=float(self.p), q=float(self.q),
+                               k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
                                sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm)
         psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
         if psm is None:
