@@ -260,3 +260,18 @@ def test_numpyro_kernel_adapter_targets_the_posterior(monkeypatch):
     _, tv = chi_square_pvalue(lab[::3], parts, probs)
     assert tv < 0.08, tv
     assert mcmc.get_extra_fields()["log_joint"].shape == (3000,)
+
+
+def test_kmeanspp_start_escapes_the_one_cluster_trap():
+    """Standardised iris, 5% noise-free links: from one cluster the chains stay near K = 1-2 (the
+    collapsed p, q absorb the violated cannot-links); the default k-means++ start finds the classes."""
+    from ppclust import datasets, metrics
+    from ppclust.estimators.tvclust import TVClust
+
+    X, y = datasets.load("iris")
+    si = datasets.sample_links(y, 559, noise=0.0, seed=1)
+    kw = dict(must_link=si.must_link, cannot_link=si.cannot_link)
+    est = TVClust(n_samples=100, n_warmup=150, random_state=0).fit(X, **kw)
+    assert est.n_clusters_ == 3 and metrics.nmi(y, est.labels_) > 0.9
+    with pytest.raises(ValueError, match="init"):
+        TVClust(init="random").fit(X, **kw)
