@@ -160,12 +160,15 @@ def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, diverg
 
 
 def _link_score(z_nbr, table_row_sgn, table_row_wgt, k_max, xi1, xi2, equal_xi):
-    """Per-slot link term xi1 f_k - xi2 s_k for one point (compat form xi (f - s) when xi1 == xi2)."""
+    """Per-slot link term xi1 f_k - xi2 s_k for one point (compat form xi (f - s) when xi1 == xi2).
+
+    A (degree, K) one-hot comparison and a sum, not a scatter-add: XLA:CPU runs a scatter inside the
+    per-point loop as a slow serial kernel (the same change made the TVClust sweep ~4x faster)."""
+    hot = z_nbr[:, None] == jnp.arange(k_max, dtype=z_nbr.dtype)
     if equal_xi:
-        fs = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * table_row_sgn)
-        return xi1 * fs
-    f = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * (table_row_sgn > 0))
-    s = jnp.zeros(k_max, table_row_wgt.dtype).at[z_nbr].add(table_row_wgt * (table_row_sgn < 0))
+        return xi1 * jnp.where(hot, (table_row_wgt * table_row_sgn)[:, None], 0.0).sum(0)
+    f = jnp.where(hot, (table_row_wgt * (table_row_sgn > 0))[:, None], 0.0).sum(0)
+    s = jnp.where(hot, (table_row_wgt * (table_row_sgn < 0))[:, None], 0.0).sum(0)
     return xi1 * f - xi2 * s
 
 
