@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import betaln, gammaln
 
+from benchmarks._common import cpu_best
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
@@ -82,25 +83,20 @@ def _baseline_gibbs(rev):
     return mod
 
 
-def _cpu_best(fn, repeat):
-    """Best process CPU time of ``repeat`` calls (less sensitive than wall time on a loaded machine)."""
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
+def make_problem(n, d, covariance="full"):
+    """The benchmark's data (10 true clusters, 1% of points linked, standardised), links, family, prior.
+    Call inside an ``x64()`` scope."""
+    x, truth, pairs, sign = sample_prior(jax.random.key(d), n, labels=np.arange(n) % 10, dim=d,
+                                         link_fraction=0.01, p=0.95, q=0.95)
+    x = (x - x.mean(0)) / x.std(0)
+    fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d), covariance)
+    return x, truth, make_links(n, pairs, sign), fam, TVClustPrior()
 
 
 def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", baseline=None, repeat=3):
     with x64():
-        x, truth, pairs, sign = sample_prior(jax.random.key(d), n, labels=np.arange(n) % 10, dim=d,
-                                             link_fraction=0.01, p=0.95, q=0.95)
-        x = (x - x.mean(0)) / x.std(0)
+        x, truth, links, fam, prior = make_problem(n, d, covariance)
         xj = jnp.asarray(x)
-        links = make_links(n, pairs, sign)
-        fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d), covariance)
-        prior = TVClustPrior()
         kw = dict(n_chains=chains, k_max=k_max, progress_bar=False, init_labels=truth)
         rates, res = {}, None
         for name, mod in (("after", gibbs), ("before", baseline)):
@@ -108,7 +104,7 @@ def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", baseli
                 continue
             # compile
             mod.sample(jax.random.key(0), xj, links, fam, prior, n_samples=sweeps, n_warmup=0, **kw)
-            t = _cpu_best(lambda mod=mod: mod.sample(jax.random.key(1), xj, links, fam, prior,
+            t = cpu_best(lambda mod=mod: mod.sample(jax.random.key(1), xj, links, fam, prior,
                                                      n_samples=sweeps, n_warmup=0, **kw), repeat)
             rates[name] = n * sweeps * chains / t
             res = res or mod.sample(jax.random.key(1), xj, links, fam, prior, n_samples=sweeps, n_warmup=0,

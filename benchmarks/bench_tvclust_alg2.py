@@ -13,41 +13,25 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table
+from benchmarks._common import RESULTS, cpu_best, machine_info, md_table
+from benchmarks.bench_tvclust import make_problem
 from ppclust._jax import x64
-from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
-from ppclust.models.tvclust import TVClustPrior, make_links, sample_prior
-
-
-def _cpu_best(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def bench(n, d, k_max, sweeps, repeat, covariance="full"):
     rows = []
     with x64():
-        x, truth, pairs, sign = sample_prior(jax.random.key(d), n, labels=np.arange(n) % 10, dim=d,
-                                             link_fraction=0.01, p=0.95, q=0.95)
-        x = (x - x.mean(0)) / x.std(0)
+        x, truth, links, fam, prior = make_problem(n, d, covariance)
         xj = jnp.asarray(x)
-        links = make_links(n, pairs, sign)
-        fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d), covariance)
-        prior = TVClustPrior()
         kw = dict(n_chains=1, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0)
         for alg in ("collapsed", "explicit"):
             t0 = time.perf_counter()
             res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, n_samples=sweeps, algorithm=alg,
                                **kw)
             first = time.perf_counter() - t0
-            t = _cpu_best(lambda alg=alg: gibbs.sample(jax.random.key(1), xj, links, fam, prior,
+            t = cpu_best(lambda alg=alg: gibbs.sample(jax.random.key(1), xj, links, fam, prior,
                                                        n_samples=sweeps, algorithm=alg, **kw), repeat)
             rows.append([alg, d, n, k_max, covariance, float(res.n_clusters.mean()), f"{n * sweeps / t:,.0f}",
                          f"{1e3 * t / sweeps:.1f}", f"{first:.1f}"])

@@ -56,18 +56,19 @@ def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side
 
 def match_labels(reference, labels) -> np.ndarray:
     """Relabel ``labels`` so that clusters share colours with the reference classes they overlap most
-    (Hungarian matching on the contingency table); unmatched clusters get fresh ids after them."""
+    (Hungarian matching on :func:`ppclust.metrics.contingency`); unmatched clusters get fresh ids after
+    the reference's."""
     from scipy.optimize import linear_sum_assignment
 
-    ref_u, ref = np.unique(np.asarray(reference), return_inverse=True)
-    lab_u, lab = np.unique(np.asarray(labels), return_inverse=True)
-    table = np.zeros((len(lab_u), len(ref_u)))
-    np.add.at(table, (lab, ref), 1)
-    rows, cols = linear_sum_assignment(-table)
-    new = np.empty(len(lab_u), int)
-    new[rows] = cols
-    rest = np.setdiff1d(np.arange(len(lab_u)), rows)
-    new[rest] = len(ref_u) + np.arange(len(rest))
+    from ppclust.metrics import contingency
+
+    table = contingency(reference, labels)  # (reference classes, clusters)
+    _, lab = np.unique(np.asarray(labels), return_inverse=True)
+    classes, clusters = linear_sum_assignment(table, maximize=True)
+    new = np.empty(table.shape[1], int)
+    new[clusters] = classes
+    rest = np.setdiff1d(np.arange(table.shape[1]), clusters)
+    new[rest] = table.shape[0] + np.arange(len(rest))
     return new[lab]
 
 
