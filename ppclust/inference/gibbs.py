@@ -69,9 +69,13 @@ __all__ = [
     "log_dirichlet_multinomial",
     "PARTITIONS",
     "ALGORITHMS",
+    "BACKENDS",
+    "draw_categorical",
+    "resolve_backend",
 ]
 
 PQ_MODES = ("fixed", "sample", "collapse")
+BACKENDS = ("auto", "xla", "numba")
 PARTITIONS = ("dp", "finite")
 ALGORITHMS = ("collapsed", "explicit")
 
@@ -149,34 +153,66 @@ def _check_modes(pq, partition, sample_alpha, algorithm="collapsed"):
         raise ValueError("sample_alpha (Escobar-West) applies to partition='dp' only")
 
 
+def resolve_backend(backend, family, algorithm="collapsed") -> str:
+    """``"numba"`` or ``"xla"``: which implementation runs the point updates of a sweep.
+
+    ``"auto"`` picks the compiled CPU loop (:mod:`ppclust.inference._gibbs_cpu`) for the collapsed sweep
+    when JAX runs on CPU, numba imports and the family is Gaussian (NIW full/diag/spherical or known
+    variance); otherwise the jitted XLA loop (GPU, other families, ``algorithm="explicit"``). Both take the
+    same decisions from the same random inputs.
+    """
+    from ppclust.inference import _gibbs_cpu
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        ok = algorithm == "collapsed" and _gibbs_cpu.supports(family) and jax.default_backend() == "cpu"
+        return "numba" if ok else "xla"
+    if backend == "numba":
+        if algorithm != "collapsed":
+            raise ValueError("backend='numba' runs the collapsed sweep only; use algorithm='collapsed' or "
+                             "backend='xla'")
+        if not _gibbs_cpu.available():
+            raise ValueError("backend='numba' needs numba (pip install numba); backend='xla' works without")
+        if not _gibbs_cpu.supports(family):
+            raise ValueError(f"backend='numba' does not support {type(family).__name__}; use backend='xla'")
+    return backend
+
+
 def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
          sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
-         point_logprior=None, algorithm: str = "collapsed"):
+         point_logprior=None, algorithm: str = "collapsed", backend: str = "auto"):
     """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
 
     ``partition``: ``"dp"`` (CRP, TVClust) or ``"finite"`` (``k_max`` labelled components, symmetric
     Dirichlet(``alpha / k_max``) weights); ``point_logprior``: optional (n, k_max) log prior of each point's
     slot (module docstring). ``algorithm="explicit"``: Neal's Algorithm 2 (``state.theta`` required, see
-    :func:`_sweep_explicit`).
+    :func:`_sweep_explicit`). ``backend``: see :func:`resolve_backend`.
     """
     _check_modes(pq, partition, sample_alpha, algorithm)
+    backend = resolve_backend(backend, family, algorithm)
     n = x.shape[0]
-    k_max = state.stats.n.shape[0]
-    key_order, key_noise, key_p, key_q, key_alpha = jax.random.split(key, 5)
+    key_order, key_u, key_p, key_q, key_alpha = jax.random.split(key, 5)
     order = jax.random.permutation(key_order, n)
-    # Gumbel-max sampling: one (n, k_max) block of noise per sweep instead of a key per point.
-    noise = jax.random.gumbel(key_noise, (n, k_max), dtype=x.dtype)
+    # Inverse-CDF sampling from one uniform per point (drawn per sweep, not a key per point); the same
+    # (order, u) drive the compiled CPU sweep, which then takes the same decisions (tests/test_gibbs_cpu).
+    u = jax.random.uniform(key_u, (n,), dtype=x.dtype)
     theta = state.theta
     if algorithm == "explicit":
         if theta is None:
             raise ValueError("algorithm='explicit' needs state.theta (init(..., algorithm='explicit', "
                              "key=...))")
         key_cand, key_theta = jax.random.split(jax.random.fold_in(key, 0x5EED))
-        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, order, noise, state, x, links,
+        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, order, u, state, x, links,
                                                                  family, prior, pq, point_logprior)
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
+    elif backend == "numba":
+        from ppclust.inference import _gibbs_cpu
+
+        labels, stats, counts, overflow = _gibbs_cpu.sweep(order, u, state, x, links, family, prior, pq,
+                                                           partition, point_logprior)
     else:
-        labels, stats, counts, overflow = _sweep(order, noise, state, x, links, family, prior, pq, partition,
+        labels, stats, counts, overflow = _sweep(order, u, state, x, links, family, prior, pq, partition,
                                                  point_logprior)
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
@@ -196,7 +232,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
            alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
            store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
-           desc="tvclust gibbs", devices="auto", algorithm="collapsed") -> ChainResult:
+           desc="tvclust gibbs", devices="auto", algorithm="collapsed", backend="auto") -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
@@ -222,6 +258,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         drawn from their conjugate posteriors after each sweep; the family needs ``sample_posterior`` and
         ``log_likelihood``; ``partition="dp"`` only). Both target the same partition posterior; the
         reported ``log_joint`` is the collapsed ``log p(z, x, E)`` in both.
+    backend : ``"auto"`` (default) | ``"numba"`` | ``"xla"``: the point-update loop (:func:`resolve_backend`).
+        On CPU ``"auto"`` runs the collapsed sweep as one compiled numba loop (about 10x the XLA loop's
+        throughput, ``benchmarks/results/tvclust.md``), called from the jitted driver.
 
     Raises
     ------
@@ -252,7 +291,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         if algorithm == "collapsed":
             state = state._replace(theta=None)
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, algorithm=algorithm)
+              partition=partition, algorithm=algorithm, backend=resolve_backend(backend, family, algorithm))
     place = _chain_placement(n_chains, devices)
     state = place(state)
     if progress_bar is None:
@@ -458,7 +497,17 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
     return f * xi1 - s * xi2
 
 
-def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, partition="dp",
+def draw_categorical(logw, u):
+    """Inverse-CDF draw from unnormalised log-weights (``-inf`` allowed) with a uniform ``u`` in [0, 1).
+
+    The first slot whose cumulative weight exceeds ``u`` times the total; a slot of zero weight is never
+    returned (its cumulative weight equals its predecessor's).
+    """
+    c = jnp.cumsum(jnp.exp(logw - jnp.max(logw)))
+    return jnp.argmax(c > u * c[-1])
+
+
+def _sweep(order, u, state: GibbsState, x, links: Links, family, prior, pq, partition="dp",
            point_logprior=None):
     def body(t, carry):
         labels, stats, counts, overflow = carry
@@ -470,7 +519,7 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, 
                                   point_logprior=point_logprior)
         f, s, F, S = fs
         full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
-        k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
+        k = draw_categorical(logw, u[i]).astype(labels.dtype)
         stats = _add(family, stats, k, xi)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
         return labels.at[i].set(k), stats, counts, overflow | full
@@ -479,7 +528,7 @@ def _sweep(order, noise, state: GibbsState, x, links: Links, family, prior, pq, 
     return jax.lax.fori_loop(0, x.shape[0], body, carry)
 
 
-def _sweep_explicit(key, order, noise, state: GibbsState, x, links: Links, family, prior, pq,
+def _sweep_explicit(key, order, u, state: GibbsState, x, links: Links, family, prior, pq,
                     point_logprior=None):
     r"""Neal (2000) Algorithm 2 point updates with explicit ``state.theta`` (spec 2.2-2.3, 2.7).
 
@@ -504,7 +553,7 @@ def _sweep_explicit(key, order, noise, state: GibbsState, x, links: Links, famil
         logw, c, (f, s, F, S) = _weights(i, labels, sizes, lp, counts, links, prior, state.p, state.q,
                                          state.alpha, pq, "dp", point_logprior)
         full = jnp.all(sizes > 0)
-        k = jnp.argmax(logw + noise[i]).astype(labels.dtype)
+        k = draw_categorical(logw, u[i]).astype(labels.dtype)
         fresh = sizes[k] == 0
         theta = jax.tree.map(lambda a, b: a.at[k].set(jnp.where(fresh, b[i], a[k])), theta, cand)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
@@ -557,10 +606,10 @@ def _log_beta_pdf(v, a, b):
 
 
 def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-           sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed"):
+           sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed", backend="xla"):
     # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, point_logprior=point_logprior, algorithm=algorithm)
+              partition=partition, point_logprior=point_logprior, algorithm=algorithm, backend=backend)
 
     def body(carry, inp):
         k, j = inp
@@ -574,11 +623,13 @@ def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *,
     return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
 
 
-@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition", "algorithm"))
+@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition", "algorithm",
+                                   "backend"))
 def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-         sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed"):
+         sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed", backend="xla"):
     fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
-                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition, algorithm=algorithm)
+                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition, algorithm=algorithm,
+                 backend=backend)
     in_axes = (0, 0, None, None, None, None, None, None, None)
     return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
 
