@@ -63,37 +63,88 @@ def _family_arrays(family, dtype):
     return jnp.asarray(family.mu0, dtype), hyp.astype(dtype)
 
 
-def sweep(order, u, state, x, links, family, prior, pq, partition="dp", point_logprior=None):
-    """One collapsed sweep (same contract as ``gibbs._sweep``): ``(labels, stats, counts, overflow)``."""
+def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_logprior=None):
+    """One collapsed sweep (the contract of ``gibbs._sweep`` with the order given by its uniforms, see
+    :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
+
+    Operands are packed into seven arrays (each operand of a host callback costs ~40 us per call).
+    """
     code = _family_code(family)
     if code is None or numba is None:
         raise ValueError(f"the compiled CPU sweep does not support {type(family).__name__}")
     dtype = x.dtype
+    st = state.stats
+    K, d = st.s.shape
+    m = int(np.prod(st.scale.shape[1:], dtype=int))
     mu0, hyp = _family_arrays(family, dtype)
     pri = jnp.stack([jnp.asarray(v, dtype) for v in (prior.a_p, prior.b_p, prior.a_q, prior.b_q)])
     has_lp = point_logprior is not None
-    lpp = point_logprior if has_lp else jnp.zeros((1, 1), dtype)
-    st = state.stats
-    shapes = (jax.ShapeDtypeStruct(state.labels.shape, state.labels.dtype),
-              jax.ShapeDtypeStruct(st.n.shape, st.n.dtype), jax.ShapeDtypeStruct(st.s.shape, st.s.dtype),
-              jax.ShapeDtypeStruct(st.scale.shape, st.scale.dtype),
-              jax.ShapeDtypeStruct(state.counts.shape, state.counts.dtype),
-              jax.ShapeDtypeStruct((), jnp.bool_))
+    args = (
+        jnp.stack([order_u, u]).astype(dtype),
+        jnp.concatenate([state.labels.astype(jnp.int32), state.overflow.astype(jnp.int32)[None]]),
+        jnp.concatenate([st.n, st.s.ravel(), st.scale.ravel(), state.counts,
+                         jnp.stack([state.p, state.q, state.alpha])]).astype(dtype),
+        x,
+        links.nbr.astype(jnp.int32),
+        jnp.stack([links.sgn, links.wgt]).astype(dtype),
+        point_logprior.astype(dtype) if has_lp else jnp.zeros((1, 1), dtype),
+        jnp.concatenate([mu0, hyp, pri]),
+    )
+    outs = (args[1], args[2])
+    dtypes = [np.dtype(a.dtype) for a in args]
+    flags = (code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
-    def host(*args):
-        return _host(args, code, _PQ[pq], partition == "finite", has_lp)
+    def host(*wired):
+        res = _host([_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
+        return tuple(_to_wire(r) for r in res)
 
-    args = (order.astype(jnp.int32), u, state.labels, st.n, st.s, st.scale, state.counts, state.overflow,
-            state.p, state.q, state.alpha, x, links.nbr.astype(jnp.int32), links.sgn.astype(dtype),
-            links.wgt.astype(dtype), lpp, mu0, hyp, pri)
-    labels, n, s, scale, counts, overflow = jax.pure_callback(host, shapes, *args, vmap_method="expand_dims")
-    return labels, Stats(n, s, scale), counts, overflow
+    res = jax.pure_callback(host, tuple(_wire_shape(o) for o in outs), *(_wire(a) for a in args),
+                            vmap_method="expand_dims")
+    labi, flt = (_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
+    n_pts = x.shape[0]
+    o = K + K * d
+    stats = Stats(flt[:K], flt[K:o].reshape(K, d), flt[o:o + K * m].reshape(st.scale.shape))
+    counts = flt[o + K * m:o + K * m + 4]
+    return labi[:n_pts].astype(state.labels.dtype), stats, counts, labi[n_pts] != 0
 
 
-def _host(args, code, pq, finite, has_lp):
+# 64-bit arrays cross the callback as uint32 pairs: JAX canonicalises a callback's inputs and outputs with
+# the x64 flag of the thread that runs it, not the caller's `jax.enable_x64` scope (float64 would silently
+# arrive as float32).
+def _wire(a):
+    if np.dtype(a.dtype).itemsize == 8:
+        return jax.lax.bitcast_convert_type(a, jnp.uint32)
+    return a
+
+
+def _unwire(a, dtype):
+    a = np.asarray(a)
+    if dtype.itemsize == 8:
+        return np.ascontiguousarray(a).view(dtype)[..., 0]
+    return a
+
+
+def _wire_shape(a):
+    if a.dtype.itemsize == 8:
+        return jax.ShapeDtypeStruct(a.shape + (2,), jnp.uint32)
+    return jax.ShapeDtypeStruct(a.shape, a.dtype)
+
+
+def _to_wire(a):
+    if a.dtype.itemsize == 8:
+        return np.ascontiguousarray(a).view(np.uint32).reshape(a.shape + (2,))
+    return a
+
+
+def _from_wire(r, dtype):
+    if np.dtype(dtype).itemsize == 8:
+        return jax.lax.bitcast_convert_type(r, dtype)
+    return r
+
+
+def _host(args, flags):
     """Flatten the vmap batch axes (size 1 = shared by all chains), run the chains, restore the axes."""
-    args = [np.asarray(a) for a in args]
-    nb = args[2].ndim - 1  # batch axes in front of the labels' (n,)
+    nb = args[1].ndim - 1  # batch axes in front of the (n + 1,) labels
     batch = np.broadcast_shapes(*(a.shape[:nb] for a in args))
     nbatch = int(np.prod(batch))
 
@@ -105,17 +156,14 @@ def _host(args, code, pq, finite, has_lp):
             return np.ascontiguousarray(a.reshape((1,) + core))
         return np.ascontiguousarray(np.broadcast_to(a, batch + core).reshape((nbatch,) + core))
 
-    f = [flat(a, i in (2, 3, 4, 5, 6, 7)) for i, a in enumerate(args)]
-    order, u, labels, n, s, scale, counts, overflow, p, q, alpha, x, nbr, sgn, wgt, lpp, mu0, hyp, pri = f
-    scale2 = scale.reshape(nbatch, n.shape[1], -1)  # a view: (K, d, d) -> (K, d*d), (K, d), (K,) -> (K, 1)
-    _sweep_chains(order, u, labels, n, s, scale2, counts, overflow, p, q, alpha, x, nbr, sgn, wgt, lpp,
-                  mu0, hyp, pri, code, pq, finite, has_lp)
-    return tuple(o.reshape(batch + o.shape[1:]) for o in (labels, n, s, scale, counts, overflow))
+    rand, labi, flt, x, nbr, linkf, lpp, par = (flat(a, i in (1, 2)) for i, a in enumerate(args))
+    _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, *flags)
+    return labi.reshape(batch + labi.shape[1:]), flt.reshape(batch + flt.shape[1:])
 
 
 # ---------------------------------------------------------------------------------------------------
 # numba kernels. Per chain: state arrays (labels, n, s, scale, counts, overflow) are updated in place.
-# Per slot cache: loc (K, d) predictive location, cst (K,) log-normaliser, a1 (K,) quadratic-form
+# Per slot cache: loc (K, d) predictive location, lw0 (K,) size term + log-normaliser, a1 (K,) quadratic-form
 # factor, hexp (K,) exponent, b1 (K, d) reciprocal Cholesky diagonal (full) / per-coordinate factors.
 # ---------------------------------------------------------------------------------------------------
 
@@ -124,21 +172,66 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def _njit(fn):
-    return fn if numba is None else numba.njit(cache=True, nogil=True)(fn)
+    return fn if numba is None else numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
 
 
-@_njit
-def _refresh(k, code, n, s, sc, mu0, hyp, loc, cst, a1, hexp, b1):
-    """Cached predictive of slot k from its stats (the quantities of ``GaussianNIW.log_predictive``)."""
+def _inline(fn):
+    # IR-inlined into the sweep: a real call would pass ~10 array structs and reference-count each
+    # (atomic increments) per slot and point, which measured 2x the arithmetic.
+    return fn if numba is None else numba.njit(cache=True, nogil=True, error_model="numpy",
+                                               inline="always")(fn)
+
+
+@_inline
+def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
+    """The part of a slot's log-weight that depends on its size only: the CRP / Dirichlet weight
+    (log n_k, log alpha for the new cluster, or log(n_k + alpha/K)) plus the predictive's Gamma-function
+    normaliser (TVClust eq. 11, Neal 2000 eq. 3.7)."""
+    if finite:
+        lw = math.log(nk + alpha_k)
+    elif nk > 0.0:
+        lw = math.log(nk)
+    else:
+        lw = log_alpha
+    if code == _FULL:
+        df = nu0 + nk - d + 1.0
+        lw += math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0)
+    elif code == _DIAG:
+        df = nu0 + nk
+        lw += d * (math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi))
+    elif code == _SPHERICAL:
+        df = (nu0 + nk) * d
+        lw += math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0) - 0.5 * d * math.log(df * math.pi)
+    return lw
+
+
+@_inline
+def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
+    """:func:`_size_term` looked up for integer sizes (filled on first use; sizes change by one per move)."""
+    m = int(nk)
+    if m == nk and 0 <= m < table.shape[0]:
+        v = table[m]
+        if v != v:
+            v = _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite)
+            table[m] = v
+        return v
+    return _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite)
+
+
+@_inline
+def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite):
+    """Cache slot k's predictive (``GaussianNIW.log_predictive`` / ``SphericalGaussian.log_predictive``):
+    log p(x | slot k) + size term = lw0[k] - hexp[k] log1p(a1[k] q(x)), q the Mahalanobis form."""
     d = mu0.shape[0]
     nk = n[k]
+    size = _size_cached(nk, table, code, d, hyp[1], log_alpha, alpha_k, finite)
     if code == _KNOWN_VAR:
         sigma2, tau2 = hyp[2], hyp[3]
         v = 1.0 / (1.0 / tau2 + nk / sigma2)
         for j in range(d):
             loc[k, j] = v * (mu0[j] / tau2 + s[k, j] / sigma2)
         pv = sigma2 + v
-        cst[k] = -0.5 * d * math.log(2.0 * math.pi * pv)
+        lw0[k] = size - 0.5 * d * math.log(2.0 * math.pi * pv)
         a1[k] = 0.5 / pv
         return
     kappa0, nu0 = hyp[0], hyp[1]
@@ -147,76 +240,91 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, cst, a1, hexp, b1):
     for j in range(d):
         loc[k, j] = (kappa0 * mu0[j] + s[k, j]) / kn
     if code == _FULL:
+        # 0.5 (d log(df pi) + log|Psi_n| + d log fac) = 0.5 log(prod(L_jj)^2 (pi (kn+1)/kn)^d): one log
         df = nun - d + 1.0
         fac = (kn + 1.0) / (kn * df)
+        g = math.pi * (kn + 1.0) / kn
         prod = 1.0
         for j in range(d):
             ljj = sc[k, j * d + j]
             b1[k, j] = 1.0 / ljj
-            prod *= ljj
+            prod *= ljj * ljj * g
         if prod > 0.0 and prod < np.inf:
-            logdiag = math.log(prod)
-        else:  # extreme scales: the d logs
-            logdiag = 0.0
+            half = 0.5 * math.log(prod)
+        else:  # extreme scales: one log per coordinate
+            half = 0.5 * d * math.log(g)
             for j in range(d):
-                logdiag += math.log(sc[k, j * d + j])
-        logdet = 2.0 * logdiag + d * math.log(fac)
-        cst[k] = (math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0) - 0.5 * d * math.log(df * math.pi)
-                  - 0.5 * logdet)
+                half += math.log(sc[k, j * d + j])
+        lw0[k] = size - half
         a1[k] = 1.0 / (fac * df)
         hexp[k] = 0.5 * (df + d)
     elif code == _DIAG:
         a = nun / 2.0
         df = 2.0 * a
-        logvar = 0.0
+        prod = 1.0
         for j in range(d):
             var = (sc[k, j] / 2.0) * (kn + 1.0) / (a * kn)
             b1[k, j] = 1.0 / (var * df)
-            logvar += math.log(var)
-        cst[k] = d * (math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)) \
-            - 0.5 * logvar
+            prod *= var
+        if prod > 0.0 and prod < np.inf:
+            logvar = math.log(prod)
+        else:
+            logvar = 0.0
+            for j in range(d):
+                logvar += math.log((sc[k, j] / 2.0) * (kn + 1.0) / (a * kn))
+        lw0[k] = size - 0.5 * logvar
         hexp[k] = 0.5 * (df + 1.0)
     else:  # spherical NIW
         a = nun * d / 2.0
         df = 2.0 * a
         var = (sc[k, 0] / 2.0) * (kn + 1.0) / (a * kn)
-        cst[k] = (math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0) - 0.5 * d * math.log(df * math.pi)
-                  - 0.5 * d * math.log(var))
+        lw0[k] = size - 0.5 * d * math.log(var)
         a1[k] = 1.0 / (var * df)
         hexp[k] = 0.5 * (df + d)
 
 
-@_njit
-def _log_pred(k, code, xi, sc, loc, cst, a1, hexp, b1, w):
-    """log p(x_i | slot k) from the cache (``w`` is scratch of length d)."""
+@_inline
+def _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, out):
+    """out[a] = log-weight without link term of slot cand[a], from the cache (``w``: scratch, length d).
+
+    ``log(1 + t)``, not ``log1p``: libm's log1p costs 3x here and the difference (< 1e-16 absolute for
+    t < 1e-8) is far below what changes a draw. One loop per family: no branch inside the slot loop."""
     d = xi.shape[0]
     if code == _FULL:
-        q = 0.0
-        for j in range(d):  # forward substitution L w = x - loc
-            acc = xi[j] - loc[k, j]
-            row = j * d
-            for m in range(j):
-                acc -= sc[k, row + m] * w[m]
-            wj = acc * b1[k, j]
-            w[j] = wj
-            q += wj * wj
-        return cst[k] - hexp[k] * math.log1p(a1[k] * q)
-    if code == _DIAG:
-        prod = 1.0
-        for j in range(d):
-            t = xi[j] - loc[k, j]
-            prod *= 1.0 + t * t * b1[k, j]
-        return cst[k] - hexp[k] * math.log(prod)
-    q = 0.0
-    for j in range(d):
-        t = xi[j] - loc[k, j]
-        q += t * t
-    if code == _SPHERICAL:
-        return cst[k] - hexp[k] * math.log1p(a1[k] * q)
-    return cst[k] - a1[k] * q
+        for a in range(na):
+            k = cand[a]
+            q = 0.0
+            for j in range(d):  # forward substitution L w = x - loc
+                acc = xi[j] - loc[k, j]
+                row = j * d
+                for m in range(j):
+                    acc -= sc[k, row + m] * w[m]
+                wj = acc * b1[k, j]
+                w[j] = wj
+                q += wj * wj
+            out[a] = lw0[k] - hexp[k] * math.log(1.0 + a1[k] * q)
+    elif code == _DIAG:
+        for a in range(na):
+            k = cand[a]
+            prod = 1.0
+            for j in range(d):
+                t = xi[j] - loc[k, j]
+                prod *= 1.0 + t * t * b1[k, j]
+            out[a] = lw0[k] - hexp[k] * math.log(prod)
+    else:
+        for a in range(na):
+            k = cand[a]
+            q = 0.0
+            for j in range(d):
+                t = xi[j] - loc[k, j]
+                q += t * t
+            if code == _SPHERICAL:
+                out[a] = lw0[k] - hexp[k] * math.log(1.0 + a1[k] * q)
+            else:
+                out[a] = lw0[k] - a1[k] * q
 
 
-@_njit
+@_inline
 def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
     """Add (sign = 1) or remove (sign = -1) x_i from slot k, as ``GaussianNIW._rank_one``."""
     d = xi.shape[0]
@@ -242,11 +350,13 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
             lmm = sc[k, m * d + m]
             vm = v[m]
             r = math.sqrt(lmm * lmm + sign * vm * vm)
-            cc = r / lmm
-            sn = vm / lmm
+            inv = 1.0 / lmm
+            cc = r * inv
+            sn = vm * inv
+            icc = lmm / r  # 1 / cc: one division per column instead of one per entry
             sc[k, m * d + m] = r
             for j in range(m + 1, d):
-                col = (sc[k, j * d + m] + sign * sn * v[j]) / cc
+                col = (sc[k, j * d + m] + sign * sn * v[j]) * icc
                 sc[k, j * d + m] = col
                 v[j] = cc * v[j] - sn * col
     elif code == _DIAG:
@@ -262,7 +372,7 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
         s[k, j] += sign * xi[j]
 
 
-@_njit
+@_inline
 def _betaln(a, b):
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
@@ -276,7 +386,8 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     dt = x.dtype
     loc = np.empty((K, d), dt)
     b1 = np.empty((K, d), dt)
-    cst = np.empty(K, dt)
+    lw0 = np.empty(K, dt)
+    table = np.full(npts + 2, np.nan, dt)
     a1 = np.empty(K, dt)
     hexp = np.empty(K, dt)
     w = np.empty(d, dt)
@@ -285,19 +396,21 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     st = np.zeros(K, dt)
     link = np.zeros(K, dt)
     logw = np.empty(K, dt)
+    cand = np.empty(K, np.int64)
+    log_alpha = math.log(alpha)
+    alpha_k = alpha / K
     for k in range(K):
-        _refresh(k, code, n, s, sc, mu0, hyp, loc, cst, a1, hexp, b1)
+        _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
     xi1 = math.log(p) - math.log1p(-q)
     xi2 = math.log(q) - math.log1p(-p)
     a_p, b_p, a_q, b_q = pri[0], pri[1], pri[2], pri[3]
-    log_alpha = math.log(alpha)
     overflow = False
     for t in range(npts):
         i = order[t]
         xi = x[i]
         k_old = labels[i]
         _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-        _refresh(k_old, code, n, s, sc, mu0, hyp, loc, cst, a1, hexp, b1)
+        _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
         F = 0.0
         S = 0.0
@@ -331,42 +444,46 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
                     if sgn[i, j] != 0.0:
                         lab = labels[nbr[i, j]]
                         link[lab] = f[lab] * xi1 - st[lab] * xi2
-        # weights over slots; `link` holds the offset from `base`, which is common to every slot
-        mx = -np.inf
+        # candidate slots in slot order: occupied ones and the first free one (new cluster, lw0 has
+        # log alpha); every slot for a finite mixture
+        na = 0
         new = -1
         for k in range(K):
-            if finite:
-                lw = (math.log(n[k] + alpha / K) + _log_pred(k, code, xi, sc, loc, cst, a1, hexp, b1, w)
-                      + link[k])
-            elif n[k] > 0:
-                lw = math.log(n[k]) + _log_pred(k, code, xi, sc, loc, cst, a1, hexp, b1, w) + link[k]
+            if finite or n[k] > 0.0:
+                cand[na] = k
+                na += 1
             elif new < 0:
                 new = k
-                lw = log_alpha + _log_pred(k, code, xi, sc, loc, cst, a1, hexp, b1, w)
-            else:
-                lw = -np.inf
+                cand[na] = k
+                na += 1
+        if not finite and new < 0:
+            overflow = True
+        _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, logw)
+        # + link offsets from `base` (common to all slots; 0 at the free slot), inverse-CDF draw
+        mx = -np.inf
+        for a in range(na):
+            k = cand[a]
+            lw = logw[a] + link[k]
             if has_lp:
                 lw += lpp[i, k]
             if lw != lw:
                 lw = -np.inf
-            logw[k] = lw
+            logw[a] = lw
             if lw > mx:
                 mx = lw
-        if not finite and new < 0:
-            overflow = True
         total = 0.0
-        for k in range(K):
-            if logw[k] > -np.inf:
-                total += math.exp(logw[k] - mx)
-            logw[k] = total  # now the cumulative weight
+        for a in range(na):
+            if logw[a] > -np.inf:
+                total += math.exp(logw[a] - mx)
+            logw[a] = total  # now the cumulative weight
         thr = u[i] * total
-        k_new = K - 1
-        for k in range(K):
-            if logw[k] > thr:
-                k_new = k
+        k_new = cand[na - 1]
+        for a in range(na):
+            if logw[a] > thr:
+                k_new = cand[a]
                 break
         _rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
-        _refresh(k_new, code, n, s, sc, mu0, hyp, loc, cst, a1, hexp, b1)
+        _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
         counts[0] = c0 + f[k_new]
         counts[1] = c1 + st[k_new]
         counts[2] = c2 + (F - f[k_new])
@@ -383,15 +500,29 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
 
 
 @_njit
-def _sweep_chains(order, u, labels, n, s, sc, counts, overflow, p, q, alpha, x, nbr, sgn, wgt, lpp, mu0, hyp,
-                  pri, code, pq, finite, has_lp):
-    """Chains one after the other; a shared (batch size 1) input serves every chain."""
-    for c in range(labels.shape[0]):
-        ovf = _sweep_one(order[min(c, order.shape[0] - 1)], u[min(c, u.shape[0] - 1)], labels[c], n[c], s[c],
-                         sc[c], counts[c], p[min(c, p.shape[0] - 1)], q[min(c, q.shape[0] - 1)],
-                         alpha[min(c, alpha.shape[0] - 1)], x[min(c, x.shape[0] - 1)],
-                         nbr[min(c, nbr.shape[0] - 1)], sgn[min(c, sgn.shape[0] - 1)],
-                         wgt[min(c, wgt.shape[0] - 1)], lpp[min(c, lpp.shape[0] - 1)],
-                         mu0[min(c, mu0.shape[0] - 1)], hyp[min(c, hyp.shape[0] - 1)],
-                         pri[min(c, pri.shape[0] - 1)], code, pq, finite, has_lp)
-        overflow[c] = overflow[c] or ovf
+def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, has_lp, K, d, m):
+    """Unpack each chain's row (layouts of :func:`sweep`) and sweep the chains one after the other; an input
+    with batch size 1 serves every chain."""
+    npts = labi.shape[1] - 1
+    o = K + K * d
+    for c in range(labi.shape[0]):
+        row = flt[c]
+        r = rand[min(c, rand.shape[0] - 1)]
+        lk = linkf[min(c, linkf.shape[0] - 1)]
+        pr = par[min(c, par.shape[0] - 1)]
+        order = np.arange(npts)
+        pu = r[0]
+        for t in range(npts - 1, 0, -1):  # gibbs.shuffle_order
+            j = min(int(pu[t] * (t + 1)), t)
+            tmp = order[t]
+            order[t] = order[j]
+            order[j] = tmp
+        lab = labi[c, :npts]
+        ovf = _sweep_one(order, r[1], lab, row[:K], row[K:o].reshape((K, d)),
+                         row[o:o + K * m].reshape((K, m)), row[o + K * m:o + K * m + 4],
+                         row[o + K * m + 4], row[o + K * m + 5], row[o + K * m + 6],
+                         x[min(c, x.shape[0] - 1)], nbr[min(c, nbr.shape[0] - 1)], lk[0], lk[1],
+                         lpp[min(c, lpp.shape[0] - 1)], pr[:d], pr[d:d + 4], pr[d + 4:d + 8], code, pq,
+                         finite, has_lp)
+        if ovf:
+            labi[c, npts] = 1

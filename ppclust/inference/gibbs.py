@@ -71,6 +71,7 @@ __all__ = [
     "ALGORITHMS",
     "BACKENDS",
     "draw_categorical",
+    "shuffle_order",
     "resolve_backend",
 ]
 
@@ -193,9 +194,9 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
     backend = resolve_backend(backend, family, algorithm)
     n = x.shape[0]
     key_order, key_u, key_p, key_q, key_alpha = jax.random.split(key, 5)
-    order = jax.random.permutation(key_order, n)
-    # Inverse-CDF sampling from one uniform per point (drawn per sweep, not a key per point); the same
-    # (order, u) drive the compiled CPU sweep, which then takes the same decisions (tests/test_gibbs_cpu).
+    # Visiting order (Fisher-Yates, shuffle_order) and inverse-CDF draws (draw_categorical) from n uniforms
+    # each: both backends consume the same random numbers and take the same decisions.
+    order_u = jax.random.uniform(key_order, (n,), dtype=x.dtype)
     u = jax.random.uniform(key_u, (n,), dtype=x.dtype)
     theta = state.theta
     if algorithm == "explicit":
@@ -203,15 +204,16 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
             raise ValueError("algorithm='explicit' needs state.theta (init(..., algorithm='explicit', "
                              "key=...))")
         key_cand, key_theta = jax.random.split(jax.random.fold_in(key, 0x5EED))
-        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, order, u, state, x, links,
-                                                                 family, prior, pq, point_logprior)
+        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, shuffle_order(order_u), u, state,
+                                                                 x, links, family, prior, pq, point_logprior)
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
     elif backend == "numba":
         from ppclust.inference import _gibbs_cpu
 
-        labels, stats, counts, overflow = _gibbs_cpu.sweep(order, u, state, x, links, family, prior, pq,
+        labels, stats, counts, overflow = _gibbs_cpu.sweep(order_u, u, state, x, links, family, prior, pq,
                                                            partition, point_logprior)
     else:
+        order = shuffle_order(order_u)
         labels, stats, counts, overflow = _sweep(order, u, state, x, links, family, prior, pq, partition,
                                                  point_logprior)
     p, q, alpha = state.p, state.q, state.alpha
@@ -495,6 +497,25 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
     xi1 = jnp.log(p) - jnp.log1p(-q)
     xi2 = jnp.log(q) - jnp.log1p(-p)
     return f * xi1 - s * xi2
+
+
+def shuffle_order(order_u):
+    """The sweep's visiting order: a Fisher-Yates shuffle of 0..n-1 driven by ``n`` uniforms.
+
+    ``j = min(floor(u_t (t + 1)), t)`` swapped with ``t`` for ``t = n-1 .. 1``: the same arithmetic here and
+    in the compiled sweep (:mod:`ppclust.inference._gibbs_cpu`), so both backends visit the points in the
+    same order. O(n); the compiled sweep shuffles in place (a sort-based permutation cost 2 ms per sweep at
+    n = 10,000 on XLA:CPU).
+    """
+    n = order_u.shape[0]
+
+    def body(r, order):
+        t = n - 1 - r
+        j = jnp.minimum((order_u[t] * (t + 1)).astype(jnp.int32), t)
+        ot, oj = order[t], order[j]
+        return order.at[t].set(oj).at[j].set(ot)
+
+    return jax.lax.fori_loop(0, n - 1, body, jnp.arange(n, dtype=jnp.int32))
 
 
 def draw_categorical(logw, u):
