@@ -155,7 +155,7 @@ def test_gibbs_conditional_equals_log_joint_differences(pq):
                 np.testing.assert_allclose(logw[cand] - logw[cand[0]], np.array(lj) - lj[0], atol=1e-9)
 
 
-def _enumeration_case(pq):
+def _enumeration_case(pq, backend="auto"):
     with x64():
         x = jnp.asarray(X5)
         links = make_links(5, PAIRS5, SIGN5)
@@ -163,14 +163,17 @@ def _enumeration_case(pq):
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
         res = gibbs.sample(jax.random.key(7), x, links, fam, PRIOR, n_samples=6, n_warmup=8, thin=3,
-                           n_chains=1500, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False)
+                           n_chains=1500, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False, backend=backend)
     return res, parts, probs
 
 
-@pytest.mark.parametrize("pq", ["collapse", "sample", "fixed"])
-def test_sampler_matches_exact_enumeration(pq):
-    """Spec G4 / claim 13: empirical partition distribution vs exact posterior over Bell(5)=52 partitions."""
-    res, parts, probs = _enumeration_case(pq)
+@pytest.mark.parametrize(("pq", "backend"), [("collapse", "numba"), ("sample", "numba"), ("fixed", "numba"),
+                                             ("collapse", "xla"), ("fixed", "xla"),
+                                             pytest.param("sample", "xla", marks=pytest.mark.slow)])
+def test_sampler_matches_exact_enumeration(pq, backend):
+    """Spec G4 / claim 13: empirical partition distribution vs exact posterior over Bell(5)=52 partitions,
+    for the compiled CPU sweep and the XLA sweep."""
+    res, parts, probs = _enumeration_case(pq, backend)
     samples = res.labels.reshape(-1, 5)
     pval, tv = chi_square_pvalue(samples, parts, probs)
     assert tv < 0.03, tv

@@ -82,7 +82,7 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     args = (
         jnp.stack([order_u, u]).astype(dtype),
         jnp.concatenate([state.labels.astype(jnp.int32), state.overflow.astype(jnp.int32)[None]]),
-        jnp.concatenate([st.n, st.s.ravel(), st.scale.ravel(), state.counts,
+        jnp.concatenate([st.n, st.s.ravel(), _scale_layout(st.scale, code).ravel(), state.counts,
                          jnp.stack([state.p, state.q, state.alpha])]).astype(dtype),
         x,
         links.nbr.astype(jnp.int32),
@@ -103,9 +103,15 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     labi, flt = (_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
     n_pts = x.shape[0]
     o = K + K * d
-    stats = Stats(flt[:K], flt[K:o].reshape(K, d), flt[o:o + K * m].reshape(st.scale.shape))
+    scale = _scale_layout(flt[o:o + K * m].reshape(st.scale.shape), code)
+    stats = Stats(flt[:K], flt[K:o].reshape(K, d), scale)
     counts = flt[o + K * m:o + K * m + 4]
     return labi[:n_pts].astype(state.labels.dtype), stats, counts, labi[n_pts] != 0
+
+
+def _scale_layout(scale, code):
+    """Cholesky factors go column-major into the kernel (its inner loops run down a column) and back."""
+    return jnp.swapaxes(scale, -1, -2) if code == _FULL else scale
 
 
 # 64-bit arrays cross the callback as uint32 pairs: JAX canonicalises a callback's inputs and outputs with
@@ -163,6 +169,7 @@ def _host(args, flags):
 
 # ---------------------------------------------------------------------------------------------------
 # numba kernels. Per chain: state arrays (labels, n, s, scale, counts, overflow) are updated in place.
+# Full-covariance Cholesky factors are stored column-major (L[j, m] at m * d + j).
 # Per slot cache: loc (K, d) predictive location, lw0 (K,) size term + log-normaliser, a1 (K,) quadratic-form
 # factor, hexp (K,) exponent, b1 (K, d) reciprocal Cholesky diagonal (full) / per-coordinate factors.
 # ---------------------------------------------------------------------------------------------------
@@ -237,13 +244,13 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alp
     kappa0, nu0 = hyp[0], hyp[1]
     kn = kappa0 + nk
     nun = nu0 + nk
+    ikn = 1.0 / kn
     for j in range(d):
-        loc[k, j] = (kappa0 * mu0[j] + s[k, j]) / kn
+        loc[k, j] = (kappa0 * mu0[j] + s[k, j]) * ikn
     if code == _FULL:
         # 0.5 (d log(df pi) + log|Psi_n| + d log fac) = 0.5 log(prod(L_jj)^2 (pi (kn+1)/kn)^d): one log
         df = nun - d + 1.0
-        fac = (kn + 1.0) / (kn * df)
-        g = math.pi * (kn + 1.0) / kn
+        g = math.pi * (kn + 1.0) * ikn
         prod = 1.0
         for j in range(d):
             ljj = sc[k, j * d + j]
@@ -256,7 +263,7 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alp
             for j in range(d):
                 half += math.log(sc[k, j * d + j])
         lw0[k] = size - half
-        a1[k] = 1.0 / (fac * df)
+        a1[k] = kn / (kn + 1.0)  # 1 / (fac df), fac = (kn + 1) / (kn df) the predictive scale factor
         hexp[k] = 0.5 * (df + d)
     elif code == _DIAG:
         a = nun / 2.0
@@ -294,11 +301,10 @@ def _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, out):
         for a in range(na):
             k = cand[a]
             q = 0.0
-            for j in range(d):  # forward substitution L w = x - loc
+            for j in range(d):  # forward substitution L w = x - loc (L column-major: L[j, m] at m d + j)
                 acc = xi[j] - loc[k, j]
-                row = j * d
                 for m in range(j):
-                    acc -= sc[k, row + m] * w[m]
+                    acc -= sc[k, m * d + j] * w[m]
                 wj = acc * b1[k, j]
                 w[j] = wj
                 q += wj * wj
@@ -340,8 +346,9 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
     rem = 1.0 if sign < 0 else 0.0
     kn = kappa0 + (n[k] - rem)
     c = kn / (kn + 1.0)
+    ikn = 1.0 / kn
     for j in range(d):
-        v[j] = xi[j] - (kappa0 * mu0[j] + (s[k, j] - rem * xi[j])) / kn
+        v[j] = xi[j] - (kappa0 * mu0[j] + (s[k, j] - rem * xi[j])) * ikn
     if code == _FULL:
         root = math.sqrt(c)
         for j in range(d):
@@ -355,9 +362,9 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
             sn = vm * inv
             icc = lmm / r  # 1 / cc: one division per column instead of one per entry
             sc[k, m * d + m] = r
-            for j in range(m + 1, d):
-                col = (sc[k, j * d + m] + sign * sn * v[j]) * icc
-                sc[k, j * d + m] = col
+            for j in range(m + 1, d):  # column m of L is contiguous (column-major)
+                col = (sc[k, m * d + j] + sign * sn * v[j]) * icc
+                sc[k, m * d + j] = col
                 v[j] = cc * v[j] - sn * col
     elif code == _DIAG:
         for j in range(d):
@@ -370,6 +377,38 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
     n[k] += sign
     for j in range(d):
         s[k, j] += sign * xi[j]
+
+
+@_inline
+def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
+    """Copy slot k's stats and cache into ``keep`` (layout: n, lw0, a1, hexp, s, loc, b1, scale)."""
+    d = s.shape[1]
+    keep[0] = n[k]
+    keep[1] = lw0[k]
+    keep[2] = a1[k]
+    keep[3] = hexp[k]
+    for j in range(d):
+        keep[4 + j] = s[k, j]
+        keep[4 + d + j] = loc[k, j]
+        keep[4 + 2 * d + j] = b1[k, j]
+    for j in range(sc.shape[1]):
+        keep[4 + 3 * d + j] = sc[k, j]
+
+
+@_inline
+def _restore_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
+    """Inverse of :func:`_save_slot`: removing x_i and adding it back is the identity, without rounding."""
+    d = s.shape[1]
+    n[k] = keep[0]
+    lw0[k] = keep[1]
+    a1[k] = keep[2]
+    hexp[k] = keep[3]
+    for j in range(d):
+        s[k, j] = keep[4 + j]
+        loc[k, j] = keep[4 + d + j]
+        b1[k, j] = keep[4 + 2 * d + j]
+    for j in range(sc.shape[1]):
+        sc[k, j] = keep[4 + 3 * d + j]
 
 
 @_inline
@@ -392,6 +431,8 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     hexp = np.empty(K, dt)
     w = np.empty(d, dt)
     v = np.empty(d, dt)
+    m_sc = sc.shape[1]
+    keep = np.empty(4 + 3 * d + m_sc, dt)  # slot k_old before the removal (restored if it is redrawn)
     f = np.zeros(K, dt)
     st = np.zeros(K, dt)
     link = np.zeros(K, dt)
@@ -409,6 +450,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         i = order[t]
         xi = x[i]
         k_old = labels[i]
+        _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
         _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
         _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
@@ -482,8 +524,12 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
             if logw[a] > thr:
                 k_new = cand[a]
                 break
-        _rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
-        _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
+        if k_new == k_old:  # the usual case near convergence: undo the removal instead of re-adding
+            _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+        else:
+            _rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
+            _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k,
+                     finite)
         counts[0] = c0 + f[k_new]
         counts[1] = c1 + st[k_new]
         counts[2] = c2 + (F - f[k_new])
