@@ -47,6 +47,30 @@ def machine_info() -> str:
             f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')}")
 
 
+def write_section(path: Path, name: str, text: str) -> Path:
+    """Put ``text`` between ``<!-- name:start -->`` / ``<!-- name:end -->`` markers in ``path`` (replacing
+    the previous run's section, keeping hand-written notes around it), or append it."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{text.strip()}\n{end}\n"
+    old = path.read_text() if path.exists() else ""
+    if start in old and end in old:
+        new = old[:old.index(start)] + block + old[old.index(end) + len(end) + 1:]
+    else:
+        new = old + ("\n" if old else "") + block
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new)
+    return path
+
+
+def pin_one_core() -> str:
+    """Run this process on one CPU core (the benchmarks' "one core" condition); returns a note."""
+    if not hasattr(os, "sched_setaffinity"):
+        return "not pinned (no sched_setaffinity)"
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return f"pinned to CPU core {core} (os.sched_setaffinity)"
+
+
 def md_table(header: list[str], rows: list[list]) -> str:
     def fmt(v):
         if isinstance(v, float):
