@@ -1,8 +1,8 @@
 """Semi-supervised GMM collapsed-Gibbs sweep throughput (finite-mixture mode of ppclust.inference.gibbs).
 
 n = 5,000 points (default), d = 5, K = 5 components, 10% labelled, Gaussian NIW (full / diag), one chain
-on CPU. Reports point updates per second of the compiled sweep (best of 3, compile excluded) and appends
-a ``<!-- gibbs -->`` block to benchmarks/results/ssgmm.md.
+on CPU. Reports point updates per second of both sweep backends (compiled CPU loop "numba", jitted "xla";
+best of 3, compile excluded, same run) and writes a ``<!-- gibbs -->`` block into benchmarks/results/ssgmm.md.
 Usage: PYTHONPATH=. python benchmarks/bench_ssgmm_gibbs.py [--n N]
 """
 
@@ -30,12 +30,13 @@ def main(n=5000, d=5, k=5, sweeps=20):
     y = np.where(rng.random(n) < 0.1, z, -1)
     log_mask, _ = label_log_mask(y, default_component_classes(k, k), k, 0.0)
     rows = []
-    for cov in ("full", "diag"):
+    for cov, backend in (("full", "numba"), ("full", "xla"), ("diag", "numba"), ("diag", "xla")):
         with x64():
             xj = jnp.asarray(x - x.mean(0))
             fam = GaussianNIW.default(xj, cov)
             kw = dict(n_samples=1, n_warmup=sweeps - 1, n_chains=1, k_max=k, pq="fixed", partition="finite",
-                      point_logprior=jnp.asarray(log_mask), progress_bar=False, store_labels=False)
+                      point_logprior=jnp.asarray(log_mask), progress_bar=False, store_labels=False,
+                      backend=backend)
             links, prior = make_links(n), TVClustPrior(alpha=k)
 
             def run(s, xj=xj, fam=fam, kw=kw, links=links, prior=prior):
@@ -47,8 +48,8 @@ def main(n=5000, d=5, k=5, sweeps=20):
                 t = time.perf_counter()
                 jax.block_until_ready(run(s + 1).log_joint)
                 best = min(best, time.perf_counter() - t)
-        rows.append([cov, n, d, k, sweeps, round(best, 3), f"{n * sweeps / best:,.0f}"])
-    table = md_table(["covariance", "n", "d", "K", "sweeps", "best s", "points/s"], rows)
+        rows.append([cov, backend, n, d, k, sweeps, round(best, 3), f"{n * sweeps / best:,.0f}"])
+    table = md_table(["covariance", "backend", "n", "d", "K", "sweeps", "best s", "points/s"], rows)
     block = ("<!-- gibbs -->\n# Collapsed Gibbs sweep throughput (benchmarks/bench_ssgmm_gibbs.py)\n\n"
              f"{machine_info()}\n\nOne chain, 10% labelled (eps = 0), float64, compile excluded, "
              "best of 3.\n\n"
