@@ -226,7 +226,7 @@ def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
 
 
 @_inline
-def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite):
+def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite):
     """Cache slot k's predictive (``GaussianNIW.log_predictive`` / ``SphericalGaussian.log_predictive``):
     log p(x | slot k) + size term = lw0[k] - hexp[k] log1p(a1[k] q(x)), q the Mahalanobis form."""
     d = mu0.shape[0]
@@ -248,21 +248,20 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alp
     for j in range(d):
         loc[k, j] = (kappa0 * mu0[j] + s[k, j]) * ikn
     if code == _FULL:
-        # 0.5 (d log(df pi) + log|Psi_n| + d log fac) = 0.5 log(prod(L_jj)^2 (pi (kn+1)/kn)^d): one log
+        # 0.5 (d log(df pi) + log|Psi_n| + d log fac) = log prod(L_jj) + 0.5 d log(pi (kn+1)/kn)
         df = nun - d + 1.0
-        g = math.pi * (kn + 1.0) * ikn
         prod = 1.0
         for j in range(d):
             ljj = sc[k, j * d + j]
             b1[k, j] = 1.0 / ljj
-            prod *= ljj * ljj * g
+            prod *= ljj
         if prod > 0.0 and prod < np.inf:
-            half = 0.5 * math.log(prod)
+            hl[k] = math.log(prod)
         else:  # extreme scales: one log per coordinate
-            half = 0.5 * d * math.log(g)
+            hl[k] = 0.0
             for j in range(d):
-                half += math.log(sc[k, j * d + j])
-        lw0[k] = size - half
+                hl[k] += math.log(sc[k, j * d + j])
+        lw0[k] = size - hl[k] - 0.5 * d * math.log(math.pi * (kn + 1.0) * ikn)
         a1[k] = kn / (kn + 1.0)  # 1 / (fac df), fac = (kn + 1) / (kn df) the predictive scale factor
         hexp[k] = 0.5 * (df + d)
     elif code == _DIAG:
@@ -380,6 +379,38 @@ def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
 
 
 @_inline
+def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite):
+    """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance).
+
+    With v = x_i - mu_{-i}, c = kn'/(kn'+1) and a = v' Psi_n^-1 v (one solve with the current factor),
+    Psi_{-i} = Psi_n - c v v' gives |Psi_{-i}| = |Psi_n| r and v' Psi_{-i}^-1 v = a / r with r = 1 - c a
+    (matrix determinant lemma, Sherman-Morrison), and the Student-t log-weight collapses to
+    size(n') - log prod(L_jj) - d/2 log(pi (kn'+1)/kn') + ((df' + d - 1) / 2) log r.
+    NaN (caller downdates explicitly) when r is too small to trust."""
+    d = xi.shape[0]
+    kappa0, nu0 = hyp[0], hyp[1]
+    n1 = n[k] - 1.0
+    kn1 = kappa0 + n1
+    ikn = 1.0 / kn1
+    c = kn1 / (kn1 + 1.0)
+    a = 0.0
+    for j in range(d):  # L w = v, L column-major
+        acc = xi[j] - (kappa0 * mu0[j] + (s[k, j] - xi[j])) * ikn
+        for m in range(j):
+            acc -= sc[k, m * d + j] * w[m]
+        wj = acc * b1[k, j]
+        w[j] = wj
+        a += wj * wj
+    r = 1.0 - c * a
+    if not r > 1e-8:
+        return np.nan
+    df1 = nu0 + n1 - d + 1.0
+    size = _size_cached(n1, table, _FULL, d, nu0, log_alpha, alpha_k, finite)
+    return (size - hl[k] - 0.5 * d * math.log(math.pi * (kn1 + 1.0) * ikn)
+            + 0.5 * (df1 + d - 1.0) * math.log(r))
+
+
+@_inline
 def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
     """Copy slot k's stats and cache into ``keep`` (layout: n, lw0, a1, hexp, s, loc, b1, scale)."""
     d = s.shape[1]
@@ -426,6 +457,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     loc = np.empty((K, d), dt)
     b1 = np.empty((K, d), dt)
     lw0 = np.empty(K, dt)
+    hl = np.zeros(K, dt)
     table = np.full(npts + 2, np.nan, dt)
     a1 = np.empty(K, dt)
     hexp = np.empty(K, dt)
@@ -441,7 +473,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     log_alpha = math.log(alpha)
     alpha_k = alpha / K
     for k in range(K):
-        _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
+        _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite)
     xi1 = math.log(p) - math.log1p(-q)
     xi2 = math.log(q) - math.log1p(-p)
     a_p, b_p, a_q, b_q = pri[0], pri[1], pri[2], pri[3]
@@ -450,9 +482,17 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         i = order[t]
         xi = x[i]
         k_old = labels[i]
-        _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
-        _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-        _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k, finite)
+        # x_i's own slot without x_i: in closed form from the current factor when the slot keeps other
+        # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
+        lw_own = np.nan
+        if code == _FULL and n[k_old] >= 2.0:
+            lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
+        removed = lw_own != lw_own
+        if removed:
+            _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+            _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+            _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
+                     finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
         F = 0.0
         S = 0.0
@@ -501,6 +541,10 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         if not finite and new < 0:
             overflow = True
         _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, logw)
+        if not removed:
+            for a in range(na):
+                if cand[a] == k_old:
+                    logw[a] = lw_own
         # + link offsets from `base` (common to all slots; 0 at the free slot), inverse-CDF draw
         mx = -np.inf
         for a in range(na):
@@ -524,11 +568,16 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
             if logw[a] > thr:
                 k_new = cand[a]
                 break
-        if k_new == k_old:  # the usual case near convergence: undo the removal instead of re-adding
-            _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+        if k_new == k_old:  # the usual case near convergence: nothing to update
+            if removed:
+                _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
         else:
+            if not removed:
+                _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+                _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
+                         alpha_k, finite)
             _rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
-            _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, table, log_alpha, alpha_k,
+            _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
                      finite)
         counts[0] = c0 + f[k_new]
         counts[1] = c1 + st[k_new]
