@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import betaln, gammaln
 
-from benchmarks._common import RESULTS, machine_info, md_table, pin_one_core, write_section
+from benchmarks._common import RESULTS, best_of, machine_info, md_table, pin_one_core, write_section
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
@@ -82,15 +82,6 @@ def make_problem(n, d, covariance="full"):
     return x, truth, make_links(n, pairs, sign), fam, TVClustPrior()
 
 
-def _best_wall(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", repeat=5):
     """Point-updates/s of both backends (every chain counted), of the NumPy loop, and the mean K."""
     with x64():
@@ -101,7 +92,7 @@ def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", repeat
             kw = dict(n_chains=chains, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0,
                       backend=backend, n_samples=n_sweeps)
             res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, **kw)  # compile
-            t = _best_wall(lambda kw=kw: gibbs.sample(jax.random.key(1), xj, links, fam, prior, **kw), repeat)
+            t = best_of(lambda kw=kw: gibbs.sample(jax.random.key(1), xj, links, fam, prior, **kw), repeat, 0)
             rates[backend] = n * n_sweeps * chains / t
             ks[backend] = float(res.n_clusters.mean())
         st = GaussianNIW(fam.mu0, fam.kappa0, fam.nu0, fam.psi0).stats(xj, jnp.asarray(truth), k_max)
@@ -132,7 +123,7 @@ def core_peak_flops(size=1024, repeat=3):
     a = np.random.default_rng(0).normal(size=(size, size))
     with threadpool_limits(1):
         a @ a
-        t = _best_wall(lambda: a @ a, repeat)
+        t = best_of(lambda: a @ a, repeat, 0)
     return 2.0 * size**3 / t
 
 
