@@ -178,15 +178,23 @@ _LOG_PI = math.log(math.pi)
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _compile(fn, **options):
+    if numba is None:
+        return fn
+    try:  # compiled code cached on disk (next to the module, else numba's user cache directory)
+        return numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
+    except RuntimeError:  # no writable cache location (read-only install and home): compile per process
+        return numba.njit(nogil=True, error_model="numpy", **options)(fn)
+
+
 def _njit(fn):
-    return fn if numba is None else numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+    return _compile(fn)
 
 
 def _inline(fn):
     # IR-inlined into the sweep: a real call would pass ~10 array structs and reference-count each
     # (atomic increments) per slot and point, which measured 2x the arithmetic.
-    return fn if numba is None else numba.njit(cache=True, nogil=True, error_model="numpy",
-                                               inline="always")(fn)
+    return _compile(fn, inline="always")
 
 
 @_inline
