@@ -5,7 +5,8 @@ as a chain of ~30-40 small kernels (about 0.1-0.3 us each), which caps the jitte
 point-updates/s whatever the arithmetic costs. Here the whole sweep is one compiled function: per point
 the O(K d^2) predictive and O(degree) link counts (same equations as :func:`gibbs.conditional`), and
 per *changed slot* a cached predictive (location, Cholesky, log-normaliser) refreshed after each rank-one
-update, so only O(d^2) work and one ``log1p`` remain per occupied slot.
+update, so only O(d^2) work and one log remain per occupied slot; the point's own slot is evaluated
+without removing the point (:func:`_loo_full`).
 
 It consumes the sweep's random inputs drawn by JAX (visiting order and one uniform per point, inverse-CDF
 draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the XLA sweep up to float
@@ -174,10 +175,6 @@ def _host(args, flags):
 # factor, hexp (K,) exponent, b1 (K, d) reciprocal Cholesky diagonal (full) / per-coordinate factors.
 # ---------------------------------------------------------------------------------------------------
 
-_LOG_PI = math.log(math.pi)
-_LOG_2PI = math.log(2.0 * math.pi)
-
-
 def _compile(fn, **options):
     if numba is None:
         return fn
@@ -236,7 +233,7 @@ def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
 @_inline
 def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite):
     """Cache slot k's predictive (``GaussianNIW.log_predictive`` / ``SphericalGaussian.log_predictive``):
-    log p(x | slot k) + size term = lw0[k] - hexp[k] log1p(a1[k] q(x)), q the Mahalanobis form."""
+    log p(x | slot k) + size term = lw0[k] - hexp[k] log(1 + a1[k] q(x)), q the Mahalanobis form."""
     d = mu0.shape[0]
     nk = n[k]
     size = _size_cached(nk, table, code, d, hyp[1], log_alpha, alpha_k, finite)
@@ -298,23 +295,37 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log
 
 
 @_inline
-def _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, out):
-    """out[a] = log-weight without link term of slot cand[a], from the cache (``w``: scratch, length d).
+def _solve_sq(k, sc, b1, w):
+    """|L_k^{-1} u|^2 by forward substitution in place (``w`` holds u on entry, L_k^{-1} u on exit;
+    L column-major: L[j, m] at m d + j, ``b1`` its reciprocal diagonal)."""
+    d = w.shape[0]
+    q = 0.0
+    for j in range(d):
+        acc = w[j]
+        for m in range(j):
+            acc -= sc[k, m * d + j] * w[m]
+        wj = acc * b1[k, j]
+        w[j] = wj
+        q += wj * wj
+    return q
+
+
+@_inline
+def _log_preds(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, w, out):
+    """out[a] = log-weight without link term of slot cand[a], from the cache (``w``: scratch, length d);
+    slot ``skip`` (-1: none) is left to the caller.
 
     ``log(1 + t)``, not ``log1p``: libm's log1p costs 3x here and the difference (< 1e-16 absolute for
-    t < 1e-8) is far below what changes a draw. One loop per family: no branch inside the slot loop."""
+    t < 1e-8) is far below what changes a draw. One loop per family: no family branch in the slot loop."""
     d = xi.shape[0]
     if code == _FULL:
         for a in range(na):
             k = cand[a]
-            q = 0.0
-            for j in range(d):  # forward substitution L w = x - loc (L column-major: L[j, m] at m d + j)
-                acc = xi[j] - loc[k, j]
-                for m in range(j):
-                    acc -= sc[k, m * d + j] * w[m]
-                wj = acc * b1[k, j]
-                w[j] = wj
-                q += wj * wj
+            if k == skip:
+                continue
+            for j in range(d):
+                w[j] = xi[j] - loc[k, j]
+            q = _solve_sq(k, sc, b1, w)
             out[a] = lw0[k] - hexp[k] * math.log(1.0 + a1[k] * q)
     elif code == _DIAG:
         for a in range(na):
@@ -401,15 +412,9 @@ def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, f
     kn1 = kappa0 + n1
     ikn = 1.0 / kn1
     c = kn1 / (kn1 + 1.0)
-    a = 0.0
-    for j in range(d):  # L w = v, L column-major
-        acc = xi[j] - (kappa0 * mu0[j] + (s[k, j] - xi[j])) * ikn
-        for m in range(j):
-            acc -= sc[k, m * d + j] * w[m]
-        wj = acc * b1[k, j]
-        w[j] = wj
-        a += wj * wj
-    r = 1.0 - c * a
+    for j in range(d):
+        w[j] = xi[j] - (kappa0 * mu0[j] + (s[k, j] - xi[j])) * ikn
+    r = 1.0 - c * _solve_sq(k, sc, b1, w)
     if not r > 1e-8:
         return np.nan
     df1 = nu0 + n1 - d + 1.0
@@ -538,8 +543,11 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         # log alpha); every slot for a finite mixture
         na = 0
         new = -1
+        a_old = -1
         for k in range(K):
             if finite or n[k] > 0.0:
+                if k == k_old:
+                    a_old = na
                 cand[na] = k
                 na += 1
             elif new < 0:
@@ -548,11 +556,9 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
                 na += 1
         if not finite and new < 0:
             overflow = True
-        _log_preds(code, xi, cand, na, sc, loc, lw0, a1, hexp, b1, w, logw)
+        _log_preds(code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1, w, logw)
         if not removed:
-            for a in range(na):
-                if cand[a] == k_old:
-                    logw[a] = lw_own
+            logw[a_old] = lw_own
         # + link offsets from `base` (common to all slots; 0 at the free slot), inverse-CDF draw
         mx = -np.inf
         for a in range(na):
