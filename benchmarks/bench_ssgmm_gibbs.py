@@ -2,7 +2,7 @@
 
 n = 5,000 points (default), d = 5, K = 5 components, 10% labelled, Gaussian NIW (full / diag), one chain
 on CPU. Reports point updates per second of both sweep backends (compiled CPU loop "numba", jitted "xla";
-best of 3, compile excluded, same run) and writes a ``<!-- gibbs -->`` block into benchmarks/results/ssgmm.md.
+best of 3, compile excluded, same run) and writes its ``gibbs`` section of benchmarks/results/ssgmm.md.
 Usage: PYTHONPATH=. python benchmarks/bench_ssgmm_gibbs.py [--n N]
 """
 
@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table
+from benchmarks._common import RESULTS, machine_info, md_table, write_section
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
@@ -50,17 +50,11 @@ def main(n=5000, d=5, k=5, sweeps=20):
                 best = min(best, time.perf_counter() - t)
         rows.append([cov, backend, n, d, k, sweeps, round(best, 3), f"{n * sweeps / best:,.0f}"])
     table = md_table(["covariance", "backend", "n", "d", "K", "sweeps", "best s", "points/s"], rows)
-    block = ("<!-- gibbs -->\n# Collapsed Gibbs sweep throughput (benchmarks/bench_ssgmm_gibbs.py)\n\n"
+    block = ("# Collapsed Gibbs sweep throughput (benchmarks/bench_ssgmm_gibbs.py)\n\n"
              f"{machine_info()}\n\nOne chain, 10% labelled (eps = 0), float64, compile excluded, "
              "best of 3.\n\n"
-             f"{table}\n<!-- /gibbs -->")
-    out = RESULTS / "ssgmm.md"
-    text = out.read_text() if out.exists() else ""
-    if "<!-- gibbs -->" in text:
-        text = text[: text.index("<!-- gibbs -->")] + block + text[text.index("<!-- /gibbs -->") + 15:]
-    else:
-        text = text.rstrip("\n") + "\n\n\n" + block + "\n"
-    out.write_text(text)
+             f"{table}\n")
+    write_section(RESULTS / "ssgmm.md", "gibbs", block)
     print(block)
 
 
