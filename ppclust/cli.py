@@ -2,7 +2,8 @@
 
 Every failure a user can cause (bad file, bad argument, bad data) becomes a one-line message on
 stderr and exit code 2; outputs are written to a temporary folder and moved into place only when
-complete, so a failed run never leaves a partial output.
+complete, so a failed run never leaves a partial output, and ppclust never deletes or overwrites a
+file it did not write (see ``ppclust._output``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -18,11 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ppclust._output import OutputDir
 from ppclust._registry import METHODS
 from ppclust._version import __version__
+from ppclust.errors import PPClustError
 
 
-class CLIError(Exception):
+class CLIError(PPClustError):
     """An error caused by the user's input: printed as one line, exit code 2."""
 
 
@@ -99,29 +101,6 @@ def _parse_params(items: list[str]) -> dict:
     return out
 
 
-def _atomic_dir(out: str):
-    """Context: yields a temp dir; on success it replaces ``out``; on failure it is removed."""
-
-    class _Ctx:
-        def __enter__(self):
-            parent = Path(out).resolve().parent
-            parent.mkdir(parents=True, exist_ok=True)
-            self.tmp = Path(tempfile.mkdtemp(prefix=".ppclust-", dir=parent))
-            return self.tmp
-
-        def __exit__(self, exc_type, exc, tb):
-            if exc_type is None:
-                dest = Path(out)
-                if dest.exists():
-                    shutil.rmtree(dest)
-                self.tmp.rename(dest)
-            else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
-            return False
-
-    return _Ctx()
-
-
 def _jsonable(v):
     if isinstance(v, (np.integer,)):
         return int(v)
@@ -185,6 +164,8 @@ def cmd_fit(args) -> int:
         raise CLIError(f"unknown method {args.method!r}; choose one of: {', '.join(METHODS)}")
     if args.method not in available():
         raise CLIError(f"method {args.method!r} is planned but not available in this build")
+    out = OutputDir(args.out, overwrite=args.overwrite)
+    out.check()  # refuse before the (possibly long) fit, not after
     X = read_data(args.data)
     n = X.shape[0]
     y = read_labels(args.labels, n) if args.labels else None
@@ -212,7 +193,7 @@ def cmd_fit(args) -> int:
     elapsed = time.perf_counter() - t0
     summary = {"method": args.method, "n_samples": n, "n_features": X.shape[1], "seconds": elapsed,
                "params": params, **fitted_summary(est)}
-    with _atomic_dir(args.out) as tmp:
+    with out.staging() as tmp:
         np.savetxt(tmp / "labels.csv", np.asarray(est.labels_, dtype=int), fmt="%d", header="label",
                    comments="")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -227,7 +208,7 @@ def cmd_fit(args) -> int:
 def cmd_demo(args) -> int:
     from ppclust.demo import run_demo
 
-    return run_demo(out=args.out, quick=args.quick)
+    return run_demo(out=args.out, quick=args.quick, overwrite=args.overwrite)
 
 
 # paper -> (reproduction script under benchmarks/ with quick arguments, where it writes, slow-test filter)
@@ -282,10 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--background", help="background partition/features (CCIB)")
     f.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter (repeatable)")
     f.add_argument("--out", required=True, help="output folder (labels.csv, summary.json, figures)")
+    f.add_argument("--overwrite", action="store_true",
+                   help="allow a non-empty --out; replaces only the files ppclust writes, nothing else")
     f.add_argument("--no-plots", action="store_true", help="skip figures")
     f.set_defaults(func=cmd_fit)
     d = sub.add_parser("demo", help="run every available method on an embedded data set")
     d.add_argument("--out", default="ppclust-demo", help="output folder (default ppclust-demo)")
+    d.add_argument("--overwrite", action="store_true",
+                   help="allow a non-empty --out; replaces only the files the demo writes, nothing else")
     d.add_argument("--quick", action="store_true", help="smaller settings (used by the tests)")
     d.set_defaults(func=cmd_demo)
     r = sub.add_parser("reproduce", help="run a paper's reproduction (quick) and print paper-vs-ppclust")
@@ -301,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CLIError as err:
+    except (CLIError, PPClustError) as err:
         print(f"ppclust: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

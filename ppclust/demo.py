@@ -50,9 +50,12 @@ def _progress(msg: str):
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0) -> int:
+def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, overwrite: bool = False) -> int:
     from ppclust import datasets, metrics, plot
-    from ppclust.cli import _atomic_dir
+    from ppclust._output import OutputDir
+
+    dest = OutputDir(out, overwrite=overwrite)
+    dest.check()  # refuse a non-empty folder before running anything
 
     X, y = datasets.load("wine")
     X = (X - X.mean(0)) / X.std(0)
@@ -109,7 +112,7 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0) -> i
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     print("\n".join(lines))
 
-    with _atomic_dir(out) as tmp:
+    with dest.staging() as tmp:
         fig = plot.plot_data_links(X, y, ml, cl, title="wine (PCA) with sampled links")
         fig.savefig(tmp / "data_links.png", dpi=110)
         fig = plot.plot_partitions(X, partitions)

@@ -1,0 +1,80 @@
+"""Safe output folders for the command line: ppclust never deletes or overwrites what it did not write.
+
+``OutputDir(path, overwrite=False)`` is used in two steps:
+
+1. ``check()`` (before any work): refuses a path that is an existing file, or an existing folder
+   that is not empty unless ``overwrite=True``. A refused run has cost the user nothing.
+2. ``with out.staging() as tmp:`` the command writes every file into a fresh temporary folder beside
+   the destination. On success each written file is moved into the destination with ``os.replace``
+   (atomic per file), creating the destination if needed; files already there that ppclust did not
+   write this time are left untouched, and the destination folder itself is never removed. On
+   failure the temporary folder, which only ppclust wrote to, is removed, and the destination is as
+   it was.
+
+``overwrite=True`` therefore means: replace the files of the same name that this run writes
+(``labels.csv``, ``summary.json``, figures ...), nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ppclust.errors import OutputExistsError, PPClustError
+
+
+class OutputDir:
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):
+        self.path = Path(path)
+        self.overwrite = bool(overwrite)
+        self.written: list[str] = []
+
+    def check(self) -> None:
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise OutputExistsError(f"output path {str(p)!r} exists and is not a folder")
+        if p.is_dir() and any(p.iterdir()) and not self.overwrite:
+            raise OutputExistsError(
+                f"output folder {str(p)!r} exists and is not empty; choose a new folder or pass "
+                "--overwrite (replaces only the files ppclust writes)")
+        # the nearest existing ancestor must be a folder we can create the destination in
+        anc = p.resolve().parent
+        while not anc.exists():
+            anc = anc.parent
+        if not anc.is_dir():
+            raise OutputExistsError(f"cannot create output folder {str(p)!r}: {str(anc)!r} is not a folder")
+
+    @contextlib.contextmanager
+    def staging(self):
+        self.check()
+        parent = self.path.resolve().parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".ppclust-", dir=parent))
+        except OSError as err:
+            why = err.strerror or err
+            raise PPClustError(f"cannot create output folder {str(self.path)!r}: {why}") from err
+        try:
+            yield tmp
+            self._commit(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # only ever holds what this run wrote
+
+    def _commit(self, tmp: Path) -> None:
+        self.check()  # the destination may have changed while we worked
+        dest = self.path
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            files = sorted(q for q in tmp.rglob("*") if q.is_file())
+            for q in files:
+                target = dest / q.relative_to(tmp)
+                if target.is_dir():
+                    raise OutputExistsError(f"cannot write {str(target)!r}: a folder of that name exists")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(q, target)
+                self.written.append(str(q.relative_to(tmp)))
+        except OSError as err:
+            raise PPClustError(f"cannot write to output folder {str(dest)!r}: {err.strerror or err}") from err
