@@ -21,7 +21,7 @@ from sklearn.cluster import KMeans
 
 from ppclust._jax import x64
 from ppclust.inference import dpmeans as dp
-from ppclust.inference._dpmeans_reference import rdpmeans_numpy
+from tests._dpmeans_reference import rdpmeans_numpy
 
 
 def make_data(n, d=10, k=20, seed=0):

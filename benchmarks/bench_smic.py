@@ -21,6 +21,7 @@ from sklearn.metrics import adjusted_rand_score as ari
 from sklearn.preprocessing import StandardScaler
 
 from ppclust.inference import smic as S
+from ppclust.sideinfo import SideInfo
 
 TS = (2, 4, 6, 8, 10)
 GAMMAS = (0.0, 1.0, 10.0)
@@ -75,7 +76,7 @@ def ari_vs_links(n_seeds):
             for seed in range(n_seeds):
                 rng = np.random.default_rng(1000 + seed)
                 ml, cl = sample_links(y, m, rng)
-                links = S.make_links(n, ml, cl) if m else None
+                links = S.link_matrices(SideInfo.from_links(n, ml, cl)) if m else None
                 lsmi = S.LSMIEstimator(x, seed=seed)
                 t0 = time.perf_counter()
                 sel = S.select(x, c, links, ts=TS, gammas=GAMMAS, etas=ETAS, lsmi=lsmi)
@@ -112,7 +113,7 @@ def scaling(sizes):
         rng = np.random.default_rng(0)
         m = max(10, int(1e-4 * n * (n - 1) / 2))
         ml, cl = sample_links(y, m, rng)
-        links = S.make_links(n, ml, cl)
+        links = S.link_matrices(SideInfo.from_links(n, ml, cl))
         t0 = time.perf_counter()
         kern = S.build_kernel(x, 5)
         t1 = time.perf_counter()

@@ -136,6 +136,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-pin", action="store_true", help="do not pin the process to one core")
+    ap.add_argument("--out", default="tvclust.md", help="results file under benchmarks/results/")
+    ap.add_argument("--section", default="bench_tvclust", help="section of that file to (re)write")
+    ap.add_argument("--title", default="Throughput", help="heading of the section")
     a = ap.parse_args()
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     pinned = "not pinned" if a.no_pin else pin_one_core()
@@ -161,7 +164,7 @@ def main():
                      f"{best['numba'] / best['numpy']:.0f}x", f"{best['xla'] / best['numpy']:.0f}x"])
     fl10, frac10 = bound[10, 1]
     text = (
-        "## Throughput (`python -m benchmarks.bench_tvclust`)\n\n"
+        f"## {a.title} (`python -m benchmarks.bench_tvclust`)\n\n"
         f"Machine: {machine_info()}; {pinned}; best of {a.rounds} rounds per cell (the lowest numba rate "
         f"of the rounds in its own column). float64, n={a.n}, k_max={a.k_max}, Gaussian NIW prior, 10 "
         "true clusters, 1% of points with links, collapsed p/q, chains started at the true labels. "
@@ -178,7 +181,7 @@ def main():
         f"{peak / fl10:,.0f} updates/s; the compiled sweep reaches {100 * frac10:.1f}% of it "
         f"({1 / frac10:.0f}x from the bound; d=2: {1 / bound[2, 1][1]:.0f}x).\n")
     print(text)
-    write_section(RESULTS / "tvclust.md", "bench_tvclust", text)
+    write_section(RESULTS / a.out, a.section, text)
     if cores is not None:  # `make bench` runs the other scripts in this process
         os.sched_setaffinity(0, cores)
 

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaln, multigammaln
@@ -32,6 +33,9 @@ from jax.scipy.special import gammaln, multigammaln
 Array = jax.Array
 LOG_2PI = math.log(2.0 * math.pi)
 LOG_2PIE = math.log(2.0 * math.pi * math.e)
+#: A Gaussian cluster is numerically singular when its scatter's lambda_min <= SING_TOL * lambda_max
+#: (the CEC-IB reference README's rule; 1e-12 is ~1e4 float64 epsilons, well above rounding noise).
+SING_TOL = 1e-12
 
 
 class Stats(NamedTuple):
@@ -45,18 +49,49 @@ class Stats(NamedTuple):
     scale: Array
 
 
+class PredictiveCache(NamedTuple):
+    r"""A family's posterior predictive of ``K`` slots in the form a Gibbs sweep evaluates per point.
+
+    Every family here has a predictive :math:`\log p(x\mid k) = c_k - h_k\,\phi(a_k\,q_k(x))` with
+    :math:`q_k(x)` the (scaled) squared distance of x to ``loc[k]``; the slot constants depend on the slot's
+    statistics only, so a sweep computes them once per slot change (O(d) per slot and point remain).
+
+    loc : (K, d) predictive location; log_norm : (K,) :math:`c_k` (normaliser and log-determinant);
+    a1 : (K,) factor of the quadratic form; hexp : (K,) exponent :math:`h_k`; b1 : (K, d) per-coordinate
+    factors (full: the reciprocal Cholesky diagonal; diag: :math:`1/(\sigma^2_{kj}\,\mathrm{df}_k)`).
+    Unused fields are filled with ones.
+    """
+
+    loc: Array
+    log_norm: Array
+    a1: Array
+    hexp: Array
+    b1: Array
+
+
 # ----------------------------------------------------------------------------------------------
 # Rank-one Cholesky algebra
 # ----------------------------------------------------------------------------------------------
 
 
-def _chol_rank_one(L: Array, v: Array, sign: float) -> Array:
+# XLA on CPU runs a loop body as a sequence of small kernels; a fori_loop over d columns per rank-one update
+# or a LAPACK triangular solve over K slots per point is dozens of them inside a Gibbs sweep. For small d the
+# same recurrences are unrolled in Python so that XLA fuses them (thresholds measured on the TVClust sweep).
+_UNROLL_CHOL_D = 4
+_UNROLL_SOLVE_D = 16
+
+
+def _chol_rank_one(L: Array, v: Array, sign: float, unroll: bool = False) -> Array:
     """chol(L L^T + sign * v v^T) in O(d^2) (sign = +1 update, -1 downdate).
 
     Standard column-by-column Givens-type recurrence; a downdate that would leave the matrix
     indefinite produces NaN, which callers detect (it means the cluster became singular).
+    ``unroll``: the same recurrence unrolled over the columns when d <= ``_UNROLL_CHOL_D`` (same values).
+    Compiled twin: :func:`ppclust._families_cpu.chol_rank_one`.
     """
     d = L.shape[-1]
+    if unroll and d <= _UNROLL_CHOL_D:
+        return _chol_rank_one_unrolled(L, v, sign)
     idx = jnp.arange(d)
 
     def body(k, carry):
@@ -71,6 +106,42 @@ def _chol_rank_one(L: Array, v: Array, sign: float) -> Array:
         return L.at[:, k].set(col), v
 
     return lax.fori_loop(0, d, body, (L, v))[0]
+
+
+def _chol_rank_one_unrolled(L: Array, v: Array, sign: float) -> Array:
+    """:func:`_chol_rank_one` with the column loop unrolled in Python (small static d)."""
+    d = L.shape[-1]
+    idx = np.arange(d)
+    for k in range(d):
+        lkk, vk = L[k, k], v[k]
+        r = jnp.sqrt(lkk * lkk + sign * vk * vk)
+        c = r / lkk
+        s = vk / lkk
+        below = idx > k
+        col = jnp.where(below, (L[:, k] + sign * s * v) / c, jnp.where(idx == k, r, L[:, k]))
+        v = jnp.where(below, c * v - s * col, v)
+        L = L.at[:, k].set(col)
+    return L
+
+
+def solve_lower_sq(L: Array, u: Array) -> Array:
+    r""":math:`\|L_k^{-1}u_k\|^2` for a batch of lower factors L (K, d, d) and vectors u (K, d), (K,).
+
+    Forward substitution unrolled over the d columns (vectorised over the K slots) when d <=
+    ``_UNROLL_SOLVE_D``, a triangular solve otherwise. Compiled twin: :func:`ppclust._families_cpu.solve_sq`.
+    """
+    d = u.shape[-1]
+    if d > _UNROLL_SOLVE_D:
+        w = _solve_lower(L, u)
+        return jnp.sum(w * w, -1)
+    w, q = [], 0.0
+    for j in range(d):
+        acc = u[:, j]
+        for m in range(j):
+            acc = acc - L[:, j, m] * w[m]
+        w.append(acc / L[:, j, j])
+        q = q + w[j] * w[j]
+    return q
 
 
 def chol_update(L: Array, v: Array) -> Array:
@@ -281,7 +352,7 @@ class GaussianNIW:
         u = x - mun
         c = kn / (kn + 1.0)
         if self.covariance == "full":
-            new = _chol_rank_one(stats.scale[k], jnp.sqrt(c) * u, sign)
+            new = _chol_rank_one(stats.scale[k], jnp.sqrt(c) * u, sign, unroll=True)
         elif self.covariance == "diag":
             new = stats.scale[k] + sign * c * u * u
         else:
@@ -298,28 +369,110 @@ class GaussianNIW:
         return self._post(stats)[2]
 
     def log_predictive(self, stats: Stats, x: Array) -> Array:
-        """log p(x | points in slot k) for every slot (Student-t); empty slots give the prior predictive."""
-        d = x.shape[-1]
-        kn, nun, mun = self._post(stats)
-        u = x - mun
+        r"""log p(x | points in slot k) for every slot (Student-t); empty slots give the prior predictive.
+
+        ``full``: :math:`t_{\nu_n-d+1}\big(x;\ \mu_n,\ \Psi_n(\kappa_n+1)/(\kappa_n(\nu_n-d+1))\big)`
+        (Murphy 2007 eq. 232; TVClust eq. 11's collapsed data term); ``diag``: a product of univariate
+        :math:`t_{\nu_n}(x_j;\mu_{n,j},\Psi_{n,jj}(\kappa_n+1)/(\kappa_n\nu_n))`; ``spherical``: the
+        isotropic :math:`t_{\nu_n d}` with variance :math:`\mathrm{tr}\Psi_n(\kappa_n+1)/(\kappa_n\nu_n d)`.
+        Evaluated through :meth:`predictive_cache` and :meth:`log_predictive_cached` (one definition).
+        """
+        return self.log_predictive_cached(self.predictive_cache(stats), stats, x)
+
+    # -- the predictive in cached form (Gibbs sweeps; compiled twins in ppclust._families_cpu) ---------
+    def predictive_log_norm(self, n: Array, d: int) -> Array:
+        r"""The part of the Student-t log-normaliser that depends on the slot size ``n`` only.
+
+        ``full``: :math:`\ln\Gamma(\tfrac{\mathrm{df}+d}2)-\ln\Gamma(\tfrac{\mathrm{df}}2)`,
+        :math:`\mathrm{df}=\nu_0+n-d+1`; ``diag``: d times the univariate one with
+        :math:`-\tfrac12\ln(\mathrm{df}\,\pi)`, df = :math:`\nu_0+n`; ``spherical``: df =
+        :math:`(\nu_0+n)d`, with :math:`-\tfrac d2\ln(\mathrm{df}\,\pi)`.
+        Compiled twin: :func:`ppclust._families_cpu.predictive_log_norm`.
+        """
+        nu0 = self.nu0
         if self.covariance == "full":
-            df = nun - d + 1.0
-            fac = (kn + 1.0) / (kn * df)
-            w = _solve_lower(stats.scale, u)
-            delta = jnp.sum(w * w, -1) / fac
-            logdet = chol_logdet(stats.scale) + d * jnp.log(fac)
-            return mvt_logpdf(delta, logdet, df, d)
+            df = nu0 + n - d + 1.0
+            return gammaln((df + d) / 2.0) - gammaln(df / 2.0)
+        if self.covariance == "diag":
+            df = nu0 + n
+            return d * (gammaln((df + 1.0) / 2.0) - gammaln(df / 2.0) - 0.5 * jnp.log(df * jnp.pi))
+        df = (nu0 + n) * d
+        return gammaln((df + d) / 2.0) - gammaln(df / 2.0) - 0.5 * d * jnp.log(df * jnp.pi)
+
+    def predictive_cache(self, stats: Stats) -> PredictiveCache:
+        r"""Slot constants of :meth:`log_predictive` (:class:`PredictiveCache`).
+
+        ``full``: :math:`c_k = \mathrm{norm}(n_k) - \sum_j\ln L_{k,jj}
+        - \tfrac d2\ln(\pi(\kappa_n+1)/\kappa_n)`,
+        :math:`a_k=\kappa_n/(\kappa_n+1)`, :math:`h_k=(\mathrm{df}+d)/2`, so that
+        :math:`\log p = c_k - h_k\ln(1 + a_k\|L_k^{-1}(x-\mu_n)\|^2)`: the :func:`mvt_logpdf` of the
+        docstring above with :math:`\tfrac12\ln|\Psi_n\,\mathrm{fac}|` and
+        :math:`\delta/\mathrm{df}=a_k\|L^{-1}u\|^2` expanded
+        (fac = :math:`(\kappa_n+1)/(\kappa_n\mathrm{df})`).
+        ``diag``: :math:`b_{kj}=1/(\sigma^2_{kj}\mathrm{df})`, :math:`h_k=(\mathrm{df}+1)/2`;
+        ``spherical``: :math:`a_k=1/(\sigma^2_k\mathrm{df})`, :math:`h_k=(\mathrm{df}+d)/2`.
+        Compiled twin: :func:`ppclust._families_cpu.predictive_cache_slot` (one slot).
+        """
+        K, d = stats.s.shape
+        kn, nun, mun = self._post(stats)
+        norm = self.predictive_log_norm(stats.n, d)
+        ones = jnp.ones_like(kn)
+        if self.covariance == "full":
+            diag = jnp.diagonal(stats.scale, axis1=-2, axis2=-1)
+            log_norm = norm - jnp.sum(jnp.log(diag), -1) - 0.5 * d * jnp.log(jnp.pi * (kn + 1.0) / kn)
+            return PredictiveCache(mun, log_norm, kn / (kn + 1.0), 0.5 * (nun - d + 1.0 + d), 1.0 / diag)
         if self.covariance == "diag":
             a = nun / 2.0
-            b = stats.scale / 2.0  # (K, d)
             df = 2.0 * a
-            var = b * (kn + 1.0)[:, None] / (a * kn)[:, None]
-            return jnp.sum(mvt_logpdf(u * u / var, jnp.log(var), df[:, None], 1), -1)
+            var = (stats.scale / 2.0) * ((kn + 1.0) / (a * kn))[:, None]
+            return PredictiveCache(mun, norm - 0.5 * jnp.sum(jnp.log(var), -1), ones, 0.5 * (df + 1.0),
+                                   1.0 / (var * df[:, None]))
         a = nun * d / 2.0
-        b = stats.scale / 2.0
         df = 2.0 * a
-        var = b * (kn + 1.0) / (a * kn)
-        return mvt_logpdf(jnp.sum(u * u, -1) / var, d * jnp.log(var), df, d)
+        var = (stats.scale / 2.0) * (kn + 1.0) / (a * kn)
+        return PredictiveCache(mun, norm - 0.5 * d * jnp.log(var), 1.0 / (var * df), 0.5 * (df + d),
+                               jnp.ones_like(stats.s))
+
+    def log_predictive_cached(self, cache: PredictiveCache, stats: Stats, x: Array) -> Array:
+        r""":meth:`log_predictive` of x at every slot from the slot constants (K,), O(K d^2) (full) / O(K d).
+
+        ``full``: :math:`c_k - h_k\ln(1 + a_k\|L_k^{-1}(x - \mathrm{loc}_k)\|^2)` (``stats.scale`` = L);
+        ``diag``: :math:`c_k - h_k\sum_j\ln(1 + b_{kj}(x_j-\mathrm{loc}_{kj})^2)`; ``spherical``:
+        :math:`c_k - h_k\ln(1 + a_k\|x-\mathrm{loc}_k\|^2)`.
+        Compiled twin: :func:`ppclust._families_cpu.log_predictive_cached`.
+        """
+        u = x - cache.loc
+        if self.covariance == "full":
+            q = solve_lower_sq(stats.scale, u)
+            return cache.log_norm - cache.hexp * jnp.log1p(cache.a1 * q)
+        if self.covariance == "diag":
+            return cache.log_norm - cache.hexp * jnp.sum(jnp.log1p(u * u * cache.b1), -1)
+        return cache.log_norm - cache.hexp * jnp.log1p(cache.a1 * jnp.sum(u * u, -1))
+
+    def log_predictive_loo(self, stats: Stats, k, x: Array) -> Array:
+        r""":meth:`log_predictive` of x at slot k with x itself left out of the slot, from the slot's
+        current factor (``full`` only; no downdate).
+
+        With :math:`v = x - \mu_{n,-x}`, :math:`c = \kappa'/(\kappa'+1)` (:math:`\kappa' = \kappa_0+n_k-1`)
+        and :math:`a = v^\top\Psi_n^{-1}v`: :math:`\Psi_{-x} = \Psi_n - c\,vv^\top`, so
+        :math:`|\Psi_{-x}| = |\Psi_n|\,r` and :math:`v^\top\Psi_{-x}^{-1}v = a/r` with :math:`r = 1-ca`
+        (matrix determinant lemma, Sherman-Morrison) and the Student-t collapses to
+        :math:`\mathrm{norm}(n_k-1) - \sum_j\ln L_{jj} - \tfrac d2\ln(\pi(\kappa'+1)/\kappa')
+        + \tfrac{\mathrm{df}'+d-1}2\ln r`. Needs :math:`n_k \ge 2` and r well above 0 (else the
+        compiled sweep downdates explicitly). Compiled twin: :func:`ppclust._families_cpu.log_predictive_loo`.
+        """
+        if self.covariance != "full":
+            raise ValueError(f"log_predictive_loo is defined for covariance='full', got {self.covariance!r}")
+        d = x.shape[-1]
+        n1 = stats.n[k] - 1.0
+        kn1 = self.kappa0 + n1
+        c = kn1 / (kn1 + 1.0)
+        L = stats.scale[k]
+        v = x - (self.kappa0 * self.mu0 + stats.s[k] - x) / kn1
+        r = 1.0 - c * solve_lower_sq(L[None], v[None])[0]
+        df1 = self.nu0 + n1 - d + 1.0
+        return (self.predictive_log_norm(n1, d) - jnp.sum(jnp.log(jnp.diagonal(L)))
+                - 0.5 * d * jnp.log(jnp.pi * (kn1 + 1.0) / kn1) + 0.5 * (df1 + d - 1.0) * jnp.log(r))
 
     def log_prior_predictive(self, x: Array) -> Array:
         return self.log_predictive(self.empty(1, x.shape[-1], x.dtype), x)[0]
@@ -445,10 +598,29 @@ class SphericalGaussian:
         return self._post(stats)[1]
 
     def log_predictive(self, stats: Stats, x: Array) -> Array:
-        d = x.shape[-1]
+        r""":math:`\log N(x;\ m_n,\ (\sigma^2+v_n)I)` per slot, :math:`v_n = (1/\tau^2+n/\sigma^2)^{-1}`,
+        :math:`m_n = v_n(\mu_0/\tau^2+\sum x/\sigma^2)`; through :meth:`predictive_cache`."""
+        return self.log_predictive_cached(self.predictive_cache(stats), stats, x)
+
+    def predictive_log_norm(self, n: Array, d: int) -> Array:
+        """Size-only part of the log-normaliser: none for a known variance (0)."""
+        return jnp.zeros_like(n)
+
+    def predictive_cache(self, stats: Stats) -> PredictiveCache:
+        r"""Slot constants: :math:`c_k = -\tfrac d2\ln(2\pi p_k)`, :math:`a_k = 1/(2p_k)`,
+        :math:`p_k = \sigma^2+v_n` (the predictive is :math:`c_k - a_k\|x-m_n\|^2`, no ``hexp``).
+        Compiled twin: :func:`ppclust._families_cpu.predictive_cache_slot`."""
+        d = stats.s.shape[-1]
         v, m = self._post(stats)
         pv = self.sigma2 + v
-        return -0.5 * (d * jnp.log(2.0 * jnp.pi * pv) + jnp.sum((x - m) ** 2, -1) / pv)
+        ones = jnp.ones_like(pv)
+        return PredictiveCache(m, -0.5 * d * jnp.log(2.0 * jnp.pi * pv), 0.5 / pv, ones, jnp.ones_like(m))
+
+    def log_predictive_cached(self, cache: PredictiveCache, stats: Stats, x: Array) -> Array:
+        r""":math:`c_k - a_k\|x-\mathrm{loc}_k\|^2` (K,). Compiled twin:
+        :func:`ppclust._families_cpu.log_predictive_cached`."""
+        u = x - cache.loc
+        return cache.log_norm - cache.a1 * jnp.sum(u * u, -1)
 
     def log_prior_predictive(self, x: Array) -> Array:
         d = x.shape[-1]
@@ -636,3 +808,45 @@ def sq_euclidean(x: Array, means: Array) -> Array:
     """||x - mu_k||^2 for x (..., d) and means (K, d) -> (..., K), computed without cancellation."""
     diff = x[..., None, :] - means
     return jnp.sum(diff * diff, -1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Explicit Gaussian parameters in precision-Cholesky form (EM, the semi-supervised GMM)
+# ----------------------------------------------------------------------------------------------
+
+
+def _log_det_prec_chol(prec_chol, cov_type, d):
+    """log det(P) per component (= -1/2 log det Sigma)."""
+    if cov_type == "full":
+        return jnp.sum(jnp.log(jnp.diagonal(prec_chol, axis1=-2, axis2=-1)), axis=-1)
+    if cov_type == "tied":
+        return jnp.sum(jnp.log(jnp.diagonal(prec_chol)))
+    if cov_type == "diag":
+        return jnp.sum(jnp.log(prec_chol), axis=-1)
+    return d * jnp.log(prec_chol)
+
+
+def log_gaussian_prob(x, means, prec_chol, cov_type):
+    r""":math:`\log N(x_i;\mu_k,\Sigma_k) = -\tfrac12(d\ln 2\pi + \|P_k^\top(x_i-\mu_k)\|^2) + \ln|P_k|`
+    for all points and components, (n, k), with ``prec_chol`` :math:`P_k` a Cholesky factor of the precision
+    (scikit-learn's parameterisation: full (k, d, d) upper, tied (d, d), diag (k, d), spherical (k,)).
+    Matrix products over all components (no (n, k, d) array for diag/spherical/tied)."""
+    n, d = x.shape
+    k = means.shape[0]
+    log_det = _log_det_prec_chol(prec_chol, cov_type, d)
+    if cov_type == "full":
+        # (n, d) @ (d, k*d): one matmul for all components.
+        y = (x @ jnp.transpose(prec_chol, (1, 0, 2)).reshape(d, k * d)).reshape(n, k, d)
+        y = y - jnp.einsum("kd,kde->ke", means, prec_chol)[None]
+        maha = jnp.sum(y * y, axis=-1)
+    elif cov_type == "tied":
+        y = x @ prec_chol
+        mu = means @ prec_chol
+        maha = jnp.sum(y * y, 1)[:, None] - 2 * y @ mu.T + jnp.sum(mu * mu, 1)[None]
+    elif cov_type == "diag":
+        prec = prec_chol**2
+        maha = (x * x) @ prec.T - 2 * x @ (means * prec).T + jnp.sum(means**2 * prec, 1)[None]
+    else:
+        prec = prec_chol**2
+        maha = (jnp.sum(x * x, 1)[:, None] - 2 * x @ means.T + jnp.sum(means**2, 1)[None]) * prec[None]
+    return -0.5 * (d * LOG_2PI + maha) + log_det

@@ -10,7 +10,7 @@ jax = pytest.importorskip("jax")
 from ppclust._jax import x64  # noqa: E402
 from ppclust.estimators.dpmeans import DPMeans, RDPMeans  # noqa: E402
 from ppclust.inference import dpmeans as dp  # noqa: E402
-from ppclust.inference._dpmeans_reference import rdpmeans_numpy  # noqa: E402
+from tests._dpmeans_reference import rdpmeans_numpy  # noqa: E402
 
 LAM_IRIS_SKLEARN = 3.5790868481592684  # reference/README.md, rdpmeans section
 

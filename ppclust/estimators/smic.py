@@ -59,7 +59,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         c = int(self.n_clusters)
         if c < 1 or c > n:
             raise ValueError(f"n_clusters must be in [1, n={n}], got {self.n_clusters}")
-        links = _smic.make_links(n, link_side_info(n, y, must_link, cannot_link))
+        links = _smic.link_matrices(link_side_info(n, y, must_link, cannot_link))
         ts = _smic.DEFAULT_TS if self.n_neighbors == "auto" else (int(self.n_neighbors),)
         gammas = _smic.DEFAULT_GAMMAS if _is_auto(self.gamma) else (float(self.gamma),)
         etas = _smic.DEFAULT_ETAS if _is_auto(self.eta) else (float(self.eta),)

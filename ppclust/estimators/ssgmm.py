@@ -281,7 +281,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             family = GaussianNIW.default(xc, self.covariance_type)
             # start: nearest allowed centre (labelled class means + k-means++), as EM's "labelled" init
             c0 = em.kmeanspp_centres(key, xc, jnp.asarray(centres - shift), jnp.asarray(fixed))
-            init = jnp.argmax(em._resp_from_centres(xc, c0, jnp.asarray(allowed)), 1).astype(jnp.int32)
+            init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
             res = gibbs.sample(
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
                 n_samples=int(self.n_samples), n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),

@@ -14,7 +14,10 @@ rounding; ``tests/test_gibbs_cpu.py`` checks label-for-label agreement and the e
 It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call).
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
-:class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep.
+:class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one
+updates, the cached predictive and its leave-one-out form) is not restated here: it is the compiled twin
+of each family function in :mod:`ppclust._families_cpu`, tested primitive by primitive against the JAX
+definitions; this module holds only the sweep (CRP weights, link terms, the draw, the state).
 """
 
 from __future__ import annotations
@@ -25,43 +28,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust.families import GaussianNIW, SphericalGaussian, Stats
-
-try:  # numba is a run-time dependency; without it (e.g. a Python it has no wheel for) XLA sweeps run
-    import numba
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
+from ppclust._families_cpu import (
+    FULL,
+    available,
+    compile_kernel,
+    family_arrays,
+    family_code,
+    inline_kernel,
+    log_predictive_cached,
+    log_predictive_loo,
+    predictive_cache_slot,
+    predictive_log_norm,
+    rank_one,
+)
+from ppclust.families import Stats
 
 __all__ = ["available", "supports", "sweep"]
 
-_FULL, _DIAG, _SPHERICAL, _KNOWN_VAR = 0, 1, 2, 3
 _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
-
-
-def available() -> bool:
-    """True when numba imports (the compiled CPU sweep can run)."""
-    return numba is not None
-
-
-def _family_code(family):
-    if isinstance(family, GaussianNIW):
-        return {"full": _FULL, "diag": _DIAG, "spherical": _SPHERICAL}[family.covariance]
-    if isinstance(family, SphericalGaussian):
-        return _KNOWN_VAR
-    return None
 
 
 def supports(family) -> bool:
     """Whether :func:`sweep` implements this family."""
-    return available() and _family_code(family) is not None
-
-
-def _family_arrays(family, dtype):
-    if isinstance(family, GaussianNIW):
-        hyp = jnp.stack([family.kappa0, family.nu0, 1.0, 1.0])
-    else:
-        hyp = jnp.stack([jnp.asarray(1.0, dtype), 1.0, family.sigma2, family.tau2])
-    return jnp.asarray(family.mu0, dtype), hyp.astype(dtype)
+    return available() and family_code(family) is not None
 
 
 def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_logprior=None):
@@ -70,14 +59,14 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
 
     Operands are packed into seven arrays (each operand of a host callback costs ~40 us per call).
     """
-    code = _family_code(family)
-    if code is None or numba is None:
+    code = family_code(family)
+    if code is None or not available():
         raise ValueError(f"the compiled CPU sweep does not support {type(family).__name__}")
     dtype = x.dtype
     st = state.stats
     K, d = st.s.shape
     m = int(np.prod(st.scale.shape[1:], dtype=int))
-    mu0, hyp = _family_arrays(family, dtype)
+    mu0, hyp = family_arrays(family, dtype)
     pri = jnp.stack([jnp.asarray(v, dtype) for v in (prior.a_p, prior.b_p, prior.a_q, prior.b_q)])
     has_lp = point_logprior is not None
     args = (
@@ -112,7 +101,7 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
 
 def _scale_layout(scale, code):
     """Cholesky factors go column-major into the kernel (its inner loops run down a column) and back."""
-    return jnp.swapaxes(scale, -1, -2) if code == _FULL else scale
+    return jnp.swapaxes(scale, -1, -2) if code == FULL else scale
 
 
 # 64-bit arrays cross the callback as uint32 pairs: JAX canonicalises a callback's inputs and outputs with
@@ -175,49 +164,21 @@ def _host(args, flags):
 # factor, hexp (K,) exponent, b1 (K, d) reciprocal Cholesky diagonal (full) / per-coordinate factors.
 # ---------------------------------------------------------------------------------------------------
 
-def _compile(fn, **options):
-    if numba is None:
-        return fn
-    try:  # compiled code cached on disk (next to the module, else numba's user cache directory)
-        return numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
-    except RuntimeError:  # no writable cache location (read-only install and home): compile per process
-        return numba.njit(nogil=True, error_model="numpy", **options)(fn)
-
-
-def _njit(fn):
-    return _compile(fn)
-
-
-def _inline(fn):
-    # IR-inlined into the sweep: a real call would pass ~10 array structs and reference-count each
-    # (atomic increments) per slot and point, which measured 2x the arithmetic.
-    return _compile(fn, inline="always")
-
-
-@_inline
+@inline_kernel
 def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
     """The part of a slot's log-weight that depends on its size only: the CRP / Dirichlet weight
     (log n_k, log alpha for the new cluster, or log(n_k + alpha/K)) plus the predictive's Gamma-function
-    normaliser (TVClust eq. 11, Neal 2000 eq. 3.7)."""
+    normaliser (TVClust eq. 11, Neal 2000 eq. 3.7; :func:`ppclust._families_cpu.predictive_log_norm`)."""
     if finite:
         lw = math.log(nk + alpha_k)
     elif nk > 0.0:
         lw = math.log(nk)
     else:
         lw = log_alpha
-    if code == _FULL:
-        df = nu0 + nk - d + 1.0
-        lw += math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0)
-    elif code == _DIAG:
-        df = nu0 + nk
-        lw += d * (math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi))
-    elif code == _SPHERICAL:
-        df = (nu0 + nk) * d
-        lw += math.lgamma((df + d) / 2.0) - math.lgamma(df / 2.0) - 0.5 * d * math.log(df * math.pi)
-    return lw
+    return lw + predictive_log_norm(nk, code, d, nu0)
 
 
-@_inline
+@inline_kernel
 def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
     """:func:`_size_term` looked up for integer sizes (filled on first use; sizes change by one per move)."""
     m = int(nk)
@@ -230,200 +191,23 @@ def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
     return _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite)
 
 
-@_inline
+@inline_kernel
 def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite):
-    """Cache slot k's predictive (``GaussianNIW.log_predictive`` / ``SphericalGaussian.log_predictive``):
-    log p(x | slot k) + size term = lw0[k] - hexp[k] log(1 + a1[k] q(x)), q the Mahalanobis form."""
-    d = mu0.shape[0]
-    nk = n[k]
-    size = _size_cached(nk, table, code, d, hyp[1], log_alpha, alpha_k, finite)
-    if code == _KNOWN_VAR:
-        sigma2, tau2 = hyp[2], hyp[3]
-        v = 1.0 / (1.0 / tau2 + nk / sigma2)
-        for j in range(d):
-            loc[k, j] = v * (mu0[j] / tau2 + s[k, j] / sigma2)
-        pv = sigma2 + v
-        lw0[k] = size - 0.5 * d * math.log(2.0 * math.pi * pv)
-        a1[k] = 0.5 / pv
-        return
-    kappa0, nu0 = hyp[0], hyp[1]
-    kn = kappa0 + nk
-    nun = nu0 + nk
-    ikn = 1.0 / kn
-    for j in range(d):
-        loc[k, j] = (kappa0 * mu0[j] + s[k, j]) * ikn
-    if code == _FULL:
-        # 0.5 (d log(df pi) + log|Psi_n| + d log fac) = log prod(L_jj) + 0.5 d log(pi (kn+1)/kn)
-        df = nun - d + 1.0
-        prod = 1.0
-        for j in range(d):
-            ljj = sc[k, j * d + j]
-            b1[k, j] = 1.0 / ljj
-            prod *= ljj
-        if prod > 0.0 and prod < np.inf:
-            hl[k] = math.log(prod)
-        else:  # extreme scales: one log per coordinate
-            hl[k] = 0.0
-            for j in range(d):
-                hl[k] += math.log(sc[k, j * d + j])
-        lw0[k] = size - hl[k] - 0.5 * d * math.log(math.pi * (kn + 1.0) * ikn)
-        a1[k] = kn / (kn + 1.0)  # 1 / (fac df), fac = (kn + 1) / (kn df) the predictive scale factor
-        hexp[k] = 0.5 * (df + d)
-    elif code == _DIAG:
-        a = nun / 2.0
-        df = 2.0 * a
-        prod = 1.0
-        for j in range(d):
-            var = (sc[k, j] / 2.0) * (kn + 1.0) / (a * kn)
-            b1[k, j] = 1.0 / (var * df)
-            prod *= var
-        if prod > 0.0 and prod < np.inf:
-            logvar = math.log(prod)
-        else:
-            logvar = 0.0
-            for j in range(d):
-                logvar += math.log((sc[k, j] / 2.0) * (kn + 1.0) / (a * kn))
-        lw0[k] = size - 0.5 * logvar
-        hexp[k] = 0.5 * (df + 1.0)
-    else:  # spherical NIW
-        a = nun * d / 2.0
-        df = 2.0 * a
-        var = (sc[k, 0] / 2.0) * (kn + 1.0) / (a * kn)
-        lw0[k] = size - 0.5 * d * math.log(var)
-        a1[k] = 1.0 / (var * df)
-        hexp[k] = 0.5 * (df + d)
+    """Cache slot k's predictive plus size term: lw0[k] - hexp[k] log(1 + a1[k] q(x)), q the Mahalanobis
+    form (:func:`ppclust._families_cpu.predictive_cache_slot`)."""
+    size = _size_cached(n[k], table, code, mu0.shape[0], hyp[1], log_alpha, alpha_k, finite)
+    predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl)
 
 
-@_inline
-def _solve_sq(k, sc, b1, w):
-    """|L_k^{-1} u|^2 by forward substitution in place (``w`` holds u on entry, L_k^{-1} u on exit;
-    L column-major: L[j, m] at m d + j, ``b1`` its reciprocal diagonal)."""
-    d = w.shape[0]
-    q = 0.0
-    for j in range(d):
-        acc = w[j]
-        for m in range(j):
-            acc -= sc[k, m * d + j] * w[m]
-        wj = acc * b1[k, j]
-        w[j] = wj
-        q += wj * wj
-    return q
-
-
-@_inline
-def _log_preds(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, w, out):
-    """out[a] = log-weight without link term of slot cand[a], from the cache (``w``: scratch, length d);
-    slot ``skip`` (-1: none) is left to the caller.
-
-    ``log(1 + t)``, not ``log1p``: libm's log1p costs 3x here and the difference (< 1e-16 absolute for
-    t < 1e-8) is far below what changes a draw. One loop per family: no family branch in the slot loop."""
-    d = xi.shape[0]
-    if code == _FULL:
-        for a in range(na):
-            k = cand[a]
-            if k == skip:
-                continue
-            for j in range(d):
-                w[j] = xi[j] - loc[k, j]
-            q = _solve_sq(k, sc, b1, w)
-            out[a] = lw0[k] - hexp[k] * math.log(1.0 + a1[k] * q)
-    elif code == _DIAG:
-        for a in range(na):
-            k = cand[a]
-            prod = 1.0
-            for j in range(d):
-                t = xi[j] - loc[k, j]
-                prod *= 1.0 + t * t * b1[k, j]
-            out[a] = lw0[k] - hexp[k] * math.log(prod)
-    else:
-        for a in range(na):
-            k = cand[a]
-            q = 0.0
-            for j in range(d):
-                t = xi[j] - loc[k, j]
-                q += t * t
-            if code == _SPHERICAL:
-                out[a] = lw0[k] - hexp[k] * math.log(1.0 + a1[k] * q)
-            else:
-                out[a] = lw0[k] - a1[k] * q
-
-
-@_inline
-def _rank_one(k, xi, sign, code, n, s, sc, mu0, hyp, v):
-    """Add (sign = 1) or remove (sign = -1) x_i from slot k, as ``GaussianNIW._rank_one``."""
-    d = xi.shape[0]
-    if code == _KNOWN_VAR:
-        ss = 0.0
-        for j in range(d):
-            ss += xi[j] * xi[j]
-            s[k, j] += sign * xi[j]
-        n[k] += sign
-        sc[k, 0] += sign * ss
-        return
-    kappa0 = hyp[0]
-    rem = 1.0 if sign < 0 else 0.0
-    kn = kappa0 + (n[k] - rem)
-    c = kn / (kn + 1.0)
-    ikn = 1.0 / kn
-    for j in range(d):
-        v[j] = xi[j] - (kappa0 * mu0[j] + (s[k, j] - rem * xi[j])) * ikn
-    if code == _FULL:
-        root = math.sqrt(c)
-        for j in range(d):
-            v[j] = root * v[j]
-        for m in range(d):  # the column recurrence of families._chol_rank_one
-            lmm = sc[k, m * d + m]
-            vm = v[m]
-            r = math.sqrt(lmm * lmm + sign * vm * vm)
-            inv = 1.0 / lmm
-            cc = r * inv
-            sn = vm * inv
-            icc = lmm / r  # 1 / cc: one division per column instead of one per entry
-            sc[k, m * d + m] = r
-            for j in range(m + 1, d):  # column m of L is contiguous (column-major)
-                col = (sc[k, m * d + j] + sign * sn * v[j]) * icc
-                sc[k, m * d + j] = col
-                v[j] = cc * v[j] - sn * col
-    elif code == _DIAG:
-        for j in range(d):
-            sc[k, j] += sign * c * v[j] * v[j]
-    else:
-        dot = 0.0
-        for j in range(d):
-            dot += v[j] * v[j]
-        sc[k, 0] += sign * c * dot
-    n[k] += sign
-    for j in range(d):
-        s[k, j] += sign * xi[j]
-
-
-@_inline
+@inline_kernel
 def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite):
-    """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance).
-
-    With v = x_i - mu_{-i}, c = kn'/(kn'+1) and a = v' Psi_n^-1 v (one solve with the current factor),
-    Psi_{-i} = Psi_n - c v v' gives |Psi_{-i}| = |Psi_n| r and v' Psi_{-i}^-1 v = a / r with r = 1 - c a
-    (matrix determinant lemma, Sherman-Morrison), and the Student-t log-weight collapses to
-    size(n') - log prod(L_jj) - d/2 log(pi (kn'+1)/kn') + ((df' + d - 1) / 2) log r.
-    NaN (caller downdates explicitly) when r is too small to trust."""
-    d = xi.shape[0]
-    kappa0, nu0 = hyp[0], hyp[1]
-    n1 = n[k] - 1.0
-    kn1 = kappa0 + n1
-    ikn = 1.0 / kn1
-    c = kn1 / (kn1 + 1.0)
-    for j in range(d):
-        w[j] = xi[j] - (kappa0 * mu0[j] + (s[k, j] - xi[j])) * ikn
-    r = 1.0 - c * _solve_sq(k, sc, b1, w)
-    if not r > 1e-8:
-        return np.nan
-    df1 = nu0 + n1 - d + 1.0
-    size = _size_cached(n1, table, _FULL, d, nu0, log_alpha, alpha_k, finite)
-    return (size - hl[k] - 0.5 * d * math.log(math.pi * (kn1 + 1.0) * ikn)
-            + 0.5 * (df1 + d - 1.0) * math.log(r))
+    """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance,
+    :func:`ppclust._families_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
+    size = _size_cached(n[k] - 1.0, table, FULL, xi.shape[0], hyp[1], log_alpha, alpha_k, finite)
+    return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w)
 
 
-@_inline
+@inline_kernel
 def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
     """Copy slot k's stats and cache into ``keep`` (layout: n, lw0, a1, hexp, s, loc, b1, scale)."""
     d = s.shape[1]
@@ -439,7 +223,7 @@ def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
         keep[4 + 3 * d + j] = sc[k, j]
 
 
-@_inline
+@inline_kernel
 def _restore_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
     """Inverse of :func:`_save_slot`: removing x_i and adding it back is the identity, without rounding."""
     d = s.shape[1]
@@ -455,12 +239,12 @@ def _restore_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
         sc[k, j] = keep[4 + 3 * d + j]
 
 
-@_inline
+@inline_kernel
 def _betaln(a, b):
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
-@_njit
+@compile_kernel
 def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, code,
                pq, finite, has_lp):
     npts, d = x.shape
@@ -498,12 +282,12 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         # x_i's own slot without x_i: in closed form from the current factor when the slot keeps other
         # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
         lw_own = np.nan
-        if code == _FULL and n[k_old] >= 2.0:
+        if code == FULL and n[k_old] >= 2.0:
             lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
         removed = lw_own != lw_own
         if removed:
             _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
-            _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+            rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
             _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
                      finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
@@ -556,7 +340,8 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
                 na += 1
         if not finite and new < 0:
             overflow = True
-        _log_preds(code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1, w, logw)
+        skip = -1 if removed else k_old
+        log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, w, logw)
         if not removed:
             logw[a_old] = lw_own
         # + link offsets from `base` (common to all slots; 0 at the free slot), inverse-CDF draw
@@ -587,10 +372,10 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
                 _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
         else:
             if not removed:
-                _rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+                rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
                 _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
                          alpha_k, finite)
-            _rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
+            rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
             _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
                      finite)
         counts[0] = c0 + f[k_new]
@@ -608,7 +393,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     return overflow
 
 
-@_njit
+@compile_kernel
 def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, has_lp, K, d, m):
     """Unpack each chain's row (layouts of :func:`sweep`) and sweep the chains one after the other; an input
     with batch size 1 serves every chain."""

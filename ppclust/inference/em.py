@@ -34,6 +34,9 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
+from ppclust.families import log_gaussian_prob  # re-exported (EM's E-step density)
+from ppclust.inference.init import kmeanspp_centres, nearest_centre  # re-exported
+
 __all__ = [
     "GMMParams",
     "NIWPrior",
@@ -49,12 +52,12 @@ __all__ = [
     "covariances",
     "n_parameters",
     "kmeanspp_centres",
+    "nearest_centre",
     "fit",
     "default_prior",
 ]
 
 COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
-_LOG_2PI = 1.8378770664093453  # log(2 pi)
 
 
 class GMMParams(NamedTuple):
@@ -121,40 +124,6 @@ def default_prior(x, n_components, alpha=1.0):
 
 
 # ----------------------------------------------------------------------------------------------- E-step
-
-
-def _log_det_prec_chol(prec_chol, cov_type, d):
-    """log det(P) per component (= -1/2 log det Sigma)."""
-    if cov_type == "full":
-        return jnp.sum(jnp.log(jnp.diagonal(prec_chol, axis1=-2, axis2=-1)), axis=-1)
-    if cov_type == "tied":
-        return jnp.sum(jnp.log(jnp.diagonal(prec_chol)))
-    if cov_type == "diag":
-        return jnp.sum(jnp.log(prec_chol), axis=-1)
-    return d * jnp.log(prec_chol)
-
-
-def log_gaussian_prob(x, means, prec_chol, cov_type):
-    """log N(x_i; mu_k, Sigma_k) for all points and components, (n, k)."""
-    n, d = x.shape
-    k = means.shape[0]
-    log_det = _log_det_prec_chol(prec_chol, cov_type, d)
-    if cov_type == "full":
-        # (n, d) @ (d, k*d): one matmul for all components.
-        y = (x @ jnp.transpose(prec_chol, (1, 0, 2)).reshape(d, k * d)).reshape(n, k, d)
-        y = y - jnp.einsum("kd,kde->ke", means, prec_chol)[None]
-        maha = jnp.sum(y * y, axis=-1)
-    elif cov_type == "tied":
-        y = x @ prec_chol
-        mu = means @ prec_chol
-        maha = jnp.sum(y * y, 1)[:, None] - 2 * y @ mu.T + jnp.sum(mu * mu, 1)[None]
-    elif cov_type == "diag":
-        prec = prec_chol**2
-        maha = (x * x) @ prec.T - 2 * x @ (means * prec).T + jnp.sum(means**2 * prec, 1)[None]
-    else:
-        prec = prec_chol**2
-        maha = (jnp.sum(x * x, 1)[:, None] - 2 * x @ means.T + jnp.sum(means**2, 1)[None]) * prec[None]
-    return -0.5 * (d * _LOG_2PI + maha) + log_det
 
 
 def e_step(x, params, log_mask, cov_type, w=None):
@@ -320,39 +289,9 @@ def n_parameters(n_components, d, cov_type):
 # ----------------------------------------------------------------------------------------------- init
 
 
-def kmeanspp_centres(key, x, centres, fixed):
-    """Fill the rows of ``centres`` (k, d) where ``fixed`` is False by k-means++ D^2 sampling.
-
-    The fixed rows (e.g. labelled class means) count as already chosen. With no fixed row, the first
-    centre is a uniformly drawn point.
-    """
-    k = centres.shape[0]
-    big = jnp.finfo(x.dtype).max
-    d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)  # (n, k)
-    dmin0 = jnp.min(jnp.where(fixed[None], d_fixed, big), axis=1)
-    keys = jax.random.split(key, k)
-
-    def body(j, carry):
-        cs, dmin, any_chosen = carry
-        # D^2 weights; uniform before the first centre or when every point sits on a centre
-        logits = jnp.where(dmin > 0, jnp.log(jnp.maximum(dmin, 1e-300)), -jnp.inf)
-        uniform = ~any_chosen | jnp.all(jnp.isneginf(logits))
-        logits = jnp.where(uniform, 0.0, logits)
-        i = jax.random.categorical(keys[j], logits).astype(jnp.int32)
-        take = ~fixed[j]
-        c = jnp.where(take, x[i], cs[j])
-        dnew = jnp.minimum(jnp.where(any_chosen, dmin, big), jnp.sum((x - c[None]) ** 2, axis=1))
-        return cs.at[j].set(c), jnp.where(take, dnew, dmin), any_chosen | take
-
-    cs, _, _ = jax.lax.fori_loop(0, k, body, (centres, dmin0, jnp.any(fixed)))
-    return cs
-
-
 def _resp_from_centres(x, centres, allowed):
     """One-hot responsibilities: nearest centre among the components a point is allowed to use."""
-    d2 = jnp.sum(x * x, 1)[:, None] - 2 * x @ centres.T + jnp.sum(centres**2, 1)[None]
-    z = jnp.argmin(jnp.where(allowed, d2, jnp.inf), axis=1).astype(jnp.int32)
-    return jax.nn.one_hot(z, centres.shape[0], dtype=x.dtype)
+    return jax.nn.one_hot(nearest_centre(x, centres, allowed), centres.shape[0], dtype=x.dtype)
 
 
 # ----------------------------------------------------------------------------------------------- EM loop

@@ -60,8 +60,8 @@ import numpy as np
 from jax.scipy.special import betaln, gammaln
 
 from ppclust._devices import axis_sharding
-from ppclust.families import GaussianNIW, Stats, mvt_logpdf
-from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
+from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
+from ppclust.sideinfo import Links, link_counts, pair_counts
 
 __all__ = [
     "GibbsState",
@@ -443,8 +443,8 @@ def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClus
     """
     xi, k_old = x[i], labels[i]
     if not removed:
-        stats = _remove(family, stats, k_old, xi)
-    lp = _log_predictive(family, stats, xi)
+        stats = family.remove(stats, k_old, xi)
+    lp = family.log_predictive(stats, xi)
     return _weights(i, labels, stats.n, lp, counts, links, prior, p, q, alpha, pq, partition, point_logprior)
 
 
@@ -457,15 +457,8 @@ def _weights(i, labels, sizes, lp, counts, links: Links, prior, p, q, alpha, pq,
     """
     k_max = sizes.shape[0]
     k_old = labels[i]
-    w = links.wgt[i]
-    plus = jnp.where(links.sgn[i] > 0, w, 0.0)
-    minus = jnp.where(links.sgn[i] < 0, w, 0.0)
     nb_lab = labels[links.nbr[i]]
-    # (degree, K) one-hot instead of a scatter-add: one fused kernel instead of a serial scatter loop
-    hot = nb_lab[:, None] == jnp.arange(k_max, dtype=nb_lab.dtype)
-    f = jnp.where(hot, plus[:, None], 0.0).sum(0)
-    s = jnp.where(hot, minus[:, None], 0.0).sum(0)
-    F, S = plus.sum(), minus.sum()
+    f, s, F, S, hot = link_counts(nb_lab, links.sgn[i], links.wgt[i], k_max)
     c = counts - jnp.stack([f[k_old], s[k_old], F - f[k_old], S - s[k_old]])
     active = sizes > 0
     new = jnp.argmin(active)  # first free slot (0 if none; then `full` blocks it)
@@ -541,14 +534,14 @@ def _sweep(order, u, state: GibbsState, x, links: Links, family, prior, pq, part
         labels, stats, counts, overflow = carry
         i = order[t]
         xi, k_old = x[i], labels[i]
-        stats = _remove(family, stats, k_old, xi)
+        stats = family.remove(stats, k_old, xi)
         logw, c, fs = conditional(i, labels, stats, counts, x, links, family, prior, state.p, state.q,
                                   state.alpha, pq, removed=True, partition=partition,
                                   point_logprior=point_logprior)
         f, s, F, S = fs
         full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
         k = draw_categorical(logw, u[i]).astype(labels.dtype)
-        stats = _add(family, stats, k, xi)
+        stats = family.add(stats, k, xi)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
         return labels.at[i].set(k), stats, counts, overflow | full
 
@@ -660,75 +653,3 @@ def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, 
                  backend=backend)
     in_axes = (0, 0, None, None, None, None, None, None, None)
     return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
-
-
-# --- fast paths for the full-covariance Gaussian (same quantities as the family's methods) ---
-# XLA on CPU runs a loop body as a sequence of kernels; a LAPACK triangular solve over K slots and a
-# fori_loop over d columns per rank-one update are dozens of tiny kernels per point update. For
-# d <= _UNROLL_D the same recurrences are unrolled in Python so that XLA fuses them.
-
-_UNROLL_D = 16
-_UNROLL_CHOL_D = 4  # beyond this the fori_loop of the family is faster (measured)
-
-
-def _full_niw(family) -> bool:
-    return isinstance(family, GaussianNIW) and family.covariance == "full"
-
-
-def _log_predictive(family, stats, x):
-    d = x.shape[-1]
-    if not (_full_niw(family) and d <= _UNROLL_D):
-        return family.log_predictive(stats, x)
-    kn = family.kappa0 + stats.n
-    nun = family.nu0 + stats.n
-    u = x - (family.kappa0 * family.mu0 + stats.s) / kn[:, None]
-    df = nun - d + 1.0
-    fac = (kn + 1.0) / (kn * df)
-    L = stats.scale
-    w, delta, logdiag = [], 0.0, 0.0
-    for j in range(d):  # forward substitution L w = u, vectorised over the K slots
-        acc = u[:, j]
-        for m in range(j):
-            acc = acc - L[:, j, m] * w[m]
-        w.append(acc / L[:, j, j])
-        delta = delta + w[j] * w[j]
-        logdiag = logdiag + jnp.log(L[:, j, j])
-    logdet = 2.0 * logdiag + d * jnp.log(fac)
-    return mvt_logpdf(delta / fac, logdet, df, d)
-
-
-def _chol_rank_one_unrolled(L, v, sign):
-    """chol(L L^T + sign v v^T): the recurrence of ``families._chol_rank_one`` unrolled over columns."""
-    d = L.shape[-1]
-    idx = np.arange(d)
-    for k in range(d):
-        lkk, vk = L[k, k], v[k]
-        r = jnp.sqrt(lkk * lkk + sign * vk * vk)
-        c = r / lkk
-        s = vk / lkk
-        below = idx > k
-        col = jnp.where(below, (L[:, k] + sign * s * v) / c, jnp.where(idx == k, r, L[:, k]))
-        v = jnp.where(below, c * v - s * col, v)
-        L = L.at[:, k].set(col)
-    return L
-
-
-def _rank_one(family, stats, k, x, sign):
-    d = x.shape[-1]
-    if not (_full_niw(family) and d <= _UNROLL_CHOL_D):
-        return family.add(stats, k, x) if sign > 0 else family.remove(stats, k, x)
-    n_k, s_k = stats.n[k], stats.s[k]
-    n_wo = n_k - (sign < 0)
-    s_wo = s_k - (sign < 0) * x
-    kn = family.kappa0 + n_wo
-    u = x - (family.kappa0 * family.mu0 + s_wo) / kn
-    new = _chol_rank_one_unrolled(stats.scale[k], jnp.sqrt(kn / (kn + 1.0)) * u, sign)
-    return Stats(stats.n.at[k].set(n_k + sign), stats.s.at[k].set(s_k + sign * x), stats.scale.at[k].set(new))
-
-
-def _add(family, stats, k, x):
-    return _rank_one(family, stats, k, x, 1.0)
-
-
-def _remove(family, stats, k, x):
-    return _rank_one(family, stats, k, x, -1.0)

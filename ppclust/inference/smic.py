@@ -41,12 +41,13 @@ from ppclust._jax import LABEL_DTYPE, x64
 
 __all__ = [
     "Kernel",
-    "Links",
+    "LinkMatrices",
     "SMICResult",
     "LSMIEstimator",
     "SelectionResult",
     "build_kernel",
     "kernel_rows",
+    "link_matrices",
     "make_links",
     "modify_kernel",
     "u_operator",
@@ -80,8 +81,11 @@ class Kernel(NamedTuple):
     nn: NearestNeighbors  # fitted on the training points
 
 
-class Links(NamedTuple):
-    """Symmetric binary link matrices (§3.1): M with unit diagonal, C with zero diagonal."""
+class LinkMatrices(NamedTuple):
+    """Symmetric binary link matrices (§3.1): M with unit diagonal, C with zero diagonal.
+
+    SMIC's own view of the links (sparse n x n operators for the eigenproblem); built from the one link
+    type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`."""
 
     M: sp.csr_matrix
     C: sp.csr_matrix
@@ -189,31 +193,42 @@ def kernel_rows(kernel: Kernel, x_train, x_new):
 # links and the 3SMIC matrices (§3)
 
 
-def make_links(n, must_link=None, cannot_link=None, *, on_conflict="error"):
-    """Sparse symmetric M (unit diagonal) and C (§3.1, E4) from must/cannot pairs or a ``SideInfo``.
+def link_matrices(side) -> LinkMatrices:
+    """Sparse symmetric M (unit diagonal) and C (§3.1, E4) from a validated ``SideInfo``.
 
-    Pairs are validated by :class:`ppclust.sideinfo.SideInfo` (range, self-pairs, duplicates merged,
-    a pair given with both signs is an error, or dropped with a warning with ``on_conflict="drop"``).
+    A pair stored with both signs (a ``SideInfo`` built with ``on_conflict="keep"``) is dropped with a
+    warning: 3SMIC's links are hard.
     """
-    from ppclust.sideinfo import SideInfo
-
-    if isinstance(must_link, SideInfo):
-        side = must_link
-    else:
-        if on_conflict not in ("error", "drop"):
-            raise ValueError("on_conflict must be 'error' or 'drop'")
-        side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link,
-                                   on_conflict="error" if on_conflict == "error" else "keep")
+    n = side.n
     must = np.asarray(side.must_link, np.int64).reshape(-1, 2)
     cannot = np.asarray(side.cannot_link, np.int64).reshape(-1, 2)
-    if side.has_conflicts:  # only with on_conflict="drop" (or a SideInfo built with "keep")
+    if side.has_conflicts:
         key_m, key_c = must[:, 0] * n + must[:, 1], cannot[:, 0] * n + cannot[:, 1]
         both = np.intersect1d(key_m, key_c)
         warnings.warn(f"dropping {both.size} pair(s) given as both must- and cannot-link", stacklevel=2)
         must, cannot = must[~np.isin(key_m, both)], cannot[~np.isin(key_c, both)]
     M = _sym_binary(must, n) + sp.identity(n, format="csr")
     C = _sym_binary(cannot, n)
-    return Links(M=M.tocsr(), C=C, must=must, cannot=cannot)
+    return LinkMatrices(M=M.tocsr(), C=C, must=must, cannot=cannot)
+
+
+def make_links(n, must_link=None, cannot_link=None, *, on_conflict="error") -> LinkMatrices:
+    """Deprecated name: :func:`link_matrices` of ``SideInfo.from_links(n, must_link, cannot_link)``.
+
+    Kept for one release (``ppclust.sideinfo.make_links`` is the JAX link arrays of the samplers; this one
+    was SMIC's sparse matrices). ``on_conflict="drop"`` drops pairs given with both signs, with a warning.
+    """
+    from ppclust.sideinfo import SideInfo
+
+    warnings.warn("ppclust.inference.smic.make_links is deprecated; use link_matrices(SideInfo(...))",
+                  DeprecationWarning, stacklevel=2)
+    if isinstance(must_link, SideInfo):
+        return link_matrices(must_link)
+    if on_conflict not in ("error", "drop"):
+        raise ValueError(f"on_conflict must be 'error' or 'drop', got {on_conflict!r}")
+    side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link,
+                               on_conflict="error" if on_conflict == "error" else "keep")
+    return link_matrices(side)
 
 
 def _sym_binary(pairs, n):
@@ -233,7 +248,7 @@ def labels_to_links(y):
     return np.asarray(side.must_link, np.int64), np.asarray(side.cannot_link, np.int64)
 
 
-def modify_kernel(K, links: Links):
+def modify_kernel(K, links: LinkMatrices):
     """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric)."""
     if links.must.shape[0] == 0 and links.cannot.shape[0] == 0:
         return K
@@ -251,7 +266,7 @@ def _effective_eta(eta, c):
     return 0.0 if c > 2 else float(eta)  # §3.5 [P]: eta fixed to 0 when c > 2
 
 
-def u_operator(Kp, links: Links, gamma, eta):
+def u_operator(Kp, links: LinkMatrices, gamma, eta):
     """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator."""
     n = Kp.shape[0]
     M, C = links.M, links.C
@@ -269,7 +284,7 @@ def u_operator(Kp, links: Links, gamma, eta):
     return spla.LinearOperator((n, n), matvec=matvec, matmat=matvec, dtype=np.float64)
 
 
-def u_dense(Kp, links: Links, gamma, eta):
+def u_dense(Kp, links: LinkMatrices, gamma, eta):
     """Dense U (small n only; used by tests and the dense path's oracle)."""
     n = Kp.shape[0]
     I = np.eye(n)
@@ -303,7 +318,7 @@ def _dense_eigh(K):
     return jnp.linalg.eigh(K)
 
 
-def _u_parts(Kp, links: Links):
+def _u_parts(Kp, links: LinkMatrices):
     Kd = Kp.toarray()
     MK = links.M @ Kd
     CK = links.C @ Kd
@@ -340,14 +355,14 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
     return postprocess(K, vec, lam)
 
 
-def threesmic_fit(kernel_or_K, c, links: Links, gamma, eta, *, assign="model", sign="eigvec",
+def threesmic_fit(kernel_or_K, c, links: LinkMatrices, gamma, eta, *, assign="model", sign="eigvec",
                   dense_max=DENSE_MAX, tol=1e-10):
     """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6)."""
     return threesmic_grid(kernel_or_K, c, links, [(gamma, eta)], assign=assign, sign=sign,
                           dense_max=dense_max, tol=tol)[0]
 
 
-def threesmic_grid(kernel_or_K, c, links: Links, grid, *, assign="model", sign="eigvec",
+def threesmic_grid(kernel_or_K, c, links: LinkMatrices, grid, *, assign="model", sign="eigvec",
                    dense_max=DENSE_MAX, tol=1e-10):
     """3SMIC for a list of (gamma, eta) sharing one kernel; dense JAX path mapped over the grid."""
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
@@ -417,7 +432,7 @@ def predict_scores(rows, phi, norms, n):
     return (n / c) * g / np.where(norms > 0, norms, 1.0), raw
 
 
-def count_violations(labels, links: Links):
+def count_violations(labels, links: LinkMatrices):
     """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together."""
     labels = np.asarray(labels)
     v = 0
@@ -597,7 +612,7 @@ def eq9_scores(lsmi, nv):
     return term - pen
 
 
-def select(x, c, links: Links | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
+def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
            lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
            dense_max=DENSE_MAX, tol=1e-10):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.

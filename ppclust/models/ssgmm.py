@@ -17,7 +17,8 @@ mclust ``MclustSSC``; CEC-IB spec section 4.1); several components may share a c
 ``log(eps / (C - 1))`` instead of forcing the fit.
 
 The assignments are marginalised (``logsumexp`` factor; ``funsor`` enumeration is not available), so the
-model runs under NUTS; the per-point term is exactly :func:`ppclust.inference.em.e_step`'s.
+model runs under NUTS; the per-point term is exactly :func:`ppclust.inference.em.e_step`'s
+(:func:`ppclust.families.log_gaussian_prob`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
-from ppclust.inference.em import log_gaussian_prob
+from ppclust.families import log_gaussian_prob
 
 __all__ = ["default_component_classes", "label_log_mask", "ssgmm_model", "ssgmm_log_likelihood"]
 

@@ -16,9 +16,10 @@ clusters), :math:`N_{01}` (may-not-links inside), :math:`N_{10}` (may-links acro
 (may-not-links across), eq. (8) and spec Section 1.3.
 
 This module holds the *model*: the log joint (collapsed over cluster parameters and optionally over
-``p`` and ``q``), an ancestral sampler, the link arrays the samplers read, and a NumPyro version
+``p`` and ``q``), an ancestral sampler, and a NumPyro version
 (truncated stick-breaking) for inspection with NumPyro tools. Samplers live in
-:mod:`ppclust.inference.gibbs`.
+:mod:`ppclust.inference.gibbs`. The link arrays (:class:`~ppclust.sideinfo.Links`, ``make_links``,
+``pair_counts``) live in :mod:`ppclust.sideinfo` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
+
+from ppclust.sideinfo import Links, make_links, pair_counts  # re-exported: the model's link view
 
 __all__ = [
     "Links",
@@ -47,20 +50,6 @@ __all__ = [
 ]
 
 
-class Links(NamedTuple):
-    """Observed pairs, both as a pair list (log joint) and as a padded neighbour table (sweeps).
-
-    Padded table slots have ``nbr = 0`` and ``sgn = wgt = 0``: gathers stay in range and add nothing.
-    """
-
-    pairs: jax.Array  # (m, 2) int32, i < j
-    sign: jax.Array  # (m,) float, +1 may-link / -1 may-not-link
-    weight: jax.Array  # (m,) float
-    nbr: jax.Array  # (n, max_deg) int32
-    sgn: jax.Array  # (n, max_deg) float
-    wgt: jax.Array  # (n, max_deg) float
-
-
 class TVClustPrior(NamedTuple):
     """Hyperparameters of the partition and link views (all traced; none set shapes).
 
@@ -74,43 +63,6 @@ class TVClustPrior(NamedTuple):
     b_p: float = 10.0
     a_q: float = 10.0
     b_q: float = 1.0
-
-
-def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) -> Links:
-    """Build :class:`Links` from a :class:`~ppclust.sideinfo.SideInfo` (``side``) or from pair arrays.
-
-    Pair arrays are validated through ``SideInfo`` (one definition of the neighbour table); with no
-    links the table has one all-padding column so shapes stay static. ``dtype`` defaults to JAX's
-    current default float (float64 inside a ``ppclust._jax.x64()`` scope).
-    """
-    from ppclust.sideinfo import SideInfo
-
-    dtype = jax.dtypes.canonicalize_dtype(np.float64) if dtype is None else dtype
-    if side is None:
-        if pairs is not None and len(pairs):
-            pairs = np.asarray(pairs).reshape(-1, 2)
-            sign = np.ones(len(pairs)) if sign is None else np.asarray(sign).reshape(-1)
-            side = SideInfo(n, pairs=pairs, sign=sign, weight=weight)
-        else:
-            side = SideInfo(n)
-    t = side.neighbour_table()
-    return Links(
-        pairs=jnp.asarray(np.asarray(side.pairs).reshape(-1, 2), dtype=jnp.int32),
-        sign=jnp.asarray(side.sign, dtype=dtype),
-        weight=jnp.asarray(side.weight, dtype=dtype),
-        nbr=jnp.asarray(t.nbr, jnp.int32),
-        sgn=jnp.asarray(t.sgn, dtype),
-        wgt=jnp.asarray(t.wgt, dtype),
-    )
-
-
-def pair_counts(labels, links: Links) -> jax.Array:
-    """Weighted pair counts ``[N11, N01, N10, N00]`` (spec Section 0) of a labelling."""
-    same = (labels[links.pairs[:, 0]] == labels[links.pairs[:, 1]]).astype(links.weight.dtype)
-    plus = links.weight * (links.sign > 0)
-    minus = links.weight * (links.sign < 0)
-    return jnp.stack([(plus * same).sum(), (minus * same).sum(), (plus * (1 - same)).sum(),
-                      (minus * (1 - same)).sum()])
 
 
 def log_crp(sizes, alpha) -> jax.Array:

@@ -1,4 +1,4 @@
-"""Plain NumPy Algorithm 1 (RDP-means), point by point: the oracle for tests and the benchmark baseline.
+"""Plain NumPy Algorithm 1 (RDP-means), point by point: the test oracle (and the benchmark baseline).
 
 Same semantics as ``ppclust.inference.dpmeans.fit`` with ``variant="sequential"``, ``compat=False``,
 squared Euclidean distance and lowest-index ties: friends/strangers from a neighbour table, new
