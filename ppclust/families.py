@@ -38,6 +38,14 @@ LOG_2PIE = math.log(2.0 * math.pi * math.e)
 SING_TOL = 1e-12
 
 
+#: ppclust's default prior strength of the NIW mean, kappa0 = 1: the prior mean counts as one observation
+#: (a unit-information prior: weak, yet it keeps the predictive of a one-point cluster proper and scale
+#: aware; TVClust spec 2.7 [R]). Shared by the Gibbs samplers (TVClust, SemiSupervisedGMM(method="gibbs"))
+#: through :meth:`GaussianNIW.default`. EM's MAP prior keeps mclust's ``priorControl()`` value 0.01
+#: explicitly (``ppclust.inference.em.default_prior``): its estimates are compared with mclust there.
+DEFAULT_KAPPA0 = 1.0
+
+
 class Stats(NamedTuple):
     """Fixed-capacity sufficient statistics of ``K`` cluster slots.
 
@@ -295,7 +303,7 @@ class GaussianNIW:
             raise ValueError(f"covariance must be 'full', 'diag' or 'spherical', got {self.covariance!r}")
 
     @classmethod
-    def default(cls, x, covariance: str = "full", kappa0: float = 1.0, nu0: float | None = None,
+    def default(cls, x, covariance: str = "full", kappa0: float = DEFAULT_KAPPA0, nu0: float | None = None,
                 psi_scale: float = 1.0) -> GaussianNIW:
         """A weak data-scaled prior: mu0 = data mean, Psi0 = psi_scale * diag(var(x)) * (nu0 - d - 1 or 1).
 
@@ -367,6 +375,20 @@ class GaussianNIW:
 
     def posterior_mean(self, stats: Stats) -> Array:
         return self._post(stats)[2]
+
+    def posterior_mean_covariance(self, stats: Stats) -> Array:
+        r""":math:`E[\Sigma_k\mid\text{slot }k]` in scikit-learn's shapes: ``full`` (K, d, d)
+        :math:`\Psi_n/(\nu_n-d-1)` (inverse-Wishart mean), ``diag`` (K, d) :math:`\Psi_{n,jj}/(\nu_n-2)`
+        (inverse-gamma :math:`IG(\nu_n/2,\Psi_{n,jj}/2)`), ``spherical`` (K,)
+        :math:`\mathrm{tr}\Psi_n/(\nu_n d-2)`. Finite for :math:`\nu_n > d+1` (full) / > 2 / > 2/d."""
+        d = stats.s.shape[-1]
+        nun = self.nu0 + stats.n
+        if self.covariance == "full":
+            L = stats.scale
+            return L @ jnp.swapaxes(L, -1, -2) / (nun - d - 1.0)[:, None, None]
+        if self.covariance == "diag":
+            return stats.scale / (nun - 2.0)[:, None]
+        return stats.scale / (nun * d - 2.0)
 
     def log_predictive(self, stats: Stats, x: Array) -> Array:
         r"""log p(x | points in slot k) for every slot (Student-t); empty slots give the prior predictive.
@@ -723,11 +745,10 @@ class Multinomial:
                 + jnp.sum(gammaln(a) - gammaln(self.alpha), -1))
 
     def bregman(self, x: Array, means: Array) -> Array:
-        """KL(x / |x| || mean_k): the multinomial's Bregman divergence on normalised counts."""
+        """KL(x / |x| || mean_k): the multinomial's Bregman divergence on normalised counts
+        (:func:`kl_divergence`; means floored at 1e-300 so an empty cell costs a finite, huge amount)."""
         p = x / jnp.maximum(x.sum(-1, keepdims=True), 1e-300)
-        q = jnp.maximum(means, 1e-300)
-        plogp = jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), -1)
-        return plogp[..., None] - p @ jnp.log(q).T
+        return kl_divergence(p, jnp.maximum(means, 1e-300))
 
 
 _pytree(Multinomial, ("alpha",))
@@ -804,10 +825,37 @@ class GaussianML:
 _pytree(GaussianML, ())
 
 
-def sq_euclidean(x: Array, means: Array) -> Array:
-    """||x - mu_k||^2 for x (..., d) and means (K, d) -> (..., K), computed without cancellation."""
+def sq_euclidean(x: Array, means: Array, *, ordered: bool = False, expanded: bool = False) -> Array:
+    r""":math:`\|x-\mu_k\|^2`, the Bregman divergence of the Gaussian families, for x (..., d) and means
+    (K, d) -> (..., K).
+
+    Default: from the differences (no cancellation). ``ordered``: the coordinates summed strictly left to
+    right (a reference implementation's rounding, e.g. the RDP-means authors' Octave loop).
+    ``expanded``: :math:`\|x\|^2 - 2x^\top\mu_k + \|\mu_k\|^2` clamped at 0 for x (n, d), by matrix
+    products (no (n, K, d) array; cancellation for points far from the origin relative to their spread).
+    """
+    if expanded:
+        sq = jnp.sum(x * x, axis=1)[:, None] - 2.0 * x @ means.T + jnp.sum(means * means, axis=1)[None, :]
+        return jnp.maximum(sq, 0.0)
     diff = x[..., None, :] - means
-    return jnp.sum(diff * diff, -1)
+    sq = diff * diff
+    if not ordered:
+        return jnp.sum(sq, -1)
+    acc = sq[..., 0]
+    for j in range(1, sq.shape[-1]):
+        acc = acc + sq[..., j]
+    return acc
+
+
+def kl_divergence(x: Array, means: Array, *, expanded: bool = False) -> Array:
+    r"""Generalised KL :math:`\sum_j x_j\ln x_j - x_j\ln\mu_{kj}` (:math:`0\ln0=0`) for x (..., d) and
+    means (K, d) -> (..., K): the Multinomial family's Bregman divergence (on histogram rows it is
+    :math:`\mathrm{KL}(x\,\|\,\mu_k)`; Banerjee et al. 2005, Table 1). ``expanded``: x (n, d), the
+    cross term as one matrix product."""
+    xlogx = jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)
+    if expanded:
+        return jnp.sum(xlogx, axis=1)[:, None] - x @ jnp.log(means).T
+    return jnp.sum(xlogx[..., None, :] - x[..., None, :] * jnp.log(means), axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -850,3 +898,168 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
         prec = prec_chol**2
         maha = (jnp.sum(x * x, 1)[:, None] - 2 * x @ means.T + jnp.sum(means**2, 1)[None]) * prec[None]
     return -0.5 * (d * LOG_2PI + maha) + log_det
+
+
+class GMMParams(NamedTuple):
+    """Mixture parameters.
+
+    weights: (k,) mixing proportions; means: (k, d);
+    prec_chol: Cholesky of the precision: full (k, d, d) upper, tied (d, d), diag (k, d), spherical (k,).
+    """
+
+    weights: jax.Array
+    means: jax.Array
+    prec_chol: jax.Array
+
+
+class NIWPrior(NamedTuple):
+    """Conjugate MAP prior: Dirichlet(alpha) on weights, Normal-inverse-Wishart on (mu, Sigma).
+
+    mu_k | Sigma_k ~ N(mean0, Sigma_k / kappa0), Sigma_k ~ IW(psi0, nu0). For ``"diag"`` the prior is the
+    product over dimensions of the 1-D version (scale ``diag(psi0)``); ``"spherical"``: one 1-D version with
+    scale ``trace(psi0)`` and ``d`` mean coordinates. ``alpha >= 1`` (alpha = 1: no weight prior).
+    """
+
+    alpha: jax.Array  # ()
+    mean0: jax.Array  # (d,)
+    kappa0: jax.Array  # ()
+    nu0: jax.Array  # ()
+    psi0: jax.Array  # (d, d)
+
+
+def precision_cholesky(cov, cov_type):
+    """Cholesky of the precision from covariances (NaN when a covariance is not positive definite)."""
+    if cov_type in ("full", "tied"):
+        chol = jnp.linalg.cholesky(cov)
+        eye = jnp.broadcast_to(jnp.eye(cov.shape[-1], dtype=cov.dtype), cov.shape)
+        return jnp.swapaxes(solve_triangular(chol, eye, lower=True), -1, -2)
+    return 1.0 / jnp.sqrt(cov)
+
+
+def covariances(prec_chol, cov_type):
+    """Covariances back from the precision Cholesky (same shapes as scikit-learn's ``covariances_``)."""
+    if cov_type in ("full", "tied"):
+        prec = prec_chol @ jnp.swapaxes(prec_chol, -1, -2)
+        return jnp.linalg.inv(prec)
+    return 1.0 / prec_chol**2
+
+
+def gaussian_moment_stats(x, resp, cov_type):
+    """Sufficient statistics of the M-step: (nk (k,), s = resp^T x (k, d), second moments).
+
+    Second moments: ``sum_i r_ik x_i x_i^T`` (k, d, d) for "full"/"tied", ``resp^T (x*x)`` (k, d)
+    otherwise. All three are sums over points, so a data-parallel run adds the per-device values.
+    """
+    n, d = x.shape
+    k = resp.shape[1]
+    nk = resp.sum(0)
+    s = resp.T @ x  # (k, d) weighted sums
+    if cov_type in ("full", "tied"):
+        # second moments in one matmul: (n, k*d)^T @ (n, d)
+        m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
+    else:
+        m2 = resp.T @ (x * x)  # (k, d)
+    return nk, s, m2
+
+
+def gaussian_map_estimate(stats, cov_type, reg_covar, prior=None):
+    r"""Mixture parameters maximising the weighted likelihood (``prior=None``) or the posterior under
+    :class:`NIWPrior` (MAP), from the moment statistics of :func:`gaussian_moment_stats` (the M-step of EM).
+
+    MAP (full): :math:`\pi_k\propto n_k+\alpha-1`, :math:`\mu_k=(\kappa_0\mu_0+s_k)/(\kappa_0+n_k)`,
+    :math:`\Sigma_k=(S_k+\kappa_0(\mu_k-\mu_0)(\mu_k-\mu_0)^\top+\Psi_0)/(n_k+\nu_0+d+2)` (Fraley & Raftery
+    2007, mclust's MAP); diag / spherical / tied: the 1-D and pooled analogues. ``reg_covar`` is added to
+    the covariance diagonals afterwards, as scikit-learn does."""
+    nk, s, m2 = stats
+    k, d = s.shape
+    eps = 10 * jnp.finfo(s.dtype).eps  # as scikit-learn: keeps empty components finite
+    nk = nk + eps
+    if prior is None:
+        weights = nk / jnp.sum(nk)
+        means = s / nk[:, None]
+    else:
+        weights = (nk + prior.alpha - 1.0) / (jnp.sum(nk) + k * (prior.alpha - 1.0))
+        means = (prior.kappa0 * prior.mean0[None] + s) / (prior.kappa0 + nk)[:, None]
+    if cov_type in ("full", "tied"):
+        outer_ms = means[:, :, None] * s[:, None, :]
+        scatter = (
+            m2
+            - outer_ms
+            - jnp.swapaxes(outer_ms, 1, 2)
+            + nk[:, None, None] * (means[:, :, None] * means[:, None, :])
+        )
+        if prior is not None:
+            dm = means - prior.mean0[None]
+            scatter = scatter + prior.kappa0 * dm[:, :, None] * dm[:, None, :]
+        if cov_type == "full":
+            if prior is None:
+                cov = scatter / nk[:, None, None]
+            else:
+                cov = (scatter + prior.psi0[None]) / (nk + prior.nu0 + d + 2.0)[:, None, None]
+        else:
+            tot = jnp.sum(scatter, 0)
+            if prior is None:
+                cov = tot / jnp.sum(nk)
+            else:
+                cov = (tot + prior.psi0) / (jnp.sum(nk) + prior.nu0 + d + 1.0 + k)
+        cov = cov + reg_covar * jnp.eye(d, dtype=s.dtype)
+        cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2))
+    else:
+        scatter = m2 - 2 * means * s + nk[:, None] * means**2
+        if prior is not None:
+            scatter = scatter + prior.kappa0 * (means - prior.mean0[None]) ** 2
+        if cov_type == "diag":
+            if prior is None:
+                cov = scatter / nk[:, None]
+            else:
+                cov = (scatter + jnp.diagonal(prior.psi0)[None]) / (nk + prior.nu0 + 3.0)[:, None]
+        else:
+            if prior is None:
+                cov = scatter.sum(1) / (d * nk)
+            else:
+                cov = (scatter.sum(1) + jnp.trace(prior.psi0)) / (d * nk + prior.nu0 + 2.0 + d)
+        cov = cov + reg_covar
+    return GMMParams(weights, means, precision_cholesky(cov, cov_type))
+
+
+def niw_log_prior(params, prior, cov_type):
+    """log p(pi) + sum_k log p(mu_k, Sigma_k) up to an additive constant (0 when ``prior`` is None).
+
+    Exactly the density whose mode :func:`gaussian_map_estimate` computes, so EM is monotone in
+    likelihood + this.
+    """
+    if prior is None:
+        return jnp.asarray(0.0, params.means.dtype)
+    k, d = params.means.shape
+    out = (prior.alpha - 1.0) * jnp.sum(jnp.log(params.weights))
+    pc = params.prec_chol
+    dm = params.means - prior.mean0[None]
+    if cov_type in ("full", "tied"):
+        y = jnp.einsum("kd,kde->ke", dm, pc) if cov_type == "full" else dm @ pc
+        mean_term = -0.5 * prior.kappa0 * jnp.sum(y * y)
+        logdet_p = jnp.sum(jnp.log(jnp.diagonal(pc, axis1=-2, axis2=-1)), axis=-1)  # = -1/2 log det Sigma
+        prec = pc @ jnp.swapaxes(pc, -1, -2)
+        tr = jnp.sum(prec * prior.psi0, axis=(-2, -1))
+        n_cov = k if cov_type == "full" else 1
+        # IW: -(nu0 + d + 1)/2 log|S| - tr(psi0 S^-1)/2 ; normal mean: -1/2 log|S| per component
+        out = (
+            out
+            + mean_term
+            + jnp.sum((prior.nu0 + d + 1.0) * logdet_p - 0.5 * tr)
+            + k * jnp.sum(logdet_p) / n_cov
+        )
+    elif cov_type == "diag":
+        prec = pc**2
+        out = out + jnp.sum(
+            -0.5 * prior.kappa0 * dm**2 * prec
+            + 0.5 * (prior.nu0 + 3.0) * jnp.log(prec)
+            - 0.5 * jnp.diagonal(prior.psi0)[None] * prec
+        )
+    else:
+        prec = pc**2
+        out = out + jnp.sum(
+            -0.5 * prior.kappa0 * jnp.sum(dm**2, 1) * prec
+            + 0.5 * (prior.nu0 + 2.0 + d) * jnp.log(prec)
+            - 0.5 * jnp.trace(prior.psi0) * prec
+        )
+    return out

@@ -46,6 +46,11 @@ class NeighbourTable(NamedTuple):
     sgn: np.ndarray  # float64 (n, max_deg): +1 may-link, -1 may-not-link, 0 padding
     wgt: np.ndarray  # float64 (n, max_deg): link weight, 0 padding
 
+    @classmethod
+    def empty(cls, n: int, width: int = 1) -> NeighbourTable:
+        """The table of ``n`` points without links (``width`` padding columns)."""
+        return cls(np.zeros((n, width), np.int32), np.zeros((n, width)), np.zeros((n, width)))
+
 
 class SideInfo:
     """Validated, immutable side information for ``n`` points.

@@ -212,3 +212,27 @@ def test_niw_stats_invariant_to_add_order(perm):
         ref = fam.stats(x, jnp.zeros(12, int), 1)
         for a, b in zip(s1, ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("cov", ["full", "diag", "spherical"])
+def test_posterior_mean_covariance_is_the_inverse_wishart_gamma_mean(cov):
+    """E[Sigma | slot] against scipy's inverse-Wishart / inverse-gamma means of the same posterior."""
+    with jax.enable_x64(True):
+        d = 3
+        fam = _niw(d, cov)
+        rng = np.random.default_rng(5)
+        x = jnp.asarray(rng.normal(size=(20, d)) * [1.0, 2.0, 0.5])
+        z = jnp.asarray(np.arange(20) % 2)
+        st_ = fam.stats(x, z, 2)
+        got = np.asarray(fam.posterior_mean_covariance(st_))
+        full = _niw(d, "full").stats(x, z, 2)
+        for k in range(2):
+            nun = float(fam.nu0 + st_.n[k])
+            psi = np.asarray(full.scale[k] @ full.scale[k].T)
+            if cov == "full":
+                want = sps.invwishart(df=nun, scale=psi).mean()
+            elif cov == "diag":
+                want = sps.invgamma(a=nun / 2, scale=np.diag(psi) / 2).mean()
+            else:
+                want = sps.invgamma(a=nun * d / 2, scale=np.trace(psi) / 2).mean()
+            np.testing.assert_allclose(got[k], want, rtol=1e-12)

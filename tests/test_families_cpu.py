@@ -67,7 +67,7 @@ def _cache(code, n, s, sc, mu0, hyp):
     return out
 
 
-@pytest.mark.parametrize("d", [1, 3, 6])
+@pytest.mark.parametrize("d", [1, 4, 6])  # 4: the largest unrolled factor; 6: the loop
 @pytest.mark.parametrize("unroll", [False, True])
 def test_chol_rank_one(d, unroll):
     rng = np.random.default_rng(d)
@@ -83,7 +83,7 @@ def test_chol_rank_one(d, unroll):
             np.testing.assert_allclose(sc.reshape(d, d).T, want, **TOL)
 
 
-@pytest.mark.parametrize("d", [2, 5, 17])  # 17: the triangular-solve branch of solve_lower_sq
+@pytest.mark.parametrize("d", [5, 17])  # 17: the triangular-solve branch of solve_lower_sq
 def test_solve_sq(d):
     rng = np.random.default_rng(d)
     with x64():
@@ -100,7 +100,7 @@ def test_solve_sq(d):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-@pytest.mark.parametrize("d", [1, 3, 6])
+@pytest.mark.parametrize("d", [1, 6])
 def test_rank_one_add_remove(name, d):
     with x64():
         x, fam, st, (code, n, s, sc, mu0, hyp) = _problem(name, d)
@@ -128,7 +128,7 @@ def test_predictive_log_norm(name, d):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-@pytest.mark.parametrize("d", [1, 3, 6])
+@pytest.mark.parametrize("d", [1, 6])
 def test_predictive_cache_and_cached_predictive(name, d):
     with x64():
         x, fam, st, (code, n, s, sc, mu0, hyp) = _problem(name, d)
@@ -165,7 +165,7 @@ def test_cached_predictive_is_the_student_t():
             np.testing.assert_allclose(lp[k], ref, rtol=1e-11)
 
 
-@pytest.mark.parametrize("d", [1, 3, 6])
+@pytest.mark.parametrize("d", [1, 6])
 def test_log_predictive_loo(d):
     with x64():
         x, fam, st, (code, n, s, sc, mu0, hyp) = _problem("full", d)

@@ -135,3 +135,69 @@ def test_shuffle_order_is_a_uniform_permutation():
     index = {p: i for i, p in enumerate(itertools.permutations(range(n)))}
     counts = np.bincount([index[tuple(o)] for o in orders], minlength=24)
     assert sps.chisquare(counts).pvalue > 1e-3
+
+
+def test_link_counts_and_link_terms_twins():
+    """The compiled sweep's link counting and link terms against sideinfo.link_counts / gibbs._link_terms,
+    point by point (1e-12): collapsed p, q (offsets from the no-neighbour value) and fixed p, q."""
+    from scipy.special import betaln as sp_betaln
+
+    from ppclust.sideinfo import link_counts, pair_counts
+
+    with x64():
+        x, links = _problem(n=40, d=2, seed=4, weighted=True)
+        k_max = 7
+        labels = np.random.default_rng(0).integers(0, 5, 40).astype(np.int32)
+        nbr, sgn, wgt = (np.asarray(a) for a in (links.nbr, links.sgn, links.wgt))
+        prior = TVClustPrior(a_p=1.5, b_p=8.0, a_q=9.0, b_q=2.0)
+        pri = np.array([prior.a_p, prior.b_p, prior.a_q, prior.b_q])
+        p, q = 0.85, 0.9
+        xi1, xi2 = np.log(p) - np.log1p(-q), np.log(q) - np.log1p(-p)
+        counts = pair_counts(jnp.asarray(labels), links)
+        checked = 0
+        for i in range(40):
+            nb_lab = jnp.asarray(labels)[links.nbr[i]]
+            f_j, s_j, F_j, S_j, hot = link_counts(nb_lab, links.sgn[i], links.wgt[i], k_max)
+            f, st = np.zeros(k_max), np.zeros(k_max)
+            F, S, deg = _gibbs_cpu.link_counts(i, labels, nbr, sgn, wgt, f, st)
+            np.testing.assert_allclose(f, f_j, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(st, s_j, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose([F, S], [F_j, S_j], rtol=1e-12)
+            if deg == 0:
+                continue
+            k_old = labels[i]
+            c = np.asarray(counts) - np.array([f[k_old], st[k_old], F - f[k_old], S - st[k_old]])
+            touched = np.asarray(hot).any(0)
+            # collapsed: ln B(a_p + N11 + f, b_p + N01 + s) + ln B(a_q + N00 + S - s, b_q + N10 + F - f)
+            exact = {"collapse": sp_betaln(pri[0] + c[0] + f, pri[1] + c[1] + st)
+                     + sp_betaln(pri[2] + c[3] + S - st, pri[3] + c[2] + F - f),
+                     "fixed": f * xi1 - st * xi2}
+            for pq in ("collapse", "fixed"):
+                jax_terms = np.asarray(gibbs._link_terms(f_j, s_j, F_j, S_j, jnp.asarray(c), p, q, prior, pq,
+                                                         nb_lab, hot))
+                link = np.zeros(k_max)
+                base = _gibbs_cpu.link_terms(i, labels, nbr, sgn, f, st, F, S, *c, int(pq == "collapse"), pri,
+                                             xi1, xi2, link)
+                got = np.where(touched, link + base, base)
+                np.testing.assert_allclose(got, exact[pq], rtol=1e-12, atol=1e-12)
+                # jax.scipy.special.betaln (jax 0.12) is accurate to ~1e-6 relative only, hence 1e-5 here
+                np.testing.assert_allclose(jax_terms, exact[pq], rtol=1e-5 if pq == "collapse" else 1e-12)
+            checked += 1
+    assert checked > 10
+
+
+def test_draw_categorical_twin():
+    """Inverse-CDF draws of the compiled sweep equal gibbs.draw_categorical (with -inf weights)."""
+    rng = np.random.default_rng(1)
+    with x64():
+        for _ in range(200):
+            m = int(rng.integers(1, 9))
+            logw = rng.normal(0, 3, m)
+            logw[rng.random(m) < 0.3] = -np.inf
+            if np.all(np.isinf(logw)):
+                logw[0] = 0.0
+            u = float(rng.random())
+            want = int(gibbs.draw_categorical(jnp.asarray(logw), u))
+            got = _gibbs_cpu.draw_categorical(logw.copy(), m, np.max(logw), u)
+            assert got == want
+            assert np.isfinite(logw[got])

@@ -297,7 +297,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             nk = np.asarray(stats.n)
             self.weights_ = (nk + a) / (n + K * a)  # posterior mean of the weights given z
             self.means_ = np.asarray(family.posterior_mean(stats)) + shift
-            self.covariances_ = _niw_mean_covariance(family, stats, self.covariance_type)
+            self.covariances_ = np.asarray(family.posterior_mean_covariance(stats))
             prec_chol = em.precision_cholesky(jnp.asarray(self.covariances_), self.covariance_type)
             self.precisions_cholesky_ = np.asarray(prec_chol)
             params = em.GMMParams(jnp.asarray(self.weights_), jnp.asarray(self.means_ - shift), prec_chol)
@@ -406,15 +406,3 @@ def _matching_draw(draws, point):
     same = np.all(draws == draws[:, first[point]], axis=1)
     same &= np.array([len(np.unique(r)) == len(first) for r in draws[:, first]])
     return draws[int(np.flatnonzero(same)[0])].astype(np.int32)
-
-
-def _niw_mean_covariance(family, stats, cov_type):
-    """Posterior mean of the covariances given the slot statistics (scikit-learn shapes)."""
-    d = stats.s.shape[-1]
-    nun = np.asarray(family.nu0 + stats.n)
-    if cov_type == "full":
-        L = np.asarray(stats.scale)
-        return L @ np.swapaxes(L, -1, -2) / (nun - d - 1.0)[:, None, None]
-    if cov_type == "diag":  # sigma_j^2 ~ IG(nu_n / 2, Psi_n,jj / 2)
-        return np.asarray(stats.scale) / (nun - 2.0)[:, None]
-    return np.asarray(stats.scale) / (nun * d - 2.0)  # spherical: IG(nu_n d / 2, tr Psi_n / 2)

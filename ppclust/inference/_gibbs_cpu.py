@@ -208,6 +208,68 @@ def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, f
 
 
 @inline_kernel
+def link_counts(i, labels, nbr, sgn, wgt, f, st):
+    """Point i's weighted friends ``f[k]`` and strangers ``st[k]`` per slot, added in place (the caller
+    zeroes the touched slots after the move), and its totals: ``(F, S, degree)``. Twin of
+    :func:`ppclust.sideinfo.link_counts` for one point, O(degree)."""
+    F = 0.0
+    S = 0.0
+    deg = 0
+    for j in range(nbr.shape[1]):
+        g = sgn[i, j]
+        if g != 0.0:
+            lab = labels[nbr[i, j]]
+            if g > 0.0:
+                f[lab] += wgt[i, j]
+                F += wgt[i, j]
+            else:
+                st[lab] += wgt[i, j]
+                S += wgt[i, j]
+            deg += 1
+    return F, S, deg
+
+
+@inline_kernel
+def link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, xi2, link):
+    """Twin of ``gibbs._link_terms``: writes ``link[k]`` at the slots of i's neighbours as the offset
+    from the value of a slot holding none of them (a constant over slots, dropped: it cancels in the
+    draw) and returns that value. Collapsed (pq = 1): ln B(a_p + N11 + f_k, b_p + N01 + s_k) +
+    ln B(a_q + N00 + S - s_k, b_q + N10 + F - f_k); else f_k xi1 - s_k xi2 (value 0)."""
+    base = 0.0
+    if pq == 1:
+        a_p, b_p, a_q, b_q = pri[0], pri[1], pri[2], pri[3]
+        base = _betaln(a_p + c0, b_p + c1) + _betaln(a_q + c3 + S, b_q + c2 + F)
+        for j in range(nbr.shape[1]):
+            if sgn[i, j] != 0.0:
+                lab = labels[nbr[i, j]]
+                link[lab] = (_betaln(a_p + c0 + f[lab], b_p + c1 + st[lab])
+                             + _betaln(a_q + c3 + S - st[lab], b_q + c2 + F - f[lab])) - base
+    else:
+        for j in range(nbr.shape[1]):
+            if sgn[i, j] != 0.0:
+                lab = labels[nbr[i, j]]
+                link[lab] = f[lab] * xi1 - st[lab] * xi2
+    return base
+
+
+@inline_kernel
+def draw_categorical(logw, na, mx, u):
+    """Twin of ``gibbs.draw_categorical`` over ``logw[:na]`` (max ``mx``, ``-inf`` allowed): the first
+    index whose cumulative weight exceeds ``u`` times the total (``logw`` is overwritten by the cumulative
+    weights); a zero weight is never returned."""
+    total = 0.0
+    for a in range(na):
+        if logw[a] > -np.inf:
+            total += math.exp(logw[a] - mx)
+        logw[a] = total
+    thr = u * total
+    for a in range(na):
+        if logw[a] > thr:
+            return a
+    return na - 1
+
+
+@inline_kernel
 def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
     """Copy slot k's stats and cache into ``keep`` (layout: n, lw0, a1, hexp, s, loc, b1, scale)."""
     d = s.shape[1]
@@ -273,7 +335,6 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite)
     xi1 = math.log(p) - math.log1p(-q)
     xi2 = math.log(q) - math.log1p(-p)
-    a_p, b_p, a_q, b_q = pri[0], pri[1], pri[2], pri[3]
     overflow = False
     for t in range(npts):
         i = order[t]
@@ -291,38 +352,14 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
             _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
                      finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
-        F = 0.0
-        S = 0.0
-        deg = 0
-        for j in range(dmax):
-            g = sgn[i, j]
-            if g != 0.0:
-                lab = labels[nbr[i, j]]
-                if g > 0.0:
-                    f[lab] += wgt[i, j]
-                    F += wgt[i, j]
-                else:
-                    st[lab] += wgt[i, j]
-                    S += wgt[i, j]
-                deg += 1
+        F, S, deg = link_counts(i, labels, nbr, sgn, wgt, f, st)
         c0 = counts[0] - f[k_old]
         c1 = counts[1] - st[k_old]
         c2 = counts[2] - (F - f[k_old])
         c3 = counts[3] - (S - st[k_old])
-        base = 0.0  # link term of a slot holding none of i's neighbours (every free slot)
+        # link term of a slot holding none of i's neighbours (every free slot) and offsets from it
         if deg > 0:
-            if pq == 1:
-                base = _betaln(a_p + c0, b_p + c1) + _betaln(a_q + c3 + S, b_q + c2 + F)
-                for j in range(dmax):
-                    if sgn[i, j] != 0.0:
-                        lab = labels[nbr[i, j]]
-                        link[lab] = (_betaln(a_p + c0 + f[lab], b_p + c1 + st[lab])
-                                     + _betaln(a_q + c3 + S - st[lab], b_q + c2 + F - f[lab])) - base
-            else:
-                for j in range(dmax):
-                    if sgn[i, j] != 0.0:
-                        lab = labels[nbr[i, j]]
-                        link[lab] = f[lab] * xi1 - st[lab] * xi2
+            link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, xi2, link)
         # candidate slots in slot order: occupied ones and the first free one (new cluster, lw0 has
         # log alpha); every slot for a finite mixture
         na = 0
@@ -356,17 +393,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
             logw[a] = lw
             if lw > mx:
                 mx = lw
-        total = 0.0
-        for a in range(na):
-            if logw[a] > -np.inf:
-                total += math.exp(logw[a] - mx)
-            logw[a] = total  # now the cumulative weight
-        thr = u[i] * total
-        k_new = cand[na - 1]
-        for a in range(na):
-            if logw[a] > thr:
-                k_new = cand[a]
-                break
+        k_new = cand[draw_categorical(logw, na, mx, u[i])]
         if k_new == k_old:  # the usual case near convergence: nothing to update
             if removed:
                 _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)

@@ -50,6 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppclust._jax import x64
+from ppclust.families import kl_divergence, sq_euclidean
 from ppclust.sideinfo import NeighbourTable, SideInfo, link_counts, table_within_counts
 
 __all__ = [
@@ -108,35 +110,25 @@ def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> Neighb
 # divergences
 
 
-def _seq_sum_last(v):
-    """Sum over the last axis strictly left to right (the authors' Octave summation order)."""
-    acc = v[..., 0]
-    for j in range(1, v.shape[-1]):
-        acc = acc + v[..., j]
-    return acc
-
-
 def _point_divergence(x, mu, divergence, compat):
-    """D(x, mu_k) for one point x (d,) against all slots mu (k_max, d) -> (k_max,)."""
-    diff = x[None, :] - mu
+    """D(x, mu_k) for one point x (d,) against all slots mu (k_max, d) -> (k_max,): the family's Bregman
+    divergence (:func:`ppclust.families.sq_euclidean`, coordinates summed in the authors' order when
+    ``compat``; :func:`ppclust.families.kl_divergence`), "euclidean" its square root."""
     if divergence in ("sqeuclidean", "euclidean"):
-        sq = _seq_sum_last(diff * diff) if compat else jnp.sum(diff * diff, axis=-1)
+        sq = sq_euclidean(x, mu, ordered=compat)
         return jnp.sqrt(sq) if divergence == "euclidean" else sq
     if divergence == "kl":
-        xlogx = jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)
-        return jnp.sum(xlogx[None, :] - x[None, :] * jnp.log(mu), axis=-1)
+        return kl_divergence(x, mu)
     raise ValueError(f"unknown divergence {divergence!r}")
 
 
 def divergence_matrix(x, mu, divergence="sqeuclidean"):
     """D(x_i, mu_k) for all points and slots, (n, k_max), via matrix products (no (n, k, d) array)."""
     if divergence in ("sqeuclidean", "euclidean"):
-        sq = (jnp.sum(x * x, axis=1)[:, None] - 2.0 * x @ mu.T + jnp.sum(mu * mu, axis=1)[None, :])
-        sq = jnp.maximum(sq, 0.0)
+        sq = sq_euclidean(x, mu, expanded=True)
         return jnp.sqrt(sq) if divergence == "euclidean" else sq
     if divergence == "kl":
-        xlogx = jnp.sum(jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0), axis=1)
-        return xlogx[:, None] - x @ jnp.log(mu).T
+        return kl_divergence(x, mu, expanded=True)
     raise ValueError(f"unknown divergence {divergence!r}")
 
 
@@ -468,7 +460,7 @@ def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_
     n = x.shape[0]
     use_links = table is not None and np.asarray(table.wgt).any()
     if table is None:
-        table = neighbour_table(n)
+        table = NeighbourTable.empty(n)
     table = NeighbourTable(jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype),
                            jnp.asarray(table.wgt, x.dtype))
     k_init, k_run = jax.random.split(key)
@@ -505,8 +497,8 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
         raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
     m = x.mean(axis=0)
     if divergence == "kl":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dist = np.sum(np.where(x > 0, x * np.log(x / m), 0.0), axis=1)
+        with x64():
+            dist = np.asarray(kl_divergence(jnp.asarray(x), jnp.asarray(m)[None]))[:, 0]
     else:
         diff = x - m
         dist = np.sqrt(np.sum(diff * diff, axis=1))

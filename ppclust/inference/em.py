@@ -31,10 +31,18 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
-from ppclust.families import log_gaussian_prob  # re-exported (EM's E-step density)
+from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in the family module
+    GMMParams,
+    NIWPrior,
+    covariances,
+    gaussian_map_estimate,
+    gaussian_moment_stats,
+    log_gaussian_prob,
+    niw_log_prior,
+    precision_cholesky,
+)
 from ppclust.inference.init import kmeanspp_centres, nearest_centre  # re-exported
 
 __all__ = [
@@ -60,33 +68,6 @@ __all__ = [
 COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 
 
-class GMMParams(NamedTuple):
-    """Mixture parameters.
-
-    weights: (k,) mixing proportions; means: (k, d);
-    prec_chol: Cholesky of the precision: full (k, d, d) upper, tied (d, d), diag (k, d), spherical (k,).
-    """
-
-    weights: jax.Array
-    means: jax.Array
-    prec_chol: jax.Array
-
-
-class NIWPrior(NamedTuple):
-    """Conjugate MAP prior: Dirichlet(alpha) on weights, Normal-inverse-Wishart on (mu, Sigma).
-
-    mu_k | Sigma_k ~ N(mean0, Sigma_k / kappa0), Sigma_k ~ IW(psi0, nu0). For ``"diag"`` the prior is the
-    product over dimensions of the 1-D version (scale ``diag(psi0)``); ``"spherical"``: one 1-D version with
-    scale ``trace(psi0)`` and ``d`` mean coordinates. ``alpha >= 1`` (alpha = 1: no weight prior).
-    """
-
-    alpha: jax.Array  # ()
-    mean0: jax.Array  # (d,)
-    kappa0: jax.Array  # ()
-    nu0: jax.Array  # ()
-    psi0: jax.Array  # (d, d)
-
-
 class EMResult(NamedTuple):
     """Output of :func:`fit` (best restart).
 
@@ -110,7 +91,10 @@ class EMResult(NamedTuple):
 
 def default_prior(x, n_components, alpha=1.0):
     """mclust's ``priorControl()`` default: mean0 = data mean, kappa0 = 0.01, nu0 = d + 2,
-    psi0 = cov(x) / k^(2/d)."""
+    psi0 = cov(x) / k^(2/d).
+
+    kappa0 = 0.01 is kept explicitly for EM (not ``ppclust.families.DEFAULT_KAPPA0`` = 1, the samplers'
+    default): EM's MAP fits reproduce mclust's, and the EM tests compare against those values."""
     x = jnp.asarray(x)
     d = x.shape[1]
     cov = jnp.atleast_2d(jnp.cov(x, rowvar=False))
@@ -139,140 +123,15 @@ def e_step(x, params, log_mask, cov_type, w=None):
 # ----------------------------------------------------------------------------------------------- M-step
 
 
-def precision_cholesky(cov, cov_type):
-    """Cholesky of the precision from covariances (NaN when a covariance is not positive definite)."""
-    if cov_type in ("full", "tied"):
-        chol = jnp.linalg.cholesky(cov)
-        eye = jnp.broadcast_to(jnp.eye(cov.shape[-1], dtype=cov.dtype), cov.shape)
-        return jnp.swapaxes(solve_triangular(chol, eye, lower=True), -1, -2)
-    return 1.0 / jnp.sqrt(cov)
-
-
-def covariances(prec_chol, cov_type):
-    """Covariances back from the precision Cholesky (same shapes as scikit-learn's ``covariances_``)."""
-    if cov_type in ("full", "tied"):
-        prec = prec_chol @ jnp.swapaxes(prec_chol, -1, -2)
-        return jnp.linalg.inv(prec)
-    return 1.0 / prec_chol**2
-
-
-def suff_stats(x, resp, cov_type):
-    """Sufficient statistics of the M-step: (nk (k,), s = resp^T x (k, d), second moments).
-
-    Second moments: ``sum_i r_ik x_i x_i^T`` (k, d, d) for "full"/"tied", ``resp^T (x*x)`` (k, d)
-    otherwise. All three are sums over points, so a data-parallel run adds the per-device values.
-    """
-    n, d = x.shape
-    k = resp.shape[1]
-    nk = resp.sum(0)
-    s = resp.T @ x  # (k, d) weighted sums
-    if cov_type in ("full", "tied"):
-        # second moments in one matmul: (n, k*d)^T @ (n, d)
-        m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
-    else:
-        m2 = resp.T @ (x * x)  # (k, d)
-    return nk, s, m2
-
-
 def m_step(x, resp, cov_type, reg_covar, prior=None):
     """Weighted ML (or MAP under ``prior``) parameters from responsibilities (n, k)."""
     return m_step_from_stats(suff_stats(x, resp, cov_type), cov_type, reg_covar, prior)
 
 
-def m_step_from_stats(stats, cov_type, reg_covar, prior=None):
-    """M-step from the (possibly device-reduced) output of :func:`suff_stats`."""
-    nk, s, m2 = stats
-    k, d = s.shape
-    eps = 10 * jnp.finfo(s.dtype).eps  # as scikit-learn: keeps empty components finite
-    nk = nk + eps
-    if prior is None:
-        weights = nk / jnp.sum(nk)
-        means = s / nk[:, None]
-    else:
-        weights = (nk + prior.alpha - 1.0) / (jnp.sum(nk) + k * (prior.alpha - 1.0))
-        means = (prior.kappa0 * prior.mean0[None] + s) / (prior.kappa0 + nk)[:, None]
-    if cov_type in ("full", "tied"):
-        outer_ms = means[:, :, None] * s[:, None, :]
-        scatter = (
-            m2
-            - outer_ms
-            - jnp.swapaxes(outer_ms, 1, 2)
-            + nk[:, None, None] * (means[:, :, None] * means[:, None, :])
-        )
-        if prior is not None:
-            dm = means - prior.mean0[None]
-            scatter = scatter + prior.kappa0 * dm[:, :, None] * dm[:, None, :]
-        if cov_type == "full":
-            if prior is None:
-                cov = scatter / nk[:, None, None]
-            else:
-                cov = (scatter + prior.psi0[None]) / (nk + prior.nu0 + d + 2.0)[:, None, None]
-        else:
-            tot = jnp.sum(scatter, 0)
-            if prior is None:
-                cov = tot / jnp.sum(nk)
-            else:
-                cov = (tot + prior.psi0) / (jnp.sum(nk) + prior.nu0 + d + 1.0 + k)
-        cov = cov + reg_covar * jnp.eye(d, dtype=s.dtype)
-        cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2))
-    else:
-        scatter = m2 - 2 * means * s + nk[:, None] * means**2
-        if prior is not None:
-            scatter = scatter + prior.kappa0 * (means - prior.mean0[None]) ** 2
-        if cov_type == "diag":
-            if prior is None:
-                cov = scatter / nk[:, None]
-            else:
-                cov = (scatter + jnp.diagonal(prior.psi0)[None]) / (nk + prior.nu0 + 3.0)[:, None]
-        else:
-            if prior is None:
-                cov = scatter.sum(1) / (d * nk)
-            else:
-                cov = (scatter.sum(1) + jnp.trace(prior.psi0)) / (d * nk + prior.nu0 + 2.0 + d)
-        cov = cov + reg_covar
-    return GMMParams(weights, means, precision_cholesky(cov, cov_type))
-
-
-def log_prior(params, prior, cov_type):
-    """log p(pi) + sum_k log p(mu_k, Sigma_k) up to an additive constant (0 when ``prior`` is None).
-
-    Exactly the density whose mode :func:`m_step` computes, so EM is monotone in likelihood + this.
-    """
-    if prior is None:
-        return jnp.asarray(0.0, params.means.dtype)
-    k, d = params.means.shape
-    out = (prior.alpha - 1.0) * jnp.sum(jnp.log(params.weights))
-    pc = params.prec_chol
-    dm = params.means - prior.mean0[None]
-    if cov_type in ("full", "tied"):
-        y = jnp.einsum("kd,kde->ke", dm, pc) if cov_type == "full" else dm @ pc
-        mean_term = -0.5 * prior.kappa0 * jnp.sum(y * y)
-        logdet_p = jnp.sum(jnp.log(jnp.diagonal(pc, axis1=-2, axis2=-1)), axis=-1)  # = -1/2 log det Sigma
-        prec = pc @ jnp.swapaxes(pc, -1, -2)
-        tr = jnp.sum(prec * prior.psi0, axis=(-2, -1))
-        n_cov = k if cov_type == "full" else 1
-        # IW: -(nu0 + d + 1)/2 log|S| - tr(psi0 S^-1)/2 ; normal mean: -1/2 log|S| per component
-        out = (
-            out
-            + mean_term
-            + jnp.sum((prior.nu0 + d + 1.0) * logdet_p - 0.5 * tr)
-            + k * jnp.sum(logdet_p) / n_cov
-        )
-    elif cov_type == "diag":
-        prec = pc**2
-        out = out + jnp.sum(
-            -0.5 * prior.kappa0 * dm**2 * prec
-            + 0.5 * (prior.nu0 + 3.0) * jnp.log(prec)
-            - 0.5 * jnp.diagonal(prior.psi0)[None] * prec
-        )
-    else:
-        prec = pc**2
-        out = out + jnp.sum(
-            -0.5 * prior.kappa0 * jnp.sum(dm**2, 1) * prec
-            + 0.5 * (prior.nu0 + 2.0 + d) * jnp.log(prec)
-            - 0.5 * jnp.trace(prior.psi0) * prec
-        )
-    return out
+# the family's moment statistics, MAP estimate and log prior under EM's names
+suff_stats = gaussian_moment_stats
+m_step_from_stats = gaussian_map_estimate
+log_prior = niw_log_prior
 
 
 def n_parameters(n_components, d, cov_type):
