@@ -25,6 +25,7 @@ column-major per slot (``L[j, m]`` at ``sc[k, m * d + j]``: the inner loops run 
 from __future__ import annotations
 
 import math
+import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -68,18 +69,28 @@ def family_arrays(family, dtype):
     return jnp.asarray(family.mu0, dtype), hyp.astype(dtype)
 
 
-def compile_kernel(fn, **options):
+def compile_kernel(fn, *, depends=(), **options):
     """``numba.njit`` with the disk cache where a cache location is writable (identity without numba).
 
-    Note: numba keys a cached function on its own source file; a kernel that inlines functions of this
-    module is recompiled when its own file changes, not when this one does (clear ``__pycache__/*.nb*``).
+    numba keys a cached function on its own source file only; ``depends`` lists the other source files
+    whose (inlined) functions it compiles in, folded into the cache's source stamp so that editing them
+    recompiles it too (through numba's cache object; should that private attribute move, the cache falls
+    back to numba's own rule).
     """
     if numba is None:
         return fn
     try:  # compiled code cached on disk (next to the module, else numba's user cache directory)
-        return numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
+        dispatcher = numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
     except RuntimeError:  # no writable cache location (read-only install and home): compile per process
         return numba.njit(nogil=True, error_model="numpy", **options)(fn)
+    if depends:
+        try:
+            cache_file = dispatcher._cache._cache_file
+            extra = tuple((os.stat(f).st_mtime, os.stat(f).st_size) for f in depends)
+            cache_file._source_stamp = (cache_file._source_stamp, extra)
+        except (AttributeError, OSError):  # pragma: no cover - numba internals changed
+            pass
+    return dispatcher
 
 
 def inline_kernel(fn):

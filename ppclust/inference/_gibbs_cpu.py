@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _families_cpu
 from ppclust._families_cpu import (
     FULL,
     available,
@@ -306,7 +307,12 @@ def _betaln(a, b):
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
-@compile_kernel
+def _compile_sweep(fn):
+    """The sweep kernels, recompiled (not read from numba's disk cache) when the family twins change."""
+    return compile_kernel(fn, depends=(_families_cpu.__file__,))
+
+
+@_compile_sweep
 def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, code,
                pq, finite, has_lp):
     npts, d = x.shape
@@ -420,7 +426,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
     return overflow
 
 
-@compile_kernel
+@_compile_sweep
 def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, has_lp, K, d, m):
     """Unpack each chain's row (layouts of :func:`sweep`) and sweep the chains one after the other; an input
     with batch size 1 serves every chain."""

@@ -37,7 +37,10 @@ as a ``fori_loop`` inside the jitted program (``"xla"``: GPU, any family) or, on
 loop called through :func:`jax.pure_callback` (``"numba"``, :mod:`ppclust.inference._gibbs_cpu`: Gaussian
 families; 5-10x the XLA loop, whose ~30 small kernels per point bound it near 1e5 updates/s). Both consume
 the same per-sweep random numbers (:func:`shuffle_order`, :func:`draw_categorical`) and take the same
-decisions; everything else (p, q, alpha updates, log joint, chains, devices) is shared JAX code.
+decisions; everything else (p, q, alpha updates, log joint, chains, devices) is shared JAX code. Neither
+restates the family: the XLA sweep calls ``family.log_predictive`` / ``add`` / ``remove`` (the cached
+predictive of :mod:`ppclust.families`), the compiled one their numba twins in :mod:`ppclust._families_cpu`;
+link counts come from :func:`ppclust.sideinfo.link_counts`.
 
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
