@@ -59,9 +59,15 @@ def main():
     ap.add_argument("--rev", default="383666b", help="the 'before' git revision")
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", nargs="*", default=["2:full:numba", "10:full:numba", "10:diag:numba",
+                                                      "2:full:xla", "10:full:xla"],
+                    help="d:covariance:backend cells")
+    ap.add_argument("--section", default="ab", help="section of the results file to (re)write")
     a = ap.parse_args()
-    configs = [(2, "full", "numba", 6), (10, "full", "numba", 6), (10, "diag", "numba", 6),
-               (2, "full", "xla", 2), (10, "full", "xla", 2)]
+    configs = []
+    for c in a.configs:
+        d, cov, backend = c.split(":")
+        configs.append((int(d), cov, backend, 6 if backend == "numba" else 2))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp)
@@ -84,7 +90,7 @@ def main():
             f"before = `{a.rev}` (`git archive`), after = this tree.\n\n"
             + md_table(["d", "covariance", "backend", "before", "after", "after/before"], rows) + "\n")
     print(text)
-    write_section(RESULTS / "tvclust_refactor.md", "ab", text)
+    write_section(RESULTS / "tvclust_refactor.md", a.section, text)
 
 
 if __name__ == "__main__":
