@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust.errors import NonFiniteError
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import ccib as _solver
 
@@ -143,7 +144,9 @@ class CCIB(ClusterMixin, BaseEstimator):
             res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
             res = jax.tree_util.tree_map(np.asarray, res)
         if not np.all(np.isfinite(res.objective)):
-            raise FloatingPointError("CCIB produced a non-finite objective; check the data / smoothing")
+            bad = int((~np.isfinite(res.objective)).sum())
+            raise NonFiniteError(f"CCIB produced a non-finite objective in {bad} of {len(res.objective)} "
+                                 "restart(s); check the data and `smoothing`")
         best = int(np.argmax(res.objective))  # A5: largest final F~
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])

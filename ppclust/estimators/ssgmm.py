@@ -131,8 +131,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             raise ValueError(f"`init` must be 'auto', 'labelled' or 'kmeans++', got {self.init!r}.")
         if not (0.0 <= self.label_noise < 1.0):
             raise ValueError(f"`label_noise` must lie in [0, 1), got {self.label_noise!r}.")
-        if self.tol < 0 or self.reg_covar < 0:
-            raise ValueError("`tol` and `reg_covar` must be >= 0.")
+        for name in ("tol", "reg_covar"):  # `not v >= 0` also refuses NaN (EM would fail much later)
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"`{name}` must be a finite number >= 0, got {getattr(self, name)!r}.")
         if self.prior not in (None, "default"):
             raise ValueError(f"`prior` must be None or 'default', got {self.prior!r}.")
         if self.weight_concentration < 1.0:

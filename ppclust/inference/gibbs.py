@@ -59,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
 
+from ppclust import errors as _errors
 from ppclust._devices import axis_sharding
 from ppclust.families import GaussianNIW, Stats, mvt_logpdf
 from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
@@ -88,8 +89,8 @@ PARTITIONS = ("dp", "finite")
 ALGORITHMS = ("collapsed", "explicit")
 
 
-class KMaxExhaustedError(RuntimeError):
-    """Every one of the ``k_max`` cluster slots was occupied when a new cluster could be opened."""
+# defined in ppclust.errors (one exception hierarchy); re-exported here, its historical import path
+KMaxExhaustedError = _errors.KMaxExhaustedError
 
 
 class GibbsState(NamedTuple):
