@@ -151,7 +151,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
         self.q_ = res.q[best]
-        self.labels_ = res.labels[best].astype(LABEL_DTYPE)
+        self.labels_ = res.labels[best].astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.restart_labels_ = res.labels.astype(LABEL_DTYPE)
         self.restart_objectives_ = res.objective
@@ -323,7 +323,7 @@ class CCIB(ClusterMixin, BaseEstimator):
     def _set_trivial(self, n):
         self._static = None
         self.q_ = np.ones((n, 1))
-        self.labels_ = np.zeros(n, LABEL_DTYPE)
+        self.labels_ = np.zeros(n, np.int64)
         self.n_clusters_ = 1
         self.restart_labels_ = self.labels_[None]
         self.restart_objectives_ = np.zeros(1)
