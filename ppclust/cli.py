@@ -73,7 +73,7 @@ def _read_text(path: str, what: str) -> tuple[str, str]:
     if not p.is_file():
         raise CLIError(f"{what} file not found: {path}")
     try:
-        return p.read_text(), path
+        return p.read_text(encoding="utf-8-sig"), path  # -sig: a byte-order mark is not part of a value
     except UnicodeDecodeError as err:
         raise CLIError(f"cannot read {what} file {path}: not a text (UTF-8) file; give CSV or .npy") from err
     except OSError as err:
@@ -99,8 +99,8 @@ def read_table(path: str, what: str, header: bool | None = None) -> Table:
         if arr.dtype.kind not in "biuf" or arr.ndim > 2:
             raise CLIError(f"{what} file {path} must hold a numeric array of at most 2 dimensions, got dtype "
                            f"{arr.dtype} and shape {arr.shape}")
-        return Table(np.asarray(arr, float).reshape(len(arr), -1) if arr.ndim else arr.reshape(1, 1),
-                     None, path, None)
+        values = np.asarray(arr, float)
+        return Table(values if values.ndim == 2 else values.reshape(-1, 1), None, path, None)
     text, source = _read_text(path, what)
     rows = [(k + 1, ln.strip()) for k, ln in enumerate(text.splitlines())]
     rows = [(k, ln) for k, ln in rows if ln and not ln.startswith("#")]
