@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
+from ppclust.errors import NonFiniteError
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.families import GaussianNIW
 from ppclust.inference import em
@@ -233,7 +234,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 mesh=mesh,
             )
             if not bool(res.finite):
-                raise ValueError(
+                raise NonFiniteError(
                     "EM produced non-finite values in every restart (a collapsed or singular "
                     "component); increase `reg_covar`, use a simpler `covariance_type` or fewer "
                     "components."
