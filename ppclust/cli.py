@@ -28,7 +28,7 @@ import numpy as np
 from ppclust._output import OutputDir
 from ppclust._registry import METHODS
 from ppclust._version import __version__
-from ppclust.errors import PPClustError
+from ppclust.errors import PPClustError, one_line
 
 
 class CLIError(PPClustError):
@@ -335,7 +335,7 @@ def cmd_fit(args) -> int:
             from ppclust import plot
 
             plot.save_fit_figures(est, X, tmp, **fit_kw)
-    for msg in dict.fromkeys(f"{w.category.__name__}: {_first_line(w.message)}" for w in caught):
+    for msg in dict.fromkeys(f"{w.category.__name__}: {one_line(w.message)}" for w in caught):
         print(f"ppclust: warning: {msg}", file=sys.stderr)
     head = "no header" if data.header is None else f"header {','.join(data.header)!r} skipped"
     print(f"ppclust: read {n} rows x {X.shape[1]} columns from {data.source} ({head})", file=sys.stderr)
@@ -437,11 +437,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _first_line(err) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    return lines[0] if lines else ""
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command; every error is one line on stderr and exit code 2 (``PPCLUST_DEBUG=1`` re-raises)."""
     parser = build_parser()
@@ -454,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the one place every failure becomes one line
         if os.environ.get("PPCLUST_DEBUG", "") not in ("", "0"):
             raise
-        msg = _first_line(err)
+        msg = one_line(err)
         where = f"{args.method}: " if getattr(args, "method", None) and not isinstance(err, CLIError) else ""
         if not isinstance(err, (PPClustError, ValueError, TypeError, OSError)):
             # not a validated input error: name the type, and say how to see where it came from

@@ -24,7 +24,7 @@ module's class.
 from __future__ import annotations
 
 __all__ = ["PPClustError", "OutputExistsError", "ConflictingLinksError", "KMaxExhaustedError",
-           "NonFiniteError"]
+           "NonFiniteError", "one_line"]
 
 
 class PPClustError(ValueError):
@@ -54,3 +54,8 @@ class KMaxExhaustedError(PPClustError, RuntimeError):
 
 class NonFiniteError(PPClustError, FloatingPointError):
     """A solver produced a non-finite value (NaN or inf) in its cost, objective or parameters."""
+
+
+def one_line(err: BaseException) -> str:
+    """The first non-blank line of an error's message (JAX and NumPy messages span several lines)."""
+    return next((ln.strip() for ln in str(err).splitlines() if ln.strip()), "")

@@ -42,6 +42,8 @@ def test_old_import_paths_and_builtin_bases_are_kept():
     assert issubclass(KMaxExhaustedError, RuntimeError) and issubclass(KMaxExhaustedError, ValueError)
     assert issubclass(NonFiniteError, FloatingPointError) and issubclass(NonFiniteError, ValueError)
     assert issubclass(ConflictingLinksError, ValueError)
+    assert errors.one_line(ValueError("\n  first line\nsecond")) == "first line"
+    assert errors.one_line(KeyError()) == ""
 
 
 X6 = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [5.0, 5.0], [5.1, 5.0], [5.0, 5.1]])
