@@ -290,6 +290,10 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def _shown(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
 def cmd_fit(args) -> int:
     from ppclust._registry import available
 
@@ -308,13 +312,16 @@ def cmd_fit(args) -> int:
     n = X.shape[0]
     inputs = {"data": {"path": data.source, "n_rows_read": n, "header": data.header}}
     y = read_labels(args.labels, n, args.header) if args.labels else None
+    if y is not None:
+        inputs["labels"] = {"path": _shown(args.labels), "n_labelled": int(np.count_nonzero(y >= 0))}
     fit_kw = {}
     if args.links:
         ml, cl = read_links(args.links, n, args.header)
         fit_kw.update(must_link=ml, cannot_link=cl)
-        inputs["links"] = {"path": args.links, "n_links": len(ml) + len(cl)}
+        inputs["links"] = {"path": _shown(args.links), "n_must_link": len(ml), "n_cannot_link": len(cl)}
     if args.background:
         fit_kw["background"] = read_background(args.background, n, args.header)
+        inputs["background"] = {"path": _shown(args.background)}
     cls = METHODS[args.method].load()
     try:
         est = cls(**params)
