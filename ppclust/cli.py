@@ -323,13 +323,13 @@ def cmd_fit(args) -> int:
         fit_kw["background"] = read_background(args.background, n, args.header)
         inputs["background"] = {"path": _shown(args.background)}
     cls = METHODS[args.method].load()
-    try:
-        est = cls(**params)
-    except TypeError as err:
-        raise CLIError(f"bad --param for {args.method}: {err}") from err
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:  # shown as one line each, after a success
         warnings.simplefilter("always")
+        try:
+            est = cls(**params)
+        except TypeError as err:
+            raise CLIError(f"bad --param for {args.method}: {err}") from err
         est.fit(X, y, **fit_kw)
     elapsed = time.perf_counter() - t0
     summary = {"method": args.method, "n_samples": n, "n_features": X.shape[1], "n_rows_read": n,

@@ -132,14 +132,17 @@ LINK_MODELS = {"soft": "keep", "hard": "error"}
 
 
 def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None,
-                   seed=0) -> SideInfo:
+                   seed=0, on_conflict=None) -> SideInfo:
     """Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs
     among labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
 
     ``link_model`` is ``"soft"`` or ``"hard"`` (see :data:`LINK_MODELS`): whether a pair given with
     both signs (also a given link that contradicts two labels) is combined or an error.
-    The labels themselves are dropped afterwards, so they are not counted twice.
+    The labels themselves are dropped afterwards, so they are not counted twice. ``on_conflict``
+    ("keep" / "error") is the older spelling of ``link_model`` ("soft" / "hard"), still accepted.
     """
+    if on_conflict is not None:
+        link_model = {v: k for k, v in LINK_MODELS.items()}.get(on_conflict, on_conflict)
     if link_model not in LINK_MODELS:
         raise ValueError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
     on_conflict = LINK_MODELS[link_model]
