@@ -59,8 +59,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
 
-from ppclust import errors as _errors
 from ppclust._devices import axis_sharding
+from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
 from ppclust.families import GaussianNIW, Stats, mvt_logpdf
 from ppclust.models.tvclust import Links, TVClustPrior, log_crp, log_joint_from_stats, pair_counts
 
@@ -87,10 +87,6 @@ PQ_MODES = ("fixed", "sample", "collapse")
 BACKENDS = ("auto", "xla", "numba")
 PARTITIONS = ("dp", "finite")
 ALGORITHMS = ("collapsed", "explicit")
-
-
-# defined in ppclust.errors (one exception hierarchy); re-exported here, its historical import path
-KMaxExhaustedError = _errors.KMaxExhaustedError
 
 
 class GibbsState(NamedTuple):
