@@ -330,7 +330,9 @@ def cmd_fit(args) -> int:
             est = cls(**params)
         except TypeError as err:
             raise CLIError(f"bad --param for {args.method}: {err}") from err
+        args.fitting = True  # an error from here on is the estimator's: main() prefixes the method
         est.fit(X, y, **fit_kw)
+        args.fitting = False
     elapsed = time.perf_counter() - t0
     summary = {"method": args.method, "n_samples": n, "n_features": X.shape[1], "n_rows_read": n,
                "inputs": inputs, "seconds": elapsed, "params": params, **fitted_summary(est)}
@@ -457,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("PPCLUST_DEBUG", "") not in ("", "0"):
             raise
         msg = one_line(err)
-        where = f"{args.method}: " if getattr(args, "method", None) and not isinstance(err, CLIError) else ""
+        where = f"{args.method}: " if getattr(args, "fitting", False) else ""
         if not isinstance(err, (PPClustError, ValueError, TypeError, OSError)):
             # not a validated input error: name the type, and say how to see where it came from
             msg = f"{type(err).__name__}: {msg} (unexpected; set PPCLUST_DEBUG=1 to see the traceback)"
