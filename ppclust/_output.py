@@ -2,14 +2,16 @@
 
 ``OutputDir(path, overwrite=False)`` is used in two steps:
 
-1. ``check()`` (before any work): refuses a path that is an existing file, or an existing folder
-   that is not empty unless ``overwrite=True``. A refused run has cost the user nothing.
+1. ``check()`` (before any work): refuses a path that is an existing file, a broken symbolic link,
+   or an existing folder that is not empty unless ``overwrite=True``. A refused run has cost the
+   user nothing.
 2. ``with out.staging() as tmp:`` the command writes every file into a fresh temporary folder beside
    the destination. On success each written file is moved into the destination with ``os.replace``
    (atomic per file), creating the destination if needed; files already there that ppclust did not
    write this time are left untouched, and the destination folder itself is never removed. On
-   failure the temporary folder, which only ppclust wrote to, is removed, and the destination is as
-   it was.
+   failure the temporary folder, which only ppclust wrote to, is removed, and so are the folders
+   this run created (the destination and missing parents) if they are still empty; the destination
+   is as it was.
 
 ``overwrite=True`` therefore means: replace the files of the same name that this run writes
 (``labels.csv``, ``summary.json``, figures ...), nothing else.
