@@ -2,14 +2,16 @@
 
 ``OutputDir(path, overwrite=False)`` is used in two steps:
 
-1. ``check()`` (before any work): refuses a path that is an existing file, or an existing folder
-   that is not empty unless ``overwrite=True``. A refused run has cost the user nothing.
+1. ``check()`` (before any work): refuses a path that is an existing file, a broken symbolic link,
+   or an existing folder that is not empty unless ``overwrite=True``. A refused run has cost the
+   user nothing.
 2. ``with out.staging() as tmp:`` the command writes every file into a fresh temporary folder beside
    the destination. On success each written file is moved into the destination with ``os.replace``
    (atomic per file), creating the destination if needed; files already there that ppclust did not
    write this time are left untouched, and the destination folder itself is never removed. On
-   failure the temporary folder, which only ppclust wrote to, is removed, and the destination is as
-   it was.
+   failure the temporary folder, which only ppclust wrote to, is removed, and so are the folders
+   this run created (the destination and missing parents) if they are still empty; the destination
+   is as it was.
 
 ``overwrite=True`` therefore means: replace the files of the same name that this run writes
 (``labels.csv``, ``summary.json``, figures ...), nothing else.
@@ -34,6 +36,9 @@ class OutputDir:
 
     def check(self) -> None:
         p = self.path
+        if p.is_symlink() and not p.exists():
+            raise OutputExistsError(f"output path {str(p)!r} is a broken symbolic link (to "
+                                    f"{os.readlink(p)!r}); remove it or choose another folder")
         if p.exists() and not p.is_dir():
             raise OutputExistsError(f"output path {str(p)!r} exists and is not a folder")
         if p.is_dir() and any(p.iterdir()) and not self.overwrite:
@@ -51,17 +56,24 @@ class OutputDir:
     def staging(self):
         self.check()
         parent = self.path.resolve().parent
+        # folders this run makes (the destination and missing ancestors), removed again if it fails
+        created = [a for a in (self.path.resolve(), parent, *parent.parents) if not a.exists()]
+        ok = False
         try:
             parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=".ppclust-", dir=parent))
         except OSError as err:
+            _remove_empty(created)
             why = err.strerror or err
             raise PPClustError(f"cannot create output folder {str(self.path)!r}: {why}") from err
         try:
             yield tmp
             self._commit(tmp)
+            ok = True
         finally:
             shutil.rmtree(tmp, ignore_errors=True)  # only ever holds what this run wrote
+            if not ok:
+                _remove_empty(created)
 
     def _commit(self, tmp: Path) -> None:
         self.check()  # the destination may have changed while we worked
@@ -78,3 +90,10 @@ class OutputDir:
                 self.written.append(str(q.relative_to(tmp)))
         except OSError as err:
             raise PPClustError(f"cannot write to output folder {str(dest)!r}: {err.strerror or err}") from err
+
+
+def _remove_empty(folders) -> None:
+    """After a failure, remove the folders this run created (deepest first) if they are still empty."""
+    for f in folders:
+        with contextlib.suppress(OSError):
+            f.rmdir()  # only succeeds on an empty folder; never removes anything else

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ppclust._registry import METHODS, available
+from ppclust.errors import one_line
 
 
 @dataclass
@@ -96,7 +97,7 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
         except Exception as err:  # noqa: BLE001 - the demo reports and continues
             failures += 1
             rows.append((run.method, run.uses, "-", "-", "-", "-", f"{time.perf_counter() - t0:.1f}",
-                         f"FAILED: {type(err).__name__}: {err}"))
+                         f"FAILED: {type(err).__name__}: {one_line(err)}"))
             continue
         dt = time.perf_counter() - t0
         lab = np.asarray(est.labels_)

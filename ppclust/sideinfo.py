@@ -15,9 +15,11 @@ Canonical form (what the constructors guarantee):
 * pairs are sorted by ``(i, j, sign)`` with ``i < j``;
 * duplicates with the same sign are merged into one entry; the merged weight is the **maximum**
   of the duplicates' weights (a repeated link does not add evidence, as in the SMIC spec);
-* a pair given with both signs is an error (``on_conflict="error"``, the default, which names the
-  pair), or, with ``on_conflict="keep"``, is stored as **two entries**, one per sign. TVClust models
-  link noise and may use both; hard-constraint methods should call :meth:`SideInfo.check_hard`.
+* a pair given with both signs is an error (``on_conflict="error"``, the default: a
+  :class:`~ppclust.errors.ConflictingLinksError` naming the pair), or, with ``on_conflict="keep"``,
+  is stored as **two entries**, one per sign. Soft-link methods (TVClust, RDP-means) keep both and
+  their terms add up; hard-constraint methods should call :meth:`SideInfo.check_hard`. Which
+  estimators use which is decided in one place, ``ppclust.estimators._base.LINK_MODELS``.
 
 Therefore ``SideInfo.from_pairs(si.n, si.pairs, si.sign, si.weight, on_conflict="keep") == si``.
 """
@@ -27,6 +29,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+
+from ppclust.errors import ConflictingLinksError
 
 __all__ = ["SideInfo", "NeighbourTable", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "check_labels", "decode_pair_index"]
@@ -559,7 +563,8 @@ def _canonical(pairs, sign, weight, n, on_conflict):
         dup = np.flatnonzero(pkey[1:] == pkey[:-1])
         if len(dup):
             first = tuple(int(v) for v in p[dup[0]])
-            raise ValueError(f"{len(dup)} pair(s) are given both as may-link (+1) and may-not-link (-1) "
-                             f"(first: {first}). Remove the contradiction, or pass on_conflict='keep' to "
-                             "keep both signs (for methods that model noisy links, e.g. TVClust).")
+            raise ConflictingLinksError(
+                f"{len(dup)} pair(s) are given both as may-link (+1) and may-not-link (-1) (first: {first}). "
+                "Remove the contradiction, or pass on_conflict='keep' to keep both signs (for methods that "
+                "model noisy links, e.g. TVClust, RDPMeans).", n_pairs=len(dup), first=first)
     return p, s, w

@@ -66,3 +66,95 @@ def test_reproduce_table_covers_registered_methods():
     from ppclust._registry import METHODS
 
     assert set(METHODS) - {"dpmeans"} <= set(cli.REPRODUCTIONS)
+
+
+# ---------------------------------------------------------------------------------------------
+# input files never lose a row silently (issue 16)
+
+
+@pytest.mark.parametrize(
+    "text, header, rows, names",
+    [("x,y\n1,2\n3,4\n", None, 2, ["x", "y"]),  # every value non-numeric: a header
+     ('"x";"y"\n1;2\n3;4\n', None, 2, ["x", "y"]),
+     ("1,2\n3,4\n", None, 2, None),
+     ("# made by hand\n\n1 2\n3 4\n", None, 2, None),  # comment and blank lines are not rows
+     ("1,2\n3,4\n", True, 1, ["1", "2"]),  # --header: the first line is a header whatever it holds
+     ("x,y\n1,2\n", False, None, None)],  # --no-header: 'x' is then a bad value, not a dropped row
+)
+def test_read_table_header_rules(tmp_path, text, header, rows, names):
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    if rows is None:
+        with pytest.raises(cli.CLIError, match=r"non-numeric value 'x' at row 0, column 0.*--no-header"):
+            cli.read_table(str(f), "data", header)
+        return
+    t = cli.read_table(str(f), "data", header)
+    assert t.values.shape == (rows, 2) and t.header == names
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("NA,1.0\n1,2\n3,4\n", r"non-numeric value 'NA' at row 0, column 0 \(0-based; line 1 of the file\); "
+                            r"the first line is data because some of its values are numbers \(pass --header"),
+     ("x,1.0\n1,2\n", r"'x' at row 0, column 0"),  # one stray token: data, not a header
+     ("a,b\n1,2\n3,?\n", r"non-numeric value '\?' at row 1, column 1 \(0-based; line 3 of the file\)"),
+     ("1,2\n3,4,5\n", r"row 1 \(line 2\) has 3 column\(s\), the first row has 2"),
+     ("1,2\n3,inf\n4,5\n", r"non-finite value at row 1, column 1 \(0-based; line 2 of the file\): inf")],
+)
+def test_read_data_names_row_column_and_value(tmp_path, text, message):
+    f = tmp_path / "d.csv"
+    f.write_text(text)
+    with pytest.raises(cli.CLIError, match=message):
+        cli.read_data(str(f))
+
+
+def test_side_files_follow_the_same_rules(tmp_path):
+    lab = tmp_path / "y.csv"
+    lab.write_text("label\n0\n-1\n1\n")
+    np.testing.assert_array_equal(cli.read_labels(str(lab), 3), [0, -1, 1])
+    lab.write_text("NA\n0\n-1\n1\n")  # one column: 'NA' alone reads as a header, and the count says so
+    with pytest.raises(cli.CLIError, match=r"3 entries but the data has 4 rows \(its first line 'NA' "
+                                           r"was read as a header; pass --no-header"):
+        cli.read_labels(str(lab), 4)
+    with pytest.raises(cli.CLIError, match=r"non-numeric value 'NA' at row 0"):
+        cli.read_labels(str(lab), 4, header=False)
+    lab.write_text("0\n1.5\n")
+    with pytest.raises(cli.CLIError, match=r"must hold integers; got 1.5 at row 1, column 0"):
+        cli.read_labels(str(lab), 2)
+    links = tmp_path / "l.csv"
+    links.write_text("i,j,sign\n0,1,1\n1,2,-1\n")
+    ml, cl = cli.read_links(str(links), 3)
+    np.testing.assert_array_equal(ml, [[0, 1]])
+    np.testing.assert_array_equal(cl, [[1, 2]])
+    links.write_text("0,NA,1\n1,2,-1\n")
+    with pytest.raises(cli.CLIError, match=r"links file .*'NA' at row 0, column 1"):
+        cli.read_links(str(links), 3)
+    bg = tmp_path / "b.csv"
+    bg.write_text("group\n0\n1\n")
+    with pytest.raises(cli.CLIError, match=r"2 rows, the data has 3 \(its first line 'group'"):
+        cli.read_background(str(bg), 3)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.arange(6.0).reshape(3, 2))
+    assert cli.read_data(str(npy)).values.shape == (3, 2)
+
+
+def test_fit_reports_rows_read_and_stdin(tmp_path, capsys, monkeypatch):
+    import io
+    import json
+
+    text = "NA,1\n" + "\n".join(f"{v},{v}" for v in (0, 0.1, 9, 9.1)) + "\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    out = tmp_path / "out"
+    argv = ["fit", "-", "--method", "dpmeans", "--param", "lam=20", "--out", str(out), "--no-plots"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "<stdin>: non-numeric value 'NA' at row 0, column 0" in err[0]
+    monkeypatch.setattr("sys.stdin", io.StringIO(text.replace("NA,1\n", "")))
+    assert main(argv) == 0
+    assert "read 4 rows x 2 columns from <stdin> (no header)" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_rows_read"] == 4 and summary["inputs"]["data"] == {"path": "<stdin>", "n_rows_read": 4,
+                                                                          "header": None}
+    assert np.loadtxt(out / "labels.csv", skiprows=1).shape == (4,)
+    assert main(["fit", "-", "--labels", "-", "--method", "dpmeans", "--out", str(tmp_path / "o2")]) == 2
+    assert "only one input file can be read from stdin" in capsys.readouterr().err

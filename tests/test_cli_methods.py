@@ -53,6 +53,8 @@ def test_fit_writes_labels_and_summary(files, method, capsys):
         pytest.skip(f"{method} not available in this build")
     d, z = files
     params, side = PLAN[method]
+    signs = np.loadtxt(d / "links.csv", delimiter=",")[:, 2]
+    ml, cl = (signs > 0).sum(), (signs < 0).sum()
     out = d / f"out-{method}"
     argv = ["fit", "--method", method, str(d / "x.csv"), "--out", str(out), "--no-plots"]
     for p in params:
@@ -67,6 +69,12 @@ def test_fit_writes_labels_and_summary(files, method, capsys):
     labels = np.loadtxt(out / "labels.csv", skiprows=1, dtype=int)
     summary = json.loads((out / "summary.json").read_text())
     assert labels.shape == (60,) and summary["method"] == method and summary["n_samples"] == 60
+    assert summary["n_rows_read"] == 60 and summary["inputs"]["data"]["header"] == ["a", "b"]
+    if side == "links":
+        assert summary["inputs"]["links"] == {"path": str(d / "links.csv"), "n_must_link": int(ml),
+                                              "n_cannot_link": int(cl)}
+    elif side in ("labels", "labels2"):
+        assert summary["inputs"]["labels"]["n_labelled"] == int((np.loadtxt(d / f"{side}.csv") >= 0).sum())
     if method == "ccib":  # given the split {0} vs {1, 2}, the non-redundant partition separates 1 from 2
         assert ari(z[z > 0], labels[z > 0]) > 0.8
     else:

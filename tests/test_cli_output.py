@@ -105,3 +105,18 @@ def test_demo_refuses_non_empty_folder_before_running(tmp_path):
     assert r.returncode == 2 and "not empty" in r.stderr
     assert "running" not in r.stderr  # refused before any method ran
     assert _snapshot(out) == before
+
+
+def test_failed_staging_leaves_nothing_it_created_and_keeps_what_it_did_not(tmp_path):
+    from ppclust._output import OutputDir
+
+    new = OutputDir(tmp_path / "a" / "b" / "out")
+    with pytest.raises(RuntimeError, match="figure failed"), new.staging() as tmp:
+        (tmp / "labels.csv").write_text("label\n0\n")
+        raise RuntimeError("figure failed")
+    assert list(tmp_path.iterdir()) == []  # no temporary folder, no a/ or a/b/ left behind
+    mine = tmp_path / "empty"
+    mine.mkdir()
+    with pytest.raises(RuntimeError), OutputDir(mine).staging():
+        raise RuntimeError("x")
+    assert mine.is_dir() and list(tmp_path.iterdir()) == [mine]  # the user's empty folder stays

@@ -239,8 +239,9 @@ def test_estimators_api_and_errors():
         DPMeans(lam=1e-6, k_max=16, random_state=0).fit(X)
     with pytest.raises(ValueError, match="outside"):
         RDPMeans(lam=1.0).fit(X, must_link=[[0, 600]])
-    with pytest.raises(ValueError, match="both"):
-        RDPMeans(lam=1.0).fit(X, must_link=[[0, 1]], cannot_link=[[1, 0]])
+    # links are soft penalties: a pair given with both signs (weights 1 and 1) nets to no link
+    both = RDPMeans(lam=1.0, random_state=0).fit(X, must_link=[[0, 1]], cannot_link=[[1, 0]])
+    np.testing.assert_array_equal(both.labels_, RDPMeans(lam=1.0, random_state=0).fit(X).labels_)
 
 
 def test_kl_divergence_multinomial():

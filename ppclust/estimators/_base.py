@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import _fit_context as fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ppclust.errors import ConflictingLinksError
 from ppclust.sideinfo import SideInfo, check_labels
 
 __all__ = ["check_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
@@ -118,17 +119,45 @@ def check_side_info(n, y=None, must_link=None, cannot_link=None, *, weight=None,
     return side
 
 
-def link_side_info(n, y=None, must_link=None, cannot_link=None, *, max_label_pairs=None, seed=0,
-                   on_conflict="error") -> SideInfo:
+#: What a pair given both as may-link and may-not-link means, per kind of link model: the one place
+#: ppclust decides it (``SideInfo``'s ``on_conflict`` for each kind).
+#:
+#: * ``"soft"``: links are noisy evidence or penalties (TVClust's link likelihood, RDP-means'
+#:   :math:`-\xi_1 f^i_k + \xi_2 s^i_k`, Khashabi et al. 2015 eq. 12). Both entries are kept and their
+#:   terms add up, so in RDP-means (``xi_ratio=1``) a pair given with weights :math:`w_+` and
+#:   :math:`w_-` acts as one link of net weight :math:`w_+ - w_-` (sign included).
+#: * ``"hard"``: links are constraints (SMIC's binary M and C, COP-style methods); a contradiction is
+#:   a :class:`~ppclust.errors.ConflictingLinksError` naming the first pair.
+LINK_MODELS = {"soft": "keep", "hard": "error"}
+
+
+def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None,
+                   seed=0, on_conflict=None) -> SideInfo:
     """Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs
     among labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
 
-    The labels themselves are dropped afterwards, so they are not counted twice.
+    ``link_model`` is ``"soft"`` or ``"hard"`` (see :data:`LINK_MODELS`): whether a pair given with
+    both signs (also a given link that contradicts two labels) is combined or an error.
+    The labels themselves are dropped afterwards, so they are not counted twice. ``on_conflict``
+    ("keep" / "error") is the older spelling of ``link_model`` ("soft" / "hard"), still accepted.
     """
-    side = check_side_info(n, y, must_link, cannot_link, on_conflict=on_conflict)
-    if side.labels is not None and side.n_labelled > 1:
-        side = side.links_from_labels(max_pairs=max_label_pairs, seed=seed, on_conflict=on_conflict)
-    elif side.labels is not None and side.n_links:
+    if on_conflict is not None:
+        link_model = {v: k for k, v in LINK_MODELS.items()}.get(on_conflict, on_conflict)
+    if link_model not in LINK_MODELS:
+        raise ValueError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
+    on_conflict = LINK_MODELS[link_model]
+    try:
+        side = check_side_info(n, y, must_link, cannot_link, on_conflict=on_conflict)
+        if side.labels is not None and side.n_labelled > 1:
+            return side.links_from_labels(max_pairs=max_label_pairs, seed=seed, on_conflict=on_conflict)
+    except ConflictingLinksError as err:  # say it in the estimator's terms (it has no on_conflict)
+        via = "" if y is None else ", counting the pairs implied by the labels `y`"
+        raise ConflictingLinksError(
+            f"{err.n_pairs} pair(s) are given both as may-link (+1) and may-not-link (-1){via} (first: "
+            f"{err.first}); this method treats links as hard constraints. Remove the contradiction, or "
+            "use a method that models noisy links (TVClust, RDPMeans), where both signs combine.",
+            n_pairs=err.n_pairs, first=err.first) from None
+    if side.labels is not None and side.n_links:
         side = SideInfo.from_pairs(n, side.pairs, side.sign, side.weight, on_conflict="keep")
     elif side.labels is not None:
         side = SideInfo(n)

@@ -140,7 +140,7 @@ class C3L(ClusterMixin, BaseEstimator):
             labels_slot = np.asarray(best.labels)
         slot_to_label = -np.ones(K, dtype=np.int64)
         slot_to_label[active] = np.arange(active.sum())
-        self.labels_ = slot_to_label[labels_slot].astype(LABEL_DTYPE)
+        self.labels_ = slot_to_label[labels_slot].astype(np.int64)
         self.n_clusters_ = int(active.sum())
         self.n_features_in_ = N
         self.card_min_ = cm

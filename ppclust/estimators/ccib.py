@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust.errors import NonFiniteError
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import ccib as _solver
 
@@ -143,12 +144,14 @@ class CCIB(ClusterMixin, BaseEstimator):
             res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
             res = jax.tree_util.tree_map(np.asarray, res)
         if not np.all(np.isfinite(res.objective)):
-            raise FloatingPointError("CCIB produced a non-finite objective; check the data / smoothing")
+            bad = int((~np.isfinite(res.objective)).sum())
+            raise NonFiniteError(f"CCIB produced a non-finite objective in {bad} of {len(res.objective)} "
+                                 "restart(s); check the data and `smoothing`")
         best = int(np.argmax(res.objective))  # A5: largest final F~
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
         self.q_ = res.q[best]
-        self.labels_ = res.labels[best].astype(LABEL_DTYPE)
+        self.labels_ = res.labels[best].astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.restart_labels_ = res.labels.astype(LABEL_DTYPE)
         self.restart_objectives_ = res.objective
@@ -320,7 +323,7 @@ class CCIB(ClusterMixin, BaseEstimator):
     def _set_trivial(self, n):
         self._static = None
         self.q_ = np.ones((n, 1))
-        self.labels_ = np.zeros(n, LABEL_DTYPE)
+        self.labels_ = np.zeros(n, np.int64)
         self.n_clusters_ = 1
         self.restart_labels_ = self.labels_[None]
         self.restart_objectives_ = np.zeros(1)

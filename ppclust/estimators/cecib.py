@@ -106,7 +106,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         live = np.flatnonzero(active)
         remap = -np.ones(len(active), int)
         remap[live] = np.arange(len(live))
-        self.labels_ = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
+        self.labels_ = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1).astype(np.int64)
         self.n_features_in_ = X.shape[1]
         self.n_clusters_ = len(live)
         self.weights_ = np.array([(self.labels_ == k).sum() / n for k in range(self.n_clusters_)])

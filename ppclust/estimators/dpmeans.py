@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
+from ppclust.errors import KMaxExhaustedError, NonFiniteError
 from ppclust.estimators._base import check_X, link_side_info
 from ppclust.inference import dpmeans as _dp
 
@@ -22,8 +23,11 @@ _DIVERGENCES = ("sqeuclidean", "euclidean", "kl")
 
 
 def _side_table(n, y, must_link, cannot_link):
-    """Neighbour table from links and/or partial labels (labels -> all pairs among labelled points)."""
-    side = link_side_info(n, y, must_link, cannot_link)
+    """Neighbour table from links and/or partial labels (labels -> all pairs among labelled points).
+
+    Links are soft penalties (``link_model="soft"``): a pair given with both signs keeps both entries,
+    whose terms add up in :math:`-\\xi_1 f^i_k + \\xi_2 s^i_k` (with ``xi_ratio=1``: the net weight)."""
+    side = link_side_info(n, y, must_link, cannot_link, link_model="soft")
     return side.neighbour_table() if side.n_links else None
 
 
@@ -35,7 +39,18 @@ class _Base(ClusterMixin, BaseEstimator):
             if not self.lam > 0:
                 raise ValueError(f"`lam` must be > 0, got {self.lam}")
             return float(self.lam)
-        return _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
+        n = X.shape[0]
+        if not 1 <= self.lam_k <= n:  # lam=None: lam is read off the lam_k-th farthest point
+            raise ValueError(f"`lam_k` must be in [1, n_samples={n}] when lam=None (lam is set from the "
+                             f"lam_k-th farthest point), got lam_k={self.lam_k}; pass a smaller lam_k or "
+                             "an explicit lam > 0")
+        lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
+        if not lam > 0:  # every new point would open a cluster: garbage, not a fit
+            what = ("all points are identical" if np.ptp(X, axis=0).max() == 0 else
+                    f"the data have too few distinct points for lam_k={self.lam_k}")
+            raise ValueError(f"cannot set lam from the data: {what}, so lam_method={self.lam_method!r} "
+                             f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
+        return lam
 
     def _prepare(self, X):
         X = check_X(X)
@@ -60,10 +75,11 @@ class _Base(ClusterMixin, BaseEstimator):
             res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
             res = type(res)(*[np.asarray(a) for a in res])
         if res.overflow.any():
-            raise ValueError(f"k_max={self.k_max} cluster slots were exhausted (lam={lam:g} is too small "
-                             "for this data); increase `k_max` or `lam`")
+            raise KMaxExhaustedError(f"all k_max={kw['k_max']} cluster slots were used and another cluster "
+                                     f"was needed (lam={lam:g}); increase `k_max` or `lam`")
         if not np.all(np.isfinite(res.objective)):
-            raise FloatingPointError("non-finite objective; check the data (and xi_max)")
+            raise NonFiniteError(f"non-finite objective in {int((~np.isfinite(res.objective)).sum())} of "
+                                 f"{len(res.objective)} restart(s); check the data and `xi_max`")
         best = int(np.argmin(res.objective))
         k = int(res.n_clusters[best])
         self.lam_ = lam

@@ -73,7 +73,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.kernel_ = sel.kernel
         self.Kp_ = sel.Kp
         self.result_ = sel.fit
-        self.labels_ = sel.fit.labels
+        self.labels_ = np.asarray(sel.fit.labels, np.int64)
         self.n_clusters_ = sel.fit.n_nonempty
         self.smi_ = float(row["lsmi"])
         self.selection_ = sel.rows

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
+from ppclust.errors import NonFiniteError
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.families import GaussianNIW
 from ppclust.inference import em
@@ -131,8 +132,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             raise ValueError(f"`init` must be 'auto', 'labelled' or 'kmeans++', got {self.init!r}.")
         if not (0.0 <= self.label_noise < 1.0):
             raise ValueError(f"`label_noise` must lie in [0, 1), got {self.label_noise!r}.")
-        if self.tol < 0 or self.reg_covar < 0:
-            raise ValueError("`tol` and `reg_covar` must be >= 0.")
+        for name in ("tol", "reg_covar"):  # `not v >= 0` also refuses NaN (EM would fail much later)
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"`{name}` must be a finite number >= 0, got {getattr(self, name)!r}.")
         if self.prior not in (None, "default"):
             raise ValueError(f"`prior` must be None or 'default', got {self.prior!r}.")
         if self.weight_concentration < 1.0:
@@ -232,7 +234,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 mesh=mesh,
             )
             if not bool(res.finite):
-                raise ValueError(
+                raise NonFiniteError(
                     "EM produced non-finite values in every restart (a collapsed or singular "
                     "component); increase `reg_covar`, use a simpler `covariance_type` or fewer "
                     "components."

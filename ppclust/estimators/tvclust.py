@@ -22,6 +22,8 @@ from ppclust.models.tvclust import TVClustPrior, make_links
 
 __all__ = ["TVClust"]
 
+_POINT_ESTIMATES = ("binder", "vi", "max_log_joint")  # the losses of ppclust.posterior.point_estimate
+
 
 class TVClust(ClusterMixin, BaseEstimator):
     """TVClust: Dirichlet-process Gaussian mixture + noisy link graph, sampled by collapsed Gibbs.
@@ -122,7 +124,10 @@ class TVClust(ClusterMixin, BaseEstimator):
             raise ValueError(f"`backend` must be one of {gibbs.BACKENDS}, got {self.backend!r}")
         if self.init not in ("kmeans++", "one"):
             raise ValueError(f"`init` must be 'kmeans++' or 'one', got {self.init!r}")
-        side = link_side_info(n, y, must_link, cannot_link, on_conflict="keep")  # noisy links may conflict
+        if self.point_estimate not in _POINT_ESTIMATES:  # before sampling, not after a whole run
+            raise ValueError(f"`point_estimate` must be one of {_POINT_ESTIMATES}, "
+                             f"got {self.point_estimate!r}")
+        side = link_side_info(n, y, must_link, cannot_link, link_model="soft")  # noisy links combine
         if self.standardize:
             sd = X.std(0)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)

@@ -63,6 +63,7 @@ import numpy as np
 from jax.scipy.special import betaln, gammaln
 
 from ppclust._devices import axis_sharding
+from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
 from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
 from ppclust.sideinfo import Links, link_counts, pair_counts
 
@@ -89,10 +90,6 @@ PQ_MODES = ("fixed", "sample", "collapse")
 BACKENDS = ("auto", "xla", "numba")
 PARTITIONS = ("dp", "finite")
 ALGORITHMS = ("collapsed", "explicit")
-
-
-class KMaxExhaustedError(RuntimeError):
-    """Every one of the ``k_max`` cluster slots was occupied when a new cluster could be opened."""
 
 
 class GibbsState(NamedTuple):
