@@ -135,7 +135,8 @@ class C3L(ClusterMixin, BaseEstimator):
             tr = np.asarray(best.trace)
             self.cost_trace_ = tr[np.isfinite(tr)]
             self.n_clusters_trace_ = np.asarray(best.n_clusters_trace)[: self.cost_trace_.size]
-            self.restart_costs_ = np.asarray(all_costs)
+            all_costs = np.asarray(all_costs, dtype=float)
+            self.restart_costs_ = np.where(np.isfinite(all_costs), all_costs, np.inf)
             self.restart_n_passes_ = np.asarray(all_passes)
             labels_slot = np.asarray(best.labels)
         slot_to_label = -np.ones(K, dtype=np.int64)

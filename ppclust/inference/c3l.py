@@ -42,7 +42,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
-from ppclust.families import GaussianML, Stats, chol_logdet, ml_entropy
+from ppclust.families import ML_SING_TOL, GaussianML, Stats, chol_logdet, ml_degenerate, ml_entropy, ml_logdet
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
            "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels", "C3LStats",
@@ -52,7 +52,7 @@ __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "
 Array = jax.Array
 LOG_2PI = math.log(2.0 * math.pi)
 #: A cluster's r-scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
-SING_TOL = 1e-12
+SING_TOL = ML_SING_TOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,13 +245,9 @@ class C3LCost:
         return self._cluster_cost(stats.n, stats.t_mean, stats.t_m2, self._logdet(stats.r))
 
     def degenerate(self, stats):
-        bad = stats.n < self.dim_r + 2
         if self.dim_r > 0:
-            L = stats.r.scale
-            S = L @ jnp.swapaxes(L, -1, -2)
-            ev = jnp.linalg.eigvalsh(S)
-            bad = bad | ~jnp.all(jnp.isfinite(L), axis=(-1, -2)) | (ev[:, 0] <= SING_TOL * ev[:, -1])
-        return bad
+            return ml_degenerate(stats.r.scale, stats.n, self.dim_r + 2)
+        return stats.n < self.dim_r + 2
 
     def cost_add(self, stats, x_i, side_i):
         J = self.n_dec
@@ -267,27 +263,8 @@ class C3LCost:
             logdet = jnp.zeros_like(n)
         return self._cluster_cost(n1, mean, m2, logdet)
 
-    def cost_remove(self, stats, k, x_i, side_i):
-        J = self.n_dec
-        n = stats.n[k]
-        n1 = n - 1.0
-        t = x_i[:J]
-        delta = t - stats.t_mean[k]  # mean taken with x_i
-        mean = stats.t_mean[k] - delta / jnp.maximum(n1, 1.0)
-        m2 = jnp.maximum(stats.t_m2[k] - n / jnp.maximum(n1, 1.0) * delta * delta, 0.0)
-        if self.dim_r > 0:
-            L = stats.r.scale[k]
-            u = x_i[J:] - stats.r.s[k] / jnp.maximum(n, 1.0)
-            w = jax.scipy.linalg.solve_triangular(L, u, lower=True)
-            factor = 1.0 - n / jnp.maximum(n1, 1.0) * jnp.dot(w, w)
-            logdet = jnp.where(factor > SING_TOL, chol_logdet(L) + jnp.log(jnp.maximum(factor, SING_TOL)),
-                               -jnp.inf)
-        else:
-            logdet = jnp.zeros_like(n)
-        return self._cluster_cost(n1, mean, m2, logdet)
-
     def cost_slot(self, stats, k):
-        logdet = chol_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
+        logdet = ml_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
         return self._cluster_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet)
 
     def add(self, stats, k, x_i, side_i):
@@ -319,7 +296,24 @@ class C3LCost:
     def _logdet(self, r: Stats):
         if self.dim_r == 0:
             return jnp.zeros_like(r.n)
-        return chol_logdet(r.scale)
+        return ml_logdet(r.scale)
+
+    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
+    def to_cpu(self, stats):
+        from ppclust.inference.hartigan import CPUStats
+
+        K = stats.n.shape[0]
+        zero = jnp.zeros(K, stats.t_mean.dtype)
+        return CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
+                        jnp.zeros((K, 0), stats.t_mean.dtype), zero, zero)
+
+    def from_cpu(self, cs):
+        return C3LStats(cs.n, cs.t_mean, cs.t_m2, Stats(cs.n, cs.s, cs.scale))
+
+    def cpu_params(self):
+        return {"n_total": float(self.n_total), "p": np.asarray(self.p, np.float64),
+                "floor": np.asarray(self.var_floor, np.float64), "min_count": self.dim_r + 2.0,
+                "sing_tol": SING_TOL}
 
     def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
         return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,
@@ -331,17 +325,14 @@ jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floo
 
 
 def _cluster_cost(p, n_total, var_floor, d, nk, t_mean, t_m2, logdet_scatter):
-    """Count-normalised per-cluster cost ``(n_k/n)(ln n - ln n_k + E(Y_k))``; 0 empty, +inf singular."""
+    r"""Per-cluster cost (8): :func:`ppclust.inference.hartigan.cluster_cost` with the constrained 1-D
+    terms :math:`\sum_j E_1` (Theorem 1) as the method's own term; 0 empty, +inf singular."""
+    from ppclust.inference.hartigan import cluster_cost
+
     safe = jnp.maximum(nk, 1.0)
     s2 = jnp.maximum(t_m2 / safe[..., None], var_floor)
     e1 = constrained_cost_1d(t_mean, s2, p).sum(-1)
-    if d > 0:
-        er = ml_entropy(safe, logdet_scatter, d)
-        er = jnp.where(jnp.isnan(er) | (er == -jnp.inf), jnp.inf, er)
-    else:
-        er = 0.0
-    val = safe / n_total * (jnp.log(n_total) - jnp.log(safe) + e1 + er)
-    return jnp.where(nk > 0, val, 0.0)
+    return cluster_cost(n_total, d, nk, logdet_scatter, e1)
 
 
 def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10) -> C3LCost:
@@ -571,17 +562,15 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 
 
 def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-        max_passes: int = 100, reassign: str = "immediate", devices="auto"):
-    """``n_init`` vmapped Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first
-    lowest cost. Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
+        max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto"):
+    """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
+    cost. Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes,
+    n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
-    reinserted at once. ``devices``: see :func:`ppclust.inference.hartigan.fit`.
+    reinserted at once. ``devices``, ``backend``: see :func:`ppclust.inference.hartigan.fit`.
     """
     from ppclust.inference import hartigan
 
-    best, costs, passes, ks = hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init,
-                                           init=init, max_passes=max_passes, reassign=reassign,
-                                           devices=devices)
-    costs = np.asarray(costs, dtype=float)
-    return best, np.where(np.isfinite(costs), costs, np.inf), np.asarray(passes), np.asarray(ks)
+    return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
+                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend)

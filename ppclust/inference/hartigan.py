@@ -63,15 +63,20 @@ points, then each point to its nearest seed in Euclidean distance, ties to the e
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ppclust._devices import axis_sharding
+from ppclust.families import ml_entropy
 
-__all__ = ["HartiganResult", "run", "fit", "init_kmeanspp", "init_random", "voronoi"]
+__all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "cluster_cost", "run", "fit",
+           "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS"]
+
+BACKENDS = ("auto", "numba", "xla")
 
 Array = jax.Array
 _BIG = float(jnp.finfo(jnp.float64).max)  # the jar's stand-in for an infinite candidate cost
@@ -103,12 +108,122 @@ class HartiganResult(NamedTuple):
     n_clusters_trace: Array
 
 
+class HartiganFit(NamedTuple):
+    """Restarts of :func:`fit`: the best run and one entry per restart.
+
+    best : :class:`HartiganResult` of the first restart with the lowest final cost.
+    costs : (n_init,) final cost of every restart (NaN/inf where a restart failed).
+    n_passes : (n_init,) int32 passes.  n_clusters : (n_init,) int32 active clusters at the end.
+    """
+
+    best: HartiganResult
+    costs: Array
+    n_passes: Array
+    n_clusters: Array
+
+
 class _State(NamedTuple):
     labels: Array
     active: Array
     stats: Any
     costs: Array
     moved: Array
+
+
+class CPUStats(NamedTuple):
+    """The statistics every cost shares with the compiled engine (:mod:`._hartigan_cpu`), per slot.
+
+    n (K,) counts; s (K, d) sums and scale (K, d, d) lower Cholesky factor of the scatter of the
+    Gaussian-ML coordinates (the last d columns of x); t_mean, t_m2 (K, J) mean and centred sum of
+    squares of the J leading decision coordinates (C3L; J = 0 for CEC-IB); counts (K, m), n_lab (K,),
+    clogc (K,) label counts c_kj, L_k and sum_j c_kj ln c_kj (CEC-IB; m = 0 for C3L).
+    """
+
+    n: Array
+    s: Array
+    scale: Array
+    t_mean: Array
+    t_m2: Array
+    counts: Array
+    n_lab: Array
+    clogc: Array
+
+
+class HartiganCost(Protocol):
+    r"""Per-cluster cost minimised by the engine: :math:`E(Y)=\sum_k E(Y_k)`.
+
+    Every cost of ppclust has the form of :func:`cluster_cost`, a Gaussian-ML term (count, rank-one
+    add/remove of the scatter's Cholesky factor, degeneracy, the weight :math:`n_k/n`) shared through
+    :class:`ppclust.families.GaussianML`, plus the method's own term (CEC-IB: the label entropy; C3L:
+    the leakage-constrained 1-D fits). A cost is a JAX pytree (hyperparameters are leaves, shapes
+    static). ``side_i`` is ``side`` indexed at one point. Shapes: ``stats`` holds K slots.
+    """
+
+    def stats(self, x: Array, side: Any, labels: Array, K: int) -> Any:
+        """Statistics of the partition ``labels`` (n,) int32 in 0..K-1, from scratch (two-pass)."""
+
+    def count(self, stats: Any) -> Array:
+        """(K,) points per slot."""
+
+    def cost(self, stats: Any) -> Array:
+        """(K,) E(Y_k): 0 for an empty slot, +inf for a degenerate one."""
+
+    def degenerate(self, stats: Any) -> Array:
+        """(K,) bool: the slot's model is unusable (too few points, numerically singular scatter)."""
+
+    def cost_add(self, stats: Any, x_i: Array, side_i: Any) -> Array:
+        """(K,) E(Y_k with x_i) for every slot, O(K d^2) (matrix determinant lemma)."""
+
+    def cost_slot(self, stats: Any, k: Array) -> Array:
+        """() E(Y_k) of slot k alone."""
+
+    def add(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
+        """Rank-one update of slot k with x_i, O(d^2)."""
+
+    def remove(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
+        """Rank-one down-date of slot k without x_i, O(d^2)."""
+
+    def to_cpu(self, stats: Any) -> CPUStats:
+        """The statistics in the compiled engine's layout."""
+
+    def from_cpu(self, stats: CPUStats) -> Any:
+        """Inverse of :meth:`to_cpu`."""
+
+    def cpu_params(self) -> dict:
+        """Float parameters of the compiled engine: ``n_total``, ``beta``, ``p`` (J,), ``floor`` (J,),
+        ``min_count`` (slots with fewer points are degenerate)."""
+
+
+def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
+    r"""Per-cluster cost of every CEC method (CEC-IB eq. 11, C3L eq. 8), in counts:
+
+    .. math:: E(Y_k) = \frac{n_k}{n}\Big(\ln n - \ln n_k + H(\mathcal N(\mu_k,\Sigma_k)) + e_k\Big),
+
+    with :math:`H` the ML Gaussian entropy of the d-dimensional part (:func:`ppclust.families.ml_entropy`
+    of the scatter's log-determinant; absent when ``d == 0``) and ``extra`` :math:`e_k` the method's own
+    term (CEC-IB: :math:`\beta H(Z\mid Y_k\cap X_l)`; C3L: :math:`\sum_j E_1`). 0 for an empty slot;
+    +inf when the scatter is singular (``logdet_scatter`` NaN or -inf).
+    """
+    safe = jnp.maximum(nk, 1.0)
+    val = jnp.log(n_total) - jnp.log(safe)
+    if d > 0:
+        ent = ml_entropy(safe, logdet_scatter, d)
+        val = val + jnp.where(jnp.isnan(ent) | (ent == -jnp.inf), jnp.inf, ent)
+    val = safe / n_total * (val + extra)
+    return jnp.where(nk > 0, val, 0.0)
+
+
+def resolve_backend(backend: str) -> str:
+    """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``."""
+    from ppclust.inference import _hartigan_cpu
+
+    if backend not in BACKENDS:
+        raise ValueError(f"`backend` must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        return "numba" if _hartigan_cpu.available() and jax.default_backend() == "cpu" else "xla"
+    if backend == "numba" and not _hartigan_cpu.available():
+        raise ValueError("backend='numba' needs the numba package (pip install numba); use backend='xla'")
+    return backend
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,23 +268,38 @@ def init_random(key: Array, n: int, K: int) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
-@partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
 def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
-        reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
+        reassign: str = "lazy", tol: float = 0.0, order: Array | None = None,
+        backend: str = "auto") -> HartiganResult:
     """One Hartigan run from the partition ``labels0`` (int32, values in 0..K-1).
 
     Parameters
     ----------
-    cost : cost object (see the module docstring).
+    cost : a :class:`HartiganCost`.
     x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
     labels0 : (n,) initial slots.  K : number of slots (static).
     min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
     max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
     tol : a move needs ``Δ < -tol``.
     order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
+    backend : ``"auto"`` (compiled CPU loop on a CPU backend, else XLA), ``"numba"`` or ``"xla"``. Both
+        take the same decisions (``tests/test_hartigan_cpu.py``). ``"numba"`` needs concrete inputs (not
+        under ``jit``/``vmap``).
     """
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
+    if resolve_backend(backend) == "numba":
+        res = _run_cpu(cost, x, side, jnp.asarray(labels0)[None], K=K, min_size=min_size,
+                       max_passes=max_passes, reassign=reassign, tol=tol, order=order)
+        return jax.tree_util.tree_map(lambda v: v[0], res)
+    return _run_xla(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                    reassign=reassign, tol=tol, order=order)
+
+
+@partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
+def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
+             reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
+    """The engine as one XLA program (accelerators; ``vmap``/``jit``-able). See :func:`run`."""
     n = x.shape[0]
     labels0 = labels0.astype(jnp.int32)
     stats = cost.stats(x, side, labels0, K)
@@ -236,8 +366,9 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
 
 
 def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
-        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto"):
-    """``n_init`` restarts (vmapped over keys); returns ``(best, all_costs, all_passes, all_k)``.
+        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto",
+        backend: str = "auto") -> HartiganFit:
+    """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
 
     ``best`` is the :class:`HartiganResult` of the first restart with the lowest final cost (a later
     restart replaces the best only if strictly lower, as in the jar).
@@ -246,16 +377,25 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         number, the restart axis is sharded over them (one jitted program, each restart on its
         device); ``None``/``1``: one device; an int ``m``: the first ``m`` local devices. Results are
         identical either way (same key per restart). See :func:`ppclust._devices.axis_sharding`.
+    backend : ``"auto"`` | ``"numba"`` | ``"xla"`` (see :func:`run`). With ``"numba"`` the initial
+        partitions are drawn by the same jitted code and all restarts run in one compiled call.
     """
     if init not in ("kmeans++", "random"):
         raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+    if reassign not in ("lazy", "immediate"):
+        raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
+    if resolve_backend(backend) == "numba":
+        labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
+        res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                       reassign=reassign, tol=tol, order=None)
+        return _pick_best(res)
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
 
 
-@partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
-def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
+@partial(jax.jit, static_argnames=("K", "n_init", "init", "sharding"))
+def _initial_labels(key, x, *, K, n_init, init, sharding):
     keys = jax.random.split(key, n_init)
     n = x.shape[0]
     if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
@@ -266,14 +406,93 @@ def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign,
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
     if sharding is not None:
         labels0 = lax.with_sharding_constraint(labels0, sharding)
-    res = jax.vmap(lambda l0: run(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
-                                  reassign=reassign, tol=tol))(labels0)
-    if sharding is not None:
-        res = jax.tree_util.tree_map(lambda v: lax.with_sharding_constraint(v, sharding), res)
+    return labels0
+
+
+@jax.jit
+def _pick_best(res: HartiganResult) -> HartiganFit:
     c = jnp.where(jnp.isfinite(res.cost), res.cost, jnp.inf)
     best = jnp.argmin(c)
     best_res = jax.tree_util.tree_map(lambda v: v[best], res)
-    return best_res, res.cost, res.n_passes, res.active.sum(-1)
+    return HartiganFit(best_res, res.cost, res.n_passes, res.active.sum(-1).astype(jnp.int32))
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
+def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
+    labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding)
+    res = jax.vmap(lambda l0: _run_xla(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
+                                       reassign=reassign, tol=tol))(labels0)
+    if sharding is not None:
+        res = jax.tree_util.tree_map(lambda v: lax.with_sharding_constraint(v, sharding), res)
+    return _pick_best(res)
+
+
+def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order) -> HartiganResult:
+    """The compiled engine for a batch of R initial partitions ``labels0`` (R, n): initial statistics
+    and costs by the cost's own JAX code, then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
+    from ppclust.inference import _hartigan_cpu as cpu
+
+    x = jnp.asarray(x)
+    labels0 = jnp.asarray(labels0, jnp.int32)
+    stats, costs, active = _init_states(cost, x, side, labels0, K=K)
+    cs = jax.vmap(cost.to_cpu)(stats)
+    R, n = labels0.shape
+    f64 = np.float64
+
+    def own(a, dtype=f64):
+        return np.array(a, dtype=dtype, order="C", copy=True)
+
+    prm_d = cost.cpu_params()
+    n_ml = cs.s.shape[-1]
+    prm = np.zeros(6)
+    prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
+    prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
+    prm[cpu.P_MINSIZE] = float(min_size)
+    prm[cpu.P_TOL] = float(tol)
+    prm[cpu.P_MINCOUNT] = float(prm_d["min_count"])
+    prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
+    p = own(prm_d.get("p", np.zeros(0)))
+    floor = own(prm_d.get("floor", np.zeros(0)))
+    side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
+    order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
+    labels = own(labels0, np.int32)
+    act = own(active, np.bool_)
+    nn = own(cs.n)
+    sT = own(np.swapaxes(np.asarray(cs.s), 1, 2))
+    L = np.asarray(cs.scale, f64)
+    L = own(np.where(np.isfinite(L), L, 0.0).transpose(0, 2, 3, 1)) if n_ml else np.zeros((R, 0, 0, K))
+    tmean, tm2 = own(cs.t_mean), own(cs.t_m2)
+    counts, nlab, clogc = own(cs.counts), own(cs.n_lab), own(cs.clogc)
+    cst = own(costs)
+    trace = np.full((R, max_passes + 1), np.nan)
+    ktrace = np.zeros((R, max_passes + 1), np.int32)
+    n_passes = np.zeros(R, np.int32)
+    converged = np.zeros(R, np.bool_)
+    cpu.run_batch(np.ascontiguousarray(np.asarray(x, f64)), side_np, order_np, labels, act, nn, sT, L,
+                  tmean, tm2, counts, nlab, clogc, cst, prm, p, floor, int(max_passes), reassign == "immediate",
+                  trace, ktrace, n_passes, converged)
+    scale = L.transpose(0, 3, 1, 2) if n_ml else np.asarray(cs.scale)
+    out = CPUStats(nn, np.swapaxes(sT, 1, 2), scale, tmean, tm2, counts, nlab, clogc)
+    out = CPUStats(*(jnp.asarray(v) for v in out))
+    stats = jax.vmap(cost.from_cpu)(out)
+    cst_j = jnp.asarray(cst)
+    act_j = jnp.asarray(act)
+    energy = jnp.sum(jnp.where(act_j, cst_j, 0.0), -1)
+    return HartiganResult(jnp.asarray(labels), act_j, stats, cst_j, energy, jnp.asarray(n_passes),
+                          jnp.asarray(converged), jnp.asarray(trace, x.dtype), jnp.asarray(ktrace))
+
+
+@partial(jax.jit, static_argnames=("K",))
+def _init_states(cost, x, side, labels0, *, K):
+    """Initial statistics, costs and live slots of every restart (as the XLA engine starts)."""
+
+    def one(l0):
+        stats = cost.stats(x, side, l0, K)
+        costs = cost.cost(stats)
+        active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
+        return stats, costs, active
+
+    return jax.vmap(one)(labels0)
 
 
 # --- helpers ---------------------------------------------------------------------------------
