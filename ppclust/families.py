@@ -668,7 +668,7 @@ def ml_logdet(L: Array, tol: float = ML_SING_TOL) -> Array:
 
 def ml_degenerate(L: Array, n: Array, min_count, tol: float = ML_SING_TOL) -> Array:
     """Slots whose ML Gaussian is unusable: fewer than ``min_count`` points, a non-finite factor, or
-    :math:`\\lambda_{min}(S) \\le` ``tol`` :math:`\\lambda_{max}(S)` (eigenvalues of ``S = L L^T``, O(d^3))."""
+    lambda_min(S) <= ``tol`` lambda_max(S) (eigenvalues of ``S = L L^T``, O(d^3))."""
     S = L @ jnp.swapaxes(L, -1, -2)
     finite = jnp.all(jnp.isfinite(L), axis=(-2, -1))
     ev = jnp.linalg.eigvalsh(jnp.where(finite[..., None, None], S, jnp.eye(L.shape[-1], dtype=L.dtype)))

@@ -46,8 +46,10 @@ import numpy as np
 
 try:  # numba is a run-time dependency; without it the XLA engine runs
     import numba
+    from numba import uint64 as U
 except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
+    U = int
 
 __all__ = ["available", "chol_update", "chol_downdate", "chol_logdet", "chol_singular", "ml_entropy",
            "constrained_cost_1d", "logdet_after_add", "cluster_cost", "run_batch"]
@@ -58,6 +60,8 @@ _BIG = float(np.finfo(np.float64).max)  # the jar's stand-in for an infinite can
 
 # indices into the float parameter vector of run_batch
 P_NTOTAL, P_BETA, P_MINSIZE, P_TOL, P_MINCOUNT, P_SINGTOL = range(6)
+#: the engine's slot count is padded to a multiple of this (whole SIMD vectors in :func:`_solve_all`)
+TILE = 4
 
 
 def available() -> bool:
@@ -204,38 +208,68 @@ def constrained_cost_1d(mu, s2, p):
 def logdet_after_add(n, s, L, x):
     """Twin of :meth:`ppclust.families.GaussianML.logdet_after_add`: n (K,), s (K, d), L (K, d, d)."""
     K, d = s.shape
-    Ls = np.empty((d, d, K))
+    Kp = (K + TILE - 1) // TILE * TILE
+    Ls = np.zeros((d, d, Kp))
+    mT = np.zeros((d, Kp))
+    for k in range(Kp):
+        for r in range(d):
+            Ls[r, r, k] = 1.0
     for k in range(K):
         for r in range(d):
+            mT[r, k] = s[k, r] / max(n[k], 1e-300)
             for c in range(d):
                 Ls[r, c, k] = L[k, r, c]
-    w = np.empty((d, K))
-    quad = np.zeros(K)
+    w = np.empty((d, Kp))
+    quad = np.zeros(Kp)
     ld = np.empty(K)
-    _solve_all(Ls, s.T.copy(), n, x, w, quad)
+    _solve_all(Ls.reshape(d * d * Kp), mT.reshape(d * Kp), x, w.reshape(d * Kp), quad, np.empty(Kp), d, Kp)
     for k in range(K):
         ld[k] = _logdet_slot(Ls, k) + math.log1p(n[k] / (n[k] + 1.0) * quad[k])
     return ld
 
 
 @_inline
-def _solve_all(L, sT, n, xr, w, quad):
-    """w[:, k] = L_k^{-1}(x - s_k / n_k) for every slot (forward substitution over slots at once);
-    quad[k] = |w_k|^2. L (d, d, K), sT (d, K)."""
-    d = w.shape[0]
-    K = w.shape[1]
+def _solve_all(Lf, mTf, xr, wf, quad, acc, d, K):
+    """w[:, k] = L_k^{-1}(x - mean_k) for every slot at once; quad[k] = |w_k|^2.
+
+    Flat views of the slot-major factors ``L (d, d, K)`` and means/solutions ``(d, K)``: the forward
+    substitution runs row by row for all K slots together, the innermost loop over slots (contiguous,
+    vectorised by LLVM), four columns per step to cut the accumulator traffic. Unsigned indices spare
+    numba's negative-index wraparound, which otherwise blocks vectorisation.
+    """
+    uK = U(K)
     for k in range(K):
         quad[k] = 0.0
     for r in range(d):
         xv = xr[r]
+        ro = U(r * K)
         for k in range(K):
-            w[r, k] = xv - sT[r, k] / max(n[k], 1e-300)
-        for c in range(r):
+            uk = U(k)
+            acc[uk] = xv - mTf[ro + uk]
+        base = U(r * d * K)
+        c = 0
+        while c + 3 < r:
+            o = base + U(c * K)
+            oc = U(c * K)
             for k in range(K):
-                w[r, k] -= L[r, c, k] * w[c, k]
+                uk = U(k)
+                acc[uk] -= ((Lf[o + uk] * wf[oc + uk] + Lf[o + uK + uk] * wf[oc + uK + uk])
+                            + (Lf[o + 2 * uK + uk] * wf[oc + 2 * uK + uk]
+                               + Lf[o + 3 * uK + uk] * wf[oc + 3 * uK + uk]))
+            c += 4
+        while c < r:
+            o = base + U(c * K)
+            oc = U(c * K)
+            for k in range(K):
+                uk = U(k)
+                acc[uk] -= Lf[o + uk] * wf[oc + uk]
+            c += 1
+        o = base + U(r * K)
         for k in range(K):
-            w[r, k] /= L[r, r, k]
-            quad[k] += w[r, k] * w[r, k]
+            uk = U(k)
+            v = acc[uk] / Lf[o + uk]
+            wf[ro + uk] = v
+            quad[uk] += v * v
 
 
 @_inline
@@ -273,7 +307,10 @@ def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d
 
 
 @_njit
-def _slot_summary(L, k, logdet, minpiv, maxdiag, finite):
+def _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n):
+    """Refresh slot k's cached mean, log-determinant and pivot summary after its factor changed."""
+    for r in range(mT.shape[0]):
+        mT[r, k] = sT[r, k] / max(n[k], 1e-300)
     mn, mx, fin = _pivots_slot(L, k)
     minpiv[k] = mn
     maxdiag[k] = mx
@@ -289,18 +326,18 @@ def _xlogx(c, tab):
     return c * math.log(c) if c > 0 else 0.0
 
 
-@_njit
-def _add_costs(xr, ti, cat, n, sT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
-               xlx, d, J):
+@_inline
+def _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
+               xlx, d, J, tbuf):
     """addc[k] = E(Y_k with the point) for every slot (``cost.cost_add``)."""
     K = n.shape[0]
     n_total = prm[P_NTOTAL]
     log_n = math.log(n_total)
     beta = prm[P_BETA]
     if d > 0:
-        _solve_all(L, sT, n, xr, w, quad)
-    tm_new = np.empty(J)
-    t2_new = np.empty(J)
+        _solve_all(L.reshape(d * d * K), mT.reshape(d * K), xr, w.reshape(d * K), quad, addc, d, K)
+    tm_new = tbuf[0]
+    t2_new = tbuf[1]
     for k in range(K):
         nk = n[k]
         n1 = nk + 1.0
@@ -347,9 +384,9 @@ def _apply(sign, k, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, x
     n[k] = n1
 
 
-@_njit
+@_inline
 def _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, counts, nlab, clogc, quad,
-                 scratch, v, prm, p, floor, xlx, d, J):
+                 scratch, v, prm, p, floor, xlx, d, J, tbuf):
     """E(Y_a without the point) (``cost.cost_slot(cost.remove(...))``) without touching slot a."""
     nk = n[a]
     n1 = nk - 1.0
@@ -374,8 +411,8 @@ def _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, 
                 ld = -np.inf
             else:
                 ld = _logdet_slot(scratch, 0)
-    tm_new = np.empty(J)
-    t2_new = np.empty(J)
+    tm_new = tbuf[0]
+    t2_new = tbuf[1]
     for j in range(J):
         delta = ti[j] - tmean[a, j]
         tm_new[j] = tmean[a, j] - delta / max(n1, 1.0)
@@ -411,15 +448,15 @@ def _degenerate(k, n, L, d, prm):
 
 
 @_njit
-def _insert(i, x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts, nlab,
-            clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J):
+def _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
+            nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
     """Insert point i (in no live slot) where the insertion cost is smallest (``hartigan._insert``)."""
     K = n.shape[0]
     xr = x[i, J:]
     ti = x[i, :J]
     cat = side[i]
-    _add_costs(xr, ti, cat, n, sT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
-               xlx, d, J)
+    _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
+               xlx, d, J, tbuf)
     b = -1
     best = np.inf
     for k in range(K):
@@ -432,7 +469,7 @@ def _insert(i, x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finit
                 b = k
     _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
     if d > 0:
-        _slot_summary(L, b, logdet, minpiv, maxdiag, finite)
+        _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n)
     costs[b] = addc[b]
     labels[i] = b
 
@@ -441,6 +478,9 @@ def _insert(i, x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finit
 def run_batch(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab, clogc, costs, prm, p, floor,
               max_passes, immediate, trace, ktrace, n_passes, converged):
     """Twin of :func:`ppclust.inference.hartigan.run` for R restarts (state arrays updated in place).
+
+    The slot axis K must be a multiple of :data:`TILE` (pad with inactive slots holding an identity
+    factor and count 1).
 
     x (n, J + d) float64 (decision coordinates first); side (n,) int32 category (-1 none); order (n,);
     per restart r: labels (R, n), active (R, K), n (R, K), sT (R, d, K) sums, L (R, d, d, K) slot-major
@@ -456,9 +496,9 @@ def run_batch(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab
     for c in range(1, npts + 2):
         xlx[c] = c * math.log(c)
     for r in range(R):
-        _run_one(x, side, order, labels[r], active[r], n[r], sT[r], L[r], tmean[r], tm2[r], counts[r], nlab[r],
-                 clogc[r], costs[r], prm, p, floor, max_passes, immediate, trace[r], ktrace[r], n_passes, converged,
-                 r, xlx, K, J, d)
+        _run_one(x, side, order, labels[r], active[r], n[r], sT[r], L[r], tmean[r], tm2[r], counts[r],
+                 nlab[r], clogc[r], costs[r], prm, p, floor, max_passes, immediate, trace[r], ktrace[r],
+                 n_passes, converged, r, xlx, K, J, d)
 
 
 @_njit
@@ -480,16 +520,16 @@ def _n_active(active):
 
 
 @_njit
-def _reassign_all(x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
-                  nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J):
+def _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
+                  counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
     """Reinsert every orphan in index order (``hartigan._reassign_all``); returns whether any moved."""
     moved = False
     if _n_active(active) == 0:
         return moved
     for i in range(x.shape[0]):
         if not active[labels[i]]:
-            _insert(i, x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
-                    nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J)
+            _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
+                    counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
             moved = True
     return moved
 
@@ -499,6 +539,7 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
              max_passes, immediate, trace, ktrace, n_passes, converged, r, xlx, K, J, d):
     npts = x.shape[0]
     logdet = np.zeros(K)
+    mT = np.zeros((max(d, 1), K))
     minpiv = np.zeros(K)
     maxdiag = np.zeros(K)
     finite = np.ones(K, np.bool_)
@@ -508,17 +549,18 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 for b in range(d):
                     L[a, b, k] = 1.0 if a == b else 0.0
         if d > 0:
-            _slot_summary(L, k, logdet, minpiv, maxdiag, finite)
-    w = np.empty((max(d, 1), K))
+            _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n)
+    w = np.zeros((max(d, 1), K))
     quad = np.zeros(K)
+    tbuf = np.empty((2, J))
     addc = np.empty(K)
     v = np.empty(max(d, 1))
     scratch = np.empty((max(d, 1), max(d, 1), 1))
     min_size = prm[P_MINSIZE]
     tol = prm[P_TOL]
     if immediate:
-        _reassign_all(x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
-                      nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J)
+        _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
+                      counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
     trace[0] = _energy(active, costs)
     ktrace[0] = _n_active(active)
     npass = 0
@@ -532,13 +574,13 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
             cat = side[i]
             a = labels[i]
             orphan = not active[a]
-            _add_costs(xr, ti, cat, n, sT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p,
-                       floor, xlx, d, J)
+            _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p,
+                       floor, xlx, d, J, tbuf)
             rem_c = 0.0
             base = 0.0
             if not orphan:
                 rem_c = _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, counts,
-                                     nlab, clogc, quad, scratch, v, prm, p, floor, xlx, d, J)
+                                     nlab, clogc, quad, scratch, v, prm, p, floor, xlx, d, J, tbuf)
                 base = rem_c - costs[a]
             b = -1
             best = np.inf
@@ -554,11 +596,11 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 if not orphan:
                     _apply(-1.0, a, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
                     if d > 0:
-                        _slot_summary(L, a, logdet, minpiv, maxdiag, finite)
+                        _slot_summary(L, a, logdet, minpiv, maxdiag, finite, mT, sT, n)
                     costs[a] = rem_c
                 _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
                 if d > 0:
-                    _slot_summary(L, b, logdet, minpiv, maxdiag, finite)
+                    _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n)
                 costs[b] = addc[b]
                 labels[i] = b
                 moved = True
@@ -568,8 +610,9 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                     for j in range(npts):
                         if labels[j] == a:
                             moved = True
-                            _insert(j, x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean,
-                                    tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J)
+                            _insert(j, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag,
+                                    finite, tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p,
+                                    floor, xlx, d, J, tbuf)
         npass += 1
         trace[npass] = _energy(active, costs)
         ktrace[npass] = _n_active(active)
@@ -585,8 +628,9 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                     active[k] = False
             moved = True
         if immediate:
-            if _reassign_all(x, side, labels, active, n, sT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
-                             counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J):
+            if _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite,
+                             tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d,
+                             J, tbuf):
                 moved = True
     n_passes[r] = npass
     converged[r] = not moved

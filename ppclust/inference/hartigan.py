@@ -455,25 +455,38 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     floor = own(prm_d.get("floor", np.zeros(0)))
     side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
     order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
+    # the compiled loop takes slots in tiles: pad K to Kp with dead slots (identity factor, count 1)
+    Kp = -(-K // cpu.TILE) * cpu.TILE
+
+    def pad(a, axis=1, fill=0.0):
+        a = np.asarray(a)
+        width = [(0, 0)] * a.ndim
+        width[axis] = (0, Kp - K)
+        return np.ascontiguousarray(np.pad(a, width, constant_values=fill))
+
     labels = own(labels0, np.int32)
-    act = own(active, np.bool_)
-    nn = own(cs.n)
-    sT = own(np.swapaxes(np.asarray(cs.s), 1, 2))
+    act = pad(own(active, np.bool_), fill=False)
+    nn = pad(own(cs.n), fill=1.0)
+    sT = pad(np.swapaxes(np.asarray(cs.s, f64), 1, 2), axis=2)
     L = np.asarray(cs.scale, f64)
-    L = own(np.where(np.isfinite(L), L, 0.0).transpose(0, 2, 3, 1)) if n_ml else np.zeros((R, 0, 0, K))
-    tmean, tm2 = own(cs.t_mean), own(cs.t_m2)
-    counts, nlab, clogc = own(cs.counts), own(cs.n_lab), own(cs.clogc)
-    cst = own(costs)
+    L = np.where(np.isfinite(L), L, 0.0) if n_ml else np.zeros((R, K, 0, 0))
+    L = np.concatenate([L, np.broadcast_to(np.eye(n_ml), (R, Kp - K, n_ml, n_ml))], axis=1)
+    L = np.ascontiguousarray(L.transpose(0, 2, 3, 1))
+    tmean, tm2 = pad(own(cs.t_mean)), pad(own(cs.t_m2))
+    counts, nlab, clogc = pad(own(cs.counts)), pad(own(cs.n_lab)), pad(own(cs.clogc))
+    cst = pad(own(costs))
     trace = np.full((R, max_passes + 1), np.nan)
     ktrace = np.zeros((R, max_passes + 1), np.int32)
     n_passes = np.zeros(R, np.int32)
     converged = np.zeros(R, np.bool_)
     cpu.run_batch(np.ascontiguousarray(np.asarray(x, f64)), side_np, order_np, labels, act, nn, sT, L,
-                  tmean, tm2, counts, nlab, clogc, cst, prm, p, floor, int(max_passes), reassign == "immediate",
-                  trace, ktrace, n_passes, converged)
-    scale = L.transpose(0, 3, 1, 2) if n_ml else np.asarray(cs.scale)
-    out = CPUStats(nn, np.swapaxes(sT, 1, 2), scale, tmean, tm2, counts, nlab, clogc)
+                  tmean, tm2, counts, nlab, clogc, cst, prm, p, floor, int(max_passes),
+                  reassign == "immediate", trace, ktrace, n_passes, converged)
+    scale = L.transpose(0, 3, 1, 2)[:, :K] if n_ml else np.asarray(cs.scale)
+    out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
+                   nlab[:, :K], clogc[:, :K])
     out = CPUStats(*(jnp.asarray(v) for v in out))
+    act, cst = act[:, :K], cst[:, :K]
     stats = jax.vmap(cost.from_cpu)(out)
     cst_j = jnp.asarray(cst)
     act_j = jnp.asarray(act)
