@@ -132,8 +132,8 @@ def _assert_same_run(a: hartigan.HartiganResult, b: hartigan.HartiganResult, cos
     np.testing.assert_allclose(np.asarray(a.costs)[act], np.asarray(b.costs)[act], rtol=0, atol=1e-10)
     ca, cb = cost.to_cpu(a.stats), cost.to_cpu(b.stats)
     for f in ("n", "s", "scale", "t_mean", "t_m2", "counts", "n_lab", "clogc"):
-        np.testing.assert_allclose(np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act], rtol=1e-9,
-                                   atol=1e-9, err_msg=f)
+        np.testing.assert_allclose(np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act],
+                                   rtol=1e-9, atol=1e-9, err_msg=f)
 
 
 def _blobs(seed, n_per=60, d=3):
@@ -165,7 +165,8 @@ def test_engine_matches_xla_cecib(reassign):
 @pytest.mark.parametrize("J", [1, 2])
 def test_engine_matches_xla_c3l(J):
     rng = np.random.default_rng(J)
-    x = np.concatenate([rng.normal(size=(80, 4)) * [1, 3, 1, 1], rng.normal(size=(60, 4)) * 0.5 + [2.5, 0, 1, 0]])
+    x = np.concatenate([rng.normal(size=(80, 4)) * [1, 3, 1, 1],
+                        rng.normal(size=(60, 4)) * 0.5 + [2.5, 0, 1, 0]])
     normals = np.eye(4)[:J] + 0.1
     hp = c3l.make_hyperplane(normals if J > 1 else normals[0], np.zeros(J) if J > 1 else 0.3)
     z = c3l.transform(x, hp)

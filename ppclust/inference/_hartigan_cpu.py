@@ -634,3 +634,6 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 moved = True
     n_passes[r] = npass
     converged[r] = not moved
+    # orphans left when max_passes stopped the run right after a deletion: every point gets a cluster
+    _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
+                  nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)

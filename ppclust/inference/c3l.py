@@ -43,6 +43,7 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
 from ppclust.families import ML_SING_TOL, GaussianML, Stats, chol_logdet, ml_degenerate, ml_entropy, ml_logdet
+from ppclust.inference import hartigan
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
            "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels", "C3LStats",
@@ -222,6 +223,7 @@ class C3LCost:
     var_floor: Array
     n_dec: int
     dim_r: int
+    ridge: Array = 0.0
 
     # -- engine interface --------------------------------------------------------------------
     def stats(self, x, side, labels, K):
@@ -233,7 +235,16 @@ class C3LCost:
         dev = t[:, None, :] - t_mean[None]  # (n, K, J) two-pass
         t_m2 = jnp.einsum("nk,nkj->kj", r1, dev * dev)
         if self.dim_r > 0:
-            rs = GaussianML().stats(x[:, J:], labels, K)
+            xr = x[:, J:]
+
+            def regularised(_):  # two-pass scatter + pseudo-scatter ridge * I (hartigan.ridge)
+                s = r1.T @ xr
+                xc = xr[:, None, :] - (s / jnp.maximum(n, 1.0)[:, None])[None]
+                scatter = jnp.einsum("nk,nki,nkj->kij", r1, xc, xc) + self.ridge * jnp.eye(self.dim_r)
+                return Stats(n, s, jnp.linalg.cholesky(scatter))
+
+            # only when asked for: unregularised fits keep GaussianML's statistics bit for bit
+            rs = jax.lax.cond(self.ridge > 0, regularised, lambda _: GaussianML().stats(xr, labels, K), None)
         else:
             rs = Stats(n, jnp.zeros((K, 0), x.dtype), jnp.zeros((K, 0, 0), x.dtype))
         return C3LStats(n, t_mean, t_m2, rs)
@@ -300,11 +311,9 @@ class C3LCost:
 
     # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
     def to_cpu(self, stats):
-        from ppclust.inference.hartigan import CPUStats
-
         K = stats.n.shape[0]
         zero = jnp.zeros(K, stats.t_mean.dtype)
-        return CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
+        return hartigan.CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
                         jnp.zeros((K, 0), stats.t_mean.dtype), zero, zero)
 
     def from_cpu(self, cs):
@@ -320,28 +329,29 @@ class C3LCost:
                              logdet_scatter)
 
 
-jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor"],
+jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor", "ridge"],
                                  meta_fields=["n_dec", "dim_r"])
 
 
 def _cluster_cost(p, n_total, var_floor, d, nk, t_mean, t_m2, logdet_scatter):
     r"""Per-cluster cost (8): :func:`ppclust.inference.hartigan.cluster_cost` with the constrained 1-D
     terms :math:`\sum_j E_1` (Theorem 1) as the method's own term; 0 empty, +inf singular."""
-    from ppclust.inference.hartigan import cluster_cost
-
     safe = jnp.maximum(nk, 1.0)
     s2 = jnp.maximum(t_m2 / safe[..., None], var_floor)
     e1 = constrained_cost_1d(t_mean, s2, p).sum(-1)
-    return cluster_cost(n_total, d, nk, logdet_scatter, e1)
+    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, e1)
 
 
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10) -> C3LCost:
-    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,)."""
+def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> C3LCost:
+    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,). ``reg`` > 0 adds the
+    ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
     tvar = jnp.var(z[:, :n_dec], axis=0)
     floor = var_floor_rel * jnp.where(tvar > 0, tvar, 1.0)
-    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec)
+    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
+    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec,
+                   jnp.asarray(rho, z.dtype))
 
 
 def default_card_min(n: int, d_r: int, frac: float = 0.05) -> int:
@@ -570,7 +580,5 @@ def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
     reinserted at once. ``devices``, ``backend``: see :func:`ppclust.inference.hartigan.fit`.
     """
-    from ppclust.inference import hartigan
-
     return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                         max_passes=max_passes, reassign=reassign, devices=devices, backend=backend)

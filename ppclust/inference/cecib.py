@@ -184,9 +184,10 @@ jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "rid
 
 
 def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECIBCost:
-    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge = reg·tr(Σ_X)/N)."""
+    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge
+    :func:`ppclust.inference.hartigan.ridge` ``= reg·tr(Σ_X)/N``)."""
     n, d = x.shape
-    ridge = reg * jnp.trace(jnp.atleast_2d(jnp.cov(x.T, bias=True))) / d if reg > 0 else 0.0
+    ridge = hartigan.ridge(x, reg)
     return CECIBCost(jnp.asarray(beta, x.dtype), jnp.asarray(float(n), x.dtype), jnp.asarray(ridge, x.dtype),
                      max(int(n_labels), 1), int(d))
 
@@ -201,12 +202,13 @@ def min_size(n: int, d: int, eps: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def cecib_cost(x, labels, y=None, beta: float = 1.0) -> CostParts:
+def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> CostParts:
     """E_beta of the partition ``labels`` (any ints; one cluster per distinct value, in sorted order).
 
     ``y``: partial labels (any ints, -1 = unlabelled) or None. Host-side NumPy with fresh two-pass
     statistics and ``slogdet``; a numerically singular cluster makes the accuracy term (and the
     total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/test_cecib.py).
+    ``ridge``: pseudo-scatter added to every cluster's scatter (:func:`hartigan.ridge`; 0 = none).
     """
     x = np.asarray(x, np.float64)
     n, d = x.shape
@@ -219,9 +221,11 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0) -> CostParts:
         xk = x[z == k]
         p = len(xk) / n
         cov = np.atleast_2d(np.cov(xk.T, bias=True)) if len(xk) > 1 else np.zeros((d, d))
+        if ridge > 0:
+            cov = cov + ridge / len(xk) * np.eye(d)
         sign, logdet = np.linalg.slogdet(cov)
         ev = np.linalg.eigvalsh(cov)
-        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or len(xk) < d + 1
+        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or (len(xk) < d + 1 and ridge <= 0)
         cnt = np.bincount(yy[(z == k) & (yy >= 0)], minlength=max(m, 1)).astype(float)
         L = cnt.sum()
         q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)

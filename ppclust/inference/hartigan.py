@@ -74,7 +74,8 @@ from ppclust._devices import axis_sharding
 from ppclust.families import ml_entropy
 
 __all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "cluster_cost", "run", "fit",
-           "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS"]
+           "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS", "JITTER", "ridge",
+           "singular_data"]
 
 BACKENDS = ("auto", "numba", "xla")
 
@@ -213,6 +214,38 @@ def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
     return jnp.where(nk > 0, val, 0.0)
 
 
+#: Relative jitter of the covariance regularisation used when the data need it (see :func:`ridge`).
+JITTER = 1e-6
+
+
+def ridge(x, reg: float) -> float:
+    r"""The pseudo-scatter :math:`\rho I` added to every cluster's scatter for a relative regulariser
+    ``reg``: :math:`\rho = \texttt{reg}\cdot\operatorname{tr}(\Sigma_X)/d`, i.e. ``reg`` times the
+    data's mean variance (so it scales with the data's units; 1 if every feature is constant). A fixed
+    ridge keeps the rank-one updates exact; a cluster of :math:`n_k` points then has covariance
+    :math:`(S_k + \rho I)/n_k`. 0 for ``reg = 0``.
+    """
+    if reg <= 0:
+        return 0.0
+    x = np.asarray(x, np.float64)
+    tr = float(np.sum(np.var(x, axis=0)))
+    return float(reg) * (tr / x.shape[1] if tr > 0 else 1.0)
+
+
+def singular_data(x) -> bool:
+    """Whether the data's own ML covariance is numerically singular (a constant feature, collinear or
+    one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge."""
+    x = np.asarray(x, np.float64)
+    if x.shape[1] == 0:
+        return False
+    if x.shape[0] <= x.shape[1]:
+        return True
+    from ppclust.families import ML_SING_TOL
+
+    ev = np.linalg.eigvalsh(np.atleast_2d(np.cov(x.T, bias=True)))
+    return bool(ev[0] <= ML_SING_TOL * ev[-1])
+
+
 def resolve_backend(backend: str) -> str:
     """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``."""
     from ppclust.inference import _hartigan_cpu
@@ -301,10 +334,7 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
              reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
     """The engine as one XLA program (accelerators; ``vmap``/``jit``-able). See :func:`run`."""
     n = x.shape[0]
-    labels0 = labels0.astype(jnp.int32)
-    stats = cost.stats(x, side, labels0, K)
-    costs = cost.cost(stats)
-    active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
+    labels0, stats, costs, active = _init_state(cost, x, side, labels0, K)
     state = _State(labels0, active, stats, costs, jnp.asarray(False))
     if reassign == "immediate":
         state = _reassign_all(cost, x, side, state, K)
@@ -362,7 +392,9 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
         return (p == 0) | (st.moved & (p < max_passes))
 
     st, p, trace, ktrace = lax.while_loop(pass_cond, pass_body, (state, jnp.int32(0), trace, ktrace))
-    return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, ~st.moved, trace, ktrace)
+    converged = ~st.moved
+    st = _reassign_all(cost, x, side, st, K)  # orphans left when max_passes stopped a run after a deletion
+    return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, converged, trace, ktrace)
 
 
 def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
@@ -434,7 +466,7 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
 
     x = jnp.asarray(x)
     labels0 = jnp.asarray(labels0, jnp.int32)
-    stats, costs, active = _init_states(cost, x, side, labels0, K=K)
+    labels0, stats, costs, active = _init_states(cost, x, side, labels0, K=K)
     cs = jax.vmap(cost.to_cpu)(stats)
     R, n = labels0.shape
     f64 = np.float64
@@ -499,13 +531,28 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
 def _init_states(cost, x, side, labels0, *, K):
     """Initial statistics, costs and live slots of every restart (as the XLA engine starts)."""
 
-    def one(l0):
-        stats = cost.stats(x, side, l0, K)
-        costs = cost.cost(stats)
-        active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
-        return stats, costs, active
+    return jax.vmap(lambda l0: _init_state(cost, x, side, l0, K))(labels0)
 
-    return jax.vmap(one)(labels0)
+
+def _init_state(cost, x, side, labels0, K):
+    """Statistics, costs and live slots of the initial partition (shared by both engines).
+
+    A slot is live when it is non-empty, not degenerate and of finite cost. When no slot is live (every
+    initial cluster too small or singular, e.g. ``K`` close to n or singular data) all points start in
+    slot 0, which is kept live whatever its cost: the engine always holds at least one cluster and
+    assigns every point.
+    """
+    labels0 = labels0.astype(jnp.int32)
+    stats = cost.stats(x, side, labels0, K)
+    costs = cost.cost(stats)
+    active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
+
+    def one_cluster(_):
+        lab = jnp.zeros_like(labels0)
+        st = cost.stats(x, side, lab, K)
+        return lab, st, cost.cost(st), jnp.arange(K) == 0
+
+    return lax.cond(jnp.any(active), lambda _: (labels0, stats, costs, active), one_cluster, None)
 
 
 # --- helpers ---------------------------------------------------------------------------------
