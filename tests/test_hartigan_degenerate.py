@@ -72,7 +72,7 @@ def test_cecib_jitter_is_relative_to_the_data_scale():
     for c in (1e-5, 1e5):
         with pytest.warns(UserWarning):
             got = CECIB(n_clusters=4, n_init=2, random_state=0).fit(X * c).labels_
-        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(got, ref, err_msg=f"scale {c}")
 
 
 def test_cecib_well_posed_data_not_regularised():
