@@ -35,6 +35,9 @@ class C3L(ClusterMixin, BaseEstimator):
     max_passes : safety cap on Hartigan passes.
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
+    algorithm : ``"hartigan"`` (default; the paper's online moves) or ``"batch"`` (Lloyd-type steps with the
+        constrained models, all points at once, then Hartigan passes; for large n, see
+        :func:`ppclust.inference.hartigan.fit_batch`).
     devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their number the
         restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
         devices. Results are identical either way.
@@ -53,7 +56,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
                  init="random", max_passes=100, standardize=False, svm_C=1.0,
-                 devices="auto"):
+                 devices="auto", algorithm="hartigan"):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
@@ -64,6 +67,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.svm_C = svm_C
         self.devices = devices
+        self.algorithm = algorithm
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, hyperplane=None):
@@ -77,6 +81,8 @@ class C3L(ClusterMixin, BaseEstimator):
             raise ValueError(f"leakage must lie in (0, 1), got {self.leakage!r}")
         if int(self.n_clusters) < 1 or int(self.n_clusters) > n:
             raise ValueError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
+        if self.algorithm not in ("hartigan", "batch"):
+            raise ValueError(f"algorithm must be 'hartigan' or 'batch', got {self.algorithm!r}")
         if self.init not in ("random", "kmeans++"):
             raise ValueError(f"init must be 'random' or 'kmeans++', got {self.init!r}")
         if hyperplane is None:
@@ -126,10 +132,14 @@ class C3L(ClusterMixin, BaseEstimator):
             z = jnp.asarray(Z)
             for attempt in range(2):
                 cost = _c3l.make_cost(z, J, alpha, reg=_hartigan.JITTER if auto else 0.0)
-                best, all_costs, all_passes, all_k = _c3l.fit(
-                    as_key(self.random_state), z, cost, K=K, min_size=cm, n_init=int(self.n_init),
-                    init=self.init, max_passes=int(self.max_passes), reassign="immediate",
-                    devices=self.devices)
+                kw = dict(K=K, min_size=cm, n_init=int(self.n_init), init=self.init,
+                          max_passes=int(self.max_passes), reassign="immediate")
+                if self.algorithm == "batch":
+                    best, all_costs, all_passes, all_k = _c3l.fit_batch(as_key(self.random_state), z, cost,
+                                                                        **kw)
+                else:
+                    best, all_costs, all_passes, all_k = _c3l.fit(as_key(self.random_state), z, cost, **kw,
+                                                                  devices=self.devices)
                 if np.isfinite(float(best.cost)) or auto or d == 0 or attempt:
                     break
                 auto = True

@@ -48,6 +48,11 @@ class CECIB(ClusterMixin, BaseEstimator):
         constant, collinear or one-hot features -- or every restart ends with singular clusters) and
         ``reg == 0``, the jitter ``reg = 1e-6`` (relative to the data's mean variance) is used with a
         ``UserWarning``; ``reg_`` holds the value used.
+    algorithm : {"hartigan", "batch"}, default="hartigan"
+        ``"hartigan"``: the paper's online Hartigan moves (exact; replays the authors' program).
+        ``"batch"``: Lloyd-type steps (all points reassigned at once from an n x K cost matrix, BLAS-shaped,
+        the IB label term kept), then Hartigan passes from the best restart; for large n (>= ~1e4-1e5).
+        ``restart_costs_`` then holds the batch restarts' costs.
     devices : "auto" (default), None or int
         Where the restarts run: with several local devices and ``n_init`` a multiple of their number,
         ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
@@ -67,7 +72,7 @@ class CECIB(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
                  reassign="lazy", max_passes=100, reg=0.0,
-                 devices="auto"):
+                 devices="auto", algorithm="hartigan"):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -78,6 +83,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.max_passes = max_passes
         self.reg = reg
         self.devices = devices
+        self.algorithm = algorithm
 
     def fit(self, X, y=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
@@ -96,12 +102,16 @@ class CECIB(ClusterMixin, BaseEstimator):
         reg = float(self.reg)
         auto = reg == 0.0 and _hartigan.singular_data(X)
         for attempt in range(2):
+            kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
+                      n_init=int(self.n_init), init=self.init, max_passes=int(self.max_passes),
+                      reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
             with x64():
-                best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m,
-                                               n_clusters=int(self.n_clusters), beta=float(self.beta),
-                                               eps=float(self.eps), n_init=int(self.n_init), init=self.init,
-                                               max_passes=int(self.max_passes), reassign=self.reassign,
-                                               reg=_hartigan.JITTER if auto else reg, devices=self.devices)
+                if self.algorithm == "batch":
+                    best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
+                                                         **kw)
+                else:
+                    best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
+                                                   devices=self.devices)
                 labels = np.asarray(best.labels)
                 active = np.asarray(best.active)
                 total = float(best.cost)
@@ -176,6 +186,9 @@ class CECIB(ClusterMixin, BaseEstimator):
         if self.init not in ("kmeans++", "random"):
             raise ValueError(f"The 'init' parameter of CECIB must be 'kmeans++' or 'random'. "
                              f"Got {self.init!r}.")
+        if self.algorithm not in ("hartigan", "batch"):
+            raise ValueError(f"The 'algorithm' parameter of CECIB must be 'hartigan' or 'batch'. "
+                             f"Got {self.algorithm!r}.")
         if self.reassign not in ("lazy", "immediate"):
             raise ValueError(f"The 'reassign' parameter of CECIB must be 'lazy' or 'immediate'. "
                              f"Got {self.reassign!r}.")

@@ -320,8 +320,7 @@ class C3LCost:
         return C3LStats(cs.n, cs.t_mean, cs.t_m2, Stats(cs.n, cs.s, cs.scale))
 
     def cpu_params(self):
-        return {"n_total": float(self.n_total), "p": np.asarray(self.p, np.float64),
-                "floor": np.asarray(self.var_floor, np.float64), "min_count": self.dim_r + 2.0,
+        return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
                 "sing_tol": SING_TOL}
 
     def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
@@ -582,3 +581,15 @@ def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str 
     """
     return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                         max_passes=max_passes, reassign=reassign, devices=devices, backend=backend)
+
+
+def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+              max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
+              backend: str = "auto"):
+    """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
+    (:func:`ppclust.inference.hartigan.fit_batch`). Returns a
+    :class:`~ppclust.inference.hartigan.HartiganFit`."""
+    fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
+                                   max_iter=max_iter, polish=polish, polish_passes=max_passes,
+                                   reassign=reassign, backend=backend)
+    return fitted
