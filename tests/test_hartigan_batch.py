@@ -80,6 +80,7 @@ def test_assignment_costs_c3l_equal_minus_log_density():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_batch_then_polish_matches_hartigan():
     x, y, truth = _data(3, n_per=150)
     n, d = x.shape
@@ -103,6 +104,7 @@ def test_batch_then_polish_matches_hartigan():
     assert float(raw.best.cost) == pytest.approx(np.nanmin(np.asarray(runs.cost)), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_estimators_algorithm_batch():
     x, y, truth = _data(4, n_per=120)
     est = CECIB(n_clusters=6, n_init=3, random_state=0, algorithm="batch").fit(x, y)

@@ -50,7 +50,9 @@ def _one_hot(x):
     return np.c_[x, np.eye(3)[np.arange(len(x)) % 3]]
 
 
-@pytest.mark.parametrize("make", [_constant, _collinear, _one_hot], ids=["constant", "collinear", "one-hot"])
+@pytest.mark.parametrize("make", [_constant, pytest.param(_collinear, marks=pytest.mark.slow),
+                                  pytest.param(_one_hot, marks=pytest.mark.slow)],
+                         ids=["constant", "collinear", "one-hot"])
 def test_cecib_singular_features_regularised(make):
     x, truth = _two_blobs()
     X = make(x)
@@ -64,6 +66,7 @@ def test_cecib_singular_features_regularised(make):
     assert est.cost_ == pytest.approx(sum(est.cost_parts_.values()), rel=1e-7)  # condition ~1/jitter
 
 
+@pytest.mark.slow
 def test_cecib_jitter_is_relative_to_the_data_scale():
     x, _ = _two_blobs(1)
     X = _constant(x)
@@ -138,7 +141,8 @@ def _collinear_r(x):
     return np.c_[x, x[:, 1] - 2.0 * x[:, 2]]  # collinear among the coordinates along the hyperplane
 
 
-@pytest.mark.parametrize("make", [_constant, _collinear_r], ids=["constant", "collinear"])
+@pytest.mark.parametrize("make", [_constant, pytest.param(_collinear_r, marks=pytest.mark.slow)],
+                         ids=["constant", "collinear"])
 def test_c3l_singular_features(make):
     x, truth = _two_blobs(7)
     X = make(x)

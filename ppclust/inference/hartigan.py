@@ -733,7 +733,7 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     return fitted, res
 
 
-@partial(jax.jit, static_argnames=("K", "max_iter"))
+@partial(jax.jit, static_argnames=("K",))
 def _batch_runs(cost, x, side, labels0, *, K, min_size, max_iter) -> BatchResult:
     def one(l0):
         def stats_of(labels):
