@@ -429,18 +429,20 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         device); ``None``/``1``: one device; an int ``m``: the first ``m`` local devices. Results are
         identical either way (same key per restart). See :func:`ppclust._devices.axis_sharding`.
     backend : ``"auto"`` | ``"numba"`` | ``"xla"`` (see :func:`run`). With ``"numba"`` the initial
-        partitions are drawn by the same jitted code and all restarts run in one compiled call.
+        partitions are drawn by the same jitted code and all restarts run in one compiled call (on one
+        core). ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
     """
     if init not in ("kmeans++", "random"):
         raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
-    if resolve_backend(backend) == "numba":
+    sharding = axis_sharding(n_init, devices, "restarts", "n_init")
+    # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
+    if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
         labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
         res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
                        reassign=reassign, tol=tol, order=None)
         return _pick_best(res)
-    sharding = axis_sharding(n_init, devices, "restarts", "n_init")
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
 
