@@ -162,7 +162,7 @@ def test_engine_matches_xla_cecib(reassign):
         _assert_same_run(a, b, cost)
 
 
-@pytest.mark.parametrize("J", [1, 2])
+@pytest.mark.parametrize("J", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_engine_matches_xla_c3l(J):
     rng = np.random.default_rng(J)
     x = np.concatenate([rng.normal(size=(80, 4)) * [1, 3, 1, 1],
@@ -180,7 +180,14 @@ def test_engine_matches_xla_c3l(J):
         _assert_same_run(a, b, cost)
 
 
-def test_fit_restarts_match_xla_and_errors():
+def test_backend_errors():
+    with pytest.raises(ValueError, match="`backend` must be one of"):
+        hartigan.resolve_backend("fast")
+    assert hartigan.resolve_backend("auto") in ("numba", "xla")
+
+
+@pytest.mark.slow
+def test_fit_restarts_match_xla():
     x, y = _blobs(4)
     with jax.enable_x64(True):
         X = jnp.asarray(x)
@@ -192,6 +199,3 @@ def test_fit_restarts_match_xla_and_errors():
     np.testing.assert_allclose(np.asarray(a.costs), np.asarray(b.costs), rtol=0, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(a.n_passes), np.asarray(b.n_passes))
     np.testing.assert_array_equal(np.asarray(a.best.labels), np.asarray(b.best.labels))
-    with pytest.raises(ValueError, match="`backend` must be one of"):
-        hartigan.resolve_backend("fast")
-    assert hartigan.resolve_backend("auto") in ("numba", "xla")
