@@ -1063,3 +1063,40 @@ def niw_log_prior(params, prior, cov_type):
             - 0.5 * jnp.trace(prior.psi0) * prec
         )
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Maximum-likelihood Gaussian: singularity of a cluster's scatter (CEC, CEC-IB, C3L; Hartigan engine)
+# ----------------------------------------------------------------------------------------------
+
+#: A scatter S is numerically singular when lambda_min <= ML_SING_TOL * lambda_max (CEC-IB reference
+#: README: the authors' jar treats det S <= 0 as +inf; round-off makes exactly singular subsets of
+#: real data come out with a tiny positive det, so a relative eigenvalue test is used instead).
+ML_SING_TOL = SING_TOL
+
+
+def chol_singular(L: Array, tol: float = ML_SING_TOL) -> Array:
+    """Numerical singularity of ``S = L L^T`` from its lower factor, O(d^2) per factor (batched).
+
+    True when some pivot :math:`L_{jj}^2` (a Schur complement of S, so ``>= lambda_min``) is at most
+    ``tol`` x the largest diagonal entry of S (``<= lambda_max``), or the factor is not finite (a failed
+    down-date).
+    """
+    piv = jnp.diagonal(L, axis1=-2, axis2=-1) ** 2
+    diag_s = jnp.sum(L * L, -1)
+    return ~jnp.all(jnp.isfinite(L), axis=(-2, -1)) | (jnp.min(piv, -1) <= tol * jnp.max(diag_s, -1))
+
+
+def ml_logdet(L: Array, tol: float = ML_SING_TOL) -> Array:
+    """``log det(L L^T)`` of a (batch of) scatter factor(s); ``-inf`` when :func:`chol_singular`."""
+    return jnp.where(chol_singular(L, tol), -jnp.inf,
+                     2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L, axis1=-2, axis2=-1))), -1))
+
+
+def ml_degenerate(L: Array, n: Array, min_count, tol: float = ML_SING_TOL) -> Array:
+    """Slots whose ML Gaussian is unusable: fewer than ``min_count`` points, a non-finite factor, or
+    lambda_min(S) <= ``tol`` lambda_max(S) (eigenvalues of ``S = L L^T``, O(d^3))."""
+    S = L @ jnp.swapaxes(L, -1, -2)
+    finite = jnp.all(jnp.isfinite(L), axis=(-2, -1))
+    ev = jnp.linalg.eigvalsh(jnp.where(finite[..., None, None], S, jnp.eye(L.shape[-1], dtype=L.dtype)))
+    return ~finite | (ev[..., 0] <= tol * ev[..., -1]) | (n < min_count)

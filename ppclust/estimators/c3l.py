@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from ppclust._jax import LABEL_DTYPE, as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import c3l as _c3l
+from ppclust.inference import hartigan as _hartigan
 
 __all__ = ["C3L"]
 
@@ -34,6 +35,9 @@ class C3L(ClusterMixin, BaseEstimator):
     max_passes : safety cap on Hartigan passes.
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
+    algorithm : ``"hartigan"`` (default; the paper's online moves) or ``"batch"`` (Lloyd-type steps with the
+        constrained models, all points at once, then Hartigan passes; for large n, see
+        :func:`ppclust.inference.hartigan.fit_batch`).
     devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their number the
         restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
         devices. Results are identical either way.
@@ -43,14 +47,16 @@ class C3L(ClusterMixin, BaseEstimator):
     labels_ (n,) int; n_clusters_; cost_ (the cost (8), nats); cost_parts_ dict; leakage_ (k,) fitted
     leakage of every cluster's model (<= ``leakage``); natural_leakage_ (k,) leakage of the unconstrained
     ML fit; constraint_active_ (k,) bool; weights_ (k,); means_ (k, N), covariances_ (k, N, N) of the
-    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_, converged_, cost_trace_.
+    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_, converged_, cost_trace_;
+    reg_ the relative ridge of the r-covariances (0, or the jitter 1e-6 x the mean variance when the data's
+    covariance is singular, e.g. a constant feature; a ``UserWarning`` says so).
     With more than two categories (extension beyond the paper, see :mod:`ppclust.inference.c3l`) the
     per-cluster leakage arrays are (k, J).
     """
 
     def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
                  init="random", max_passes=100, standardize=False, svm_C=1.0,
-                 devices="auto"):
+                 devices="auto", algorithm="hartigan"):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
@@ -61,6 +67,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.svm_C = svm_C
         self.devices = devices
+        self.algorithm = algorithm
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, hyperplane=None):
@@ -74,6 +81,8 @@ class C3L(ClusterMixin, BaseEstimator):
             raise ValueError(f"leakage must lie in (0, 1), got {self.leakage!r}")
         if int(self.n_clusters) < 1 or int(self.n_clusters) > n:
             raise ValueError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
+        if self.algorithm not in ("hartigan", "batch"):
+            raise ValueError(f"algorithm must be 'hartigan' or 'batch', got {self.algorithm!r}")
         if self.init not in ("random", "kmeans++"):
             raise ValueError(f"init must be 'random' or 'kmeans++', got {self.init!r}")
         if hyperplane is None:
@@ -116,13 +125,33 @@ class C3L(ClusterMixin, BaseEstimator):
             warnings.warn("all points lie on one side of the hyperplane: only clusters near it are affected",
                           UserWarning, stacklevel=2)
         K = int(self.n_clusters)
+        # covariance regularisation of the r-part (hartigan.ridge), only when the data need it: a singular
+        # r-covariance (constant or collinear features), or every restart ending with singular clusters
+        auto = d > 0 and _hartigan.singular_data(Z[:, J:])
         with x64():
             z = jnp.asarray(Z)
-            cost = _c3l.make_cost(z, J, alpha)
-            best, all_costs, all_passes, all_k = _c3l.fit(
-                as_key(self.random_state), z, cost, K=K, min_size=cm, n_init=int(self.n_init),
-                init=self.init, max_passes=int(self.max_passes), reassign="immediate",
-                devices=self.devices)
+            for attempt in range(2):
+                cost = _c3l.make_cost(z, J, alpha, reg=_hartigan.JITTER if auto else 0.0)
+                kw = dict(K=K, min_size=cm, n_init=int(self.n_init), init=self.init,
+                          max_passes=int(self.max_passes), reassign="immediate")
+                if self.algorithm == "batch":
+                    best, all_costs, all_passes, all_k = _c3l.fit_batch(as_key(self.random_state), z, cost,
+                                                                        **kw)
+                else:
+                    best, all_costs, all_passes, all_k = _c3l.fit(as_key(self.random_state), z, cost, **kw,
+                                                                  devices=self.devices)
+                if np.isfinite(float(best.cost)) or auto or d == 0 or attempt:
+                    break
+                auto = True
+            if auto:
+                warnings.warn("C3L: the clusters' covariances are singular (constant, collinear, one-hot or "
+                              f"binary features?); each cluster's scatter was regularised with reg="
+                              f"{_hartigan.JITTER:g} x the data's mean variance (fitted as `reg_`).",
+                              UserWarning, stacklevel=2)
+            if not np.isfinite(float(best.cost)):
+                raise ValueError("C3L: every restart ended with a singular cluster; decrease n_clusters or "
+                                 "increase card_min")
+            self.reg_ = _hartigan.JITTER if auto else 0.0
             params = _c3l.cluster_params(cost, best.stats)
             parts = _c3l.cost_parts(params, best.active)
             active = np.asarray(best.active)
@@ -135,12 +164,15 @@ class C3L(ClusterMixin, BaseEstimator):
             tr = np.asarray(best.trace)
             self.cost_trace_ = tr[np.isfinite(tr)]
             self.n_clusters_trace_ = np.asarray(best.n_clusters_trace)[: self.cost_trace_.size]
-            self.restart_costs_ = np.asarray(all_costs)
+            all_costs = np.asarray(all_costs, dtype=float)
+            self.restart_costs_ = np.where(np.isfinite(all_costs), all_costs, np.inf)
             self.restart_n_passes_ = np.asarray(all_passes)
             labels_slot = np.asarray(best.labels)
         slot_to_label = -np.ones(K, dtype=np.int64)
         slot_to_label[active] = np.arange(active.sum())
         self.labels_ = slot_to_label[labels_slot].astype(np.int64)
+        if (self.labels_ < 0).any():  # the engines reassign every point; a -1 here would be a bug
+            raise RuntimeError("C3L: internal error, a point was left without a cluster")
         self.n_clusters_ = int(active.sum())
         self.n_features_in_ = N
         self.card_min_ = cm

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
@@ -9,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import cecib as _cecib
+from ppclust.inference import hartigan as _hartigan
 
 __all__ = ["CECIB"]
 
@@ -41,7 +44,15 @@ class CECIB(ClusterMixin, BaseEstimator):
     max_passes : int, default=100
     reg : float, default=0.0
         Optional ridge ``reg * tr(Sigma_X)/d`` added to every cluster's scatter (off by default;
-        breaks exact affine invariance).
+        breaks exact affine invariance). When the data need one (their covariance is singular --
+        constant, collinear or one-hot features -- or every restart ends with singular clusters) and
+        ``reg == 0``, the jitter ``reg = 1e-6`` (relative to the data's mean variance) is used with a
+        ``UserWarning``; ``reg_`` holds the value used.
+    algorithm : {"hartigan", "batch"}, default="hartigan"
+        ``"hartigan"``: the paper's online Hartigan moves (exact; replays the authors' program).
+        ``"batch"``: Lloyd-type steps (all points reassigned at once from an n x K cost matrix, BLAS-shaped,
+        the IB label term kept), then Hartigan passes from the best restart; for large n (>= ~1e4-1e5).
+        ``restart_costs_`` then holds the batch restarts' costs.
     devices : "auto" (default), None or int
         Where the restarts run: with several local devices and ``n_init`` a multiple of their number,
         ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
@@ -56,11 +67,12 @@ class CECIB(ClusterMixin, BaseEstimator):
         ``cost_accuracy_``, ``cost_side_information_``.
     weights_ : (k,), means_ : (k, d), covariances_ : (k, d, d) MLE parameters of the clusters.
     n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
+    reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
     """
 
     def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
                  reassign="lazy", max_passes=100, reg=0.0,
-                 devices="auto"):
+                 devices="auto", algorithm="hartigan"):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -71,6 +83,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.max_passes = max_passes
         self.reg = reg
         self.devices = devices
+        self.algorithm = algorithm
 
     def fit(self, X, y=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
@@ -84,40 +97,57 @@ class CECIB(ClusterMixin, BaseEstimator):
         yc, m = _cecib.encode_labels(y, n)
         import jax.numpy as jnp
 
-        with x64():
-            best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m,
-                                           n_clusters=int(self.n_clusters), beta=float(self.beta),
-                                           eps=float(self.eps), n_init=int(self.n_init), init=self.init,
-                                           max_passes=int(self.max_passes), reassign=self.reassign,
-                                           reg=float(self.reg), devices=self.devices)
-            labels = np.asarray(best.labels)
-            active = np.asarray(best.active)
-            total = float(best.cost)
-            self.n_iter_ = int(best.n_passes)
-            self.converged_ = bool(best.converged)
-            self.restart_costs_ = np.asarray(costs)
+        # covariance regularisation (hartigan.ridge): the user's reg, or -- only when the data need it --
+        # the documented jitter, so well-posed data (and the golden replays) run unregularised
+        reg = float(self.reg)
+        auto = reg == 0.0 and _hartigan.singular_data(X)
+        for attempt in range(2):
+            kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
+                      n_init=int(self.n_init), init=self.init, max_passes=int(self.max_passes),
+                      reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
+            with x64():
+                if self.algorithm == "batch":
+                    best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
+                                                         **kw)
+                else:
+                    best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
+                                                   devices=self.devices)
+                labels = np.asarray(best.labels)
+                active = np.asarray(best.active)
+                total = float(best.cost)
+                self.n_iter_ = int(best.n_passes)
+                self.converged_ = bool(best.converged)
+                self.restart_costs_ = np.asarray(costs)
+            if np.isfinite(total) or auto or reg > 0 or attempt:
+                break
+            auto = True  # every restart ended singular (e.g. binary features): refit with the jitter
+        if auto:
+            reg = _hartigan.JITTER
+            warnings.warn(f"CECIB: the clusters' covariances are singular (constant, collinear, one-hot or "
+                          f"binary features?); each cluster's scatter was regularised with reg={reg:g} x the "
+                          "data's mean variance (see `reg`, fitted as `reg_`).", UserWarning, stacklevel=2)
         if not np.isfinite(total):
-            raise ValueError("CECIB: every restart ended with a singular cluster; decrease n_clusters, "
-                             "increase eps, or set reg > 0")
-        orphan = ~active[labels]
-        if orphan.any():  # only when max_passes stopped a run right after a deletion
-            labels = labels.copy()
-            labels[orphan] = -1
+            raise ValueError("CECIB: every restart ended with a singular cluster even with a regularised "
+                             f"covariance (reg={reg:g}); increase reg, decrease n_clusters or increase eps")
+        self.reg_ = reg
         live = np.flatnonzero(active)
         remap = -np.ones(len(active), int)
         remap[live] = np.arange(len(live))
-        self.labels_ = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1).astype(np.int64)
+        self.labels_ = remap[labels].astype(np.int64)
+        if (self.labels_ < 0).any():  # the engines reassign every point; a -1 here would be a bug
+            raise RuntimeError("CECIB: internal error, a point was left without a cluster")
         self.n_features_in_ = X.shape[1]
         self.n_clusters_ = len(live)
         self.weights_ = np.array([(self.labels_ == k).sum() / n for k in range(self.n_clusters_)])
         self.means_ = np.stack([X[self.labels_ == k].mean(0) for k in range(self.n_clusters_)])
         self.covariances_ = np.stack([np.atleast_2d(np.cov(X[self.labels_ == k].T, bias=True))
                                       for k in range(self.n_clusters_)])
-        if self.reg > 0:
-            ridge = float(self.reg) * np.trace(np.atleast_2d(np.cov(X.T, bias=True))) / d
-            self.covariances_ = self.covariances_ + ridge / (self.weights_ * n)[:, None, None] * np.eye(d)
+        if reg > 0:
+            rho = _hartigan.ridge(X, reg)
+            self.covariances_ = self.covariances_ + rho / (self.weights_ * n)[:, None, None] * np.eye(d)
         self.cost_ = total
-        parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta))
+        parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta),
+                                  ridge=_hartigan.ridge(X, reg))
         self.cost_parts_ = {"model_complexity": float(parts.model_complexity),
                             "accuracy": float(parts.accuracy),
                             "side_information": float(parts.side_information)}
@@ -156,6 +186,9 @@ class CECIB(ClusterMixin, BaseEstimator):
         if self.init not in ("kmeans++", "random"):
             raise ValueError(f"The 'init' parameter of CECIB must be 'kmeans++' or 'random'. "
                              f"Got {self.init!r}.")
+        if self.algorithm not in ("hartigan", "batch"):
+            raise ValueError(f"The 'algorithm' parameter of CECIB must be 'hartigan' or 'batch'. "
+                             f"Got {self.algorithm!r}.")
         if self.reassign not in ("lazy", "immediate"):
             raise ValueError(f"The 'reassign' parameter of CECIB must be 'lazy' or 'immediate'. "
                              f"Got {self.reassign!r}.")

@@ -42,7 +42,8 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
-from ppclust.families import GaussianML, Stats, chol_logdet, ml_entropy
+from ppclust.families import ML_SING_TOL, GaussianML, Stats, chol_logdet, ml_degenerate, ml_entropy, ml_logdet
+from ppclust.inference import hartigan
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
            "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels", "C3LStats",
@@ -52,7 +53,7 @@ __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "
 Array = jax.Array
 LOG_2PI = math.log(2.0 * math.pi)
 #: A cluster's r-scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
-SING_TOL = 1e-12
+SING_TOL = ML_SING_TOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,6 +223,7 @@ class C3LCost:
     var_floor: Array
     n_dec: int
     dim_r: int
+    ridge: Array = 0.0
 
     # -- engine interface --------------------------------------------------------------------
     def stats(self, x, side, labels, K):
@@ -233,7 +235,16 @@ class C3LCost:
         dev = t[:, None, :] - t_mean[None]  # (n, K, J) two-pass
         t_m2 = jnp.einsum("nk,nkj->kj", r1, dev * dev)
         if self.dim_r > 0:
-            rs = GaussianML().stats(x[:, J:], labels, K)
+            xr = x[:, J:]
+
+            def regularised(_):  # two-pass scatter + pseudo-scatter ridge * I (hartigan.ridge)
+                s = r1.T @ xr
+                xc = xr[:, None, :] - (s / jnp.maximum(n, 1.0)[:, None])[None]
+                scatter = jnp.einsum("nk,nki,nkj->kij", r1, xc, xc) + self.ridge * jnp.eye(self.dim_r)
+                return Stats(n, s, jnp.linalg.cholesky(scatter))
+
+            # only when asked for: unregularised fits keep GaussianML's statistics bit for bit
+            rs = jax.lax.cond(self.ridge > 0, regularised, lambda _: GaussianML().stats(xr, labels, K), None)
         else:
             rs = Stats(n, jnp.zeros((K, 0), x.dtype), jnp.zeros((K, 0, 0), x.dtype))
         return C3LStats(n, t_mean, t_m2, rs)
@@ -245,13 +256,9 @@ class C3LCost:
         return self._cluster_cost(stats.n, stats.t_mean, stats.t_m2, self._logdet(stats.r))
 
     def degenerate(self, stats):
-        bad = stats.n < self.dim_r + 2
         if self.dim_r > 0:
-            L = stats.r.scale
-            S = L @ jnp.swapaxes(L, -1, -2)
-            ev = jnp.linalg.eigvalsh(S)
-            bad = bad | ~jnp.all(jnp.isfinite(L), axis=(-1, -2)) | (ev[:, 0] <= SING_TOL * ev[:, -1])
-        return bad
+            return ml_degenerate(stats.r.scale, stats.n, self.dim_r + 2)
+        return stats.n < self.dim_r + 2
 
     def cost_add(self, stats, x_i, side_i):
         J = self.n_dec
@@ -267,27 +274,8 @@ class C3LCost:
             logdet = jnp.zeros_like(n)
         return self._cluster_cost(n1, mean, m2, logdet)
 
-    def cost_remove(self, stats, k, x_i, side_i):
-        J = self.n_dec
-        n = stats.n[k]
-        n1 = n - 1.0
-        t = x_i[:J]
-        delta = t - stats.t_mean[k]  # mean taken with x_i
-        mean = stats.t_mean[k] - delta / jnp.maximum(n1, 1.0)
-        m2 = jnp.maximum(stats.t_m2[k] - n / jnp.maximum(n1, 1.0) * delta * delta, 0.0)
-        if self.dim_r > 0:
-            L = stats.r.scale[k]
-            u = x_i[J:] - stats.r.s[k] / jnp.maximum(n, 1.0)
-            w = jax.scipy.linalg.solve_triangular(L, u, lower=True)
-            factor = 1.0 - n / jnp.maximum(n1, 1.0) * jnp.dot(w, w)
-            logdet = jnp.where(factor > SING_TOL, chol_logdet(L) + jnp.log(jnp.maximum(factor, SING_TOL)),
-                               -jnp.inf)
-        else:
-            logdet = jnp.zeros_like(n)
-        return self._cluster_cost(n1, mean, m2, logdet)
-
     def cost_slot(self, stats, k):
-        logdet = chol_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
+        logdet = ml_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
         return self._cluster_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet)
 
     def add(self, stats, k, x_i, side_i):
@@ -319,38 +307,50 @@ class C3LCost:
     def _logdet(self, r: Stats):
         if self.dim_r == 0:
             return jnp.zeros_like(r.n)
-        return chol_logdet(r.scale)
+        return ml_logdet(r.scale)
+
+    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
+    def to_cpu(self, stats):
+        K = stats.n.shape[0]
+        zero = jnp.zeros(K, stats.t_mean.dtype)
+        return hartigan.CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
+                        jnp.zeros((K, 0), stats.t_mean.dtype), zero, zero)
+
+    def from_cpu(self, cs):
+        return C3LStats(cs.n, cs.t_mean, cs.t_m2, Stats(cs.n, cs.s, cs.scale))
+
+    def cpu_params(self):
+        return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
+                "sing_tol": SING_TOL}
 
     def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
         return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,
                              logdet_scatter)
 
 
-jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor"],
+jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor", "ridge"],
                                  meta_fields=["n_dec", "dim_r"])
 
 
 def _cluster_cost(p, n_total, var_floor, d, nk, t_mean, t_m2, logdet_scatter):
-    """Count-normalised per-cluster cost ``(n_k/n)(ln n - ln n_k + E(Y_k))``; 0 empty, +inf singular."""
+    r"""Per-cluster cost (8): :func:`ppclust.inference.hartigan.cluster_cost` with the constrained 1-D
+    terms :math:`\sum_j E_1` (Theorem 1) as the method's own term; 0 empty, +inf singular."""
     safe = jnp.maximum(nk, 1.0)
     s2 = jnp.maximum(t_m2 / safe[..., None], var_floor)
     e1 = constrained_cost_1d(t_mean, s2, p).sum(-1)
-    if d > 0:
-        er = ml_entropy(safe, logdet_scatter, d)
-        er = jnp.where(jnp.isnan(er) | (er == -jnp.inf), jnp.inf, er)
-    else:
-        er = 0.0
-    val = safe / n_total * (jnp.log(n_total) - jnp.log(safe) + e1 + er)
-    return jnp.where(nk > 0, val, 0.0)
+    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, e1)
 
 
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10) -> C3LCost:
-    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,)."""
+def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> C3LCost:
+    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,). ``reg`` > 0 adds the
+    ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
     tvar = jnp.var(z[:, :n_dec], axis=0)
     floor = var_floor_rel * jnp.where(tvar > 0, tvar, 1.0)
-    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec)
+    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
+    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec,
+                   jnp.asarray(rho, z.dtype))
 
 
 def default_card_min(n: int, d_r: int, frac: float = 0.05) -> int:
@@ -571,17 +571,25 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 
 
 def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-        max_passes: int = 100, reassign: str = "immediate", devices="auto"):
-    """``n_init`` vmapped Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first
-    lowest cost. Returns ``(best, costs (n_init,), n_passes (n_init,), n_clusters (n_init,))``.
+        max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto"):
+    """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
+    cost. Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes,
+    n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
-    reinserted at once. ``devices``: see :func:`ppclust.inference.hartigan.fit`.
+    reinserted at once. ``devices``, ``backend``: see :func:`ppclust.inference.hartigan.fit`.
     """
-    from ppclust.inference import hartigan
+    return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
+                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend)
 
-    best, costs, passes, ks = hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init,
-                                           init=init, max_passes=max_passes, reassign=reassign,
-                                           devices=devices)
-    costs = np.asarray(costs, dtype=float)
-    return best, np.where(np.isfinite(costs), costs, np.inf), np.asarray(passes), np.asarray(ks)
+
+def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+              max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
+              backend: str = "auto"):
+    """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
+    (:func:`ppclust.inference.hartigan.fit_batch`). Returns a
+    :class:`~ppclust.inference.hartigan.HartiganFit`."""
+    fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
+                                   max_iter=max_iter, polish=polish, polish_passes=max_passes,
+                                   reassign=reassign, backend=backend)
+    return fitted

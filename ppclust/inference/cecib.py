@@ -38,10 +38,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ppclust.families import GaussianML, Stats
+from ppclust.families import ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_logdet
 from ppclust.inference import hartigan
 
-__all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "replay", "beta0",
+__all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
            "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
 
 Array = jax.Array
@@ -49,7 +49,7 @@ LOG_2PIE = math.log(2.0 * math.pi * math.e)
 #: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
 BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
 #: A cluster is numerically singular when lambda_min <= SING_TOL * lambda_max (reference README).
-SING_TOL = 1e-12
+SING_TOL = ML_SING_TOL
 
 
 class CECIBStats(NamedTuple):
@@ -110,11 +110,7 @@ class CECIBCost:
         return self._slot_cost(stats.n[k], stats.scale[k], stats.n_lab[k], stats.clogc[k])
 
     def degenerate(self, stats):
-        d = stats.s.shape[1]
-        S = stats.scale @ jnp.swapaxes(stats.scale, -1, -2)
-        ev = jnp.linalg.eigvalsh(S)
-        bad = ~jnp.all(jnp.isfinite(stats.scale), axis=(-1, -2)) | (ev[:, 0] <= SING_TOL * ev[:, -1])
-        return bad | (stats.n < d + 1)
+        return ml_degenerate(stats.scale, stats.n, self.dim + 1)
 
     def cost_add(self, stats, x_i, side_i):
         n = stats.n
@@ -129,10 +125,22 @@ class CECIBCost:
     def remove(self, stats, k, x_i, side_i):
         return self._move(stats, k, x_i, side_i, self._downdated(stats, k, x_i), -1.0)
 
+    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
+    def to_cpu(self, stats):
+        K = stats.n.shape[0]
+        empty = jnp.zeros((K, 0), stats.s.dtype)
+        return hartigan.CPUStats(stats.n, stats.s, stats.scale, empty, empty, stats.counts, stats.n_lab,
+                                 stats.clogc)
+
+    def from_cpu(self, cs):
+        return CECIBStats(cs.n, cs.s, cs.scale, cs.counts, cs.n_lab, cs.clogc)
+
+    def cpu_params(self):
+        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL}
+
     # -- helpers -----------------------------------------------------------------------------
     def _slot_cost(self, n, L, n_lab, clogc):
-        logdet = jnp.where(_chol_singular(L), -jnp.inf, 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L)))))
-        return self._cluster_cost(n, logdet, n_lab, clogc)
+        return self._cluster_cost(n, ml_logdet(L), n_lab, clogc)
 
     def _downdated(self, stats, k, x_i):
         return _ML.remove(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # O(d^2) downdate
@@ -158,14 +166,16 @@ class CECIBCost:
 
 
 def _cluster_cost(beta, n_total, d, nk, logdet_scatter, n_lab, clogc):
-    """Per-cluster E_beta(Y_k) in counts (spec 1.4); 0 for an empty slot, +inf when singular."""
-    safe = jnp.maximum(nk, 1.0)
+    r"""Per-cluster E_beta(Y_k) in counts (spec 1.4, eq. 11): :func:`hartigan.cluster_cost` with the
+    label term :math:`\beta H(Z\mid Y_k\cap X_l)` (:func:`label_entropy`)."""
+    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, beta * label_entropy(n_lab, clogc))
+
+
+def label_entropy(n_lab, clogc):
+    r""":math:`H(Z\mid Y_k\cap X_l) = \ln L_k - \tfrac1{L_k}\sum_j c_{kj}\ln c_{kj}`, 0 when
+    :math:`L_k = 0` (spec 1.3, count form of eq. 10)."""
     safe_l = jnp.maximum(n_lab, 1.0)
-    h_lab = jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)
-    ent = 0.5 * d * LOG_2PIE + 0.5 * (logdet_scatter - d * jnp.log(safe))
-    ent = jnp.where(jnp.isnan(ent) | (ent == -jnp.inf), jnp.inf, ent)
-    val = safe / n_total * (jnp.log(n_total) - jnp.log(safe) + ent + beta * h_lab)
-    return jnp.where(nk > 0, val, 0.0)
+    return jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)
 
 
 jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "ridge"],
@@ -173,9 +183,10 @@ jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "rid
 
 
 def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECIBCost:
-    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge = reg·tr(Σ_X)/N)."""
+    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge
+    :func:`ppclust.inference.hartigan.ridge` ``= reg·tr(Σ_X)/N``)."""
     n, d = x.shape
-    ridge = reg * jnp.trace(jnp.atleast_2d(jnp.cov(x.T, bias=True))) / d if reg > 0 else 0.0
+    ridge = hartigan.ridge(x, reg)
     return CECIBCost(jnp.asarray(beta, x.dtype), jnp.asarray(float(n), x.dtype), jnp.asarray(ridge, x.dtype),
                      max(int(n_labels), 1), int(d))
 
@@ -190,12 +201,13 @@ def min_size(n: int, d: int, eps: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def cecib_cost(x, labels, y=None, beta: float = 1.0) -> CostParts:
+def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> CostParts:
     """E_beta of the partition ``labels`` (any ints; one cluster per distinct value, in sorted order).
 
     ``y``: partial labels (any ints, -1 = unlabelled) or None. Host-side NumPy with fresh two-pass
     statistics and ``slogdet``; a numerically singular cluster makes the accuracy term (and the
     total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/test_cecib.py).
+    ``ridge``: pseudo-scatter added to every cluster's scatter (:func:`hartigan.ridge`; 0 = none).
     """
     x = np.asarray(x, np.float64)
     n, d = x.shape
@@ -208,9 +220,11 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0) -> CostParts:
         xk = x[z == k]
         p = len(xk) / n
         cov = np.atleast_2d(np.cov(xk.T, bias=True)) if len(xk) > 1 else np.zeros((d, d))
+        if ridge > 0:
+            cov = cov + ridge / len(xk) * np.eye(d)
         sign, logdet = np.linalg.slogdet(cov)
         ev = np.linalg.eigvalsh(cov)
-        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or len(xk) < d + 1
+        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or (len(xk) < d + 1 and ridge <= 0)
         cnt = np.bincount(yy[(z == k) & (yy >= 0)], minlength=max(m, 1)).astype(float)
         L = cnt.sum()
         q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)
@@ -239,27 +253,45 @@ def encode_labels(y, n: int):
 
 def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05, n_init: int = 10,
         init: str = "kmeans++", max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0, tol=0.0,
-        devices="auto"):
-    """CEC-IB by Hartigan moves with ``n_init`` vmapped restarts; call inside ``jax.enable_x64(True)``.
+        devices="auto", backend: str = "auto") -> hartigan.HartiganFit:
+    """CEC-IB by Hartigan moves with ``n_init`` restarts; call inside ``jax.enable_x64(True)``.
 
-    Returns ``(best HartiganResult, restart costs, restart passes, restart cluster counts)``.
+    Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes, n_clusters)``.
+    ``backend``: ``"auto"`` | ``"numba"`` | ``"xla"`` (:func:`ppclust.inference.hartigan.run`).
     """
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg)
     return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
                         min_size=min_size(n, d, eps), n_init=n_init, init=init, max_passes=max_passes,
-                        reassign=reassign, tol=tol, devices=devices)
+                        reassign=reassign, tol=tol, devices=devices, backend=backend)
+
+
+def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05,
+              n_init: int = 10, init: str = "kmeans++", max_iter: int = 100, polish: bool = True,
+              max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0,
+              backend: str = "auto") -> hartigan.HartiganFit:
+    """CEC-IB by batch (Lloyd-type) steps, then Hartigan passes (:func:`hartigan.fit_batch`, which says
+    when to prefer it); call inside ``jax.enable_x64(True)``. Returns the :class:`hartigan.HartiganFit`
+    of the polished run (restart arrays: the batch restarts)."""
+    n, d = x.shape
+    cost = make_cost(x, n_labels, beta, reg)
+    fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
+                                   min_size=min_size(n, d, eps), n_init=n_init, init=init,
+                                   max_iter=max_iter, polish=polish, polish_passes=max_passes,
+                                   reassign=reassign, backend=backend)
+    return fitted
 
 
 def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, eps: float = 0.05, max_passes: int = 100,
-           reassign: str = "lazy", reg: float = 0.0) -> hartigan.HartiganResult:
+           reassign: str = "lazy", reg: float = 0.0, backend: str = "auto") -> hartigan.HartiganResult:
     """One deterministic run seeded by given centre indices (nearest-centre partition), as the
     reference's ``fixed_centres`` runs. Call inside ``jax.enable_x64(True)``."""
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg)
     labels0 = hartigan.voronoi(x, jnp.asarray(centre_idx, jnp.int32))
     return hartigan.run(cost, x, jnp.asarray(y_codes, jnp.int32), labels0, K=len(centre_idx),
-                        min_size=min_size(n, d, eps), max_passes=max_passes, reassign=reassign)
+                        min_size=min_size(n, d, eps), max_passes=max_passes, reassign=reassign,
+                        backend=backend)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,14 +333,6 @@ def beta0_from_labels(X, y) -> float:
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def _chol_singular(L):
-    """Numerical singularity of S = L L^T from its factor, O(d^2): some pivot L_jj^2 (a Schur
-    complement, >= lambda_min) below SING_TOL x the largest diagonal entry of S, or a failed factor."""
-    piv = jnp.diagonal(L) ** 2
-    diag_s = jnp.sum(L * L, -1)
-    return ~jnp.all(jnp.isfinite(L)) | (jnp.min(piv) <= SING_TOL * jnp.max(diag_s))
 
 
 _ML = GaussianML()

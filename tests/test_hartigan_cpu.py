@@ -1,0 +1,201 @@
+"""The compiled Hartigan engine (ppclust.inference._hartigan_cpu) against its JAX definitions.
+
+Each numba twin is checked against the JAX function it mirrors to 1e-12 in float64; the engine as a whole
+against the XLA engine, label for label and pass for pass, for CEC-IB (lazy and immediate reassignment, with
+deletions) and C3L (one and two decision coordinates). The golden replays of the authors' jar run through
+the compiled engine in tests/test_cecib.py (backend "auto" on CPU).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ppclust import families
+from ppclust.inference import _hartigan_cpu as cpu
+from ppclust.inference import c3l, cecib, hartigan
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
+
+
+def _spd_factor(rng, d, m=None):
+    a = rng.normal(size=(d, m or 3 * d))
+    return np.linalg.cholesky(a @ a.T)
+
+
+# ---------------------------------------------------------------------------------------------
+# primitives, one by one
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 3, 7])
+def test_rank_one_twins(d):
+    rng = np.random.default_rng(d)
+    L = _spd_factor(rng, d)
+    v = 0.3 * rng.normal(size=d)
+    with jax.enable_x64(True):
+        up = np.asarray(families.chol_update(jnp.asarray(L), jnp.asarray(v)))
+        down = np.asarray(families.chol_downdate(jnp.asarray(L), jnp.asarray(v)))
+        ld = float(families.chol_logdet(jnp.asarray(L)))
+    np.testing.assert_allclose(cpu.chol_update(L, v), up, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cpu.chol_downdate(L, v), down, rtol=0, atol=1e-12)
+    assert cpu.chol_logdet(L) == pytest.approx(ld, abs=1e-12)
+    # a down-date past positive definiteness fails the same way in both (NaN -> singular)
+    big = 10.0 * np.abs(L).max() * np.ones(d)
+    assert np.isnan(cpu.chol_downdate(L, big)).any()
+    assert cpu.chol_singular(cpu.chol_downdate(L, big), 1e-12)
+
+
+def test_chol_singular_twin():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 3))
+    x[:, 2] = x[:, 0] - x[:, 1]  # exactly collinear: scatter singular up to round-off
+    xc = x - x.mean(0)
+    Ls = [_spd_factor(rng, 3), np.linalg.cholesky(xc.T @ xc + 1e-14 * np.eye(3)), np.eye(3) * [1, 1, 1e-7]]
+    with jax.enable_x64(True):
+        for L in Ls:
+            want = bool(families.chol_singular(jnp.asarray(L)))
+            assert cpu.chol_singular(L, families.ML_SING_TOL) == want
+            ml = float(families.ml_logdet(jnp.asarray(L)))
+            assert (ml == -np.inf) == want
+    assert cpu.chol_singular(Ls[1], 1e-12) and not cpu.chol_singular(Ls[0], 1e-12)
+
+
+def test_ml_entropy_and_constrained_1d_twins():
+    with jax.enable_x64(True):
+        for n, ld, d in [(5.0, 1.3, 2), (100.0, -40.0, 7), (3.0, 0.0, 1)]:
+            assert cpu.ml_entropy(n, ld, d) == pytest.approx(float(families.ml_entropy(n, ld, d)), abs=1e-12)
+        p = float(c3l.quantile(0.05))
+        # inactive (|mu| >= p s), active with either sign, mu = 0, void constraint (p <= 0)
+        for mu, s2, pp in [(3.0, 1.0, p), (0.4, 1.0, p), (-0.4, 2.0, p), (0.0, 0.5, p), (0.1, 1.0, -0.2),
+                           (1e-3, 1e-8, float(c3l.quantile(1e-10)))]:
+            want = float(c3l.constrained_cost_1d(mu, s2, pp))
+            assert cpu.constrained_cost_1d(mu, s2, pp) == pytest.approx(want, abs=1e-12), (mu, s2, pp)
+
+
+@pytest.mark.parametrize("K", [1, 5, 8])
+def test_logdet_after_add_twin(K):
+    """Matrix determinant lemma for every slot at once (slot count padded inside the twin)."""
+    rng = np.random.default_rng(K)
+    d = 6
+    n = rng.integers(d + 2, 40, K).astype(float)
+    s = rng.normal(size=(K, d)) * n[:, None]
+    L = np.stack([_spd_factor(rng, d) for _ in range(K)])
+    x = rng.normal(size=d)
+    with jax.enable_x64(True):
+        want = np.asarray(families.GaussianML().logdet_after_add(families.Stats(*map(jnp.asarray, (n, s, L))),
+                                                                 jnp.asarray(x)))
+    np.testing.assert_allclose(cpu.logdet_after_add(n, s, L, x), want, rtol=0, atol=1e-12)
+
+
+def test_cluster_cost_twin():
+    """The shared per-cluster cost (hartigan.cluster_cost) with CEC-IB's and C3L's own terms."""
+    p = np.asarray([float(c3l.quantile(0.05)), float(c3l.quantile(0.2))])
+    floor = np.asarray([1e-9, 1e-9])
+    cases = [  # nk, logdet, t_mean, t_m2, n_lab, clogc
+        (12.0, 3.2, [0.1, -1.0], [4.0, 9.0], 0.0, 0.0),
+        (40.0, -7.5, [2.5, 0.01], [30.0, 2.0], 0.0, 0.0),
+        (0.0, 1.0, [0.0, 0.0], [0.0, 0.0], 0.0, 0.0),  # empty slot -> 0
+        (9.0, -np.inf, [0.3, 0.3], [1.0, 1.0], 0.0, 0.0),  # singular -> inf
+    ]
+    with jax.enable_x64(True):
+        cost_c3l = c3l.C3LCost(jnp.asarray(p), jnp.asarray(100.0), jnp.asarray(floor), 2, 4)
+        for nk, ld, tm, t2, _, _ in cases:
+            want = float(cost_c3l._cluster_cost(jnp.asarray(nk), jnp.asarray(tm), jnp.asarray(t2),
+                                                jnp.asarray(ld)))
+            got = cpu.cluster_cost(nk, ld, np.asarray(tm), np.asarray(t2), 0.0, 0.0, 100.0, 0.0, p, floor, 4)
+            assert got == pytest.approx(want, abs=1e-12) or got == want == np.inf
+        cost_ib = cecib.CECIBCost(jnp.asarray(0.7), jnp.asarray(100.0), jnp.asarray(0.0), 3, 5)
+        for nk, ld, n_lab, clogc in [(12.0, 3.2, 5.0, 3 * np.log(3) + 2 * np.log(2)), (30.0, -2.0, 0.0, 0.0),
+                                     (8.0, 1.0, 4.0, 4 * np.log(4))]:
+            want = float(cost_ib._cluster_cost(jnp.asarray(nk), jnp.asarray(ld), jnp.asarray(n_lab),
+                                               jnp.asarray(clogc)))
+            got = cpu.cluster_cost(nk, ld, np.zeros(0), np.zeros(0), n_lab, clogc, 100.0, 0.7, np.zeros(0),
+                                   np.zeros(0), 5)
+            assert got == pytest.approx(want, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the engine: same decisions as the XLA engine
+# ---------------------------------------------------------------------------------------------
+
+
+def _assert_same_run(a: hartigan.HartiganResult, b: hartigan.HartiganResult, cost):
+    np.testing.assert_array_equal(np.asarray(a.labels), np.asarray(b.labels))
+    np.testing.assert_array_equal(np.asarray(a.active), np.asarray(b.active))
+    assert int(a.n_passes) == int(b.n_passes) and bool(a.converged) == bool(b.converged)
+    np.testing.assert_allclose(np.asarray(a.trace), np.asarray(b.trace), rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(np.asarray(a.n_clusters_trace), np.asarray(b.n_clusters_trace))
+    act = np.asarray(a.active)
+    np.testing.assert_allclose(np.asarray(a.costs)[act], np.asarray(b.costs)[act], rtol=0, atol=1e-10)
+    ca, cb = cost.to_cpu(a.stats), cost.to_cpu(b.stats)
+    for f in ("n", "s", "scale", "t_mean", "t_m2", "counts", "n_lab", "clogc"):
+        np.testing.assert_allclose(np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act],
+                                   rtol=1e-9, atol=1e-9, err_msg=f)
+
+
+def _blobs(seed, n_per=60, d=3):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=5.0, size=(3, d))
+    x = np.concatenate([c + rng.normal(size=(n_per, d)) for c in centres])
+    y = np.where(rng.random(len(x)) < 0.3, np.repeat(np.arange(3), n_per), -1)
+    return x, y
+
+
+@pytest.mark.parametrize("reassign", ["lazy", "immediate"])
+def test_engine_matches_xla_cecib(reassign):
+    """Random initial partition into 7 slots: several deletions (size rule) and many moves."""
+    x, y = _blobs(1)
+    n, d = x.shape
+    with jax.enable_x64(True):
+        X = jnp.asarray(x)
+        yc, m = cecib.encode_labels(y, n)
+        cost = cecib.make_cost(X, m, 0.8)
+        labels0 = jnp.asarray(np.random.default_rng(2).integers(0, 7, n), jnp.int32)
+        order = jnp.asarray(np.random.default_rng(3).permutation(n), jnp.int32)
+        kw = dict(K=7, min_size=cecib.min_size(n, d, 0.1), reassign=reassign, order=order)
+        a = hartigan.run(cost, X, jnp.asarray(yc), labels0, backend="numba", **kw)
+        b = hartigan.run(cost, X, jnp.asarray(yc), labels0, backend="xla", **kw)
+        assert int(np.asarray(a.active).sum()) < 7 and int(a.n_passes) > 2
+        _assert_same_run(a, b, cost)
+
+
+@pytest.mark.parametrize("J", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_engine_matches_xla_c3l(J):
+    rng = np.random.default_rng(J)
+    x = np.concatenate([rng.normal(size=(80, 4)) * [1, 3, 1, 1],
+                        rng.normal(size=(60, 4)) * 0.5 + [2.5, 0, 1, 0]])
+    normals = np.eye(4)[:J] + 0.1
+    hp = c3l.make_hyperplane(normals if J > 1 else normals[0], np.zeros(J) if J > 1 else 0.3)
+    z = c3l.transform(x, hp)
+    with jax.enable_x64(True):
+        Z = jnp.asarray(z)
+        cost = c3l.make_cost(Z, J, 0.05)
+        labels0 = jnp.asarray(rng.integers(0, 5, len(x)), jnp.int32)
+        kw = dict(K=5, min_size=c3l.default_card_min(len(x), 4 - J), reassign="immediate")
+        a = hartigan.run(cost, Z, None, labels0, backend="numba", **kw)
+        b = hartigan.run(cost, Z, None, labels0, backend="xla", **kw)
+        _assert_same_run(a, b, cost)
+
+
+def test_backend_errors():
+    with pytest.raises(ValueError, match="`backend` must be one of"):
+        hartigan.resolve_backend("fast")
+    assert hartigan.resolve_backend("auto") in ("numba", "xla")
+
+
+@pytest.mark.slow
+def test_fit_restarts_match_xla():
+    x, y = _blobs(4)
+    with jax.enable_x64(True):
+        X = jnp.asarray(x)
+        yc, m = cecib.encode_labels(y, len(y))
+        kw = dict(n_clusters=6, n_init=3, eps=0.05)
+        a = cecib.fit(jax.random.key(0), X, yc, m, backend="numba", **kw)
+        b = cecib.fit(jax.random.key(0), X, yc, m, backend="xla", **kw)
+    assert isinstance(a, hartigan.HartiganFit) and isinstance(a.best, hartigan.HartiganResult)
+    np.testing.assert_allclose(np.asarray(a.costs), np.asarray(b.costs), rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(np.asarray(a.n_passes), np.asarray(b.n_passes))
+    np.testing.assert_array_equal(np.asarray(a.best.labels), np.asarray(b.best.labels))
