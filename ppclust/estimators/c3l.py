@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._jax import LABEL_DTYPE, as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import c3l as _c3l
@@ -50,7 +51,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
                  init="random", max_passes=100, standardize=False, svm_C=1.0,
-                 devices="auto"):
+                 devices="auto", progress_bar=True):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
@@ -61,6 +62,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.svm_C = svm_C
         self.devices = devices
+        self.progress_bar = progress_bar
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, hyperplane=None):
@@ -116,7 +118,8 @@ class C3L(ClusterMixin, BaseEstimator):
             warnings.warn("all points lie on one side of the hyperplane: only clusters near it are affected",
                           UserWarning, stacklevel=2)
         K = int(self.n_clusters)
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "C3L restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             z = jnp.asarray(Z)
             cost = _c3l.make_cost(z, J, alpha)
             best, all_costs, all_passes, all_k = _c3l.fit(
@@ -138,6 +141,7 @@ class C3L(ClusterMixin, BaseEstimator):
             self.restart_costs_ = np.asarray(all_costs)
             self.restart_n_passes_ = np.asarray(all_passes)
             labels_slot = np.asarray(best.labels)
+            bar.update(int(self.n_init))
         slot_to_label = -np.ones(K, dtype=np.int64)
         slot_to_label[active] = np.arange(active.sum())
         self.labels_ = slot_to_label[labels_slot].astype(LABEL_DTYPE)

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import cecib as _cecib
@@ -60,7 +61,7 @@ class CECIB(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
                  reassign="lazy", max_passes=100, reg=0.0,
-                 devices="auto"):
+                 devices="auto", progress_bar=True):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -71,6 +72,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.max_passes = max_passes
         self.reg = reg
         self.devices = devices
+        self.progress_bar = progress_bar
 
     def fit(self, X, y=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
@@ -84,7 +86,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         yc, m = _cecib.encode_labels(y, n)
         import jax.numpy as jnp
 
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m,
                                            n_clusters=int(self.n_clusters), beta=float(self.beta),
                                            eps=float(self.eps), n_init=int(self.n_init), init=self.init,
@@ -96,6 +99,7 @@ class CECIB(ClusterMixin, BaseEstimator):
             self.n_iter_ = int(best.n_passes)
             self.converged_ = bool(best.converged)
             self.restart_costs_ = np.asarray(costs)
+            bar.update(int(self.n_init))
         if not np.isfinite(total):
             raise ValueError("CECIB: every restart ended with a singular cluster; decrease n_clusters, "
                              "increase eps, or set reg > 0")

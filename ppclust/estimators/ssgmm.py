@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
@@ -94,6 +95,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         thin=1,
         point_estimate="binder",
         devices=None,
+        progress_bar=True,
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -114,6 +116,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.thin = thin
         self.point_estimate = point_estimate
         self.devices = devices
+        self.progress_bar = progress_bar
 
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
@@ -210,7 +213,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         if self.method == "gibbs":
             return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed)
         mesh = resolve_mesh(self.devices)
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             xc = jnp.asarray(X - shift)
             prior = None
             if self.prior == "default":
@@ -249,6 +253,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
             self.converged_ = bool(res.converged)
             self.trace_ = np.asarray(res.trace)[: self.n_iter_]
+            bar.update(int(self.n_init))
         self._shift = shift
         self._n_train = n
         self.labels_ = self.responsibilities_.argmax(1).astype(np.int64)
@@ -286,7 +291,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
                 n_samples=int(self.n_samples), n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
                 thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
-                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="ssgmm gibbs",
+                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="SemiSupervisedGMM",
+                progress_bar=bool(self.progress_bar),
             )
             draws = res.labels.reshape(-1, n)
             psm = posterior.similarity_matrix(draws) if self.point_estimate != "max_log_joint" else None
