@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 from sklearn.datasets import make_moons
 import ppclust
 from ppclust import datasets, metrics
-from ppclust.plot import scatter_partition
+from ppclust.plot import plot_benefit, scatter_partition
 
 # import every estimator module (and numpyro) before the first fit: a module that registers JAX config
 # options on import changes JAX's tracing context and would force the solvers compiled so far to recompile
@@ -82,18 +82,17 @@ for name, (X, y, k) in DATA.items():
                 links = datasets.sample_links(y, int(r * n), seed=10 + s)
                 m, _ = run(make, X, y, links, s)
                 ari[i, j] = metrics.ari(y, m.labels_)
-        curves[name, mname] = ari.mean(1)
+        curves[name, mname] = ari
 shown = list(dict.fromkeys(d for d, _ in curves))
-fig, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 3.4), constrained_layout=True, squeeze=False)
-axes = axes[0]
-for ax, name in zip(axes, shown):
-    for (dname, mname), v in curves.items():
-        if dname == name:
-            ax.semilogx([r * len(DATA[name][0]) for r in LINK_GRID], v, "o-", label=mname)
-    ax.set_title(name); ax.set_xlabel("number of links"); ax.set_ylabel("ARI"); ax.set_ylim(-0.05, 1.05)
-axes[0].legend(); plt.show()
+fig, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 3.4), layout="constrained", squeeze=False)
+for ax, name in zip(axes[0], shown):
+    n_links = [int(r * len(DATA[name][0])) for r in LINK_GRID]
+    plot_benefit(n_links, {m: v for (d, m), v in curves.items() if d == name}, ax=ax, ylabel="ARI",
+                 title=f"{name}: ARI against the number of links (mean +- sd over seeds)")
+    ax.set_xscale("log"); ax.set_ylim(-0.05, 1.05)
+plt.show()
 for key, v in curves.items():
-    print(f"{key[0]:10s} {key[1]:10s}", "  ".join(f"{a:.3f}" for a in v))"""),
+    print(f"{key[0]:10s} {key[1]:10s}", "  ".join(f"{a:.3f}" for a in v.mean(1)))"""),
 md("""## The same links for every method
 
 One link budget (about `TABLE_LINKS` = 0.5 links per point, drawn once per data set) for all three methods:

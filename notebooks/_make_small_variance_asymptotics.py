@@ -22,7 +22,6 @@ import numpy as np
 import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 from ppclust import metrics, plot, RDPMeans, DPMeans
-from ppclust._jax import x64
 from ppclust.datasets import sample_links
 from ppclust.inference import gibbs, dpmeans as dp
 from ppclust.models.tvclust import make_links, small_variance_hyper
@@ -46,7 +45,7 @@ table = side.neighbour_table()
 def J(z, xi=xi):
     z = np.unique(z, return_inverse=True)[1]; k = z.max() + 1
     mu = np.stack([X[z == c].mean(0) for c in range(k)])
-    with x64():
+    with jax.enable_x64(True):
         return float(dp.objective(X, z, mu, k, lam, xi, xi, table))
 
 print(f"RDP-means K={rdp.n_clusters_} J={J(rdp.labels_):.3f} ARI(truth)={metrics.ari(y, rdp.labels_):.3f}")
@@ -58,7 +57,7 @@ code(r"""def run(sigma2s, with_links=True, ref=None):
     rows, init = [], None
     for s2 in sigma2s:
         h = small_variance_hyper(s2, lam, xi, d=2, tau2=9.0)
-        with x64():
+        with jax.enable_x64(True):
             x = jnp.asarray(X)
             links = make_links(n, side.pairs, side.sign, np.full(side.n_links, h.link_weight))
             if not with_links:  # same shapes (no recompilation), every pair weighted 0: a plain DP mixture

@@ -39,6 +39,10 @@ class C3L(ClusterMixin, BaseEstimator):
         restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
         devices. Results are identical either way.
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ (n,) int; n_clusters_; cost_ (the cost (8), nats); cost_parts_ dict; leakage_ (k,) fitted

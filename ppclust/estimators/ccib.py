@@ -69,6 +69,10 @@ class CCIB(ClusterMixin, BaseEstimator):
         Inner-loop tolerance on max |q_new - q_old|.
     random_state : None, int, numpy Generator or JAX key
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) annealing restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int32 hard assignments.

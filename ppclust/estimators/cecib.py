@@ -48,6 +48,10 @@ class CECIB(ClusterMixin, BaseEstimator):
         ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
         ``m`` local devices. Results are identical either way.
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int, consecutive cluster ids 0..n_clusters_-1.

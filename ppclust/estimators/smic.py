@@ -33,6 +33,10 @@ class SMIC(ClusterMixin, BaseEstimator):
     dense_max : int
         Largest n solved with a dense JAX eigendecomposition; above it a matrix-free Lanczos solver.
 
+    progress_bar : bool, default=True
+        A bar over the model-selection candidates,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_, n_clusters_ (non-empty clusters), smi_ (LSMI of the chosen labelling), selection_

@@ -63,6 +63,10 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         ``psum``. None = one device. Same result as one device up to summation order. See
         :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
 
+    progress_bar : bool, default=True
+        A bar over the EM restarts, or warm-up and sampling bars (``method="gibbs"``),
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int — MAP component of each training point.
