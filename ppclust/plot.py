@@ -200,7 +200,8 @@ def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match:
     """One panel per named partition, on the same 2-D projection; with ``match`` the colours of
     every partition follow the first one (e.g. the truth) through :func:`match_labels`.
 
-    Returns an array of Axes of shape (nrows, ncols) (unused panels switched off)."""
+    Returns an array of Axes of shape (nrows, ncols) (unused panels switched off). The cluster legend
+    is drawn on the first panel (with ``match``) or on every panel (``legend=True``)."""
     X2, ratio = pca_2d(X)
     if match and partitions:
         ref = next(iter(partitions.values()))
@@ -213,8 +214,10 @@ def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match:
 
         fig = plt.figure(figsize=(3.2 * ncols, 3.0 * nrows), layout="constrained")
     axes = np.asarray(fig.subplots(nrows, ncols, squeeze=False))
-    for ax, (name, lab) in zip(axes.ravel(), partitions.items(), strict=False):
-        scatter_partition(ax, X2, lab, title=f"{name} (K={len(np.unique(lab))})", legend=legend)
+    for i, (ax, (name, lab)) in enumerate(zip(axes.ravel(), partitions.items(), strict=False)):
+        # matched colours mean the same thing in every panel: one legend, on the first, is enough
+        scatter_partition(ax, X2, lab, title=f"{name} (K={len(np.unique(lab))})",
+                          legend=legend or (match and i == 0))
         _label_projection(ax, ratio, fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")

@@ -65,6 +65,7 @@ def test_plot_partitions_builds_one_panel_per_partition():
     assert titles == ["truth (K=3)", "a (K=3)", "b (K=1)"]
     assert axes[0, 0].get_xlabel().startswith("PC1 (") and "% of variance" in axes[0, 0].get_xlabel()
     assert not axes[1, 1].axison
+    assert axes[0, 0].get_legend() is not None and axes[0, 1].get_legend() is None
 
 
 def _distinct_hue(a, b):
