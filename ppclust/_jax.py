@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import jax
@@ -16,7 +17,11 @@ import numpy as np
 # Imported before anything is compiled: importing numpyro adds JAX tracing-context values, so a
 # later first import would invalidate every jit cache entry made so far (measured: a 3 s recompile
 # of an already compiled CEC-IB fit once SemiSupervisedGMM had pulled numpyro in).
-import numpyro  # noqa: E402,F401  isort: skip
+with warnings.catch_warnings():
+    # numpyro imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
+    # although nothing asked for a widget (ppclust's own bars pick the text bar there, ppclust._progress)
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import numpyro  # noqa: E402,F401  isort: skip
 
 LABEL_DTYPE = np.int32
 
