@@ -92,7 +92,8 @@ plot.plot_partitions(X, {"RDP-means": rdp.labels_, f"Gibbs s2={sigma2s[0]}": row
                          f"Gibbs s2={sigma2s[-1]}": rows[-1]["best"], "DP-means": dpm.labels_}); plt.show()"""),
 md(r"""At large $\sigma^2$ the sampler is a genuinely Bayesian mixture (few broad clusters, a noisy partition,
 larger $J$); as $\sigma^2$ shrinks its draws concentrate on a partition with the RDP-means objective,
-and for small $\sigma^2$ the MAP draw is the RDP-means partition (ARI 1). Without links, the same path
+and for small $\sigma^2$ the MAP draw is at or next to the RDP-means partition (full settings: ARI 0.93 from
+$\sigma^2 = 0.05$ on, with 6 clusters where RDP-means keeps 7; the small run reaches ARI 1). Without links, the same path
 ends at a DP-means fixed point; both the sampler and (R)DP-means are *local* minimisers of $J$, so
 compare $J$ values too: where they disagree, the annealed sampler often sits at the lower $J$. `tests/test_small_variance.py` checks that a wrong mapping (a lost factor 2 in
 $\alpha$, or unscaled link log-odds) does *not* reach RDP-means."""),
