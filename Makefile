@@ -35,6 +35,10 @@ lint: $(STAMP)
 reproduce: $(STAMP)
 	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q
 
+# re-execute every notebook through a Jupyter kernel with full settings and write outputs and figures
+notebooks: $(STAMP)
+	$(PY) notebooks/_run.py --full --write
+
 bench: $(STAMP)
 	$(PY) -m benchmarks.run_all
 

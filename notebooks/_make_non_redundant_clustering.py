@@ -16,7 +16,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score as nmi
-from ppclust.estimators.ccib import CCIB
+from ppclust import CCIB
 
 FULL = os.environ.get("PPCLUST_NOTEBOOK_FULL") == "1"
 n, n_init = (1000, 10) if FULL else (200, 2)
@@ -37,6 +37,8 @@ proj = np.stack([y @ (mb[0] - mb[1]), y @ (mc[0] - mc[1])], 1)
 fig, ax = plt.subplots(1, 2, figsize=(8, 3.5))
 ax[0].scatter(*proj.T, c=b, s=8, cmap="coolwarm"); ax[0].set_title("coloured by B (dominant)")
 ax[1].scatter(*proj.T, c=c, s=8, cmap="viridis"); ax[1].set_title("coloured by C (hidden)")
+for a in ax:
+    a.set_xlabel("projection on the B direction"); a.set_ylabel("projection on the C direction")
 plt.show()"""),
 md("## Plain clustering (no background): rediscovers the known partition"),
 code("""plain = CCIB(2, feature_model="gaussian", n_init=n_init, random_state=0).fit(y)
@@ -54,7 +56,8 @@ fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
 ax[0].semilogx(tr["rho"], tr["i_cx"], label="I(C;X)")
 ax[0].semilogx(tr["rho"], tr["i_cy_given_z"], label="I(C;Y|Z)")
 ax[0].semilogx(tr["rho"], tr["i_cy"], label="I(C;Y)")
-ax[0].invert_xaxis(); ax[0].set_xlabel("rho (annealed, right = colder)"); ax[0].legend()
+ax[0].invert_xaxis(); ax[0].set_xlabel("rho (annealed, right = colder)"); ax[0].set_ylabel("mutual information (nats)")
+ax[0].legend()
 ax[1].semilogx(tr["rho"], tr["k_eff"], drawstyle="steps-post"); ax[1].invert_xaxis()
 ax[1].set_xlabel("rho"); ax[1].set_ylabel("effective clusters")
 plt.tight_layout(); plt.show()"""),

@@ -25,7 +25,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import ppclust
 from ppclust import datasets, metrics
-from ppclust.plot import plot_partitions, scatter_partition
+from ppclust.plot import plot_cost_trace, plot_partitions, scatter_partition
 from ppclust.inference import cecib as cecib_inf
 from ppclust.inference import c3l as c3l_inf
 
@@ -157,6 +157,10 @@ for alpha, m in c3.items():
     print(f"alpha={alpha}: K={m.n_clusters_}, NMI(categories)={metrics.nmi(c2, m.labels_):.3f}, "
           f"NMI(sub-groups)={metrics.nmi(f2, m.labels_):.3f}, purity(cat.)={metrics.purity(c2, m.labels_):.3f}, "
           f"max leakage={m.leakage_.max():.3f}")"""),
+md("""The Hartigan passes never increase the cost (C3L's `cost_trace_`, one value per pass; the jumps down
+are deleted clusters):"""),
+code("""plot_cost_trace({f"alpha={alpha}": m.cost_trace_ for alpha, m in c3.items()}, ylabel="C3L cost", xlabel="pass",
+                title="C3L cost per Hartigan pass"); plt.show()"""),
 md("""### Without labels: projection pursuit
 
 `ppclust.inference.c3l.pp_hyperplane` finds a categorisation without any label (paper Sec. 6.3): the

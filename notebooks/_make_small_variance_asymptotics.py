@@ -22,7 +22,6 @@ import numpy as np
 import jax, jax.numpy as jnp
 import matplotlib.pyplot as plt
 from ppclust import metrics, plot, RDPMeans, DPMeans
-from ppclust._jax import x64
 from ppclust.datasets import sample_links
 from ppclust.inference import gibbs, dpmeans as dp
 from ppclust.models.tvclust import make_links, small_variance_hyper
@@ -46,7 +45,7 @@ table = side.neighbour_table()
 def J(z, xi=xi):
     z = np.unique(z, return_inverse=True)[1]; k = z.max() + 1
     mu = np.stack([X[z == c].mean(0) for c in range(k)])
-    with x64():
+    with jax.enable_x64(True):
         return float(dp.objective(X, z, mu, k, lam, xi, xi, table))
 
 print(f"RDP-means K={rdp.n_clusters_} J={J(rdp.labels_):.3f} ARI(truth)={metrics.ari(y, rdp.labels_):.3f}")
@@ -58,7 +57,7 @@ code(r"""def run(sigma2s, with_links=True, ref=None):
     rows, init = [], None
     for s2 in sigma2s:
         h = small_variance_hyper(s2, lam, xi, d=2, tau2=9.0)
-        with x64():
+        with jax.enable_x64(True):
             x = jnp.asarray(X)
             links = make_links(n, side.pairs, side.sign, np.full(side.n_links, h.link_weight))
             if not with_links:  # same shapes (no recompilation), every pair weighted 0: a plain DP mixture
@@ -93,7 +92,8 @@ plot.plot_partitions(X, {"RDP-means": rdp.labels_, f"Gibbs s2={sigma2s[0]}": row
                          f"Gibbs s2={sigma2s[-1]}": rows[-1]["best"], "DP-means": dpm.labels_}); plt.show()"""),
 md(r"""At large $\sigma^2$ the sampler is a genuinely Bayesian mixture (few broad clusters, a noisy partition,
 larger $J$); as $\sigma^2$ shrinks its draws concentrate on a partition with the RDP-means objective,
-and for small $\sigma^2$ the MAP draw is the RDP-means partition (ARI 1). Without links, the same path
+and for small $\sigma^2$ the MAP draw is at or next to the RDP-means partition (full settings: ARI 0.93 from
+$\sigma^2 = 0.05$ on, with 6 clusters where RDP-means keeps 7; the small run reaches ARI 1). Without links, the same path
 ends at a DP-means fixed point; both the sampler and (R)DP-means are *local* minimisers of $J$, so
 compare $J$ values too: where they disagree, the annealed sampler often sits at the lower $J$. `tests/test_small_variance.py` checks that a wrong mapping (a lost factor 2 in
 $\alpha$, or unscaled link log-odds) does *not* reach RDP-means."""),

@@ -22,7 +22,7 @@ X, y = datasets.load("iris")
 X = (X - X.mean(0)) / X.std(0)
 side = datasets.sample_links(y, n_links, noise=0.1, seed=0)
 print(X.shape, "links:", side.n_links, "may-link:", len(side.must_link), "may-not-link:", len(side.cannot_link))"""),
-code("""fig = plot.plot_data_links(X, y, side.must_link, side.cannot_link, title="iris (PCA), true classes, 10% noisy links")
+code("""plot.plot_data_links(X, y, side.must_link, side.cannot_link, title="iris (PCA), true classes, 10% noisy links")
 plt.show()"""),
 md("## Fit: a few chains of collapsed Gibbs ($p$, $q$ integrated out)"),
 code("""est = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains, random_state=0)
@@ -35,12 +35,23 @@ code("""summ = az.summary(dt, var_names=["n_clusters", "p", "q"])
 lp = az.summary(dt, group="sample_stats", var_names=["lp"]) if hasattr(az, "summary") else None
 print(summ)
 print(lp)"""),
-code("""plot.plot_trace(est.samples_.n_clusters, "number of clusters"); plt.show()
-plot.plot_trace(est.log_joint_, "log joint"); plt.show()"""),
-md("## Posterior similarity matrix, ordered by the Binder point estimate"),
-code("""plot.plot_psm(est.psm_, order_by=est.labels_); plt.show()
-fig = plot.plot_data_links(X, est.labels_, side.must_link, side.cannot_link, title="TVClust point estimate (Binder)")
+code("""fig, axes = plt.subplots(1, 3, figsize=(13, 2.8), layout="constrained")
+plot.plot_trace(est.samples_.n_clusters, "number of clusters", ax=axes[0])
+plot.plot_trace(est.log_joint_, "log joint", ax=axes[1])
+plot.plot_k_posterior(est.samples_.n_clusters, ax=axes[2])
 plt.show()"""),
+md("## Posterior similarity matrix, ordered by the Binder point estimate"),
+code("""fig, axes = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
+plot.plot_psm(est.psm_, order_by=est.labels_, ax=axes[0])
+plot.plot_data_links(X, est.labels_, side.must_link, side.cannot_link, title="TVClust point estimate (Binder)",
+                     ax=axes[1])
+plt.show()"""),
+md("""## Which points is the posterior unsure about?
+mclust's uncertainty, $1 - \\max_k z_{ik}$, has a partition-posterior analogue: one minus the highest mean
+co-clustering probability of a point with a cluster of the point estimate (`plot.point_uncertainty`)."""),
+code("""u = plot.point_uncertainty(est.labels_, psm=est.psm_)
+print(f"mean uncertainty {u.mean():.3f}; points above 0.2: {(u > 0.2).sum()}")
+plot.plot_uncertainty(X, est.labels_, u); plt.show()"""),
 md("## Point estimates: Binder vs variation of information vs highest log joint"),
 code("""lab = est.samples_.labels
 points = {"binder": est.labels_,
@@ -88,11 +99,10 @@ assert same"""),
         code("""if FULL:
     import jax, jax.numpy as jnp
     from numpyro.infer import MCMC
-    from ppclust._jax import x64
     from ppclust.families import GaussianNIW
     from ppclust.inference.gibbs import TVClustKernel
     from ppclust.models.tvclust import make_links
-    with x64():
+    with jax.enable_x64(True):
         d = X.shape[1]
         fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d))
         mcmc = MCMC(TVClustKernel(make_links(len(X), side=side), fam, k_max=32), num_warmup=100,

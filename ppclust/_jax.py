@@ -1,8 +1,15 @@
-"""Small JAX helpers shared by every solver: float64 scopes, key handling, dtype policy."""
+"""Small JAX helpers shared by every solver: float64 scopes, key handling, dtype policy, and the
+persistent compilation cache (:func:`enable_compilation_cache`, run when this module is imported).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import sys
+import warnings
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -10,9 +17,92 @@ import numpy as np
 # Imported before anything is compiled: importing numpyro adds JAX tracing-context values, so a
 # later first import would invalidate every jit cache entry made so far (measured: a 3 s recompile
 # of an already compiled CEC-IB fit once SemiSupervisedGMM had pulled numpyro in).
-import numpyro  # noqa: E402,F401  isort: skip
+with warnings.catch_warnings():
+    # numpyro imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
+    # although nothing asked for a widget (ppclust's own bars pick the text bar there, ppclust._progress)
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import numpyro  # noqa: E402,F401  isort: skip
 
 LABEL_DTYPE = np.int32
+
+_OFF = {"0", "off", "false", "no", "none"}
+_JAX_DEFAULT_MIN_COMPILE_SECS = 1.0  # JAX's own default of jax_persistent_cache_min_compile_time_secs
+#: Programs compiling faster than this are not written to the cache (JAX's default, 1 s, would leave
+#: out the many 0.1-1 s programs of a first fit: estimators' set-up, point estimates, metrics).
+CACHE_MIN_COMPILE_SECS = 0.1
+
+
+def cache_dir() -> Path | None:
+    """ppclust's per-user cache folder, or ``None`` when disabled.
+
+    ``PPCLUST_CACHE_DIR`` relocates it (``off``/``0`` disables it); otherwise the platform convention:
+    ``$XDG_CACHE_HOME/ppclust`` or ``~/.cache/ppclust`` (Linux and other Unix),
+    ``~/Library/Caches/ppclust`` (macOS), ``%LOCALAPPDATA%\\ppclust`` (Windows).
+    """
+    env = os.environ.get("PPCLUST_CACHE_DIR", "").strip()
+    if env.lower() in _OFF:
+        return None
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "ppclust"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "ppclust"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ppclust"
+
+
+def enable_compilation_cache() -> Path | None:
+    """Keep compiled programs on disk so that a new process does not compile them again.
+
+    * JAX: ``jax_compilation_cache_dir`` = ``cache_dir()/jax`` and programs compiling in at least
+      ``CACHE_MIN_COMPILE_SECS`` are kept, unless the user configured a cache directory themselves
+      (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``): then nothing is changed. Other JAX programs of
+      the same process are cached there too (that is how JAX's cache works).
+    * numba (the compiled TVClust sweep): ``NUMBA_CACHE_DIR`` = ``cache_dir()/numba`` unless set.
+
+    Returns the JAX cache folder in use, or ``None`` (disabled, or not writable: then a debug message on
+    the ``ppclust`` logger and nothing is changed). Idempotent.
+    """
+    root = cache_dir()
+    if root is None:
+        return None
+    log = logging.getLogger("ppclust")
+    if not os.environ.get("NUMBA_CACHE_DIR") and _writable(root / "numba"):
+        os.environ["NUMBA_CACHE_DIR"] = str(root / "numba")
+        numba_config = sys.modules.get("numba.core.config")
+        if numba_config is not None:  # numba read its environment at import: tell it too
+            numba_config.CACHE_DIR = str(root / "numba")
+    configured = jax.config.jax_compilation_cache_dir
+    if configured:
+        return Path(configured)
+    folder = root / "jax"
+    if not _writable(folder):
+        log.debug("ppclust: cache folder %s is not writable; JAX programs are compiled in every process",
+                  folder)
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    if jax.config.jax_persistent_cache_min_compile_time_secs == _JAX_DEFAULT_MIN_COMPILE_SECS:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_SECS)
+    try:  # JAX decides once per process whether a cache is used; a compile before this import decided no
+        from jax._src import compilation_cache as _cc
+
+        if getattr(_cc, "_cache_initialized", False) and getattr(_cc, "_cache", None) is None:
+            _cc.reset_cache()
+    except Exception:  # noqa: BLE001 - private API; without it the cache applies from the next process
+        pass
+    log.debug("ppclust: JAX compilation cache in %s", folder)
+    return folder
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+enable_compilation_cache()
 
 
 def x64():

@@ -114,18 +114,21 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
     print("\n".join(lines))
 
     with dest.staging() as tmp:
-        fig = plot.plot_data_links(X, y, ml, cl, title="wine (PCA) with sampled links")
-        fig.savefig(tmp / "data_links.png", dpi=110)
-        fig = plot.plot_partitions(X, partitions)
-        fig.savefig(tmp / "partitions.png", dpi=110)
+        # stand-alone figures (plot.render): pyplot's backend and figure list are left alone
+        plot.render(plot.plot_data_links, X, y, ml, cl, title="wine (PCA) with sampled links").savefig(
+            tmp / "data_links.png", dpi=110)
+        ncols = min(4, len(partitions))
+        plot.render(plot.plot_partitions, X, partitions,
+                    figsize=(3.2 * ncols, 3.0 * -(-len(partitions) // ncols))).savefig(
+            tmp / "partitions.png", dpi=110)
         tv = extras.get("tvclust")
         if tv is not None:
             if getattr(tv, "psm_", None) is not None:
-                plot.plot_psm(tv.psm_, tv.labels_).savefig(tmp / "psm.png", dpi=110)
+                plot.render(plot.plot_psm, tv.psm_, tv.labels_).savefig(tmp / "psm.png", dpi=110)
             post = getattr(tv, "posterior_", None)
             if post is not None:
-                plot.plot_trace(np.asarray(post["posterior"]["n_clusters"])).savefig(
-                    tmp / "trace_n_clusters.png", dpi=110)
+                plot.render(plot.plot_trace, np.asarray(post["posterior"]["n_clusters"]),
+                            figsize=(6.0, 2.6)).savefig(tmp / "trace_n_clusters.png", dpi=110)
                 post.to_netcdf(tmp / "tvclust_posterior.nc")
         md = ["# ppclust demo", "", f"wine data, n = {n}; {len(ml)} may-links and {len(cl)} may-not-links "
               "(10% flipped); 20% partial labels (5% wrong).", "",
@@ -136,8 +139,5 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
         (tmp / "report.md").write_text("\n".join(md) + "\n")
         records = [dict(zip(header[:-1], r[:-1], strict=True)) for r in rows]
         (tmp / "table.json").write_text(json.dumps(records, indent=2))
-        import matplotlib.pyplot as plt
-
-        plt.close("all")
     print(f"wrote {out}/ (report.md, figures)")
     return 1 if failures else 0

@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._jax import LABEL_DTYPE, as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import c3l as _c3l
@@ -42,6 +43,10 @@ class C3L(ClusterMixin, BaseEstimator):
         restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
         devices. Results are identical either way.
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ (n,) int; n_clusters_; cost_ (the cost (8), nats); cost_parts_ dict; leakage_ (k,) fitted
@@ -56,7 +61,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
                  init="random", max_passes=100, standardize=False, svm_C=1.0,
-                 devices="auto", algorithm="hartigan"):
+                 devices="auto", algorithm="hartigan", progress_bar=True):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
@@ -68,6 +73,7 @@ class C3L(ClusterMixin, BaseEstimator):
         self.svm_C = svm_C
         self.devices = devices
         self.algorithm = algorithm
+        self.progress_bar = progress_bar
 
     # ------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, hyperplane=None):
@@ -128,7 +134,8 @@ class C3L(ClusterMixin, BaseEstimator):
         # covariance regularisation of the r-part (hartigan.ridge), only when the data need it: a singular
         # r-covariance (constant or collinear features), or every restart ending with singular clusters
         auto = d > 0 and _hartigan.singular_data(Z[:, J:])
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "C3L restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             z = jnp.asarray(Z)
             for attempt in range(2):
                 cost = _c3l.make_cost(z, J, alpha, reg=_hartigan.JITTER if auto else 0.0)
@@ -168,6 +175,7 @@ class C3L(ClusterMixin, BaseEstimator):
             self.restart_costs_ = np.where(np.isfinite(all_costs), all_costs, np.inf)
             self.restart_n_passes_ = np.asarray(all_passes)
             labels_slot = np.asarray(best.labels)
+            bar.update(int(self.n_init))
         slot_to_label = -np.ones(K, dtype=np.int64)
         slot_to_label[active] = np.arange(active.sum())
         self.labels_ = slot_to_label[labels_slot].astype(np.int64)

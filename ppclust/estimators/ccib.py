@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._jax import LABEL_DTYPE, as_key, x64
 from ppclust.errors import NonFiniteError
 from ppclust.estimators._base import check_partial_labels, check_X
@@ -69,6 +70,10 @@ class CCIB(ClusterMixin, BaseEstimator):
         Inner-loop tolerance on max |q_new - q_old|.
     random_state : None, int, numpy Generator or JAX key
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) annealing restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int32 hard assignments.
@@ -84,7 +89,7 @@ class CCIB(ClusterMixin, BaseEstimator):
     def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
                  x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
                  variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
-                 max_steps=300, max_inner=500, tol=1e-6, random_state=None):
+                 max_steps=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True):
         self.n_clusters = n_clusters
         self.lam = lam
         self.feature_model = feature_model
@@ -104,6 +109,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.max_inner = max_inner
         self.tol = tol
         self.random_state = random_state
+        self.progress_bar = progress_bar
 
     # ---------------------------------------------------------------------------------------------
     def fit(self, X, y=None, *, background=None):
@@ -138,11 +144,13 @@ class CCIB(ClusterMixin, BaseEstimator):
             feature=feature, background=bg_kind, n_newton=int(self.n_newton),
             max_steps=int(self.max_steps), max_inner=int(self.max_inner))
         hyper = self._hyper()
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             keys = jax.random.split(as_key(self.random_state), int(self.n_init))
             data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
             res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
             res = jax.tree_util.tree_map(np.asarray, res)
+            bar.update(int(self.n_init))
         if not np.all(np.isfinite(res.objective)):
             bad = int((~np.isfinite(res.objective)).sum())
             raise NonFiniteError(f"CCIB produced a non-finite objective in {bad} of {len(res.objective)} "

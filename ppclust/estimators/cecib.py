@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import check_partial_labels, check_X
 from ppclust.inference import cecib as _cecib
@@ -58,6 +59,10 @@ class CECIB(ClusterMixin, BaseEstimator):
         ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
         ``m`` local devices. Results are identical either way.
 
+    progress_bar : bool, default=True
+        A bar over the (vmapped) restarts,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int, consecutive cluster ids 0..n_clusters_-1.
@@ -72,7 +77,7 @@ class CECIB(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
                  reassign="lazy", max_passes=100, reg=0.0,
-                 devices="auto", algorithm="hartigan"):
+                 devices="auto", algorithm="hartigan", progress_bar=True):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -84,6 +89,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.reg = reg
         self.devices = devices
         self.algorithm = algorithm
+        self.progress_bar = progress_bar
 
     def fit(self, X, y=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
@@ -101,26 +107,29 @@ class CECIB(ClusterMixin, BaseEstimator):
         # the documented jitter, so well-posed data (and the golden replays) run unregularised
         reg = float(self.reg)
         auto = reg == 0.0 and _hartigan.singular_data(X)
-        for attempt in range(2):
-            kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
-                      n_init=int(self.n_init), init=self.init, max_passes=int(self.max_passes),
-                      reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
-            with x64():
-                if self.algorithm == "batch":
-                    best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
-                                                         **kw)
-                else:
-                    best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
-                                                   devices=self.devices)
-                labels = np.asarray(best.labels)
-                active = np.asarray(best.active)
-                total = float(best.cost)
-                self.n_iter_ = int(best.n_passes)
-                self.converged_ = bool(best.converged)
-                self.restart_costs_ = np.asarray(costs)
-            if np.isfinite(total) or auto or reg > 0 or attempt:
-                break
-            auto = True  # every restart ended singular (e.g. binary features): refit with the jitter
+        with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
+                           bool(self.progress_bar)) as bar:
+            for attempt in range(2):
+                kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
+                          n_init=int(self.n_init), init=self.init, max_passes=int(self.max_passes),
+                          reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
+                with x64():
+                    if self.algorithm == "batch":
+                        best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
+                                                             **kw)
+                    else:
+                        best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
+                                                       devices=self.devices)
+                    labels = np.asarray(best.labels)
+                    active = np.asarray(best.active)
+                    total = float(best.cost)
+                    self.n_iter_ = int(best.n_passes)
+                    self.converged_ = bool(best.converged)
+                    self.restart_costs_ = np.asarray(costs)
+                if np.isfinite(total) or auto or reg > 0 or attempt:
+                    break
+                auto = True  # every restart ended singular (e.g. binary features): refit with the jitter
+            bar.update(int(self.n_init))
         if auto:
             reg = _hartigan.JITTER
             warnings.warn(f"CECIB: the clusters' covariances are singular (constant, collinear, one-hot or "

@@ -33,6 +33,10 @@ class SMIC(ClusterMixin, BaseEstimator):
     dense_max : int
         Largest n solved with a dense JAX eigendecomposition; above it a matrix-free Lanczos solver.
 
+    progress_bar : bool, default=True
+        A bar over the model-selection candidates,
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_, n_clusters_ (non-empty clusters), smi_ (LSMI of the chosen labelling), selection_
@@ -41,7 +45,7 @@ class SMIC(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, n_neighbors="auto", gamma="auto", eta="auto", random_state=None,
-                 assign="model", dense_max=_smic.DENSE_MAX):
+                 assign="model", dense_max=_smic.DENSE_MAX, progress_bar=True):
         self.n_clusters = n_clusters
         self.n_neighbors = n_neighbors
         self.gamma = gamma
@@ -49,6 +53,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.assign = assign
         self.dense_max = dense_max
+        self.progress_bar = progress_bar
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """SMIC (no links) or 3SMIC (Calandriello, Niu & Sugiyama 2014): top-c eigenvectors of the
@@ -65,7 +70,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         etas = _smic.DEFAULT_ETAS if _is_auto(self.eta) else (float(self.eta),)
         seed = as_seed(self.random_state)
         sel = _smic.select(X, c, links, ts=ts, gammas=gammas, etas=etas, seed=seed, assign=self.assign,
-                           dense_max=int(self.dense_max))
+                           dense_max=int(self.dense_max), progress_bar=bool(self.progress_bar))
         row = sel.rows[sel.best]
         self.X_fit_ = X
         self.n_features_in_ = X.shape[1]

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _progress
 from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError
@@ -63,6 +64,10 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         ``psum``. None = one device. Same result as one device up to summation order. See
         :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
 
+    progress_bar : bool, default=True
+        A bar over the EM restarts, or warm-up and sampling bars (``method="gibbs"``),
+        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+
     Attributes
     ----------
     labels_ : (n,) int — MAP component of each training point.
@@ -95,6 +100,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         thin=1,
         point_estimate="binder",
         devices=None,
+        progress_bar=True,
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -115,6 +121,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.thin = thin
         self.point_estimate = point_estimate
         self.devices = devices
+        self.progress_bar = progress_bar
 
     # ------------------------------------------------------------------------------------------ checks
     def _check_params(self):
@@ -212,7 +219,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         if self.method == "gibbs":
             return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed)
         mesh = resolve_mesh(self.devices)
-        with x64():
+        with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
+                                  bool(self.progress_bar)) as bar:
             xc = jnp.asarray(X - shift)
             prior = None
             if self.prior == "default":
@@ -251,6 +259,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             self.n_iter_ = int(res.n_iter)
             self.converged_ = bool(res.converged)
             self.trace_ = np.asarray(res.trace)[: self.n_iter_]
+            bar.update(int(self.n_init))
         self._shift = shift
         self._n_train = n
         self.labels_ = self.responsibilities_.argmax(1).astype(np.int64)
@@ -288,7 +297,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
                 n_samples=int(self.n_samples), n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
                 thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
-                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="ssgmm gibbs",
+                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="SemiSupervisedGMM",
+                progress_bar=bool(self.progress_bar),
             )
             draws = res.labels.reshape(-1, n)
             psm = posterior.similarity_matrix(draws) if self.point_estimate != "max_log_joint" else None

@@ -62,6 +62,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         "auto" runs the collapsed sweep as one compiled numba loop (5-10x the XLA loop; the first call in
         a fresh install compiles it for ~15 s, then it is cached on disk); "xla" keeps everything in one
         jitted JAX program (GPU, ``algorithm="explicit"``). Same random numbers, same draws.
+    progress_bar : bool, default=True
+        Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
+        terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).
+        The draws do not depend on it.
 
     Attributes
     ----------
@@ -74,7 +78,7 @@ class TVClust(ClusterMixin, BaseEstimator):
                  a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
                  max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10,
-                 backend="auto"):
+                 backend="auto", progress_bar=True):
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -101,6 +105,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.init = init
         self.init_clusters = init_clusters
         self.backend = backend
+        self.progress_bar = progress_bar
 
     def fit(self, X, y=None, *, must_link=None, cannot_link=None):
         """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
@@ -151,7 +156,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
                                sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm,
-                               backend=self.backend)
+                               backend=self.backend, progress_bar=bool(self.progress_bar),
+                               desc="TVClust")
         psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
         if psm is None:
             warnings.warn(f"n={n} > max_psm_n={self.max_psm_n}: psm_ is None; the point estimate uses "

@@ -52,8 +52,6 @@ the ``p, q`` modes are shared with the collapsed sweep.
 
 from __future__ import annotations
 
-import os
-import sys
 from functools import partial
 from typing import NamedTuple
 
@@ -62,6 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln, gammaln
 
+from ppclust import _progress
 from ppclust._devices import axis_sharding
 from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
 from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
@@ -253,7 +252,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     init_state : a batched :class:`GibbsState` (``ChainResult.state``) to resume from (pass
         ``n_warmup=0`` to continue a converged run directly).
     chunk : draws per compiled call (default: all at once, or about 100 sweeps with a progress bar).
-    progress_bar : None = tqdm when stderr is a TTY and ``CI`` is unset.
+        The draws do not depend on it (nor on the progress bar).
+    progress_bar : bool or None (= True): show two bars, warm-up then sampling (sweeps), when someone
+        can see them (:mod:`ppclust._progress`: Jupyter or a terminal, not ``CI``).
     partition : ``"dp"`` (TVClust's CRP) or ``"finite"`` (exactly ``k_max`` components, Dirichlet(alpha/k_max)
         weights; ``prior.alpha`` is the total concentration).
     point_logprior : optional (n, k_max) per-point log prior over slots (``-inf`` = forbidden). Without
@@ -303,32 +304,45 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
               partition=partition, algorithm=algorithm, backend=resolve_backend(backend, family, algorithm))
     place = _chain_placement(n_chains, devices)
     state = place(state)
-    if progress_bar is None:
-        progress_bar = sys.stderr.isatty() and not os.environ.get("CI")
-    # One compiled program serves every chunk: warm-up length and thinning are traced loop bounds, the
-    # number of draws per call is the only static size (equal chunks; surplus draws are dropped).
+    show = _progress.enabled(True if progress_bar is None else progress_bar)
+    # One compiled program serves every call: the sweep range of the first draw and the thinning are
+    # traced loop bounds, the number of draws per call is the only static size (equal chunks; surplus
+    # draws are dropped). Draw j of a chain always uses key j of split(chain key, n_samples) and its
+    # sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps t < n_warmup of draw 0; so the
+    # draws do not depend on how the run is cut into calls (progress bar on or off, any chunk).
     if chunk is None:
-        chunk = max(1, 100 // max(thin, 1)) if progress_bar else max(n_samples, 1)
+        chunk = max(1, 100 // max(thin, 1)) if show else max(n_samples, 1)
     n_chunks = max(1, -(-n_samples // chunk))
-    per_chunk = -(-n_samples // n_chunks) if n_samples else 0
-    bar = None
-    if progress_bar:
-        from tqdm.auto import tqdm
+    per_chunk = -(-n_samples // n_chunks)
+    chain_keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
+    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
+    surplus = n_chunks * per_chunk - n_samples
+    if surplus:
+        extra = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 1), surplus))(chain_keys)
+        draw_keys = jnp.concatenate([draw_keys, extra], axis=1)
 
-        bar = tqdm(total=n_warmup + n_samples * thin, desc=desc, unit="sweep")
+    def call(c, state, first_lo, first_hi, thin):
+        keys = place(draw_keys[:, c * per_chunk:(c + 1) * per_chunk])
+        return _run(keys, state, jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin), x, links, family,
+                    prior, point_logprior, length=per_chunk, store_labels=store_labels, **kw)
+
+    warm_done = 0
+    if show and n_warmup > 0:  # warm-up in pieces of about one chunk's sweeps, its own bar
+        with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
+            while warm_done < n_warmup:
+                hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
+                state, out = call(0, state, warm_done, hi, 0)
+                jax.block_until_ready(state.labels)
+                bar.update(hi - warm_done)
+                warm_done = hi
     outs = []
-    for c in range(n_chunks):
-        keys = place(jax.random.split(jax.random.fold_in(key, c), n_chains))
-        warm = n_warmup if c == 0 else 0
-        state, out = _run(keys, state, jnp.int32(warm), jnp.int32(thin), x, links, family, prior,
-                          point_logprior, length=per_chunk, store_labels=store_labels, **kw)
-        outs.append(jax.device_get(out))
-        if bar is not None:
-            bar.update(warm + per_chunk * thin)
-            if per_chunk:
-                bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
-    if bar is not None:
-        bar.close()
+    with _progress.bar(n_samples * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
+        for c in range(n_chunks):
+            lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
+            state, out = call(c, state, lo, hi, thin)
+            outs.append(jax.device_get(out))
+            bar.update(min(per_chunk, n_samples - c * per_chunk) * thin)
+            bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a chain needed a new cluster with every slot "
@@ -626,30 +640,35 @@ def _log_beta_pdf(v, a, b):
     return (a - 1) * jnp.log(v) + (b - 1) * jnp.log1p(-v) - betaln(a, b)
 
 
-def _chain(key, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-           sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed", backend="xla"):
-    # `step` appears once in the program (compile time): draw j runs thin (+ n_warm for j = 0) sweeps.
+def _chain(keys, state, first_lo, first_hi, thin, x, links, family, prior, point_logprior, *, length,
+           store_labels, pq, sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed",
+           backend="xla"):
+    # `step` appears once in the program (compile time): draw j runs the sweeps t in [first_lo, first_hi)
+    # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t).
     kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
               partition=partition, point_logprior=point_logprior, algorithm=algorithm, backend=backend)
 
     def body(carry, inp):
         k, j = inp
-        n_sweeps = thin + jnp.where(j == 0, n_warm, 0)
+        lo = jnp.where(j == 0, first_lo, 0)
+        hi = jnp.where(j == 0, first_hi, thin)
         carry, _ = jax.lax.fori_loop(
-            0, n_sweeps, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
+            lo, hi, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
             (carry, _info(carry, family, prior, pq, partition, point_logprior)))
         info = _info(carry, family, prior, pq, partition, point_logprior)
         return carry, (carry.labels if store_labels else None, info)
 
-    return jax.lax.scan(body, state, (jax.random.split(key, length), jnp.arange(length)))
+    return jax.lax.scan(body, state, (keys, jnp.arange(length)))
 
 
 @partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition", "algorithm",
                                    "backend"))
-def _run(keys, state, n_warm, thin, x, links, family, prior, point_logprior, *, length, store_labels, pq,
-         sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed", backend="xla"):
+def _run(keys, state, first_lo, first_hi, thin, x, links, family, prior, point_logprior, *, length,
+         store_labels, pq, sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed",
+         backend="xla"):
     fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
                  alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition, algorithm=algorithm,
                  backend=backend)
-    in_axes = (0, 0, None, None, None, None, None, None, None)
-    return jax.vmap(fn, in_axes=in_axes)(keys, state, n_warm, thin, x, links, family, prior, point_logprior)
+    in_axes = (0, 0, None, None, None, None, None, None, None, None)
+    return jax.vmap(fn, in_axes=in_axes)(keys, state, first_lo, first_hi, thin, x, links, family, prior,
+                                         point_logprior)

@@ -37,6 +37,7 @@ import scipy.sparse.linalg as spla
 from sklearn.neighbors import NearestNeighbors
 from threadpoolctl import threadpool_limits
 
+from ppclust import _progress
 from ppclust._jax import LABEL_DTYPE, x64
 
 __all__ = [
@@ -614,8 +615,10 @@ def eq9_scores(lsmi, nv):
 
 def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
            lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
-           dense_max=DENSE_MAX, tol=1e-10):
+           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
+
+    ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
 
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
     distinct labelling.
@@ -633,6 +636,8 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
         grid = [(float(g), float(e)) for g in sorted(gammas) for e in etas_eff]
     cache: dict[bytes, float] = {}
     rows, fits, kernels = [], [], []
+    n_candidates = len(ts) * (len(grid) if supervised else 1)
+    bar = _progress.bar(n_candidates, "SMIC model selection", "candidate", progress_bar)
     for t in ts:
         kern = _kernel_from_knn(x, dist, idx, t, nn)
         if supervised:
@@ -650,6 +655,8 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
             rows.append(dict(t=t, gamma=g, eta=e, lsmi=cache[key], violations=nv))
             fits.append(res)
             kernels.append(kern)
+            bar.update(1)
+    bar.close()
     lv = np.array([r["lsmi"] for r in rows])
     if supervised:
         score = eq9_scores(lv, [r["violations"] for r in rows])

@@ -1,0 +1,62 @@
+"""The persistent compilation cache users get by default: where it lives, how to move or disable it, and
+that a cache directory the user configured is left alone. Fresh processes, because JAX's config is
+process-wide (the test session itself runs with the repository's .jax_cache, conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ppclust._jax import cache_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ("import json, os, jax, ppclust._jax as j;"
+         "print(json.dumps([jax.config.jax_compilation_cache_dir, os.environ.get('NUMBA_CACHE_DIR'),"
+         " jax.config.jax_persistent_cache_min_compile_time_secs]))")
+
+
+def _probe(env_extra, drop=()):
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", *drop}}
+    env.update(env_extra, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    res = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_cache_dir_follows_the_platform_convention_and_the_override(monkeypatch, tmp_path):
+    monkeypatch.delenv("PPCLUST_CACHE_DIR", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "ppclust"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_dir() == Path.home() / ".cache" / "ppclust"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert cache_dir() == Path.home() / "Library" / "Caches" / "ppclust"
+    monkeypatch.setenv("PPCLUST_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"
+    for off in ("off", "0", "OFF", "false"):
+        monkeypatch.setenv("PPCLUST_CACHE_DIR", off)
+        assert cache_dir() is None
+
+
+def test_import_enables_the_cache_in_the_user_folder(tmp_path):
+    jax_dir, numba_dir, min_secs = _probe({"PPCLUST_CACHE_DIR": str(tmp_path / "c")})
+    assert jax_dir == str(tmp_path / "c" / "jax") and Path(jax_dir).is_dir()
+    assert numba_dir == str(tmp_path / "c" / "numba")
+    assert min_secs == pytest.approx(0.1)
+
+
+def test_disabled_and_user_settings_are_respected(tmp_path):
+    assert _probe({"PPCLUST_CACHE_DIR": "off"})[:2] == [None, None]
+    mine = str(tmp_path / "user-jax")
+    jax_dir, numba_dir, min_secs = _probe({"PPCLUST_CACHE_DIR": str(tmp_path / "c"),
+                                           "JAX_COMPILATION_CACHE_DIR": mine,
+                                           "NUMBA_CACHE_DIR": str(tmp_path / "user-numba")})
+    assert jax_dir == mine and numba_dir == str(tmp_path / "user-numba")
+    assert min_secs == pytest.approx(1.0)  # JAX's default: the user's cache, the user's settings
