@@ -98,19 +98,24 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
 
     ``labels`` (chain, draw, n) int; returns arrays of shape (chain, draw).
     """
-    from ppclust.models.tvclust import pair_counts
-
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
-    counts = jax.vmap(lambda z: pair_counts(z, links))(lab.reshape(-1, lab.shape[-1]))  # (S, 4)
-    n11, n01, n10, n00 = (counts[:, j] for j in range(4))
+    counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
+    n11, n01, n10, n00 = counts.T
     ap, bp = prior.a_p + n11, prior.b_p + n01
     aq, bq = prior.a_q + n00, prior.b_q + n10
-    key_p, key_q = jax.random.split(key)
-    dtype = counts.dtype
-    out = {"p": jax.random.beta(key_p, ap, bp, dtype=dtype), "q": jax.random.beta(key_q, aq, bq, dtype=dtype),
-           "p_cond_mean": ap / (ap + bp), "q_cond_mean": aq / (aq + bq)}
-    return {k: np.asarray(v).reshape(shape) for k, v in out.items()}
+    # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+    out = {"p": rng.beta(ap, bp), "q": rng.beta(aq, bq), "p_cond_mean": ap / (ap + bp),
+           "q_cond_mean": aq / (aq + bq)}
+    return {k: v.reshape(shape) for k, v in out.items()}
+
+
+@jax.jit
+def _pair_counts_all(lab, links):
+    from ppclust.models.tvclust import pair_counts
+
+    return jax.vmap(lambda z: pair_counts(z, links))(lab)
 
 
 def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
@@ -143,9 +148,6 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
     alpha`` scalars or (chain, draw) arrays. Returns (chain, draw, n). O(draws * n * K d^2) time, memory
     O(batch_size * K d^2).
     """
-    from ppclust.inference.gibbs import conditional
-    from ppclust.models.tvclust import pair_counts
-
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
     S = int(np.prod(shape))
@@ -153,36 +155,43 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
     dtype = x.dtype
     per = lambda v, dflt: jnp.broadcast_to(jnp.asarray(dflt if v is None else v, dtype), shape).reshape(S)
     p_s, q_s, a_s = per(p, 0.5), per(q, 0.5), per(alpha, prior.alpha)
-    k_max = int(np.max(np.asarray(labels))) + 1 if partition == "dp" else point_logprior.shape[1]
-    k_max = max(k_max + 1, 2) if partition == "dp" else k_max  # one free slot: the new-cluster option
-    fn = partial(_loo_draws, x=x, links=links, family=family, prior=prior, pq=pq, partition=partition,
-                 point_logprior=point_logprior, k_max=k_max, batch_size=batch_size,
-                 conditional=conditional, pair_counts=pair_counts)
-    out = jax.lax.map(lambda args: fn(*args), (lab, p_s, q_s, a_s))
+    if partition == "dp":  # compacted slot ids + one free slot (the new cluster); a power of 2: few compiles
+        k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))
+    else:
+        k_max = point_logprior.shape[1]
+    out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq, partition=partition,
+                   k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 
-def _loo_draws(z, p, q, alpha, *, x, links, family, prior, pq, partition, point_logprior, k_max, batch_size,
-               conditional, pair_counts):
-    # slot ids are compacted so that k_max slots always leave one free for the new cluster (dp)
-    if partition == "dp":
-        present = jnp.zeros(z.shape[0] + 1, bool).at[z].set(True)
-        z = (jnp.cumsum(present) - 1)[z].astype(jnp.int32)
-    stats = family.stats(x, z, k_max)
-    counts = pair_counts(z, links).astype(x.dtype)
+@partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
+def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq, partition, k_max,
+             batch_size):
+    from ppclust.inference.gibbs import conditional
+    from ppclust.models.tvclust import pair_counts
 
-    def one(i):
-        st = family.remove(stats, z[i], x[i])
-        lp = family.log_predictive(st, x[i])
-        logw, _, _ = conditional(i, z, st, counts, x, links, family, prior, p, q, alpha, pq, removed=True,
-                                 partition=partition, point_logprior=point_logprior)
-        base = logw - lp
-        if point_logprior is not None:
-            base = base - point_logprior[i]
-        base = jnp.where(jnp.isfinite(logw), base, -jnp.inf)
-        return logsumexp(logw) - logsumexp(base)
+    def draw(args):
+        z, p, q, alpha = args
+        if partition == "dp":  # slot ids compacted so that k_max slots always leave one free
+            present = jnp.zeros(z.shape[0] + 1, bool).at[z].set(True)
+            z = (jnp.cumsum(present) - 1)[z].astype(jnp.int32)
+        stats = family.stats(x, z, k_max)
+        counts = pair_counts(z, links).astype(x.dtype)
 
-    return jax.lax.map(one, jnp.arange(x.shape[0]), batch_size=min(batch_size, x.shape[0]))
+        def one(i):
+            st = family.remove(stats, z[i], x[i])
+            lp = family.log_predictive(st, x[i])
+            logw, _, _ = conditional(i, z, st, counts, x, links, family, prior, p, q, alpha, pq, removed=True,
+                                     partition=partition, point_logprior=point_logprior)
+            base = logw - lp
+            if point_logprior is not None:
+                base = base - point_logprior[i]
+            base = jnp.where(jnp.isfinite(logw), base, -jnp.inf)
+            return logsumexp(logw) - logsumexp(base)
+
+        return jax.lax.map(one, jnp.arange(x.shape[0]), batch_size=batch_size)
+
+    return jax.lax.map(draw, (lab, p_s, q_s, a_s))
 
 
 def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
