@@ -160,3 +160,55 @@ def test_ssgmm_gibbs_posterior_has_its_own_quantities():
     lab = y >= 0
     np.testing.assert_array_equal(g.classes_[g.component_classes_[g.labels_[lab & (np.arange(90) > 0)]]],
                                   y[lab & (np.arange(90) > 0)])
+
+
+def test_numpyro_kernel_starts_like_the_estimator_and_summarises_scalars(monkeypatch, capsys):
+    from numpyro.infer import MCMC
+
+    from ppclust import inference
+    from ppclust.inference import hartigan
+
+    monkeypatch.setenv("TQDM_DISABLE", "1")  # progress_bar=True keeps numpyro's cached step
+    X, truth, ml, cl = _linked_blobs(2)
+    with x64():
+        x = jnp.asarray((X - X.mean(0)) / X.std(0))
+        pairs = np.concatenate([ml, cl])
+        links = make_links(len(X), pairs, np.r_[np.ones(len(ml)), -np.ones(len(cl))])
+        kernel = inference.TVClustKernel(links, _family(2), k_max=12)
+        key = jax.random.key(0)
+        state = kernel.init(key, 0, None, (x,), {})
+        k0 = hartigan.voronoi(x, hartigan.init_kmeanspp(jax.random.split(key)[1], x, 6))
+        np.testing.assert_array_equal(state.labels, k0)  # the estimator's k-means++ start (6 = k_max // 2)
+        mcmc = MCMC(kernel, num_warmup=30, num_samples=60, progress_bar=True)
+        mcmc.run(jax.random.key(1), x)
+        samples = mcmc.get_samples()
+        mcmc.print_summary()
+    out = capsys.readouterr().out
+    assert set(samples) == {"labels", "n_clusters", "log_joint", "p", "q"}  # alpha fixed: not a site
+    assert samples["labels"].shape == (60, len(X)) and samples["p"].std() > 0
+    rows = [ln.split()[0] for ln in out.splitlines()[2:] if ln.strip()]
+    assert set(rows) == {"n_clusters", "log_joint", "p", "q"}, out
+    from ppclust.metrics import ari
+
+    assert ari(truth, np.asarray(samples["labels"][-1])) > 0.9
+
+
+def test_numpyro_model_is_generative_with_the_estimator_defaults():
+    from numpyro.infer import Predictive
+
+    from ppclust.models.tvclust import numpyro_model
+
+    pairs = np.array([[0, 1], [2, 3], [4, 5], [1, 7]])
+    sim = Predictive(numpyro_model, num_samples=7)(jax.random.key(0), n=30, d=3, pairs=pairs)
+    assert sim["x"].shape == (7, 30, 3) and sim["E"].shape == (7, 4) and sim["z"].shape == (7, 30)
+    assert set(np.unique(np.asarray(sim["E"]))) <= {0, 1}
+    # the estimator's NIW defaults: Sigma ~ IW(nu0 = d + 2, psi0 = I), so E[Sigma] = I (spec 2.8 [R])
+    from numpyro import handlers
+    from scipy.stats import invwishart
+
+    tr = handlers.trace(handlers.seed(numpyro_model, 0)).get_trace(n=2, d=3)
+    sigma = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
+    got = float(tr["Sigma"]["fn"].base_dist.log_prob(jnp.asarray(sigma)))
+    assert got == pytest.approx(invwishart(df=5, scale=np.eye(3)).logpdf(sigma), rel=1e-5)
+    with pytest.raises(ValueError, match="`n` and `d`"):
+        numpyro_model()
