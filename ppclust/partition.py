@@ -612,7 +612,7 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
             _add(tab, size, zt, i, kk)
         if m < 0:
             continue
-        if change < -1e-10:
+        if change < -1e-9 * m:  # a real gain, not the rounding of m cost terms (which may loop forever)
             return True
         for j in range(m):  # undo
             i = items[j]

@@ -38,7 +38,12 @@ __all__ = [
     "build_datatree",
     "save",
     "load",
+    "MAX_LOGLIK_ENTRIES",
 ]
+
+#: Estimators store the pointwise log-likelihood (n x draws float64 values, O(n draws K d^2) to compute)
+#: only up to this many entries (160 MB); above it they warn and leave the group out.
+MAX_LOGLIK_ENTRIES = 20_000_000
 
 
 def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:

@@ -344,9 +344,15 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         with x64():
             w = jax.random.dirichlet(jax.random.fold_in(key, 0xD1), jnp.asarray(sizes + a))
             lm = jnp.asarray(log_mask)
-            loglik = posterior.loo_log_predictive(res.labels, xc, make_links(n), family,
-                                                  TVClustPrior(alpha=a * K), pq="fixed", p=0.9, q=0.9,
-                                                  partition="finite", point_logprior=lm)
+            loglik = None
+            if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
+                loglik = {"x": posterior.loo_log_predictive(res.labels, xc, make_links(n), family,
+                                                            TVClustPrior(alpha=a * K), pq="fixed", p=0.9,
+                                                            q=0.9, partition="finite", point_logprior=lm)}
+            else:
+                warnings.warn(f"n x draws = {lab.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES: posterior_ "
+                              "has no log_likelihood group (az.loo unavailable); thin the draws",
+                              stacklevel=4)
         post = {"n_clusters": res.n_clusters, "weights_sorted": -np.sort(-np.asarray(w), axis=-1)}
         codes = np.asarray(codes)
         if self.label_noise > 0 and np.any(codes >= 0):
@@ -372,7 +378,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                      point_estimate_loss=loss, expected_loss=self.expected_loss_,
                      credible_ball_radius=ball.epsilon)
         return posterior.build_datatree(
-            post, sample_stats={"lp": res.log_joint}, log_likelihood={"x": loglik},
+            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik,
             observed_data={"x": X, "y": codes}, clustering=clustering, attrs=attrs,
             dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
 

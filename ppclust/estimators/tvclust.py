@@ -7,6 +7,8 @@ nu0 = d + 2, p ~ Beta(1, 10), q ~ Beta(10, 1)) and summarises the draws with :mo
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -195,7 +197,14 @@ class TVClust(ClusterMixin, BaseEstimator):
                 kw.update(p=float(self.p), q=float(self.q))
             if self.sample_alpha:
                 post["alpha"] = res.alpha
-            loglik = posterior.loo_log_predictive(res.labels, xj, links, family, prior, **kw)
+            loglik = None
+            if res.labels[..., 0].size * X.shape[0] <= posterior.MAX_LOGLIK_ENTRIES:
+                loglik = {"x": posterior.loo_log_predictive(res.labels, xj, links, family, prior, **kw)}
+            else:
+                warnings.warn(f"n x draws = {res.labels.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES="
+                              f"{posterior.MAX_LOGLIK_ENTRIES:.0e}: posterior_ has no log_likelihood group "
+                              "(az.loo unavailable); thin the draws or call ppclust.posterior."
+                              "loo_log_predictive on a subset", stacklevel=3)
         self.p_ = float(np.mean(post["p"])) if "p" in post else float(self.p)
         self.q_ = float(np.mean(post["q"])) if "q" in post else float(self.q)
         self.alpha_ = float(np.mean(res.alpha))
@@ -233,7 +242,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.log_joint_ = res.log_joint
         self.posterior_ = posterior.build_datatree(
-            post, sample_stats={"lp": res.log_joint}, log_likelihood={"x": loglik}, observed_data=observed,
+            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik, observed_data=observed,
             clustering=clustering, attrs=attrs, dims=dims)
 
     def fit_predict(self, X, y=None, **kw):
