@@ -84,6 +84,7 @@ def _linked_blobs(seed=0, n_per=12):
     return X, truth, ml, cl
 
 
+@pytest.mark.slow  # two fits of 360 sweeps (about 30 s on an idle 2-core machine)
 def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p():
     """Issue 17: with pq='collapse' the stored p, q are genuine draws (sd as with pq='sample'); the
     Rao-Blackwellised conditional means are much narrower and stored under another name."""
@@ -99,7 +100,7 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p():
     for v in ("p", "q"):
         # Monte Carlo error of an sd from 800 (autocorrelated) draws is a few percent; 20% is > 4 se
         assert sd["collapse"][v] == pytest.approx(sd["sample"][v], rel=0.2), sd
-    assert sd["collapse"]["p"] > 5 * sd["collapse"]["p_cond_mean"], sd
+    assert sd["collapse"]["p"] > 3 * sd["collapse"]["p_cond_mean"], sd
 
 
 def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path):
