@@ -1,32 +1,60 @@
-"""Posterior analysis of sampled partitions: ArviZ DataTree, similarity matrix, point estimates.
+r"""Posterior analysis of sampled partitions: ArviZ DataTree, pointwise log-likelihood, similarity matrix.
 
-Raw labels suffer from label switching, so every per-draw summary here is label-invariant: the number
-of clusters, ``p``, ``q``, ``alpha`` and the log joint (``posterior`` / ``sample_stats`` groups, with
-ESS and R-hat from ArviZ), plus draw-free results (posterior similarity matrix, point estimate) in a
-``clustering`` group.
+Raw labels suffer from label switching, so every per-draw variable here is label-invariant. A DataTree
+built by :func:`build_datatree` has the groups
 
-Point estimates minimise the posterior expected loss over the *sampled* partitions:
+* ``posterior``: genuine posterior draws only (never a constant: ArviZ would report R-hat NaN), e.g. for
+  TVClust the number of clusters, ``p`` and ``q`` (draws from their Beta conditionals given the saved
+  partition, :func:`link_parameter_draws`), their Rao-Blackwellised conditional means ``p_cond_mean``,
+  ``q_cond_mean`` (:math:`E[p \mid z, E]`, narrower than the posterior of ``p``: not draws of it), and
+  ``alpha`` when it is sampled;
+* ``sample_stats``: ``lp``, the log joint of each draw (Gibbs samplers have no acceptance statistics);
+* ``log_likelihood``: pointwise :func:`loo_log_predictive` per point and draw (for ``az.loo`` /
+  ``az.compare``);
+* ``observed_data``: the data as the sampler saw it (and the links);
+* ``clustering`` (no draw dimension): the point estimate, its credible-ball bounds and, when computed,
+  the posterior similarity matrix;
 
-* Binder loss (equal costs): :math:`E[L(c)] \\propto \\sum_{i<j} |1[c_i=c_j] - \\pi_{ij}|` with
-  :math:`\\pi` the PSM (Binder 1978; Dahl 2006);
-* variation of information (Meila 2007; Wade & Ghahramani 2018), the expectation taken exactly over
-  (a subsample of) the draws;
-* or the draw with the highest log joint (spec 2.8 [R]).
+and the sampler settings and the prior as attributes of the root (a saved netCDF describes itself).
+Point estimates and credible balls live in :mod:`ppclust.partition`.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import json
+from functools import partial
 
-__all__ = ["similarity_matrix", "point_estimate", "to_datatree", "save", "load", "variation_of_information"]
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+__all__ = [
+    "similarity_matrix",
+    "point_estimate",
+    "variation_of_information",
+    "link_parameter_draws",
+    "loo_log_predictive",
+    "build_datatree",
+    "save",
+    "load",
+    "MAX_LOGLIK_ENTRIES",
+]
+
+#: Estimators store the pointwise log-likelihood (n x draws float64 values, O(n draws K d^2) to compute)
+#: only up to this many entries (160 MB); above it they warn and leave the group out.
+MAX_LOGLIK_ENTRIES = 20_000_000
 
 
 def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
-    """Posterior similarity matrix P(z_i = z_j) from draws ``labels`` of shape (..., n); None if n > max_n."""
+    """Posterior similarity matrix P(z_i = z_j) from draws ``labels`` of shape (..., n); None if n > max_n.
+
+    O(n^2) memory: computed on request (``max_n=None`` lifts the cap).
+    """
     lab = np.asarray(labels)
     lab = lab.reshape(-1, lab.shape[-1])
     n = lab.shape[1]
-    if n > max_n:
+    if max_n is not None and n > max_n:
         return None
     psm = np.zeros((n, n), np.float64)
     k = int(lab.max()) + 1
@@ -38,68 +66,177 @@ def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
 
 
 def variation_of_information(a, b) -> float:
-    """VI(a, b) = H(a) + H(b) - 2 I(a, b) in nats."""
-    a = np.unique(np.asarray(a), return_inverse=True)[1]
-    b = np.unique(np.asarray(b), return_inverse=True)[1]
-    n = a.size
-    joint = np.bincount(a * (b.max() + 1) + b, minlength=(a.max() + 1) * (b.max() + 1)) / n
-    joint = joint.reshape(a.max() + 1, b.max() + 1)
-    pa, pb = joint.sum(1), joint.sum(0)
-    nz = joint > 0
-    ent = lambda p: -np.sum(p[p > 0] * np.log(p[p > 0]))
-    mi = np.sum(joint[nz] * np.log(joint[nz] / np.outer(pa, pb)[nz]))
-    return float(ent(pa) + ent(pb) - 2 * mi)
+    """VI(a, b) = H(a) + H(b) - 2 I(a, b) in nats (:func:`ppclust.partition.partition_loss`, ``a = 1``)."""
+    from ppclust.partition import partition_loss
+
+    return partition_loss(a, b, "vi", 1.0)
 
 
-def point_estimate(labels, *, loss="binder", psm=None, log_joint=None, max_candidates=200, max_reference=500,
-                   seed=0) -> np.ndarray:
-    """Partition among the draws minimising expected ``loss`` ("binder", "vi") or maximising the log joint.
+def point_estimate(labels, *, loss="binder", a=1.0, log_joint=None, seed=0, **search) -> np.ndarray:
+    """Canonical labels of a partition point estimate from draws ``labels`` (..., n).
 
-    ``labels``: draws of shape (..., n). Returned labels are relabelled 0..K-1 by first appearance.
+    ``loss="binder"`` / ``"vi"``: the SALSO search over all partitions (:func:`ppclust.partition.salso`,
+    ``a`` the unequal-cost parameter, ``search`` its other options); ``"max_log_joint"``: the draw with
+    the highest ``log_joint``.
     """
-    lab = np.asarray(labels).reshape(-1, np.asarray(labels).shape[-1])
+    from ppclust import partition
+
     if loss == "max_log_joint":
         if log_joint is None:
             raise ValueError("loss='max_log_joint' needs `log_joint` (one value per draw)")
-        best = lab[int(np.argmax(np.asarray(log_joint).ravel()))]
-        return _canonical(best)
-    uniq = np.unique(np.array([_canonical(r) for r in lab]), axis=0)
-    rng = np.random.default_rng(seed)
-    if len(uniq) > max_candidates:
-        uniq = uniq[rng.choice(len(uniq), max_candidates, replace=False)]
-    if loss == "binder":
-        psm = similarity_matrix(lab) if psm is None else psm
-        costs = [np.abs((c[:, None] == c[None, :]) - psm).sum() for c in uniq]
-    elif loss == "vi":
-        ref = lab if len(lab) <= max_reference else lab[rng.choice(len(lab), max_reference, replace=False)]
-        costs = [np.mean([variation_of_information(c, r) for r in ref]) for c in uniq]
-    else:
+        lab = np.asarray(labels).reshape(-1, np.asarray(labels).shape[-1])
+        return partition.canonical_labels(lab[int(np.argmax(np.asarray(log_joint).ravel()))])
+    if loss not in partition.LOSSES:
         raise ValueError(f"loss must be 'binder', 'vi' or 'max_log_joint', got {loss!r}")
-    return uniq[int(np.argmin(costs))]
+    return partition.salso(labels, loss, a=a, log_joint=log_joint, seed=seed, **search).labels
 
 
-def to_datatree(result, *, psm=None, point=None):
-    """ArviZ DataTree of a :class:`ppclust.inference.gibbs.ChainResult` (arrays shaped (chain, draw)).
+def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
+    r"""Draws of the link sensitivity ``p`` and specificity ``q`` given each saved partition.
 
-    Groups: ``posterior`` (n_clusters, p, q, alpha), ``sample_stats`` (lp = log joint) and, when given,
-    ``clustering`` (psm, point estimate; no draw dimension).
+    Khashabi et al. (2015) Section 3 with conjugate Beta priors (spec 2.5):
+    :math:`p \mid z, E \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})`,
+    :math:`q \mid z, E \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`, with the pair counts of the draw.
+    With ``pq="collapse"`` the sampler integrates ``p, q`` out, so ``(z, p)`` drawn this way is an exact
+    draw from the joint posterior. Also returns the conditional means ``p_cond_mean``, ``q_cond_mean``
+    (the Rao-Blackwell estimates, whose spread is *not* the posterior spread of ``p``).
+
+    ``labels`` (chain, draw, n) int; returns arrays of shape (chain, draw).
+    """
+    lab = jnp.asarray(labels, jnp.int32)
+    shape = lab.shape[:-1]
+    counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
+    n11, n01, n10, n00 = counts.T
+    ap, bp = prior.a_p + n11, prior.b_p + n01
+    aq, bq = prior.a_q + n00, prior.b_q + n10
+    # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+    out = {"p": rng.beta(ap, bp), "q": rng.beta(aq, bq), "p_cond_mean": ap / (ap + bp),
+           "q_cond_mean": aq / (aq + bq)}
+    return {k: v.reshape(shape) for k, v in out.items()}
+
+
+@jax.jit
+def _pair_counts_all(lab, links):
+    from ppclust.models.tvclust import pair_counts
+
+    return jax.vmap(lambda z: pair_counts(z, links))(lab)
+
+
+def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
+                       partition="dp", point_logprior=None, batch_size=256) -> np.ndarray:
+    r"""Pointwise log-likelihood for PSIS-LOO: the collapsed leave-one-out predictive of each point.
+
+    For draw :math:`s` and point :math:`i`, with cluster parameters integrated out and the point's own
+    label summed over (existing clusters and a new one, or the ``K`` components when ``partition="finite"``):
+
+    .. math::
+
+        \log p(x_i \mid x_{-i}, z^{(s)}_{-i}, E) = \log \sum_k \pi_k(z^{(s)}_{-i}, E)\,
+        p(x_i \mid x_{\{j \ne i: z_j = k\}}),
+
+    where :math:`\pi_k \propto w_k / p(x_i \mid \cdot)` are the Gibbs weights of
+    :func:`ppclust.inference.gibbs.conditional` without their data term (CRP or Dirichlet size term times
+    the link term of Khashabi et al. eqs. 11, 13), normalised over ``k``. With a per-point log prior
+    (SemiSupervisedGMM's label term :math:`\log p(y_i \mid z_i = k)`) the observation is
+    :math:`(x_i, y_i)` and that term is part of the likelihood.
+
+    Why this conditional: PSIS-LOO reweights full-posterior draws by :math:`1 / p(\text{obs}_i \mid
+    \theta^{(s)})`, which is exact when :math:`p(\theta \mid \text{data}_{-i}) \propto p(\theta \mid
+    \text{data}) / p(\text{obs}_i \mid \theta)`. With :math:`\theta = z_{-i}` (and ``x``, ``E`` kept) the
+    quantity above is that ratio exactly, because the point's own label is integrated out rather than
+    conditioned on; conditioning on :math:`z_i` would make each ratio depend on a point-specific latent
+    and give heavy-tailed weights (high Pareto k). Links stay observed, so fits with and without links
+    are compared on the same observations ``x``.
+
+    ``labels`` (chain, draw, n) slot ids ``< K`` (``K = family`` slots of the sampler, ``k_max``); ``p, q,
+    alpha`` scalars or (chain, draw) arrays. Returns (chain, draw, n). O(draws * n * K d^2) time, memory
+    O(batch_size * K d^2).
+    """
+    lab = jnp.asarray(labels, jnp.int32)
+    shape = lab.shape[:-1]
+    S = int(np.prod(shape))
+    lab = lab.reshape(S, lab.shape[-1])
+    dtype = x.dtype
+    per = lambda v, dflt: jnp.broadcast_to(jnp.asarray(dflt if v is None else v, dtype), shape).reshape(S)
+    p_s, q_s, a_s = per(p, 0.5), per(q, 0.5), per(alpha, prior.alpha)
+    if partition == "dp":  # compacted slot ids + one free slot (the new cluster); a power of 2: few compiles
+        k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))
+    else:
+        k_max = point_logprior.shape[1]
+    out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq, partition=partition,
+                   k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
+    return np.asarray(out).reshape(shape + (lab.shape[-1],))
+
+
+@partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
+def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq, partition, k_max,
+             batch_size):
+    from ppclust.inference.gibbs import conditional
+    from ppclust.models.tvclust import pair_counts
+
+    def draw(args):
+        z, p, q, alpha = args
+        if partition == "dp":  # slot ids compacted so that k_max slots always leave one free
+            present = jnp.zeros(z.shape[0] + 1, bool).at[z].set(True)
+            z = (jnp.cumsum(present) - 1)[z].astype(jnp.int32)
+        stats = family.stats(x, z, k_max)
+        counts = pair_counts(z, links).astype(x.dtype)
+
+        def one(i):
+            st = family.remove(stats, z[i], x[i])
+            lp = family.log_predictive(st, x[i])
+            logw, _, _ = conditional(i, z, st, counts, x, links, family, prior, p, q, alpha, pq, removed=True,
+                                     partition=partition, point_logprior=point_logprior)
+            base = logw - lp
+            if point_logprior is not None:
+                base = base - point_logprior[i]
+            base = jnp.where(jnp.isfinite(logw), base, -jnp.inf)
+            return logsumexp(logw) - logsumexp(base)
+
+        return jax.lax.map(one, jnp.arange(x.shape[0]), batch_size=batch_size)
+
+    return jax.lax.map(draw, (lab, p_s, q_s, a_s))
+
+
+def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
+                   log_likelihood: dict | None = None, observed_data: dict | None = None,
+                   clustering: dict | None = None, attrs: dict | None = None, dims: dict | None = None):
+    """ArviZ DataTree from per-draw arrays shaped (chain, draw, ...) (module docstring).
+
+    ``posterior``, ``sample_stats``, ``log_likelihood``: dicts of arrays (chain, draw, ...);
+    ``observed_data``: arrays without draw dimensions; ``clustering``: ``name -> (dims, array)`` without
+    draws; ``attrs``: settings and prior, stored on the root (non-scalar values as JSON strings); ``dims``:
+    dimension names of the non-scalar variables (``"obs"`` for points).
     """
     import arviz as az
     import xarray as xr
 
-    dt = az.from_dict({
-        "posterior": {"n_clusters": np.asarray(result.n_clusters), "p": np.asarray(result.p),
-                      "q": np.asarray(result.q), "alpha": np.asarray(result.alpha)},
-        "sample_stats": {"lp": np.asarray(result.log_joint)},
-    })
-    data = {}
-    if psm is not None:
-        data["psm"] = (("obs", "obs_bis"), np.asarray(psm))
-    if point is not None:
-        data["point_estimate"] = (("obs",), np.asarray(point))
-    if data:
-        dt["clustering"] = xr.DataTree(xr.Dataset(data))
+    groups = {"posterior": posterior}
+    if sample_stats:
+        groups["sample_stats"] = sample_stats
+    if log_likelihood:
+        groups["log_likelihood"] = log_likelihood
+    if observed_data:
+        groups["observed_data"] = observed_data
+    dt = az.from_dict(groups, dims=dims or {})
+    if clustering:
+        dt["clustering"] = xr.DataTree(xr.Dataset({k: v for k, v in clustering.items()}))
+    if attrs:
+        clean = {k: _attr(v) for k, v in attrs.items()}
+        dt.attrs.update(clean)
+        dt["posterior"].attrs.update(clean)
     return dt
+
+
+def _attr(v):
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (int, float, str, np.integer, np.floating)):
+        return v
+    if v is None:
+        return "None"
+    return json.dumps(np.asarray(v).tolist() if hasattr(v, "shape") else v)
 
 
 def save(dt, path) -> None:
@@ -112,11 +249,3 @@ def load(path):
     import arviz as az
 
     return az.from_netcdf(str(path))
-
-
-def _canonical(row):
-    _, first = np.unique(row, return_index=True)
-    order = np.argsort(first)
-    remap = np.empty(row.max() + 1, np.int32)
-    remap[np.unique(row)[order]] = np.arange(len(order), dtype=np.int32)
-    return remap[row]

@@ -239,7 +239,8 @@ def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
     assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
     assert est.psm_.shape == (60, 60) and 0 <= est.p_ <= 1
     ds = est.posterior_["posterior"].ds
-    assert set(ds.data_vars) >= {"n_clusters", "p", "q", "alpha"} and ds["p"].shape == (2, 30)
+    assert set(ds.data_vars) >= {"n_clusters", "p", "q"} and ds["p"].shape == (2, 30)
+    assert "alpha" not in ds  # fixed alpha is a constant: an attribute, not a posterior variable
     posterior.save(est.posterior_, tmp_path / "post.nc")
     back = posterior.load(tmp_path / "post.nc")
     np.testing.assert_allclose(back["clustering"]["psm"].values, est.psm_)

@@ -217,7 +217,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
         key = as_key(self.random_state)
         if self.method == "gibbs":
-            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed)
+            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed, codes)
         mesh = resolve_mesh(self.devices)
         with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
@@ -274,13 +274,13 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             )
         return self
 
-    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed):
+    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed, codes):
         """Collapsed Gibbs over assignments (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``).
 
         NIW prior ``GaussianNIW.default`` on the centred data, symmetric Dirichlet(``weight_concentration``)
         per component on the weights, ``log p(y_i | z_i = k)`` as the per-point log prior over slots.
         """
-        from ppclust import posterior
+        from ppclust import partition, posterior
         from ppclust.inference import gibbs
         from ppclust.models.tvclust import TVClustPrior, make_links
 
@@ -301,10 +301,15 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 progress_bar=bool(self.progress_bar),
             )
             draws = res.labels.reshape(-1, n)
-            psm = posterior.similarity_matrix(draws) if self.point_estimate != "max_log_joint" else None
-            point = posterior.point_estimate(res.labels, loss=self.point_estimate, psm=psm,
-                                             log_joint=res.log_joint)
-            z = _matching_draw(draws, point)
+            loss = self.point_estimate if self.point_estimate != "max_log_joint" else "vi"
+            if self.point_estimate == "max_log_joint":
+                point = posterior.point_estimate(res.labels, loss="max_log_joint", log_joint=res.log_joint)
+            else:
+                point = partition.salso(res.labels, loss, log_joint=res.log_joint,
+                                        seed=int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**30))
+                                        ).labels
+            psm = posterior.similarity_matrix(draws, max_n=5000)
+            z = _component_labels(draws, point, K)
             stats = family.stats(xc, jnp.asarray(z), K)
             nk = np.asarray(stats.n)
             self.weights_ = (nk + a) / (n + K * a)  # posterior mean of the weights given z
@@ -324,13 +329,70 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.samples_ = res
         self.psm_ = psm
         self.log_joint_ = res.log_joint
-        self.posterior_ = posterior.to_datatree(res, psm=psm, point=z)
+        self.posterior_ = self._gibbs_datatree(key, X, xc, family, res, z, loss, psm, log_mask,
+                                               self.component_classes_, a, codes)
         self._shift = shift
         self._n_train = n
         self.labels_ = z.astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.n_features_in_ = d
         return self
+
+    def _gibbs_datatree(self, key, X, xc, family, res, z, loss, psm, log_mask, g, a, codes):
+        r"""ArviZ DataTree of the Gibbs run: label-invariant draws of this model (:mod:`ppclust.posterior`).
+
+        ``posterior``: ``n_clusters`` (occupied components), ``weights_sorted`` (component weights drawn
+        from their conditional :math:`\pi \mid z \sim \mathrm{Dir}(a + n_1, \dots, a + n_K)`, sorted in
+        decreasing order) and, when ``label_noise > 0``, ``label_noise_rate`` (the share of labelled points
+        whose component belongs to another class); ``sample_stats``: ``lp``; ``log_likelihood``: the
+        leave-one-out predictive of :math:`(x_i, y_i)`; ``observed_data``: ``x`` and ``y``.
+        """
+        from ppclust import partition, posterior
+        from ppclust.models.tvclust import TVClustPrior, make_links
+
+        n, K = X.shape[0], int(self.n_components)
+        lab = np.asarray(res.labels)
+        sizes = (lab[..., None] == np.arange(K)).sum(-2).astype(float)  # (chain, draw, K)
+        with x64():
+            w = jax.random.dirichlet(jax.random.fold_in(key, 0xD1), jnp.asarray(sizes + a))
+            lm = jnp.asarray(log_mask)
+            loglik = None
+            if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
+                loglik = {"x": posterior.loo_log_predictive(res.labels, xc, make_links(n), family,
+                                                            TVClustPrior(alpha=a * K), pq="fixed", p=0.9,
+                                                            q=0.9, partition="finite", point_logprior=lm)}
+            else:
+                warnings.warn(f"n x draws = {lab.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES: posterior_ "
+                              "has no log_likelihood group (az.loo unavailable); thin the draws",
+                              stacklevel=4)
+        post = {"n_clusters": res.n_clusters, "weights_sorted": -np.sort(-np.asarray(w), axis=-1)}
+        codes = np.asarray(codes)
+        if self.label_noise > 0 and np.any(codes >= 0):
+            lab_pts = codes >= 0
+            post["label_noise_rate"] = (g[lab[..., lab_pts]] != codes[lab_pts]).mean(-1)
+        ball = partition.credible_ball(partition.canonical_labels(z), lab, loss)
+        clustering = {"point_estimate": (("obs",), z)}
+        for name, bound in ball.bounds().items():
+            if name != "estimate":
+                clustering[f"ball_{name}"] = (("obs",), bound)
+        if psm is not None:
+            clustering["psm"] = (("obs", "obs_bis"), psm)
+        self.credible_ball_ = ball
+        self.expected_loss_ = partition.expected_loss(z, lab, loss)
+        attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
+        attrs.update(model="semi-supervised Gaussian mixture, K labelled components, Dirichlet weights "
+                           "integrated out, NIW prior (GaussianNIW.default on centred data)",
+                     sampler="collapsed Gibbs over assignments (ppclust.inference.gibbs.sample, finite)",
+                     weight_concentration=a, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
+                     component_classes=np.asarray(g), classes=np.asarray(self.classes_),
+                     log_likelihood="log p(x_i, y_i | x_-i, z_-i): leave-one-out predictive, own component "
+                                    "summed out (ppclust.posterior.loo_log_predictive)",
+                     point_estimate_loss=loss, expected_loss=self.expected_loss_,
+                     credible_ball_radius=ball.epsilon)
+        return posterior.build_datatree(
+            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik,
+            observed_data={"x": X, "y": codes}, clustering=clustering, attrs=attrs,
+            dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
 
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_``."""
@@ -412,9 +474,22 @@ def _ssgmm_ll(x, params, log_mask, cov_type):
     return ssgmm_log_likelihood(x, params.weights, params.means, params.prec_chol, log_mask, cov_type)
 
 
-def _matching_draw(draws, point):
-    """A draw (raw slot ids, so class-consistent) whose partition equals the canonical ``point``."""
-    first = np.unique(point, return_index=True)[1]
-    same = np.all(draws == draws[:, first[point]], axis=1)
-    same &= np.array([len(np.unique(r)) == len(first) for r in draws[:, first]])
-    return draws[int(np.flatnonzero(same)[0])].astype(np.int32)
+def _component_labels(draws, point, K):
+    """Component (slot) of each point for the partition ``point``: its clusters matched one-to-one to the
+    components (Hungarian, maximising the posterior co-assignment mass, so labelled points keep their
+    class's components), or, when it has more clusters than components, the draw closest to it in VI."""
+    from scipy.optimize import linear_sum_assignment
+
+    from ppclust import partition
+
+    k_est = int(point.max()) + 1
+    if k_est <= K:
+        mass = np.zeros((k_est, K))
+        for row in draws:
+            np.add.at(mass, (point, row), 1.0)
+        r, c = linear_sum_assignment(mass, maximize=True)
+        slot = np.empty(k_est, np.int32)
+        slot[r] = c
+        return slot[point]
+    d = partition.losses_to_draws(point, draws, "vi")
+    return draws[int(np.argmin(d))].astype(np.int32)

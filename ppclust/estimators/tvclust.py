@@ -44,7 +44,15 @@ class TVClust(ClusterMixin, BaseEstimator):
     standardize : bool, default=True
     k_max : int, default=64
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
+        Loss whose posterior expectation the point estimate ``labels_`` minimises over *all* partitions
+        (SALSO search, :func:`ppclust.partition.salso`; Dahl, Johnson & Müller 2022), or the draw with the
+        highest log joint.
+    loss_a : float in (0, 2), default=1.0
+        Unequal-cost parameter of the generalised Binder / VI loss: cost of separating a pair the
+        posterior joins (joining a separated pair costs ``2 - loss_a``); ``> 1`` favours fewer clusters.
     max_psm_n : int, default=5000
+        ``psm_`` (an n x n array) is computed for n up to this; above, ``psm_`` is None and
+        :func:`ppclust.posterior.similarity_matrix` computes it on request. The point estimate never needs it.
     random_state : None, int, Generator or JAX key
     algorithm : {"collapsed", "explicit"}, default="collapsed"
         Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
@@ -69,16 +77,21 @@ class TVClust(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
-    labels_ : ndarray (n,) point estimate; n_clusters_ : int; posterior_ : arviz DataTree;
-    psm_ : ndarray (n, n) or None (with a warning) when n > max_psm_n; p_, q_, alpha_ : posterior means;
+    labels_ : ndarray (n,) point estimate (canonical labels); n_clusters_ : int;
+    point_estimate_ : :class:`ppclust.partition.PartitionEstimate` (expected loss, search summary);
+    expected_loss_ : float, its posterior expected loss;
+    credible_ball_ : :class:`ppclust.partition.CredibleBall` (95%, same loss; ``print`` / ``.plot()``);
+    posterior_ : arviz DataTree (groups posterior, sample_stats, log_likelihood, observed_data, clustering;
+    settings and prior as attributes; see :mod:`ppclust.posterior`);
+    psm_ : ndarray (n, n) or None when n > max_psm_n; p_, q_, alpha_ : posterior means;
     log_joint_ : ndarray (chain, draw); samples_ : ChainResult (raw draws, resumable state).
     """
 
     def __init__(self, n_samples=500, n_warmup=500, n_chains=2, *, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
                  a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
-                 max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10,
-                 backend="auto", progress_bar=True):
+                 loss_a=1.0, max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++",
+                 init_clusters=10, backend="auto", progress_bar=True):
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -99,6 +112,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.k_max = k_max
         self.point_estimate = point_estimate
+        self.loss_a = loss_a
         self.max_psm_n = max_psm_n
         self.random_state = random_state
         self.algorithm = algorithm
@@ -112,8 +126,6 @@ class TVClust(ClusterMixin, BaseEstimator):
         view with sensitivity p and specificity q) by collapsed Gibbs; links from ``must_link`` /
         ``cannot_link`` and from the labelled pairs of ``y``. Sets the point estimate ``labels_``, the
         PSM ``psm_`` and the ArviZ ``posterior_``."""
-        from ppclust import posterior
-
         X = check_X(X)
         n, d = X.shape
         if self.pq not in gibbs.PQ_MODES:
@@ -158,23 +170,91 @@ class TVClust(ClusterMixin, BaseEstimator):
                                sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm,
                                backend=self.backend, progress_bar=bool(self.progress_bar),
                                desc="TVClust")
-        psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
-        if psm is None:
-            warnings.warn(f"n={n} > max_psm_n={self.max_psm_n}: psm_ is None; the point estimate uses "
-                          "max_log_joint", stacklevel=2)
-        loss = self.point_estimate if psm is not None else "max_log_joint"
-        point = posterior.point_estimate(res.labels, loss=loss, psm=psm, log_joint=res.log_joint)
         self.samples_ = res
-        self.psm_ = psm
-        self.labels_ = point.astype(np.int64)
         self.n_features_in_ = X.shape[1]
-        self.n_clusters_ = int(len(np.unique(point)))
-        self.p_ = float(np.mean(res.p))
-        self.q_ = float(np.mean(res.q))
-        self.alpha_ = float(np.mean(res.alpha))
-        self.log_joint_ = res.log_joint
-        self.posterior_ = posterior.to_datatree(res, psm=psm, point=point)
+        self._set_posterior(key, X, side, links, family, prior, res)
         return self
+
+    def _set_posterior(self, key, X, side, links, family, prior, res):
+        """Point estimate, credible ball, PSM (small n) and the ArviZ ``posterior_`` from the draws."""
+        from ppclust import partition, posterior
+
+        key_pq, key_seed = jax.random.split(jax.random.fold_in(key, 0x5A150))
+        seed = int(jax.random.randint(key_seed, (), 0, 2**31 - 1))
+        if self.point_estimate not in ("binder", "vi", "max_log_joint"):
+            raise ValueError("`point_estimate` must be 'binder', 'vi' or 'max_log_joint', got "
+                             f"{self.point_estimate!r}")
+        loss = self.point_estimate if self.point_estimate in partition.LOSSES else "vi"
+        if self.point_estimate == "max_log_joint":
+            point = posterior.point_estimate(res.labels, loss="max_log_joint", log_joint=res.log_joint)
+            est = partition.PartitionEstimate(point.astype(np.int64), loss, float(self.loss_a),
+                                              partition.expected_loss(point, res.labels, loss, self.loss_a),
+                                              float("nan"), 0, 0.0)
+        else:
+            est = partition.salso(res.labels, loss, a=float(self.loss_a), log_joint=res.log_joint, seed=seed)
+        ball = partition.credible_ball(est.labels, res.labels, loss, a=float(self.loss_a))
+        psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
+        with x64():
+            xj = jnp.asarray(X)
+            post = {"n_clusters": res.n_clusters}
+            kw = dict(pq=self.pq, p=None, q=None, alpha=res.alpha if self.sample_alpha else None)
+            if self.pq != "fixed":
+                draws = posterior.link_parameter_draws(key_pq, res.labels, links, prior)
+                if self.pq == "sample":  # the sampler's own draws of p, q given each partition
+                    draws.update(p=np.asarray(res.p), q=np.asarray(res.q))
+                    kw.update(p=res.p, q=res.q)
+                post.update(draws)
+            else:
+                kw.update(p=float(self.p), q=float(self.q))
+            if self.sample_alpha:
+                post["alpha"] = res.alpha
+            loglik = None
+            if res.labels[..., 0].size * X.shape[0] <= posterior.MAX_LOGLIK_ENTRIES:
+                loglik = {"x": posterior.loo_log_predictive(res.labels, xj, links, family, prior, **kw)}
+            else:
+                warnings.warn(f"n x draws = {res.labels.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES="
+                              f"{posterior.MAX_LOGLIK_ENTRIES:.0e}: posterior_ has no log_likelihood group "
+                              "(az.loo unavailable); thin the draws or call ppclust.posterior."
+                              "loo_log_predictive on a subset", stacklevel=3)
+        self.p_ = float(np.mean(post["p"])) if "p" in post else float(self.p)
+        self.q_ = float(np.mean(post["q"])) if "q" in post else float(self.q)
+        self.alpha_ = float(np.mean(res.alpha))
+        observed = {"x": X}
+        dims = {"x": ["obs", "feature"]}
+        if side.n_links:
+            observed.update(link_pairs=np.asarray(side.pairs).reshape(-1, 2), link_sign=np.asarray(side.sign))
+            dims.update(link_pairs=["link", "pair_end"], link_sign=["link"])
+        clustering = {"point_estimate": (("obs",), est.labels)}
+        for name, lab in ball.bounds().items():
+            if name != "estimate":
+                clustering[f"ball_{name}"] = (("obs",), lab)
+        if psm is not None:
+            clustering["psm"] = (("obs", "obs_bis"), psm)
+        attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
+        attrs.update(
+            model="TVClust (Khashabi et al. 2015): DP Gaussian mixture (NIW prior) + noisy links",
+            sampler=f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
+            prior_alpha=prior.alpha, prior_a_p=prior.a_p, prior_b_p=prior.b_p, prior_a_q=prior.a_q,
+            prior_b_q=prior.b_q, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
+            niw_psi0=np.asarray(family.psi0), covariance=family.covariance,
+            observed_x="features after standardisation" if self.standardize else "features as given",
+            log_likelihood="log p(x_i | x_-i, z_-i, E): collapsed leave-one-out predictive, own label summed "
+                           "out (ppclust.posterior.loo_log_predictive)",
+            p_q="draws from Beta(a + N, b + N) given each partition; p_cond_mean, q_cond_mean = E[. | z, E]"
+                if self.pq == "collapse" else f"pq={self.pq}",
+            point_estimate_loss=loss, point_estimate_a=float(self.loss_a),
+            expected_loss=est.expected_loss, credible_ball_prob=ball.prob, credible_ball_radius=ball.epsilon,
+        )
+        self.point_estimate_ = est
+        self.credible_ball_ = ball
+        self.expected_loss_ = est.expected_loss
+        self.psm_ = psm
+        self.labels_ = est.labels.astype(np.int64)
+        self.n_clusters_ = int(len(np.unique(self.labels_)))
+        self.log_joint_ = res.log_joint
+        self.posterior_ = posterior.build_datatree(
+            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik, observed_data=observed,
+            clustering=clustering, attrs=attrs, dims=dims)
 
     def fit_predict(self, X, y=None, **kw):
         """Fit (side information as in ``fit``) and return ``labels_``."""

@@ -153,23 +153,31 @@ def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, 
     return x, labels, pairs, sign
 
 
-def numpyro_model(x, pairs=None, sign=None, *, k_trunc=15, alpha=1.0, mu0=None, kappa0=1.0, nu0=None,
-                  psi0=None, prior: TVClustPrior | None = None):
+def numpyro_model(x=None, pairs=None, sign=None, *, n=None, d=None, k_trunc=15, alpha=1.0, mu0=None,
+                  kappa0=1.0, nu0=None, psi0=None, prior: TVClustPrior | None = None):
     """TVClust in NumPyro: truncated stick-breaking DP (T = ``k_trunc``), NIW Gaussian components.
 
-    Sites: ``v`` (sticks), ``Sigma``, ``mu``, ``p``, ``q``, ``z`` (discrete), ``x`` and ``E`` (observed,
-    ``E = 1`` for a may-link). Intended for inspection with NumPyro tools (``render_model``,
-    ``Predictive``, ``log_density``); the custom kernels in :mod:`ppclust.inference.gibbs` sample the
-    collapsed version.
+    Sites: ``v`` (sticks), ``Sigma``, ``mu``, ``p``, ``q``, ``z`` (discrete), ``x`` and ``E`` (``E = 1`` for a
+    may-link, one per pair of ``pairs``). ``x`` and ``sign`` are observed when given; with ``x=None`` (then
+    ``n`` and ``d`` are required) and ``sign=None`` the model is generative:
+    ``numpyro.infer.Predictive(numpyro_model, num_samples=...)(key, n=100, d=2, pairs=pairs)`` simulates
+    data and links from the prior. Defaults equal :class:`ppclust.TVClust`'s (spec 2.8 [R]):
+    ``mu0 = 0``, ``kappa0 = 1``, ``nu0 = d + 2``, ``psi0 = (nu0 - d - 1) I = I``, Beta(1, 10) and Beta(10, 1)
+    for ``p`` and ``q``. The custom kernel :class:`ppclust.inference.TVClustKernel` samples the collapsed
+    version.
     """
     import numpyro
     import numpyro.distributions as dist
 
     prior = TVClustPrior(alpha=alpha) if prior is None else prior
-    n, d = x.shape
+    if x is not None:
+        x = jnp.asarray(x)
+        n, d = x.shape
+    elif n is None or d is None:
+        raise ValueError("numpyro_model needs `x`, or `n` and `d` to simulate data (x=None)")
     mu0 = jnp.zeros(d) if mu0 is None else jnp.asarray(mu0)
-    nu0 = float(d) if nu0 is None else nu0
-    psi0 = jnp.eye(d) if psi0 is None else jnp.asarray(psi0)
+    nu0 = float(d + 2) if nu0 is None else float(nu0)
+    psi0 = jnp.eye(d) * max(nu0 - d - 1.0, 1.0) if psi0 is None else jnp.asarray(psi0)
     with numpyro.plate("sticks", k_trunc - 1):
         v = numpyro.sample("v", dist.Beta(1.0, prior.alpha))
     weights = jnp.concatenate([v, jnp.ones(1)]) * jnp.concatenate([jnp.ones(1), jnp.cumprod(1 - v)])
@@ -184,9 +192,9 @@ def numpyro_model(x, pairs=None, sign=None, *, k_trunc=15, alpha=1.0, mu0=None, 
     if pairs is not None and len(pairs):
         pairs = jnp.asarray(pairs)
         same = z[pairs[:, 0]] == z[pairs[:, 1]]
+        obs = None if sign is None else (jnp.asarray(sign) > 0).astype(jnp.int32)
         with numpyro.plate("links", pairs.shape[0]):
-            numpyro.sample("E", dist.Bernoulli(probs=jnp.where(same, p, 1 - q)),
-                           obs=(jnp.asarray(sign) > 0).astype(jnp.int32))
+            numpyro.sample("E", dist.Bernoulli(probs=jnp.where(same, p, 1 - q)), obs=obs)
 
 
 def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_trunc=None, p=None, q=None):

@@ -1,0 +1,633 @@
+r"""Point estimates and credible balls for a posterior over partitions, at any n (no n x n array).
+
+Losses (Dahl, Johnson & Müller 2022, "Search algorithms and loss functions for Bayesian clustering",
+JCGS 31, Sections 2-3; Wade & Ghahramani 2018, Bayesian Analysis 13, Section 3). For a *truth* ``z`` (a
+posterior draw) and an *estimate* ``c`` of ``n`` items, with contingency table :math:`N_{lk}` =
+#{i : z_i = l, c_i = k}, row sums :math:`s_l` (truth) and column sums :math:`r_k` (estimate):
+
+* generalised **Binder** loss with unequal costs, ``a`` for putting apart a pair the truth joins and
+  ``2 - a`` for joining a pair the truth separates (``a = 1``: Binder's equal costs, 1 - Rand index),
+  normalised per pair:
+
+  .. math::
+
+      B_a(z, c) = \binom n2^{-1}\Big[a\Big(\sum_l\tbinom{s_l}{2} - \sum_{lk}\tbinom{N_{lk}}{2}\Big)
+                  + (2-a)\Big(\sum_k\tbinom{r_k}{2} - \sum_{lk}\tbinom{N_{lk}}{2}\Big)\Big];
+
+* generalised **variation of information** (Meila 2007; Dahl et al. 2022, Section 3.2), in nats:
+
+  .. math::
+
+      VI_a(z, c) = a\,H(c \mid z) + (2-a)\,H(z \mid c)
+                 = \tfrac1n\Big[a\sum_l s_l\log s_l + (2-a)\sum_k r_k\log r_k
+                   - 2\sum_{lk}N_{lk}\log N_{lk}\Big],
+
+  which is ``H(z) + H(c) - 2 I(z, c)`` at ``a = 1`` (the ``log n`` terms of the entropies cancel).
+
+The posterior expected loss of ``c`` is the average over the ``S`` draws, computed from the ``S``
+contingency tables: O(n S) time and O(n S) memory (the draws themselves), never an n x n array.
+
+Search (SALSO, Dahl et al. 2022, Section 4): *sequential allocation* (items in a random order, each
+put in the existing or a new cluster that minimises the expected loss of the items allocated so far)
+followed by *sweetening* (each item in turn removed and re-placed where the expected loss is lowest, until
+a full pass moves nothing), repeated over several random orders and also started from the best sampled
+draws; the estimate with the lowest expected loss wins. Moving item ``i`` into cluster ``k`` changes the
+expected loss by (common factors dropped)
+
+.. math::
+
+    \Delta_k = (2-a)\,g(r_k) - \frac2S\sum_{s} g\big(N^{(s)}_{z^{(s)}_i k}\big), \qquad
+    g(m) = m \ \ (\text{Binder}), \quad g(m) = (m+1)\log(m+1) - m\log m \ \ (\text{VI}),
+
+and :math:`\Delta_{\rm new} = 0`, so one move costs O(S K) with the per-draw tables kept up to date
+(memory O(S K L), K and L the cluster counts of the estimate and the draws).
+
+Credible ball (Wade & Ghahramani 2018, Section 4): the smallest ball :math:`\{c: d(\hat c, c) \le
+\varepsilon\}` around the estimate holding posterior mass ``prob`` (estimated from the draws), summarised
+by the *horizontal bound* (the draws in the ball farthest from the estimate), the *upper vertical bound*
+(among the draws in the ball with the fewest clusters, the farthest) and the *lower vertical bound*
+(most clusters, farthest).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ppclust.metrics import contingency
+
+try:  # numba compiles the search loop; without it the same Python function runs (slowly)
+    import numba
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    numba = None
+
+__all__ = [
+    "LOSSES",
+    "compact_labels",
+    "canonical_labels",
+    "loss_from_table",
+    "partition_loss",
+    "losses_to_draws",
+    "expected_loss",
+    "salso",
+    "credible_ball",
+    "PartitionEstimate",
+    "CredibleBall",
+]
+
+LOSSES = ("binder", "vi")
+
+
+# --------------------------------------------------------------------------- label handling
+
+
+def compact_labels(labels) -> np.ndarray:
+    """Relabel each row of ``labels`` (shape (..., n), non-negative ints) to 0..K-1, keeping label order.
+
+    O(n + max label) per row, vectorised over rows (no sort). Returns int32 of shape (S, n).
+    """
+    lab = np.asarray(labels)
+    if lab.ndim == 0 or lab.shape[-1] == 0:
+        raise ValueError(f"`labels` must have shape (..., n) with n >= 1, got shape {lab.shape}.")
+    lab = lab.reshape(-1, lab.shape[-1])
+    if not np.issubdtype(lab.dtype, np.integer):
+        raise TypeError(f"`labels` must be integers, got dtype {lab.dtype}.")
+    if lab.min() < 0:
+        raise ValueError(f"`labels` must be >= 0 (every item in a cluster), got min {lab.min()}.")
+    m = int(lab.max()) + 1
+    out = np.empty(lab.shape, np.int32)
+    step = max(1, int(2e7 // max(lab.shape[1] + m, 1)))  # rows per chunk: bounded temporaries
+    for r0 in range(0, lab.shape[0], step):
+        blk = lab[r0:r0 + step].astype(np.int64)
+        rows = np.arange(blk.shape[0])[:, None]
+        present = np.zeros((blk.shape[0], m), bool)
+        present[rows, blk] = True
+        remap = np.cumsum(present, axis=1) - 1
+        out[r0:r0 + step] = remap[rows, blk]
+    return out
+
+
+def canonical_labels(labels) -> np.ndarray:
+    """Relabel a partition (1-D) or each row of (..., n) 0, 1, 2, ... in order of first appearance."""
+    lab = np.asarray(labels)
+    one = lab.ndim == 1
+    lab = compact_labels(lab)
+    out = np.empty_like(lab)
+    for r, row in enumerate(lab):
+        first = np.full(int(row.max()) + 1, row.size, np.int64)
+        np.minimum.at(first, row, np.arange(row.size))
+        rank = np.empty_like(first)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        out[r] = rank[row]
+    return out[0] if one else out
+
+
+# --------------------------------------------------------------------------- losses
+
+
+def _check_loss(loss, a):
+    if loss not in LOSSES:
+        raise ValueError(f"`loss` must be one of {LOSSES}, got {loss!r}.")
+    if not (0.0 < float(a) < 2.0):
+        raise ValueError(f"`a` (cost of splitting a pair the truth joins; the other mistake costs 2 - a) "
+                         f"must lie in (0, 2), got {a!r}.")
+
+
+def _xlogx(t):
+    t = np.asarray(t, np.float64)
+    return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
+
+
+def loss_from_table(table, loss="vi", a=1.0) -> float:
+    """Loss of an estimate against a truth from their contingency table ``table[l, k]`` (rows: truth).
+
+    Module docstring formulas: ``"binder"`` per pair, ``"vi"`` in nats.
+    """
+    _check_loss(loss, a)
+    t = np.asarray(table, np.float64)
+    n = t.sum()
+    s, r = t.sum(1), t.sum(0)
+    if loss == "binder":
+        c2 = lambda v: (v * (v - 1.0) / 2.0).sum()
+        both = c2(t)
+        pairs = n * (n - 1.0) / 2.0
+        return float((a * (c2(s) - both) + (2.0 - a) * (c2(r) - both)) / pairs) if pairs > 0 else 0.0
+    val = (a * _xlogx(s).sum() + (2.0 - a) * _xlogx(r).sum() - 2.0 * _xlogx(t).sum()) / n
+    return float(max(val, 0.0))
+
+
+def partition_loss(truth, estimate, loss="vi", a=1.0) -> float:
+    """Loss (``"binder"`` or ``"vi"``, generalised with ``a``) of ``estimate`` for ``truth`` (1-D labels)."""
+    return loss_from_table(contingency(truth, estimate), loss, a)
+
+
+def losses_to_draws(estimate, draws, loss="vi", a=1.0) -> np.ndarray:
+    """Loss of ``estimate`` (n,) against every draw of ``draws`` (..., n): shape (S,), O(n S) time.
+
+    One contingency table per draw (``bincount``), so memory stays O(n + K L).
+    """
+    _check_loss(loss, a)
+    est = compact_labels(estimate)[0]
+    z = _as_compact_draws(draws, est.size)
+    k = int(est.max()) + 1
+    out = np.empty(z.shape[0])
+    for s, row in enumerate(z):
+        lmax = int(row.max()) + 1
+        table = np.bincount(row.astype(np.int64) * k + est, minlength=lmax * k).reshape(lmax, k)
+        out[s] = loss_from_table(table, loss, a)
+    return out
+
+
+def expected_loss(estimate, draws, loss="vi", a=1.0) -> float:
+    """Posterior expected loss of ``estimate``: the mean of :func:`losses_to_draws` over the draws."""
+    return float(losses_to_draws(estimate, draws, loss, a).mean())
+
+
+def _as_compact_draws(draws, n=None):
+    z = np.asarray(draws)
+    if z.ndim < 1:
+        raise ValueError(f"`draws` must have shape (..., n), got shape {z.shape}.")
+    z = z.reshape(-1, z.shape[-1])
+    if n is not None and z.shape[1] != n:
+        raise ValueError(f"`draws` have n={z.shape[1]} items but the estimate has {n}.")
+    if z.shape[0] == 0:
+        raise ValueError("`draws` is empty: need at least one sampled partition.")
+    return compact_labels(z)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class PartitionEstimate:
+    """A partition point estimate and its posterior expected loss.
+
+    ``labels`` (n,) canonical (0, 1, ... by first appearance); ``expected_loss`` under ``loss`` with
+    cost parameter ``a``; ``best_draw_loss``: the lowest expected loss among the sampled partitions the
+    search started from (the estimate is never worse); ``n_runs``: searches run; ``seconds``.
+    """
+
+    labels: np.ndarray
+    loss: str
+    a: float
+    expected_loss: float
+    best_draw_loss: float
+    n_runs: int
+    seconds: float
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.labels.max()) + 1
+
+    def __str__(self):
+        sizes = np.bincount(self.labels)
+        return (f"SALSO point estimate ({self.loss}, a={self.a:g}): K={self.n_clusters}, expected loss "
+                f"{self.expected_loss:.6g} (best starting draw {self.best_draw_loss:.6g}); cluster sizes "
+                f"{sorted(sizes.tolist(), reverse=True)[:12]}{' ...' if sizes.size > 12 else ''}; "
+                f"{self.n_runs} runs in {self.seconds:.2f} s")
+
+
+@dataclass
+class CredibleBall:
+    """Credible ball around a point estimate (Wade & Ghahramani 2018, Definitions 4.1-4.3).
+
+    ``epsilon``: radius (``loss`` distance) of the smallest ball holding posterior mass ``prob``;
+    ``distances`` (S,): distance of each draw to the estimate; ``horizontal``, ``upper_vertical``,
+    ``lower_vertical``: canonical labels of one bound each (a draw in the ball), with their number of
+    clusters in ``n_clusters`` and their distance in ``bound_distances``.
+    """
+
+    loss: str
+    a: float
+    prob: float
+    epsilon: float
+    estimate: np.ndarray
+    distances: np.ndarray
+    horizontal: np.ndarray
+    upper_vertical: np.ndarray
+    lower_vertical: np.ndarray
+    n_clusters: dict = field(default_factory=dict)
+    bound_distances: dict = field(default_factory=dict)
+
+    def bounds(self) -> dict:
+        """``{"estimate", "horizontal", "upper_vertical", "lower_vertical"}`` -> labels."""
+        return {"estimate": self.estimate, "horizontal": self.horizontal,
+                "upper_vertical": self.upper_vertical, "lower_vertical": self.lower_vertical}
+
+    def __str__(self):
+        lines = [f"{self.prob:.0%} credible ball ({self.loss}, a={self.a:g}): radius {self.epsilon:.4g}, "
+                 f"{int((self.distances <= self.epsilon).sum())} of {self.distances.size} draws inside",
+                 f"  {'bound':15s} {'K':>4s} {'distance':>10s}"]
+        for name in ("estimate", "horizontal", "upper_vertical", "lower_vertical"):
+            lines.append(f"  {name:15s} {self.n_clusters[name]:4d} {self.bound_distances[name]:10.4g}")
+        return "\n".join(lines)
+
+    def plot(self, X=None, *, axes=None):
+        """Figure: with ``X`` (n, d >= 2), the estimate and the three bounds as scatter plots (first two
+        principal components); without, the histogram of draw distances with the radius marked."""
+        import matplotlib.pyplot as plt
+
+        if X is None:
+            if axes is None:
+                fig, axes = plt.subplots(figsize=(5, 3))
+            fig = axes.figure
+            axes.hist(self.distances, bins=30, color="0.6")
+            axes.axvline(self.epsilon, color="C3", label=f"radius ({self.prob:.0%})")
+            axes.set_xlabel(f"{self.loss} distance of a draw to the estimate")
+            axes.set_ylabel("draws")
+            axes.legend()
+            return fig
+        X = np.asarray(X, float)
+        xc = X - X.mean(0)
+        if xc.shape[1] > 2:
+            xc = xc @ np.linalg.svd(xc, full_matrices=False)[2][:2].T
+        if axes is None:
+            fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), sharex=True, sharey=True)
+        fig = np.ravel(axes)[0].figure
+        for ax, (name, lab) in zip(np.ravel(axes), self.bounds().items(), strict=True):
+            ax.scatter(xc[:, 0], xc[:, 1], c=lab, cmap="tab20", s=10)
+            ax.set_title(f"{name} (K={self.n_clusters[name]}, d={self.bound_distances[name]:.3g})",
+                         fontsize=9)
+        return fig
+
+
+# --------------------------------------------------------------------------- search
+
+
+def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None, max_sweeps=100,
+          seed=0) -> PartitionEstimate:
+    """Partition minimising the posterior expected ``loss`` over all partitions (SALSO search).
+
+    Parameters
+    ----------
+    draws : int array of shape (..., n)
+        Sampled partitions (any labelling; e.g. ``ChainResult.labels`` of shape (chain, draw, n)).
+    loss : {"vi", "binder"}, default="vi"
+    a : float in (0, 2), default=1.0
+        Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a > 1``
+        favours fewer, larger clusters.
+    n_runs : int, default=16
+        Sequential-allocation runs from random orders (then sweetened).
+    n_draw_starts : int, default=4
+        Sweetening runs started from sampled draws: those with the highest ``log_joint`` when given, else
+        draws spread evenly over the sample; the lowest expected loss among them is ``best_draw_loss``.
+    max_sweeps : int, default=100
+        Cap on sweetening passes per run (a pass that moves nothing ends the run earlier).
+    seed : int, default=0
+        Seed of the random orders (same seed, same estimate).
+
+    Returns
+    -------
+    :class:`PartitionEstimate`. Time O((n_runs + n_draw_starts) * sweeps * n * S * K); memory O(n S) plus
+    O(S K L) contingency tables.
+    """
+    _check_loss(loss, a)
+    checks = (("n_runs", n_runs, 0), ("n_draw_starts", n_draw_starts, 0), ("max_sweeps", max_sweeps, 1))
+    for name, v, lo in checks:
+        if not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"`{name}` must be an integer >= {lo}, got {v!r}.")
+    if n_runs + n_draw_starts < 1:
+        raise ValueError("`n_runs + n_draw_starts` must be >= 1 (nothing to search from).")
+    t0 = time.perf_counter()
+    z = _as_compact_draws(draws)
+    S, n = z.shape
+    rng = np.random.default_rng(seed)
+    zt = np.ascontiguousarray(z.T)  # (n, S): one item's labels across draws are contiguous
+    L = z.max(1).astype(np.int64) + 1
+    lg = _xlogx(np.arange(n + 2, dtype=np.float64))  # x log x for counts 0..n+1
+    is_vi = loss == "vi"
+    starts = []
+    if n_draw_starts:
+        m = min(n_draw_starts, S)
+        if log_joint is not None:
+            lj = np.asarray(log_joint, np.float64).reshape(-1)
+            if lj.size != S:
+                raise ValueError(f"`log_joint` must have one value per draw ({S}), got {lj.size}.")
+            idx = np.argsort(-lj, kind="stable")
+            uniq, picked = set(), []
+            for i in idx:  # distinct partitions only
+                key = z[i].tobytes()
+                if key not in uniq:
+                    uniq.add(key)
+                    picked.append(i)
+                if len(picked) == m:
+                    break
+        else:
+            picked = np.unique(np.linspace(0, S - 1, m).round().astype(int))
+        starts = [z[i] for i in picked]
+    best, best_loss, draw_best = None, np.inf, np.inf
+    runs = [(None, rng.permutation(n).astype(np.int64)) for _ in range(n_runs)]
+    runs += [(st, rng.permutation(n).astype(np.int64)) for st in starts]
+    for st, order in runs:
+        init = np.full(n, -1, np.int32) if st is None else st.astype(np.int32)
+        if st is not None:
+            draw_best = min(draw_best, expected_loss(st, z, loss, a))
+        lab = _search(zt, L, init, order, float(a), is_vi, lg, int(max_sweeps))
+        val = expected_loss(lab, z, loss, a)
+        if val < best_loss - 1e-12:
+            best, best_loss = lab, val
+    labels = canonical_labels(best).astype(np.int64)
+    return PartitionEstimate(labels, loss, float(a), float(best_loss),
+                             float(draw_best) if np.isfinite(draw_best) else float("nan"),
+                             len(runs), time.perf_counter() - t0)
+
+
+def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBall:
+    """Credible ball of posterior mass ``prob`` around ``estimate`` (module docstring), from the draws.
+
+    The radius is the smallest distance ``eps`` with at least ``ceil(prob * S)`` draws at distance
+    ``<= eps``. O(n S) time.
+    """
+    _check_loss(loss, a)
+    if not (0.0 < float(prob) <= 1.0):
+        raise ValueError(f"`prob` must lie in (0, 1], got {prob!r}.")
+    est = canonical_labels(np.asarray(estimate))
+    z = _as_compact_draws(draws, est.size)
+    d = losses_to_draws(est, z, loss, a)
+    S = d.size
+    eps = float(np.sort(d)[max(0, math.ceil(prob * S - 1e-9) - 1)])
+    inside = np.flatnonzero(d <= eps + 1e-12)
+    k = z[inside].max(1) + 1
+
+    def farthest(sel):
+        return inside[sel[int(np.argmax(d[inside][sel]))]]
+
+    everyone = np.arange(inside.size)
+    h = farthest(everyone)
+    up = farthest(np.flatnonzero(k == k.min()))
+    lo = farthest(np.flatnonzero(k == k.max()))
+    picks = {"horizontal": h, "upper_vertical": up, "lower_vertical": lo}
+    nclu = {"estimate": int(est.max()) + 1}
+    nclu.update({name: int(z[i].max()) + 1 for name, i in picks.items()})
+    dist = {"estimate": 0.0}
+    dist.update({name: float(d[i]) for name, i in picks.items()})
+    return CredibleBall(loss, float(a), float(prob), eps, est, d, canonical_labels(z[h]),
+                        canonical_labels(z[up]), canonical_labels(z[lo]), nclu, dist)
+
+
+# --- helpers ---
+
+
+def _search_py(zt, L, init, order, a, is_vi, lg, max_sweeps):
+    """SALSO from ``init`` (``-1`` = unplaced): sequential allocation of the unplaced items in ``order``,
+    then rounds of sweetening passes, the best merge of two clusters, and zealous updates (a cluster
+    dissolved and its items re-allocated, kept only if the expected loss drops), until none improves.
+
+    ``zt`` (n, S) compact draw labels, ``L`` (S,) clusters per draw, ``lg[m] = m log m``. Returns labels.
+    Tables ``tab[k, s, l]`` = #items in estimate cluster k with label l in draw s; ``size[k]``. Plain
+    Python/NumPy code, compiled by numba as :func:`_search` (the same function, so the same result).
+    """
+    n, S = zt.shape
+    lmax = 1
+    for s in range(S):
+        if L[s] > lmax:
+            lmax = L[s]
+    cap = 8
+    while cap < 2 * (init.max() + 1):
+        cap *= 2
+    tab = np.zeros((cap, S, lmax), np.int32)
+    size = np.zeros(cap, np.int64)
+    lab = init.copy()
+    for i in range(n):
+        if lab[i] >= 0:
+            _add(tab, size, zt, i, lab[i])
+    for t in range(n):  # sequential allocation
+        i = order[t]
+        if lab[i] < 0:
+            k, _ = _best(tab, size, zt, i, -1, a, is_vi, lg)
+            if k < 0:
+                k, tab, size = _free_slot(tab, size)
+            lab[i] = k
+            _add(tab, size, zt, i, k)
+    items = np.empty(n, np.int64)
+    for _ in range(max_sweeps):
+        moved = 1
+        sweeps = 0
+        while moved and sweeps < max_sweeps:  # sweetening
+            moved = 0
+            sweeps += 1
+            for t in range(n):
+                i = order[t]
+                old = lab[i]
+                _remove(tab, size, zt, i, old)
+                k, _ = _best(tab, size, zt, i, old, a, is_vi, lg)
+                if k < 0:
+                    k, tab, size = _free_slot(tab, size)
+                if k != old:
+                    moved += 1
+                lab[i] = k
+                _add(tab, size, zt, i, k)
+        if _merge_best(tab, size, lab, a, is_vi, lg):
+            continue
+        if not _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
+            break
+    return lab
+
+
+def _move_cost(tab, size, zt, i, k, a, is_vi, lg):
+    """Change of the expected loss (times n for VI, times n(n-1)/2 for Binder; both common factors) when
+    item ``i`` joins cluster ``k`` (module docstring, Delta_k)."""
+    S = zt.shape[1]
+    acc = 0.0
+    if is_vi:
+        for s in range(S):
+            m = tab[k, s, zt[i, s]]
+            acc += lg[m + 1] - lg[m]
+        return (2.0 - a) * (lg[size[k] + 1] - lg[size[k]]) - 2.0 * acc / S
+    for s in range(S):
+        acc += tab[k, s, zt[i, s]]
+    return (2.0 - a) * size[k] - 2.0 * acc / S
+
+
+def _best(tab, size, zt, i, old, a, is_vi, lg):
+    """Best cluster for the (removed) item ``i``: ``(k, cost)``, ``k = -1`` for a new cluster (cost 0).
+
+    Staying in ``old`` wins ties (a singleton's "stay" is its own, now empty, slot); otherwise the first
+    cluster of strictly lowest cost, then the new cluster.
+    """
+    best_k, best_c, stay = -1, 0.0, 0.0
+    for k in range(size.shape[0]):
+        if size[k] == 0:
+            continue
+        c = _move_cost(tab, size, zt, i, k, a, is_vi, lg)
+        if k == old:
+            stay = c
+        if c < best_c:
+            best_k, best_c = k, c
+    if old >= 0 and not best_c < stay - 1e-10:
+        return old, stay
+    return best_k, best_c
+
+
+def _add(tab, size, zt, i, k):
+    size[k] += 1
+    for s in range(zt.shape[1]):
+        tab[k, s, zt[i, s]] += 1
+
+
+def _remove(tab, size, zt, i, k):
+    size[k] -= 1
+    for s in range(zt.shape[1]):
+        tab[k, s, zt[i, s]] -= 1
+
+
+def _free_slot(tab, size):
+    """An empty slot (the tables doubled when every slot is occupied)."""
+    for k in range(size.shape[0]):
+        if size[k] == 0:
+            return k, tab, size
+    cap = size.shape[0]
+    new_tab = np.zeros((2 * cap, tab.shape[1], tab.shape[2]), np.int32)
+    new_tab[:cap] = tab
+    new_size = np.zeros(2 * cap, np.int64)
+    new_size[:cap] = size
+    return cap, new_tab, new_size
+
+
+def _pair_f(m, is_vi, lg):
+    return lg[m] if is_vi else 0.5 * m * (m - 1.0)
+
+
+def _merge_best(tab, size, lab, a, is_vi, lg):
+    """Merge the two clusters whose union lowers the expected loss most; False if no merge lowers it.
+
+    Change (same units as :func:`_move_cost`): :math:`(2-a)[F(r_1+r_2)-F(r_1)-F(r_2)] - \\frac2S\\sum_{s,l}
+    [F(N_1+N_2)-F(N_1)-F(N_2)]` with ``F(m) = m log m`` (VI) or ``m(m-1)/2`` (Binder). O(K^2 S L).
+    """
+    cap, S, lmax = tab.shape
+    best, b1, b2 = -1e-10, -1, -1
+    for k1 in range(cap):
+        if size[k1] == 0:
+            continue
+        for k2 in range(k1 + 1, cap):
+            if size[k2] == 0:
+                continue
+            acc = 0.0
+            for s in range(S):
+                for m in range(lmax):
+                    u, v = tab[k1, s, m], tab[k2, s, m]
+                    if u > 0 and v > 0:
+                        acc += _pair_f(u + v, is_vi, lg) - _pair_f(u, is_vi, lg) - _pair_f(v, is_vi, lg)
+            r1, r2 = size[k1], size[k2]
+            d = (2.0 - a) * (_pair_f(r1 + r2, is_vi, lg) - _pair_f(r1, is_vi, lg) - _pair_f(r2, is_vi, lg))
+            d -= 2.0 * acc / S
+            if d < best:
+                best, b1, b2 = d, k1, k2
+    if b1 < 0:
+        return False
+    for s in range(S):
+        for m in range(lmax):
+            tab[b1, s, m] += tab[b2, s, m]
+            tab[b2, s, m] = 0
+    size[b1] += size[b2]
+    size[b2] = 0
+    for i in range(lab.shape[0]):
+        if lab[i] == b2:
+            lab[i] = b1
+    return True
+
+
+def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
+    """Zealous update (Dahl et al. 2022, Section 4.3): dissolve one cluster at a time and re-allocate its
+    items sequentially (in ``order``); keep the first that lowers the expected loss, else undo. Returns
+    whether one was kept."""
+    for k in range(size.shape[0]):
+        if size[k] < 2:
+            continue
+        m = 0
+        for t in range(order.shape[0]):
+            if lab[order[t]] == k:
+                items[m] = order[t]
+                m += 1
+        change = 0.0
+        for j in range(m):  # dissolve: removing i costs minus the cost of putting it back
+            i = items[j]
+            _remove(tab, size, zt, i, k)
+            change -= _move_cost(tab, size, zt, i, k, a, is_vi, lg) if size[k] > 0 else 0.0
+        for j in range(m):
+            i = items[j]
+            kk, c = _best(tab, size, zt, i, -1, a, is_vi, lg)
+            if kk < 0:
+                kk = k if size[k] == 0 else -1
+                if kk < 0:
+                    for q in range(size.shape[0]):
+                        if size[q] == 0:
+                            kk = q
+                            break
+                if kk < 0:  # no free slot: give up this dissolution (undo below)
+                    change = 0.0
+                    for jj in range(j):
+                        _remove(tab, size, zt, items[jj], lab[items[jj]])
+                    for jj in range(m):
+                        lab[items[jj]] = k
+                        _add(tab, size, zt, items[jj], k)
+                    m = -1
+                    break
+                c = 0.0
+            change += c
+            lab[i] = kk
+            _add(tab, size, zt, i, kk)
+        if m < 0:
+            continue
+        if change < -1e-9 * m:  # a real gain, not the rounding of m cost terms (which may loop forever)
+            return True
+        for j in range(m):  # undo
+            i = items[j]
+            _remove(tab, size, zt, i, lab[i])
+        for j in range(m):
+            i = items[j]
+            lab[i] = k
+            _add(tab, size, zt, i, k)
+    return False
+
+
+if numba is not None:
+    _jit = lambda f: numba.njit(cache=True, nogil=True)(f)  # noqa: E731
+    _move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous = map(
+        _jit, (_move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous))
+    _search = _jit(_search_py)
+else:  # pragma: no cover
+    _search = _search_py
