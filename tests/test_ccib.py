@@ -194,7 +194,7 @@ def test_two_factor_finds_hidden_factor(two_factor):
     assert nmi(b, est.labels_) < 0.05
     assert precision(est.labels_, c) > 0.93
     assert all(precision(lab, c) > 0.93 for lab in est.restart_labels_)
-    assert est.labels_.dtype == np.int32 and est.n_clusters_ == 2
+    assert est.labels_.dtype == np.int64 and est.n_clusters_ == 2
     tr = est.annealing_trace_
     assert np.all(np.diff(tr["rho"]) < 0) and tr["rho"][0] == est.rho0_
     assert tr["i_cx"][0] < 1e-3 < tr["i_cx"][-1]  # starts above the critical temperature, ends hard

@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.utils import estimator_checks as ec
 
+from ppclust import RDPMeans
 from ppclust._registry import METHODS
+from ppclust.sideinfo import SideInfo
 
 # Small constructor parameters: every fit in the checks stays cheap. Three clusters because the
 # fitting checks pass a y with three classes (used as partial labels).
 SMALL = {
-    "tvclust": dict(n_samples=5, n_warmup=5, n_chains=1, random_state=0),
+    "tvclust": dict(n_draws=5, n_warmup=5, n_chains=1, k_max=8, random_state=0),
     "dpmeans": dict(lam=50.0, max_iter=10, random_state=0),
     "rdpmeans": dict(lam=50.0, max_iter=10, patience=2, random_state=0),
-    "ssgmm": dict(n_components=3, covariance_type="diag", max_iter=10, random_state=0),
+    "ssgmm": dict(n_clusters=3, covariance_type="diag", max_iter=10, random_state=0),
     "cecib": dict(n_clusters=3, n_init=1, random_state=0),
     "c3l": dict(n_clusters=3, n_init=1, random_state=0),
     "ccib": dict(n_clusters=3, n_init=1, random_state=0),
@@ -100,3 +103,103 @@ def test_sklearn_check(name, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         getattr(ec, check)(type(est).__name__, est)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Cross-validation with side information (issue 16): partial labels as metadata, not y; links re-indexed
+# to each fold's rows (RowPairs); pairs crossing a fold dropped.
+
+
+def _fold_pairs(pairs, rows):
+    """Brute force: the pairs with both ends in ``rows``, as positions in ``rows``."""
+    where = {int(r): k for k, r in reversed(list(enumerate(rows)))}
+    return np.array([(where[i], where[j]) for i, j in pairs if i in where and j in where],
+                    dtype=np.int64).reshape(-1, 2)
+
+
+def test_row_pairs_slice_like_rows():
+    from sklearn.utils import _safe_indexing
+
+    from ppclust.sideinfo import RowPairs
+
+    rng = np.random.default_rng(0)
+    n = 30
+    pairs = rng.choice(n, size=(40, 2), replace=True)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    rp = RowPairs(pairs, n)
+    assert len(rp) == n and rp.shape == (n,)
+    for rows in (rng.permutation(n)[:17], np.sort(rng.permutation(n)[:12]), np.arange(n)):
+        for sub in (rp[rows], rp[rows, ...], _safe_indexing(rp, rows)):
+            assert sub.n_samples == len(rows)
+            np.testing.assert_array_equal(sub.pairs, _fold_pairs(pairs, rows))
+    mask = rng.random(n) < 0.5
+    np.testing.assert_array_equal(rp[mask].pairs, _fold_pairs(pairs, np.flatnonzero(mask)))
+    np.testing.assert_array_equal(rp[5:20].pairs, _fold_pairs(pairs, np.arange(5, 20)))
+    with pytest.raises(ValueError, match="RowPairs for n_samples=30"):
+        SideInfo.from_links(29, must_link=rp)
+
+
+def test_partial_labels_replace_y():
+    """With ``partial_labels`` given, ``y`` (the scoring truth) is not read: no leak into the fit."""
+    from ppclust import SemiSupervisedGMM
+
+    X, truth = _three_blobs(45)
+    kw = dict(n_clusters=3, covariance_type="spherical", max_iter=30, random_state=0)
+    none = np.full(len(X), -1)
+    blind = SemiSupervisedGMM(**kw).fit(X, truth, partial_labels=none)
+    plain = SemiSupervisedGMM(**kw).fit(X)
+    told = SemiSupervisedGMM(**kw).fit(X, truth)
+    np.testing.assert_array_equal(blind.labels_, plain.labels_)
+    np.testing.assert_allclose(blind.means_, plain.means_)
+    assert not np.allclose(told.means_, plain.means_)  # y as labels does change the fit
+
+
+class _Recording(RDPMeans):
+    """RDPMeans that records the side information each fit of a search receives."""
+
+    seen: list = []
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
+        _Recording.seen.append((np.asarray(X).copy(), must_link, cannot_link, partial_labels, y))
+        return super().fit(X, y, must_link=must_link, cannot_link=cannot_link, partial_labels=partial_labels)
+
+
+def test_grid_search_routes_side_information_per_fold():
+    import sklearn
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from ppclust.sideinfo import RowPairs
+
+    X, truth = _three_blobs(45)
+    n = len(X)
+    rng = np.random.default_rng(1)
+    ij = rng.choice(n, size=(60, 2))
+    ij = ij[ij[:, 0] != ij[:, 1]]
+    same = truth[ij[:, 0]] == truth[ij[:, 1]]
+    ml, cl = ij[same], ij[~same]
+    partial = np.where(rng.random(n) < 0.2, truth, -1)
+    cv = KFold(3, shuffle=True, random_state=0)
+    _Recording.seen = []
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = _Recording(lam=8.0, max_iter=20, patience=2, random_state=0).set_fit_request(
+            must_link=True, cannot_link=True, partial_labels=True)
+        search = GridSearchCV(est, {"xi0": [1e-3, 1e-1]}, scoring="adjusted_rand_score", cv=cv)
+        search.fit(X, truth, must_link=RowPairs(ml, n), cannot_link=RowPairs(cl, n), partial_labels=partial)
+    assert np.isfinite(search.best_score_) and search.best_score_ > 0.5
+    folds = [train for train, _ in cv.split(X)]
+    assert len(_Recording.seen) == 2 * len(folds) + 1  # + the refit on all rows
+    for Xf, mlf, clf, pf, yf in _Recording.seen:
+        train = next((t for t in folds if len(t) == len(Xf) and np.array_equal(X[t], Xf)), np.arange(n))
+        assert isinstance(mlf, RowPairs) and mlf.n_samples == len(train)
+        np.testing.assert_array_equal(mlf.pairs, _fold_pairs(ml, train))  # re-indexed, crossing dropped
+        np.testing.assert_array_equal(clf.pairs, _fold_pairs(cl, train))
+        np.testing.assert_array_equal(pf, partial[train])
+        np.testing.assert_array_equal(yf, truth[train])  # y reaches fit, but partial_labels replace it
+    assert any(len(s[1].pairs) < len(ml) for s in _Recording.seen[:-1])  # some pairs crossed a fold
+
+
+def _three_blobs(n):
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(3), n // 3)
+    X = np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0]])[truth] + rng.normal(size=(len(truth), 2))
+    return X, truth

@@ -230,7 +230,7 @@ def test_estimator_api_and_predict():
     yl = np.full(120, -1)
     yl[:10] = y[:10]
     m = SMIC(2, n_neighbors=6, gamma=1.0, eta=1.0, random_state=0).fit(x, yl)
-    assert m.labels_.dtype == np.int32 and m.labels_.shape == (120,)
+    assert m.labels_.dtype == np.int64 and m.labels_.shape == (120,)
     assert ari(y, m.labels_) > 0.9 and m.n_clusters_ == 2
     assert np.isfinite(m.smi_) and len(m.selection_) == 1
     assert np.mean(m.predict(x) == m.labels_) > 0.95

@@ -1,0 +1,89 @@
+"""Units of the data (issue 16): every method whose model is scale-invariant gives the same partition
+on ``X * c`` as on ``X``, for ``c`` from 1e-6 to 1e6.
+
+Scale-invariant here: DP-means with ``lam`` from ``lam_k`` (the k-th farthest distance scales with the
+data), TVClust (``standardize=True``), the semi-supervised GMM (``reg_covar`` relative to the data's
+variance), CEC-IB and C3L (affine-invariant costs; C3L's hyperplane from an SVM on standardised
+features), CCIB's gaussian model (``variance`` relative to the data's variance) and SMIC (kernel
+widths from nearest-neighbour distances). Not invariant by design, hence not tested: an explicit
+``lam`` (DP-means' penalty is in the data's squared units) and RDP-means' link weights ``xi``.
+
+Before the fix, the GMM's absolute ``reg_covar=1e-6`` put everything in one component at small scales
+and CCIB's absolute ``variance=1`` collapsed to one cluster at scale 1e-2.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from ppclust._registry import METHODS
+
+SCALES = (1e-6, 1e-3, 1e3, 1e6)
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    truth = np.repeat(np.arange(3), 20)
+    X = centres[truth] + rng.normal(size=(60, 2)) * np.array([1.0, 0.7])
+    y = np.where(rng.random(60) < 0.3, truth, -1)
+    return X, truth, y
+
+
+# method -> (constructor parameters, how fit gets side information)
+CASES = {
+    "dpmeans": (dict(lam_k=3, n_init=2, random_state=0), "none"),
+    "tvclust": (dict(n_draws=20, n_warmup=20, n_chains=1, k_max=8, random_state=0), "labels"),
+    "ssgmm": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
+    "cecib": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
+    "c3l": (dict(n_clusters=3, n_init=2, init="kmeans++", random_state=0), "two"),
+    "ccib": (dict(n_clusters=3, n_init=2, feature_model="gaussian", random_state=0), "none"),
+    "smic": (dict(n_clusters=3, n_neighbors=5, gamma=1.0, eta=0.0, random_state=0), "labels"),
+}
+
+
+def test_cases_cover_every_scale_invariant_method():
+    assert set(CASES) == set(METHODS) - {"rdpmeans"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_partition_at_every_scale(name):
+    X, truth, y = _data()
+    params, side = CASES[name]
+    cls = METHODS[name].load()
+    if side == "labels":
+        kw = {"y": y}
+    elif side == "two":
+        kw = {"y": np.where(y >= 0, (y > 0).astype(int), -1)}
+    else:
+        kw = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = cls(**params).fit(X, **kw).labels_
+        assert ref.dtype == np.int64 and ref.min() >= 0
+        assert len(np.unique(ref)) >= 2  # a real clustering, not everything in one cluster
+        for c in SCALES:
+            lab = cls(**params).fit(X * c, **kw).labels_
+            assert adjusted_rand_score(ref, lab) == 1.0, (name, c, np.bincount(lab))
+
+
+def test_relative_regularisers_are_stored_in_x_units():
+    from ppclust import CCIB, SemiSupervisedGMM
+
+    X, _, y = _data()
+    for c in (1.0, 1e-4):
+        s2 = float(np.mean(np.var(X * c, axis=0)))
+        g = SemiSupervisedGMM(n_clusters=3, reg_covar=1e-6, max_iter=5, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g.fit(X * c, y)
+        np.testing.assert_allclose(g.reg_covar_, 1e-6 * s2, rtol=1e-12)
+        m = CCIB(n_clusters=2, variance=0.5, n_init=1, max_iter=3, feature_model="gaussian", random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m.fit(X * c)
+        np.testing.assert_allclose(m.variance_, 0.5 * s2, rtol=1e-12)
