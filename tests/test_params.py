@@ -130,13 +130,14 @@ def test_renamed_parameter_still_works_with_future_warning(name, old, new, value
 def test_tvclust_renamed_sampler_parameters():
     from ppclust import TVClust
 
-    X = np.random.default_rng(0).normal(size=(12, 2))
-    kw = dict(n_warmup=0, n_chains=1, random_state=0, k_max=12, init="one")
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)  # as tests/test_scale.py: shared compile
     with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):
-        a = TVClust(n_samples=3, **kw).fit(X)
+        a = TVClust(n_samples=20, **kw).fit(X)
     with pytest.warns(FutureWarning, match="`covariance` was renamed `covariance_type`"):
-        c = TVClust(n_draws=3, covariance="diag", **kw).fit(X)
-    assert np.asarray(a.samples_.labels).shape[:2] == (1, 3)
+        c = TVClust(n_draws=20, covariance="full", **kw).fit(X)
+    assert np.asarray(a.samples_.labels).shape[:2] == (1, 20)
+    np.testing.assert_array_equal(a.labels_, c.labels_)  # same draws: the old names mean the same
     assert c.labels_.dtype == np.int64
 
 

@@ -1,25 +1,17 @@
 """scikit-learn API conformance of every estimator in ``ppclust._registry.METHODS``.
 
-Running the full ``check_estimator`` suite costs about 100 s per estimator on 2 cores (each check
-fits on new shapes, so every fit recompiles the jitted solver), i.e. far beyond this file's 60 s
-budget. We run a documented subset, one test per (estimator, check):
+Every check of ``sklearn.utils.estimator_checks`` runs on all eight estimators through
+``parametrize_with_checks`` (one test per estimator and check), with small settings (``SMALL``: few
+draws, one restart, few iterations) so the fits stay cheap; the JAX persistent compilation cache of
+``tests/conftest.py`` makes later runs faster still. ``EXPECTED_FAILED`` is the documented skip list:
+each entry names the check and the reason it does not apply (they run as non-strict xfails).
 
-* construction / parameters (no fit): cloneable, repr, no attribute set in ``__init__``,
-  ``get_params`` invariance, ``set_params``, default-constructible, mixin order, nothing raised
-  in ``__init__``/``set_params``, predict before fit raises ``NotFittedError``;
-* input validation (raises before any solver runs): NaN/inf rejected;
-* fitting: ``fit`` returns ``self``, ``n_features_in_`` set, ``fit`` is idempotent with a fixed
-  ``random_state``, ``fit`` does not change public attributes set in ``__init__``.
-
-``EXPECTED_FAILURES`` lists the checks of this subset that do not apply, with the reason. Checks
-left out of the subset and known not to apply (from a full ``check_estimator(on_fail=None)`` run):
-``check_dtype_object`` / ``check_complex_data`` (ppclust's shared validator ``check_X`` rejects
-object and complex arrays with a ``TypeError`` by design, sklearn expects object arrays of
-numbers to be converted and complex ones to raise ``ValueError``), ``check_estimators_dtypes`` on
-DPMeans with a fixed small ``lam`` (integer-valued random data needs more than ``k_max`` clusters),
-and the exact wording sklearn wants in ``check_estimators_empty_data_messages``,
-``check_fit2d_predict1d`` and ``check_n_features_in_after_fitting`` (ppclust's messages name the
-argument and the shapes but not sklearn's phrases).
+The recurring reason: ppclust reads ``y`` in ``fit`` as *partial labels* (DESIGN: ``-1`` = unlabelled),
+while several checks set ``n_clusters=1`` (or 2) and pass a ``y`` with three classes. For the estimators
+whose labels must fit in ``n_clusters`` (semi-supervised GMM: one component per class at least; CCIB:
+labels are cluster indices) that is an input error, raised as a ``ValueError`` naming ``y`` and
+``n_clusters``. The property those checks test (``predict`` invariant to sample order and subsets) is
+tested directly below (``test_predict_sample_order_and_subset_invariance``).
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.utils import estimator_checks as ec
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ppclust import RDPMeans
 from ppclust._registry import METHODS
@@ -37,72 +29,86 @@ from ppclust.sideinfo import SideInfo
 # Small constructor parameters: every fit in the checks stays cheap. Three clusters because the
 # fitting checks pass a y with three classes (used as partial labels).
 SMALL = {
-    "tvclust": dict(n_draws=5, n_warmup=5, n_chains=1, k_max=8, random_state=0),
-    "dpmeans": dict(lam=50.0, max_iter=10, random_state=0),
-    "rdpmeans": dict(lam=50.0, max_iter=10, patience=2, random_state=0),
+    "tvclust": dict(n_draws=5, n_warmup=5, n_chains=1, k_max=8, init_clusters=3, random_state=0),
+    "dpmeans": dict(lam_k=3, max_iter=10, random_state=0),
+    "rdpmeans": dict(lam_k=3, max_iter=10, patience=2, random_state=0),
     "ssgmm": dict(n_clusters=3, covariance_type="diag", max_iter=10, random_state=0),
-    "cecib": dict(n_clusters=3, n_init=1, random_state=0),
-    "c3l": dict(n_clusters=3, n_init=1, random_state=0),
-    "ccib": dict(n_clusters=3, n_init=1, random_state=0),
+    "cecib": dict(n_clusters=3, n_init=1, max_iter=10, random_state=0),
+    "c3l": dict(n_clusters=3, n_init=1, max_iter=10, random_state=0),
+    "ccib": dict(n_clusters=3, n_init=1, max_iter=30, max_inner=50, random_state=0),
     "smic": dict(n_clusters=3, n_neighbors=3, gamma=1.0, eta=1.0, random_state=0),
 }
 
-NO_FIT = [
-    "check_estimator_cloneable",
-    "check_estimator_repr",
-    "check_no_attributes_set_in_init",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_parameters_default_constructible",
-    "check_mixin_order",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimators_unfitted",
-    "check_estimators_nan_inf",
-]
-FIT = [
-    "check_estimators_fit_returns_self",
-    "check_n_features_in",
-    "check_fit_idempotent",
-    "check_dont_overwrite_parameters",
-]
-
-# Fitting checks recompile the jitted solvers for every new data shape (5-26 s per check and estimator
-# on 2 busy cores, 280 s for all), so in `make test` they run for DPMeans only; for the others they are
-# marked slow (`make reproduce`).
-FIT_METHODS = ("dpmeans",)
-
-# (method, check) -> reason: checks of this subset that do not apply (non-strict xfail). Float y of
-# integral values is accepted as partial labels, and every predict checks it is fitted.
-_Y_AS_TARGET = ("the check passes a y of 3 classes with one cluster/component (sklearn sets n_clusters=1 "
-                "for it); y is partial labels here, and more classes than clusters is an input error")
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {
-    ("ssgmm", "check_dont_overwrite_parameters"): _Y_AS_TARGET,
-    ("ccib", "check_dont_overwrite_parameters"): _Y_AS_TARGET,
-    ("c3l", "check_estimators_fit_returns_self"): (
-        "three categories on the check's random data give linearly dependent one-vs-rest hyperplanes; "
-        "C3L reports that as an input error (extension beyond the paper, spec section 8)"),
+_Y_CLASSES = ("y is partial labels here: the check sets n_clusters={k} and passes a y with more classes, an "
+              "input error (ValueError naming y and n_clusters); predict's invariance is tested below")
+_Y_SUBSETS = {
+    "check_dont_overwrite_parameters": _Y_CLASSES.format(k=1),
+    "check_methods_sample_order_invariance": _Y_CLASSES.format(k=2),
+    "check_methods_subset_invariance": _Y_CLASSES.format(k=1),
+    "check_fit2d_1sample": _Y_CLASSES.format(k=1),
+    "check_fit2d_1feature": _Y_CLASSES.format(k=1),
+    "check_fit2d_predict1d": _Y_CLASSES.format(k=1),
+}
+# method -> {check: reason}: the documented skip list (non-strict xfail).
+EXPECTED_FAILED: dict[str, dict[str, str]] = {
+    "ssgmm": {k: v for k, v in _Y_SUBSETS.items() if k != "check_fit2d_1sample"},
+    "ccib": dict(_Y_SUBSETS),
 }
 
 
-def _cases():
-    for name in METHODS:
-        for check in NO_FIT + FIT:
-            marks = [] if check in NO_FIT or name in FIT_METHODS else [pytest.mark.slow]
-            if (name, check) in EXPECTED_FAILURES:
-                marks.append(pytest.mark.xfail(reason=EXPECTED_FAILURES[name, check], strict=False))
-            yield pytest.param(name, check, id=f"{name}-{check}", marks=marks)
+def _expected_failed(estimator):
+    name = next(n for n, info in METHODS.items() if info.load() is type(estimator))
+    return EXPECTED_FAILED.get(name, {})
 
 
-def test_subset_covers_every_registered_method():
+def test_small_settings_cover_every_registered_method():
     assert set(SMALL) == set(METHODS)
+    assert set(EXPECTED_FAILED) <= set(METHODS)
 
 
-@pytest.mark.parametrize("name, check", list(_cases()))
-def test_sklearn_check(name, check):
+@parametrize_with_checks([METHODS[name].load()(**SMALL[name]) for name in METHODS],
+                         expected_failed_checks=_expected_failed)
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+@pytest.mark.parametrize("name", ["ssgmm", "ccib"])
+def test_predict_sample_order_and_subset_invariance(name):
+    """What check_methods_sample_order/subset_invariance test, with partial labels that fit n_clusters."""
+    X, truth = _three_blobs(45)
+    y = np.where(np.arange(45) % 4 == 0, truth, -1)
     est = METHODS[name].load()(**SMALL[name])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        getattr(ec, check)(type(est).__name__, est)
+        est.fit(X, y)
+    Xt = np.random.default_rng(3).uniform(-2, 7, size=(20, 2))
+    idx = np.random.default_rng(4).permutation(20)
+    for method in ("predict", "predict_proba", "score_samples"):
+        if hasattr(est, method):
+            full = getattr(est, method)(Xt)
+            np.testing.assert_allclose(full[idx], getattr(est, method)(Xt[idx]), atol=1e-9, err_msg=method)
+            for part in np.array_split(np.arange(20), 3):
+                np.testing.assert_allclose(full[part], getattr(est, method)(Xt[part]), atol=1e-9,
+                                           err_msg=method)
+
+
+def test_feature_names_in_and_permuted_columns_warn():
+    pd = pytest.importorskip("pandas")
+    from ppclust import DPMeans
+
+    X, _ = _three_blobs(30)
+    df = pd.DataFrame(X, columns=["a", "b"])
+    est = DPMeans(lam_k=3, random_state=0).fit(df)
+    assert list(est.feature_names_in_) == ["a", "b"] and est.n_features_in_ == 2
+    np.testing.assert_array_equal(est.predict(df), est.labels_)
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(df[["b", "a"]])
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    with pytest.raises(ValueError, match="X has 3 features, but DPMeans is expecting 2 features"):
+        est.predict(np.hstack([X, X[:, :1]]))
 
 
 # ---------------------------------------------------------------------------------------------------------

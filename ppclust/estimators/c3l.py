@@ -61,7 +61,8 @@ class C3L(ClusterMixin, BaseEstimator):
     labels_ (n,) int; n_clusters_; cost_ (the cost (8), nats); cost_parts_ dict; leakage_ (k,) fitted
     leakage of every cluster's model (<= ``leakage``); natural_leakage_ (k,) leakage of the unconstrained
     ML fit; constraint_active_ (k,) bool; weights_ (k,); means_ (k, N), covariances_ (k, N, N) of the
-    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_, converged_, cost_trace_.
+    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_ (also ``n_iter_``),
+    converged_, cost_trace_.
     With more than two categories (extension beyond the paper, see :mod:`ppclust.inference.c3l`) the
     per-cluster leakage arrays are (k, J).
     """
@@ -165,6 +166,7 @@ class C3L(ClusterMixin, BaseEstimator):
             self.cost_ = float(best.cost)
             self.cost_parts_ = {k: float(v) for k, v in parts._asdict().items()}
             self.n_passes_ = int(best.n_passes)
+            self.n_iter_ = self.n_passes_  # the shared name: Hartigan passes run (<= max_iter)
             self.converged_ = bool(best.converged)
             tr = np.asarray(best.trace)
             self.cost_trace_ = tr[np.isfinite(tr)]

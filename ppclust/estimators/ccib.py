@@ -98,6 +98,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         ``objective``, ``i_cx``, ``i_cy_given_z``, ``i_cy``, ``k_eff``, ``n_inner``.
     restart_labels_, restart_objectives_ : labels and objectives of every restart.
     rho0_, rho_, k_eff_, n_dead_ : start / final temperature, effective and dead cluster counts.
+    n_iter_ : annealing steps run (the same as ``n_steps_``).
     variance_ : the gaussian model's :math:`s^2` in X's units.
     """
 
@@ -206,6 +207,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.k_eff_ = int(res.k_eff[best])
         self.n_dead_ = int(res.n_dead[best])
         self.n_steps_ = int(res.n_steps[best])
+        self.n_iter_ = self.n_steps_  # the shared name: annealing steps run (<= max_iter)
         self.objective_ = {m: float(getattr(res, m)[best])
                            for m in ("objective", "i_cx", "i_cy_given_z", "i_cy")}
         self.objective_["rho"] = self.rho_
@@ -355,6 +357,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.best_restart_ = 0
         self.rho0_ = self.rho_ = 0.0
         self.k_eff_, self.n_dead_, self.n_steps_ = 1, 0, 0
+        self.n_iter_ = 0
         self.objective_ = {"objective": 0.0, "i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
         self.annealing_trace_ = {}
 
