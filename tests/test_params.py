@@ -36,7 +36,7 @@ BAD = [
     ("tvclust", "n_draws", 0, r"int in the range \[1, inf\)"),
     ("tvclust", "k_max", 0, r"int in the range \[1, inf\)"),
     ("tvclust", "point_estimate", "foo", "binder"),
-    ("tvclust", "p", 1.5, r"float in the range \[0.0, 1.0\]"),
+    ("tvclust", "p", 1.0, r"float in the range \(0.0, 1.0\)"),
     ("dpmeans", "variant", "sequentiel", "sequential"),
     ("dpmeans", "lam", -1.0, r"float in the range \(0.0, inf\)"),
     ("dpmeans", "lam", math.nan, r"float in the range \(0.0, inf\)"),

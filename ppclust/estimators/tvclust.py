@@ -20,8 +20,7 @@ from ppclust.estimators._base import (
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
-    Interval,
-    Real,
+    UNIT_OPEN,
     StrOptions,
     deprecated_name,
     fit_context,
@@ -96,8 +95,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         "a_q": POSITIVE_REAL,
         "b_q": POSITIVE_REAL,
         "pq": [StrOptions(set(gibbs.PQ_MODES))],
-        "p": [Interval(Real, 0, 1, closed="both")],
-        "q": [Interval(Real, 0, 1, closed="both")],
+        "p": UNIT_OPEN,  # log p and log(1 - p) enter the link likelihood
+        "q": UNIT_OPEN,
         "sample_alpha": ["boolean"],
         "covariance_type": [StrOptions({"full", "diag", "spherical"})],
         "kappa0": POSITIVE_REAL,
@@ -162,6 +161,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         covariance_type = renamed_param(self, "covariance_type", "covariance")
         X = validate_X(self, X, reset=True)
         n, d = X.shape
+        if covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
+            raise ValueError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
+                             "degrees of freedom); raise it or leave nu0=None (d + 2).")
         side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
                               on_conflict="keep")  # noisy links may conflict
         if self.standardize:
