@@ -362,8 +362,9 @@ def check_labels(y, n=None, name="labels") -> np.ndarray:
         if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
         else:
-            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype}; "
-                            "encode classes as 0..K-1, e.g. with np.unique(y, return_inverse=True).")
+            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
+                            "(Unknown label type); encode classes as 0..K-1, e.g. with "
+                            "np.unique(y, return_inverse=True).")
     if n is not None and len(arr) != n:
         raise ValueError(f"`{name}` has length {len(arr)} but n_samples={n}.")
     if arr.size and arr.min() < -1:

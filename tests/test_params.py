@@ -130,8 +130,9 @@ def test_renamed_parameter_still_works_with_future_warning(name, old, new, value
 def test_tvclust_renamed_sampler_parameters():
     from ppclust import TVClust
 
-    X = np.random.default_rng(0).normal(size=(60, 2))
-    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)  # as tests/test_scale.py: shared compile
+    rng = np.random.default_rng(0)  # three blobs, as tests/test_scale.py (same shapes: shared compile)
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[np.repeat(np.arange(3), 20)] + rng.normal(size=(60, 2))
+    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)
     with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):
         a = TVClust(n_samples=20, **kw).fit(X)
     with pytest.warns(FutureWarning, match="`covariance` was renamed `covariance_type`"):
