@@ -79,13 +79,13 @@ def scores(y, labels):
 
 def tv_kw(cfg, n):
     big = n > cfg["tv_big_n"]
-    return {"n_samples": cfg["tv_samples_big" if big else "tv_samples"],
+    return {"n_draws": cfg["tv_samples_big" if big else "tv_samples"],
             "n_warmup": cfg["tv_samples_big" if big else "tv_warmup"]}
 
 
 def tv_name(cfg, n):
     kw = tv_kw(cfg, n)
-    return f"TVClust({kw['n_samples']}+{kw['n_warmup']})"
+    return f"TVClust({kw['n_draws']}+{kw['n_warmup']})"
 
 
 def _sec(t):
@@ -239,8 +239,8 @@ def main(argv=None):
     sets = load_sets(q)
     parts = {int(p) for p in args.parts.split(",")}
     notes, sections = [], []
-    tv = (f"`TVClust(n_samples={cfg['tv_samples']}, n_warmup={cfg['tv_warmup']}, random_state=0)` "
-          f"(`n_samples = n_warmup = {cfg['tv_samples_big']}` when n > {cfg['tv_big_n']}, to fit the time "
+    tv = (f"`TVClust(n_draws={cfg['tv_samples']}, n_warmup={cfg['tv_warmup']}, random_state=0)` "
+          f"(`n_draws = n_warmup = {cfg['tv_samples_big']}` when n > {cfg['tv_big_n']}, to fit the time "
           "box; column 'TVClust(draws+warmup)')")
     if 1 in parts:
         sections.append("## 1. No side information: TVClust vs BayesianGaussianMixture (DP)\n\n"

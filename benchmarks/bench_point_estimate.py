@@ -55,7 +55,7 @@ def real_data(name, n_links, seed=0):
 
     X, y = datasets.load(name)
     side = datasets.sample_links(y, n_links, noise=0.1, seed=seed)
-    est = TVClust(n_samples=200, n_warmup=200, n_chains=2, random_state=seed)
+    est = TVClust(n_draws=200, n_warmup=200, n_chains=2, random_state=seed)
     est.fit(X, must_link=side.must_link, cannot_link=side.cannot_link)
     draws = est.samples_.labels.reshape(-1, X.shape[0])
     rows = []

@@ -38,7 +38,7 @@ def _estimators():
         "CEC-IB (1 restart)": (lambda: ppclust.CECIB(n_clusters=5, n_init=1, random_state=0), "labels"),
         "SMIC (t=5, fixed gamma)": (lambda: ppclust.SMIC(5, n_neighbors=5, gamma=1.0, eta=0.0,
                                                          random_state=0), "links"),
-        "TVClust (20 sweeps)": (lambda: ppclust.TVClust(n_samples=10, n_warmup=10, n_chains=1,
+        "TVClust (20 sweeps)": (lambda: ppclust.TVClust(n_draws=10, n_warmup=10, n_chains=1,
                                                         random_state=0), "links"),
     }
 

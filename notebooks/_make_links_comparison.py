@@ -48,7 +48,7 @@ def make_methods(k, select=FULL):
         smic = dict(n_neighbors="auto", gamma="auto", eta="auto")
     else:
         smic = dict(n_neighbors=7, gamma=1.0, eta=1.0 if k == 2 else 0.0)
-    tv = dict(n_samples=300, n_warmup=300, n_chains=2) if FULL else dict(n_samples=60, n_warmup=60, n_chains=1)
+    tv = dict(n_draws=300, n_warmup=300, n_chains=2) if FULL else dict(n_draws=60, n_warmup=60, n_chains=1)
     return {
         "3SMIC": lambda s: ppclust.SMIC(k, random_state=s, **smic),
         "TVClust": lambda s: ppclust.TVClust(random_state=s, **tv),

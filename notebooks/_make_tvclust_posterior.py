@@ -17,7 +17,7 @@ import ppclust
 from ppclust import datasets, metrics, plot, posterior
 
 FULL = os.environ.get("PPCLUST_NOTEBOOK_FULL") == "1"
-n_samples, n_warmup, n_chains, n_links = (1000, 1000, 4, 400) if FULL else (60, 60, 2, 150)
+n_draws, n_warmup, n_chains, n_links = (1000, 1000, 4, 400) if FULL else (60, 60, 2, 150)
 X, y = datasets.load("iris")
 X = (X - X.mean(0)) / X.std(0)
 side = datasets.sample_links(y, n_links, noise=0.1, seed=0)
@@ -25,7 +25,7 @@ print(X.shape, "links:", side.n_links, "may-link:", len(side.must_link), "may-no
 code("""plot.plot_data_links(X, y, side.must_link, side.cannot_link, title="iris (PCA), true classes, 10% noisy links")
 plt.show()"""),
 md("## Fit: a few chains of collapsed Gibbs ($p$, $q$ integrated out)"),
-code("""est = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains, random_state=0)
+code("""est = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains, random_state=0)
 est.fit(X, must_link=side.must_link, cannot_link=side.cannot_link)
 print("K =", est.n_clusters_, " posterior mean p =", round(est.p_, 3), " q =", round(est.q_, 3))
 dt = est.posterior_
@@ -51,10 +51,10 @@ which is exactly the importance ratio PSIS-LOO needs. Compare TVClust with and w
 against diagonal covariances, on the same observations."""),
 code("""print(az.loo(dt))
 fits = {"links, full": est}
-fits["no links, full"] = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains,
+fits["no links, full"] = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains,
                                          random_state=0).fit(X)
-fits["links, diag"] = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains,
-                                      covariance="diag", random_state=0).fit(
+fits["links, diag"] = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains,
+                                      covariance_type="diag", random_state=0).fit(
     X, must_link=side.must_link, cannot_link=side.cannot_link)
 ok = {}
 for name, f in fits.items():
@@ -109,13 +109,13 @@ both fall, so the sampler trusts the links less (the prior Beta(1,10) / Beta(10,
 code("""rows = []
 for noise in ((0.0, 0.2, 0.4) if FULL else (0.35,)):
     s = datasets.sample_links(y, n_links, noise=noise, seed=1)
-    e = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains, random_state=0)
+    e = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains, random_state=0)
     e.fit(X, must_link=s.must_link, cannot_link=s.cannot_link)
     rows.append((noise, e.p_, e.q_, e.n_clusters_, metrics.nmi(y, e.labels_), metrics.ari(y, e.labels_)))
     print(f"noise={noise:.1f}  E[p]={e.p_:.3f}  E[q]={e.q_:.3f}  K={e.n_clusters_}  "
           f"NMI={rows[-1][4]:.3f}  ARI={rows[-1][5]:.3f}")
 if FULL:
-    e0 = ppclust.TVClust(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains, random_state=0).fit(X)
+    e0 = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains, random_state=0).fit(X)
     print(f"no links      K={e0.n_clusters_}  NMI={metrics.nmi(y, e0.labels_):.3f}  "
           f"ARI={metrics.ari(y, e0.labels_):.3f}")"""),
 ]
@@ -127,7 +127,7 @@ the same seed gives the same chains; only the time differs (second fits, compila
     code("""import time
 timings, fits = {}, {}
 for backend in ("numba", "xla"):
-    kw = dict(n_samples=n_samples, n_warmup=n_warmup, n_chains=n_chains, random_state=1, backend=backend)
+    kw = dict(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains, random_state=1, backend=backend)
     ppclust.TVClust(**kw).fit(X, must_link=side.must_link, cannot_link=side.cannot_link)  # compile
     t0 = time.perf_counter()
     fits[backend] = ppclust.TVClust(**kw).fit(X, must_link=side.must_link, cannot_link=side.cannot_link)

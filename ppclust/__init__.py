@@ -14,6 +14,7 @@ from ppclust._version import __version__
 _SUBMODULES = {"sideinfo", "families", "metrics", "datasets", "posterior", "plot", "models", "inference"}
 _LAZY = {
     "SideInfo": ("ppclust.sideinfo", "SideInfo"),
+    "RowPairs": ("ppclust.sideinfo", "RowPairs"),
     "load": ("ppclust.datasets", "load"),
 }
 
@@ -40,5 +41,6 @@ def __dir__():
     return sorted(set(globals()) | set(ESTIMATORS) | set(_LAZY) | _SUBMODULES)
 
 
-__all__ = ["__version__", "SideInfo", "load", "TVClust", "DPMeans", "RDPMeans", "SemiSupervisedGMM",
+__all__ = ["__version__", "SideInfo", "RowPairs", "load", "TVClust", "DPMeans", "RDPMeans",
+           "SemiSupervisedGMM",
            "CECIB", "C3L", "CCIB", "SMIC"]

@@ -30,11 +30,11 @@ class DemoRun:
 def demo_plan(quick: bool) -> list[DemoRun]:
     s = 0.4 if quick else 1.0
     return [
-        DemoRun("tvclust", dict(n_samples=int(300 * s), n_warmup=int(200 * s), n_chains=2, random_state=0),
+        DemoRun("tvclust", dict(n_draws=int(300 * s), n_warmup=int(200 * s), n_chains=2, random_state=0),
                 "links"),
         DemoRun("dpmeans", dict(random_state=0), "none"),
         DemoRun("rdpmeans", dict(random_state=0), "links"),
-        DemoRun("ssgmm", dict(n_components=3, n_init=4, random_state=0), "labels"),
+        DemoRun("ssgmm", dict(n_clusters=3, n_init=4, random_state=0), "labels"),
         DemoRun("cecib", dict(n_clusters=6, beta=1.0, n_init=5 if quick else 10, random_state=0), "labels"),
         # k-means++ seeding (the CEC package default): the paper's random partition starts every
         # cluster near the hyperplane and often ends far worse on wine (NMI 0.19 vs 0.85 at seed 0)

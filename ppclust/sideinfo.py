@@ -32,7 +32,7 @@ import numpy as np
 
 from ppclust.errors import ConflictingLinksError
 
-__all__ = ["SideInfo", "NeighbourTable", "Links", "make_links", "pair_counts", "link_counts",
+__all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "check_labels", "decode_pair_index"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
@@ -459,8 +459,9 @@ def check_labels(y, n=None, name="labels") -> np.ndarray:
         if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
         else:
-            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype}; "
-                            "encode classes as 0..K-1, e.g. with np.unique(y, return_inverse=True).")
+            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
+                            "(Unknown label type); encode classes as 0..K-1, e.g. with "
+                            "np.unique(y, return_inverse=True).")
     if n is not None and len(arr) != n:
         raise ValueError(f"`{name}` has length {len(arr)} but n_samples={n}.")
     if arr.size and arr.min() < -1:
@@ -481,7 +482,65 @@ def _check_n(n) -> int:
     return int(n)
 
 
+class RowPairs:
+    """Pairs of row indices that travel with the rows of ``X`` through cross-validation.
+
+    scikit-learn's model selection (``GridSearchCV``, ``cross_validate``) slices every fit parameter
+    whose length is ``n_samples`` with each fold's row indices, and passes anything else through
+    unchanged. A plain ``(n_pairs, 2)`` array of links is therefore handed to every fold as it is,
+    with indices into the *full* data set: wrong rows, or out of range. A ``RowPairs`` has length
+    ``n_samples``, so it is sliced like ``X``: ``pairs[rows]`` keeps the pairs whose two points are
+    both in ``rows``, re-indexed to positions in ``rows``; pairs crossing the fold are dropped.
+
+    Wherever ppclust takes ``must_link`` / ``cannot_link``, a ``RowPairs`` is accepted in place of the
+    array (its ``n_samples`` must equal ``X``'s). See ``ppclust.estimators._base`` ("Side information in
+    cross-validation") for the whole recipe with metadata routing.
+
+    Parameters
+    ----------
+    pairs : array-like of int of shape (n_pairs, 2)
+        Point indices in ``[0, n_samples)``.
+    n_samples : int
+        Number of rows of the ``X`` the indices refer to.
+    """
+
+    def __init__(self, pairs, n_samples):
+        n = _check_n(n_samples)
+        self.pairs = _check_pairs(pairs, n, "pairs")
+        self.n_samples = n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n_samples,)
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __getitem__(self, rows) -> RowPairs:
+        """The pairs among ``rows`` (int positions, a boolean mask or a slice), re-indexed to them."""
+        if isinstance(rows, tuple):  # scikit-learn's _safe_indexing asks for pairs[rows, ...]
+            rows = rows[0]
+        pos = np.arange(self.n_samples)[rows]
+        if pos.ndim != 1:
+            raise IndexError(f"RowPairs takes a 1-D row selection, got shape {pos.shape}.")
+        new = np.full(self.n_samples, -1, np.int64)
+        new[pos[::-1]] = np.arange(len(pos))[::-1]  # a repeated row maps to its first position
+        mapped = new[self.pairs] if len(self.pairs) else np.zeros((0, 2), np.int64)
+        keep = (mapped >= 0).all(axis=1)
+        out = RowPairs.__new__(RowPairs)
+        out.pairs, out.n_samples = mapped[keep], int(len(pos))
+        return out
+
+    def __repr__(self) -> str:
+        return f"RowPairs({len(self.pairs)} pairs, n_samples={self.n_samples})"
+
+
 def _check_pairs(pairs, n, name) -> np.ndarray:
+    if isinstance(pairs, RowPairs):
+        if pairs.n_samples != n:
+            raise ValueError(f"`{name}` is a RowPairs for n_samples={pairs.n_samples}, but the data have "
+                             f"n_samples={n}; build it for the rows of X.")
+        pairs = pairs.pairs
     arr = np.asarray(pairs)
     if arr.size == 0:
         return np.zeros((0, 2), np.int64)

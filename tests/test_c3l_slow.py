@@ -69,7 +69,7 @@ def test_leakage_bounded_and_converged_on_wine(wine_runs):
         for al in (0.01, 0.05):
             m = fits[al]
             assert np.all(m.leakage_ <= al * (1 + 1e-9)), (al, m.leakage_)
-            assert m.converged_ and m.restart_n_passes_.max() < m.max_passes
+            assert m.converged_ and m.restart_n_passes_.max() < m.max_iter
             # a cluster whose constraint is inactive leaks by itself less than alpha
             assert np.all(m.natural_leakage_[~m.constraint_active_] <= al * (1 + 1e-9))
 

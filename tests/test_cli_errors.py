@@ -48,7 +48,7 @@ def blobs(tmp_path):
 # errors raised inside the solvers (each was a traceback, or an uncaught exception, before)
 SOLVER_ERRORS = {
     # TVClust: KMaxExhaustedError (was a RuntimeError: traceback, exit 1)
-    "kmax": (["--method", "tvclust", "--param", "k_max=2", "--param", "alpha=1e9", "--param", "n_samples=2",
+    "kmax": (["--method", "tvclust", "--param", "k_max=2", "--param", "alpha=1e9", "--param", "n_draws=2",
               "--param", "n_warmup=0", "--param", "n_chains=1", "--param", 'init="one"'], "k_max=2"),
     # DP-means: J = sum D + lam K overflows (was a bare FloatingPointError: traceback, exit 1)
     "nonfinite": (["--method", "dpmeans", "--param", "lam=1.5e308"], "non-finite objective"),

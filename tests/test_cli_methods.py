@@ -13,10 +13,10 @@ from ppclust.metrics import ari
 
 # small, fast settings per method and the side information each gets from the command line
 PLAN = {
-    "tvclust": (["n_samples=30", "n_warmup=30", "n_chains=1", "random_state=0"], "links"),
+    "tvclust": (["n_draws=30", "n_warmup=30", "n_chains=1", "random_state=0"], "links"),
     "dpmeans": (["lam=8.0", "random_state=0"], None),
     "rdpmeans": (["lam=8.0", "random_state=0"], "links"),
-    "ssgmm": (["n_components=3", "n_init=2", "random_state=0"], "labels"),
+    "ssgmm": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
     "cecib": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
     "c3l": (["n_clusters=3", "n_init=2", "init=\"kmeans++\"", "random_state=0"], "labels2"),
     "ccib": (["n_clusters=2", "n_init=2", "random_state=0"], "background"),

@@ -107,7 +107,7 @@ def test_cecib_max_passes_one_assigns_every_point():
     x = np.r_[x, np.random.default_rng(5).normal(size=(40, 2)) * 0.3 + [3.0, 3.0]]
     hits = 0
     for seed in range(6):
-        est = CECIB(n_clusters=10, n_init=1, max_passes=1, eps=0.1, random_state=seed).fit(x)
+        est = CECIB(n_clusters=10, n_init=1, max_iter=1, eps=0.1, random_state=seed).fit(x)
         _check_labels(est, len(x))
         hits += not est.converged_
     assert hits > 0  # the scenario was exercised

@@ -41,8 +41,8 @@ CHILD = textwrap.dedent(
     truth = np.repeat(np.arange(3), n_per)[:-2]
     y = np.where(rng.random(len(X)) < 0.15, truth, -1)
     models = {
-        "ssgmm_full": lambda dev: SemiSupervisedGMM(3, "full", n_init=2, random_state=0, tol=1e-6,
-                                                    devices=dev),
+        "ssgmm_full": lambda dev: SemiSupervisedGMM(3, covariance_type="full", n_init=2, random_state=0,
+                                                    tol=1e-6, devices=dev),
         "dpmeans": lambda dev: DPMeans(lam=6.0, variant="delayed", n_init=2, patience=2, random_state=0,
                                        devices=dev),
         "rdpmeans": lambda dev: RDPMeans(lam=6.0, variant="delayed", xi0=0.05, patience=3, max_iter=60,

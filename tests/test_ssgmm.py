@@ -43,7 +43,7 @@ def _load(shared_dir, name, labelled_file):
 @pytest.mark.parametrize("cov_type", COV_TYPES)
 def test_all_labelled_is_per_class_ml(cov_type):
     X, z = _blobs(1)
-    g = SemiSupervisedGMM(3, cov_type, reg_covar=0.0, tol=1e-12, random_state=0).fit(X, z)
+    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, random_state=0).fit(X, z)
     assert np.array_equal(g.labels_, z)
     w = np.bincount(z) / len(z)
     mu = np.stack([X[z == c].mean(0) for c in range(3)])
@@ -135,7 +135,8 @@ def test_objective_monotone(cov_type, prior):
     y = np.where(np.random.default_rng(0).random(len(z)) < 0.15, z, -1)
     y[:6] = (z[:6] + 1) % 3  # a few wrong labels, absorbed by the noise model
     g = SemiSupervisedGMM(
-        3, cov_type, reg_covar=0.0, tol=1e-9, label_noise=0.1, prior=prior, init="kmeans++", random_state=1
+        3, covariance_type=cov_type, reg_covar=0.0, tol=1e-9, label_noise=0.1, prior=prior, init="kmeans++",
+        random_state=1,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -187,7 +188,7 @@ def test_prior_objective_is_the_density_m_step_maximises():
 def test_numpyro_model_matches_em_likelihood(cov_type):
     X, z = _blobs(6)
     y = np.where(np.arange(len(z)) % 3 == 0, z, -1)
-    g = SemiSupervisedGMM(3, cov_type, label_noise=0.05, random_state=0).fit(X, y)
+    g = SemiSupervisedGMM(3, covariance_type=cov_type, label_noise=0.05, random_state=0).fit(X, y)
     log_mask, _ = label_log_mask(np.where(y >= 0, y, -1), g.component_classes_, 3, 0.05)
     if cov_type == "full":
         sds = np.sqrt(np.diagonal(g.covariances_, axis1=1, axis2=2))
@@ -211,7 +212,7 @@ def test_numpyro_model_matches_em_likelihood(cov_type):
 def test_label_noise_zero_keeps_labels_and_free_components():
     X, z = _blobs(7)
     y = np.where((np.arange(200) % 4 == 0) & (z < 2), z, -1)  # class 2 never labelled
-    g = SemiSupervisedGMM(3, "diag", component_classes=[0, 1, -1], random_state=0).fit(X, y)
+    g = SemiSupervisedGMM(3, covariance_type="diag", component_classes=[0, 1, -1], random_state=0).fit(X, y)
     lab = y >= 0
     assert np.all(g.component_classes_[g.labels_[lab]] == y[lab])
     assert np.all(g.responsibilities_[lab][:, 2] == 0)  # the free component takes no labelled point
@@ -232,8 +233,8 @@ def test_same_seed_same_result_and_input_not_modified():
     X, z = _blobs(8)
     X0, y = X.copy(), np.where(np.arange(200) % 5 == 0, z, -1)
     y0 = y.copy()
-    a = SemiSupervisedGMM(3, "spherical", n_init=3, random_state=4).fit(X, y)
-    b = SemiSupervisedGMM(3, "spherical", n_init=3, random_state=4).fit(X, y)
+    a = SemiSupervisedGMM(3, covariance_type="spherical", n_init=3, random_state=4).fit(X, y)
+    b = SemiSupervisedGMM(3, covariance_type="spherical", n_init=3, random_state=4).fit(X, y)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_array_equal(a.means_, b.means_)
     np.testing.assert_array_equal(X, X0)
@@ -245,7 +246,7 @@ def test_errors():
     with pytest.raises(ValueError, match="NaN"):
         SemiSupervisedGMM(2).fit(np.where(np.eye(30, 3) == 1, np.nan, X))
     with pytest.raises(ValueError, match="covariance_type"):
-        SemiSupervisedGMM(2, "VVV").fit(X)
+        SemiSupervisedGMM(2, covariance_type="VVV").fit(X)
     with pytest.raises(ValueError, match="classes"):
         SemiSupervisedGMM(2).fit(X, z)
     with pytest.raises(ValueError, match="length 10"):
@@ -255,9 +256,9 @@ def test_errors():
     with pytest.raises(ValueError, match="no component"):
         SemiSupervisedGMM(3, component_classes=[0, 1, 1]).fit(X, z)
     with pytest.raises(ValueError, match="gibbs"):
-        SemiSupervisedGMM(3, "tied", method="gibbs").fit(X, z)
-    with pytest.raises(ValueError, match="n_samples"):
-        SemiSupervisedGMM(3, method="gibbs", n_samples=0).fit(X, z)
+        SemiSupervisedGMM(3, covariance_type="tied", method="gibbs").fit(X, z)
+    with pytest.raises(ValueError, match="n_draws"):
+        SemiSupervisedGMM(3, method="gibbs", n_draws=0).fit(X, z)
 
 
 # ---------------------------------------------------------------------------------------- mclust MclustSSC
@@ -281,9 +282,8 @@ def test_against_mclust_ssc(shared_dir, name, labelled_file):
         )
     )
     fits = {
-        ct: SemiSupervisedGMM(3, ct, n_init=5, tol=1e-10, max_iter=1000, reg_covar=0.0, random_state=0).fit(
-            X, y
-        )
+        ct: SemiSupervisedGMM(3, covariance_type=ct, n_init=5, tol=1e-10, max_iter=1000, reg_covar=0.0,
+                              random_state=0).fit(X, y)
         for ct in (COV_TYPES if name == "iris" else ("full", "diag"))
     }  # wine: fewer compiles
     for ct, g in fits.items():
@@ -325,7 +325,8 @@ def test_label_noise_robustness(shared_dir):
                 y[bad] = (t[bad] + rng.integers(1, 3, len(bad))) % 3
                 for eps in res:
                     e = max(wrong, 0.02) if eps == "matched" else eps
-                    g = SemiSupervisedGMM(3, "diag", n_init=3, label_noise=e, random_state=rep).fit(X, y)
+                    g = SemiSupervisedGMM(3, covariance_type="diag", n_init=3, label_noise=e,
+                                          random_state=rep).fit(X, y)
                     res[eps].append(normalized_mutual_info_score(t, g.labels_))
             rows.append((name, wrong, *(np.mean(v) for v in res.values())))
     lines = [
@@ -431,8 +432,9 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     X, z = _blobs(3, n=150)
     y = np.where(np.arange(150) % 4 == 0, z, -1)
     kw = dict(random_state=0)
-    e = SemiSupervisedGMM(3, "full", **kw).fit(X, y)
-    g = SemiSupervisedGMM(3, "full", method="gibbs", n_samples=40, n_warmup=40, n_chains=2, **kw).fit(X, y)
+    e = SemiSupervisedGMM(3, covariance_type="full", **kw).fit(X, y)
+    g = SemiSupervisedGMM(3, covariance_type="full", method="gibbs", n_draws=40, n_warmup=40, n_chains=2,
+                          **kw).fit(X, y)
     assert adjusted_rand_score(e.labels_, g.labels_) > 0.9
     assert adjusted_rand_score(z, g.labels_) > 0.85
     lab = y >= 0

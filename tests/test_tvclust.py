@@ -233,7 +233,7 @@ def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
     ml = np.array([[0, 1], [20, 21], [40, 41]])
     cl = np.array([[0, 20], [20, 40]])
     X0 = X.copy()
-    est = TVClust(n_samples=30, n_warmup=30, n_chains=2, k_max=16, random_state=0)
+    est = TVClust(n_draws=30, n_warmup=30, n_chains=2, k_max=16, random_state=0)
     est.fit(X, must_link=ml, cannot_link=cl)
     np.testing.assert_array_equal(X, X0)
     assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
@@ -275,7 +275,7 @@ def test_kmeanspp_start_escapes_the_one_cluster_trap():
     X, y = datasets.load("iris")
     si = datasets.sample_links(y, 559, noise=0.0, seed=1)
     kw = dict(must_link=si.must_link, cannot_link=si.cannot_link)
-    est = TVClust(n_samples=100, n_warmup=150, random_state=0).fit(X, **kw)
+    est = TVClust(n_draws=100, n_warmup=150, random_state=0).fit(X, **kw)
     assert est.n_clusters_ == 3 and metrics.nmi(y, est.labels_) > 0.9
     with pytest.raises(ValueError, match="init"):
         TVClust(init="random").fit(X, **kw)

@@ -125,7 +125,7 @@ def test_estimator_explicit_on_blobs():
     X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
     ml = np.array([[0, 1], [20, 21], [40, 41]])
     cl = np.array([[0, 20], [20, 40]])
-    est = TVClust(n_samples=20, n_warmup=20, n_chains=2, k_max=16, random_state=0, algorithm="explicit")
+    est = TVClust(n_draws=20, n_warmup=20, n_chains=2, k_max=16, random_state=0, algorithm="explicit")
     est.fit(X, must_link=ml, cannot_link=cl)
     assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
     assert est.samples_.state.theta is not None

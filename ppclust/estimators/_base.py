@@ -3,21 +3,147 @@
 Each helper returns a fresh array (inputs are never modified) and raises a ``TypeError`` or
 ``ValueError`` whose message names the argument, says what was expected and what was received.
 scikit-learn's private parameter-validation API is wrapped here, in one place (STYLE "Estimators").
+
+Parameter validation (one mechanism for every estimator)
+--------------------------------------------------------
+Each estimator declares ``_parameter_constraints`` (scikit-learn's vocabulary: :class:`Interval`,
+:class:`StrOptions`, ``"random_state"``, ``"boolean"``, ``None``) and decorates ``fit`` with
+``@fit_context(prefer_skip_nested_validation=True)``, which checks every constructor parameter
+*before* ``fit`` reads the data. A bad value raises
+:class:`~sklearn.utils._param_validation.InvalidParameterError` (a ``ValueError`` and a
+``TypeError``) that names the parameter, the allowed values and the value received, e.g. "The
+'gamma' parameter of SMIC must be a float in the range [0.0, inf) or a str among {'auto'}. Got nan
+instead." Intervals on reals exclude NaN, and exclude inf unless the bound is closed at infinity.
+Checks that need the data (``n_clusters <= n_samples``) stay in ``fit`` after ``check_X``.
+
+One vocabulary (issue 15)
+-------------------------
+``n_clusters`` (fixed K, or the starting/maximum K of methods that prune clusters), ``k_max``
+(slot capacity of nonparametric methods), ``n_init`` (restarts), ``max_iter`` (iterations, passes
+or annealing steps), ``tol``, ``random_state``, ``covariance_type``; samplers: ``n_draws``,
+``n_warmup``, ``n_chains``, ``thin``. Every parameter after the first is keyword-only. Renamed
+parameters keep working for one release: the old name defaults to ``"deprecated"`` and, when set,
+is used with a ``FutureWarning`` naming the new one (:func:`renamed_param`).
+
+``devices`` (one meaning everywhere, :data:`DEVICES_DOC`)
+--------------------------------------------------------
+The devices a fit may use: ``None`` or ``1``, the default device only; ``"all"`` or ``"auto"``
+(synonyms), every device JAX sees; an int ``m``, the first ``m`` devices; a list of devices,
+exactly those. How they are used depends on the method: DP-means/RDP-means (delayed pass) and the
+semi-supervised GMM's EM split the *rows* over the devices (data parallel, sums reduced with
+``psum``); CEC-IB and C3L run their ``n_init`` *restarts* on them (with ``"all"``/``"auto"``,
+on one device when ``n_init`` is not a multiple of the device count). ``"all"``/``"auto"`` never
+fail: where a configuration cannot use several devices (one device present, DP-means' sequential
+sweep, ``n_init`` not a multiple of the device count) the fit runs on one device, with the same
+result; an explicit int or list that cannot be honoured raises. Results are the same as on one
+device (up to summation order for the data-parallel methods).
+
+Side information in cross-validation (metadata routing)
+-------------------------------------------------------
+Every ``fit`` takes ``partial_labels=`` besides ``y``: **when ``partial_labels`` is given, ``y`` is not
+read as side information** and is free to be the ground truth that a scorer compares with (read as
+partial labels, it would leak the truth into every fold). Links given as :class:`~ppclust.sideinfo.
+RowPairs` (pair indices tied to the rows of ``X``) are sliced with each fold's rows: pairs are
+re-indexed to the fold, pairs crossing it are dropped; ``partial_labels`` (length ``n_samples``) and
+row-aligned extras (CCIB's ``background``) are sliced like ``X``. With scikit-learn's metadata
+routing::
+
+    sklearn.set_config(enable_metadata_routing=True)
+    est = RDPMeans().set_fit_request(must_link=True, cannot_link=True, partial_labels=True)
+    search = GridSearchCV(est, {"lam_k": [2, 3, 4]}, scoring="adjusted_rand_score")
+    search.fit(X, y_true, must_link=RowPairs(ml, n), cannot_link=RowPairs(cl, n),
+               partial_labels=y_partial)   # y_partial: -1 = unlabelled (all -1: links only)
+
+Without routing, scikit-learn passes these fit parameters to the estimator directly and slices them
+the same way. A plain ``(n_pairs, 2)`` array cannot be re-indexed (it is not row-aligned), so in
+cross-validation always wrap links in ``RowPairs``.
 """
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
+import jax
 import numpy as np
-from sklearn.base import _fit_context as fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from jax.sharding import Mesh
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Hidden, Interval, InvalidParameterError, StrOptions
+from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ppclust.errors import ConflictingLinksError
-from ppclust.sideinfo import SideInfo, check_labels
+from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
-__all__ = ["check_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
-           "Interval", "StrOptions", "Integral", "Real"]
+__all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
+           "Interval", "StrOptions", "Hidden", "Integral", "Real", "InvalidParameterError",
+           "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
+           "RANDOM_STATE", "DEPRECATED", "deprecated_name", "renamed_param", "data_mesh", "restart_devices",
+           "data_variance", "side_labels", "RowPairs"]
+
+fit_context = _fit_context  # the decorator that runs ``_validate_params()`` before ``fit``
+
+# Reusable constraints (each a list of alternatives, scikit-learn style).
+POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
+POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]  # (0, inf): excludes 0, inf and NaN
+NONNEG_REAL = [Interval(Real, 0, None, closed="left")]  # [0, inf): excludes inf and NaN
+UNIT_OPEN = [Interval(Real, 0, 1, closed="neither")]
+# ppclust's random_state: None, an int seed >= 0, a numpy RandomState / Generator, or a JAX key.
+RANDOM_STATE = [None, Interval(Integral, 0, None, closed="left"), np.random.RandomState, np.random.Generator,
+                jax.Array]
+DEVICES = [None, StrOptions({"all", "auto"}), Interval(Integral, 1, None, closed="left"), list, tuple, Mesh]
+
+DEPRECATED = "deprecated"
+_REMOVED_IN = "0.3"
+
+
+def deprecated_name(constraints):
+    """Constraints of a renamed parameter's old name: ``"deprecated"`` (hidden) or a valid new value."""
+    return [Hidden(StrOptions({DEPRECATED}))] + list(constraints)
+
+
+def renamed_param(est, new: str, old: str):
+    """The effective value of parameter ``new`` of ``est``, honouring its deprecated alias ``old``.
+
+    When ``old`` was set (its default is ``"deprecated"``), warn with a ``FutureWarning`` that names
+    the new parameter, and return the old value. Parameters themselves are never modified in ``fit``.
+    """
+    value = getattr(est, old)
+    if isinstance(value, str) and value == DEPRECATED:
+        return getattr(est, new)
+    warnings.warn(f"{type(est).__name__}: the parameter `{old}` was renamed `{new}` in ppclust 0.2 and "
+                  f"will be removed in {_REMOVED_IN}; use {type(est).__name__}({new}={value!r}).",
+                  FutureWarning, stacklevel=4)  # user -> fit_context -> fit -> here
+    return value
+
+
+def data_mesh(devices, *, parallel_ok: bool = True):
+    """``devices`` (see the module docstring) as a 1-D data mesh for the data-parallel solvers, or None.
+
+    ``"all"``/``"auto"`` give every device when there are several and the configuration can use them
+    (``parallel_ok``; e.g. DP-means' sequential sweep cannot), and the single-device path otherwise;
+    an explicit int ``m >= 2`` or a list of devices is passed on as it is (the solver raises if it
+    cannot honour it).
+    """
+    from ppclust._devices import resolve_mesh
+
+    if isinstance(devices, str):
+        if not parallel_ok or len(jax.devices()) < 2:
+            return None
+        devices = "all"
+    return resolve_mesh(devices)
+
+
+def restart_devices(devices, who: str):
+    """``devices`` (see the module docstring) in the form the restart-parallel engine takes."""
+    if isinstance(devices, str):
+        return "auto"  # "all" and "auto" are synonyms; one device when n_init is not a multiple
+    if isinstance(devices, (list, tuple)):
+        raise ValueError(f"{who} runs its restarts on the first m local devices: pass devices=m (an int) "
+                         f"or 'all', not a list of {len(devices)} devices.")
+    if devices is not None and not isinstance(devices, (int, np.integer)):
+        raise ValueError(f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got {devices!r}.")
+    return devices
 
 
 def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> np.ndarray:
@@ -43,19 +169,30 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
         arr = np.asarray(X)
     except Exception as err:  # ragged lists and the like
         raise ValueError(f"`{name}` could not be converted to an array: {err}") from err
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
+    if arr.dtype.kind == "c":
+        raise ValueError(f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not supported; "
+                         f"pass the real part ({name}.real) or split real and imaginary parts into features.")
+    if arr.dtype == object:  # an object array of numbers is converted, as scikit-learn does
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"`{name}` must hold real numbers; an element of the object array could not be "
+                            f"converted ({err}); encode categorical features as numbers first.") from None
+    if arr.dtype.kind not in "biuf":
         raise TypeError(f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
                         "features as numbers first.")
     if arr.ndim == 1:
         raise ValueError(f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array of shape "
-                         f"{arr.shape}; reshape with {name}.reshape(-1, 1) for one feature or "
+                         f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for one feature or "
                          f"{name}.reshape(1, -1) for one sample.")
     if arr.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D of shape (n_samples, n_features), got shape {arr.shape}.")
     if arr.shape[0] < min_samples:
-        raise ValueError(f"`{name}` has {arr.shape[0]} sample(s); at least {min_samples} required.")
+        raise ValueError(f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a minimum of "
+                         f"{min_samples} is required.")
     if arr.shape[1] < min_features:
-        raise ValueError(f"`{name}` has {arr.shape[1]} feature(s); at least {min_features} required.")
+        raise ValueError(f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a minimum of "
+                         f"{min_features} is required.")
     out = np.array(arr, dtype=dtype, order="C", copy=True)
     finite = np.isfinite(out)
     if not finite.all():
@@ -63,6 +200,39 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
         raise ValueError(f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at row {r}, "
                          f"column {c}: {out[r, c]}); remove or impute them.")
     return out
+
+
+def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
+    """:func:`check_X` plus scikit-learn's bookkeeping of the columns seen in ``fit``.
+
+    ``reset=True`` (in ``fit``) records ``n_features_in_`` and, for a DataFrame with string column
+    names, ``feature_names_in_``; ``reset=False`` (``predict`` and friends) checks ``X`` against them:
+    a different number of columns is a ``ValueError`` ("X has 3 features, but DPMeans is expecting 4
+    features as input."), and permuted, renamed or missing column names warn or raise exactly as
+    scikit-learn's own estimators do (``sklearn.utils.validation.validate_data``).
+    """
+    _check_feature_names(est, X, reset=reset)  # on the raw input: DataFrames carry the names
+    arr = check_X(X, **kw)
+    _check_n_features(est, arr, reset=reset)
+    return arr
+
+
+def data_variance(X) -> float:
+    r"""The data's variance unit for relative regularisers.
+
+    :math:`\bar s^2 = \frac1d\sum_j\mathrm{Var}(X_{:j})`, the mean per-feature (biased) variance of
+    the rows of ``X``; 1.0 when every feature is constant (nothing to be relative to). A regulariser
+    ``r`` given "relative to the data's variance" acts as ``r * data_variance(X)`` in X's units, so
+    fitting ``X * c`` gives the same partition as ``X``.
+    """
+    s2 = float(np.mean(np.var(X, axis=0))) if X.size else 0.0
+    return s2 if np.isfinite(s2) and s2 > 0 else 1.0
+
+
+def side_labels(y, partial_labels):
+    """The partial labels a ``fit`` uses: ``partial_labels`` when given (``y`` is then only a scoring
+    target, see "Side information in cross-validation" above), else ``y``."""
+    return y if partial_labels is None else partial_labels
 
 
 def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> np.ndarray | None:

@@ -13,8 +13,25 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
-from ppclust._jax import LABEL_DTYPE, as_key, x64
-from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust._jax import as_key, x64
+from ppclust.estimators._base import (
+    DEVICES,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    UNIT_OPEN,
+    Integral,
+    Interval,
+    Real,
+    StrOptions,
+    check_partial_labels,
+    deprecated_name,
+    fit_context,
+    renamed_param,
+    restart_devices,
+    side_labels,
+    validate_X,
+)
 from ppclust.inference import c3l as _c3l
 from ppclust.inference import hartigan as _hartigan
 
@@ -33,15 +50,16 @@ class C3L(ClusterMixin, BaseEstimator):
     card_min : clusters with fewer points are deleted; ``None`` -> ``max(ceil(0.05 n), d + 3)``; a float
         in (0, 1) is a fraction of n.
     init : ``"random"`` (uniform random partition, the paper's wording) or ``"kmeans++"`` (CEC package).
-    max_passes : safety cap on Hartigan passes.
+    max_iter : safety cap on Hartigan passes (was ``max_passes``, deprecated).
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
     algorithm : ``"hartigan"`` (default; the paper's online moves) or ``"batch"`` (Lloyd-type steps with the
         constrained models, all points at once, then Hartigan passes; for large n, see
         :func:`ppclust.inference.hartigan.fit_batch`).
-    devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their number the
-        restarts are spread over them; ``None``/``1``: one device; an int ``m``: the first ``m`` local
-        devices. Results are identical either way.
+    devices : the devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here the restarts run on them. ``"auto"`` (default) or ``"all"``: with several local devices and
+        ``n_init`` a multiple of their number the restarts are spread over them; ``None``/``1``: one
+        device; an int ``m``: the first ``m`` local devices. Results are identical either way.
 
     progress_bar : bool, default=True
         A bar over the (vmapped) restarts,
@@ -52,45 +70,62 @@ class C3L(ClusterMixin, BaseEstimator):
     labels_ (n,) int; n_clusters_; cost_ (the cost (8), nats); cost_parts_ dict; leakage_ (k,) fitted
     leakage of every cluster's model (<= ``leakage``); natural_leakage_ (k,) leakage of the unconstrained
     ML fit; constraint_active_ (k,) bool; weights_ (k,); means_ (k, N), covariances_ (k, N, N) of the
-    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_, converged_, cost_trace_;
+    fitted product Gaussians in X space; hyperplane_ (normal, offset); n_passes_ (also ``n_iter_``),
+    converged_, cost_trace_;
     reg_ the relative ridge of the r-covariances (0, or the jitter 1e-6 x the mean variance when the data's
     covariance is singular, e.g. a constant feature; a ``UserWarning`` says so).
     With more than two categories (extension beyond the paper, see :mod:`ppclust.inference.c3l`) the
     per-cluster leakage arrays are (k, J).
     """
 
-    def __init__(self, n_clusters=10, leakage=0.05, n_init=10, random_state=None, card_min=None,
-                 init="random", max_passes=100, standardize=False, svm_C=1.0,
-                 devices="auto", algorithm="hartigan", progress_bar=True):
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "leakage": UNIT_OPEN,
+        "n_init": POSITIVE_INT,
+        "random_state": RANDOM_STATE,
+        "card_min": [None, Interval(Real, 0, 1, closed="neither"),
+                     Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"random", "kmeans++"})],
+        "max_iter": POSITIVE_INT,
+        "standardize": ["boolean"],
+        "svm_C": POSITIVE_REAL,
+        "devices": DEVICES,
+        "algorithm": [StrOptions({"hartigan", "batch"})],
+        "progress_bar": ["boolean"],
+        "max_passes": deprecated_name(POSITIVE_INT),
+    }
+
+    def __init__(self, n_clusters=10, *, leakage=0.05, n_init=10, random_state=None, card_min=None,
+                 init="random", max_iter=100, standardize=False, svm_C=1.0, devices="auto",
+                 algorithm="hartigan", progress_bar=True, max_passes="deprecated"):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.n_init = n_init
         self.random_state = random_state
         self.card_min = card_min
         self.init = init
-        self.max_passes = max_passes
+        self.max_iter = max_iter
         self.standardize = standardize
         self.svm_C = svm_C
         self.devices = devices
         self.algorithm = algorithm
         self.progress_bar = progress_bar
+        self.max_passes = max_passes
 
     # ------------------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, hyperplane=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, hyperplane=None, partial_labels=None):
         """Fit on X with either two categories of partial labels ``y`` ({0, 1}, -1 = unlabelled), from
         which a linear SVM gives the hyperplane, or an explicit ``hyperplane=(normal, offset)``
-        (``normal^T x = offset``; the + side is ``normal^T x > offset``)."""
-        X = check_X(X)
+        (``normal^T x = offset``; the + side is ``normal^T x > offset``). ``partial_labels``, when given,
+        replaces ``y`` (which is then only a scoring target)."""
+        max_iter = renamed_param(self, "max_iter", "max_passes")
+        X = validate_X(self, X, reset=True)
         n, N = X.shape
         alpha = float(self.leakage)
-        if not (0.0 < alpha < 1.0):
-            raise ValueError(f"leakage must lie in (0, 1), got {self.leakage!r}")
-        if int(self.n_clusters) < 1 or int(self.n_clusters) > n:
+        if int(self.n_clusters) > n:
             raise ValueError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
-        if self.algorithm not in ("hartigan", "batch"):
-            raise ValueError(f"algorithm must be 'hartigan' or 'batch', got {self.algorithm!r}")
-        if self.init not in ("random", "kmeans++"):
-            raise ValueError(f"init must be 'random' or 'kmeans++', got {self.init!r}")
+        y = side_labels(y, partial_labels)
         if hyperplane is None:
             if y is None:
                 raise ValueError("C3L needs side information: two categories y or "
@@ -123,7 +158,7 @@ class C3L(ClusterMixin, BaseEstimator):
         cm = self.card_min
         if cm is None:
             cm = _c3l.default_card_min(n, d)
-        elif isinstance(cm, float) and 0 < cm < 1:
+        elif isinstance(cm, Real) and not isinstance(cm, Integral):  # a fraction in (0, 1) of n
             cm = _c3l.default_card_min(n, d, frac=cm)
         cm = int(cm)
         side = np.sign(Z[:, :J])
@@ -140,13 +175,14 @@ class C3L(ClusterMixin, BaseEstimator):
             for attempt in range(2):
                 cost = _c3l.make_cost(z, J, alpha, reg=_hartigan.JITTER if auto else 0.0)
                 kw = dict(K=K, min_size=cm, n_init=int(self.n_init), init=self.init,
-                          max_passes=int(self.max_passes), reassign="immediate")
+                          max_passes=int(max_iter), reassign="immediate")
                 if self.algorithm == "batch":
                     best, all_costs, all_passes, all_k = _c3l.fit_batch(as_key(self.random_state), z, cost,
                                                                         **kw)
                 else:
-                    best, all_costs, all_passes, all_k = _c3l.fit(as_key(self.random_state), z, cost, **kw,
-                                                                  devices=self.devices)
+                    best, all_costs, all_passes, all_k = _c3l.fit(
+                        as_key(self.random_state), z, cost, **kw,
+                        devices=restart_devices(self.devices, "C3L"))
                 if np.isfinite(float(best.cost)) or auto or d == 0 or attempt:
                     break
                 auto = True
@@ -167,6 +203,7 @@ class C3L(ClusterMixin, BaseEstimator):
             self.cost_ = float(best.cost)
             self.cost_parts_ = {k: float(v) for k, v in parts._asdict().items()}
             self.n_passes_ = int(best.n_passes)
+            self.n_iter_ = self.n_passes_  # the shared name: Hartigan passes run (<= max_iter)
             self.converged_ = bool(best.converged)
             tr = np.asarray(best.trace)
             self.cost_trace_ = tr[np.isfinite(tr)]
@@ -182,7 +219,6 @@ class C3L(ClusterMixin, BaseEstimator):
         if (self.labels_ < 0).any():  # the engines reassign every point; a -1 here would be a bug
             raise RuntimeError("C3L: internal error, a point was left without a cluster")
         self.n_clusters_ = int(active.sum())
-        self.n_features_in_ = N
         self.card_min_ = cm
         self.min_size_ = cm
         sq = (lambda a: a[:, 0]) if J == 1 else (lambda a: a)
@@ -206,9 +242,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def _log_density(self, X):
         check_is_fitted(self, "labels_")
-        X = check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
+        X = validate_X(self, X, reset=False)
         Z = _c3l.transform((X - self.center_) / self.scale_, self._hp)
         with x64():
             params = type(self._params)(*(jnp.asarray(v) for v in self._params))
@@ -216,7 +250,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """CEC rule: argmax_k ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k) (spec §1.7)."""
-        return np.argmax(self._log_density(X), axis=1).astype(LABEL_DTYPE)
+        return np.argmax(self._log_density(X), axis=1).astype(np.int64)
 
     def score_samples(self, X):
         """Mixture log-density ln sum_k p_k g_k(x) in X space (used for the BIC of spec §5.0)."""
@@ -227,6 +261,6 @@ class C3L(ClusterMixin, BaseEstimator):
         logjac = -np.linalg.slogdet(A)[1] - np.sum(np.log(self.scale_))
         return logsumexp(self._log_density(X), axis=1) + logjac
 
-    def fit_predict(self, X, y=None, *, hyperplane=None):
+    def fit_predict(self, X, y=None, *, hyperplane=None, partial_labels=None):
         """Fit and return ``labels_``."""
-        return self.fit(X, y, hyperplane=hyperplane).labels_
+        return self.fit(X, y, hyperplane=hyperplane, partial_labels=partial_labels).labels_

@@ -11,9 +11,24 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
-from ppclust._jax import LABEL_DTYPE, as_key, x64
+from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError
-from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust.estimators._base import (
+    NONNEG_INT,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    UNIT_OPEN,
+    StrOptions,
+    check_partial_labels,
+    data_variance,
+    deprecated_name,
+    fit_context,
+    renamed_param,
+    side_labels,
+    validate_X,
+)
 from ppclust.inference import ccib as _solver
 
 __all__ = ["CCIB"]
@@ -51,8 +66,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         Symmetry-breaking perturbation before each temperature.
     smoothing : float
         Additive smoothing of the tables.
-    variance : float
-        Shared isotropic variance of the gaussian feature model.
+    variance : float, default=1.0
+        Shared isotropic variance :math:`s^2` of the gaussian feature model, **relative to the data's
+        variance**: :math:`s^2 = \text{variance}\cdot\frac1D\sum_j \mathrm{Var}(X_{:j})`
+        (:func:`ppclust.estimators._base.data_variance`; stored as ``variance_``), so the clustering does
+        not depend on the units of ``X`` (spec 5.2 [R]: :math:`s^2` only rescales the temperature). With a
+        continuous background the GLM ``ridge`` is not rescaled.
     ridge : float
         L2 penalty on the slopes of the per-cluster GLM (continuous background), times the cluster mass.
     n_newton : int
@@ -64,8 +83,9 @@ class CCIB(ClusterMixin, BaseEstimator):
         Stop annealing when I(C;X) reaches this many nats.
     n_init : int
         Restarts (vmapped); the one with the largest final objective is kept.
-    max_steps, max_inner : int
-        Temperature steps and inner iterations per temperature.
+    max_iter, max_inner : int
+        Temperature steps (annealing steps; was ``max_steps``, deprecated) and inner iterations per
+        temperature.
     tol : float
         Inner-loop tolerance on max |q_new - q_old|.
     random_state : None, int, numpy Generator or JAX key
@@ -76,7 +96,7 @@ class CCIB(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
-    labels_ : (n,) int32 hard assignments.
+    labels_ : (n,) int64 hard assignments.
     n_clusters_ : number of non-empty clusters among ``labels_``.
     objective_ : dict of the final objective and its terms (nats): ``objective``, ``i_cx``,
         ``i_cy_given_z``, ``i_cy``, and ``rho``.
@@ -84,12 +104,39 @@ class CCIB(ClusterMixin, BaseEstimator):
         ``objective``, ``i_cx``, ``i_cy_given_z``, ``i_cy``, ``k_eff``, ``n_inner``.
     restart_labels_, restart_objectives_ : labels and objectives of every restart.
     rho0_, rho_, k_eff_, n_dead_ : start / final temperature, effective and dead cluster counts.
+    n_iter_ : annealing steps run (the same as ``n_steps_``).
+    variance_ : the gaussian model's :math:`s^2` in X's units.
     """
+
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "lam": NONNEG_REAL,
+        "feature_model": [StrOptions(set(_FEATURE_MODELS))],
+        "background_type": [StrOptions(set(_BACKGROUND_TYPES))],
+        "x_weight": [StrOptions(set(_X_WEIGHTS))],
+        "rho0": [None, *POSITIVE_REAL],
+        "anneal_rate": UNIT_OPEN,
+        "perturb_eps": NONNEG_REAL,
+        "smoothing": POSITIVE_REAL,  # > 0: log 0 otherwise
+        "variance": POSITIVE_REAL,
+        "ridge": NONNEG_REAL,
+        "n_newton": NONNEG_INT,
+        "drop_features_in_z": ["boolean"],
+        "c_max": [None, *NONNEG_REAL],
+        "n_init": POSITIVE_INT,
+        "max_iter": POSITIVE_INT,
+        "max_inner": POSITIVE_INT,
+        "tol": NONNEG_REAL,
+        "progress_bar": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "max_steps": deprecated_name(POSITIVE_INT),
+    }
 
     def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
                  x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
                  variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
-                 max_steps=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True):
+                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True,
+                 max_steps="deprecated"):
         self.n_clusters = n_clusters
         self.lam = lam
         self.feature_model = feature_model
@@ -105,24 +152,26 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.drop_features_in_z = drop_features_in_z
         self.c_max = c_max
         self.n_init = n_init
-        self.max_steps = max_steps
+        self.max_iter = max_iter
         self.max_inner = max_inner
         self.tol = tol
         self.random_state = random_state
         self.progress_bar = progress_bar
+        self.max_steps = max_steps
 
     # ---------------------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, background=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, background=None, partial_labels=None):
         """Fit on features ``X`` (n, D); ``background`` Z to factor out; ``y`` partial labels (-1 = none)
-        whose assignments are held fixed (semi-supervised CCIB, spec section 7)."""
-        self._check_params()
-        X = check_X(X)
-        self.n_features_in_ = X.shape[1]
+        whose assignments are held fixed (semi-supervised CCIB, spec section 7); ``partial_labels``, when
+        given, replaces ``y`` (which is then only a scoring target)."""
+        max_iter = renamed_param(self, "max_iter", "max_steps")
+        X = validate_X(self, X, reset=True)
         n = X.shape[0]
         k = int(self.n_clusters)
         if k > n:
             raise ValueError(f"n_clusters={k} exceeds the number of objects n={n}")
-        labels_in = _partial_labels(y, n, k)
+        labels_in = _partial_labels(side_labels(y, partial_labels), n, k)
         feature = self._feature_model(X)
         self.feature_model_ = feature
         bg_kind, z_codes, design = self._encode_background(background, n, fitting=True)
@@ -134,6 +183,8 @@ class CCIB(ClusterMixin, BaseEstimator):
                 raise ValueError("X has no non-zero count: nothing to cluster")
         else:
             self.feature_mask_ = np.ones(X.shape[1], bool)
+        # s^2 relative to the data's variance for the gaussian model (the others have no variance)
+        self.variance_ = float(self.variance) * (data_variance(X) if feature == "gaussian" else 1.0)
         data = self._data(X, z_codes, design, labels_in, k)
 
         if k == 1:  # E1
@@ -142,7 +193,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         static = _solver.Static(
             n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
             feature=feature, background=bg_kind, n_newton=int(self.n_newton),
-            max_steps=int(self.max_steps), max_inner=int(self.max_inner))
+            max_steps=int(max_iter), max_inner=int(self.max_inner))
         hyper = self._hyper()
         with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
@@ -161,7 +212,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.q_ = res.q[best]
         self.labels_ = res.labels[best].astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
-        self.restart_labels_ = res.labels.astype(LABEL_DTYPE)
+        self.restart_labels_ = res.labels.astype(np.int64)
         self.restart_objectives_ = res.objective
         self.best_restart_ = best
         self.rho0_ = float(res.rho0[best])
@@ -169,6 +220,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.k_eff_ = int(res.k_eff[best])
         self.n_dead_ = int(res.n_dead[best])
         self.n_steps_ = int(res.n_steps[best])
+        self.n_iter_ = self.n_steps_  # the shared name: annealing steps run (<= max_iter)
         self.objective_ = {m: float(getattr(res, m)[best])
                            for m in ("objective", "i_cx", "i_cy_given_z", "i_cy")}
         self.objective_["rho"] = self.rho_
@@ -182,19 +234,16 @@ class CCIB(ClusterMixin, BaseEstimator):
                           RuntimeWarning, stacklevel=2)
         return self
 
-    def fit_predict(self, X, y=None, *, background=None):
+    def fit_predict(self, X, y=None, *, background=None, partial_labels=None):
         """Fit and return ``labels_``."""
-        return self.fit(X, y, background=background).labels_
+        return self.fit(X, y, background=background, partial_labels=partial_labels).labels_
 
     def predict_proba(self, X, *, background=None):
         """Soft assignments of (new) objects by eq. (5) at the final rho.  Objects whose categorical
         background value was not seen in fit get only the coordination term (E6)."""
         check_is_fitted(self, "labels_")
-        X = check_X(X)
+        X = validate_X(self, X, reset=False)
         n = X.shape[0]
-        if X.shape[1] != self.feature_mask_.shape[0]:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
-                             f"{self.feature_mask_.shape[0]}")
         if self._static is None:
             return np.ones((n, 1))
         _, z_codes, design = self._encode_background(background, n, fitting=False)
@@ -213,30 +262,13 @@ class CCIB(ClusterMixin, BaseEstimator):
 
     def predict(self, X, *, background=None):
         """Hard assignments of new objects under the fitted cluster models (argmax of ``predict_proba``)."""
-        return np.argmax(self.predict_proba(X, background=background), axis=1).astype(LABEL_DTYPE)
+        return np.argmax(self.predict_proba(X, background=background), axis=1).astype(np.int64)
 
     # --- helpers ---------------------------------------------------------------------------------
-    def _check_params(self):
-        if int(self.n_clusters) != self.n_clusters or self.n_clusters < 1:
-            raise ValueError(f"n_clusters must be a positive integer, got {self.n_clusters!r}")
-        if self.lam < 0:
-            raise ValueError(f"lam must be >= 0, got {self.lam!r}")
-        for name, value, allowed in (("feature_model", self.feature_model, _FEATURE_MODELS),
-                                     ("background_type", self.background_type, _BACKGROUND_TYPES),
-                                     ("x_weight", self.x_weight, _X_WEIGHTS)):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-        if not 0 < self.anneal_rate < 1:
-            raise ValueError(f"anneal_rate must be in (0, 1), got {self.anneal_rate!r}")
-        if self.smoothing <= 0:
-            raise ValueError(f"smoothing must be > 0 (log 0 otherwise), got {self.smoothing!r}")
-        if self.variance <= 0 or self.ridge < 0 or self.n_init < 1:
-            raise ValueError("variance must be > 0, ridge >= 0 and n_init >= 1")
-
     def _hyper(self):
         return _solver.Hyper(
             lam=float(self.lam), rate=float(self.anneal_rate), eps=float(self.perturb_eps),
-            smoothing=float(self.smoothing), variance=float(self.variance), ridge=float(self.ridge),
+            smoothing=float(self.smoothing), variance=self.variance_, ridge=float(self.ridge),
             c_max=float("inf") if self.c_max is None else float(self.c_max),
             rho0=0.0 if self.rho0 is None else float(self.rho0), tol=float(self.tol))
 
@@ -338,6 +370,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.best_restart_ = 0
         self.rho0_ = self.rho_ = 0.0
         self.k_eff_, self.n_dead_, self.n_steps_ = 1, 0, 0
+        self.n_iter_ = 0
         self.objective_ = {"objective": 0.0, "i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
         self.annealing_trace_ = {}
 

@@ -10,7 +10,22 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
 from ppclust._jax import as_key, x64
-from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust.estimators._base import (
+    DEVICES,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Interval,
+    Real,
+    StrOptions,
+    check_partial_labels,
+    deprecated_name,
+    fit_context,
+    renamed_param,
+    restart_devices,
+    side_labels,
+    validate_X,
+)
 from ppclust.inference import cecib as _cecib
 from ppclust.inference import hartigan as _hartigan
 
@@ -42,7 +57,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         k-means++ seeds + nearest-seed partition (authors' code) or a uniform random partition (paper).
     reassign : {"lazy", "immediate"}, default="lazy"
         How points of a deleted cluster are reassigned (see ``ppclust.inference.hartigan``).
-    max_passes : int, default=100
+    max_iter : int, default=100
+        Maximum number of Hartigan passes over the points (was ``max_passes``, deprecated).
     reg : float, default=0.0
         Optional ridge ``reg * tr(Sigma_X)/d`` added to every cluster's scatter (off by default;
         breaks exact affine invariance). When the data need one (their covariance is singular --
@@ -54,10 +70,11 @@ class CECIB(ClusterMixin, BaseEstimator):
         ``"batch"``: Lloyd-type steps (all points reassigned at once from an n x K cost matrix, BLAS-shaped,
         the IB label term kept), then Hartigan passes from the best restart; for large n (>= ~1e4-1e5).
         ``restart_costs_`` then holds the batch restarts' costs.
-    devices : "auto" (default), None or int
-        Where the restarts run: with several local devices and ``n_init`` a multiple of their number,
-        ``"auto"`` spreads the restarts over them; ``None``/``1``: one device; an int ``m``: the first
-        ``m`` local devices. Results are identical either way.
+    devices : "auto" (default), "all", None or int
+        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here the restarts run on them: with several local devices and ``n_init`` a multiple of their
+        number, ``"auto"``/``"all"`` spread the restarts over them; ``None``/``1``: one device; an int
+        ``m``: the first ``m`` local devices. Results are identical either way.
 
     progress_bar : bool, default=True
         A bar over the (vmapped) restarts,
@@ -75,9 +92,25 @@ class CECIB(ClusterMixin, BaseEstimator):
     reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
     """
 
-    def __init__(self, n_clusters=10, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
-                 reassign="lazy", max_passes=100, reg=0.0,
-                 devices="auto", algorithm="hartigan", progress_bar=True):
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "beta": NONNEG_REAL,
+        "eps": [Interval(Real, 0, 1, closed="left")],
+        "n_init": POSITIVE_INT,
+        "random_state": RANDOM_STATE,
+        "init": [StrOptions({"kmeans++", "random"})],
+        "reassign": [StrOptions({"lazy", "immediate"})],
+        "max_iter": POSITIVE_INT,
+        "reg": NONNEG_REAL,
+        "devices": DEVICES,
+        "algorithm": [StrOptions({"hartigan", "batch"})],
+        "progress_bar": ["boolean"],
+        "max_passes": deprecated_name(POSITIVE_INT),
+    }
+
+    def __init__(self, n_clusters=10, *, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
+                 reassign="lazy", max_iter=100, reg=0.0, devices="auto", algorithm="hartigan",
+                 progress_bar=True, max_passes="deprecated"):
         self.n_clusters = n_clusters
         self.beta = beta
         self.eps = eps
@@ -85,21 +118,27 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.init = init
         self.reassign = reassign
-        self.max_passes = max_passes
+        self.max_iter = max_iter
         self.reg = reg
         self.devices = devices
         self.algorithm = algorithm
         self.progress_bar = progress_bar
+        self.max_passes = max_passes
 
-    def fit(self, X, y=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, partial_labels=None):
         """Minimise the CEC-IB cost (Śmieja & Geiger, eq. 10; per cluster eq. 11) by Hartigan moves.
 
-        ``y``: partial labels (-1 = unlabelled); categories may be coarser than clusters. Runs
+        ``y``: partial labels (-1 = unlabelled; ``partial_labels``, when given, replaces ``y``, which is
+        then only a scoring target); categories may be coarser than clusters. Runs
         ``n_init`` vmapped restarts from k-means++ seeds and keeps the lowest cost."""
-        X = check_X(X)
+        max_iter = renamed_param(self, "max_iter", "max_passes")
+        X = validate_X(self, X, reset=True)
         n, d = X.shape
-        self._check_params(n, d)
-        y = check_partial_labels(y, n)
+        if n < d + 2:
+            raise ValueError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
+                             f"got n_samples = {n}.")
+        y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
         import jax.numpy as jnp
 
@@ -111,7 +150,7 @@ class CECIB(ClusterMixin, BaseEstimator):
                            bool(self.progress_bar)) as bar:
             for attempt in range(2):
                 kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
-                          n_init=int(self.n_init), init=self.init, max_passes=int(self.max_passes),
+                          n_init=int(self.n_init), init=self.init, max_passes=int(max_iter),
                           reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
                 with x64():
                     if self.algorithm == "batch":
@@ -119,7 +158,7 @@ class CECIB(ClusterMixin, BaseEstimator):
                                                              **kw)
                     else:
                         best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
-                                                       devices=self.devices)
+                                                       devices=restart_devices(self.devices, "CECIB"))
                     labels = np.asarray(best.labels)
                     active = np.asarray(best.active)
                     total = float(best.cost)
@@ -165,42 +204,17 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.cost_side_information_ = self.cost_parts_["side_information"]
         return self
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""
-        return self.fit(X, y).labels_
+        return self.fit(X, y, **kw).labels_
 
     def predict(self, X):
         """CEC rule: argmax_i ln p_i + ln N(x; mu_i, Sigma_i)."""
         check_is_fitted(self, "means_")
-        X = check_X(X)
-        if X.shape[1] != self.means_.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features, but CECIB was fitted with {self.means_.shape[1]}")
+        X = validate_X(self, X, reset=False)
         score = np.empty((X.shape[0], self.n_clusters_))
         for k in range(self.n_clusters_):
             L = np.linalg.cholesky(self.covariances_[k])
             r = np.linalg.solve(L, (X - self.means_[k]).T)
             score[:, k] = (np.log(self.weights_[k]) - np.log(np.diag(L)).sum() - 0.5 * (r * r).sum(0))
-        return np.argmax(score, 1)
-
-    def _check_params(self, n, d):
-        if not (isinstance(self.n_clusters, (int, np.integer)) and self.n_clusters >= 1):
-            raise ValueError(f"The 'n_clusters' parameter of CECIB must be an int >= 1. "
-                             f"Got {self.n_clusters!r}.")
-        if not (isinstance(self.n_init, (int, np.integer)) and self.n_init >= 1):
-            raise ValueError(f"The 'n_init' parameter of CECIB must be an int >= 1. Got {self.n_init!r}.")
-        if not np.isfinite(self.beta) or self.beta < 0:
-            raise ValueError(f"The 'beta' parameter of CECIB must be a float >= 0. Got {self.beta!r}.")
-        if not 0 <= self.eps < 1:
-            raise ValueError(f"The 'eps' parameter of CECIB must be in [0, 1). Got {self.eps!r}.")
-        if self.init not in ("kmeans++", "random"):
-            raise ValueError(f"The 'init' parameter of CECIB must be 'kmeans++' or 'random'. "
-                             f"Got {self.init!r}.")
-        if self.algorithm not in ("hartigan", "batch"):
-            raise ValueError(f"The 'algorithm' parameter of CECIB must be 'hartigan' or 'batch'. "
-                             f"Got {self.algorithm!r}.")
-        if self.reassign not in ("lazy", "immediate"):
-            raise ValueError(f"The 'reassign' parameter of CECIB must be 'lazy' or 'immediate'. "
-                             f"Got {self.reassign!r}.")
-        if n < d + 2:
-            raise ValueError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
-                             f"got n = {n}.")
+        return np.argmax(score, 1).astype(np.int64)

@@ -11,10 +11,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.errors import KMaxExhaustedError, NonFiniteError
-from ppclust.estimators._base import check_X, link_side_info
+from ppclust.estimators._base import (
+    DEVICES,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    StrOptions,
+    data_mesh,
+    fit_context,
+    link_side_info,
+    side_labels,
+    validate_X,
+)
 from ppclust.inference import dpmeans as _dp
 
 __all__ = ["DPMeans", "RDPMeans"]
@@ -34,16 +45,32 @@ def _side_table(n, y, must_link, cannot_link):
 class _Base(ClusterMixin, BaseEstimator):
     _with_links = False
 
+    _parameter_constraints: dict = {
+        "lam": [None, *POSITIVE_REAL],
+        "lam_k": POSITIVE_INT,
+        "lam_method": [StrOptions({"kth_farthest_from_mean", "farthest_first"})],
+        "divergence": [StrOptions(set(_DIVERGENCES))],
+        "k_max": POSITIVE_INT,
+        "n_init": POSITIVE_INT,
+        "init": [StrOptions({"bbox_random", "mean"})],
+        "order": [StrOptions({"random", "fixed"})],
+        "tie": [StrOptions({"first", "last"})],
+        "variant": [StrOptions({"sequential", "delayed"})],
+        "compat": ["boolean"],
+        "patience": POSITIVE_INT,
+        "max_iter": POSITIVE_INT,
+        "smoothing": NONNEG_REAL,
+        "random_state": RANDOM_STATE,
+        "devices": DEVICES,
+    }
+
     def _lambda(self, X):
         if self.lam is not None:
-            if not self.lam > 0:
-                raise ValueError(f"`lam` must be > 0, got {self.lam}")
             return float(self.lam)
-        n = X.shape[0]
-        if not 1 <= self.lam_k <= n:  # lam=None: lam is read off the lam_k-th farthest point
-            raise ValueError(f"`lam_k` must be in [1, n_samples={n}] when lam=None (lam is set from the "
-                             f"lam_k-th farthest point), got lam_k={self.lam_k}; pass a smaller lam_k or "
-                             "an explicit lam > 0")
+        if self.lam_k > X.shape[0]:
+            raise ValueError(f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from the "
+                             "lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower `lam_k` or "
+                             "pass `lam`.")
         lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
         if not lam > 0:  # every new point would open a cluster: garbage, not a fit
             what = ("all points are identical" if np.ptp(X, axis=0).max() == 0 else
@@ -52,10 +79,8 @@ class _Base(ClusterMixin, BaseEstimator):
                              f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
         return lam
 
-    def _prepare(self, X):
-        X = check_X(X)
-        if self.divergence not in _DIVERGENCES:
-            raise ValueError(f"`divergence` must be one of {_DIVERGENCES}, got {self.divergence!r}")
+    def _prepare(self, X, *, reset):
+        X = validate_X(self, X, reset=reset)
         if self.divergence == "kl":
             if (X < 0).any():
                 raise ValueError("`X` must be non-negative counts for divergence='kl'")
@@ -70,7 +95,7 @@ class _Base(ClusterMixin, BaseEstimator):
                   xi_max=getattr(self, "xi_max", 1e12), k_max=min(int(self.k_max), n), max_iter=self.max_iter,
                   divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
                   order=self.order, init=self.init, patience=self.patience,
-                  mesh=resolve_mesh(self.devices))
+                  mesh=data_mesh(self.devices, parallel_ok=self.variant == "delayed" and not self.compat))
         with x64():
             res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
             res = type(res)(*[np.asarray(a) for a in res])
@@ -92,16 +117,12 @@ class _Base(ClusterMixin, BaseEstimator):
         n_it = self.n_iter_
         self.objective_trace_ = res.objective_trace[best][:n_it].copy()
         self.xi_trace_ = res.xi_trace[best][:n_it].copy()
-        self.n_features_in_ = X.shape[1]
         return self
 
     def predict(self, X):
         """Nearest centre under the divergence (links play no part for new points)."""
         check_is_fitted(self, "cluster_centers_")
-        X = self._prepare(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"`X` has {X.shape[1]} features, the estimator was fitted with "
-                             f"{self.n_features_in_}")
+        X = self._prepare(X, reset=False)
         with x64():
             D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
         return np.argmin(D, axis=1).astype(np.int64)
@@ -127,9 +148,11 @@ class DPMeans(_Base):
     variant : "sequential" | "delayed" (parallel pass with at most one new cluster per pass).
     compat : bool — the authors' code choices (see ``ppclust.inference.dpmeans``).
     patience, max_iter : stopping rule (partition unchanged for ``patience`` passes).
-    devices : None | "all" | int | list of devices, default=None — data-parallel delayed pass (needs
-        ``variant="delayed"``, ``compat=False``): points split over a 1-D device mesh, per-cluster sums
-        reduced with ``psum``; same result as one device up to summation order. See :mod:`ppclust._devices`.
+    devices : None | "all" | "auto" | int | list of devices, default=None — the devices the fit may use
+        (one meaning for every estimator, :mod:`ppclust.estimators._base`); here a data-parallel
+        delayed pass (needs ``variant="delayed"``, ``compat=False``): points split over a 1-D device mesh,
+        per-cluster sums reduced with ``psum``; same result as one device up to summation order. See
+        :mod:`ppclust._devices`.
 
     Attributes
     ----------
@@ -157,9 +180,10 @@ class DPMeans(_Base):
         self.random_state = random_state
         self.devices = devices
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """Fit on X; side information is ignored by DP-means (accepted for a uniform CLI)."""
-        X = self._prepare(X)
+        X = self._prepare(X, reset=True)
         return self._run(X, None, 0.0)
 
 
@@ -171,9 +195,18 @@ class RDPMeans(_Base):
     capped at ``xi_max``; ``xi2 = xi_ratio * xi1``. Links come from ``must_link`` / ``cannot_link``
     and from partial labels ``y`` (-1 = unlabelled; every labelled pair becomes a link).
 
-    Parameters are those of :class:`DPMeans` plus ``xi0`` (1e-3), ``xi_rate`` (2), ``xi_ratio`` (1),
-    ``xi_max`` (1e12); defaults ``patience=20``, ``max_iter=1000``. ``devices`` as in :class:`DPMeans`.
+    Parameters are those of :class:`DPMeans` plus ``xi0`` (1e-3, >= 0), ``xi_rate`` (2, > 0),
+    ``xi_ratio`` (1, >= 0), ``xi_max`` (1e12, > 0); defaults ``patience=20``, ``max_iter=1000``.
+    ``devices`` as in :class:`DPMeans`.
     """
+
+    _parameter_constraints: dict = {
+        **_Base._parameter_constraints,
+        "xi0": NONNEG_REAL,
+        "xi_rate": POSITIVE_REAL,
+        "xi_ratio": NONNEG_REAL,
+        "xi_max": POSITIVE_REAL,
+    }
 
     def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12, lam_k=3,
                  lam_method="kth_farthest_from_mean", divergence="sqeuclidean", k_max=64, n_init=1,
@@ -200,11 +233,11 @@ class RDPMeans(_Base):
         self.random_state = random_state
         self.devices = devices
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """RDP-means (Khashabi et al. 2015, Algorithm 1) on X with links from ``must_link`` /
-        ``cannot_link`` and from the labelled pairs of ``y`` (-1 = unlabelled)."""
-        X = self._prepare(X)
-        if self.xi0 < 0 or self.xi_rate <= 0 or self.xi_ratio < 0:
-            raise ValueError("`xi0` and `xi_ratio` must be >= 0 and `xi_rate` > 0")
-        table = _side_table(X.shape[0], y, must_link, cannot_link)
+        ``cannot_link`` (pair arrays or :class:`~ppclust.sideinfo.RowPairs`) and from the labelled
+        pairs of the partial labels (``partial_labels`` if given, else ``y``; -1 = unlabelled)."""
+        X = self._prepare(X, reset=True)
+        table = _side_table(X.shape[0], side_labels(y, partial_labels), must_link, cannot_link)
         return self._run(X, table, float(self.xi0))

@@ -7,7 +7,16 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_seed
-from ppclust.estimators._base import check_X, link_side_info
+from ppclust.estimators._base import (
+    NONNEG_REAL,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    StrOptions,
+    fit_context,
+    link_side_info,
+    side_labels,
+    validate_X,
+)
 from ppclust.inference import smic as _smic
 
 __all__ = ["SMIC"]
@@ -18,12 +27,12 @@ class SMIC(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int
-        Number of clusters c (known, as in the paper).
-    n_neighbors : int or "auto"
-        Kernel neighbourhood size t. ``"auto"`` searches t in 1..10 (LSMI without links, eq. (9)
-        with links).
-    gamma, eta : float or "auto"
+    n_clusters : int, default=2
+        Number of clusters c (known, as in the paper), in [1, n_samples].
+    n_neighbors : int or "auto", default="auto"
+        Kernel neighbourhood size t >= 1 (clamped to n_samples - 1 with a warning, spec E1).
+        ``"auto"`` searches t in 1..10 (LSMI without links, eq. (9) with links).
+    gamma, eta : float >= 0 or "auto", default="auto"
         Must-link and cannot-link weights of 3SMIC (eq. 8). ``"auto"`` searches
         {0, 0.1, 0.3, 1, 3, 10}; ``eta`` is forced to 0 when ``n_clusters > 2`` (paper).
     random_state : None, int or Generator
@@ -44,7 +53,18 @@ class SMIC(ClusterMixin, BaseEstimator):
     eta_, eigenvalues_.
     """
 
-    def __init__(self, n_clusters=2, n_neighbors="auto", gamma="auto", eta="auto", random_state=None,
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "n_neighbors": [StrOptions({"auto"}), *POSITIVE_INT],
+        "gamma": [StrOptions({"auto"}), *NONNEG_REAL],
+        "eta": [StrOptions({"auto"}), *NONNEG_REAL],
+        "random_state": RANDOM_STATE,
+        "assign": [StrOptions({"model", "eigvec"})],
+        "dense_max": POSITIVE_INT,
+        "progress_bar": ["boolean"],
+    }
+
+    def __init__(self, n_clusters=2, *, n_neighbors="auto", gamma="auto", eta="auto", random_state=None,
                  assign="model", dense_max=_smic.DENSE_MAX, progress_bar=True):
         self.n_clusters = n_clusters
         self.n_neighbors = n_neighbors
@@ -55,17 +75,18 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.dense_max = dense_max
         self.progress_bar = progress_bar
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """SMIC (no links) or 3SMIC (Calandriello, Niu & Sugiyama 2014): top-c eigenvectors of the
         link-modified kernel U (eq. 8), post-processed into labels; ``"auto"`` parameters are chosen
         by LSMI (no links) or the semi-supervised criterion (eq. 9). Labelled pairs of ``y`` become links."""
-        X = check_X(X, min_samples=2)
+        X = validate_X(self, X, reset=True, min_samples=2)
         n = X.shape[0]
         c = int(self.n_clusters)
-        if c < 1 or c > n:
-            raise ValueError(f"n_clusters must be in [1, n={n}], got {self.n_clusters}")
-        links = _smic.link_matrices(link_side_info(n, y, must_link, cannot_link))
-        ts = _smic.DEFAULT_TS if self.n_neighbors == "auto" else (int(self.n_neighbors),)
+        if c > n:
+            raise ValueError(f"`n_clusters`={c} exceeds n_samples={n}; it must lie in [1, n_samples].")
+        links = _smic.link_matrices(link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link))
+        ts = _smic.DEFAULT_TS if _is_auto(self.n_neighbors) else (int(self.n_neighbors),)
         gammas = _smic.DEFAULT_GAMMAS if _is_auto(self.gamma) else (float(self.gamma),)
         etas = _smic.DEFAULT_ETAS if _is_auto(self.eta) else (float(self.eta),)
         seed = as_seed(self.random_state)
@@ -73,7 +94,6 @@ class SMIC(ClusterMixin, BaseEstimator):
                            dense_max=int(self.dense_max), progress_bar=bool(self.progress_bar))
         row = sel.rows[sel.best]
         self.X_fit_ = X
-        self.n_features_in_ = X.shape[1]
         self.links_ = links
         self.kernel_ = sel.kernel
         self.Kp_ = sel.Kp
@@ -91,9 +111,7 @@ class SMIC(ClusterMixin, BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self, "labels_")
-        X = check_X(X)
-        if X.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.X_fit_.shape[1]}")
+        X = validate_X(self, X, reset=False)
         rows = _smic.kernel_rows(self.kernel_, self.X_fit_, X)
         return _smic.predict_scores(rows, self.result_.phi, self.result_.norms, self.X_fit_.shape[0])
 
@@ -110,7 +128,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         labels = np.argmax(p, axis=1)
         zero = ~(p > 0).any(axis=1)
         labels[zero] = np.argmax(raw[zero], axis=1)
-        return labels.astype(np.int32)
+        return labels.astype(np.int64)
 
     def predict_proba(self, X):
         """Row-renormalised ``decision_function`` (not in the paper); uniform for all-zero rows."""

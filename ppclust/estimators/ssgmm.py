@@ -12,10 +12,26 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
-from ppclust._devices import resolve_mesh
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError
-from ppclust.estimators._base import check_partial_labels, check_X
+from ppclust.estimators._base import (
+    DEVICES,
+    NONNEG_INT,
+    NONNEG_REAL,
+    POSITIVE_INT,
+    RANDOM_STATE,
+    Interval,
+    Real,
+    StrOptions,
+    check_partial_labels,
+    data_mesh,
+    data_variance,
+    deprecated_name,
+    fit_context,
+    renamed_param,
+    side_labels,
+    validate_X,
+)
 from ppclust.families import GaussianNIW
 from ppclust.inference import em
 from ppclust.models.ssgmm import default_component_classes, label_log_mask
@@ -34,8 +50,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_components : int, default=1
-        Number of mixture components, ``>=`` the number of classes in ``y``.
+    n_clusters : int, default=1
+        Number of mixture components, ``>=`` the number of classes in ``y`` (was ``n_components``,
+        deprecated: one vocabulary across ppclust's estimators).
     covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
     method : {"em", "gibbs"}, default="em"
     n_init : int, default=1
@@ -47,7 +64,11 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
     tol : float, default=1e-3
         Stop when the objective per point changes by less than ``tol`` (scikit-learn convention).
     reg_covar : float, default=1e-6
-        Added to covariance diagonals after every M-step.
+        Added to covariance diagonals after every M-step, **relative to the data's variance**: the ridge
+        is ``reg_covar * s2`` with ``s2 = mean_j Var(X[:, j])`` (:func:`ppclust.estimators._base.
+        data_variance`), so the fit does not depend on the units of ``X`` (scikit-learn's
+        ``GaussianMixture`` adds an absolute ``reg_covar``, which swamps data measured in small units).
+        The ridge used is stored as ``reg_covar_``.
     label_noise : float, default=0.0
         Probability ``eps`` that a given label is wrong (in [0, 1)).
     prior : {None, "default"}, default=None
@@ -58,8 +79,14 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
         labelled point. Default: component ``k`` belongs to class ``k mod C``.
     random_state : None, int, numpy Generator or JAX key
-    devices : None, "all", int or list of devices, default=None
-        Data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
+    n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1
+        ``method="gibbs"``: kept draws per chain (was ``n_samples``, deprecated), discarded sweeps,
+        chains, sweeps per kept draw.
+    point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
+        ``method="gibbs"``: the partition reported as ``labels_``.
+    devices : None, "all", "auto", int or list of devices, default=None
+        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
         device computes responsibilities and the sufficient statistics of its points, reduced with
         ``psum``. None = one device. Same result as one device up to summation order. See
         :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
@@ -75,17 +102,43 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
     weights_, means_, covariances_, precisions_cholesky_ : fitted parameters (scikit-learn shapes).
     log_likelihood_ : float total log-likelihood; objective_ : log-likelihood + log prior;
     lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
+    reg_covar_ : float, the ridge added to the covariance diagonals in X's units (``reg_covar * s2``);
     responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
     """
 
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
+        "method": [StrOptions({"em", "gibbs"})],
+        "n_init": POSITIVE_INT,
+        "random_state": RANDOM_STATE,
+        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
+        "max_iter": POSITIVE_INT,
+        "tol": NONNEG_REAL,
+        "reg_covar": NONNEG_REAL,
+        "label_noise": [Interval(Real, 0, 1, closed="left")],
+        "prior": [None, StrOptions({"default"})],
+        "weight_concentration": [Interval(Real, 1, None, closed="left")],
+        "component_classes": [None, "array-like"],
+        "n_draws": POSITIVE_INT,
+        "n_warmup": NONNEG_INT,
+        "n_chains": POSITIVE_INT,
+        "thin": POSITIVE_INT,
+        "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
+        "devices": DEVICES,
+        "progress_bar": ["boolean"],
+        "n_components": deprecated_name(POSITIVE_INT),
+        "n_samples": deprecated_name(POSITIVE_INT),
+    }
+
     def __init__(
         self,
-        n_components=1,
+        n_clusters=1,
+        *,
         covariance_type="full",
         method="em",
         n_init=1,
         random_state=None,
-        *,
         init="auto",
         max_iter=100,
         tol=1e-3,
@@ -94,15 +147,17 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         prior=None,
         weight_concentration=1.0,
         component_classes=None,
-        n_samples=200,
+        n_draws=200,
         n_warmup=200,
         n_chains=2,
         thin=1,
         point_estimate="binder",
         devices=None,
         progress_bar=True,
+        n_components="deprecated",
+        n_samples="deprecated",
     ):
-        self.n_components = n_components
+        self.n_clusters = n_clusters
         self.covariance_type = covariance_type
         self.method = method
         self.n_init = n_init
@@ -115,66 +170,35 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.prior = prior
         self.weight_concentration = weight_concentration
         self.component_classes = component_classes
-        self.n_samples = n_samples
+        self.n_draws = n_draws
         self.n_warmup = n_warmup
         self.n_chains = n_chains
         self.thin = thin
         self.point_estimate = point_estimate
         self.devices = devices
         self.progress_bar = progress_bar
-
-    # ------------------------------------------------------------------------------------------ checks
-    def _check_params(self):
-        if self.covariance_type not in em.COVARIANCE_TYPES:
-            raise ValueError(
-                f"`covariance_type` must be one of {em.COVARIANCE_TYPES}, got {self.covariance_type!r}."
-            )
-        if self.method not in ("em", "gibbs"):
-            raise ValueError(f"`method` must be 'em' or 'gibbs', got {self.method!r}.")
-        for name in ("n_components", "n_init", "max_iter"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}.")
-        if self.init not in ("auto", "labelled", "kmeans++"):
-            raise ValueError(f"`init` must be 'auto', 'labelled' or 'kmeans++', got {self.init!r}.")
-        if not (0.0 <= self.label_noise < 1.0):
-            raise ValueError(f"`label_noise` must lie in [0, 1), got {self.label_noise!r}.")
-        for name in ("tol", "reg_covar"):  # `not v >= 0` also refuses NaN (EM would fail much later)
-            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
-                raise ValueError(f"`{name}` must be a finite number >= 0, got {getattr(self, name)!r}.")
-        if self.prior not in (None, "default"):
-            raise ValueError(f"`prior` must be None or 'default', got {self.prior!r}.")
-        if self.weight_concentration < 1.0:
-            raise ValueError(
-                f"`weight_concentration` must be >= 1 (MAP mode), got {self.weight_concentration!r}."
-            )
-        if self.method == "gibbs":
-            if self.covariance_type == "tied":
-                raise ValueError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical'.")
-            for name in ("n_samples", "n_chains", "thin"):
-                v = getattr(self, name)
-                if not isinstance(v, (int, np.integer)) or v < 1:
-                    raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}.")
-            if not isinstance(self.n_warmup, (int, np.integer)) or self.n_warmup < 0:
-                raise ValueError(f"`n_warmup` must be an integer >= 0, got {self.n_warmup!r}.")
-            if self.point_estimate not in ("binder", "vi", "max_log_joint"):
-                raise ValueError(
-                    "`point_estimate` must be 'binder', 'vi' or 'max_log_joint', got "
-                    f"{self.point_estimate!r}."
-                )
+        self.n_components = n_components
+        self.n_samples = n_samples
 
     # ------------------------------------------------------------------------------------------ fit
-    def fit(self, X, y=None):
-        """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels)."""
-        self._check_params()
-        X = check_X(X)
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, partial_labels=None):
+        """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
+        ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
+        K = int(renamed_param(self, "n_clusters", "n_components"))
+        n_draws = int(renamed_param(self, "n_draws", "n_samples"))
+        if self.method == "gibbs" and self.covariance_type == "tied":
+            raise ValueError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical', "
+                             "not 'tied'.")
+        X = validate_X(self, X, reset=True)
         n, d = X.shape
-        K = int(self.n_components)
+        self._n_clusters = K
+        self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         if n < K:
             raise ValueError(
-                f"`X` has n_samples={n} < n_components={K}; need at least one point per component."
+                f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
             )
-        y = check_partial_labels(y, n)
+        y = check_partial_labels(side_labels(y, partial_labels), n)
         if y is None or not np.any(y >= 0):
             self.classes_ = np.array([], dtype=np.int64)
             codes = np.full(n, -1)
@@ -185,7 +209,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         C = len(self.classes_)
         if C > K:
             raise ValueError(
-                f"`y` has {C} classes but n_components={K}; need n_components >= number of classes."
+                f"`y` has {C} classes but n_clusters={K}; need n_clusters >= number of classes."
             )
         if self.component_classes is None:
             g = default_component_classes(K, C)
@@ -193,7 +217,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             g = np.asarray(self.component_classes, dtype=np.int32)
             if g.shape != (K,) or np.any(g < -1) or np.any(g >= max(C, 1)) and C > 0:
                 raise ValueError(
-                    f"`component_classes` must have length n_components={K} with entries in "
+                    f"`component_classes` must have length n_clusters={K} with entries in "
                     f"[-1, {C}), got {g.tolist()}."
                 )
             missing = sorted(set(range(C)) - set(g.tolist()))
@@ -217,8 +241,8 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
         key = as_key(self.random_state)
         if self.method == "gibbs":
-            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed, codes)
-        mesh = resolve_mesh(self.devices)
+            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed, codes, n_draws)
+        mesh = data_mesh(self.devices)
         with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
             xc = jnp.asarray(X - shift)
@@ -236,7 +260,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 cov_type=self.covariance_type,
                 max_iter=int(self.max_iter),
                 tol=float(self.tol),
-                reg_covar=float(self.reg_covar),
+                reg_covar=self.reg_covar_,
                 n_init=int(self.n_init),
                 prior=prior,
                 mesh=mesh,
@@ -264,7 +288,6 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self._n_train = n
         self.labels_ = self.responsibilities_.argmax(1).astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
-        self.n_features_in_ = d
         if not self.converged_:
             warnings.warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol={self.tol}); "
@@ -274,7 +297,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             )
         return self
 
-    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed, codes):
+    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed, codes, n_draws):
         """Collapsed Gibbs over assignments (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``).
 
         NIW prior ``GaussianNIW.default`` on the centred data, symmetric Dirichlet(``weight_concentration``)
@@ -285,7 +308,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         from ppclust.models.tvclust import TVClustPrior, make_links
 
         n, d = X.shape
-        K = int(self.n_components)
+        K = self._n_clusters
         a = float(self.weight_concentration)
         with x64():
             xc = jnp.asarray(X - shift)
@@ -295,7 +318,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
             res = gibbs.sample(
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
-                n_samples=int(self.n_samples), n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
+                n_samples=n_draws, n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
                 thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
                 point_logprior=jnp.asarray(log_mask), init_labels=init, desc="SemiSupervisedGMM",
                 progress_bar=bool(self.progress_bar),
@@ -323,7 +346,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self.responsibilities_ = (draws[:, :, None] == np.arange(K)).mean(0)  # posterior P(z_i = k)
         self.objective_ = self.log_likelihood_
         self.lower_bound_ = self.objective_ / n
-        self.n_iter_ = int(self.n_warmup) + int(self.n_samples) * int(self.thin)
+        self.n_iter_ = int(self.n_warmup) + n_draws * int(self.thin)
         self.converged_ = True
         self.trace_ = np.asarray(res.log_joint).mean(0)
         self.samples_ = res
@@ -335,7 +358,6 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         self._n_train = n
         self.labels_ = z.astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
-        self.n_features_in_ = d
         return self
 
     def _gibbs_datatree(self, key, X, xc, family, res, z, loss, psm, log_mask, g, a, codes):
@@ -350,7 +372,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         from ppclust import partition, posterior
         from ppclust.models.tvclust import TVClustPrior, make_links
 
-        n, K = X.shape[0], int(self.n_components)
+        n, K = X.shape[0], int(self._n_clusters)
         lab = np.asarray(res.labels)
         sizes = (lab[..., None] == np.arange(K)).sum(-2).astype(float)  # (chain, draw, K)
         with x64():
@@ -394,16 +416,14 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             observed_data={"x": X, "y": codes}, clustering=clustering, attrs=attrs,
             dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""
-        return self.fit(X, y).labels_
+        return self.fit(X, y, **kw).labels_
 
     # ------------------------------------------------------------------------------------------ predict
     def _log_prob(self, X):
         check_is_fitted(self, "means_")
-        X = check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"`X` has {X.shape[1]} features, the model was fitted on {self.n_features_in_}.")
+        X = validate_X(self, X, reset=False)
         with x64():
             lp = em.log_gaussian_prob(
                 jnp.asarray(X - self._shift),
@@ -444,7 +464,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         return float(self.score_samples(X).mean())
 
     def _n_parameters(self):
-        return em.n_parameters(self.n_components, self.n_features_in_, self.covariance_type)
+        return em.n_parameters(self.means_.shape[0], self.n_features_in_, self.covariance_type)
 
     def bic(self, X=None):
         """Bayesian information criterion, ``-2 log L + p log n`` (lower is better).

@@ -15,7 +15,22 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from ppclust._jax import as_key, x64
-from ppclust.estimators._base import check_X, link_side_info
+from ppclust.estimators._base import (
+    NONNEG_INT,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    RANDOM_STATE,
+    UNIT_OPEN,
+    Interval,
+    Real,
+    StrOptions,
+    deprecated_name,
+    fit_context,
+    link_side_info,
+    renamed_param,
+    side_labels,
+    validate_X,
+)
 from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs, hartigan
 from ppclust.models.tvclust import TVClustPrior, make_links
@@ -30,8 +45,8 @@ class TVClust(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_samples, n_warmup, n_chains, thin : int
-        Kept draws per chain, discarded sweeps, chains, sweeps per kept draw.
+    n_draws, n_warmup, n_chains, thin : int, default=500, 500, 2, 1
+        Kept draws per chain (>= 1), discarded sweeps (>= 0), chains (>= 1), sweeps per kept draw (>= 1).
     alpha : float, default=1.0
         DP concentration (resampled by Escobar-West when ``sample_alpha``).
     a_p, b_p, a_q, b_q : float
@@ -39,7 +54,7 @@ class TVClust(ClusterMixin, BaseEstimator):
     pq : {"collapse", "sample", "fixed"}, default="collapse"
     p, q : float, default=0.9
         Fixed values (``pq="fixed"``) or starting values.
-    covariance : {"full", "diag", "spherical"}, default="full"
+    covariance_type : {"full", "diag", "spherical"}, default="full"
     kappa0, psi_scale : float; nu0 : float or None (d + 2)
     standardize : bool, default=True
     k_max : int, default=64
@@ -74,6 +89,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
         terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).
         The draws do not depend on it.
+    n_samples, covariance : deprecated
+        Old names of ``n_draws`` and ``covariance_type`` (``n_samples`` means data rows everywhere else);
+        still accepted with a ``FutureWarning`` until ppclust 0.3.
 
     Attributes
     ----------
@@ -87,11 +105,46 @@ class TVClust(ClusterMixin, BaseEstimator):
     log_joint_ : ndarray (chain, draw); samples_ : ChainResult (raw draws, resumable state).
     """
 
-    def __init__(self, n_samples=500, n_warmup=500, n_chains=2, *, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
-                 a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance="full",
+    _parameter_constraints: dict = {
+        "n_draws": POSITIVE_INT,
+        "n_warmup": NONNEG_INT,
+        "n_chains": POSITIVE_INT,
+        "thin": POSITIVE_INT,
+        "alpha": POSITIVE_REAL,
+        "a_p": POSITIVE_REAL,
+        "b_p": POSITIVE_REAL,
+        "a_q": POSITIVE_REAL,
+        "b_q": POSITIVE_REAL,
+        "pq": [StrOptions(set(gibbs.PQ_MODES))],
+        "p": UNIT_OPEN,  # log p and log(1 - p) enter the link likelihood
+        "q": UNIT_OPEN,
+        "sample_alpha": ["boolean"],
+        "covariance_type": [StrOptions({"full", "diag", "spherical"})],
+        "kappa0": POSITIVE_REAL,
+        "nu0": [None, *POSITIVE_REAL],
+        "psi_scale": POSITIVE_REAL,
+        "standardize": ["boolean"],
+        "k_max": POSITIVE_INT,
+        "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
+        "max_psm_n": NONNEG_INT,
+        "random_state": RANDOM_STATE,
+        "algorithm": [StrOptions(set(gibbs.ALGORITHMS))],
+        "init": [StrOptions({"kmeans++", "one"})],
+        "init_clusters": POSITIVE_INT,
+        "loss_a": [Interval(Real, 0, 2, closed="neither")],
+        "progress_bar": ["boolean"],
+        "backend": [StrOptions(set(gibbs.BACKENDS))],
+        "n_samples": deprecated_name(POSITIVE_INT),
+        "covariance": deprecated_name([StrOptions({"full", "diag", "spherical"})]),
+    }
+
+    def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
+                 a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance_type="full",
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
                  loss_a=1.0, max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++",
-                 init_clusters=10, backend="auto", progress_bar=True):
+                 init_clusters=10, backend="auto", progress_bar=True, n_samples="deprecated",
+                 covariance="deprecated"):
+        self.n_draws = n_draws
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -105,6 +158,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.p = p
         self.q = q
         self.sample_alpha = sample_alpha
+        self.covariance_type = covariance_type
         self.covariance = covariance
         self.kappa0 = kappa0
         self.nu0 = nu0
@@ -121,30 +175,21 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.backend = backend
         self.progress_bar = progress_bar
 
-    def fit(self, X, y=None, *, must_link=None, cannot_link=None):
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
         view with sensitivity p and specificity q) by collapsed Gibbs; links from ``must_link`` /
         ``cannot_link`` and from the labelled pairs of ``y``. Sets the point estimate ``labels_``, the
         PSM ``psm_`` and the ArviZ ``posterior_``."""
-        X = check_X(X)
+        n_draws = renamed_param(self, "n_draws", "n_samples")
+        covariance_type = renamed_param(self, "covariance_type", "covariance")
+        X = validate_X(self, X, reset=True)
         n, d = X.shape
-        if self.pq not in gibbs.PQ_MODES:
-            raise ValueError(f"`pq` must be one of {gibbs.PQ_MODES}, got {self.pq!r}")
-        if self.algorithm not in gibbs.ALGORITHMS:
-            raise ValueError(f"`algorithm` must be one of {gibbs.ALGORITHMS}, got {self.algorithm!r}")
-        for name in ("n_samples", "n_chains", "thin", "k_max"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"`{name}` must be >= 1, got {getattr(self, name)}")
-        if not self.alpha > 0:
-            raise ValueError(f"`alpha` must be > 0, got {self.alpha}")
-        if self.backend not in gibbs.BACKENDS:
-            raise ValueError(f"`backend` must be one of {gibbs.BACKENDS}, got {self.backend!r}")
-        if self.init not in ("kmeans++", "one"):
-            raise ValueError(f"`init` must be 'kmeans++' or 'one', got {self.init!r}")
-        if self.point_estimate not in _POINT_ESTIMATES:  # before sampling, not after a whole run
-            raise ValueError(f"`point_estimate` must be one of {_POINT_ESTIMATES}, "
-                             f"got {self.point_estimate!r}")
-        side = link_side_info(n, y, must_link, cannot_link, link_model="soft")  # noisy links combine
+        if covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
+            raise ValueError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
+                             "degrees of freedom); raise it or leave nu0=None (d + 2).")
+        side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
+                              link_model="soft")  # noisy links combine
         if self.standardize:
             sd = X.std(0)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
@@ -156,7 +201,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
             psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
             family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
-                                 self.covariance)
+                                 covariance_type)
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
@@ -164,7 +209,7 @@ class TVClust(ClusterMixin, BaseEstimator):
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
             res = gibbs.sample(key, xj, links, family, prior, init_labels=init_labels,
-                               n_samples=int(self.n_samples), n_warmup=int(self.n_warmup),
+                               n_samples=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
                                sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm,

@@ -1,0 +1,177 @@
+"""One parameter-validation mechanism and one vocabulary for the eight estimators (issues 15 and 16).
+
+* Every constructor parameter is declared in ``_parameter_constraints`` and checked by scikit-learn's
+  ``_validate_params`` at ``fit``, before the data are read: the bad-value table below fits with
+  ``X=None``, so an error about ``X`` instead of the parameter would fail the test.
+* Messages name the parameter, what is allowed and the value received.
+* Renamed parameters (``n_samples`` -> ``n_draws``, ``n_components`` -> ``n_clusters``, ...) still work
+  for one release, with a ``FutureWarning`` naming the new one, and give the same fit.
+* Every parameter after the first is keyword-only; ``devices`` accepts the same words everywhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+
+from ppclust._registry import METHODS
+from ppclust.estimators._base import DEPRECATED, data_mesh, restart_devices
+
+ESTIMATORS = {name: info.load() for name, info in METHODS.items()}
+
+# (method, parameter, bad value, what the message must say is allowed)
+BAD = [
+    ("smic", "gamma", math.nan, r"float in the range \[0.0, inf\)"),
+    ("smic", "eta", -1.0, r"float in the range \[0.0, inf\)"),
+    ("smic", "n_clusters", 2.5, r"int in the range \[1, inf\)"),
+    ("smic", "n_neighbors", 0, r"int in the range \[1, inf\)"),
+    ("smic", "assign", "eigvector", r"\{'eigvec', 'model'\}|\{'model', 'eigvec'\}"),
+    ("tvclust", "alpha", math.inf, r"float in the range \(0.0, inf\)"),
+    ("tvclust", "n_draws", 0, r"int in the range \[1, inf\)"),
+    ("tvclust", "k_max", 0, r"int in the range \[1, inf\)"),
+    ("tvclust", "point_estimate", "foo", "binder"),
+    ("tvclust", "p", 1.0, r"float in the range \(0.0, 1.0\)"),
+    ("dpmeans", "variant", "sequentiel", "sequential"),
+    ("dpmeans", "lam", -1.0, r"float in the range \(0.0, inf\)"),
+    ("dpmeans", "lam", math.nan, r"float in the range \(0.0, inf\)"),
+    ("dpmeans", "k_max", 0, r"int in the range \[1, inf\)"),
+    ("dpmeans", "devices", "gpu", "all"),
+    ("rdpmeans", "n_init", -2, r"int in the range \[1, inf\)"),
+    ("rdpmeans", "xi0", -1e-3, r"float in the range \[0.0, inf\)"),
+    ("rdpmeans", "xi_rate", 0.0, r"float in the range \(0.0, inf\)"),
+    ("rdpmeans", "max_iter", 0, r"int in the range \[1, inf\)"),
+    ("ssgmm", "n_clusters", 0, r"int in the range \[1, inf\)"),
+    ("ssgmm", "reg_covar", math.nan, r"float in the range \[0.0, inf\)"),
+    ("ssgmm", "covariance_type", "VVV", "spherical"),
+    ("ssgmm", "label_noise", 1.0, r"float in the range \[0.0, 1.0\)"),
+    ("ssgmm", "n_components", 0, r"int in the range \[1, inf\)"),
+    ("cecib", "beta", -1.0, r"float in the range \[0.0, inf\)"),
+    ("cecib", "n_init", 0, r"int in the range \[1, inf\)"),
+    ("cecib", "max_iter", 0, r"int in the range \[1, inf\)"),
+    ("cecib", "init", "kmeans", "kmeans\\+\\+"),
+    ("c3l", "leakage", 0.0, r"float in the range \(0.0, 1.0\)"),
+    ("c3l", "n_clusters", 3.0, r"int in the range \[1, inf\)"),
+    ("c3l", "devices", 0, r"int in the range \[1, inf\)"),
+    ("ccib", "anneal_rate", 1.0, r"float in the range \(0.0, 1.0\)"),
+    ("ccib", "variance", math.inf, r"float in the range \(0.0, inf\)"),
+    ("ccib", "feature_model", "gauss", "gaussian"),
+    ("ccib", "max_iter", 0, r"int in the range \[1, inf\)"),
+]
+
+
+@pytest.mark.parametrize("name, param, value, allowed", BAD, ids=[f"{b[0]}-{b[1]}-{b[2]}" for b in BAD])
+def test_bad_parameter_raises_before_reading_data(name, param, value, allowed):
+    est = ESTIMATORS[name](**{param: value})
+    with pytest.raises(InvalidParameterError, match=rf"'{param}' parameter of {type(est).__name__}") as err:
+        est.fit(None)  # X=None: the parameter error must come first
+    msg = str(err.value)
+    assert re.search(allowed, msg), msg
+    assert f"Got {value!r}" in msg
+    assert isinstance(err.value, ValueError) and isinstance(err.value, TypeError)
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_every_parameter_declared_and_keyword_only(name):
+    cls = ESTIMATORS[name]
+    sig = inspect.signature(cls.__init__)
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    assert set(cls._parameter_constraints) == {p.name for p in params}
+    # the first parameter may be positional, every later one is keyword-only
+    assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), [p.name for p in params[1:]
+                                                               if p.kind is not p.KEYWORD_ONLY]
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_vocabulary(name):
+    """Names the issue retires are only deprecated aliases; the shared names are used where they apply."""
+    params = ESTIMATORS[name]().get_params()
+    for old in ("n_samples", "n_components", "max_passes", "max_steps", "covariance"):
+        assert params.get(old, DEPRECATED) == DEPRECATED
+    # SMIC is a closed-form eigensolver, TVClust a sampler (n_draws, n_warmup)
+    assert "max_iter" in params or name in ("smic", "tvclust")
+    assert "random_state" in params
+    if name in ("tvclust", "ssgmm"):
+        assert {"n_draws", "n_warmup", "n_chains", "thin", "covariance_type"} <= set(params)
+
+
+# old name -> new name, with a value and the attribute of the fit that shows the value was used
+RENAMED = [
+    ("ssgmm", "n_components", "n_clusters", 2, lambda e: e.means_.shape[0]),
+    ("cecib", "max_passes", "max_iter", 1, lambda e: e.n_iter_),
+    ("c3l", "max_passes", "max_iter", 1, lambda e: e.n_passes_),
+    ("ccib", "max_steps", "max_iter", 2, lambda e: e.n_steps_),
+]
+SMALL = {"ssgmm": dict(max_iter=5, random_state=0), "cecib": dict(n_clusters=3, n_init=1, random_state=0),
+         "c3l": dict(n_clusters=3, n_init=1, random_state=0, leakage=0.6),
+         "ccib": dict(n_clusters=2, n_init=1, random_state=0, feature_model="gaussian")}
+
+
+@pytest.mark.parametrize("name, old, new, value, used", RENAMED, ids=[r[0] + "-" + r[1] for r in RENAMED])
+def test_renamed_parameter_still_works_with_future_warning(name, old, new, value, used):
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    y = None
+    cls = ESTIMATORS[name]
+    with pytest.warns(FutureWarning, match=rf"`{old}` was renamed `{new}`.*{cls.__name__}\({new}={value}\)"):
+        a = cls(**SMALL[name], **{old: value}).fit(X, y, **_extra(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        b = cls(**SMALL[name], **{new: value}).fit(X, y, **_extra(name))
+    assert used(a) == used(b) <= value
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.get_params()[old] == value  # the user's parameter is left as given
+
+
+def test_tvclust_renamed_sampler_parameters():
+    from ppclust import TVClust
+
+    rng = np.random.default_rng(0)  # three blobs, as tests/test_scale.py (same shapes: shared compile)
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[np.repeat(np.arange(3), 20)] + rng.normal(size=(60, 2))
+    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)
+    with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):
+        a = TVClust(n_samples=20, **kw).fit(X)
+    with pytest.warns(FutureWarning, match="`covariance` was renamed `covariance_type`"):
+        c = TVClust(n_draws=20, covariance="full", **kw).fit(X)
+    assert np.asarray(a.samples_.labels).shape[:2] == (1, 20)
+    np.testing.assert_array_equal(a.labels_, c.labels_)  # same draws: the old names mean the same
+    assert c.labels_.dtype == np.int64
+
+
+def _extra(name):
+    if name == "c3l":
+        return {"hyperplane": (np.array([1.0, 0.0]), 0.0)}
+    return {}
+
+
+@pytest.mark.parametrize("word", ["all", "auto"])
+@pytest.mark.parametrize("name", ["dpmeans", "rdpmeans", "ssgmm", "cecib", "c3l"])
+def test_devices_words_accepted_everywhere(name, word):
+    est = ESTIMATORS[name](devices=word)
+    est._validate_params()  # both words are valid for every estimator with `devices`
+
+
+def test_devices_one_meaning():
+    import jax
+
+    one = len(jax.devices()) < 2
+    for word in ("all", "auto"):
+        assert restart_devices(word, "CECIB") == "auto"
+        if one:
+            assert data_mesh(word) is None  # one device: the single-device path
+        assert data_mesh(word, parallel_ok=False) is None  # e.g. DP-means' sequential sweep
+    assert data_mesh(None) is None and restart_devices(None, "C3L") is None
+    with pytest.raises(ValueError, match="pass devices=m"):
+        restart_devices(list(jax.devices()), "CECIB")
+
+
+def test_dpmeans_lam_k_message_names_lam_k():
+    from ppclust import DPMeans
+
+    with pytest.raises(ValueError, match=r"`lam_k`=5 exceeds n_samples=2"):
+        DPMeans(lam_k=5).fit(np.array([[0.0, 1.0], [1.0, 0.0]]))
+
