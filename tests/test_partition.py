@@ -6,23 +6,12 @@ import numpy as np
 import pytest
 
 from ppclust import partition as P
+from tests._partitions import set_partitions
 
 
 def all_partitions(n):
     """Every partition of n items as restricted growth strings (Bell(n) rows)."""
-    out = []
-
-    def rec(prefix, m):
-        if len(prefix) == n:
-            out.append(list(prefix))
-            return
-        for k in range(m + 1):
-            prefix.append(k)
-            rec(prefix, max(m, k + 1))
-            prefix.pop()
-
-    rec([0], 1)
-    return np.array(out)
+    return set_partitions(n, dtype=np.int64)
 
 
 def brute_expected_losses(parts, draws, loss, a):

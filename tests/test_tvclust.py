@@ -18,6 +18,7 @@ from ppclust.models.tvclust import (
     make_links,
     pair_counts,
 )
+from tests._partitions import set_partitions
 
 # five points in 2-D: two loose groups, and links that partly disagree with the geometry
 X5 = np.array([[0.0, 0.1], [0.4, -0.2], [1.3, 0.9], [2.0, 1.6], [2.3, 1.2]])
@@ -28,21 +29,6 @@ PRIOR = TVClustPrior(alpha=1.3, a_p=2.0, b_p=1.0, a_q=3.0, b_q=1.0)
 
 def _family(x):
     return GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
-
-
-def set_partitions(n):
-    """All set partitions of range(n) as restricted-growth label vectors (Bell(n) of them)."""
-    out = []
-
-    def rec(prefix, m):
-        if len(prefix) == n:
-            out.append(list(prefix))
-            return
-        for k in range(m + 1):
-            rec(prefix + [k], max(m, k + 1))
-
-    rec([0], 1)
-    return np.array(out, dtype=np.int32)
 
 
 def canonical(labels):
