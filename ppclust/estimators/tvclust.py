@@ -37,8 +37,6 @@ from ppclust.models.tvclust import TVClustPrior, make_links
 
 __all__ = ["TVClust"]
 
-_POINT_ESTIMATES = ("binder", "vi", "max_log_joint")  # the losses of ppclust.posterior.point_estimate
-
 
 class TVClust(ClusterMixin, BaseEstimator):
     """TVClust: Dirichlet-process Gaussian mixture + noisy link graph, sampled by collapsed Gibbs.
@@ -226,9 +224,6 @@ class TVClust(ClusterMixin, BaseEstimator):
 
         key_pq, key_seed = jax.random.split(jax.random.fold_in(key, 0x5A150))
         seed = int(jax.random.randint(key_seed, (), 0, 2**31 - 1))
-        if self.point_estimate not in ("binder", "vi", "max_log_joint"):
-            raise ValueError("`point_estimate` must be 'binder', 'vi' or 'max_log_joint', got "
-                             f"{self.point_estimate!r}")
         loss = self.point_estimate if self.point_estimate in partition.LOSSES else "vi"
         if self.point_estimate == "max_log_joint":
             point = posterior.point_estimate(res.labels, loss="max_log_joint", log_joint=res.log_joint)

@@ -42,7 +42,16 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
-from ppclust.families import ML_SING_TOL, GaussianML, Stats, chol_logdet, ml_degenerate, ml_entropy, ml_logdet
+from ppclust.families import (
+    LOG_2PI,
+    ML_SING_TOL,
+    GaussianML,
+    Stats,
+    chol_logdet,
+    ml_degenerate,
+    ml_entropy,
+    ml_logdet,
+)
 from ppclust.inference import hartigan
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
@@ -51,7 +60,6 @@ __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "
            "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "default_card_min"]
 
 Array = jax.Array
-LOG_2PI = math.log(2.0 * math.pi)
 #: A cluster's r-scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
 SING_TOL = ML_SING_TOL
 

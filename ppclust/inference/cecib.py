@@ -38,14 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ppclust.families import ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_logdet
+from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_logdet
 from ppclust.inference import hartigan
 
 __all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
            "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
 
 Array = jax.Array
-LOG_2PIE = math.log(2.0 * math.pi * math.e)
 #: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
 BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
 #: A cluster is numerically singular when lambda_min <= SING_TOL * lambda_max (reference README).
