@@ -303,7 +303,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         NIW prior ``GaussianNIW.default`` on the centred data, symmetric Dirichlet(``weight_concentration``)
         per component on the weights, ``log p(y_i | z_i = k)`` as the per-point log prior over slots.
         """
-        from ppclust import partition, posterior
+        from ppclust import posterior
         from ppclust.inference import gibbs
         from ppclust.models.tvclust import TVClustPrior, make_links
 
@@ -325,12 +325,9 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             )
             draws = res.labels.reshape(-1, n)
             loss = self.point_estimate if self.point_estimate != "max_log_joint" else "vi"
-            if self.point_estimate == "max_log_joint":
-                point = posterior.point_estimate(res.labels, loss="max_log_joint", log_joint=res.log_joint)
-            else:
-                point = partition.salso(res.labels, loss, log_joint=res.log_joint,
-                                        seed=int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**30))
-                                        ).labels
+            seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**30))
+            point = posterior.point_estimate(res.labels, loss=self.point_estimate, log_joint=res.log_joint,
+                                             seed=seed)
             psm = posterior.similarity_matrix(draws, max_n=5000)
             z = _component_labels(draws, point, K)
             stats = family.stats(xc, jnp.asarray(z), K)
