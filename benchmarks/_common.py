@@ -87,3 +87,37 @@ def write_result(name: str, text: str) -> Path:
     p = RESULTS / name
     p.write_text(text)
     return p
+
+
+def _jsonable(v):
+    import numpy as np
+
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def write_json(name: str, data: dict, script: str, merge: bool = False) -> Path:
+    """Write the numbers behind ``results/<name>.md`` to ``results/<name>.json`` (read by
+    ``benchmarks/claims.py``, which builds the claim ledger CLAIMS.md). ``merge`` keeps the keys of a
+    previous run that this run did not produce (scripts that can regenerate one section at a time);
+    every top-level section records the machine line and time of the run that wrote it."""
+    import json
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    p = RESULTS / f"{name}.json"
+    old = json.loads(p.read_text()) if merge and p.exists() else {}
+    stamp = {"script": script, "machine": machine_info()}
+    for k, v in data.items():
+        v = _jsonable(v)
+        if isinstance(v, dict):
+            v = {**v, "_run": stamp}
+        old[k] = v
+    p.write_text(json.dumps(old, indent=1, sort_keys=True, allow_nan=True) + "\n")
+    return p

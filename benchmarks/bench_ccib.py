@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.stats import wilcoxon
 from sklearn.metrics import mutual_info_score
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, write_json
 from ppclust.datasets import make_two_factor_bits
 from ppclust.estimators.ccib import CCIB
 
@@ -137,6 +137,7 @@ def main(quick=False):
         lines.append(f"| {v} | {r['mean_b']:.3f} | {r['mean_c']:.3f} | {r['opt_b']:.3f} | {r['opt_c']:.3f} "
                      f"| {paper[v]} | {r['seconds']:.1f} |")
     p = wilcoxon(t["CCIB1"]["per_set_c"], t["CIB"]["per_set_c"], alternative="greater").pvalue
+    js = {"k1": {"n_sets": n_sets, "wilcoxon_p": p, **{v: dict(r) for v, r in t.items()}}}
     lines += ["", f"Bayes limit for Prec_C (spec 11.1): {BAYES_C}. Paired Wilcoxon CCIB1 > CIB on per-set "
               f"mean Prec_C: p = {p:.2g}.", ""]
 
@@ -147,11 +148,14 @@ def main(quick=False):
 
     lines += ["", "## lambda robustness (K4, CCIB1)", "", "| lambda | mean Prec_B | mean Prec_C |",
               "|---|---|---|"]
+    js["k4"] = {"n_sets": n_sets // 2}
     for lam in (0.0, 0.1, 0.2, 0.3, 0.5, 1.0):
         r = table1(n_sets=n_sets // 2, lam=lam, variants=("CCIB1",), seed=200)["CCIB1"]
+        js["k4"][str(lam)] = {"mean_b": r["mean_b"], "mean_c": r["mean_c"]}
         lines.append(f"| {lam} | {r['mean_b']:.3f} | {r['mean_c']:.3f} |")
 
     r = two_stage()
+    js["k5"] = dict(r)
     lines += ["", "## Two-stage discovery (K5, faces analogue: crossed Gaussian factors, n = 400, D = 20)",
               "",
               "| stage | Prec dominant | Prec secondary |", "|---|---|---|",
@@ -162,8 +166,10 @@ def main(quick=False):
     lines += ["## Text ordering (K6, crossed-factor multinomial corpus; L1 dominant)", "",
               "| corpus | case | Prec_target | chance | I(C,known) bits | I(C,target) bits | time (s) |",
               "|---|---|---|---|---|---|---|"]
+    js["k6"] = {}
     for k1, k2, per in ((2, 2, 100 if quick else 400), (5, 6, 15 if quick else 40)):
         shape, rows = text_ordering(k1, k2, per)
+        js["k6"][f"{k1}x{k2}"] = rows
         for row in rows:
             lines.append(f"| {k1}x{k2} ({shape[0]} docs, {shape[1]} terms) | {row['case']} | "
                          f"{row['prec_target']:.3f} | {row['chance']:.3f} | {row['i_known']:.4f} | "
@@ -176,6 +182,7 @@ def main(quick=False):
     out = RESULTS / "ccib.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines))
+    write_json("ccib", js, "benchmarks/bench_ccib.py" + (" --quick" if quick else ""))
     print("\n".join(lines))
     return t
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table
+from benchmarks._common import RESULTS, machine_info, md_table, write_json
 from ppclust import CECIB, SemiSupervisedGMM
 from ppclust.datasets import list_datasets, load, sample_labels
 from ppclust.inference import cecib
@@ -233,15 +233,37 @@ def main():
         print(f"{name}: done in {time.perf_counter() - t:.0f} s; Table 2 counts "
               f"{[mode(r['frac'][f, 1.0][0]) for f in FRACTIONS]}", flush=True)
 
-    text = report(res, helper, diffs, draws, args.quick, time.perf_counter() - t_start)
+    js = {}
+    text = report(res, helper, diffs, draws, args.quick, time.perf_counter() - t_start, js)
     out = Path(args.out)
     old = out.read_text() if out.exists() else ""
     head = old.split(MARKER)[0].rstrip() + "\n\n" if old else ""
     out.write_text(head + MARKER + "\n\n" + text)
+    if out.resolve() == (RESULTS / "cecib.md").resolve():
+        write_json("cecib", js, "benchmarks/reproduce_cecib.py" + (" --quick" if args.quick else "")
+                   + f" --draws {draws}")
     print(text)
 
 
-def report(res, helper, diffs, draws, quick, wall):
+def report(res, helper, diffs, draws, quick, wall, js=None):
+    """The markdown section; fills ``js`` (if given) with the numbers behind it, per claim."""
+    js = {} if js is None else js
+    per = {k: {"paper_name": PAPER_NAME.get(k), "n": r["n"], "classes": r["C"],
+               "table2_mode": [mode(r["frac"][f, 1.0][0]) for f in FRACTIONS],
+               "table2_min": [int(r["frac"][f, 1.0][0].min()) for f in FRACTIONS],
+               "table2_max": [int(r["frac"][f, 1.0][0].max()) for f in FRACTIONS],
+               "table2_paper": TABLE2.get(PAPER_NAME.get(k, ""), (None,) * 5)[1:],
+               "t3_passes": float(r["t3"][0].mean()), "t3_em": float(r["t3"][1].mean()),
+               "t3_paper": TABLE3.get(PAPER_NAME.get(k, ""), (None, None)),
+               "nmi_beta1": [float(r["frac"][f, 1.0][1].mean()) for f in FRACTIONS],
+               "nmi_beta0": [float(r["frac"][f, BETA0][1].mean()) for f in FRACTIONS],
+               "noise": {str(nz): v for nz, v in r["noise"].items()},
+               "few": [r["few"][f] for f in FRACTIONS]} for k, r in res.items()}
+    js["run"] = {"draws": draws, "quick": quick, "wall_s": wall, "fractions": FRACTIONS, "noise": NOISE,
+                 "datasets": list(res)}
+    js["c6"] = {"beta0_analytic": BETA0, "beta0_helper": helper,
+                "diff": {str(b): v for b, v in diffs.items()}}
+    js["per_dataset"] = per
     L = ["# CEC-IB paper reproduction (`benchmarks/reproduce_cecib.py`)", "",
          f"Run: `{'--quick' if quick else 'full'}`, {draws} side-information draws per cell, wall "
          f"{wall:.0f} s on {machine_info()}.",
@@ -302,6 +324,8 @@ def report(res, helper, diffs, draws, quick, wall):
     c12b = sum(r["frac"][0.3, 1.0][1].mean() >= r["frac"][0.3, BETA0][1].mean() for r in res.values())
     c14 = sum(abs(r["frac"][0.3, BETA0][1].mean() - r["frac"][0.1, 1.0][1].mean()) <= 0.05
               for r in res.values())
+    js["c12"] = {"up_with_labels": int(c12a), "beta1_ge_beta0": int(c12b), "of": len(res)}
+    js["c14"] = {"within_005": int(c14), "of": len(res)}
     L += [f"C12: NMI(beta=1, 30 %) > NMI(0 %) on {c12a}/{len(res)} data sets; CEC-IB_1 >= CEC-IB_0 at "
           f"30 % on {c12b}/{len(res)}. C14: |NMI(beta0, 30 %) - NMI(beta=1, 10 %)| <= 0.05 on "
           f"{c14}/{len(res)}.", ""]
@@ -321,6 +345,8 @@ def report(res, helper, diffs, draws, quick, wall):
     c13a = sum(r["noise"][0.5]["cecib0"] >= r["frac"][0.0, 1.0][1].mean() - 0.02 for r in res.values())
     c13b = sum(r["noise"][nz]["cecib0"] > r["noise"][nz]["cecib1"] for r in res.values() for nz in (0.3, 0.5))
     c13c = sum(r["noise"][0.3]["cecib1"] >= r["noise"][0.3]["gmm"] for r in res.values())
+    js["c13"] = {"cecib0_ge_unsup": int(c13a), "of": len(res), "cecib0_gt_cecib1": int(c13b),
+                 "cells": 2 * len(res), "cecib1_ge_ssgmm": int(c13c)}
     L += [f"C13: at 50 % wrong, NMI(CEC-IB_0) >= unsupervised - 0.02 on {c13a}/{len(res)}; CEC-IB_0 > "
           f"CEC-IB_1 in {c13b}/{2 * len(res)} (data set, noise >= 30 %) cells. CEC-IB_1 >= SSGMM without "
           f"noise model at 30 % wrong on {c13c}/{len(res)}.", ""]
@@ -332,6 +358,7 @@ def report(res, helper, diffs, draws, quick, wall):
           md_table(["data"] + [f"{int(f * 100)} %" for f in FRACTIONS], rows), ""]
     c15 = sum(all(r["few"][a] <= r["few"][b] + 0.01 for a, b in zip(FRACTIONS, FRACTIONS[1:], strict=False))
               for r in res.values())
+    js["c15"] = {"non_decreasing": int(c15), "of": len(res)}
     L += [f"C15: non-decreasing (0.01 slack) on {c15}/{len(res)} data sets.", ""]
     return "\n".join(L) + "\n" + jar_summary()
 
