@@ -337,7 +337,15 @@ class GaussianNIW:
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.broadcast_to(sc, (K,) + sc.shape))
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        r, n, s = _one_hot_stats(x, z, K, w)
+        r, _, _ = _one_hot_stats(x, z, K, w)
+        return self.soft_stats(x, r)
+
+    def soft_stats(self, x: Array, r: Array) -> Stats:
+        """Posterior statistics from soft assignments ``r`` (n, K) (responsibilities; one-hot rows give
+        :meth:`stats`). With ``W = Psi_n^{-1}`` these are the Normal-Wishart variational updates (Bishop
+        2006, eqs. 10.60-10.63: beta_k = kappa_n, m_k = mu_n, nu_k = nu_n)."""
+        n = r.sum(0)
+        s = r.T @ x
         S = _centered_scatter(x, r, n, s)
         kn = self.kappa0 + n
         dev = s / jnp.maximum(n, 1e-300)[:, None] - self.mu0
@@ -372,6 +380,10 @@ class GaussianNIW:
 
     def remove(self, stats: Stats, k, x: Array) -> Stats:
         return self._rank_one(stats, k, x, -1.0)
+
+    def posterior_params(self, stats: Stats):
+        """(kappa_n, nu_n, mu_n) per slot (the Cholesky factor of Psi_n is ``stats.scale``)."""
+        return self._post(stats)
 
     def posterior_mean(self, stats: Stats) -> Array:
         return self._post(stats)[2]
@@ -757,6 +769,22 @@ _pytree(Multinomial, ("alpha",))
 # ----------------------------------------------------------------------------------------------
 # Maximum-likelihood Gaussian (CEC, CEC-IB, C3L)
 # ----------------------------------------------------------------------------------------------
+
+
+def wishart_expected_logdet(logdet_w: Array, nu: Array, d: int) -> Array:
+    r""":math:`\mathbb E\ln|\Lambda|` under :math:`\Lambda\sim\mathcal W(W,\nu)` (Bishop 2006, B.81):
+    :math:`\sum_{a=1}^d\psi(\tfrac{\nu+1-a}2)+d\ln2+\ln|W|`."""
+    a = jnp.arange(1, d + 1, dtype=jnp.result_type(nu, float))
+    return jnp.sum(jax.scipy.special.digamma((jnp.asarray(nu)[..., None] + 1 - a) / 2), -1) \
+        + d * math.log(2.0) + logdet_w
+
+
+def wishart_entropy(logdet_w: Array, nu: Array, d: int) -> Array:
+    r"""Entropy of :math:`\mathcal W(W,\nu)` (Bishop 2006, B.82): :math:`-\ln B(W,\nu)
+    -\tfrac{\nu-d-1}2\mathbb E\ln|\Lambda|+\tfrac{\nu d}2`, with :math:`\ln B=-\tfrac\nu2\ln|W|
+    -\tfrac{\nu d}2\ln2-\ln\Gamma_d(\tfrac\nu2)` (B.79)."""
+    log_b = -0.5 * nu * logdet_w - 0.5 * nu * d * math.log(2.0) - multigammaln(0.5 * nu, d)
+    return -log_b - 0.5 * (nu - d - 1) * wishart_expected_logdet(logdet_w, nu, d) + 0.5 * nu * d
 
 
 def ml_entropy(n: Array, logdet_scatter: Array, d: int) -> Array:

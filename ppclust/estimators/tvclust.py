@@ -21,6 +21,7 @@ from ppclust.estimators._base import (
     POSITIVE_REAL,
     RANDOM_STATE,
     UNIT_OPEN,
+    Integral,
     Interval,
     Real,
     StrOptions,
@@ -32,7 +33,7 @@ from ppclust.estimators._base import (
     validate_X,
 )
 from ppclust.families import GaussianNIW
-from ppclust.inference import gibbs, hartigan
+from ppclust.inference import gibbs, hartigan, tvclust_vb
 from ppclust.models.tvclust import TVClustPrior, make_links
 
 __all__ = ["TVClust"]
@@ -67,9 +68,28 @@ class TVClust(ClusterMixin, BaseEstimator):
         ``psm_`` (an n x n array) is computed for n up to this; above, ``psm_`` is None and
         :func:`ppclust.posterior.similarity_matrix` computes it on request. The point estimate never needs it.
     random_state : None, int, Generator or JAX key
-    algorithm : {"collapsed", "explicit"}, default="collapsed"
+    algorithm : {"collapsed", "explicit", "variational"}, default="collapsed"
         Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
         (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`).
+        ``"variational"``: the authors' own mean-field VB (``func_TVClust.r``; spec 2.9,
+        :mod:`ppclust.inference.tvclust_vb`): truncated stick-breaking with ``vb_truncation`` components,
+        their update order and stopping rule. It uses ``alpha``, ``kappa0`` (beta0), ``psi_scale``, ``nu0``
+        (None -> d, the authors' value), the Beta priors and ``standardize`` (then with the n - 1 sd, as
+        the authors); initial means are N(0, I) draws from ``random_state`` (the authors: R's seed 1).
+        Only ``covariance_type="full"``. No draws: ``labels_`` is argmax_k r_ik; ``resp_`` (n, K),
+        ``elbo_`` (trace), ``n_iter_``, ``converged_``, ``means_`` (standardised space), ``p_``, ``q_``
+        (means of q(p), q(q)), ``alpha_`` and ``psm_`` = r r^T (the probability under q that two points
+        share a component; n <= max_psm_n) are set; ``posterior_``, ``point_estimate_``,
+        ``credible_ball_``, ``expected_loss_``, ``samples_`` and ``log_joint_`` are None.
+    vb_truncation : int >= 2, default=15
+        Components of the truncated stick-breaking VB (the authors' K = 15).
+    vb_mask : {"symmetric", "as_run"}, default="symmetric"
+        Which endpoint a link informs in the VB responsibilities: both (default) or only the first of
+        each stored pair ("as_run": the authors' experiments pass the sampled direction only, so each
+        constraint informs one point). Each link counts once in the q(p), q(q) updates either way.
+    vb_max_iter : int, default=30; vb_tol : float, default=5e-5
+        VB stops after ``vb_max_iter`` iterations or when the relative ELBO change
+        (L_t - L_{t-1}) / |L_{t-1}| < ``vb_tol``, a decrease included (the authors' rule and values).
     init : {"kmeans++", "one"}, default="kmeans++"
         Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters
         (``hartigan.init_kmeanspp`` seeds), or all points in one cluster (spec 2.8). Single-point moves
@@ -126,7 +146,11 @@ class TVClust(ClusterMixin, BaseEstimator):
         "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
         "max_psm_n": NONNEG_INT,
         "random_state": RANDOM_STATE,
-        "algorithm": [StrOptions(set(gibbs.ALGORITHMS))],
+        "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"variational"})],
+        "vb_truncation": [Interval(Integral, 2, None, closed="left")],
+        "vb_mask": [StrOptions(set(tvclust_vb.MASKS))],
+        "vb_max_iter": POSITIVE_INT,
+        "vb_tol": POSITIVE_REAL,
         "init": [StrOptions({"kmeans++", "one"})],
         "init_clusters": POSITIVE_INT,
         "loss_a": [Interval(Real, 0, 2, closed="neither")],
@@ -141,7 +165,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                  kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
                  loss_a=1.0, max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++",
                  init_clusters=10, backend="auto", progress_bar=True, n_samples="deprecated",
-                 covariance="deprecated"):
+                 covariance="deprecated", vb_truncation=15, vb_mask="symmetric", vb_max_iter=30,
+                 vb_tol=5e-5):
         self.n_draws = n_draws
         self.n_samples = n_samples
         self.n_warmup = n_warmup
@@ -172,6 +197,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.init_clusters = init_clusters
         self.backend = backend
         self.progress_bar = progress_bar
+        self.vb_truncation = vb_truncation
+        self.vb_mask = vb_mask
+        self.vb_max_iter = vb_max_iter
+        self.vb_tol = vb_tol
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
@@ -188,6 +217,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                              "degrees of freedom); raise it or leave nu0=None (d + 2).")
         side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
                               link_model="soft")  # noisy links combine
+        if self.algorithm == "variational":
+            return self._fit_variational(X, side)
         if self.standardize:
             sd = X.std(0)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
@@ -295,6 +326,46 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.posterior_ = posterior.build_datatree(
             post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik, observed_data=observed,
             clustering=clustering, attrs=attrs, dims=dims)
+
+    def _fit_variational(self, X, side):
+        """``algorithm="variational"``: :func:`ppclust.inference.tvclust_vb.fit` (see the class docstring)."""
+        n, d = X.shape
+        if self.covariance_type != "full":
+            raise ValueError("algorithm='variational' supports covariance_type='full' only (the authors' "
+                             f"Normal-Wishart components), got {self.covariance_type!r}")
+        if self.standardize:  # the authors' code: centre, divide by the sd with n - 1
+            sd = X.std(0, ddof=1) if n > 1 else np.ones(d)
+            X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+        pairs = np.asarray(side.pairs).reshape(-1, 2) if side.n_links else np.zeros((0, 2), np.int64)
+        signs = np.asarray(side.sign).reshape(-1) if side.n_links else np.zeros(0)
+        src, dst, e = tvclust_vb.directed_entries(pairs, signs, self.vb_mask)
+        nbr, ev, valid = tvclust_vb.neighbour_arrays(n, src, dst, e)
+        K = int(self.vb_truncation)
+        with x64():
+            nu0 = float(d) if self.nu0 is None else float(self.nu0)
+            psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)  # = I at the defaults
+            family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
+                                 "full")
+            means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
+            res = tvclust_vb.fit(jnp.asarray(X), means0, family, nbr, ev, valid, src, dst, e,
+                                 (float(self.a_p), float(self.b_p), float(self.a_q), float(self.b_q)),
+                                 float(self.alpha), max_iter=int(self.vb_max_iter), tol=float(self.vb_tol))
+            res = jax.tree_util.tree_map(np.asarray, res)
+        it = int(res.n_iter)
+        self.n_features_in_ = d
+        self.labels_ = np.unique(res.labels, return_inverse=True)[1].astype(np.int64)
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        self.resp_ = res.resp
+        self.elbo_ = res.elbo[:it]
+        self.n_iter_ = it
+        self.converged_ = bool(res.converged)
+        self.means_ = res.means
+        ap, bp, aq, bq = (float(v) for v in res.pq_params)
+        self.p_, self.q_, self.alpha_ = ap / (ap + bp), aq / (aq + bq), float(self.alpha)
+        self.psm_ = res.resp @ res.resp.T if n <= int(self.max_psm_n) else None
+        self.posterior_ = self.point_estimate_ = self.credible_ball_ = self.expected_loss_ = None
+        self.samples_ = self.log_joint_ = None
+        return self
 
     def fit_predict(self, X, y=None, **kw):
         """Fit (side information as in ``fit``) and return ``labels_``."""
