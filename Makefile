@@ -32,8 +32,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks
 	$(VENV)/bin/ruff format --check ppclust tests benchmarks || true
 
+# slow tests and notebooks (JUnit report for the claim ledger), then the cheap paper-reproduction scripts and
+# the fast claim tests, then benchmarks/results/CLAIMS.md (benchmarks/claims.py lists each script's cost;
+# bench_smic's full sweep takes ~1.5 h and runs only with `python -m benchmarks.claims --run-scripts all`)
 reproduce: $(STAMP)
-	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q
+	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q --junitxml=benchmarks/results/junit_slow.xml; \
+	rc=$$?; PYTHONPATH=. $(PY) -m benchmarks.claims --run-scripts cheap --run-tests; exit $$rc
 
 # re-execute every notebook through a Jupyter kernel with full settings and write outputs and figures
 notebooks: $(STAMP)

@@ -256,13 +256,25 @@ def test_kl_divergence_multinomial():
 
 @pytest.mark.slow
 def test_reproduce_table1_iris_wine():
-    """Claims 2 and 6 on iris/wine with the [C] protocol (3 trials per cell): RDP-means F near the paper."""
+    """Claims 2, 3 and 6 on iris/wine with the [C] protocol (5 trials per cell, as the benchmark):
+    RDP-means F per data set within the spec's single-cell tolerance 0.06 of Table 1; RDP-means F per
+    noise level p within 0.06 of Table 2 (.93/.92/.87/.75; a 2-of-5-set average, hence the single-cell
+    tolerance), non-increasing in noise, dropping <= 0.03 from p = 1 to .95; K-means and DP-means F
+    unaffected by the noise (spread over p <= 0.02, claim 6: they never see the links)."""
     from benchmarks.reproduce_rdpmeans import PS, RS, run
 
-    res = run(("iris", "wine"), trials=3)
+    res = run(("iris", "wine"), trials=5, vb=False)
     for d, paper in (("iris", 0.86), ("wine", 0.81)):
         f = np.mean([np.mean(res[("RDP-means", d, r, p)], axis=0)[0] for r in RS for p in PS])
         assert abs(f - paper) <= 0.06, (d, f)
-    f_p = [np.mean([np.mean(res[("RDP-means", d, r, p)], axis=0)[0] for d in ("iris", "wine") for r in RS])
-           for p in PS]
-    assert f_p[0] >= f_p[-1] + 0.05  # noise hurts (Table 2)
+
+    def f_by_p(meth):
+        return [np.mean([np.mean(res[(meth, d, r, p)], axis=0)[0] for d in ("iris", "wine") for r in RS])
+                for p in PS]
+
+    f_p = f_by_p("RDP-means")
+    np.testing.assert_allclose(f_p, [0.93, 0.92, 0.87, 0.75], atol=0.06)
+    assert all(b <= a + 1e-12 for a, b in zip(f_p, f_p[1:], strict=False)) and f_p[0] - f_p[1] <= 0.03, f_p
+    for meth in ("K-means", "DP-means"):
+        f = f_by_p(meth)
+        assert max(f) - min(f) <= 0.02, (meth, f)

@@ -90,12 +90,12 @@ def directed_entries(pairs, signs, mask: str = "symmetric"):
     return src, dst, e
 
 
-def neighbour_arrays(n: int, src, dst, e):
+def neighbour_arrays(n: int, src, dst, e, width: int | None = None):
     """Padded out-neighbour table of the directed entries: ``nbr`` (n, D) int, ``ev`` (n, D) e-values,
-    ``valid`` (n, D) bool, D = max out-degree (at least 1)."""
+    ``valid`` (n, D) bool, D = max out-degree (at least 1), or ``width`` if given (>= that)."""
     src, dst, e = (np.asarray(a) for a in (src, dst, e))
     deg = np.bincount(src, minlength=n) if len(src) else np.zeros(n, np.int64)
-    D = max(1, int(deg.max()) if n else 1)
+    D = max(1, int(deg.max()) if n else 1, width or 1)
     nbr = np.zeros((n, D), np.int64)
     ev = np.zeros((n, D))
     valid = np.zeros((n, D), bool)
@@ -142,10 +142,10 @@ def _sweep(r, base, nbr, ev, valid, A, B):
     return lax.fori_loop(0, r.shape[0], body, r)
 
 
-def _pq_update(r, src, dst, e, prior_ab):
+def _pq_update(r, src, dst, e, w, prior_ab):
     rho = jnp.sum(r[src] * r[dst], 1)
-    s_e_rho, s_ne_rho = jnp.sum(e * rho), jnp.sum((1 - e) * rho)
-    s_ne_nrho, s_e_nrho = jnp.sum((1 - e) * (1 - rho)), jnp.sum(e * (1 - rho))
+    s_e_rho, s_ne_rho = jnp.sum(w * e * rho), jnp.sum(w * (1 - e) * rho)
+    s_ne_nrho, s_e_nrho = jnp.sum(w * (1 - e) * (1 - rho)), jnp.sum(w * e * (1 - rho))
     return jnp.stack([prior_ab[0] + s_e_rho, prior_ab[1] + s_ne_rho, prior_ab[2] + s_ne_nrho,
                       prior_ab[3] + s_e_nrho]), (s_e_rho, s_ne_rho, s_e_nrho, s_ne_nrho)
 
@@ -197,16 +197,19 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
 
 @partial(jax.jit, static_argnames=("max_iter",))
 def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *,
-        max_iter: int = 30, tol: float = 5e-5) -> VBResult:
+        max_iter: int = 30, tol: float = 5e-5, entry_weight=None) -> VBResult:
     """Run the authors' VB (module docstring). ``x`` (n, d) as the model sees it (the authors standardise
     first, sd with n - 1); ``init_means`` (K, d) the initial m_k (the authors: R's ``set.seed(1);
     rnorm(d K)``); ``family`` the Normal-Wishart prior as :class:`GaussianNIW` (full covariance,
     ``psi0`` = W_0^{-1}); ``nbr, ev, valid`` from :func:`neighbour_arrays` and ``src, dst, e`` from
-    :func:`directed_entries` (the same entries); ``prior_ab`` = (a_p, b_p, a_q, b_q)."""
+    :func:`directed_entries` (the same entries); ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight``
+    (1 per entry, default) lets callers pad the entry arrays to a fixed length with weight-0 rows (and
+    the table to a fixed width with invalid slots) so that many link sets share one compilation."""
     n, d = x.shape
     K = init_means.shape[0]
     dt = x.dtype
     prior_ab = jnp.asarray(prior_ab, dt)
+    w = jnp.ones(jnp.shape(e), dt) if entry_weight is None else jnp.asarray(entry_weight, dt)
     r0 = jnp.full((n, K), 1.0 / K, dt)
     empty = family.empty(K, d, dt)
     # the initial q(mu, Lambda): m_k = init means, beta_k = beta0, W_k = W0, nu_k = nu0; an "empty" Stats
@@ -227,10 +230,10 @@ def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_a
         N = r.sum(0)
         gamma = jnp.stack([1.0 + N[:-1], alpha0 + jnp.cumsum(N[::-1])[::-1][1:]], 1)
         stats = family.soft_stats(x, r)
-        ab, _ = _pq_update(r, src, dst, e, prior_ab)
+        ab, _ = _pq_update(r, src, dst, e, w, prior_ab)
         r = r + 1e-40
         r = r / r.sum(1, keepdims=True)
-        _, sums = _pq_update(r, src, dst, e, prior_ab)
+        _, sums = _pq_update(r, src, dst, e, w, prior_ab)
         L = _elbo(x, r, N, family, stats, gamma, ab, prior_ab, sums, alpha0, eln_old[K - 1])
         prev = elbo[jnp.maximum(it - 1, 0)]
         improve = jnp.where(it == 0, 1.0, (L - prev) / jnp.abs(prev))
