@@ -195,6 +195,15 @@ def ccib_K6(J):
             f"min Prec_target - chance {min(r['prec_target'] - r['chance'] for r in rows):.3f}", ok)
 
 
+def ccib_K7(J):
+    c = J["ccib"]["k7"]
+    nd = [r for k, v in c.items() if k.startswith("target=L2") for r in v]
+    dom = [r for k, v in c.items() if k.startswith("target=L1") for r in v]
+    ok = all(r["ccib"] > r["em_nb"] for r in nd) and all(abs(r["ccib"] - r["em_nb"]) <= 0.05 for r in dom)
+    fmt = lambda rows: ", ".join(f"{r['frac']:.0%} {r['ccib']:.2f}/{r['em_nb']:.2f}" for r in rows)  # noqa: E731
+    return f"CCIB/EM-NB accuracy, non-dominant target: {fmt(nd)}; dominant: {fmt(dom)}", ok
+
+
 def _cec(J):
     return J["cecib"]["per_dataset"], J["cecib"]["run"]
 
@@ -384,7 +393,8 @@ def rdp_9(J):
 
 EXTRACT = {"c3l:C1": c3l_C1, "c3l:C2": c3l_C2, "c3l:C3": c3l_C3, "c3l:C5": c3l_C5, "c3l:C6": c3l_C6,
            "c3l:C9": c3l_C9, "c3l:C11": c3l_C11, "ccib:K1": ccib_K1, "ccib:K4": ccib_K4, "ccib:K5": ccib_K5,
-           "ccib:K6": ccib_K6, "cecib:C6": cecib_C6, "cecib:C7": cecib_C7, "cecib:C10": cecib_C10,
+           "ccib:K6": ccib_K6, "ccib:K7": ccib_K7, "cecib:C6": cecib_C6, "cecib:C7": cecib_C7,
+           "cecib:C10": cecib_C10,
            "cecib:C11": cecib_C11, "cecib:C12": cecib_C12, "cecib:C13": cecib_C13, "cecib:C14": cecib_C14,
            "cecib:C15": cecib_C15, "smic:C2": smic_C2, "smic:C3": smic_C3, "smic:C7": smic_C7,
            "rdp:1": rdp_1, "rdp:7": rdp_7, "rdp:2": rdp_2, "rdp:3": rdp_3, "rdp:4": rdp_4, "rdp:5": rdp_5,

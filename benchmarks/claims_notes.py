@@ -102,8 +102,10 @@ CLAIMS: list[dict] = [
              tests=["tests/test_ccib_slow.py::test_text_ordering_k6"],
          scope="crossed-factor multinomial corpus analogue (WebKB / RCV1 not available)"),
     dict(id="ccib:K7", claim="semi-supervised CCIB vs EM naive Bayes", paper="clamped CCIB beats EM-NB",
-         tol="every labelled proportion", unavailable="not built: no EM naive-Bayes baseline in the "
-         "benchmarks yet (WebKB itself is not available offline)"),
+         tol="non-dominant target: CCIB > EM-NB at every labelled proportion; dominant: within 0.05",
+         script="benchmarks/bench_ccib.py --quick (or --only-k7)",
+         scope="crossed-factor multinomial corpus analogue (WebKB not available offline)",
+         reason="see the ours column (accuracy on the unlabelled documents, CCIB / EM-NB)"),
     # ------------------------------------------------------------------ CEC-IB (spec cecib.md §6)
     dict(id="cecib:C1", claim="cost identities (10) = (4), beta = 0 gives CEC", paper="exact", tol="1e-10",
          tests=["tests/test_cecib.py::test_complete_labels_equal_eq4_and_beta_monotone",
@@ -201,7 +203,10 @@ CLAIMS: list[dict] = [
          scope="iris + wine average"),
     dict(id="rdp:4", claim="Table 3: dose response in r",
          paper="p=1: .84 (r=.01) -> >= .96; p=.8: .56 -> .91",
-         tol="+-0.06", script=RDP, scope="iris + wine average"),
+         tol="+-0.06", script=RDP, scope="iris + wine average",
+         reason="only the p = 1, r = .01 cell misses: ours is an iris + wine average, the paper's a five-set "
+                "average, and the paper gives no per-set values for this cell (the spec's own five-set "
+                "re-run matches the paper there); the other cells are within 0.06"),
     dict(id="rdp:5", claim="noisy sparse regime (p=.8, r=.01) not better than K-means / DP-means",
          paper="RDP .56 vs K-means .60, DP-means .58", tol="negative result", script=RDP,
          scope="iris + wine average"),
