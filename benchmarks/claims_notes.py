@@ -10,7 +10,9 @@ and from the pytest JUnit reports (``results/junit_*.xml``).
 Keys: ``paper`` (paper's value / statement), ``tol`` (spec's acceptance), ``script`` (benchmark writing
 the JSON), ``tests`` (pytest node ids, a prefix matches all parametrisations), ``reason`` (why it is a
 mismatch, shown when the check fails), ``unavailable`` (why the claim cannot be reproduced here; used when
-no number exists), ``scope`` (what part of the claim our number covers, when partial).
+no number exists), ``scope`` (what part of the claim our number covers, when partial),
+``explained=False`` (a miss we measured but cannot explain: shown as "mismatch, unexplained" and not
+counted as explained).
 """
 
 from __future__ import annotations
@@ -105,7 +107,10 @@ CLAIMS: list[dict] = [
          tol="non-dominant target: CCIB > EM-NB at every labelled proportion; dominant: within 0.05",
          script="benchmarks/bench_ccib.py --quick (or --only-k7)",
          scope="crossed-factor multinomial corpus analogue (WebKB not available offline)",
-         reason="see the ours column (accuracy on the unlabelled documents, CCIB / EM-NB)"),
+         reason="on this analogue the advantage shows only at the smallest labelled share, where EM-NB "
+                "follows the dominant scheme; from a few per cent of labels on both methods are near "
+                "perfect and EM-NB is level or marginally ahead (ours column), so 'at every proportion' "
+                "is not met; WebKB itself is not available"),
     # ------------------------------------------------------------------ CEC-IB (spec cecib.md §6)
     dict(id="cecib:C1", claim="cost identities (10) = (4), beta = 0 gives CEC", paper="exact", tol="1e-10",
          tests=["tests/test_cecib.py::test_complete_labels_equal_eq4_and_beta_monotone",
@@ -139,9 +144,9 @@ CLAIMS: list[dict] = [
     dict(id="cecib:C10", claim="Table 2 cluster counts", paper="Table 2", tol="median within +-1 per cell",
          script=CECIB, tests=["tests/test_cecib_slow.py::test_table2_cluster_counts"],
          scope="iris, wine and the authors' copies of vertebral, user, segmentation (ecoli, glass missing)",
-         reason="iris ends with 6 clusters (paper 5) in most cells: with k_init = 6 and eps = 0.05 no "
-                "cluster of iris falls below the deletion threshold; the paper does not say which beta "
-                "or aggregate it reports"),
+         reason="the strict part fails: wine keeps a fourth cluster in most label fractions (ours column) "
+                "with k_init = 6 and eps = 0.05; the +-1 part holds in every cell; the paper does not say "
+                "which beta or aggregate its Table 2 reports"),
     dict(id="cecib:C11", claim="Table 3: Hartigan passes < EM iterations", paper="passes 4-9, EM 13-48",
          tol="passes < EM on every set", script=CECIB),
     dict(id="cecib:C12", claim="Fig. 3: labels help; CEC-IB_1 >= CEC-IB_0 at 30%", paper="figure only",
@@ -150,16 +155,18 @@ CLAIMS: list[dict] = [
     dict(id="cecib:C13", claim="Fig. 5/7: CEC-IB_0 robust to 50% wrong labels", paper="figure only",
          tol="CEC-IB_0 >= unsupervised - 0.02 on >= 5/7 (scaled); CEC-IB_0 > CEC-IB_1 at >= 30% on most",
          script=CECIB, tests=["tests/test_cecib_slow.py::test_wrong_labels_cecib_robust"],
-         reason="at 50 % wrong labels CEC-IB_0 stays within 0.02 of unsupervised CEC on fewer sets than "
-                "asked; the NMI differences are of the order of the draw-to-draw spread (10 draws)"),
+         explained=False,
+         reason="a measured miss, not explained: at 50 % wrong labels CEC-IB_0 falls more than 0.02 below "
+                "unsupervised CEC on the sets not counted in the ours column; the script records only means "
+                "over the draws, so whether this exceeds the draw-to-draw spread is not established"),
     dict(id="cecib:C14", claim="Fig. 6: NMI(beta0, 30%) ~ NMI(beta=1, 10%)", paper="figure only",
          tol="within 0.05 on most sets", script=CECIB,
-         reason="wine and user differ by more than 0.05 (wine's NMI jumps between the 3- and 4-cluster "
-                "solutions across draws)"),
+         explained=False,
+         reason="a measured miss on the sets not counted in the ours column (no explanation recorded)"),
     dict(id="cecib:C15", claim="Fig. 4: labels from 2 classes help", paper="figure only",
          tol="non-decreasing (0.01 slack) on most sets", script=CECIB,
-         reason="with labels from two classes only, wine and user are not monotone: the labelled classes "
-                "pull clusters, and unlabelled classes can be merged"),
+         explained=False,
+         reason="a measured miss on the sets not counted in the ours column (no explanation recorded)"),
     dict(id="cecib:C16", claim="subgroup discovery (chemical, image)", paper="10 -> 6-7 / 5 clusters",
          tol="qualitative",
              unavailable="the chemical and image data of Sec. 5.6/5.7 are not available offline"),

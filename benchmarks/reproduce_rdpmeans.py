@@ -9,7 +9,8 @@ stop after the centroid matrix is unchanged for 20 sweeps). DP-means: compat, fi
 stop when centroids unchanged (<= 99 passes). K-means: sklearn Lloyd, one random init, k = 3.
 TVClust-VB: the authors' variational code path (spec 2.9; ``ppclust.inference.tvclust_vb``) on the same
 draws with their as-run mask (each sampled ordered pair informs its first point), K = 15, standardised
-features, one fixed N(0, I) draw of initial means for all runs.
+features; the authors' initial means (R's set.seed(1); rnorm, emulated by
+``tvclust_vb.authors_init_means``), the same for all runs.
 Metrics on all points: pairwise F, ARI, NMI (geometric). Glass/ecoli/balance are not available
 offline here; Table 4 (ImageNet) is not reproducible (data not public).
 
@@ -82,8 +83,8 @@ def sample_constraints(y, r, p, rng, ordered=False):
 def vb_fits(cases):
     """TVClust (variational, the authors' code path: as-run mask, K = 15, 30 iterations, tol 5e-5,
     features standardised with the n - 1 sd) on each ``(X, ordered draws)``; one compilation per data set
-    (entry arrays and neighbour table padded). Initial means: one fixed N(0, I) draw (the authors reuse
-    R's seed 1 for every run). Returns the labels per case."""
+    (entry arrays and neighbour table padded). Initial means: ``tvclust_vb.authors_init_means`` (the
+    authors reuse R's seed 1 for every run). Returns the labels per case."""
     import jax.numpy as jnp
 
     from ppclust.families import GaussianNIW
@@ -93,7 +94,7 @@ def vb_fits(cases):
     ents = [vb.directed_entries(dr[:, :2].astype(np.int64), dr[:, 2], "as_run") for _, dr in cases]
     width = max(int(np.bincount(s, minlength=n).max()) for s, _, _ in ents)
     m = max(len(s) for s, _, _ in ents)
-    means0 = jnp.asarray(np.random.default_rng(1).normal(size=(VB_K, d)))
+    means0 = jnp.asarray(vb.authors_init_means(VB_K, d))
     fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(float(d)), jnp.eye(d))
     out = []
     for (src, dst, e), (X, _) in zip(ents, cases, strict=True):

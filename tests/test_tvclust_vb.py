@@ -61,6 +61,13 @@ def test_golden_vb_runs(shared_dir, run):
     assert bool(res.converged) == (it < 30)
 
 
+@pytest.mark.parametrize("d", [2, 4])
+def test_authors_init_means_emulate_r_seed_1(shared_dir, d):
+    """R's set.seed(1); rnorm(d K) (Mersenne-Twister seeding + inversion) reproduced without R."""
+    ref = np.loadtxt(shared_dir / "reference" / "tvclust_vb" / f"init_means_d{d}.csv", delimiter=",")
+    np.testing.assert_allclose(vb.authors_init_means(15, d), ref, rtol=0, atol=1e-14)
+
+
 def test_directed_entries_masks():
     """as_run keeps each ordered pair as given (both if drawn both ways); symmetric lists both directions;
     a later row overwrites the sign of the same unordered pair."""

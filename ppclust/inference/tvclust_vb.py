@@ -49,7 +49,7 @@ from jax.scipy.special import betaln, digamma
 
 from ppclust.families import GaussianNIW, chol_logdet, wishart_entropy, wishart_expected_logdet
 
-__all__ = ["VBResult", "MASKS", "directed_entries", "neighbour_arrays", "fit"]
+__all__ = ["VBResult", "MASKS", "authors_init_means", "directed_entries", "neighbour_arrays", "fit"]
 
 MASKS = ("symmetric", "as_run")
 _LOG2 = float(np.log(2.0))
@@ -65,6 +65,29 @@ class VBResult(NamedTuple):
     means: jax.Array  # (K, d) posterior means m_k
     nk: jax.Array  # (K,) soft counts N_k of the last iteration
     pq_params: jax.Array  # (4,) alpha_p, beta_p, alpha_q, beta_q
+
+
+def authors_init_means(K: int, d: int, seed: int = 1) -> np.ndarray:
+    """The authors' initial means: R's ``set.seed(seed); array(rnorm(d * K), c(d, 1, K))`` as (K, d).
+
+    R's default generator is emulated: the seed scrambling of ``RNG_Init`` (50 + 625 steps of the LCG
+    69069 s + 1 on 32-bit integers), Mersenne-Twister MT19937 from that state (numpy's bit generator, raw
+    32-bit outputs times 2^-32), and ``norm_rand``'s inversion with two uniforms,
+    ``qnorm((floor(2^27 u1) + u2) / 2^27)``. Matches the reference's ``init_means_d{2,4}.csv`` to 1e-15."""
+    from scipy.special import ndtri
+
+    s = np.uint32(seed)
+    key = np.zeros(625, np.uint32)
+    with np.errstate(over="ignore"):
+        for j in range(50 + 625):
+            s = np.uint32(69069) * s + np.uint32(1)
+            if j >= 50:
+                key[j - 50] = s
+    bg = np.random.MT19937()
+    bg.state = {"bit_generator": "MT19937", "state": {"key": key[1:], "pos": 624}}
+    u = bg.random_raw(2 * d * K).astype(np.float64) * 2.3283064365386963e-10
+    big = 134217728.0
+    return ndtri((np.floor(big * u[0::2]) + u[1::2]) / big).reshape(K, d)
 
 
 def directed_entries(pairs, signs, mask: str = "symmetric"):
