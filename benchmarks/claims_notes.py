@@ -179,7 +179,10 @@ CLAIMS: list[dict] = [
          scope="digits500-lite (sklearn 8x8 digits, 50 per class)"),
     dict(id="smic:C3", claim="multi-class level: 0-link ARI in [.5, .8], >= .9 with links",
          paper="0.9-0.95 with links", tol="as stated", script=SMIC,
-         tests=["tests/test_smic.py::test_c2_c3_digits_links_help"], scope="digits500-lite"),
+         tests=["tests/test_smic.py::test_c2_c3_digits_links_help"], scope="digits500-lite",
+         reason="the zero-link ARI lands at the top edge of the spec's [0.5, 0.8] band: digits500-lite is "
+                "scikit-learn's 8 x 8 digits, a different stand-in for the paper's 16 x 16 digits500 (the "
+                "spec notes absolute ARI values will not match); with links 3SMIC passes 0.9"),
     dict(id="smic:C4", claim="auto-tuning matches hindsight-best spectral learning",
          paper="Fig. 1", tol=">= -0.05 per data set",
          unavailable="not built: the Spectral Learning baseline is not in the benchmarks yet"),
@@ -190,8 +193,11 @@ CLAIMS: list[dict] = [
     dict(id="smic:C6", claim="CSC behaviour vs SL and 3SMIC", paper="Fig. 1", tol="qualitative",
          unavailable="not built: constrained spectral clustering (CSC) baseline missing"),
     dict(id="smic:C7", claim="scalability: 3SMIC at n = 5000 ~ one SL run; CSC >= 5x slower",
-         paper="text", tol="ratios", script=SMIC, tests=["tests/test_smic.py::test_c7_scaling"],
-         scope="3SMIC's own near-linear scaling only (no SL / CSC comparator built)"),
+         paper="text", tol="3SMIC <= 3x one SL run; dense generalized eigendecomposition >= 5x 3SMIC",
+         script=SMIC, tests=["tests/test_smic.py::test_c7_scaling"],
+         scope="digits-like blobs, n = 5000; the CSC side is timed as its dense generalized "
+               "eigendecomposition (a lower bound of CSC's cost), not a full CSC",
+         reason="see the ours column (wall-clock on the shared machine)"),
     # ------------------------------------------------------------------ TVClust / RDP-means (spec §6)
     dict(id="rdp:1", claim="Table 1: RDP-means best on average (F .87 / ARI .81 / NMI .79)",
          paper="F .87, ARI .81, NMI .79 over 5 sets", tol="+-0.03 (averages)", script=RDP,
