@@ -33,6 +33,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks._common import RESULTS, machine_info
 from benchmarks.claims_notes import CLAIMS
 
@@ -323,6 +325,31 @@ def smic_C3(J):
     return f"0 links {a0:.3f}, best with links {a1:.3f}", 0.5 <= a0 <= 0.8 and a1 >= 0.9
 
 
+def smic_C4(J):
+    sets = {k: v for k, v in J["smic"]["ari"].items()
+            if k != "_run" and all("sl_ari_by_t" in b for b in v["budgets"].values())}
+    if not sets:
+        return None
+    parts, ok_gap, spread_big = [], True, 0
+    for k, v in sets.items():
+        bs = list(v["budgets"].values())
+        gap = np.mean([b["ari_mean"] for b in bs]) - np.mean([max(b["sl_ari_by_t"]) for b in bs])
+        by_t = np.mean([b["sl_ari_by_t"] for b in bs], 0)
+        spread = float(by_t.max() - by_t.min())
+        ok_gap &= gap >= -0.05
+        spread_big += spread >= 0.1
+        parts.append(f"{k}: 3SMIC - best SL(t) {gap:+.3f}, SL spread over t {spread:.3f}")
+    return "; ".join(parts), bool(ok_gap and spread_big >= len(sets) / 2)
+
+
+def smic_C5(J):
+    v = J["smic"]["ari"].get("breast_cancer")
+    if v is None or "3" not in v["budgets"]:
+        return None
+    a0, a3 = v["budgets"]["0"]["ari_mean"], v["budgets"]["3"]["ari_mean"]
+    return f"breast_cancer: 0 links {a0:.3f}, 3% of pairs {a3:.3f} (+{a3 - a0:.3f})", a3 >= a0 + 0.3
+
+
 def smic_C7(J):
     s = J["smic"]["scaling"]
     r = s.get("5000")
@@ -423,7 +450,8 @@ EXTRACT = {"c3l:C1": c3l_C1, "c3l:C2": c3l_C2, "c3l:C3": c3l_C3, "c3l:C5": c3l_C
            "ccib:K6": ccib_K6, "ccib:K7": ccib_K7, "cecib:C6": cecib_C6, "cecib:C7": cecib_C7,
            "cecib:C10": cecib_C10,
            "cecib:C11": cecib_C11, "cecib:C12": cecib_C12, "cecib:C13": cecib_C13, "cecib:C14": cecib_C14,
-           "cecib:C15": cecib_C15, "smic:C2": smic_C2, "smic:C3": smic_C3, "smic:C7": smic_C7,
+           "cecib:C15": cecib_C15, "smic:C2": smic_C2, "smic:C4": smic_C4, "smic:C5": smic_C5,
+           "smic:C3": smic_C3, "smic:C7": smic_C7,
            "rdp:1": rdp_1, "rdp:7": rdp_7, "rdp:2": rdp_2, "rdp:3": rdp_3, "rdp:4": rdp_4, "rdp:5": rdp_5,
            "rdp:6": rdp_6,
            "rdp:9": rdp_9}
