@@ -329,7 +329,7 @@ class C3LCost:
 
     def cpu_params(self):
         return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
-                "sing_tol": SING_TOL}
+                "sing_tol": SING_TOL, "ridge": self.ridge}
 
     def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
         return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,

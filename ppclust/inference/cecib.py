@@ -135,7 +135,8 @@ class CECIBCost:
         return CECIBStats(cs.n, cs.s, cs.scale, cs.counts, cs.n_lab, cs.clogc)
 
     def cpu_params(self):
-        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL}
+        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL,
+                "ridge": self.ridge, "n_labels": self.n_labels}
 
     # -- helpers -----------------------------------------------------------------------------
     def _slot_cost(self, n, L, n_lab, clogc):
