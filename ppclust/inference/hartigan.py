@@ -717,13 +717,13 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
             safe = jnp.maximum(n_lab, 1.0)
             return jnp.where(n_lab > 0, jnp.log(safe) - clogc / safe, 0.0)
 
+        # the term depends on the point only through its category: a (K, m + 1) table, then a gather
         hk = h(cs.n_lab, cs.clogc)  # (K,)
+        c = cs.counts  # (K, m) c_kj
+        h_new = h(cs.n_lab[:, None] + 1.0, cs.clogc[:, None] - xlogy(c, c) + xlogy(c + 1.0, c + 1.0))
+        table = jnp.concatenate([(cs.n[:, None] + 1.0) * h_new - cs.n[:, None] * hk[:, None], hk[:, None]], 1)
         cat = jnp.asarray(side, jnp.int32)
-        c = cs.counts[:, jnp.maximum(cat, 0)].T  # (n, K) c_{k z_i}
-        h_new = h(cs.n_lab[None] + 1.0, cs.clogc[None] - xlogy(c, c) + xlogy(c + 1.0, c + 1.0))
-        lab_cost = jnp.where((cat >= 0)[:, None], (cs.n[None] + 1.0) * h_new - cs.n[None] * hk[None],
-                             hk[None])
-        tot = tot + beta * lab_cost
+        tot = tot + beta * table[:, jnp.where(cat >= 0, cat, c.shape[1])].T
     return jnp.where(active[None], tot, jnp.inf)
 
 
