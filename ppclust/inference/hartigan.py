@@ -284,18 +284,23 @@ def resolve_backend(backend: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def init_kmeanspp(key: Array, x: Array, K: int) -> Array:
-    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo."""
+def init_kmeanspp(key: Array, x: Array, K: int, n_valid=None) -> Array:
+    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo.
+
+    ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
+    that is never drawn; the draws equal those on the unpadded rows (shape buckets, see :func:`fit`)."""
     n = x.shape[0]
+    m = n if n_valid is None else n_valid
+    live = jnp.arange(n) < m
     keys = jax.random.split(key, K)
-    first = jax.random.randint(keys[0], (), 0, n, dtype=jnp.int32)
-    d2 = jnp.sum((x - x[first]) ** 2, -1)
+    first = jax.random.randint(keys[0], (), 0, m, dtype=jnp.int32)
+    d2 = jnp.where(live, jnp.sum((x - x[first]) ** 2, -1), 0.0)
     idx = jnp.zeros(K, jnp.int32).at[0].set(first)
 
     def body(j, carry):
         idx, d2 = carry
         tot = d2.sum()
-        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), 1.0 / n)
+        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / m, 0.0))
         c = jax.random.choice(keys[j], n, p=p).astype(jnp.int32)
         d2 = jnp.minimum(d2, jnp.sum((x - x[c]) ** 2, -1))
         return idx.at[j].set(c), d2
@@ -440,27 +445,49 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-        labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
+        # the jitted set-up runs on n padded to a size bucket (same draws and partitions), so a new n
+        # reuses the compiled program; the compiled loop itself takes any n
+        n = x.shape[0]
+        xp = jnp.pad(jnp.asarray(x), ((0, bucket(n) - n), (0, 0)))
+        labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
+                                             n_valid=np.int32(n)))[:, :n]
         res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
                        reassign=reassign, tol=tol, order=None)
-        return _pick_best(res)
+        return _pick_best_host(res)
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
 
 
+def bucket(n: int) -> int:
+    """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
+    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic)."""
+    return max(128, 1 << max(int(n) - 1, 0).bit_length())
+
+
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "sharding"))
-def _initial_labels(key, x, *, K, n_init, init, sharding):
+def _initial_labels(key, x, *, K, n_init, init, sharding, n_valid=None):
+    """(n_init, n) initial partitions; with ``n_valid`` the rows from ``n_valid`` on are padding (their
+    labels are meaningless; random labels of the real rows do not depend on the padding)."""
     keys = jax.random.split(key, n_init)
     n = x.shape[0]
     if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
         keys = lax.with_sharding_constraint(keys, sharding)
     if init == "kmeans++":
-        labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K)))(keys)
+        labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K, n_valid)))(keys)
     else:
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
     if sharding is not None:
         labels0 = lax.with_sharding_constraint(labels0, sharding)
     return labels0
+
+
+def _pick_best_host(res: HartiganResult) -> HartiganFit:
+    """:func:`_pick_best` on the host (no program compiled per n) for the compiled engine's results."""
+    c = np.asarray(res.cost)
+    best = int(np.argmin(np.where(np.isfinite(c), c, np.inf)))
+    best_res = jax.tree_util.tree_map(lambda v: jnp.asarray(np.asarray(v)[best]), res)
+    n_clusters = jnp.asarray(np.asarray(res.active).sum(-1), jnp.int32)
+    return HartiganFit(best_res, res.cost, res.n_passes, n_clusters)
 
 
 @jax.jit
@@ -488,10 +515,17 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     from ppclust.inference import _hartigan_cpu as cpu
 
     x = jnp.asarray(x)
-    labels0 = jnp.asarray(labels0, jnp.int32)
-    labels0, stats, costs, active = _init_states(cost, x, side, labels0, K=K)
+    R, n = np.shape(labels0)
+    pad = bucket(n) - n  # the jitted set-up on a size bucket: padding rows (label K, side -1) count nowhere
+    side_p = jax.tree_util.tree_map(
+        lambda v: jnp.pad(jnp.asarray(v), [(0, pad)] + [(0, 0)] * (np.ndim(v) - 1),
+                          constant_values=-1 if jnp.issubdtype(jnp.asarray(v).dtype, jnp.integer) else 0),
+        side)
+    labels_p = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, pad)), constant_values=K)
+    labels0, stats, costs, active = _init_states(cost, jnp.pad(x, ((0, pad), (0, 0))), side_p,
+                                                 jnp.asarray(labels_p), K=K)
+    labels0 = np.asarray(labels0)[:, :n]
     cs = jax.vmap(cost.to_cpu)(stats)
-    R, n = labels0.shape
     f64 = np.float64
 
     def own(a, dtype=f64):
@@ -574,7 +608,8 @@ def _init_state(cost, x, side, labels0, K):
     active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
 
     def one_cluster(_):
-        lab = jnp.zeros_like(labels0)
+        # label K marks a padding row (see bucket): it stays in no cluster
+        lab = jnp.where(labels0 < K, 0, K).astype(labels0.dtype)
         st = cost.stats(x, side, lab, K)
         return lab, st, cost.cost(st), jnp.arange(K) == 0
 
