@@ -448,7 +448,7 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         # the jitted set-up runs on n padded to a size bucket (same draws and partitions), so a new n
         # reuses the compiled program; the compiled loop itself takes any n
         n = x.shape[0]
-        xp = jnp.pad(jnp.asarray(x), ((0, bucket(n) - n), (0, 0)))
+        xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
         labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
                                              n_valid=np.int32(n)))[:, :n]
         res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
@@ -485,8 +485,8 @@ def _pick_best_host(res: HartiganResult) -> HartiganFit:
     """:func:`_pick_best` on the host (no program compiled per n) for the compiled engine's results."""
     c = np.asarray(res.cost)
     best = int(np.argmin(np.where(np.isfinite(c), c, np.inf)))
-    best_res = jax.tree_util.tree_map(lambda v: jnp.asarray(np.asarray(v)[best]), res)
-    n_clusters = jnp.asarray(np.asarray(res.active).sum(-1), jnp.int32)
+    best_res = jax.tree_util.tree_map(lambda v: _put(np.asarray(v)[best]), res)
+    n_clusters = _put(np.asarray(res.active).sum(-1), np.int32)
     return HartiganFit(best_res, res.cost, res.n_passes, n_clusters)
 
 
@@ -514,16 +514,16 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     and costs by the cost's own JAX code, then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
     from ppclust.inference import _hartigan_cpu as cpu
 
-    x = jnp.asarray(x)
+    x = x if isinstance(x, jax.Array) else _put(x)
     R, n = np.shape(labels0)
     pad = bucket(n) - n  # the jitted set-up on a size bucket: padding rows (label K, side -1) count nowhere
     side_p = jax.tree_util.tree_map(
-        lambda v: jnp.pad(jnp.asarray(v), [(0, pad)] + [(0, 0)] * (np.ndim(v) - 1),
-                          constant_values=-1 if jnp.issubdtype(jnp.asarray(v).dtype, jnp.integer) else 0),
+        lambda v: _put(np.pad(np.asarray(v), [(0, pad)] + [(0, 0)] * (np.ndim(v) - 1),
+                              constant_values=-1 if np.issubdtype(np.asarray(v).dtype, np.integer) else 0)),
         side)
     labels_p = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, pad)), constant_values=K)
-    labels0, stats, costs, active = _init_states(cost, jnp.pad(x, ((0, pad), (0, 0))), side_p,
-                                                 jnp.asarray(labels_p), K=K)
+    x_p = _put(np.pad(np.asarray(x), ((0, pad), (0, 0))))
+    labels0, stats, costs, active = _init_states(cost, x_p, side_p, _put(labels_p), K=K)
     labels0 = np.asarray(labels0)[:, :n]
     cs = jax.vmap(cost.to_cpu)(stats)
     f64 = np.float64
@@ -577,14 +577,20 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     scale = L.transpose(0, 3, 1, 2)[:, :K] if n_ml else np.asarray(cs.scale)
     out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
                    nlab[:, :K], clogc[:, :K])
-    out = CPUStats(*(jnp.asarray(v) for v in out))
+    out = CPUStats(*(_put(v) for v in out))
     act, cst = act[:, :K], cst[:, :K]
     stats = jax.vmap(cost.from_cpu)(out)
-    cst_j = jnp.asarray(cst)
-    act_j = jnp.asarray(act)
+    cst_j = _put(cst)
+    act_j = _put(act)
     energy = jnp.sum(jnp.where(act_j, cst_j, 0.0), -1)
-    return HartiganResult(jnp.asarray(labels), act_j, stats, cst_j, energy, jnp.asarray(n_passes),
-                          jnp.asarray(converged), jnp.asarray(trace, x.dtype), jnp.asarray(ktrace))
+    return HartiganResult(_put(labels), act_j, stats, cst_j, energy, _put(n_passes), _put(converged),
+                          _put(trace, x.dtype), _put(ktrace))
+
+
+def _put(a, dtype=None):
+    """A host array on the default device without a compiled copy (``jnp.asarray`` of a NumPy array
+    compiles a small program per new shape)."""
+    return jax.device_put(np.asarray(a, dtype))
 
 
 @partial(jax.jit, static_argnames=("K",))
