@@ -4,6 +4,8 @@ exact Hartigan engine on data where both finish."""
 
 from __future__ import annotations
 
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -116,3 +118,61 @@ def test_estimators_algorithm_batch():
         CECIB(algorithm="lloyd").fit(x)
     with pytest.raises(ValueError, match="algorithm"):
         C3L(algorithm="lloyd").fit(x, hyperplane=([1.0, 0, 0], 0.0))
+
+
+BATCH_CHILD = textwrap.dedent(
+    """
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from ppclust._devices import make_mesh
+    from ppclust.inference import c3l, cecib, hartigan
+    assert len(jax.devices()) == 2, jax.devices()
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(size=(60, 3)) * (0.5 + 0.3 * c) + 3.0 * c for c in range(3)])[:-1]
+    truth = np.repeat(np.arange(3), 60)[:-1]  # n = 179: odd, so 2 devices need one padding row
+    y = np.where(rng.random(len(x)) < 0.3, truth, -1)
+    yc, m = cecib.encode_labels(y, len(x))
+    out = {}
+    with jax.enable_x64(True):
+        X = jnp.asarray(x)
+        Z = jnp.asarray(c3l.transform(x, c3l.make_hyperplane([1.0, 0, 0], 0.5)))
+        problems = {"cecib": (cecib.make_cost(X, m, 1.0), X, jnp.asarray(yc)),
+                    "c3l": (c3l.make_cost(Z, 1, 0.05), Z, None)}
+        for name, (cost, data, side) in problems.items():
+            res = {}
+            for mesh in (None, make_mesh(jax.devices())):
+                _, runs = hartigan.fit_batch(jax.random.key(1), cost, data, side, K=5, min_size=8.0, n_init=2,
+                                             polish=False, mesh=mesh, chunk=32)
+                res[str(mesh is not None)] = dict(labels=np.asarray(runs.labels).tolist(),
+                                                  cost=np.asarray(runs.cost).tolist(),
+                                                  n_iter=np.asarray(runs.n_iter).tolist(),
+                                                  active=np.asarray(runs.active).tolist())
+            out[name] = res
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.slow  # ~20 s alone (4 compiled while loops in a subprocess), ~50 s on the loaded machine
+def test_batch_sharded_over_two_devices_equals_one():
+    """The data-mesh batch mode (points split over 2 simulated devices, n odd so one padding row) gives
+    the one-device partitions, step counts and costs: a padding row that counted in a sum or in the
+    convergence test, or a missing psum, would change them."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", BATCH_CHILD], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    for name in ("cecib", "c3l"):
+        one, two = res[name]["False"], res[name]["True"]
+        assert one["labels"] == two["labels"] and one["n_iter"] == two["n_iter"], name
+        assert one["active"] == two["active"], name
+        np.testing.assert_allclose(two["cost"], one["cost"], rtol=1e-12, atol=0)
+        assert max(one["n_iter"]) > 1  # the runs took real steps

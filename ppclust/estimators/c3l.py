@@ -25,6 +25,7 @@ from ppclust.estimators._base import (
     Real,
     StrOptions,
     check_partial_labels,
+    data_mesh,
     deprecated_name,
     fit_context,
     renamed_param,
@@ -59,7 +60,9 @@ class C3L(ClusterMixin, BaseEstimator):
     devices : the devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
         here the restarts run on them. ``"auto"`` (default) or ``"all"``: with several local devices and
         ``n_init`` a multiple of their number the restarts are spread over them; ``None``/``1``: one
-        device; an int ``m``: the first ``m`` local devices. Results are identical either way.
+        device; an int ``m``: the first ``m`` local devices. Results are identical either way. With
+        ``algorithm="batch"`` the points are split over the devices instead (``data_mesh``; equal up to the
+        order of floating-point sums).
 
     progress_bar : bool, default=True
         A bar over the (vmapped) restarts,
@@ -178,7 +181,7 @@ class C3L(ClusterMixin, BaseEstimator):
                           max_passes=int(max_iter), reassign="immediate")
                 if self.algorithm == "batch":
                     best, all_costs, all_passes, all_k = _c3l.fit_batch(as_key(self.random_state), z, cost,
-                                                                        **kw)
+                                                                        **kw, mesh=data_mesh(self.devices))
                 else:
                     best, all_costs, all_passes, all_k = _c3l.fit(
                         as_key(self.random_state), z, cost, **kw,

@@ -19,6 +19,7 @@ from ppclust.estimators._base import (
     Real,
     StrOptions,
     check_partial_labels,
+    data_mesh,
     deprecated_name,
     fit_context,
     renamed_param,
@@ -74,7 +75,9 @@ class CECIB(ClusterMixin, BaseEstimator):
         The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
         here the restarts run on them: with several local devices and ``n_init`` a multiple of their
         number, ``"auto"``/``"all"`` spread the restarts over them; ``None``/``1``: one device; an int
-        ``m``: the first ``m`` local devices. Results are identical either way.
+        ``m``: the first ``m`` local devices. Results are identical either way. With
+        ``algorithm="batch"`` the points are split over the devices instead (``data_mesh``; equal up to the
+        order of floating-point sums).
 
     progress_bar : bool, default=True
         A bar over the (vmapped) restarts,
@@ -155,7 +158,7 @@ class CECIB(ClusterMixin, BaseEstimator):
                 with x64():
                     if self.algorithm == "batch":
                         best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
-                                                             **kw)
+                                                             **kw, mesh=data_mesh(self.devices))
                     else:
                         best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
                                                        devices=restart_devices(self.devices, "CECIB"))

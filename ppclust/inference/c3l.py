@@ -329,7 +329,7 @@ class C3LCost:
 
     def cpu_params(self):
         return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
-                "sing_tol": SING_TOL}
+                "sing_tol": SING_TOL, "ridge": self.ridge}
 
     def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
         return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,
@@ -593,11 +593,11 @@ def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str 
 
 def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
               max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
-              backend: str = "auto"):
+              backend: str = "auto", mesh=None):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
-    (:func:`ppclust.inference.hartigan.fit_batch`). Returns a
+    (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
     :class:`~ppclust.inference.hartigan.HartiganFit`."""
     fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend)
+                                   reassign=reassign, backend=backend, mesh=mesh)
     return fitted

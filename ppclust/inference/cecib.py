@@ -135,7 +135,8 @@ class CECIBCost:
         return CECIBStats(cs.n, cs.s, cs.scale, cs.counts, cs.n_lab, cs.clogc)
 
     def cpu_params(self):
-        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL}
+        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL,
+                "ridge": self.ridge, "n_labels": self.n_labels}
 
     # -- helpers -----------------------------------------------------------------------------
     def _slot_cost(self, n, L, n_lab, clogc):
@@ -268,16 +269,17 @@ def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float
 def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05,
               n_init: int = 10, init: str = "kmeans++", max_iter: int = 100, polish: bool = True,
               max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0,
-              backend: str = "auto") -> hartigan.HartiganFit:
+              backend: str = "auto", mesh=None) -> hartigan.HartiganFit:
     """CEC-IB by batch (Lloyd-type) steps, then Hartigan passes (:func:`hartigan.fit_batch`, which says
     when to prefer it); call inside ``jax.enable_x64(True)``. Returns the :class:`hartigan.HartiganFit`
-    of the polished run (restart arrays: the batch restarts)."""
+    of the polished run (restart arrays: the batch restarts). ``mesh``: points split over a 1-D data
+    mesh (see :func:`hartigan.fit_batch`)."""
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg)
     fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
                                    min_size=min_size(n, d, eps), n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend)
+                                   reassign=reassign, backend=backend, mesh=mesh)
     return fitted
 
 

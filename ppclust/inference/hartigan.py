@@ -211,7 +211,8 @@ class HartiganCost(Protocol):
     def cpu_params(self) -> dict:
         """Parameters of the compiled engine and the batch mode (scalars or arrays, possibly traced):
         ``n_total``, ``beta`` (label term), ``p``/``floor`` (J,) (C3L), ``min_count`` (slots with fewer
-        points are degenerate), ``sing_tol``."""
+        points are degenerate), ``sing_tol``; for the batch mode also ``ridge`` (pseudo-scatter added to
+        every slot's scatter) and ``n_labels`` (static int, label categories; absent = none)."""
 
 
 def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
@@ -283,18 +284,23 @@ def resolve_backend(backend: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def init_kmeanspp(key: Array, x: Array, K: int) -> Array:
-    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo."""
+def init_kmeanspp(key: Array, x: Array, K: int, n_valid=None) -> Array:
+    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo.
+
+    ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
+    that is never drawn; the draws equal those on the unpadded rows (shape buckets, see :func:`fit`)."""
     n = x.shape[0]
+    m = n if n_valid is None else n_valid
+    live = jnp.arange(n) < m
     keys = jax.random.split(key, K)
-    first = jax.random.randint(keys[0], (), 0, n, dtype=jnp.int32)
-    d2 = jnp.sum((x - x[first]) ** 2, -1)
+    first = jax.random.randint(keys[0], (), 0, m, dtype=jnp.int32)
+    d2 = jnp.where(live, jnp.sum((x - x[first]) ** 2, -1), 0.0)
     idx = jnp.zeros(K, jnp.int32).at[0].set(first)
 
     def body(j, carry):
         idx, d2 = carry
         tot = d2.sum()
-        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), 1.0 / n)
+        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / m, 0.0))
         c = jax.random.choice(keys[j], n, p=p).astype(jnp.int32)
         d2 = jnp.minimum(d2, jnp.sum((x - x[c]) ** 2, -1))
         return idx.at[j].set(c), d2
@@ -439,27 +445,49 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-        labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
+        # the jitted set-up runs on n padded to a size bucket (same draws and partitions), so a new n
+        # reuses the compiled program; the compiled loop itself takes any n
+        n = x.shape[0]
+        xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
+        labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
+                                             n_valid=np.int32(n)))[:, :n]
         res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
                        reassign=reassign, tol=tol, order=None)
-        return _pick_best(res)
+        return _pick_best_host(res)
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
 
 
+def bucket(n: int) -> int:
+    """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
+    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic)."""
+    return max(128, 1 << max(int(n) - 1, 0).bit_length())
+
+
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "sharding"))
-def _initial_labels(key, x, *, K, n_init, init, sharding):
+def _initial_labels(key, x, *, K, n_init, init, sharding, n_valid=None):
+    """(n_init, n) initial partitions; with ``n_valid`` the rows from ``n_valid`` on are padding (their
+    labels are meaningless; random labels of the real rows do not depend on the padding)."""
     keys = jax.random.split(key, n_init)
     n = x.shape[0]
     if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
         keys = lax.with_sharding_constraint(keys, sharding)
     if init == "kmeans++":
-        labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K)))(keys)
+        labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K, n_valid)))(keys)
     else:
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
     if sharding is not None:
         labels0 = lax.with_sharding_constraint(labels0, sharding)
     return labels0
+
+
+def _pick_best_host(res: HartiganResult) -> HartiganFit:
+    """:func:`_pick_best` on the host (no program compiled per n) for the compiled engine's results."""
+    c = np.asarray(res.cost)
+    best = int(np.argmin(np.where(np.isfinite(c), c, np.inf)))
+    best_res = jax.tree_util.tree_map(lambda v: _put(np.asarray(v)[best]), res)
+    n_clusters = _put(np.asarray(res.active).sum(-1), np.int32)
+    return HartiganFit(best_res, res.cost, res.n_passes, n_clusters)
 
 
 @jax.jit
@@ -486,11 +514,18 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     and costs by the cost's own JAX code, then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
     from ppclust.inference import _hartigan_cpu as cpu
 
-    x = jnp.asarray(x)
-    labels0 = jnp.asarray(labels0, jnp.int32)
-    labels0, stats, costs, active = _init_states(cost, x, side, labels0, K=K)
+    x = x if isinstance(x, jax.Array) else _put(x)
+    R, n = np.shape(labels0)
+    pad = bucket(n) - n  # the jitted set-up on a size bucket: padding rows (label K, side -1) count nowhere
+    side_p = jax.tree_util.tree_map(
+        lambda v: _put(np.pad(np.asarray(v), [(0, pad)] + [(0, 0)] * (np.ndim(v) - 1),
+                              constant_values=-1 if np.issubdtype(np.asarray(v).dtype, np.integer) else 0)),
+        side)
+    labels_p = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, pad)), constant_values=K)
+    x_p = _put(np.pad(np.asarray(x), ((0, pad), (0, 0))))
+    labels0, stats, costs, active = _init_states(cost, x_p, side_p, _put(labels_p), K=K)
+    labels0 = np.asarray(labels0)[:, :n]
     cs = jax.vmap(cost.to_cpu)(stats)
-    R, n = labels0.shape
     f64 = np.float64
 
     def own(a, dtype=f64):
@@ -542,14 +577,20 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     scale = L.transpose(0, 3, 1, 2)[:, :K] if n_ml else np.asarray(cs.scale)
     out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
                    nlab[:, :K], clogc[:, :K])
-    out = CPUStats(*(jnp.asarray(v) for v in out))
+    out = CPUStats(*(_put(v) for v in out))
     act, cst = act[:, :K], cst[:, :K]
     stats = jax.vmap(cost.from_cpu)(out)
-    cst_j = jnp.asarray(cst)
-    act_j = jnp.asarray(act)
+    cst_j = _put(cst)
+    act_j = _put(act)
     energy = jnp.sum(jnp.where(act_j, cst_j, 0.0), -1)
-    return HartiganResult(jnp.asarray(labels), act_j, stats, cst_j, energy, jnp.asarray(n_passes),
-                          jnp.asarray(converged), jnp.asarray(trace, x.dtype), jnp.asarray(ktrace))
+    return HartiganResult(_put(labels), act_j, stats, cst_j, energy, _put(n_passes), _put(converged),
+                          _put(trace, x.dtype), _put(ktrace))
+
+
+def _put(a, dtype=None):
+    """A host array on the default device without a compiled copy (``jnp.asarray`` of a NumPy array
+    compiles a small program per new shape)."""
+    return jax.device_put(np.asarray(a, dtype))
 
 
 @partial(jax.jit, static_argnames=("K",))
@@ -573,7 +614,8 @@ def _init_state(cost, x, side, labels0, K):
     active = (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
 
     def one_cluster(_):
-        lab = jnp.zeros_like(labels0)
+        # label K marks a padding row (see bucket): it stays in no cluster
+        lab = jnp.where(labels0 < K, 0, K).astype(labels0.dtype)
         st = cost.stats(x, side, lab, K)
         return lab, st, cost.cost(st), jnp.arange(K) == 0
 
@@ -647,7 +689,7 @@ class BatchResult(NamedTuple):
     converged: Array
 
 
-def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 8192) -> Array:
+def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 1024) -> Array:
     r"""(n, K) cost of giving each point to each live slot, all at once (the CEC rule, Tabor & Spurek 2014):
 
     .. math:: c_{ik} = -\ln p_k - \ln\mathcal N(x_i;\mu_k,\Sigma_k) - \sum_{j<J}\ln\mathcal N(t_{ij}; m_{kj},
@@ -658,13 +700,21 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 81
     exact change of :math:`n\cdot p_k H(Z\mid Y_k\cap X_l)` (CEC-IB eq. 10) when point i, of category
     :math:`z_i`, joins slot k (:math:`\beta H_k` for an unlabelled point). Summed over points, the first two
     terms are n times the CEC cross-entropy of the partition. Dead slots cost +inf.
-    The Mahalanobis terms are batched triangular solves over chunks of ``chunk`` points (BLAS-shaped).
+
+    The Mahalanobis terms are one GEMM per chunk of ``chunk`` points: :math:`w_{ik} = L_k^{-1}(x_i-\mu_k)`
+    for all K slots at once as ``(x - g) @ [L_1^{-T} ... L_K^{-T}] - (mu_k - g) L_k^{-T}`` (g the data mean,
+    so no cancellation), BLAS-shaped on any device.
     """
+    return _assignment_costs(cost.to_cpu(stats), cost.cpu_params(), x, side, active, chunk)
+
+
+def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, chunk: int) -> Array:
+    """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
+    ``shard_map`` every device computes its own rows from the replicated statistics)."""
     from ppclust.families import LOG_2PI
 
-    cs = cost.to_cpu(stats)
-    prm = cost.cpu_params()
     n_total = prm["n_total"]
+    K = cs.n.shape[0]
     J = cs.t_mean.shape[1]
     d = cs.s.shape[1]
     nk = jnp.maximum(cs.n, 1.0)
@@ -674,6 +724,11 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 81
         L = cs.scale / jnp.sqrt(nk)[:, None, None]  # Cholesky of the covariance
         L = jnp.where(active[:, None, None], L, jnp.eye(d, dtype=x.dtype))
         base = base + 0.5 * d * LOG_2PI + jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L, axis1=-2, axis2=-1))), -1)
+        eye = jnp.eye(d, dtype=x.dtype)
+        Linv = jax.vmap(lambda Lk: jax.scipy.linalg.solve_triangular(Lk, eye, lower=True))(L)  # (K, d, d)
+        g = cs.s.sum(0) / jnp.maximum(cs.n.sum(), 1.0)  # a shift independent of how rows are split
+        M = jnp.transpose(Linv, (2, 0, 1)).reshape(d, K * d)  # column block k = L_k^{-T}
+        off = jnp.einsum("kc,kec->ke", mu - g[None], Linv)
     if J > 0:
         from ppclust.inference.c3l import constrained_fit_1d
 
@@ -681,22 +736,19 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 81
         m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(prm["p"], x.dtype))
         base = base + jnp.sum(0.5 * LOG_2PI + jnp.log(sig), -1)
     n = x.shape[0]
-    pad = (-n) % chunk if n > chunk else 0
-    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    b = min(chunk, n)
+    xp = jnp.pad(x, ((0, (-n) % b), (0, 0)))
 
     def block(xb):
-        c = jnp.zeros((xb.shape[0], cs.n.shape[0]), x.dtype)
+        c = jnp.zeros((xb.shape[0], K), x.dtype)
         if d > 0:
-            diff = xb[:, None, J:] - mu[None]  # (b, K, d)
-            w = jax.vmap(lambda Lk, dk: jax.scipy.linalg.solve_triangular(Lk, dk.T, lower=True),
-                         in_axes=(0, 1))(L, diff)  # (K, d, b)
-            c = c + 0.5 * jnp.sum(w * w, 1).T
+            w = ((xb[:, J:] - g[None]) @ M).reshape(xb.shape[0], K, d) - off[None]
+            c = c + 0.5 * jnp.sum(w * w, -1)
         if J > 0:
             c = c + 0.5 * jnp.sum(((xb[:, None, :J] - m[None]) / sig[None]) ** 2, -1)
         return c
 
-    nb = xp.shape[0] // min(chunk, xp.shape[0])
-    maha = lax.map(block, xp.reshape(nb, -1, xp.shape[1])).reshape(-1, cs.n.shape[0])[:n]
+    maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
     tot = maha + base[None]
     beta = prm.get("beta", 0.0)
     if cs.counts.shape[1] > 0:
@@ -706,26 +758,80 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 81
             safe = jnp.maximum(n_lab, 1.0)
             return jnp.where(n_lab > 0, jnp.log(safe) - clogc / safe, 0.0)
 
+        # the term depends on the point only through its category: a (K, m + 1) table, then a gather
         hk = h(cs.n_lab, cs.clogc)  # (K,)
+        c = cs.counts  # (K, m) c_kj
+        h_new = h(cs.n_lab[:, None] + 1.0, cs.clogc[:, None] - xlogy(c, c) + xlogy(c + 1.0, c + 1.0))
+        table = jnp.concatenate([(cs.n[:, None] + 1.0) * h_new - cs.n[:, None] * hk[:, None], hk[:, None]], 1)
         cat = jnp.asarray(side, jnp.int32)
-        c = cs.counts[:, jnp.maximum(cat, 0)].T  # (n, K) c_{k z_i}
-        h_new = h(cs.n_lab[None] + 1.0, cs.clogc[None] - xlogy(c, c) + xlogy(c + 1.0, c + 1.0))
-        lab_cost = jnp.where((cat >= 0)[:, None], (cs.n[None] + 1.0) * h_new - cs.n[None] * hk[None],
-                             hk[None])
-        tot = tot + beta * lab_cost
+        tot = tot + beta * table[:, jnp.where(cat >= 0, cat, c.shape[1])].T
     return jnp.where(active[None], tot, jnp.inf)
+
+
+def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CPUStats:
+    """Statistics of the partition ``labels`` in the compiled engine's layout, BLAS-shaped.
+
+    Two passes (means, then scatters of the centred points, as every cost's ``stats``): the K scatters
+    are one GEMM per chunk, ``(r_i ⊗ (x_i - mu_{l_i}))^T (x_i - mu_{l_i})`` with r_i the one-hot row of
+    point i. Rows with label ``K`` (padding) count nowhere. Under ``shard_map`` (``axis`` set) each
+    device sums its rows and the partial sums are reduced with ``psum``.
+    """
+    from jax.scipy.special import xlogy
+
+    def total(v):
+        return v if axis is None else lax.psum(v, axis)
+
+    J = int(np.shape(prm.get("p", np.zeros(0)))[0])
+    d = x.shape[1] - J
+    m = int(prm.get("n_labels", 0))
+    n = x.shape[0]
+    r = jax.nn.one_hot(labels, K, dtype=x.dtype)  # label K (padding): a zero row
+    nk = total(r.sum(0))
+    safe = jnp.maximum(nk, 1.0)
+    lab = jnp.minimum(labels, K - 1)
+    t_mean = total(r.T @ x[:, :J]) / safe[:, None]
+    t_m2 = total(r.T @ (x[:, :J] - t_mean[lab]) ** 2)
+    s = total(r.T @ x[:, J:])
+    if d > 0:
+        xc = x[:, J:] - (s / safe[:, None])[lab]
+        b = min(chunk, n)
+        pad = (-n) % b
+        xcb = jnp.pad(xc, ((0, pad), (0, 0))).reshape(-1, b, d)
+        rb = jnp.pad(r, ((0, pad), (0, 0))).reshape(-1, b, K)
+
+        def body(acc, blk):
+            xq, rq = blk
+            return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq, None
+
+        scatter, _ = lax.scan(body, jnp.zeros((K * d, d), x.dtype), (xcb, rb))
+        scatter = total(scatter).reshape(K, d, d) + prm.get("ridge", 0.0) * jnp.eye(d, dtype=x.dtype)
+        scale = jnp.linalg.cholesky(scatter)
+    else:
+        scale = jnp.zeros((K, 0, 0), x.dtype)
+    if m > 0:
+        counts = total(r.T @ jax.nn.one_hot(side, m, dtype=x.dtype))  # -1 -> zero row
+    else:
+        counts = jnp.zeros((K, 0), x.dtype)
+    return CPUStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
 
 
 def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
               max_iter: int = 100, polish: bool = True, polish_passes: int = 100, reassign: str = "lazy",
-              backend: str = "auto") -> tuple[HartiganFit, BatchResult]:
+              backend: str = "auto", mesh=None, chunk: int = 1024) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
     Each step assigns every point at once to the slot of smallest :func:`assignment_costs` (an n x K
-    matrix), then recomputes every slot's statistics from scratch (``cost.stats``); slots with fewer than
-    ``min_size`` points or a degenerate model are removed (never the last one). Stops when no label
-    changes or after ``max_iter`` steps. Restarts run one after another (``lax.map``: the n x K x d
-    temporaries of one restart at a time), each from its own k-means++ (or random) partition.
+    matrix, one GEMM per chunk of ``chunk`` points), then recomputes every slot's statistics from
+    scratch (two-pass, one-hot GEMMs; :func:`_batch_stats`); slots with fewer than ``min_size`` points
+    or a degenerate model are removed (never the last one). Stops when no label changes or after
+    ``max_iter`` steps. Restarts run one after another (``lax.map``), each from its own k-means++ (or
+    random) partition.
+
+    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
+        (:mod:`ppclust._devices`): the points are split over its devices (``shard_map``; n padded with
+        rows that count nowhere), every device computes its rows of the cost matrix and its partial
+        sufficient statistics, reduced with ``psum``. The results equal the one-device ones up to the
+        order of floating-point sums.
 
     When to use which: the exact Hartigan engine (:func:`fit`) is the paper's optimiser and replays the
     authors' program; one pass costs O(n K d^2) sequential work. Batch steps cost the same FLOPs but as
@@ -737,7 +843,11 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     Returns ``(HartiganFit, BatchResult)``: the first holds the polished (or best batch) result.
     """
     labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
-    res = _batch_runs(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter)
+    if mesh is None:
+        res = _batch_runs(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
+    else:
+        res = _batch_runs_sharded(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter,
+                                  chunk=chunk, mesh=mesh)
     c = np.where(np.isfinite(np.asarray(res.cost)), np.asarray(res.cost), np.inf)
     b = int(np.argmin(c))
     if polish:
@@ -752,30 +862,74 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     return fitted, res
 
 
-@partial(jax.jit, static_argnames=("K",))
-def _batch_runs(cost, x, side, labels0, *, K, min_size, max_iter) -> BatchResult:
+def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, axis=None) -> BatchResult:
+    """Batch restarts over the rows this device holds (all rows when ``axis`` is None); ``valid`` marks
+    the real rows (padding rows keep label K and count nowhere)."""
+    prm = cost.cpu_params()
+
     def one(l0):
         def stats_of(labels):
-            st = cost.stats(x, side, labels, K)
-            count = cost.count(st)
-            active = (count >= min_size) & ~cost.degenerate(st)
-            keep = jnp.zeros(K, bool).at[jnp.argmax(count)].set(True)  # never remove the last slot
-            return st, jnp.where(jnp.any(active), active, keep)
+            cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
+            active = (cs.n >= min_size) & ~cost.degenerate(cost.from_cpu(cs))
+            keep = jnp.zeros(K, bool).at[jnp.argmax(cs.n)].set(True)  # never remove the last slot
+            return cs, jnp.where(jnp.any(active), active, keep)
 
         def body(carry):
             labels, _, it = carry
-            st, active = stats_of(labels)
-            new = jnp.argmin(assignment_costs(cost, x, side, st, active), 1).astype(jnp.int32)
-            return new, jnp.any(new != labels), it + 1
+            cs, active = stats_of(labels)
+            new = jnp.argmin(_assignment_costs(cs, prm, x, side, active, chunk), 1).astype(jnp.int32)
+            new = jnp.where(valid, new, K)
+            changed = jnp.any(new != labels)
+            if axis is not None:
+                changed = lax.psum(changed.astype(jnp.int32), axis) > 0
+            return new, changed, it + 1
 
         def cond(carry):
             _, changed, it = carry
             return changed & (it < max_iter)
 
-        labels, changed, it = lax.while_loop(cond, body, (l0.astype(jnp.int32), jnp.asarray(True), 0))
-        st = cost.stats(x, side, labels, K)
-        costs = cost.cost(st)
-        active = cost.count(st) > 0
+        l0 = jnp.where(valid, l0.astype(jnp.int32), K)
+        labels, changed, it = lax.while_loop(cond, body, (l0, jnp.asarray(True), 0))
+        cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
+        costs = cost.cost(cost.from_cpu(cs))
+        active = cs.n > 0
         return BatchResult(labels, active, jnp.sum(jnp.where(active, costs, 0.0)), it, ~changed)
 
     return lax.map(one, labels0)
+
+
+@partial(jax.jit, static_argnames=("K", "chunk"))
+def _batch_runs(cost, x, side, labels0, *, K, min_size, max_iter, chunk) -> BatchResult:
+    valid = jnp.ones(x.shape[0], bool)
+    return _batch_loop(cost, x, side, labels0, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
+
+
+def _batch_runs_sharded(cost, x, side, labels0, *, K, min_size, max_iter, chunk, mesh) -> BatchResult:
+    """:func:`_batch_runs` with the points split over ``mesh`` (axis ``"data"``)."""
+    from ppclust._devices import AXIS, pad_rows
+
+    n = x.shape[0]
+    pad = pad_rows(n, mesh) - n
+    xp = jnp.pad(jnp.asarray(x), ((0, pad), (0, 0)))
+    sp = None if side is None else jnp.pad(jnp.asarray(side, jnp.int32), (0, pad), constant_values=-1)
+    lp = jnp.pad(jnp.asarray(labels0, jnp.int32), ((0, 0), (0, pad)), constant_values=K)
+    valid = jnp.arange(n + pad) < n
+    res = _batch_sharded_jit(cost, xp, sp, lp, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk,
+                             mesh=mesh, axis=AXIS)
+    return res._replace(labels=res.labels[:, :n])
+
+
+@partial(jax.jit, static_argnames=("K", "chunk", "mesh", "axis"))
+def _batch_sharded_jit(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, mesh, axis):
+    from jax.sharding import PartitionSpec as P
+
+    def per_device(cost, x, side, labels0, valid, min_size, max_iter):
+        return _batch_loop(cost, x, side, labels0, valid, K=K, min_size=min_size, max_iter=max_iter,
+                           chunk=chunk, axis=axis)
+
+    out_specs = BatchResult(P(None, axis), P(), P(), P(), P())
+    side_spec = None if side is None else P(axis)
+    return jax.shard_map(per_device, mesh=mesh,
+                         in_specs=(P(), P(axis), side_spec, P(None, axis), P(axis), P(), P()),
+                         out_specs=out_specs, check_vma=False)(cost, x, side, labels0, valid, min_size,
+                                                                max_iter)
