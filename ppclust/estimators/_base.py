@@ -83,7 +83,7 @@ __all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "chec
            "Interval", "StrOptions", "Hidden", "Integral", "Real", "InvalidParameterError",
            "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
            "RANDOM_STATE", "DEPRECATED", "deprecated_name", "renamed_param", "data_mesh", "restart_devices",
-           "data_variance", "side_labels", "RowPairs"]
+           "data_variance", "side_labels", "RowPairs", "refit_if_singular"]
 
 
 
@@ -259,6 +259,38 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     arr = check_X(X, **kw)
     _check_n_features(est, arr, reset=reset)
     return arr
+
+
+def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str, can_jitter: bool = True):
+    """Run a CEC-type fit (CEC-IB, C3L), regularising the clusters' covariances only where the data need it.
+
+    ``run(reg)`` fits with the relative ridge ``reg`` (:func:`ppclust.inference.hartigan.ridge`) and returns
+    ``(cost, result)``, ``cost`` the best restart's (``inf`` when every restart ended with a singular
+    cluster). With ``reg == 0`` the documented jitter ``hartigan.JITTER`` (``1e-6`` x the data's mean
+    variance) is used -- with a ``UserWarning`` -- when the data's own covariance is ``singular``
+    (:func:`~ppclust.inference.hartigan.singular_data`: constant, collinear or one-hot features), or, after
+    one unregularised fit, when every restart ended singular (e.g. binary features); well-posed data (and
+    the golden replays) run unregularised. ``can_jitter=False``: no jitter (nothing to regularise).
+    Returns ``(result, reg_used)``; a fit still singular is a :class:`~ppclust.errors.PPClustError` whose
+    message ends with ``advice``.
+    """
+    from ppclust.errors import PPClustError
+    from ppclust.inference.hartigan import JITTER
+
+    auto = can_jitter and reg == 0 and singular
+    cost, result = run(JITTER if auto else reg)
+    if not np.isfinite(cost) and can_jitter and reg == 0 and not auto:
+        auto = True  # every restart ended singular: refit once with the jitter
+        cost, result = run(JITTER)
+    used = JITTER if auto else reg
+    if auto:
+        warnings.warn(f"{who}: the clusters' covariances are singular (constant, collinear, one-hot or "
+                      f"binary features?); each cluster's scatter was regularised with reg={used:g} x the "
+                      "data's mean variance (fitted as `reg_`).", UserWarning, stacklevel=5)
+    if not np.isfinite(cost):
+        raise PPClustError(f"{who}: every restart ended with a singular cluster even with a regularised "
+                           f"covariance (reg={used:g}); {advice}")
+    return result, used
 
 
 def data_variance(X) -> float:
