@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -182,16 +184,12 @@ class CECIB(ClusterMixin, BaseEstimator):
         # as families.gaussian_map_estimate under an NIW "prior" with kappa0 = 0, psi0 = rho I, nu0 = -(d + 2)
         rho = _hartigan.ridge(X, reg)
         with x64():
-            xj = jnp.asarray(X)
-            stats = families.gaussian_moment_stats(xj, jax.nn.one_hot(self.labels_, self.n_clusters_,
-                                                                      dtype=xj.dtype), "full")
-            ridge_prior = families.NIWPrior(jnp.asarray(1.0), jnp.zeros(d), jnp.asarray(0.0),
-                                            jnp.asarray(-(d + 2.0)), rho * jnp.eye(d))
-            params = families.gaussian_map_estimate(stats, "full", 0.0, ridge_prior)
+            params = _cluster_gaussians(jnp.asarray(X), jnp.asarray(self.labels_), jnp.asarray(rho),
+                                        self.n_clusters_)
             self.weights_ = np.asarray(params.weights)
             self.means_ = np.asarray(params.means)
             self.precisions_cholesky_ = np.asarray(params.prec_chol)
-            self.covariances_ = np.asarray(families.covariances(params.prec_chol, "full"))
+            self.covariances_ = np.asarray(_covariances(params.prec_chol))
         self.cost_ = total
         parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta),
                                   ridge=_hartigan.ridge(X, reg))
@@ -212,7 +210,24 @@ class CECIB(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "means_")
         X = validate_X(self, X, reset=False)
         with x64():
-            score = families.log_gaussian_prob(jnp.asarray(X), jnp.asarray(self.means_),
-                                               jnp.asarray(self.precisions_cholesky_), "full")
+            score = _log_gaussian_prob(jnp.asarray(X), jnp.asarray(self.means_),
+                                       jnp.asarray(self.precisions_cholesky_))
             score = np.asarray(score) + np.log(self.weights_)
         return np.argmax(score, 1).astype(np.int64)
+
+
+@partial(jax.jit, static_argnums=3)
+def _cluster_gaussians(x, labels, rho, k):
+    r"""The clusters' ML Gaussians with the ridge as a pseudo-scatter, :math:`(S_k + \rho I) / n_k`: the
+    MAP estimate of :func:`ppclust.families.gaussian_map_estimate` under an NIW "prior" with
+    :math:`\kappa_0 = 0`, :math:`\Psi_0 = \rho I`, :math:`\nu_0 = -(d + 2)` (weights :math:`n_k / n`,
+    means :math:`s_k / n_k`)."""
+    d = x.shape[1]
+    stats = families.gaussian_moment_stats(x, jax.nn.one_hot(labels, k, dtype=x.dtype), "full")
+    ridge = families.NIWPrior(jnp.ones((), x.dtype), jnp.zeros(d, x.dtype), jnp.zeros((), x.dtype),
+                              jnp.asarray(-(d + 2.0), x.dtype), rho * jnp.eye(d, dtype=x.dtype))
+    return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
+
+
+_covariances = jax.jit(partial(families.covariances, cov_type="full"))
+_log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))
