@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ppclust.errors import ConflictingLinksError
+from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "check_labels", "decode_pair_index"]
@@ -88,16 +88,18 @@ class SideInfo:
         lab = None if labels is None else check_labels(labels, n=n, name="labels")
         if pairs is None:
             if sign is not None or weight is not None:
-                raise ValueError("`sign`/`weight` were given without `pairs`; pass the linked pairs too.")
+                raise InvalidInputError("`sign`/`weight` were given without `pairs`; pass the linked "
+                                        "pairs too.")
             p = np.zeros((0, 2), np.int32)
             s = np.zeros(0, np.int8)
             w = np.zeros(0, np.float64)
         else:
             p = _check_pairs(pairs, n, "pairs")
             if sign is None:
-                raise ValueError("`pairs` were given without `sign`; pass +1 (may-link) or -1 (may-not-link) "
-                                 "for each pair, or use "
-                                 "SideInfo.from_links(n, must_link=..., cannot_link=...).")
+                raise InvalidInputError("`pairs` were given without `sign`; pass +1 (may-link) or -1 "
+                                        "(may-not-link) "
+                                        "for each pair, or use "
+                                        "SideInfo.from_links(n, must_link=..., cannot_link=...).")
             s = _check_sign(sign, len(p))
             w = _check_weight(weight, len(p), "weight")
             p, s, w = _canonical(p, s, w, n, on_conflict)
@@ -194,15 +196,15 @@ class SideInfo:
         Labels are dropped unless ``keep_labels=True`` (so that methods do not count them twice).
         """
         if self.labels is None:
-            raise ValueError("links_from_labels needs partial labels; this SideInfo has none "
-                             "(build it with SideInfo.from_labels(y)).")
+            raise InvalidInputError("links_from_labels needs partial labels; this SideInfo has none "
+                                    "(build it with SideInfo.from_labels(y)).")
         idx = np.flatnonzero(self.labels >= 0)
         L = len(idx)
         total = L * (L - 1) // 2
         if max_pairs is not None:
             max_pairs = int(max_pairs)
             if max_pairs < 0:
-                raise ValueError(f"`max_pairs` must be >= 0, got {max_pairs}.")
+                raise InvalidInputError(f"`max_pairs` must be >= 0, got {max_pairs}.")
         if max_pairs is None or max_pairs >= total:
             a, b = np.triu_indices(L, k=1)
         else:
@@ -284,10 +286,13 @@ class SideInfo:
         bad = comp[cl[:, 0]] == comp[cl[:, 1]]
         if bad.any():
             i, j = (int(v) for v in cl[np.argmax(bad)])
-            raise ValueError(f"cannot-link ({i}, {j}) contradicts the must-links: the transitive closure of "
-                             f"the must-links puts {i} and {j} in the same component ({int(bad.sum())} such "
-                             "cannot-link(s)). Remove the contradictory links or use a method that models "
-                             "noisy links (TVClust, RDP-means).")
+            raise InvalidInputError(f"cannot-link ({i}, {j}) contradicts the must-links: the transitive "
+                                    f"closure of "
+                                    f"the must-links puts {i} and {j} in the same component "
+                                    f"({int(bad.sum())} such "
+                                    "cannot-link(s)). Remove the contradictory links or use a method that "
+                                    "models "
+                                    "noisy links (TVClust, RDP-means).")
         if self.labels is None:
             return
         lab = self.labels
@@ -299,12 +304,13 @@ class SideInfo:
             clash = (c[1:] == c[:-1]) & (y[1:] != y[:-1])
             if clash.any():
                 k = int(np.argmax(clash))
-                raise ValueError(f"points {int(pts[k])} and {int(pts[k + 1])} have different labels "
-                                 f"({int(y[k])} and {int(y[k + 1])}) but the must-links join them.")
+                raise InvalidInputError(f"points {int(pts[k])} and {int(pts[k + 1])} have different labels "
+                                        f"({int(y[k])} and {int(y[k + 1])}) but the must-links join them.")
         both = (lab[cl[:, 0]] >= 0) & (lab[cl[:, 0]] == lab[cl[:, 1]])
         if both.any():
             i, j = (int(v) for v in cl[np.argmax(both)])
-            raise ValueError(f"cannot-link ({i}, {j}) joins two points with the same label {int(lab[i])}.")
+            raise InvalidInputError(f"cannot-link ({i}, {j}) joins two points with the same label "
+                                    f"{int(lab[i])}.")
 
     # ------------------------------------------------------------------ printing / comparison
     def summary(self) -> dict:
@@ -450,35 +456,36 @@ def decode_pair_index(k):
 def check_labels(y, n=None, name="labels") -> np.ndarray:
     """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy."""
     if y is None:
-        raise TypeError(f"`{name}` must be an array of integer labels, got None.")
+        raise InvalidInputError(f"`{name}` must be an array of integer labels, got None.")
     arr = np.asarray(y)
     if arr.ndim != 1:
-        raise ValueError(f"`{name}` must be 1-D of shape (n_samples,), got shape {arr.shape}.")
+        raise InvalidInputError(f"`{name}` must be 1-D of shape (n_samples,), got shape {arr.shape}.")
     if arr.dtype == bool or arr.dtype.kind not in "iu":
         # integer-valued floats (pandas columns with -1.0, or y read from CSV) are labels too
         if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
         else:
-            raise TypeError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
+            raise InvalidInputError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
                             "(Unknown label type); encode classes as 0..K-1, e.g. with "
                             "np.unique(y, return_inverse=True).")
     if n is not None and len(arr) != n:
-        raise ValueError(f"`{name}` has length {len(arr)} but n_samples={n}.")
+        raise InvalidInputError(f"`{name}` has length {len(arr)} but n_samples={n}.")
     if arr.size and arr.min() < -1:
         bad = int(np.flatnonzero(arr < -1)[0])
-        raise ValueError(f"`{name}` must be >= -1 (-1 = unlabelled); got {int(arr[bad])} at index {bad}.")
+        raise InvalidInputError(f"`{name}` must be >= -1 (-1 = unlabelled); got {int(arr[bad])} at index "
+                                f"{bad}.")
     if arr.size and arr.max() > np.iinfo(np.int32).max:
-        raise ValueError(f"`{name}` has labels that do not fit in int32 (max {int(arr.max())}).")
+        raise InvalidInputError(f"`{name}` has labels that do not fit in int32 (max {int(arr.max())}).")
     return arr.astype(np.int32, copy=True)
 
 
 def _check_n(n) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"`n` (number of points) must be an int, got {type(n).__name__}.")
+        raise InvalidInputError(f"`n` (number of points) must be an int, got {type(n).__name__}.")
     if n < 1:
-        raise ValueError(f"`n` (number of points) must be >= 1, got {n}.")
+        raise InvalidInputError(f"`n` (number of points) must be >= 1, got {n}.")
     if n > np.iinfo(np.int32).max:
-        raise ValueError(f"`n`={n} does not fit in int32.")
+        raise InvalidInputError(f"`n`={n} does not fit in int32.")
     return int(n)
 
 
@@ -538,28 +545,31 @@ class RowPairs:
 def _check_pairs(pairs, n, name) -> np.ndarray:
     if isinstance(pairs, RowPairs):
         if pairs.n_samples != n:
-            raise ValueError(f"`{name}` is a RowPairs for n_samples={pairs.n_samples}, but the data have "
-                             f"n_samples={n}; build it for the rows of X.")
+            raise InvalidInputError(f"`{name}` is a RowPairs for n_samples={pairs.n_samples}, but the data "
+                                    f"have "
+                                    f"n_samples={n}; build it for the rows of X.")
         pairs = pairs.pairs
     arr = np.asarray(pairs)
     if arr.size == 0:
         return np.zeros((0, 2), np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"`{name}` must have shape (n_pairs, 2), got shape {arr.shape}.")
+        raise InvalidInputError(f"`{name}` must have shape (n_pairs, 2), got shape {arr.shape}.")
     if arr.dtype == bool or arr.dtype.kind not in "iu":
-        raise TypeError(f"`{name}` must hold integer point indices, got dtype {arr.dtype}.")
+        raise InvalidInputError(f"`{name}` must hold integer point indices, got dtype {arr.dtype}.")
     arr = arr.astype(np.int64)
     out = (arr < 0) | (arr >= n)
     rows = out.any(axis=1)
     if rows.any():
         first = tuple(int(v) for v in arr[np.argmax(rows)])
-        raise ValueError(f"`{name}` has {int(rows.sum())} pair(s) with an index outside [0, n_samples={n}) "
+        raise InvalidInputError(f"`{name}` has {int(rows.sum())} pair(s) with an index outside [0, "
+                                f"n_samples={n}) "
                          f"(first: {first}); indices must lie in [0, n_samples).")
     selfp = arr[:, 0] == arr[:, 1]
     if selfp.any():
         first = tuple(int(v) for v in arr[np.argmax(selfp)])
-        raise ValueError(f"`{name}` has {int(selfp.sum())} self-pair(s) (first: {first}); a point cannot be "
-                         "linked to itself.")
+        raise InvalidInputError(f"`{name}` has {int(selfp.sum())} self-pair(s) (first: {first}); a point "
+                                f"cannot be "
+                                "linked to itself.")
     return arr
 
 
@@ -568,13 +578,14 @@ def _check_sign(sign, m) -> np.ndarray:
     if s.ndim == 0:
         s = np.full(m, s)
     if s.shape != (m,):
-        raise ValueError(f"`sign` must have shape ({m},) to match `pairs`, got shape {s.shape}.")
+        raise InvalidInputError(f"`sign` must have shape ({m},) to match `pairs`, got shape {s.shape}.")
     if s.dtype == bool or s.dtype.kind not in "iuf":
-        raise TypeError(f"`sign` must hold +1 / -1 numbers, got dtype {s.dtype}.")
+        raise InvalidInputError(f"`sign` must hold +1 / -1 numbers, got dtype {s.dtype}.")
     ok = (s == 1) | (s == -1)
     if not ok.all():
         k = int(np.argmax(~ok))
-        raise ValueError(f"`sign` must be +1 (may-link) or -1 (may-not-link); got {s[k]!r} at position {k}.")
+        raise InvalidInputError(f"`sign` must be +1 (may-link) or -1 (may-not-link); got {s[k]!r} at "
+                                f"position {k}.")
     return s.astype(np.int8)
 
 
@@ -583,16 +594,16 @@ def _check_weight(weight, m, name) -> np.ndarray:
         return np.ones(m, np.float64)
     w = np.asarray(weight)
     if w.dtype == bool or w.dtype.kind not in "iuf":
-        raise TypeError(f"`{name}` must be numeric, got dtype {w.dtype}.")
+        raise InvalidInputError(f"`{name}` must be numeric, got dtype {w.dtype}.")
     w = w.astype(np.float64)
     if w.ndim == 0:
         w = np.full(m, float(w))
     if w.shape != (m,):
-        raise ValueError(f"`{name}` must be a scalar or have shape ({m},) (one weight per link), "
-                         f"got shape {w.shape}.")
+        raise InvalidInputError(f"`{name}` must be a scalar or have shape ({m},) (one weight per link), "
+                                f"got shape {w.shape}.")
     if not (np.all(np.isfinite(w)) and np.all(w > 0)):
         k = int(np.argmax(~(np.isfinite(w) & (w > 0))))
-        raise ValueError(f"`{name}` must be finite and > 0; got {w[k]!r} at position {k}.")
+        raise InvalidInputError(f"`{name}` must be finite and > 0; got {w[k]!r} at position {k}.")
     return w
 
 
@@ -608,7 +619,7 @@ def _conflicting_keys(pairs, n) -> np.ndarray:
 def _canonical(pairs, sign, weight, n, on_conflict):
     """Sort, orient ``i < j``, merge same-sign duplicates (max weight), handle conflicts."""
     if on_conflict not in _CONFLICT_OPTIONS:
-        raise ValueError(f"`on_conflict` must be one of {_CONFLICT_OPTIONS}, got {on_conflict!r}.")
+        raise InvalidInputError(f"`on_conflict` must be one of {_CONFLICT_OPTIONS}, got {on_conflict!r}.")
     lo = np.minimum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
     hi = np.maximum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
     key = (lo * n + hi) * 2 + (sign > 0)

@@ -18,9 +18,9 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.utils._param_validation import InvalidParameterError
 
 from ppclust._registry import METHODS
+from ppclust.errors import InvalidParameterError, PPClustError
 from ppclust.estimators._base import DEPRECATED, data_mesh, restart_devices
 
 ESTIMATORS = {name: info.load() for name, info in METHODS.items()}
@@ -74,6 +74,28 @@ def test_bad_parameter_raises_before_reading_data(name, param, value, allowed):
     assert re.search(allowed, msg), msg
     assert f"Got {value!r}" in msg
     assert isinstance(err.value, ValueError) and isinstance(err.value, TypeError)
+    assert isinstance(err.value, PPClustError) and err.value.parameter == param
+
+
+class _NotAValue:
+    """A value no constraint accepts (not a number, string, bool, None, list, RNG or device)."""
+
+    def __repr__(self):
+        return "<not a value>"
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_every_parameter_error_is_a_ppclust_error_naming_the_parameter(name):
+    """Each declared parameter, given a value of no allowed type, fails at ``fit`` (before ``X`` is read)
+    with ONE error class for users to catch: a PPClustError (also scikit-learn's InvalidParameterError)
+    whose ``parameter`` and message name that parameter."""
+    cls = ESTIMATORS[name]
+    for param in cls._parameter_constraints:
+        with pytest.raises(PPClustError) as err:
+            cls(**{param: _NotAValue()}).fit(None)
+        assert isinstance(err.value, InvalidParameterError), (param, err.value)
+        assert err.value.parameter == param, (param, str(err.value))
+        assert f"'{param}' parameter of {cls.__name__}" in str(err.value)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

@@ -1,7 +1,8 @@
 """Validation helpers shared by every ppclust estimator (host side, before any tracing).
 
-Each helper returns a fresh array (inputs are never modified) and raises a ``TypeError`` or
-``ValueError`` whose message names the argument, says what was expected and what was received.
+Each helper returns a fresh array (inputs are never modified) and raises a
+:class:`~ppclust.errors.InvalidInputError` (a ``PPClustError``, ``ValueError`` and ``TypeError``) whose
+message names the argument, says what was expected and what was received.
 scikit-learn's private parameter-validation API is wrapped here, in one place (STYLE "Estimators").
 
 Parameter validation (one mechanism for every estimator)
@@ -10,8 +11,9 @@ Each estimator declares ``_parameter_constraints`` (scikit-learn's vocabulary: :
 :class:`StrOptions`, ``"random_state"``, ``"boolean"``, ``None``) and decorates ``fit`` with
 ``@fit_context(prefer_skip_nested_validation=True)``, which checks every constructor parameter
 *before* ``fit`` reads the data. A bad value raises
-:class:`~sklearn.utils._param_validation.InvalidParameterError` (a ``ValueError`` and a
-``TypeError``) that names the parameter, the allowed values and the value received, e.g. "The
+:class:`ppclust.errors.InvalidParameterError` (a :class:`~ppclust.errors.PPClustError`, a ``ValueError``,
+a ``TypeError`` and a subclass of scikit-learn's ``InvalidParameterError``; its ``parameter`` attribute
+holds the name) that names the parameter, the allowed values and the value received, e.g. "The
 'gamma' parameter of SMIC must be a float in the range [0.0, inf) or a str among {'auto'}. Got nan
 instead." Intervals on reals exclude NaN, and exclude inf unless the bound is closed at infinity.
 Checks that need the data (``n_clusters <= n_samples``) stay in ``fit`` after ``check_X``.
@@ -61,26 +63,56 @@ cross-validation always wrap links in ``RowPairs``.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from numbers import Integral, Real
 
 import jax
 import numpy as np
 from jax.sharding import Mesh
+from sklearn import config_context, get_config
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Hidden, Interval, InvalidParameterError, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ppclust.errors import ConflictingLinksError
+from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
 __all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
            "Interval", "StrOptions", "Hidden", "Integral", "Real", "InvalidParameterError",
            "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
            "RANDOM_STATE", "DEPRECATED", "deprecated_name", "renamed_param", "data_mesh", "restart_devices",
-           "data_variance", "side_labels", "RowPairs"]
+           "data_variance", "side_labels", "RowPairs", "refit_if_singular"]
 
-fit_context = _fit_context  # the decorator that runs ``_validate_params()`` before ``fit``
+
+
+def fit_context(*, prefer_skip_nested_validation: bool):
+    """scikit-learn's ``_fit_context`` (validate every parameter against ``_parameter_constraints``
+    before ``fit`` runs), raising :class:`ppclust.errors.InvalidParameterError` -- a ``PPClustError``
+    naming the parameter -- instead of scikit-learn's class (its base class, so both catch it)."""
+    sk = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
+
+    def decorator(fit_method):
+        inner = sk(fit_method)
+
+        @functools.wraps(fit_method)
+        def wrapper(estimator, *args, **kwargs):
+            if get_config()["skip_parameter_validation"]:
+                return inner(estimator, *args, **kwargs)
+            try:
+                estimator._validate_params()
+            except _SklearnInvalidParameterError as err:
+                if isinstance(err, InvalidParameterError):
+                    raise
+                raise InvalidParameterError(str(err)) from None
+            # validated once; ``inner`` then skips it (and nested validation, as it would anyway)
+            with config_context(skip_parameter_validation=True):
+                return inner(estimator, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
 
 # Reusable constraints (each a list of alternatives, scikit-learn style).
 POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
@@ -113,7 +145,7 @@ def renamed_param(est, new: str, old: str):
         return getattr(est, new)
     warnings.warn(f"{type(est).__name__}: the parameter `{old}` was renamed `{new}` in ppclust 0.2 and "
                   f"will be removed in {_REMOVED_IN}; use {type(est).__name__}({new}={value!r}).",
-                  FutureWarning, stacklevel=4)  # user -> fit_context -> fit -> here
+                  FutureWarning, stacklevel=5)  # user -> fit_context -> sklearn's -> fit -> here
     return value
 
 
@@ -139,10 +171,12 @@ def restart_devices(devices, who: str):
     if isinstance(devices, str):
         return "auto"  # "all" and "auto" are synonyms; one device when n_init is not a multiple
     if isinstance(devices, (list, tuple)):
-        raise ValueError(f"{who} runs its restarts on the first m local devices: pass devices=m (an int) "
-                         f"or 'all', not a list of {len(devices)} devices.")
+        raise InvalidInputError(f"{who} runs its restarts on the first m local devices: pass devices=m (an "
+                                f"int) "
+                                f"or 'all', not a list of {len(devices)} devices.")
     if devices is not None and not isinstance(devices, (int, np.integer)):
-        raise ValueError(f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got {devices!r}.")
+        raise InvalidInputError(f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got "
+                                f"{devices!r}.")
     return devices
 
 
@@ -162,43 +196,53 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
     X : ndarray of shape (n_samples, n_features), C-contiguous copy in ``dtype``.
     """
     if X is None:
-        raise TypeError(f"`{name}` must be an array of shape (n_samples, n_features), got None.")
+        raise InvalidInputError(f"`{name}` must be an array of shape (n_samples, n_features), got None.")
     if hasattr(X, "tocsr") or hasattr(X, "toarray"):
-        raise TypeError(f"`{name}` is a sparse matrix; ppclust needs a dense array: pass {name}.toarray().")
+        raise InvalidInputError(f"`{name}` is a sparse matrix; ppclust needs a dense array: pass "
+                                f"{name}.toarray().")
     try:
         arr = np.asarray(X)
     except Exception as err:  # ragged lists and the like
-        raise ValueError(f"`{name}` could not be converted to an array: {err}") from err
+        raise InvalidInputError(f"`{name}` could not be converted to an array: {err}") from err
     if arr.dtype.kind == "c":
-        raise ValueError(f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not supported; "
-                         f"pass the real part ({name}.real) or split real and imaginary parts into features.")
+        raise InvalidInputError(f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not "
+                                f"supported; "
+                                f"pass the real part ({name}.real) or split real and imaginary parts into "
+                                f"features.")
     if arr.dtype == object:  # an object array of numbers is converted, as scikit-learn does
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"`{name}` must hold real numbers; an element of the object array could not be "
+            raise InvalidInputError(f"`{name}` must hold real numbers; an element of the object array "
+                                    f"could not be "
                             f"converted ({err}); encode categorical features as numbers first.") from None
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
+        raise InvalidInputError(f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
                         "features as numbers first.")
     if arr.ndim == 1:
-        raise ValueError(f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array of shape "
-                         f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for one feature or "
-                         f"{name}.reshape(1, -1) for one sample.")
+        raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array "
+                                f"of shape "
+                                f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for one "
+                                f"feature or "
+                                f"{name}.reshape(1, -1) for one sample.")
     if arr.ndim != 2:
-        raise ValueError(f"`{name}` must be 2-D of shape (n_samples, n_features), got shape {arr.shape}.")
+        raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got shape "
+                                f"{arr.shape}.")
     if arr.shape[0] < min_samples:
-        raise ValueError(f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a minimum of "
-                         f"{min_samples} is required.")
+        raise InvalidInputError(f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a "
+                                f"minimum of "
+                                f"{min_samples} is required.")
     if arr.shape[1] < min_features:
-        raise ValueError(f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a minimum of "
-                         f"{min_features} is required.")
+        raise InvalidInputError(f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a "
+                                f"minimum of "
+                                f"{min_features} is required.")
     out = np.array(arr, dtype=dtype, order="C", copy=True)
     finite = np.isfinite(out)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]
-        raise ValueError(f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at row {r}, "
-                         f"column {c}: {out[r, c]}); remove or impute them.")
+        raise InvalidInputError(f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
+                                f"row {r}, "
+                                f"column {c}: {out[r, c]}); remove or impute them.")
     return out
 
 
@@ -215,6 +259,38 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     arr = check_X(X, **kw)
     _check_n_features(est, arr, reset=reset)
     return arr
+
+
+def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str, can_jitter: bool = True):
+    """Run a CEC-type fit (CEC-IB, C3L), regularising the clusters' covariances only where the data need it.
+
+    ``run(reg)`` fits with the relative ridge ``reg`` (:func:`ppclust.inference.hartigan.ridge`) and returns
+    ``(cost, result)``, ``cost`` the best restart's (``inf`` when every restart ended with a singular
+    cluster). With ``reg == 0`` the documented jitter ``hartigan.JITTER`` (``1e-6`` x the data's mean
+    variance) is used -- with a ``UserWarning`` -- when the data's own covariance is ``singular``
+    (:func:`~ppclust.inference.hartigan.singular_data`: constant, collinear or one-hot features), or, after
+    one unregularised fit, when every restart ended singular (e.g. binary features); well-posed data (and
+    the golden replays) run unregularised. ``can_jitter=False``: no jitter (nothing to regularise).
+    Returns ``(result, reg_used)``; a fit still singular is a :class:`~ppclust.errors.PPClustError` whose
+    message ends with ``advice``.
+    """
+    from ppclust.errors import PPClustError
+    from ppclust.inference.hartigan import JITTER
+
+    auto = can_jitter and reg == 0 and singular
+    cost, result = run(JITTER if auto else reg)
+    if not np.isfinite(cost) and can_jitter and reg == 0 and not auto:
+        auto = True  # every restart ended singular: refit once with the jitter
+        cost, result = run(JITTER)
+    used = JITTER if auto else reg
+    if auto:
+        warnings.warn(f"{who}: the clusters' covariances are singular (constant, collinear, one-hot or "
+                      f"binary features?); each cluster's scatter was regularised with reg={used:g} x the "
+                      "data's mean variance (fitted as `reg_`).", UserWarning, stacklevel=5)
+    if not np.isfinite(cost):
+        raise PPClustError(f"{who}: every restart ended with a singular cluster even with a regularised "
+                           f"covariance (reg={used:g}); {advice}")
+    return result, used
 
 
 def data_variance(X) -> float:
@@ -244,12 +320,12 @@ def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> 
     if y is None:
         if allow_none:
             return None
-        raise TypeError(f"`{name}` is required: an integer array of length {n} (-1 = unlabelled).")
+        raise InvalidInputError(f"`{name}` is required: an integer array of length {n} (-1 = unlabelled).")
     lab = check_labels(y, n=n, name=name)
     if n_classes is not None and lab.size and lab.max() >= n_classes:
         k = int(np.argmax(lab >= n_classes))
-        raise ValueError(f"`{name}` has label {int(lab[k])} at index {k}, but labels must lie in "
-                         f"[0, n_classes={n_classes}) (or be -1 for unlabelled).")
+        raise InvalidInputError(f"`{name}` has label {int(lab[k])} at index {k}, but labels must lie in "
+                                f"[0, n_classes={n_classes}) (or be -1 for unlabelled).")
     return lab
 
 
@@ -262,11 +338,11 @@ def check_links(n, must_link=None, cannot_link=None, *, weight=None, on_conflict
     """
     if isinstance(must_link, SideInfo):
         if cannot_link is not None:
-            raise ValueError("pass either a SideInfo as `must_link` or pair lists, not both.")
+            raise InvalidInputError("pass either a SideInfo as `must_link` or pair lists, not both.")
         side = must_link
         if side.n != n:
-            raise ValueError(f"the SideInfo passed as `must_link` is for n={side.n} points, but X has "
-                             f"n_samples={n}.")
+            raise InvalidInputError(f"the SideInfo passed as `must_link` is for n={side.n} points, but X has "
+                                    f"n_samples={n}.")
     else:
         side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link, weight=weight,
                                    on_conflict=on_conflict)
@@ -314,7 +390,7 @@ def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="h
     if on_conflict is not None:
         link_model = {v: k for k, v in LINK_MODELS.items()}.get(on_conflict, on_conflict)
     if link_model not in LINK_MODELS:
-        raise ValueError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
+        raise InvalidInputError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
     on_conflict = LINK_MODELS[link_model]
     try:
         side = check_side_info(n, y, must_link, cannot_link, on_conflict=on_conflict)

@@ -28,6 +28,7 @@ from ppclust.estimators._base import (
     data_mesh,
     deprecated_name,
     fit_context,
+    refit_if_singular,
     renamed_param,
     restart_devices,
     side_labels,
@@ -169,35 +170,27 @@ class C3L(ClusterMixin, BaseEstimator):
             warnings.warn("all points lie on one side of the hyperplane: only clusters near it are affected",
                           UserWarning, stacklevel=2)
         K = int(self.n_clusters)
-        # covariance regularisation of the r-part (hartigan.ridge), only when the data need it: a singular
+        # covariance regularisation of the r-part (hartigan.ridge), only where the data need it: a singular
         # r-covariance (constant or collinear features), or every restart ending with singular clusters
-        auto = d > 0 and _hartigan.singular_data(Z[:, J:])
         with x64(), _progress.bar(int(self.n_init), "C3L restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
             z = jnp.asarray(Z)
-            for attempt in range(2):
-                cost = _c3l.make_cost(z, J, alpha, reg=_hartigan.JITTER if auto else 0.0)
+
+            def run(reg):
+                cost = _c3l.make_cost(z, J, alpha, reg=reg)
                 kw = dict(K=K, min_size=cm, n_init=int(self.n_init), init=self.init,
                           max_passes=int(max_iter), reassign="immediate")
                 if self.algorithm == "batch":
-                    best, all_costs, all_passes, all_k = _c3l.fit_batch(as_key(self.random_state), z, cost,
-                                                                        **kw, mesh=data_mesh(self.devices))
+                    out = _c3l.fit_batch(as_key(self.random_state), z, cost, **kw,
+                                         mesh=data_mesh(self.devices))
                 else:
-                    best, all_costs, all_passes, all_k = _c3l.fit(
-                        as_key(self.random_state), z, cost, **kw,
-                        devices=restart_devices(self.devices, "C3L"))
-                if np.isfinite(float(best.cost)) or auto or d == 0 or attempt:
-                    break
-                auto = True
-            if auto:
-                warnings.warn("C3L: the clusters' covariances are singular (constant, collinear, one-hot or "
-                              f"binary features?); each cluster's scatter was regularised with reg="
-                              f"{_hartigan.JITTER:g} x the data's mean variance (fitted as `reg_`).",
-                              UserWarning, stacklevel=2)
-            if not np.isfinite(float(best.cost)):
-                raise ValueError("C3L: every restart ended with a singular cluster; decrease n_clusters or "
-                                 "increase card_min")
-            self.reg_ = _hartigan.JITTER if auto else 0.0
+                    out = _c3l.fit(as_key(self.random_state), z, cost, **kw,
+                                   devices=restart_devices(self.devices, "C3L"))
+                return float(out[0].cost), (cost, *out)
+
+            (cost, best, all_costs, all_passes, all_k), self.reg_ = refit_if_singular(
+                "C3L", run, reg=0.0, singular=d > 0 and _hartigan.singular_data(Z[:, J:]), can_jitter=d > 0,
+                advice="decrease n_clusters or increase card_min")
             params = _c3l.cluster_params(cost, best.stats)
             parts = _c3l.cost_parts(params, best.active)
             active = np.asarray(best.active)

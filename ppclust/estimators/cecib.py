@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
+from functools import partial
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ppclust import _progress
+from ppclust import _progress, families
 from ppclust._jax import as_key, x64
 from ppclust.estimators._base import (
     DEVICES,
@@ -22,6 +24,7 @@ from ppclust.estimators._base import (
     data_mesh,
     deprecated_name,
     fit_context,
+    refit_if_singular,
     renamed_param,
     restart_devices,
     side_labels,
@@ -90,7 +93,8 @@ class CECIB(ClusterMixin, BaseEstimator):
     cost_parts_ : dict with ``model_complexity`` (H(Y)), ``accuracy`` (sum p_i H(N_i)) and
         ``side_information`` (beta * sum p_i H(Z|Y_i)); also as scalars ``cost_model_complexity_``,
         ``cost_accuracy_``, ``cost_side_information_``.
-    weights_ : (k,), means_ : (k, d), covariances_ : (k, d, d) MLE parameters of the clusters.
+    weights_ : (k,), means_ : (k, d), covariances_ : (k, d, d) MLE parameters of the clusters (with the
+        ridge: ``(S_k + rho I) / n_k``); precisions_cholesky_ : (k, d, d) (scikit-learn's form).
     n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
     reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
     """
@@ -143,18 +147,12 @@ class CECIB(ClusterMixin, BaseEstimator):
                              f"got n_samples = {n}.")
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
-        import jax.numpy as jnp
-
-        # covariance regularisation (hartigan.ridge): the user's reg, or -- only when the data need it --
-        # the documented jitter, so well-posed data (and the golden replays) run unregularised
-        reg = float(self.reg)
-        auto = reg == 0.0 and _hartigan.singular_data(X)
         with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
                            bool(self.progress_bar)) as bar:
-            for attempt in range(2):
+            def run(reg):
                 kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
                           n_init=int(self.n_init), init=self.init, max_passes=int(max_iter),
-                          reassign=self.reassign, reg=_hartigan.JITTER if auto else reg)
+                          reassign=self.reassign, reg=reg)
                 with x64():
                     if self.algorithm == "batch":
                         best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
@@ -162,24 +160,20 @@ class CECIB(ClusterMixin, BaseEstimator):
                     else:
                         best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
                                                        devices=restart_devices(self.devices, "CECIB"))
-                    labels = np.asarray(best.labels)
-                    active = np.asarray(best.active)
-                    total = float(best.cost)
-                    self.n_iter_ = int(best.n_passes)
-                    self.converged_ = bool(best.converged)
-                    self.restart_costs_ = np.asarray(costs)
-                if np.isfinite(total) or auto or reg > 0 or attempt:
-                    break
-                auto = True  # every restart ended singular (e.g. binary features): refit with the jitter
+                    return float(best.cost), (best, np.asarray(costs))
+
+            # covariance regularisation (hartigan.ridge): the user's reg, or the jitter where data need it
+            reg = float(self.reg)
+            (best, costs), reg = refit_if_singular(
+                "CECIB", run, reg=reg, singular=reg == 0 and _hartigan.singular_data(X),
+                advice="increase reg, decrease n_clusters or increase eps")
             bar.update(int(self.n_init))
-        if auto:
-            reg = _hartigan.JITTER
-            warnings.warn(f"CECIB: the clusters' covariances are singular (constant, collinear, one-hot or "
-                          f"binary features?); each cluster's scatter was regularised with reg={reg:g} x the "
-                          "data's mean variance (see `reg`, fitted as `reg_`).", UserWarning, stacklevel=2)
-        if not np.isfinite(total):
-            raise ValueError("CECIB: every restart ended with a singular cluster even with a regularised "
-                             f"covariance (reg={reg:g}); increase reg, decrease n_clusters or increase eps")
+        labels = np.asarray(best.labels)
+        active = np.asarray(best.active)
+        total = float(best.cost)
+        self.n_iter_ = int(best.n_passes)
+        self.converged_ = bool(best.converged)
+        self.restart_costs_ = costs
         self.reg_ = reg
         live = np.flatnonzero(active)
         remap = -np.ones(len(active), int)
@@ -189,13 +183,16 @@ class CECIB(ClusterMixin, BaseEstimator):
             raise RuntimeError("CECIB: internal error, a point was left without a cluster")
         self.n_features_in_ = X.shape[1]
         self.n_clusters_ = len(live)
-        self.weights_ = np.array([(self.labels_ == k).sum() / n for k in range(self.n_clusters_)])
-        self.means_ = np.stack([X[self.labels_ == k].mean(0) for k in range(self.n_clusters_)])
-        self.covariances_ = np.stack([np.atleast_2d(np.cov(X[self.labels_ == k].T, bias=True))
-                                      for k in range(self.n_clusters_)])
-        if reg > 0:
-            rho = _hartigan.ridge(X, reg)
-            self.covariances_ = self.covariances_ + rho / (self.weights_ * n)[:, None, None] * np.eye(d)
+        # the clusters' ML Gaussians (with the ridge as a pseudo-scatter rho I: (S_k + rho I) / n_k), written
+        # as families.gaussian_map_estimate under an NIW "prior" with kappa0 = 0, psi0 = rho I, nu0 = -(d + 2)
+        rho = _hartigan.ridge(X, reg)
+        with x64():
+            params = _cluster_gaussians(jnp.asarray(X), jnp.asarray(self.labels_), jnp.asarray(rho),
+                                        self.n_clusters_)
+            self.weights_ = np.asarray(params.weights)
+            self.means_ = np.asarray(params.means)
+            self.precisions_cholesky_ = np.asarray(params.prec_chol)
+            self.covariances_ = np.asarray(_covariances(params.prec_chol))
         self.cost_ = total
         parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta),
                                   ridge=_hartigan.ridge(X, reg))
@@ -215,9 +212,25 @@ class CECIB(ClusterMixin, BaseEstimator):
         """CEC rule: argmax_i ln p_i + ln N(x; mu_i, Sigma_i)."""
         check_is_fitted(self, "means_")
         X = validate_X(self, X, reset=False)
-        score = np.empty((X.shape[0], self.n_clusters_))
-        for k in range(self.n_clusters_):
-            L = np.linalg.cholesky(self.covariances_[k])
-            r = np.linalg.solve(L, (X - self.means_[k]).T)
-            score[:, k] = (np.log(self.weights_[k]) - np.log(np.diag(L)).sum() - 0.5 * (r * r).sum(0))
+        with x64():
+            score = _log_gaussian_prob(jnp.asarray(X), jnp.asarray(self.means_),
+                                       jnp.asarray(self.precisions_cholesky_))
+            score = np.asarray(score) + np.log(self.weights_)
         return np.argmax(score, 1).astype(np.int64)
+
+
+@partial(jax.jit, static_argnums=3)
+def _cluster_gaussians(x, labels, rho, k):
+    r"""The clusters' ML Gaussians with the ridge as a pseudo-scatter, :math:`(S_k + \rho I) / n_k`: the
+    MAP estimate of :func:`ppclust.families.gaussian_map_estimate` under an NIW "prior" with
+    :math:`\kappa_0 = 0`, :math:`\Psi_0 = \rho I`, :math:`\nu_0 = -(d + 2)` (weights :math:`n_k / n`,
+    means :math:`s_k / n_k`)."""
+    d = x.shape[1]
+    stats = families.gaussian_moment_stats(x, jax.nn.one_hot(labels, k, dtype=x.dtype), "full")
+    ridge = families.NIWPrior(jnp.ones((), x.dtype), jnp.zeros(d, x.dtype), jnp.zeros((), x.dtype),
+                              jnp.asarray(-(d + 2.0), x.dtype), rho * jnp.eye(d, dtype=x.dtype))
+    return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
+
+
+_covariances = jax.jit(partial(families.covariances, cov_type="full"))
+_log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))
