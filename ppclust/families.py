@@ -263,6 +263,25 @@ def gaussian_loglik(params: GaussianParams, x: Array) -> Array:
     return -0.5 * x.shape[-1] * LOG_2PI + params.half_logdet_prec - 0.5 * jnp.sum(w * w, -1)
 
 
+def gaussian_loglik_matrix(params: GaussianParams, x: Array) -> Array:
+    r""":func:`gaussian_loglik` for a batch of points, (n, d) -> (n, K), as matrix products.
+
+    Full covariance: :math:`w_{ik} = A_k x_i - A_k\mu_k` from one (n, d) x (d, Kd) product; diagonal and
+    spherical: the expanded square :math:`\sum_j a_{kj}^2 (x_{ij}^2 - 2 x_{ij}\mu_{kj} + \mu_{kj}^2)`,
+    two (n, d) x (d, K) products. The parallel samplers' data term (n x K block, no loop over points).
+    """
+    A, mean = params.prec_factor, params.mean
+    K, d = mean.shape
+    if A.ndim == 3:
+        w = (x @ A.reshape(K * d, d).T).reshape(x.shape[0], K, d) - jnp.einsum("kij,kj->ki", A, mean)
+        sq = jnp.sum(w * w, -1)
+    else:
+        a2 = A * A if A.ndim == 2 else jnp.broadcast_to((A * A)[:, None], mean.shape)
+        sq = (x * x) @ a2.T - 2.0 * x @ (a2 * mean).T + jnp.sum(a2 * mean * mean, -1)
+        sq = jnp.maximum(sq, 0.0)
+    return -0.5 * d * LOG_2PI + params.half_logdet_prec - 0.5 * sq
+
+
 def _pytree(cls, data: tuple[str, ...], meta: tuple[str, ...] = ()):
     jax.tree_util.register_dataclass(cls, data_fields=list(data), meta_fields=list(meta))
     return cls
@@ -570,6 +589,10 @@ class GaussianNIW:
         """log p(x | theta_k) for every slot, theta from :meth:`sample_posterior` (K,)."""
         return gaussian_loglik(params, x)
 
+    def log_likelihood_matrix(self, params: GaussianParams, x: Array) -> Array:
+        """:meth:`log_likelihood` of every point (n, d) in every slot, (n, K)."""
+        return gaussian_loglik_matrix(params, x)
+
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance, the small-variance limit of the Gaussian (DP-means)."""
         return sq_euclidean(x, means)
@@ -671,6 +694,10 @@ class SphericalGaussian:
     def log_likelihood(self, params: GaussianParams, x: Array) -> Array:
         """log N(x | mean_k, sigma2 I) for every slot (K,)."""
         return gaussian_loglik(params, x)
+
+    def log_likelihood_matrix(self, params: GaussianParams, x: Array) -> Array:
+        """:meth:`log_likelihood` of every point (n, d) in every slot, (n, K)."""
+        return gaussian_loglik_matrix(params, x)
 
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance ||x - mu||^2 (DP-means; the sigma2 factor is absorbed in lambda)."""
