@@ -182,3 +182,37 @@ def test_mixes_from_one_cluster_faster_than_collapsed():
     t_col = [_sweeps_to_truth(c, truth) for c in col.labels]
     assert all(t is not None and t <= 40 for t in t_sub), t_sub
     assert all(tc is None or tc > ts for tc, ts in zip(t_col, t_sub, strict=True)), (t_sub, t_col)
+
+
+@pytest.mark.slow
+def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
+    """``TVClust(algorithm="subcluster")``: same outputs as the collapsed sampler (point estimate, p, q, K,
+    DataTree), on three blobs with links started from one cluster."""
+    from ppclust import TVClust
+    from ppclust.metrics import ari
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 20)
+    X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
+    ml = np.array([[0, 1], [20, 21], [40, 41]])
+    cl = np.array([[0, 20], [20, 40]])
+    est = TVClust(n_draws=20, n_warmup=20, n_chains=2, k_max=12, init="one", algorithm="subcluster",
+                  random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
+    ds = est.posterior_["posterior"].ds
+    assert set(ds.data_vars) >= {"n_clusters", "p", "q"} and ds["p"].shape == (2, 20)
+    assert "subcluster" in est.posterior_.attrs["sampler"] and 0 <= est.p_ <= 1
+    with pytest.raises(ValueError, match="algorithm"):
+        TVClust(algorithm="sub-cluster").fit(X)
+    from ppclust.cli import main
+
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",")
+    np.savetxt(tmp_path / "links.csv", np.concatenate([np.c_[ml, np.ones(3)], np.c_[cl, -np.ones(2)]]),
+               delimiter=",", fmt="%d")
+    params = ["n_draws=20", "n_warmup=20", "n_chains=2", "k_max=12", "init=one", "algorithm=subcluster",
+              "random_state=0"]
+    argv = ["fit", "--method", "tvclust", str(tmp_path / "x.csv"), "--links", str(tmp_path / "links.csv"),
+            "--no-plots", "--out", str(tmp_path / "out")]
+    assert main(argv + [a for kv in params for a in ("--param", kv)]) == 0
+    cli_labels = np.loadtxt(tmp_path / "out" / "labels.csv", delimiter=",", skiprows=1)
+    assert ari(truth, cli_labels.reshape(len(X), -1)[:, -1]) > 0.9

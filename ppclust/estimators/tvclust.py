@@ -67,9 +67,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         ``psm_`` (an n x n array) is computed for n up to this; above, ``psm_`` is None and
         :func:`ppclust.posterior.similarity_matrix` computes it on request. The point estimate never needs it.
     random_state : None, int, Generator or JAX key
-    algorithm : {"collapsed", "explicit"}, default="collapsed"
+    algorithm : {"collapsed", "explicit", "subcluster"}, default="collapsed"
         Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
-        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`).
+        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`). "subcluster":
+        the parallel sampler of :mod:`ppclust.inference.subcluster` (all points updated at once given
+        explicit parameters, link-graph colour classes as blocks, exact sub-cluster split/merge moves after
+        Chang & Fisher 2013); same posterior, same outputs; ``backend`` and ``progress_bar`` do not apply.
     init : {"kmeans++", "one"}, default="kmeans++"
         Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters
         (``hartigan.init_kmeanspp`` seeds), or all points in one cluster (spec 2.8). Single-point moves
@@ -126,7 +129,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
         "max_psm_n": NONNEG_INT,
         "random_state": RANDOM_STATE,
-        "algorithm": [StrOptions(set(gibbs.ALGORITHMS))],
+        "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"subcluster"})],
         "init": [StrOptions({"kmeans++", "one"})],
         "init_clusters": POSITIVE_INT,
         "loss_a": [Interval(Real, 0, 2, closed="neither")],
@@ -206,7 +209,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
-            res = gibbs.sample(key, xj, links, family, prior, init_labels=init_labels,
+            sample = _subcluster_sample if self.algorithm == "subcluster" else gibbs.sample
+            res = sample(key, xj, links, family, prior, init_labels=init_labels,
                                n_samples=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
@@ -273,7 +277,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
         attrs.update(
             model="TVClust (Khashabi et al. 2015): DP Gaussian mixture (NIW prior) + noisy links",
-            sampler=f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
+            sampler="sub-cluster split/merge, ppclust.inference.subcluster.sample"
+                    if self.algorithm == "subcluster" else
+                    f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
             prior_alpha=prior.alpha, prior_a_p=prior.a_p, prior_b_p=prior.b_p, prior_a_q=prior.a_q,
             prior_b_q=prior.b_q, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
             niw_psi0=np.asarray(family.psi0), covariance=family.covariance,
@@ -299,3 +305,11 @@ class TVClust(ClusterMixin, BaseEstimator):
     def fit_predict(self, X, y=None, **kw):
         """Fit (side information as in ``fit``) and return ``labels_``."""
         return self.fit(X, y, **kw).labels_
+
+
+def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):
+    """``algorithm="subcluster"``: :func:`ppclust.inference.subcluster.sample` (same ChainResult; the
+    collapsed sweep's ``backend`` does not apply)."""
+    from ppclust.inference import subcluster
+
+    return subcluster.sample(key, x, links, family, prior, **kw)
