@@ -172,21 +172,33 @@ def _solve_lower(L: Array, b: Array) -> Array:
     return jax.vmap(lambda l_, b_: solve_triangular(l_, b_, lower=True))(L, b)
 
 
-def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
-    r = jax.nn.one_hot(z, K, dtype=x.dtype)
+def _slot_sum(v: Array, z: Array, K: int, w: Array | None) -> Array:
+    r"""Per-slot sums :math:`\sum_i w_i [z_i = k] v_i` (K, ...); labels outside [0, K) are dropped.
+
+    On CPU a segment sum (O(n), one pass); elsewhere a one-hot matrix product (no scatter atomics on
+    accelerators). On XLA:CPU the one-hot product costs about 100x the segment sum at n = 10^5, K = 32."""
     if w is not None:
-        r = r * w[:, None]
-    n = r.sum(0)
-    s = r.T @ x
-    return r, n, s
+        v = v * w.reshape((-1,) + (1,) * (v.ndim - 1))
+    if jax.default_backend() == "cpu":
+        return jax.ops.segment_sum(v, z, K)
+    r = jax.nn.one_hot(z, K, dtype=v.dtype)
+    return jnp.tensordot(r, v, axes=(0, 0))
 
 
-def _centered_scatter(x: Array, r: Array, n: Array, s: Array) -> Array:
-    """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised."""
+def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
+    """``(slot_sum, n, s)``: the per-slot summing function of this labelling, counts and sums."""
+    summ = lambda v: _slot_sum(v, z, K, w)  # noqa: E731
+    n = summ(jnp.ones(x.shape[:1], x.dtype))
+    return summ, n, summ(x)
+
+
+def _centered_scatter(x: Array, summ, n: Array, s: Array) -> Array:
+    """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised (``summ`` from
+    :func:`_one_hot_stats`)."""
     c = x.mean(0)
     xc = x - c
     sc = s - n[:, None] * c
-    outer = jnp.einsum("nk,ni,nj->kij", r, xc, xc)
+    outer = summ(xc[:, :, None] * xc[:, None, :])
     mean_c = sc / jnp.maximum(n, 1e-300)[:, None]
     return outer - n[:, None, None] * mean_c[:, :, None] * mean_c[:, None, :]
 
@@ -266,15 +278,18 @@ def gaussian_loglik(params: GaussianParams, x: Array) -> Array:
 def gaussian_loglik_matrix(params: GaussianParams, x: Array) -> Array:
     r""":func:`gaussian_loglik` for a batch of points, (n, d) -> (n, K), as matrix products.
 
-    Full covariance: :math:`w_{ik} = A_k x_i - A_k\mu_k` from one (n, d) x (d, Kd) product; diagonal and
-    spherical: the expanded square :math:`\sum_j a_{kj}^2 (x_{ij}^2 - 2 x_{ij}\mu_{kj} + \mu_{kj}^2)`,
-    two (n, d) x (d, K) products. The parallel samplers' data term (n x K block, no loop over points).
+    The expanded square :math:`(x-\mu_k)^\top P_k (x-\mu_k) = x^\top P_k x - 2x^\top P_k\mu_k
+    + \mu_k^\top P_k\mu_k` with :math:`P_k = A_k^\top A_k`: full covariance one (n, d^2) x (d^2, K) and one
+    (n, d) x (d, K) product, diagonal / spherical two (n, d) x (d, K) products (clamped at 0 against
+    rounding). The parallel samplers' data term (n x K block, no loop over points).
     """
     A, mean = params.prec_factor, params.mean
     K, d = mean.shape
     if A.ndim == 3:
-        w = (x @ A.reshape(K * d, d).T).reshape(x.shape[0], K, d) - jnp.einsum("kij,kj->ki", A, mean)
-        sq = jnp.sum(w * w, -1)
+        P = jnp.einsum("kji,kjl->kil", A, A)
+        b = jnp.einsum("kil,kl->ki", P, mean)
+        quad = (x[:, :, None] * x[:, None, :]).reshape(-1, d * d) @ P.reshape(K, d * d).T
+        sq = jnp.maximum(quad - 2.0 * x @ b.T + jnp.sum(b * mean, -1), 0.0)
     else:
         a2 = A * A if A.ndim == 2 else jnp.broadcast_to((A * A)[:, None], mean.shape)
         sq = (x * x) @ a2.T - 2.0 * x @ (a2 * mean).T + jnp.sum(a2 * mean * mean, -1)
@@ -626,7 +641,7 @@ class SphericalGaussian:
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
         r, n, s = _one_hot_stats(x, z, K, w)
-        return Stats(n, s, r.T @ jnp.sum(x * x, -1))
+        return Stats(n, s, r(jnp.sum(x * x, -1)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
         return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].add(x @ x))
@@ -734,7 +749,7 @@ class Multinomial:
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
         r, n, s = _one_hot_stats(x, z, K, w)
-        return Stats(n, s, r.T @ log_multinomial_coef(x))
+        return Stats(n, s, r(log_multinomial_coef(x)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
         return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x),
