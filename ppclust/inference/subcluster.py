@@ -107,6 +107,9 @@ __all__ = [
 _LOGIT_CLIP = 30.0
 #: classification-EM iterations of a sub-cluster fit (a cluster holding two groups separates in 2-3).
 _SUB_ITERS = 4
+#: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
+#: groups, independent of n (the final responsibilities are computed for every point of the cluster)
+_SUB_FIT = 1024
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -157,30 +160,37 @@ def colour_links(links: Links, n: int) -> Colouring:
 def subcluster_responsibilities(key, x, mask, family):
     r"""The split proposal's per-point probabilities :math:`r_i` of side A for the points in ``mask``.
 
-    A draw from the auxiliary kernel :math:`g(\phi\mid x_C)` of the module docstring: two seeds drawn
-    uniformly from :math:`C`, nearest-seed assignment, then ``_SUB_ITERS`` classification-EM iterations
+    A draw from the auxiliary kernel :math:`g(\phi\mid x_C)` of the module docstring, fitted on a random
+    subsample of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with replacement, so its cost does not
+    grow with n): two seeds, nearest-seed assignment, then ``_SUB_ITERS`` classification-EM iterations
     (sub-cluster parameters drawn from ``family.sample_posterior`` of each side, points to the side of
-    higher weighted likelihood); finally :math:`r_i = \sigma(\ell_{iA} - \ell_{iB})` clipped. Depends
-    on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)`` (n,), arbitrary
-    outside ``mask``.
+    higher weighted likelihood); finally, for every point, :math:`r_i = \sigma(\ell_{iA} - \ell_{iB})`
+    clipped. Depends on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)``
+    (n,), arbitrary outside ``mask``.
     """
-    n = x.shape[0]
-    k_seed, k_iter = jax.random.split(key)
-    u = jax.random.uniform(k_seed, (2, n), dtype=x.dtype)
-    a = jnp.argmax(jnp.where(mask, u[0], -1.0))
-    b = jnp.argmax(jnp.where(mask & (jnp.arange(n) != a), u[1], -1.0))
-    side = (jnp.sum((x - x[a]) ** 2, -1) > jnp.sum((x - x[b]) ** 2, -1)).astype(jnp.int32)
+    k_pick, k_iter = jax.random.split(key)
+    cum = jnp.cumsum(mask.astype(jnp.int32))
+    m = min(_SUB_FIT, x.shape[0])
+    u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
+    idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))  # uniform points of C
+    idx = jnp.minimum(idx, x.shape[0] - 1)
+    xs = x[idx]
+    side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
+    w = jnp.broadcast_to(jnp.asarray(cum[-1] > 0, x.dtype), (m,))
 
-    def logit(t, carry):
-        side, _ = carry
-        st = family.stats(x, jnp.where(mask, side, 2), 3)
-        theta = family.sample_posterior(jax.random.fold_in(k_iter, t), st)
-        ll = _loglik_matrix(family, theta, x)[:, :2] + jnp.log(st.n[:2] + 1.0)
-        lg = ll[:, 0] - ll[:, 1]
-        return (lg < 0).astype(jnp.int32), lg
+    def fit(t, side):
+        st = family.stats(xs, side, 2, w)
+        return family.sample_posterior(jax.random.fold_in(k_iter, t), st), jnp.log(st.n + 1.0)
 
-    _, lg = jax.lax.fori_loop(0, _SUB_ITERS + 1, logit, (side, jnp.zeros(n, x.dtype)))
-    lg = jnp.clip(lg, -_LOGIT_CLIP, _LOGIT_CLIP)
+    def body(t, side):
+        theta, lw = fit(t, side)
+        ll = _loglik_matrix(family, theta, xs) + lw
+        return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
+
+    side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
+    theta, lw = fit(_SUB_ITERS, side)
+    ll = _loglik_matrix(family, theta, x) + lw
+    lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
 
 
@@ -383,7 +393,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
 
 def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
-           n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=1,
+           n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
            sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
            init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
            progress_bar=None) -> ChainResult:
