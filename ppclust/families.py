@@ -279,13 +279,17 @@ def gaussian_loglik_matrix(params: GaussianParams, x: Array) -> Array:
     r""":func:`gaussian_loglik` for a batch of points, (n, d) -> (n, K), as matrix products.
 
     The expanded square :math:`(x-\mu_k)^\top P_k (x-\mu_k) = x^\top P_k x - 2x^\top P_k\mu_k
-    + \mu_k^\top P_k\mu_k` with :math:`P_k = A_k^\top A_k`: full covariance one (n, d^2) x (d^2, K) and one
-    (n, d) x (d, K) product, diagonal / spherical two (n, d) x (d, K) products (clamped at 0 against
+    + \mu_k^\top P_k\mu_k` with :math:`P_k = A_k^\top A_k`: full covariance with d <= 4 one (n, d^2) x
+    (d^2, K) and one (n, d) x (d, K) product (d > 4: :math:`\|A_k x - A_k\mu_k\|^2` from one (n, d) x
+    (d, K d) product), diagonal / spherical two (n, d) x (d, K) products (clamped at 0 against
     rounding). The parallel samplers' data term (n x K block, no loop over points).
     """
     A, mean = params.prec_factor, params.mean
     K, d = mean.shape
-    if A.ndim == 3:
+    if A.ndim == 3 and d > 4:  # (n, K d) product, then the square: no (n, d^2) features
+        w = (x @ A.reshape(K * d, d).T).reshape(x.shape[0], K, d) - jnp.einsum("kij,kj->ki", A, mean)
+        sq = jnp.sum(w * w, -1)
+    elif A.ndim == 3:
         P = jnp.einsum("kji,kjl->kil", A, A)
         b = jnp.einsum("kil,kl->ki", P, mean)
         quad = (x[:, :, None] * x[:, None, :]).reshape(-1, d * d) @ P.reshape(K, d * d).T

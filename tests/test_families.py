@@ -263,15 +263,15 @@ def test_bregman_divergences_brute_force():
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-@pytest.mark.parametrize("shape", [(5, 3, 3), (5, 3), (5,)])
-def test_loglik_matrix_equals_per_point_loglik(shape):
+@pytest.mark.parametrize(("shape", "d"), [((5, 3, 3), 3), ((5, 6, 6), 6), ((5, 3), 3), ((5,), 3)])
+def test_loglik_matrix_equals_per_point_loglik(shape, d):
     """The (n, K) data term of the parallel sampler (full / diagonal / spherical precision factors) equals
     the per-point ``gaussian_loglik`` row by row."""
     with x64():
         rng = np.random.default_rng(4)
-        x = jnp.asarray(rng.normal(size=(40, 3)) * 2.0)
-        factor = rng.normal(size=shape) + (3 * np.eye(3) if len(shape) == 3 else 2.0)
-        params = GaussianParams(jnp.asarray(rng.normal(size=(5, 3))), jnp.asarray(factor),
+        x = jnp.asarray(rng.normal(size=(40, d)) * 2.0)
+        factor = rng.normal(size=shape) + (3 * np.eye(d) if len(shape) == 3 else 2.0)
+        params = GaussianParams(jnp.asarray(rng.normal(size=(5, d))), jnp.asarray(factor),
                                 jnp.asarray(rng.normal(size=5)))
         per_point = jax.vmap(gaussian_loglik, (None, 0))(params, x)
         np.testing.assert_allclose(gaussian_loglik_matrix(params, x), per_point, rtol=1e-10, atol=1e-10)

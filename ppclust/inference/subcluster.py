@@ -68,9 +68,13 @@ Sections 3-4, made exact as described under (a)):
     support, 0 outside). Clusters are created only by splits and removed only by merges.
 
 Each kernel commutes with relabelling the slots, so the induced kernels on partitions are well defined
-and the slot labels are bookkeeping only. Array-shaped throughout: the data term is one (n, K) block
-(``family.log_likelihood_matrix``, matrix products, in chunks of ``_CHUNK`` rows), a colour class is one
-gather of its neighbour-table rows; the sweep is one XLA program, chains a ``vmap`` axis.
+and the slot labels are bookkeeping only (before (d) the occupied slots are moved to the front and the
+label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch``). Array-shaped
+throughout: the data term is one (n, width) block (``family.log_likelihood_matrix``, matrix products, in
+chunks of ``_CHUNK`` rows), a colour class is one gather of its neighbour-table rows, a split/merge
+proposal a few O(n) passes (the sub-cluster fit sees a fixed-size subsample); the sweep is one XLA
+program, chains a ``vmap`` axis. Not done yet: data-parallel ``shard_map`` over points (the sums that
+would need a ``psum`` are the family statistics, the pair counts and the block-emptiness counts).
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
@@ -189,7 +193,7 @@ def subcluster_responsibilities(key, x, mask, family):
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
     theta, lw = fit(_SUB_ITERS, side)
-    ll = _loglik_matrix(family, theta, x) + lw
+    ll = _data_term(family, theta, x) + lw
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
 
