@@ -73,6 +73,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         the parallel sampler of :mod:`ppclust.inference.subcluster` (all points updated at once given
         explicit parameters, link-graph colour classes as blocks, exact sub-cluster split/merge moves after
         Chang & Fisher 2013); same posterior, same outputs; ``backend`` and ``progress_bar`` do not apply.
+        Use it with ``init="one"``: surplus clusters of a k-means++ start leave only by merges (slow).
     init : {"kmeans++", "one"}, default="kmeans++"
         Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters
         (``hartigan.init_kmeanspp`` seeds), or all points in one cluster (spec 2.8). Single-point moves

@@ -76,6 +76,13 @@ proposal a few O(n) passes (the sub-cluster fit sees a fixed-size subsample); th
 program, chains a ``vmap`` axis. Not done yet: data-parallel ``shard_map`` over points (the sums that
 would need a ``psum`` are the family statistics, the pair counts and the block-emptiness counts).
 
+Known weakness: a cluster disappears only through a merge, and merges pick a uniform pair, so a start
+with many surplus clusters (k-means++ with K = 30 for 12 true clusters, ``benchmarks/results/
+subcluster.md``) sheds them slowly; the block updates of (d) are then often rejected because they would
+empty a surplus cluster. Informed pair choices (with their selection probabilities in the ratio) would
+fix this. The same holds for ``TVClust``'s default k-means++ start whenever it has more clusters than
+the data; ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) avoids it.
+
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
 """
