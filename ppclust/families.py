@@ -172,21 +172,33 @@ def _solve_lower(L: Array, b: Array) -> Array:
     return jax.vmap(lambda l_, b_: solve_triangular(l_, b_, lower=True))(L, b)
 
 
-def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
-    r = jax.nn.one_hot(z, K, dtype=x.dtype)
+def _slot_sum(v: Array, z: Array, K: int, w: Array | None) -> Array:
+    r"""Per-slot sums :math:`\sum_i w_i [z_i = k] v_i` (K, ...); labels outside [0, K) are dropped.
+
+    On CPU a segment sum (O(n), one pass); elsewhere a one-hot matrix product (no scatter atomics on
+    accelerators). On XLA:CPU the one-hot product costs about 100x the segment sum at n = 10^5, K = 32."""
     if w is not None:
-        r = r * w[:, None]
-    n = r.sum(0)
-    s = r.T @ x
-    return r, n, s
+        v = v * w.reshape((-1,) + (1,) * (v.ndim - 1))
+    if jax.default_backend() == "cpu":
+        return jax.ops.segment_sum(v, z, K)
+    r = jax.nn.one_hot(z, K, dtype=v.dtype)
+    return jnp.tensordot(r, v, axes=(0, 0))
 
 
-def _centered_scatter(x: Array, r: Array, n: Array, s: Array) -> Array:
-    """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised."""
+def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
+    """``(slot_sum, n, s)``: the per-slot summing function of this labelling, counts and sums."""
+    summ = lambda v: _slot_sum(v, z, K, w)  # noqa: E731
+    n = summ(jnp.ones(x.shape[:1], x.dtype))
+    return summ, n, summ(x)
+
+
+def _centered_scatter(x: Array, summ, n: Array, s: Array) -> Array:
+    """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised (``summ`` from
+    :func:`_one_hot_stats`)."""
     c = x.mean(0)
     xc = x - c
     sc = s - n[:, None] * c
-    outer = jnp.einsum("nk,ni,nj->kij", r, xc, xc)
+    outer = summ(xc[:, :, None] * xc[:, None, :])
     mean_c = sc / jnp.maximum(n, 1e-300)[:, None]
     return outer - n[:, None, None] * mean_c[:, :, None] * mean_c[:, None, :]
 
@@ -261,6 +273,32 @@ def gaussian_loglik(params: GaussianParams, x: Array) -> Array:
     else:
         w = A[:, None] * u
     return -0.5 * x.shape[-1] * LOG_2PI + params.half_logdet_prec - 0.5 * jnp.sum(w * w, -1)
+
+
+def gaussian_loglik_matrix(params: GaussianParams, x: Array) -> Array:
+    r""":func:`gaussian_loglik` for a batch of points, (n, d) -> (n, K), as matrix products.
+
+    The expanded square :math:`(x-\mu_k)^\top P_k (x-\mu_k) = x^\top P_k x - 2x^\top P_k\mu_k
+    + \mu_k^\top P_k\mu_k` with :math:`P_k = A_k^\top A_k`: full covariance with d <= 4 one (n, d^2) x
+    (d^2, K) and one (n, d) x (d, K) product (d > 4: :math:`\|A_k x - A_k\mu_k\|^2` from one (n, d) x
+    (d, K d) product), diagonal / spherical two (n, d) x (d, K) products (clamped at 0 against
+    rounding). The parallel samplers' data term (n x K block, no loop over points).
+    """
+    A, mean = params.prec_factor, params.mean
+    K, d = mean.shape
+    if A.ndim == 3 and d > 4:  # (n, K d) product, then the square: no (n, d^2) features
+        w = (x @ A.reshape(K * d, d).T).reshape(x.shape[0], K, d) - jnp.einsum("kij,kj->ki", A, mean)
+        sq = jnp.sum(w * w, -1)
+    elif A.ndim == 3:
+        P = jnp.einsum("kji,kjl->kil", A, A)
+        b = jnp.einsum("kil,kl->ki", P, mean)
+        quad = (x[:, :, None] * x[:, None, :]).reshape(-1, d * d) @ P.reshape(K, d * d).T
+        sq = jnp.maximum(quad - 2.0 * x @ b.T + jnp.sum(b * mean, -1), 0.0)
+    else:
+        a2 = A * A if A.ndim == 2 else jnp.broadcast_to((A * A)[:, None], mean.shape)
+        sq = (x * x) @ a2.T - 2.0 * x @ (a2 * mean).T + jnp.sum(a2 * mean * mean, -1)
+        sq = jnp.maximum(sq, 0.0)
+    return -0.5 * d * LOG_2PI + params.half_logdet_prec - 0.5 * sq
 
 
 def _pytree(cls, data: tuple[str, ...], meta: tuple[str, ...] = ()):
@@ -582,6 +620,10 @@ class GaussianNIW:
         """log p(x | theta_k) for every slot, theta from :meth:`sample_posterior` (K,)."""
         return gaussian_loglik(params, x)
 
+    def log_likelihood_matrix(self, params: GaussianParams, x: Array) -> Array:
+        """:meth:`log_likelihood` of every point (n, d) in every slot, (n, K)."""
+        return gaussian_loglik_matrix(params, x)
+
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance, the small-variance limit of the Gaussian (DP-means)."""
         return sq_euclidean(x, means)
@@ -615,7 +657,7 @@ class SphericalGaussian:
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
         r, n, s = _one_hot_stats(x, z, K, w)
-        return Stats(n, s, r.T @ jnp.sum(x * x, -1))
+        return Stats(n, s, r(jnp.sum(x * x, -1)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
         return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].add(x @ x))
@@ -684,6 +726,10 @@ class SphericalGaussian:
         """log N(x | mean_k, sigma2 I) for every slot (K,)."""
         return gaussian_loglik(params, x)
 
+    def log_likelihood_matrix(self, params: GaussianParams, x: Array) -> Array:
+        """:meth:`log_likelihood` of every point (n, d) in every slot, (n, K)."""
+        return gaussian_loglik_matrix(params, x)
+
     def bregman(self, x: Array, means: Array) -> Array:
         """Squared Euclidean distance ||x - mu||^2 (DP-means; the sigma2 factor is absorbed in lambda)."""
         return sq_euclidean(x, means)
@@ -719,7 +765,7 @@ class Multinomial:
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
         r, n, s = _one_hot_stats(x, z, K, w)
-        return Stats(n, s, r.T @ log_multinomial_coef(x))
+        return Stats(n, s, r(log_multinomial_coef(x)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
         return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x),

@@ -10,14 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from ppclust._jax import x64
 from ppclust.families import (
     GaussianML,
     GaussianNIW,
+    GaussianParams,
     Multinomial,
     SphericalGaussian,
     chol_downdate,
     chol_logdet,
     chol_update,
+    gaussian_loglik,
+    gaussian_loglik_matrix,
     ml_entropy,
 )
 
@@ -257,3 +261,17 @@ def test_bregman_divergences_brute_force():
             np.testing.assert_allclose(kl_divergence(jnp.asarray(p), jnp.asarray(q), **kw), want, rtol=1e-12)
         got = Multinomial(jnp.ones(4)).bregman(jnp.asarray(p * 7.0), jnp.asarray(q))  # counts: normalised
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("shape", "d"), [((5, 3, 3), 3), ((5, 6, 6), 6), ((5, 3), 3), ((5,), 3)])
+def test_loglik_matrix_equals_per_point_loglik(shape, d):
+    """The (n, K) data term of the parallel sampler (full / diagonal / spherical precision factors) equals
+    the per-point ``gaussian_loglik`` row by row."""
+    with x64():
+        rng = np.random.default_rng(4)
+        x = jnp.asarray(rng.normal(size=(40, d)) * 2.0)
+        factor = rng.normal(size=shape) + (3 * np.eye(d) if len(shape) == 3 else 2.0)
+        params = GaussianParams(jnp.asarray(rng.normal(size=(5, d))), jnp.asarray(factor),
+                                jnp.asarray(rng.normal(size=5)))
+        per_point = jax.vmap(gaussian_loglik, (None, 0))(params, x)
+        np.testing.assert_allclose(gaussian_loglik_matrix(params, x), per_point, rtol=1e-10, atol=1e-10)

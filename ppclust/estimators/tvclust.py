@@ -68,9 +68,13 @@ class TVClust(ClusterMixin, BaseEstimator):
         ``psm_`` (an n x n array) is computed for n up to this; above, ``psm_`` is None and
         :func:`ppclust.posterior.similarity_matrix` computes it on request. The point estimate never needs it.
     random_state : None, int, Generator or JAX key
-    algorithm : {"collapsed", "explicit", "variational"}, default="collapsed"
+    algorithm : {"collapsed", "explicit", "subcluster", "variational"}, default="collapsed"
         Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
-        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`).
+        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`). "subcluster":
+        the parallel sampler of :mod:`ppclust.inference.subcluster` (all points updated at once given
+        explicit parameters, link-graph colour classes as blocks, exact sub-cluster split/merge moves after
+        Chang & Fisher 2013); same posterior, same outputs; ``backend`` and ``progress_bar`` do not apply.
+        Use it with ``init="one"``: surplus clusters of a k-means++ start leave only by merges (slow).
         ``"variational"``: the authors' own mean-field VB (``func_TVClust.r``; spec 2.9,
         :mod:`ppclust.inference.tvclust_vb`): truncated stick-breaking with ``vb_truncation`` components,
         their update order and stopping rule. It uses ``alpha``, ``kappa0`` (beta0), ``psi_scale``, ``nu0``
@@ -146,7 +150,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
         "max_psm_n": NONNEG_INT,
         "random_state": RANDOM_STATE,
-        "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"variational"})],
+        "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"subcluster", "variational"})],
         "vb_truncation": [Interval(Integral, 2, None, closed="left")],
         "vb_mask": [StrOptions(set(tvclust_vb.MASKS))],
         "vb_max_iter": POSITIVE_INT,
@@ -237,7 +241,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
-            res = gibbs.sample(key, xj, links, family, prior, init_labels=init_labels,
+            sample = _subcluster_sample if self.algorithm == "subcluster" else gibbs.sample
+            res = sample(key, xj, links, family, prior, init_labels=init_labels,
                                n_samples=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
@@ -304,7 +309,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
         attrs.update(
             model="TVClust (Khashabi et al. 2015): DP Gaussian mixture (NIW prior) + noisy links",
-            sampler=f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
+            sampler="sub-cluster split/merge, ppclust.inference.subcluster.sample"
+                    if self.algorithm == "subcluster" else
+                    f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
             prior_alpha=prior.alpha, prior_a_p=prior.a_p, prior_b_p=prior.b_p, prior_a_q=prior.a_q,
             prior_b_q=prior.b_q, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
             niw_psi0=np.asarray(family.psi0), covariance=family.covariance,
@@ -370,3 +377,11 @@ class TVClust(ClusterMixin, BaseEstimator):
     def fit_predict(self, X, y=None, **kw):
         """Fit (side information as in ``fit``) and return ``labels_``."""
         return self.fit(X, y, **kw).labels_
+
+
+def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):
+    """``algorithm="subcluster"``: :func:`ppclust.inference.subcluster.sample` (same ChainResult; the
+    collapsed sweep's ``backend`` does not apply)."""
+    from ppclust.inference import subcluster
+
+    return subcluster.sample(key, x, links, family, prior, **kw)

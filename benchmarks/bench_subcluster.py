@@ -1,0 +1,212 @@
+"""Sub-cluster split/merge TVClust sampler vs the collapsed numba sweep vs scikit-learn's DP mixture.
+
+Data: ``n`` points from 12 unit-variance Gaussian blobs in d = 2 (centres on a 4 x 3 grid, spacing 8),
+``n / 100`` random pairs observed as links (about 2% of the points are endpoints), each link's sign
+flipped with probability 0.1 (noisy links); features standardised; NIW prior mu0 = 0, kappa0 = 1,
+nu0 = d + 2, Psi0 = I; collapsed p, q. All timings in the same run, float64, compile excluded (each
+sampler is called once to compile and run the mixing trace, then continued from its state for the
+timed sweeps). Sections written to benchmarks/results/subcluster.md:
+
+1. throughput at d = 2: point-updates per second (n per sweep) of the sub-cluster sampler (its
+   split/merge moves included) and of ``gibbs.sample(backend="numba")``; ARI against the truth of
+   the final state, both started from one cluster; sweeps until ARI > 0.95 (mixing from one cluster);
+2. throughput at d = 30 (blobs with random centres N(0, 3^2 I)), 12 clusters;
+3. mixing from a wrong K: k-means++ start with 30 clusters, sweeps until K = 12 and ARI > 0.95;
+4. time to a stable K and ARI vs sklearn ``BayesianGaussianMixture(weight_concentration_prior_type=
+   "dirichlet_process")`` (n_components = 30, its default tolerance), no links for sklearn.
+
+Usage: python -m benchmarks.bench_subcluster [--n N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks._common import RESULTS, machine_info, md_table, write_section
+from ppclust._jax import x64
+from ppclust.families import GaussianNIW
+from ppclust.inference import gibbs, hartigan, subcluster
+from ppclust.metrics import ari
+from ppclust.models.tvclust import TVClustPrior, make_links
+
+PRIOR = TVClustPrior()
+
+
+def blobs(n, d, seed=0, k=12):
+    rng = np.random.default_rng(seed)
+    if d == 2:
+        centres = np.array([[8.0 * i, 8.0 * j] for i in range(4) for j in range(3)])
+    else:
+        centres = rng.normal(scale=3.0, size=(k, d))
+    truth = rng.integers(0, k, n)
+    x = centres[truth] + rng.normal(size=(n, d))
+    m = n // 100
+    pairs = rng.integers(0, n, (m, 2))
+    pairs = np.unique(np.sort(pairs[pairs[:, 0] != pairs[:, 1]], 1), axis=0)
+    sign = np.where(truth[pairs[:, 0]] == truth[pairs[:, 1]], 1, -1)
+    sign = np.where(rng.random(len(sign)) < 0.1, -sign, sign)
+    x = (x - x.mean(0)) / x.std(0)
+    return x, truth, pairs, sign
+
+
+def family(d):
+    return GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d))
+
+
+def first_hit(labels, truth, k_true=None, n_clusters=None, thresh=0.95):
+    for t, row in enumerate(labels):
+        if ari(truth, row) > thresh and (k_true is None or n_clusters[t] == k_true):
+            return t + 1
+    return None
+
+
+def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed=0):
+    """Mixing trace (compiles), then the same number of timed sweeps continued from its state."""
+    kw = dict(n_samples=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", n_moves=n_moves,
+              colouring=col)
+    t0 = time.perf_counter()
+    tr = subcluster.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels, **kw)
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = subcluster.sample(jax.random.key(seed + 1), x, links, fam, PRIOR, init_state=tr.state, **kw)
+    jax.block_until_ready(res.state.labels)
+    return tr, res, (time.perf_counter() - t0) / sweeps, t_first
+
+
+def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0):
+    kw = dict(n_samples=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", backend="numba",
+              progress_bar=False)
+    tr = gibbs.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels, **kw)
+    t0 = time.perf_counter()
+    res = gibbs.sample(jax.random.key(seed + 1), x, links, fam, PRIOR, init_state=tr.state, **kw)
+    jax.block_until_ready(res.state.labels)
+    return tr, res, (time.perf_counter() - t0) / sweeps
+
+
+def section_throughput(n, d, sweeps, col_sweeps, k_max=32):
+    x, truth, pairs, sign = blobs(n, d)
+    rows = []
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(d)
+        t0 = time.perf_counter()
+        col = subcluster.colour_links(links, n)
+        t_col = time.perf_counter() - t0
+        tr, res, t_sweep, t_first = run_sub(xj, links, fam, col, sweeps, k_max)
+        sub_rate = n / t_sweep
+        hit = first_hit(tr.labels[0], truth)
+        rows.append(["subcluster (split/merge + block Gibbs)", f"{sub_rate:,.0f}", f"{t_sweep:.3f}",
+                     int(res.n_clusters[0, -1]), f"{ari(truth, res.labels[0, -1]):.3f}",
+                     hit if hit else f"> {sweeps}"])
+        if col_sweeps:
+            trc, resc, tc = run_col(xj, links, fam, col_sweeps, k_max)
+            hitc = first_hit(trc.labels[0], truth)
+            rows.append(["collapsed Gibbs, numba sweep", f"{n / tc:,.0f}", f"{tc:.3f}",
+                         int(resc.n_clusters[0, -1]), f"{ari(truth, resc.labels[0, -1]):.3f}",
+                         hitc if hitc else f"> {col_sweeps}"])
+    text = (f"n = {n:,}, d = {d}, 12 true clusters, {len(pairs):,} links (10% flipped), "
+            f"{int(col.classes.shape[0])} colour classes (greedy colouring {t_col:.2f} s), k_max = {k_max}, "
+            f"both chains started from one "
+            f"cluster; timed sweeps continue the chain (compile excluded; first call incl. compile "
+            f"{t_first:.0f} s)\n\n")
+    text += md_table(["sampler", "point-updates/s", "s/sweep", "K (last)", "ARI (last)",
+                      "sweeps to ARI > 0.95 from one cluster"], rows)
+    if col_sweeps:
+        text += f"\n\nratio subcluster / numba collapsed: {sub_rate / (n / tc):.1f}x\n"
+    return text
+
+
+def section_wrong_k(n, sweeps, k0=30, k_max=48):
+    x, truth, pairs, sign = blobs(n, 2, seed=1)
+    rows = []
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(2)
+        init = hartigan.voronoi(xj, hartigan.init_kmeanspp(jax.random.key(5), xj, k0))
+        col = subcluster.colour_links(links, n)
+        tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, k_max, init_labels=init)
+        hit = first_hit(tr.labels[0], truth, 12, tr.n_clusters[0])
+        rows.append(["subcluster", hit if hit else f"> {sweeps}", int(tr.n_clusters[0, -1]),
+                     f"{ari(truth, tr.labels[0, -1]):.3f}", f"{t_sweep:.3f}"])
+        trc, _, tc = run_col(xj, links, fam, sweeps, k_max, init_labels=init)
+        hitc = first_hit(trc.labels[0], truth, 12, trc.n_clusters[0])
+        rows.append(["collapsed (numba)", hitc if hitc else f"> {sweeps}", int(trc.n_clusters[0, -1]),
+                     f"{ari(truth, trc.labels[0, -1]):.3f}", f"{tc:.3f}"])
+    text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
+            f"{sweeps} sweeps\n\n")
+    return text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95", "K (last)", "ARI (last)",
+                            "s/sweep"], rows)
+
+
+def section_sklearn(n, sweeps):
+    from sklearn.mixture import BayesianGaussianMixture
+
+    x, truth, pairs, sign = blobs(n, 2, seed=2)
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(2)
+        col = subcluster.colour_links(links, n)
+        tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, 32)
+    k = tr.n_clusters[0]
+    stable = next((t for t in range(len(k)) if (k[t:] == k[-1]).all()), len(k) - 1) + 1
+    aris = [ari(truth, row) for row in tr.labels[0]]
+    t0 = time.perf_counter()
+    bgm = BayesianGaussianMixture(n_components=30, weight_concentration_prior_type="dirichlet_process",
+                                  random_state=0).fit(x)
+    t_bgm = time.perf_counter() - t0
+    lab = bgm.predict(x)
+    rows = [["subcluster (from one cluster, 1% noisy links)", f"{stable} sweeps = {stable * t_sweep:.1f} s",
+             int(k[-1]), f"{aris[-1]:.3f}"],
+            ["sklearn BayesianGaussianMixture (DP, 30 components, no links)",
+             f"{bgm.n_iter_} EM iterations = {t_bgm:.1f} s", int(len(np.unique(lab))),
+             f"{ari(truth, lab):.3f}"]]
+    text = (f"n = {n:,}, d = 2, 12 true clusters. Subcluster: sweeps until K stays at its final value for "
+            f"the rest of {sweeps} sweeps, times the measured s/sweep (compile excluded). sklearn: fit "
+            f"time, K = distinct predicted labels.\n\n")
+    return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: d2,d30,wrongk,sklearn")
+    args = ap.parse_args()
+    n = 20_000 if args.quick else args.n
+    skip = set(args.skip.split(","))
+    sweeps = 10 if args.quick else 30
+    out = RESULTS / "subcluster.md"
+    load = os.getloadavg()
+    head = (f"{machine_info()}; load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+            f"(the 2 cores are shared with other jobs: absolute rates are lower bounds, ratios are "
+            f"same-run)\n\n")
+    if "d2" not in skip:
+        write_section(out, "subcluster-d2" + ("-quick" if args.quick else ""),
+                      "## Throughput and mixing, d = 2\n\n" + head
+                      + section_throughput(n, 2, sweeps, 3 if args.quick else 5))
+        print(out.read_text())
+    if "d30" not in skip:
+        n30 = max(n // 10, 10_000)
+        write_section(out, "subcluster-d30" + ("-quick" if args.quick else ""),
+                      "## Throughput, d = 30\n\n" + head + section_throughput(n30, 30, sweeps // 2, 0))
+    if "wrongk" not in skip:
+        write_section(out, "subcluster-wrongk" + ("-quick" if args.quick else ""),
+                      "## Mixing from a wrong K\n\n" + head + section_wrong_k(min(n, 20_000), sweeps))
+    if "sklearn" not in skip:
+        write_section(out, "subcluster-sklearn" + ("-quick" if args.quick else ""),
+                      "## Time to a stable K vs scikit-learn's DP mixture\n\n" + head
+                      + section_sklearn(min(n, 100_000), sweeps))
+    print(out.read_text())
+
+
+if __name__ == "__main__":
+    main()

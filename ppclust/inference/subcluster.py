@@ -1,0 +1,473 @@
+r"""A parallel exact sampler for TVClust: restricted block Gibbs with explicit parameters + split/merge MH.
+
+Target: the TVClust posterior over partitions :math:`p(z \mid x, E)` (:mod:`ppclust.models.tvclust`;
+``p, q`` integrated out, ``pq="collapse"``) or :math:`p(z, p, q \mid x, E)` (``pq="sample"``; ``"fixed"``
+conditions on given ``p, q``). One sweep is the composition of four kernels, each leaving the target
+invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using sub-cluster splits", NIPS,
+Sections 3-4, made exact as described under (a)):
+
+(a) **Split/merge Metropolis-Hastings on the partition** (``n_moves`` proposals per sweep), cluster
+    parameters integrated out; ``p, q`` integrated out too in ``"collapse"`` mode, so the ratio uses the
+    Beta-function link likelihood of the four pair counts (spec 2.6), else the explicit one.
+    With probability 1/2 a *split*: pick an occupied cluster :math:`C` uniformly (1/K), fit two
+    *sub-clusters* to its points afresh (:func:`subcluster_responsibilities`: two random seeds, a few
+    classification-EM iterations with parameters drawn from the family's posterior), and send each point
+    :math:`i\in C` to side A with probability :math:`r_i` independently (:math:`r_i` clipped to
+    :math:`[\sigma(-30), \sigma(30)]`, so every bipartition has positive probability). Otherwise a *merge*
+    of a uniformly chosen pair of clusters (:math:`2/(K(K-1))`). With
+    :math:`q(\{A,B\}\mid C,\phi)=\prod_A r_i\prod_B(1-r_i)+\prod_A(1-r_i)\prod_B r_i` (the split is an
+    unordered pair), the Hastings ratios are
+
+    .. math::
+
+        \log H_{\rm split} = \Delta\log p - \log\tfrac{K+1}{2} - \log q(\{A,B\}\mid C,\phi_C), \qquad
+        \log H_{\rm merge} = \Delta\log p + \log\tfrac{K}{2} + \log q(\{A,B\}\mid C,\phi_C),
+
+    with :math:`K` the current number of clusters and :math:`\Delta\log p` the change of the log joint
+    (:func:`ppclust.models.tvclust.log_joint_from_stats`: CRP, NIW marginals, link likelihood).
+    *Why this is exact.* Chang & Fisher keep sub-cluster labels in the state and propose the current
+    sub-clusters as the split; the reverse merge then needs the probability of sub-cluster labels that
+    were themselves produced by past sweeps, which their ratio leaves out. Here the sub-cluster fit
+    :math:`\phi_C` is an auxiliary variable drawn afresh from a kernel :math:`g(\cdot\mid x_C)` that
+    depends on :math:`C`'s points only: on the extended target :math:`p(z)\prod_k g(\phi_k\mid x_{C_k})`
+    the split proposal draws :math:`\phi_A, \phi_B` from :math:`g` and the merge draws :math:`\phi_C`
+    from :math:`g`, so every :math:`g` factor cancels in the ratio and only the Bernoulli probability
+    :math:`q` of the proposed bipartition remains (it is computable: independent Bernoullis). Refreshing
+    :math:`\phi` from :math:`g` is a Gibbs step, so :math:`\phi` never needs storing. ``tests/
+    test_subcluster.py`` checks :math:`\log H` against a brute-force ratio of joint densities and the
+    whole sampler against the exact posterior over all partitions of 5 and 6 points.
+
+(b) **Link parameters:** ``"sample"``: :math:`p\sim\mathrm{Beta}(a_p+N_{11}, b_p+N_{01})`,
+    :math:`q\sim\mathrm{Beta}(a_q+N_{00}, b_q+N_{10})` (spec 2.5). ``"collapse"``: the same draw, used by
+    (d) only and then discarded. This is a valid partially collapsed order (van Dyk & Park 2008): (a) is a
+    kernel on the :math:`z`-marginal; (b)-(c) draw :math:`(p, q, \pi, \theta)` from their exact joint
+    conditional given :math:`z` (``p, q`` depend on the links only, :math:`\pi` on the sizes,
+    :math:`\theta` on the points), (d) updates :math:`z` given all of them, and dropping them returns
+    the chain to :math:`z` with its marginal intact.
+
+(c) **Augmentation** (Chang & Fisher eq. 7, the restricted finite representation): given the K
+    occupied clusters, :math:`(\pi_1..\pi_K, \pi_{K+1})\sim\mathrm{Dir}(n_1, .., n_K, \alpha)` and
+    :math:`\theta_k\sim p(\theta\mid x_{C_k})` (``family.sample_posterior``). Multiplying the collapsed
+    posterior by these conditionals gives the joint
+    :math:`\propto \alpha^K\prod_k\pi_k^{n_k-1}\pi_{K+1}^{\alpha-1}\prod_k p_0(\theta_k)
+    \prod_i p(x_i\mid\theta_{z_i})\,p(E\mid z, p, q)`, so for a fixed set of K occupied clusters
+    :math:`p(z\mid\pi,\theta,p,q)\propto\prod_i\pi_{z_i}p(x_i\mid\theta_{z_i})\,p(E\mid z,p,q)`,
+    restricted to labellings that leave all K clusters occupied.
+
+(d) **Restricted parallel label updates.** Given :math:`\pi,\theta,p,q`, the link likelihood factorises
+    over the observed pairs, so :math:`z_i` depends on the other labels only through its link
+    neighbours. The link graph is greedily coloured on the host (:func:`colour_links`, once per fit);
+    the points of one colour class share no link, hence are conditionally independent given all other
+    labels, and drawing them all at once is an exact *block* Gibbs update. Unlinked points form one
+    more block. Blocks are visited in a fixed order (a systematic-scan Gibbs sampler over blocks). Each
+    block draws every point from :math:`\pi_k p(x_i\mid\theta_k)\exp(f_k\ln\tfrac{p}{1-q}-s_k\ln
+    \tfrac{q}{1-p})` (friends :math:`f_k` / strangers :math:`s_k` in cluster k,
+    :func:`ppclust.sideinfo.link_counts`) independently; the conditional is this product restricted to
+    "no occupied cluster empties", so the block's draw is an independence Metropolis-Hastings proposal
+    from the unrestricted product, accepted iff no cluster empties (acceptance ratio 1 inside the
+    support, 0 outside). Clusters are created only by splits and removed only by merges.
+
+Each kernel commutes with relabelling the slots, so the induced kernels on partitions are well defined
+and the slot labels are bookkeeping only (before (d) the occupied slots are moved to the front and the
+label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch``). Array-shaped
+throughout: the data term is one (n, width) block (``family.log_likelihood_matrix``, matrix products, in
+chunks of ``_CHUNK`` rows), a colour class is one gather of its neighbour-table rows, a split/merge
+proposal a few O(n) passes (the sub-cluster fit sees a fixed-size subsample); the sweep is one XLA
+program, chains a ``vmap`` axis. Not done yet: data-parallel ``shard_map`` over points (the sums that
+would need a ``psum`` are the family statistics, the pair counts and the block-emptiness counts).
+
+Known weakness: a cluster disappears only through a merge, and merges pick a uniform pair, so a start
+with many surplus clusters (k-means++ with K = 30 for 12 true clusters, ``benchmarks/results/
+subcluster.md``) sheds them slowly; the block updates of (d) are then often rejected because they would
+empty a surplus cluster. Informed pair choices (with their selection probabilities in the ratio) would
+fix this. The same holds for ``TVClust``'s default k-means++ start whenever it has more clusters than
+the data; ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) avoids it.
+
+Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
+flags ``overflow`` (the driver raises, as the collapsed sampler does).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ppclust.errors import KMaxExhaustedError
+from ppclust.families import gamma_draws
+from ppclust.inference.gibbs import PQ_MODES, ChainResult, GibbsState, _escobar_west, _info, init
+from ppclust.models.tvclust import TVClustPrior, log_joint_from_stats
+from ppclust.sideinfo import Links, link_counts, pair_counts
+
+__all__ = [
+    "Colouring",
+    "MoveInfo",
+    "colour_links",
+    "subcluster_responsibilities",
+    "propose",
+    "split_merge_log_ratio",
+    "step",
+    "sample",
+]
+
+#: logit clip of the split probabilities r_i: sigma(30) = 1 - 9.4e-14, so every bipartition of a cluster
+#: can be proposed (irreducibility) while a clean split of separated groups costs log q ~ -n 1e-13.
+_LOGIT_CLIP = 30.0
+#: classification-EM iterations of a sub-cluster fit (a cluster holding two groups separates in 2-3).
+_SUB_ITERS = 4
+#: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
+#: groups, independent of n (the final responsibilities are computed for every point of the cluster)
+_SUB_FIT = 1024
+#: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
+_CHUNK = 1 << 15
+
+
+class Colouring(NamedTuple):
+    """Colour classes of the link graph: ``classes`` (C, m) point indices padded with ``n``; ``linked``
+    (n,) bool, the points with at least one link (the unlinked points are one more block)."""
+
+    classes: jax.Array
+    linked: jax.Array
+
+
+class MoveInfo(NamedTuple):
+    """One split/merge proposal (for tests and diagnostics)."""
+
+    is_split: jax.Array  # () bool
+    log_ratio: jax.Array  # () log Hastings ratio (-inf: invalid proposal)
+    accepted: jax.Array  # () bool
+
+
+def colour_links(links: Links, n: int) -> Colouring:
+    """Greedy colouring of the link graph (host side, NumPy, once per fit): linked points in order of
+    decreasing degree take the smallest colour none of their neighbours holds. Sparse links need few
+    colours (at most max degree + 1)."""
+    wgt = np.asarray(links.wgt)
+    nbr = np.asarray(links.nbr)
+    has = wgt > 0
+    deg = has.sum(1)
+    linked = deg > 0
+    colour = np.full(n, -1, np.int64)
+    for i in np.flatnonzero(linked)[np.argsort(-deg[linked], kind="stable")]:
+        used = set(colour[nbr[i][has[i]]].tolist())
+        c = 0
+        while c in used:
+            c += 1
+        colour[i] = c
+    n_col = int(colour.max()) + 1 if linked.any() else 0
+    members = [np.flatnonzero(colour == c) for c in range(n_col)]
+    width = max([len(m) for m in members] + [1])
+    classes = np.full((max(n_col, 1), width), n, np.int32)
+    for c, m in enumerate(members):
+        classes[c, :len(m)] = m
+    if n_col == 0:
+        classes = classes[:0]
+    return Colouring(jnp.asarray(classes), jnp.asarray(linked))
+
+
+def subcluster_responsibilities(key, x, mask, family):
+    r"""The split proposal's per-point probabilities :math:`r_i` of side A for the points in ``mask``.
+
+    A draw from the auxiliary kernel :math:`g(\phi\mid x_C)` of the module docstring, fitted on a random
+    subsample of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with replacement, so its cost does not
+    grow with n): two seeds, nearest-seed assignment, then ``_SUB_ITERS`` classification-EM iterations
+    (sub-cluster parameters drawn from ``family.sample_posterior`` of each side, points to the side of
+    higher weighted likelihood); finally, for every point, :math:`r_i = \sigma(\ell_{iA} - \ell_{iB})`
+    clipped. Depends on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)``
+    (n,), arbitrary outside ``mask``.
+    """
+    k_pick, k_iter = jax.random.split(key)
+    cum = jnp.cumsum(mask.astype(jnp.int32))
+    m = min(_SUB_FIT, x.shape[0])
+    u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
+    idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))  # uniform points of C
+    idx = jnp.minimum(idx, x.shape[0] - 1)
+    xs = x[idx]
+    side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
+    w = jnp.broadcast_to(jnp.asarray(cum[-1] > 0, x.dtype), (m,))
+
+    def fit(t, side):
+        st = family.stats(xs, side, 2, w)
+        return family.sample_posterior(jax.random.fold_in(k_iter, t), st), jnp.log(st.n + 1.0)
+
+    def body(t, side):
+        theta, lw = fit(t, side)
+        ll = _loglik_matrix(family, theta, xs) + lw
+        return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
+
+    side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
+    theta, lw = fit(_SUB_ITERS, side)
+    ll = _data_term(family, theta, x) + lw
+    lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
+    return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
+
+
+def _log_q_pair(log_r, log_1r, mask, in_a):
+    """log q({A, B} | C): both orientations of the unordered bipartition (A = mask & in_a)."""
+    ina, inb = mask & in_a, mask & ~in_a
+    o1 = jnp.where(ina, log_r, 0.0).sum() + jnp.where(inb, log_1r, 0.0).sum()
+    o2 = jnp.where(ina, log_1r, 0.0).sum() + jnp.where(inb, log_r, 0.0).sum()
+    return jnp.logaddexp(o1, o2)
+
+
+def _log_joint(labels, x, links, family, prior, pq, p, q, k_max):
+    stats = family.stats(x, labels, k_max)
+    counts = pair_counts(labels, links).astype(x.dtype)
+    if pq == "collapse":
+        return log_joint_from_stats(stats, counts, family, prior), stats, counts
+    return log_joint_from_stats(stats, counts, family, prior, p, q), stats, counts
+
+
+def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q):
+    r"""The Hastings ratio of the module docstring, (a): split from K clusters or merge of two of K."""
+    k = jnp.asarray(n_clusters).astype(jnp.result_type(lj_new))
+    return jnp.where(is_split, lj_new - lj_old - jnp.log((k + 1.0) / 2.0) - log_q,
+                     lj_new - lj_old + jnp.log(k / 2.0) + log_q)
+
+
+def _pick_occupied(key, active, exclude=None):
+    """A uniform occupied slot (or, with ``exclude``, a uniform occupied slot other than it)."""
+    n_act = active.sum() - (0 if exclude is None else 1)
+    j = jax.random.randint(key, (), 0, jnp.maximum(n_act, 1))
+    if exclude is not None:
+        active = active & (jnp.arange(active.shape[0]) != exclude)
+    return jnp.argmax(jnp.cumsum(active) > j)
+
+
+def propose(key, is_split, labels, sizes, x, family):
+    """One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
+
+    Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
+    B moves to the first free slot. Merge: a uniform unordered pair of occupied slots, the second joins the
+    first; ``log_q`` is then the probability that a split of the merged cluster proposes exactly this
+    pair. Returns ``(new_labels, log_q, valid, full)``: ``valid`` is False for an empty side, a merge with
+    one cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted).
+    """
+    k_a, k_b, k_sub, k_side = jax.random.split(key, 4)
+    active = sizes > 0
+    ca = _pick_occupied(k_a, active)
+    cb = _pick_occupied(k_b, active, exclude=ca)
+    in_a = labels == ca
+    mask = jnp.where(is_split, in_a, in_a | (labels == cb))
+    log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
+    side_a = jnp.where(is_split, jnp.log(jax.random.uniform(k_side, labels.shape, dtype=x.dtype)) < log_r,
+                       in_a)
+    new = jnp.argmin(active)
+    n_c, n_a = mask.sum(), (mask & side_a).sum()
+    full = is_split & active[new] & (n_c >= 2)  # a split was possible but no slot was free
+    valid = jnp.where(is_split, (n_a > 0) & (n_a < n_c) & ~active[new], active.sum() >= 2)
+    target = jnp.where(is_split, new, ca).astype(labels.dtype)
+    proposal = jnp.where(mask & ~side_a, target, labels)
+    return proposal, _log_q_pair(log_r, log_1r, mask, side_a), valid, full
+
+
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+    """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
+    k_max = stats.n.shape[0]
+    k_type, k_prop, k_acc = jax.random.split(key, 3)
+    is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
+    n_act = (stats.n > 0).sum()
+    prop, log_q, ok, full = propose(k_prop, is_split, labels, stats.n, x, family)
+    lj_new, st_new, c_new = _log_joint(prop, x, links, family, prior, pq, p, q, k_max)
+    log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q)
+    log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
+    acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
+    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
+    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
+            MoveInfo(is_split, log_h, acc))
+
+
+def _loglik_matrix(family, theta, x):
+    if hasattr(family, "log_likelihood_matrix"):
+        return family.log_likelihood_matrix(theta, x)
+    return jax.vmap(family.log_likelihood, (None, 0))(theta, x)
+
+
+def _data_term(family, theta, x):
+    """(n, K) ``log p(x_i | theta_k)`` in chunks of ``_CHUNK`` rows (one XLA loop, bounded memory)."""
+    n = x.shape[0]
+    if n <= _CHUNK:
+        return _loglik_matrix(family, theta, x)
+    m = -(-n // _CHUNK)
+    xp = jnp.pad(x, ((0, m * _CHUNK - n), (0, 0))).reshape(m, _CHUNK, x.shape[1])
+    out = jax.lax.map(lambda xb: _loglik_matrix(family, theta, xb), xp)
+    return out.reshape(m * _CHUNK, -1)[:n]
+
+
+def _draw_rows(logw, u):
+    """Inverse-CDF draw per row of (m, K) log-weights with uniforms u (m,)."""
+    e = jnp.exp(logw - jnp.max(logw, -1, keepdims=True))
+    k = logw.shape[-1]
+    # cumulative sums as one product with a triangular ones matrix (XLA:CPU's cumsum is ~10x slower);
+    # the count of cumulative weights <= u * total is the inverse-CDF index
+    c = e @ jnp.triu(jnp.ones((k, k), e.dtype))
+    return jnp.minimum(jnp.sum(c <= (u * c[:, -1])[:, None], -1), k - 1).astype(jnp.int32)
+
+
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q):
+    """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
+    as a whole if it would empty an occupied cluster."""
+    n = x.shape[0]
+    k_max = sizes.shape[0]
+    active = sizes > 0
+    logw = jnp.where(active, _data_term(family, theta, x) + log_pi, -jnp.inf)
+    u = jax.random.uniform(key, (n,), dtype=x.dtype)
+    draw = jnp.where(colouring.linked, labels, _draw_rows(logw, u))
+    new_sizes = jnp.zeros(k_max, sizes.dtype).at[draw].add(1.0)
+    ok = ~jnp.any(active & (new_sizes == 0))
+    labels = jnp.where(ok, draw, labels)
+    sizes = jnp.where(ok, new_sizes, sizes)
+    xi1 = jnp.log(p) - jnp.log1p(-q)
+    xi2 = jnp.log(q) - jnp.log1p(-p)
+    for c in range(colouring.classes.shape[0]):
+        idx = colouring.classes[c]
+        real = idx < n
+        ii = jnp.where(real, idx, 0)
+        f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
+        zc = _draw_rows(logw[ii] + f * xi1 - s * xi2, u[ii])
+        old = labels[ii]
+        w = real.astype(sizes.dtype)
+        trial = sizes.at[old].add(-w).at[zc].add(w)
+        ok = ~jnp.any(active & (trial == 0))
+        labels = labels.at[jnp.where(real & ok, idx, n)].set(zc, mode="drop")
+        sizes = jnp.where(ok, trial, sizes)
+    return labels
+
+
+def _widths(k_max):
+    """Static widths of the label block: 8, 16, 32, ... (below k_max), and k_max."""
+    out, w = [], 8
+    while w < k_max:
+        out.append(w)
+        w *= 2
+    return out + [k_max]
+
+
+def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
+         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0):
+    """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
+    (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
+    (n_moves,). Pure; not jitted."""
+    n = x.shape[0]
+    k_max = state.stats.n.shape[0]
+    k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
+    prior_now = prior._replace(alpha=state.alpha)
+    labels, stats, counts = state.labels, state.stats, state.counts
+    lj = (log_joint_from_stats(stats, counts, family, prior_now) if pq == "collapse"
+          else log_joint_from_stats(stats, counts, family, prior_now, state.p, state.q))
+
+    def one(carry, k):
+        labels, lj, stats, counts, full = carry
+        labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
+                                                    prior_now, pq, state.p, state.q)
+        return (labels, lj, stats, counts, full | f), info
+
+    (labels, lj, stats, counts, full), moves = jax.lax.scan(
+        one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
+    p, q = state.p, state.q
+    if pq != "fixed":  # (b): Beta conditionals given the partition
+        g = gamma_draws(k_p, jnp.stack([prior.a_p + counts[0], prior.b_p + counts[1], prior.a_q + counts[3],
+                                        prior.b_q + counts[2]]).astype(x.dtype), (4,), x.dtype)
+        p, q = g[0] / (g[0] + g[1]), g[2] / (g[2] + g[3])
+    # (c): pi_k ~ Dir(n_1..n_K, alpha) up to normalisation (pi_{K+1} is not needed), theta_k | x_k
+    active = stats.n > 0
+    g = gamma_draws(k_pi, jnp.where(active, stats.n, 1.0), (k_max,), x.dtype)
+    log_pi = jnp.where(active, jnp.log(g), -jnp.inf)
+    theta = family.sample_posterior(k_theta, stats)
+    # the occupied slots first (a relabelling: the partition is unchanged), then the label block over
+    # the smallest width of _widths(k_max) holding them: (n, width) instead of (n, k_max) arrays
+    order = jnp.argsort(~active, stable=True)
+    log_pi, theta = log_pi[order], jax.tree.map(lambda a: a[order], theta)
+    labels = jnp.argsort(order).astype(labels.dtype)[labels]
+    n_act = active.sum()
+    widths = _widths(k_max)
+
+    def block(w):
+        return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q)
+
+    branch = jnp.sum(jnp.asarray(widths) < n_act)
+    labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
+    stats = family.stats(x, labels, k_max)
+    counts = pair_counts(labels, links).astype(x.dtype)
+    if pq == "collapse":  # report E[p | z, E], E[q | z, E] as the collapsed sampler does
+        p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
+        q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
+    alpha = state.alpha
+    if sample_alpha:
+        alpha = _escobar_west(k_alpha, alpha, (stats.n > 0).sum(), n, alpha_shape, alpha_rate)
+    new = GibbsState(labels, stats, counts, p, q, alpha, state.overflow | full, None)
+    return new, moves
+
+
+def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
+           n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
+           sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
+           init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
+           progress_bar=None) -> ChainResult:
+    """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
+
+    Same arguments and the same :class:`~ppclust.inference.gibbs.ChainResult` as
+    :func:`ppclust.inference.gibbs.sample` (``log_joint`` is the collapsed log joint, ``p, q`` the draws in
+    ``"sample"`` mode and the conditional means in ``"collapse"`` mode). ``n_moves``: split/merge
+    proposals per sweep. ``colouring``: precomputed :func:`colour_links` (else computed here, host side).
+    ``progress_bar`` is accepted for interface parity and ignored (one compiled call).
+
+    Raises
+    ------
+    KMaxExhaustedError when a split was proposed with all ``k_max`` slots occupied.
+    """
+    if pq not in PQ_MODES:
+        raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    n = x.shape[0]
+    if colouring is None:
+        colouring = colour_links(links, n)
+    if init_state is None:
+        one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
+        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+    else:
+        state = init_state._replace(theta=None)
+        n_chains = state.labels.shape[0]
+    keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
+    state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
+                      n_samples=int(n_samples), thin=int(thin), pq=pq, n_moves=int(n_moves),
+                      sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+                      store_labels=bool(store_labels))
+    out = jax.device_get(out)
+    if bool(np.any(np.asarray(state.overflow))):
+        raise KMaxExhaustedError(
+            f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
+            f"increase k_max (at most n={n} is ever needed) or lower alpha.")
+    lab, info = out
+    return ChainResult(labels=None if lab is None else np.asarray(lab, np.int32),
+                       n_clusters=np.asarray(info.n_clusters), log_joint=np.asarray(info.log_joint),
+                       p=np.asarray(info.p), q=np.asarray(info.q), alpha=np.asarray(info.alpha), state=state)
+
+
+@partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
+                                   "store_labels"))
+def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
+         sample_alpha, alpha_shape, alpha_rate, store_labels):
+    kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
+              alpha_rate=alpha_rate)
+
+    def sweep(key, st):
+        return step(key, st, x, links, colouring, family, prior, **kw)[0]
+
+    def chain(key, st):
+        # `step` appears once in the program (compile time): draw j runs its sweeps t in [lo, hi), the
+        # warm-up being the first n_warmup sweeps of draw 0, sweep t keyed fold_in(key j, t)
+        def body(s, inp):
+            k, j = inp
+            lo = jnp.where(j == 0, -n_warmup, 0)
+            s = jax.lax.fori_loop(lo, thin, lambda t, s_: sweep(jax.random.fold_in(k, t + n_warmup), s_), s)
+            return s, (s.labels if store_labels else None, _info(s, family, prior, pq))
+
+        return jax.lax.scan(body, st, (jax.random.split(key, n_samples), jnp.arange(n_samples)))
+
+    return jax.vmap(chain)(keys, state)

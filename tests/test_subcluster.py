@@ -1,0 +1,218 @@
+"""Sub-cluster split/merge sampler: exact enumeration, brute-force Hastings ratios, colouring, mixing."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ppclust._jax import x64
+from ppclust.inference import gibbs, subcluster
+from ppclust.models.tvclust import log_joint, make_links
+from tests.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
+
+# six points: two groups, links inside and across (one of them contradicting the geometry)
+X6 = np.array([[0.0, 0.1], [0.4, -0.2], [0.2, 0.5], [2.0, 1.6], [2.3, 1.2], [1.2, 0.8]])
+PAIRS6 = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [0, 5], [1, 4]])
+SIGN6 = np.array([1, 1, -1, 1, 1, -1, 1])
+PROPOSE = jax.jit(subcluster.propose)
+RESP = jax.jit(subcluster.subcluster_responsibilities)
+
+
+def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3):
+    n = x.shape[0]
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = _family(xj)
+        p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
+        parts, probs = exact_posterior(xj, links, fam, PRIOR, p, q)
+        res = subcluster.sample(jax.random.key(11), xj, links, fam, PRIOR, n_samples=n_samples, n_warmup=8,
+                                thin=thin, n_chains=n_chains, k_max=n, pq=pq, p=0.8, q=0.9, n_moves=2)
+    pval, tv = chi_square_pvalue(res.labels.reshape(-1, n), parts, probs)
+    return res, pval, tv
+
+
+@pytest.mark.slow  # ~60 s (mostly compile) on the loaded 2-core VM: above the non-slow budget
+@pytest.mark.parametrize("pq", ["collapse", "sample", "fixed"])
+def test_matches_exact_enumeration(pq):
+    """Partition frequencies of 1500 chains vs the exact posterior over Bell(5) = 52 partitions, p and q
+    integrated out (split/merge ratio with Beta functions of the pair counts), sampled or fixed."""
+    res, pval, tv = _enumeration(X5, PAIRS5, SIGN5, pq)
+    assert tv < 0.03, tv
+    assert pval > 1e-3, (pval, tv)
+    if pq == "sample":  # the sampled p moves off its prior mean 2/3 toward the links
+        assert 0.4 < res.p.mean() < 0.95
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pq", ["collapse", "sample"])
+def test_matches_exact_enumeration_six_points(pq):
+    """Bell(6) = 203 partitions, two colour classes of linked points plus the unlinked block."""
+    _, pval, tv = _enumeration(X6, PAIRS6, SIGN6, pq, n_chains=2000, n_samples=8)
+    assert tv < 0.04, tv
+    assert pval > 1e-3, (pval, tv)
+
+
+_LOG_JOINT = jax.jit(log_joint)
+
+
+def _brute_ratio(z, z_new, lr, l1r, mask, side_a, x, links, fam, p, q):
+    """log [p(z') P(z' -> z)] - log [p(z) P(z -> z')] from full log joints and the Bernoulli products."""
+    lj = float(_LOG_JOINT(jnp.asarray(z), x, links, fam, PRIOR, p, q))
+    lj_new = float(_LOG_JOINT(jnp.asarray(z_new), x, links, fam, PRIOR, p, q))
+    a, b = mask & side_a, mask & ~side_a
+    q_split = np.exp(lr[a].sum() + l1r[b].sum()) + np.exp(l1r[a].sum() + lr[b].sum())
+    return lj, lj_new, q_split
+
+
+@pytest.mark.parametrize("pq", ["collapse", "fixed"])
+def test_split_merge_ratio_equals_brute_force(pq):
+    """log H of a split equals log p(z') - log p(z) + log P(merge back) - log P(split) with P computed by
+    hand (1/2 * 1/K * q for the split, 1/2 * 2 / (K'(K'-1)) for the merge, q summed over both orientations
+    of the unordered bipartition), and the merge back with the same sub-cluster fit has exactly -log H."""
+    rng = np.random.default_rng(5)
+    n = 9
+    x = np.concatenate([rng.normal(size=(5, 2)), rng.normal(size=(4, 2)) + 2.0])
+    pairs = np.array([[0, 1], [1, 5], [2, 7], [3, 4], [6, 8], [0, 8]])
+    sign = np.array([1, -1, 1, 1, 1, -1])
+    p, q = (None, None) if pq == "collapse" else (0.8, 0.7)
+    z = np.array([0, 0, 0, 0, 0, 0, 0, 0, 3], np.int32)  # K = 2; slot 0 gets split
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = _family(xj)
+        sizes = jnp.zeros(5).at[z].add(1.0)
+        checked = 0
+        for seed in range(12):
+            key = jax.random.key(seed)
+            z_new, log_q, valid, _ = PROPOSE(key, True, jnp.asarray(z), sizes, xj, fam)
+            if not bool(valid) or int(z_new[8]) != 3 or not (np.asarray(z_new) != z).any():
+                continue
+            mask = z == 0
+            lr, l1r = map(np.asarray, RESP(jax.random.split(key, 4)[2], xj,
+                                                    jnp.asarray(mask), fam))
+            z_new = np.asarray(z_new)
+            side_a = z_new == 0
+            lj, lj_new, q_split = _brute_ratio(z, z_new, lr, l1r, mask, side_a, xj, links, fam, p, q)
+            k = 2
+            brute = lj_new - lj + np.log(0.5 * 2.0 / ((k + 1) * k)) - np.log(0.5 / k * q_split)
+            np.testing.assert_allclose(float(log_q), np.log(q_split), rtol=1e-10)
+            log_h = subcluster.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q)
+            np.testing.assert_allclose(float(log_h), brute, rtol=1e-9, atol=1e-9)
+            back = subcluster.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q)
+            np.testing.assert_allclose(float(back), -brute, rtol=1e-9, atol=1e-9)
+            checked += 1
+        assert checked >= 3
+
+
+def test_merge_proposal_log_q_is_the_reverse_split_probability():
+    """``propose`` with is_split=False: the merged labels and log q of that very bipartition (both sides)."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(9, 2))  # the shapes of the test above: one compiled program
+    z = np.array([0, 2, 0, 2, 2, 4, 0, 4, 2], np.int32)
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        sizes = jnp.zeros(5).at[z].add(1.0)
+        for seed in range(4):
+            key = jax.random.key(seed)
+            z_new, log_q, valid, full = PROPOSE(key, False, jnp.asarray(z), sizes, xj, fam)
+            z_new = np.asarray(z_new)
+            merged = np.flatnonzero(z_new != z)
+            assert bool(valid) and not bool(full) and len(np.unique(z_new)) == 2 and len(merged)
+            target = z_new[merged[0]]
+            mask = z_new == target
+            lr, l1r = map(np.asarray, RESP(jax.random.split(key, 4)[2], xj,
+                                                    jnp.asarray(mask), fam))
+            a = mask & (z == target)
+            b = mask & ~a
+            expect = np.logaddexp(lr[a].sum() + l1r[b].sum(), l1r[a].sum() + lr[b].sum())
+            np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
+
+
+def test_colouring_is_proper_and_covers_linked_points():
+    rng = np.random.default_rng(0)
+    n = 60
+    pairs = np.unique(np.sort(rng.integers(0, n, (90, 2)), 1), axis=0)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    links = make_links(n, pairs, np.ones(len(pairs)))
+    col = subcluster.colour_links(links, n)
+    classes, linked = np.asarray(col.classes), np.asarray(col.linked)
+    colour = np.full(n, -1)
+    for c, row in enumerate(classes):
+        for i in row[row < n]:
+            assert colour[i] == -1
+            colour[i] = c
+    np.testing.assert_array_equal(colour >= 0, linked)
+    assert linked.sum() == len(np.unique(pairs))
+    assert (colour[pairs[:, 0]] != colour[pairs[:, 1]]).all()  # no link inside a colour class
+    assert classes.shape[0] <= np.bincount(pairs.ravel()).max() + 1
+
+
+def _sweeps_to_truth(labels, truth):
+    from ppclust.metrics import ari
+
+    for t, row in enumerate(labels):
+        if ari(truth, row) > 0.99:
+            return t + 1
+    return None
+
+
+@pytest.mark.slow
+def test_mixes_from_one_cluster_faster_than_collapsed():
+    """Four separated blobs with a few links, every chain started with all points in one cluster: the
+    split/merge sampler reaches the true partition within 40 sweeps; the collapsed sampler's single-point
+    moves take longer (or never get there in 40 sweeps)."""
+    rng = np.random.default_rng(1)
+    truth = np.repeat(np.arange(4), 60)
+    x = np.array([[0, 0], [8, 0], [0, 8], [8, 8]])[truth] + rng.normal(size=(240, 2))
+    pairs = rng.choice(240, (24, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    sign = np.where(truth[pairs[:, 0]] == truth[pairs[:, 1]], 1, -1)
+    with x64():
+        xj = jnp.asarray((x - x.mean(0)) / x.std(0))
+        links = make_links(240, pairs, sign)
+        fam = _family(xj)
+        kw = dict(n_samples=40, n_warmup=0, n_chains=2, k_max=16, pq="collapse")
+        sub = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_moves=4, **kw)
+        col = gibbs.sample(jax.random.key(0), xj, links, fam, PRIOR, progress_bar=False, **kw)
+    t_sub = [_sweeps_to_truth(c, truth) for c in sub.labels]
+    t_col = [_sweeps_to_truth(c, truth) for c in col.labels]
+    assert all(t is not None and t <= 40 for t in t_sub), t_sub
+    assert all(tc is None or tc > ts for tc, ts in zip(t_col, t_sub, strict=True)), (t_sub, t_col)
+
+
+@pytest.mark.slow
+def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
+    """``TVClust(algorithm="subcluster")``: same outputs as the collapsed sampler (point estimate, p, q, K,
+    DataTree), on three blobs with links started from one cluster."""
+    from ppclust import TVClust
+    from ppclust.metrics import ari
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 20)
+    X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
+    ml = np.array([[0, 1], [20, 21], [40, 41]])
+    cl = np.array([[0, 20], [20, 40]])
+    est = TVClust(n_draws=20, n_warmup=20, n_chains=2, k_max=12, init="one", algorithm="subcluster",
+                  random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
+    ds = est.posterior_["posterior"].ds
+    assert set(ds.data_vars) >= {"n_clusters", "p", "q"} and ds["p"].shape == (2, 20)
+    assert "subcluster" in est.posterior_.attrs["sampler"] and 0 <= est.p_ <= 1
+    with pytest.raises(ValueError, match="algorithm"):
+        TVClust(algorithm="sub-cluster").fit(X)
+    from ppclust.cli import main
+
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",")
+    np.savetxt(tmp_path / "links.csv", np.concatenate([np.c_[ml, np.ones(3)], np.c_[cl, -np.ones(2)]]),
+               delimiter=",", fmt="%d")
+    params = ["n_draws=20", "n_warmup=20", "n_chains=2", "k_max=12", "init=one", "algorithm=subcluster",
+              "random_state=0"]
+    argv = ["fit", "--method", "tvclust", str(tmp_path / "x.csv"), "--links", str(tmp_path / "links.csv"),
+            "--no-plots", "--out", str(tmp_path / "out")]
+    assert main(argv + [a for kv in params for a in ("--param", kv)]) == 0
+    cli_labels = np.loadtxt(tmp_path / "out" / "labels.csv", delimiter=",", skiprows=1)
+    assert ari(truth, cli_labels.reshape(len(X), -1)[:, -1]) > 0.9
