@@ -85,7 +85,9 @@ def load(name, n_max, seed):
 def _asc():
     """PCKMeans, MPCKMeans, COPKMeans from ``active-semi-supervised-clustering`` 0.0.1, whose wheel has
     broken relative imports (``..exceptions`` / ``..farthest_first_traversal`` point one package too
-    deep): the two modules are registered under the names the package asks for, then it imports."""
+    deep): the two modules are registered under the names the package asks for, then it imports.
+    Its ``np.seterr("raise")`` at import would make later fits of other methods fail on harmless
+    underflows, so NumPy's error state is restored."""
     try:
         import importlib.metadata as md
 
@@ -93,6 +95,7 @@ def _asc():
             "active_semi_supervised_clustering"))
     except Exception:
         return None
+    err = np.geterr()  # its mpckmeans module calls np.seterr("raise") on import: undone below
     for sub in ("exceptions", "farthest_first_traversal"):
         name = f"active_semi_supervised_clustering.semi_supervised.{sub}"
         if name not in sys.modules:
@@ -102,6 +105,7 @@ def _asc():
             sys.modules[name] = mod
     import active_semi_supervised_clustering as asc
 
+    np.seterr(**err)
     return asc
 
 
@@ -206,7 +210,7 @@ def run(args, cache, cache_path):
                 todo += [(m, lv, nz) for _, lv, nz in plan(LABEL_LEVELS)]
             for method, level, noise in todo:
                 k = key(data, draw, method, level, noise)
-                if k in cache:
+                if k in cache and "error" not in cache[k]:
                     continue
                 if time.time() - t_start > args.budget_s:
                     print("time budget reached; the table uses what is cached", flush=True)
@@ -417,12 +421,14 @@ def main(argv=None):
     ap.add_argument("--n-max", type=int, default=None)
     ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new fits after this")
     ap.add_argument("--tables-only", action="store_true", help="rewrite tables and plots from the cache")
+    ap.add_argument("--redo", nargs="*", default=[], help="drop these methods' cached fits")
     args = ap.parse_args(argv)
     args.draws = args.draws or (1 if args.quick else 2)
     args.n_max = args.n_max or (150 if args.quick else 300)
     cache_path = RESULTS / ("benefit_cache_quick.json" if args.quick else "benefit_cache.json")
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     RESULTS.mkdir(parents=True, exist_ok=True)
+    cache = {k: v for k, v in cache.items() if k.split("|")[2] not in args.redo}
     if not args.tables_only:
         run(args, cache, cache_path)
     write_tables(args, cache)
