@@ -326,6 +326,10 @@ def write_tables(args, cache):
            "PCKMeans, MPCKMeans, COPKMeans, SemiSupervisedGMM, SMIC, GaussianMixture get the true K; "
            "BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
            "C3L's 'none' is plain CEC (CEC-IB with beta = 0). TVClust: 100 + 100 sweeps, one chain.", ""]
+    present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
+    out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
+            + " (a run stops starting fits after --budget-s; what is missing is not in the goals).",
+            ""]
     for data in names:
         X, y = load(data, args.n_max, seed=1000)
         out += [f"## {data} (n = {len(y)} per draw, d = {X.shape[1]}, K = {int(y.max()) + 1})", ""]
