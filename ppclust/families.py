@@ -375,16 +375,17 @@ class GaussianNIW:
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.broadcast_to(sc, (K,) + sc.shape))
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        r, _, _ = _one_hot_stats(x, z, K, w)
-        return self.soft_stats(x, r)
+        return self._stats_from(x, *_one_hot_stats(x, z, K, w))
 
     def soft_stats(self, x: Array, r: Array) -> Stats:
         """Posterior statistics from soft assignments ``r`` (n, K) (responsibilities; one-hot rows give
         :meth:`stats`). With ``W = Psi_n^{-1}`` these are the Normal-Wishart variational updates (Bishop
         2006, eqs. 10.60-10.63: beta_k = kappa_n, m_k = mu_n, nu_k = nu_n)."""
-        n = r.sum(0)
-        s = r.T @ x
-        S = _centered_scatter(x, r, n, s)
+        return self._stats_from(x, lambda v: jnp.tensordot(r, v, axes=(0, 0)), r.sum(0), r.T @ x)
+
+    def _stats_from(self, x: Array, summ, n: Array, s: Array) -> Stats:
+        """Shared body of :meth:`stats` and :meth:`soft_stats`: ``summ`` sums a per-point array into slots."""
+        S = _centered_scatter(x, summ, n, s)
         kn = self.kappa0 + n
         dev = s / jnp.maximum(n, 1e-300)[:, None] - self.mu0
         shrink = (self.kappa0 * n / kn)

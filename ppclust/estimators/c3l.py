@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
 from ppclust._jax import as_key, x64
+from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     POSITIVE_INT,
@@ -128,12 +129,12 @@ class C3L(ClusterMixin, BaseEstimator):
         n, N = X.shape
         alpha = float(self.leakage)
         if int(self.n_clusters) > n:
-            raise ValueError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
+            raise PPClustError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
         y = side_labels(y, partial_labels)
         if hyperplane is None:
             if y is None:
-                raise ValueError("C3L needs side information: two categories y or "
-                                 "hyperplane=(normal, offset)")
+                raise PPClustError("C3L needs side information: two categories y or "
+                                   "hyperplane=(normal, offset)")
             y = check_partial_labels(y, n).astype(np.int64)
             n_cat = np.unique(y[y >= 0]).size
             if n_cat > 2:
@@ -145,7 +146,7 @@ class C3L(ClusterMixin, BaseEstimator):
             normal, offset = hyperplane
         hp_x = _c3l.make_hyperplane(normal, offset)
         if hp_x.normals.shape[1] != N:
-            raise ValueError(f"hyperplane normal has {hp_x.normals.shape[1]} entries, X has {N} features")
+            raise PPClustError(f"hyperplane normal has {hp_x.normals.shape[1]} entries, X has {N} features")
         J = hp_x.normals.shape[0]
         self.hyperplane_ = (hp_x.normals[0], float(hp_x.offsets[0])) if J == 1 else (hp_x.normals,
                                                                                       hp_x.offsets)

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
 from ppclust._jax import as_key, x64
-from ppclust.errors import NonFiniteError
+from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     NONNEG_INT,
     NONNEG_REAL,
@@ -170,7 +170,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         n = X.shape[0]
         k = int(self.n_clusters)
         if k > n:
-            raise ValueError(f"n_clusters={k} exceeds the number of objects n={n}")
+            raise PPClustError(f"n_clusters={k} exceeds the number of objects n={n}")
         labels_in = _partial_labels(side_labels(y, partial_labels), n, k)
         feature = self._feature_model(X)
         self.feature_model_ = feature
@@ -180,7 +180,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         if feature == "multinomial":
             self.feature_mask_ = X.sum(0) > 0  # never-occurring terms are dropped (E3)
             if not self.feature_mask_.any():
-                raise ValueError("X has no non-zero count: nothing to cluster")
+                raise PPClustError("X has no non-zero count: nothing to cluster")
         else:
             self.feature_mask_ = np.ones(X.shape[1], bool)
         # s^2 relative to the data's variance for the gaussian model (the others have no variance)
@@ -279,9 +279,9 @@ class CCIB(ClusterMixin, BaseEstimator):
         if fm == "auto":
             fm = "bernoulli" if is01 else ("multinomial" if isint else "gaussian")
         if fm == "bernoulli" and not is01:
-            raise ValueError("X must be 0/1 for feature_model='bernoulli'")
+            raise PPClustError("X must be 0/1 for feature_model='bernoulli'")
         if fm in ("multinomial", "poisson") and not np.all(X >= 0):
-            raise ValueError(f"X must be non-negative counts for feature_model={fm!r}")
+            raise PPClustError(f"X must be non-negative counts for feature_model={fm!r}")
         return fm
 
     def _encode_background(self, background, n, *, fitting):
@@ -303,14 +303,14 @@ class CCIB(ClusterMixin, BaseEstimator):
         if kind == "none":
             return kind, z_codes, design
         if background is None:
-            raise ValueError("background is required: the model was fitted with one")
+            raise PPClustError("background is required: the model was fitted with one")
         z = np.asarray(background)
         if z.shape[0] != n:
-            raise ValueError(f"background has {z.shape[0]} rows, X has {n}")
+            raise PPClustError(f"background has {z.shape[0]} rows, X has {n}")
         if kind == "categorical":
             z = z.reshape(n, -1)
             if z.shape[1] != 1:
-                raise ValueError("a categorical background must be 1-D (combine attributes first)")
+                raise PPClustError("a categorical background must be 1-D (combine attributes first)")
             z = z[:, 0]
             if fitting:
                 self.background_categories_, codes = np.unique(z, return_inverse=True)
@@ -322,13 +322,13 @@ class CCIB(ClusterMixin, BaseEstimator):
             return kind, codes, design
         z = np.asarray(z, dtype=np.float64).reshape(n, -1)
         if not np.all(np.isfinite(z)):
-            raise ValueError("background contains NaN or inf")
+            raise PPClustError("background contains NaN or inf")
         if fitting:
             self.background_categories_ = np.zeros(1)
             self._z_width = z.shape[1]
         elif z.shape[1] != self._z_width:
-            raise ValueError(f"background has {z.shape[1]} columns, the model was fitted with "
-                             f"{self._z_width}")
+            raise PPClustError(f"background has {z.shape[1]} columns, the model was fitted with "
+                               f"{self._z_width}")
         self._z_cont = z if fitting else getattr(self, "_z_cont", None)
         return kind, z_codes, np.concatenate([np.ones((n, 1)), z], axis=1)
 

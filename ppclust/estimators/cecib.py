@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress, families
 from ppclust._jax import as_key, x64
+from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
@@ -143,8 +144,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n < d + 2:
-            raise ValueError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
-                             f"got n_samples = {n}.")
+            raise PPClustError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
+                               f"got n_samples = {n}.")
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
         with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
-from ppclust.errors import KMaxExhaustedError, NonFiniteError
+from ppclust.errors import KMaxExhaustedError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
@@ -68,22 +68,22 @@ class _Base(ClusterMixin, BaseEstimator):
         if self.lam is not None:
             return float(self.lam)
         if self.lam_k > X.shape[0]:
-            raise ValueError(f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from the "
-                             "lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower `lam_k` or "
-                             "pass `lam`.")
+            raise PPClustError(f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from "
+                               "the lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower "
+                               "`lam_k` or pass `lam`.")
         lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
         if not lam > 0:  # every new point would open a cluster: garbage, not a fit
             what = ("all points are identical" if np.ptp(X, axis=0).max() == 0 else
                     f"the data have too few distinct points for lam_k={self.lam_k}")
-            raise ValueError(f"cannot set lam from the data: {what}, so lam_method={self.lam_method!r} "
-                             f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
+            raise PPClustError(f"cannot set lam from the data: {what}, so lam_method={self.lam_method!r} "
+                               f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
         return lam
 
     def _prepare(self, X, *, reset):
         X = validate_X(self, X, reset=reset)
         if self.divergence == "kl":
             if (X < 0).any():
-                raise ValueError("`X` must be non-negative counts for divergence='kl'")
+                raise PPClustError("`X` must be non-negative counts for divergence='kl'")
             X = X + self.smoothing
             X = X / X.sum(axis=1, keepdims=True)
         return X

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_seed
+from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
     NONNEG_REAL,
     POSITIVE_INT,
@@ -84,7 +85,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         n = X.shape[0]
         c = int(self.n_clusters)
         if c > n:
-            raise ValueError(f"`n_clusters`={c} exceeds n_samples={n}; it must lie in [1, n_samples].")
+            raise PPClustError(f"`n_clusters`={c} exceeds n_samples={n}; it must lie in [1, n_samples].")
         links = _smic.link_matrices(link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link))
         ts = _smic.DEFAULT_TS if _is_auto(self.n_neighbors) else (int(self.n_neighbors),)
         gammas = _smic.DEFAULT_GAMMAS if _is_auto(self.gamma) else (float(self.gamma),)

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
 from ppclust._jax import as_key, x64
-from ppclust.errors import NonFiniteError
+from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_INT,
@@ -188,14 +188,14 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         K = int(renamed_param(self, "n_clusters", "n_components"))
         n_draws = int(renamed_param(self, "n_draws", "n_samples"))
         if self.method == "gibbs" and self.covariance_type == "tied":
-            raise ValueError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical', "
-                             "not 'tied'.")
+            raise PPClustError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical', "
+                               "not 'tied'.")
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         self._n_clusters = K
         self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         if n < K:
-            raise ValueError(
+            raise PPClustError(
                 f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
             )
         y = check_partial_labels(side_labels(y, partial_labels), n)
@@ -208,7 +208,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             codes[y >= 0] = inv
         C = len(self.classes_)
         if C > K:
-            raise ValueError(
+            raise PPClustError(
                 f"`y` has {C} classes but n_clusters={K}; need n_clusters >= number of classes."
             )
         if self.component_classes is None:
@@ -216,13 +216,13 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
         else:
             g = np.asarray(self.component_classes, dtype=np.int32)
             if g.shape != (K,) or np.any(g < -1) or np.any(g >= max(C, 1)) and C > 0:
-                raise ValueError(
+                raise PPClustError(
                     f"`component_classes` must have length n_clusters={K} with entries in "
                     f"[-1, {C}), got {g.tolist()}."
                 )
             missing = sorted(set(range(C)) - set(g.tolist()))
             if missing and self.label_noise == 0:
-                raise ValueError(
+                raise PPClustError(
                     f"`component_classes` gives no component to classes {missing}; their labelled "
                     "points could not be placed (or set label_noise > 0)."
                 )

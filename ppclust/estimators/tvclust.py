@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from ppclust._jax import as_key, x64
+from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
     NONNEG_INT,
     POSITIVE_INT,
@@ -226,8 +227,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
-            raise ValueError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
-                             "degrees of freedom); raise it or leave nu0=None (d + 2).")
+            raise PPClustError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
+                               "degrees of freedom); raise it or leave nu0=None (d + 2).")
         side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
                               link_model="soft")  # noisy links combine
         if self.algorithm == "variational":
@@ -353,8 +354,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         """``algorithm="variational"``: :func:`ppclust.inference.tvclust_vb.fit` (see the class docstring)."""
         n, d = X.shape
         if self.covariance_type != "full":
-            raise ValueError("algorithm='variational' supports covariance_type='full' only (the authors' "
-                             f"Normal-Wishart components), got {self.covariance_type!r}")
+            raise PPClustError("algorithm='variational' supports covariance_type='full' only (the authors' "
+                               f"Normal-Wishart components), got {self.covariance_type!r}")
         if self.standardize:  # the authors' code: centre, divide by the sd with n - 1
             sd = X.std(0, ddof=1) if n > 1 else np.ones(d)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
