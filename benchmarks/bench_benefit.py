@@ -126,7 +126,7 @@ def fit_one(method, X, y, side, labels, seed, quick):
     if method == "RDPMeans":
         from ppclust.estimators.dpmeans import RDPMeans
 
-        return RDPMeans(random_state=seed).fit(X, must_link=ml, cannot_link=cl).labels_
+        return RDPMeans(init="mean", random_state=seed).fit(X, must_link=ml, cannot_link=cl).labels_
     if method == "SMIC":
         from ppclust.estimators.smic import SMIC
 

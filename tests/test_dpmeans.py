@@ -280,16 +280,15 @@ def test_reproduce_table1_iris_wine():
         assert max(f) - min(f) <= 0.02, (meth, f)
 
 
-def test_rdpmeans_default_start_does_not_oversplit_standardised_wine():
-    """Default ``init="mean"`` (Kulis & Jordan 2012, Alg. 1): on standardised wine (3 classes) RDP-means
-    without links finds few clusters; the authors' bounding-box start (the old default) opened 8
-    (NMI 0.64)."""
+def test_rdpmeans_mean_start_does_not_oversplit_standardised_wine():
+    """``init="mean"`` (Kulis & Jordan 2012, Alg. 1): on standardised wine (3 classes) RDP-means without
+    links finds few clusters; the authors' bounding-box start (the default) opens 8 (NMI 0.64)."""
     from ppclust import datasets, metrics
 
     X, y = datasets.load("wine")
     X = (X - X.mean(0)) / X.std(0)
-    est = RDPMeans(random_state=0).fit(X)
+    est = RDPMeans(init="mean", random_state=0).fit(X)
     score = metrics.nmi(y, est.labels_)
     assert est.n_clusters_ <= 5 and score > 0.8, (est.n_clusters_, score)
-    old = RDPMeans(init="bbox_random", random_state=0).fit(X)
-    assert old.n_clusters_ >= 6  # the check above fails on the old default
+    old = RDPMeans(random_state=0).fit(X)
+    assert old.n_clusters_ >= 6  # the bounding-box start over-splits: the check above would fail on it
