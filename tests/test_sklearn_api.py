@@ -76,15 +76,13 @@ def test_small_settings_cover_every_registered_method():
 
 # Cost. A fit on a new data shape compiles the jitted solver for that shape (a repeat fit on the same shape
 # takes ~16 ms for CECIB); each check fits on its own shapes, so the checks cost what the compiles cost.
-# Measured on 2 cores shared with 5 other jobs (load 7-10), serial: the checks below that run in
-# `make test` 81 s wall (30 s CPU) with a cold JAX cache; CECIB's 28 fitting checks 111 s wall (48 s CPU)
-# cold and 25 s wall (14 s CPU) with the persistent cache of tests/conftest.py warm; TVClust + C3L + CCIB
-# together 384 s wall cold. So in `make test` every check runs for the four fast estimators, and the
-# checks that raise before any solver runs (construction, parameters, input validation: CHEAP) run for
-# all eight; the fitting checks of the four slow ones (a Gibbs sampler, two Hartigan engines and an
-# annealing solver) are marked slow and run in `make reproduce`, until the solvers pad n to a few shape
-# buckets (issue 18) so that the checks share their compiles.
-SLOW_METHODS = ("tvclust", "cecib", "c3l", "ccib")
+# Measured on the 2-core VM (one session-5 run, cold JAX cache, --xla_backend_optimization_level=0 as
+# `make test` sets it): all checks of all eight estimators 7 min of CPU. So every check runs in
+# `make test`: the four fast estimators and the checks that raise before any solver runs (CHEAP) here,
+# the fitting checks of the four heavier ones (a Gibbs sampler, two Hartigan engines and an annealing
+# solver) in tests/test_sklearn_checks_samplers.py (TVClust, CCIB) and tests/test_sklearn_checks_hartigan.py
+# (CECIB, C3L), so that pytest-xdist's --dist loadfile spreads them over both workers.
+HEAVY_METHODS = ("tvclust", "cecib", "c3l", "ccib")
 CHEAP = {"check_estimator_tags_renamed", "check_valid_tag_types", "check_estimator_repr",
          "check_no_attributes_set_in_init", "check_estimators_unfitted",
          "check_do_not_raise_errors_in_init_or_set_params", "check_mixin_order", "check_estimator_sparse_tag",
@@ -94,28 +92,34 @@ CHEAP = {"check_estimator_tags_renamed", "check_valid_tag_types", "check_estimat
          "check_fit1d", "check_array_api_input", "check_estimators_partial_fit_n_features"}
 
 
-def _with_slow_marks(parametrize):
-    """``parametrize_with_checks``'s cases, the fitting checks of SLOW_METHODS marked ``slow``."""
+def checks_for(names, heavy_fitting: bool):
+    """``parametrize_with_checks`` over the estimators ``names``, with the documented skip list; for
+    HEAVY_METHODS only their CHEAP checks (``heavy_fitting=False``) or only their fitting checks (True)."""
     from sklearn.utils.estimator_checks import _check_name
 
+    parametrize = parametrize_with_checks([METHODS[name].load()(**SMALL[name]) for name in names],
+                                          expected_failed_checks=_expected_failed)
     mark = parametrize.mark
     cases = []
     for case in mark.args[1]:
         values, marks = (case.values, list(case.marks)) if hasattr(case, "values") else (case, [])
         estimator, check = values
         name = next(n for n, info in METHODS.items() if info.load() is type(estimator))
-        if name in SLOW_METHODS and _check_name(check) not in CHEAP:
-            marks.append(pytest.mark.slow)
+        if name in HEAVY_METHODS and (_check_name(check) in CHEAP) == heavy_fitting:
+            continue
         cases.append(pytest.param(estimator, check, marks=marks))
     return pytest.mark.parametrize(mark.args[0], cases, **mark.kwargs)
 
 
-@_with_slow_marks(parametrize_with_checks([METHODS[name].load()(**SMALL[name]) for name in METHODS],
-                                          expected_failed_checks=_expected_failed))
-def test_sklearn_estimator_checks(estimator, check):
+def run_check(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+@checks_for(list(METHODS), heavy_fitting=False)
+def test_sklearn_estimator_checks(estimator, check):
+    run_check(estimator, check)
 
 
 @pytest.mark.parametrize("name", ["ssgmm", "ccib"])
