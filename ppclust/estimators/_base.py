@@ -172,8 +172,7 @@ def restart_devices(devices, who: str):
         return "auto"  # "all" and "auto" are synonyms; one device when n_init is not a multiple
     if isinstance(devices, (list, tuple)):
         raise InvalidInputError(f"{who} runs its restarts on the first m local devices: pass devices=m (an "
-                                f"int) "
-                                f"or 'all', not a list of {len(devices)} devices.")
+                                f"int) or 'all', not a list of {len(devices)} devices.")
     if devices is not None and not isinstance(devices, (int, np.integer)):
         raise InvalidInputError(f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got "
                                 f"{devices!r}.")
@@ -206,43 +205,37 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
         raise InvalidInputError(f"`{name}` could not be converted to an array: {err}") from err
     if arr.dtype.kind == "c":
         raise InvalidInputError(f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not "
-                                f"supported; "
-                                f"pass the real part ({name}.real) or split real and imaginary parts into "
-                                f"features.")
+                                f"supported; pass the real part ({name}.real) or split real and imaginary "
+                                "parts into features.")
     if arr.dtype == object:  # an object array of numbers is converted, as scikit-learn does
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
             raise InvalidInputError(f"`{name}` must hold real numbers; an element of the object array "
-                                    f"could not be "
-                            f"converted ({err}); encode categorical features as numbers first.") from None
+                                    f"could not be converted ({err}); encode categorical features as "
+                                    "numbers first.") from None
     if arr.dtype.kind not in "biuf":
         raise InvalidInputError(f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
-                        "features as numbers first.")
+                                "features as numbers first.")
     if arr.ndim == 1:
         raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array "
-                                f"of shape "
-                                f"{arr.shape}. Reshape your data with {name}.reshape(-1, 1) for one "
-                                f"feature or "
-                                f"{name}.reshape(1, -1) for one sample.")
+                                f"of shape {arr.shape}. Reshape your data with {name}.reshape(-1, 1) for "
+                                f"one feature or {name}.reshape(1, -1) for one sample.")
     if arr.ndim != 2:
         raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got shape "
                                 f"{arr.shape}.")
     if arr.shape[0] < min_samples:
         raise InvalidInputError(f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a "
-                                f"minimum of "
-                                f"{min_samples} is required.")
+                                f"minimum of {min_samples} is required.")
     if arr.shape[1] < min_features:
         raise InvalidInputError(f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a "
-                                f"minimum of "
-                                f"{min_features} is required.")
+                                f"minimum of {min_features} is required.")
     out = np.array(arr, dtype=dtype, order="C", copy=True)
     finite = np.isfinite(out)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]
         raise InvalidInputError(f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
-                                f"row {r}, "
-                                f"column {c}: {out[r, c]}); remove or impute them.")
+                                f"row {r}, column {c}: {out[r, c]}); remove or impute them.")
     return out
 
 
