@@ -2,6 +2,7 @@
 
 Estimators (scikit-learn style) are imported lazily so that ``import ppclust`` stays fast:
 ``ppclust.TVClust``, ``ppclust.DPMeans``, ``ppclust.RDPMeans``, ``ppclust.SemiSupervisedGMM``,
+``ppclust.BayesianSemiSupervisedGMM``,
 ``ppclust.CECIB``, ``ppclust.C3L``, ``ppclust.CCIB``, ``ppclust.SMIC``.
 """
 
@@ -42,5 +43,5 @@ def __dir__():
 
 
 __all__ = ["__version__", "SideInfo", "RowPairs", "load", "TVClust", "DPMeans", "RDPMeans",
-           "SemiSupervisedGMM",
+           "SemiSupervisedGMM", "BayesianSemiSupervisedGMM",
            "CECIB", "C3L", "CCIB", "SMIC"]

@@ -366,6 +366,7 @@ REPRODUCTIONS = {
     "ccib": (["bench_ccib.py", "--quick"], "ccib"),
     "smic": (["bench_smic.py", "--seeds", "1", "--skip-scaling", "--out", "{out}/smic.md"], "smic"),
     "ssgmm": (None, "ssgmm"),
+    "bayesian-ssgmm": (None, "ssgmm"),
     "tvclust": (None, "tvclust or small_variance"),
 }
 

@@ -35,6 +35,8 @@ def demo_plan(quick: bool) -> list[DemoRun]:
         DemoRun("dpmeans", dict(random_state=0), "none"),
         DemoRun("rdpmeans", dict(random_state=0), "links"),
         DemoRun("ssgmm", dict(n_clusters=3, n_init=4, random_state=0), "labels"),
+        DemoRun("bayesian-ssgmm", dict(n_clusters=3, n_draws=int(100 * s), n_warmup=int(100 * s), n_chains=2,
+                                       random_state=0), "labels"),
         DemoRun("cecib", dict(n_clusters=6, beta=1.0, n_init=5 if quick else 10, random_state=0), "labels"),
         # k-means++ seeding (the CEC package default): the paper's random partition starts every
         # cluster near the hyperplane and often ends far worse on wine (NMI 0.19 vs 0.85 at seed 0)

@@ -19,7 +19,7 @@ def test_version(capsys):
 def test_methods_lists_every_registered_method(capsys):
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
-    for name in ("tvclust", "rdpmeans", "cecib", "c3l", "ccib", "smic", "ssgmm", "dpmeans"):
+    for name in ("tvclust", "rdpmeans", "cecib", "c3l", "ccib", "smic", "ssgmm", "bayesian-ssgmm", "dpmeans"):
         assert name in out
 
 

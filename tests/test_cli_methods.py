@@ -17,6 +17,8 @@ PLAN = {
     "dpmeans": (["lam=8.0", "random_state=0"], None),
     "rdpmeans": (["lam=8.0", "random_state=0"], "links"),
     "ssgmm": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
+    "bayesian-ssgmm": (["n_clusters=3", "n_draws=10", "n_warmup=10", "n_chains=1", "random_state=0"],
+                       "labels"),
     "cecib": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
     "c3l": (["n_clusters=3", "n_init=2", "init=\"kmeans++\"", "random_state=0"], "labels2"),
     "ccib": (["n_clusters=2", "n_init=2", "random_state=0"], "background"),

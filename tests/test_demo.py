@@ -17,11 +17,11 @@ def test_quick_demo_runs_every_method(tmp_path, capsys):
     assert run_demo(out=str(out), quick=True) == 0
     table = json.loads((out / "table.json").read_text())
     assert [r["method"] for r in table] == [m for m in
-                                             ["tvclust", "dpmeans", "rdpmeans", "ssgmm", "cecib", "c3l",
-                                              "ccib", "smic"] if m in available()]
+                                             ["tvclust", "dpmeans", "rdpmeans", "ssgmm", "bayesian-ssgmm",
+                                              "cecib", "c3l", "ccib", "smic"] if m in available()]
     by = {r["method"]: r for r in table}
     # side information must help on wine: methods with links/labels clearly beat chance
-    for m in ("tvclust", "ssgmm", "cecib", "smic"):
+    for m in ("tvclust", "ssgmm", "bayesian-ssgmm", "cecib", "smic"):
         assert float(by[m]["NMI"]) > 0.6, by[m]
     for f in ("report.md", "data_links.png", "partitions.png", "psm.png", "trace_n_clusters.png",
               "tvclust_posterior.nc"):

@@ -31,6 +31,7 @@ BASE = {
     "dpmeans": dict(max_iter=10, k_max=16, random_state=0),
     "rdpmeans": dict(max_iter=10, patience=2, k_max=16, random_state=0),
     "ssgmm": dict(n_clusters=2, max_iter=10, random_state=0),
+    "bayesian-ssgmm": dict(n_clusters=2, n_draws=3, n_warmup=2, n_chains=1, random_state=0),
     "cecib": dict(n_clusters=2, n_init=1, max_iter=10, random_state=0),
     "c3l": dict(n_clusters=2, n_init=1, max_iter=10, leakage=0.2, random_state=0),
     "ccib": dict(n_clusters=2, n_init=1, max_iter=5, max_inner=20, random_state=0),

@@ -116,10 +116,12 @@ def test_vocabulary(name):
     for old in ("n_samples", "n_components", "max_passes", "max_steps", "covariance"):
         assert params.get(old, DEPRECATED) == DEPRECATED
     # SMIC is a closed-form eigensolver, TVClust a sampler (n_draws, n_warmup)
-    assert "max_iter" in params or name in ("smic", "tvclust")
+    assert "max_iter" in params or name in ("smic", "tvclust", "bayesian-ssgmm")
     assert "random_state" in params
-    if name in ("tvclust", "ssgmm"):
+    if name in ("tvclust", "bayesian-ssgmm"):
         assert {"n_draws", "n_warmup", "n_chains", "thin", "covariance_type"} <= set(params)
+    if name == "ssgmm":  # EM: the sampler's words are only the deprecated method="gibbs"'s
+        assert all(params[p] == DEPRECATED for p in ("method", "n_draws", "n_warmup", "n_chains", "thin"))
 
 
 # old name -> new name, with a value and the attribute of the fit that shows the value was used

@@ -139,15 +139,15 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path):
 def test_ssgmm_gibbs_posterior_has_its_own_quantities():
     import arviz as az
 
-    from ppclust import SemiSupervisedGMM
+    from ppclust import BayesianSemiSupervisedGMM
 
     rng = np.random.default_rng(0)
     z = np.repeat([0, 1, 2], 30)
     X = np.array([[0, 0], [3, 0], [0, 3]])[z] + rng.normal(size=(90, 2))  # overlapping: draws vary
     y = np.where(np.arange(90) % 3 == 0, z, -1)
     y[0] = 1  # one wrong label
-    g = SemiSupervisedGMM(3, covariance_type="full", method="gibbs", n_draws=50, n_warmup=30, n_chains=2,
-                          label_noise=0.05, random_state=0).fit(X, y)
+    g = BayesianSemiSupervisedGMM(3, covariance_type="full", n_draws=50, n_warmup=30, n_chains=2,
+                                  label_noise=0.05, random_state=0).fit(X, y)
     ds = g.posterior_["posterior"].ds
     assert set(ds.data_vars) == {"n_clusters", "weights_sorted", "label_noise_rate"}
     w = ds["weights_sorted"].values

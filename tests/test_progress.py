@@ -113,7 +113,7 @@ def test_gibbs_bars_show_two_phases_and_do_not_change_the_draws(quiet_env, capsy
 def test_every_long_running_estimator_takes_progress_bar():
     import ppclust
 
-    for name in ("TVClust", "SemiSupervisedGMM", "CECIB", "C3L", "CCIB", "SMIC"):
+    for name in ("TVClust", "SemiSupervisedGMM", "BayesianSemiSupervisedGMM", "CECIB", "C3L", "CCIB", "SMIC"):
         est = getattr(ppclust, name)()
         assert est.get_params()["progress_bar"] is True, name
         assert est.set_params(progress_bar=False).progress_bar is False

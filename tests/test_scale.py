@@ -39,6 +39,7 @@ CASES = {
     "dpmeans": (dict(lam_k=3, n_init=2, random_state=0), "none"),
     "tvclust": (dict(n_draws=20, n_warmup=20, n_chains=1, k_max=8, random_state=0), "labels"),
     "ssgmm": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
+    "bayesian-ssgmm": (dict(n_clusters=3, n_draws=10, n_warmup=10, n_chains=1, random_state=0), "labels"),
     "cecib": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
     "c3l": (dict(n_clusters=3, n_init=2, init="kmeans++", random_state=0), "two"),
     "ccib": (dict(n_clusters=3, n_init=2, feature_model="gaussian", random_state=0), "none"),

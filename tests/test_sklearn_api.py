@@ -33,6 +33,8 @@ SMALL = {
     "dpmeans": dict(lam_k=3, max_iter=10, random_state=0),
     "rdpmeans": dict(lam_k=3, max_iter=10, patience=2, random_state=0),
     "ssgmm": dict(n_clusters=3, covariance_type="diag", max_iter=10, random_state=0),
+    "bayesian-ssgmm": dict(n_clusters=3, covariance_type="diag", n_draws=3, n_warmup=3, n_chains=1,
+                           random_state=0),
     "cecib": dict(n_clusters=3, n_init=1, max_iter=5, random_state=0),
     "c3l": dict(n_clusters=3, n_init=1, max_iter=5, random_state=0),
     "ccib": dict(n_clusters=3, n_init=1, max_iter=10, max_inner=20, random_state=0),
@@ -56,6 +58,7 @@ _C3L_NO_Y = "C3L needs side information (y with two categories, or hyperplane=);
 # method -> {check: reason}: the documented skip list (non-strict xfail).
 EXPECTED_FAILED: dict[str, dict[str, str]] = {
     "ssgmm": {k: v for k, v in _Y_SUBSETS.items() if k != "check_fit2d_1sample"},
+    "bayesian-ssgmm": {k: v for k, v in _Y_SUBSETS.items() if k != "check_fit2d_1sample"},
     "ccib": dict(_Y_SUBSETS),
     "c3l": {"check_estimators_overwrite_params": _C3L_Y, "check_estimators_fit_returns_self": _C3L_Y,
             "check_readonly_memmap_input": _C3L_Y,
@@ -122,7 +125,7 @@ def test_sklearn_estimator_checks(estimator, check):
     run_check(estimator, check)
 
 
-@pytest.mark.parametrize("name", ["ssgmm", "ccib"])
+@pytest.mark.parametrize("name", ["ssgmm", "bayesian-ssgmm", "ccib"])
 def test_predict_sample_order_and_subset_invariance(name):
     """What check_methods_sample_order/subset_invariance test, with partial labels that fit n_clusters."""
     X, truth = _three_blobs(45)

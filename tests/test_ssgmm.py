@@ -15,7 +15,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.mixture import GaussianMixture
 
 from ppclust._jax import x64
-from ppclust.estimators.ssgmm import SemiSupervisedGMM
+from ppclust.estimators.ssgmm import BayesianSemiSupervisedGMM, SemiSupervisedGMM
 from ppclust.inference import em
 from ppclust.models.ssgmm import label_log_mask, ssgmm_model
 
@@ -255,8 +255,12 @@ def test_errors():
         SemiSupervisedGMM(3, label_noise=1.0).fit(X, z)
     with pytest.raises(ValueError, match="no component"):
         SemiSupervisedGMM(3, component_classes=[0, 1, 1]).fit(X, z)
-    with pytest.raises(ValueError, match="gibbs"):
-        SemiSupervisedGMM(3, covariance_type="tied", method="gibbs").fit(X, z)
+    with pytest.raises(ValueError, match="covariance_type"):
+        BayesianSemiSupervisedGMM(3, covariance_type="tied").fit(X, z)
+    with pytest.raises(ValueError, match="n_draws"):
+        BayesianSemiSupervisedGMM(3, n_draws=0).fit(X, z)
+    with pytest.raises(ValueError, match="covariance_type"), pytest.warns(FutureWarning):
+        SemiSupervisedGMM(3, covariance_type="tied", method="gibbs").fit(X, z)  # deprecated path validates
     with pytest.raises(ValueError, match="n_draws"):
         SemiSupervisedGMM(3, method="gibbs", n_draws=0).fit(X, z)
 
@@ -433,8 +437,8 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     y = np.where(np.arange(150) % 4 == 0, z, -1)
     kw = dict(random_state=0)
     e = SemiSupervisedGMM(3, covariance_type="full", **kw).fit(X, y)
-    g = SemiSupervisedGMM(3, covariance_type="full", method="gibbs", n_draws=40, n_warmup=40, n_chains=2,
-                          **kw).fit(X, y)
+    g = BayesianSemiSupervisedGMM(3, covariance_type="full", n_draws=40, n_warmup=40, n_chains=2,
+                                  **kw).fit(X, y)
     assert adjusted_rand_score(e.labels_, g.labels_) > 0.9
     assert adjusted_rand_score(z, g.labels_) > 0.85
     lab = y >= 0
@@ -449,3 +453,32 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     assert ds["n_clusters"].shape == (2, 40)
     np.testing.assert_array_equal(g.posterior_["clustering"]["point_estimate"].values, g.labels_)
     assert g.predict(X).shape == (150,) and np.isfinite(g.bic())
+
+
+def test_method_gibbs_is_deprecated_and_runs_the_sampler():
+    """``SemiSupervisedGMM(method=...)`` keeps working for one release: ``"gibbs"`` fits
+    BayesianSemiSupervisedGMM (same draws for the same seed), ``"em"`` is the plain EM fit, and the
+    sampler's parameters given to the EM estimator warn that they are ignored; each with a FutureWarning
+    that names what to use."""
+    X, z = _blobs(3, n=150)  # the shapes of the test above: shared compiles
+    y = np.where(np.arange(150) % 4 == 0, z, -1)
+    kw = dict(covariance_type="full", random_state=0)
+    new = BayesianSemiSupervisedGMM(3, n_draws=40, n_warmup=40, n_chains=2, **kw).fit(X, y)
+    with pytest.warns(FutureWarning, match=r"`method` is deprecated.*use BayesianSemiSupervisedGMM"):
+        old = SemiSupervisedGMM(3, method="gibbs", n_draws=40, n_warmup=40, **kw).fit(X, y)
+    np.testing.assert_array_equal(old.labels_, new.labels_)
+    np.testing.assert_array_equal(np.asarray(old.samples_.labels), np.asarray(new.samples_.labels))
+    np.testing.assert_allclose(old.means_, new.means_)
+    np.testing.assert_array_equal(old.predict(X), new.predict(X))
+    assert old.get_params()["method"] == "gibbs" and old.posterior_ is not None
+    with pytest.warns(FutureWarning, match=r"`n_samples` was renamed `n_draws`"):
+        renamed = SemiSupervisedGMM(3, method="gibbs", n_samples=40, n_warmup=40, **kw).fit(X, y)
+    np.testing.assert_array_equal(renamed.labels_, new.labels_)
+    em_fit = SemiSupervisedGMM(3, **kw).fit(X, y)
+    with pytest.warns(FutureWarning, match=r"`method` is deprecated.*without `method`"):
+        em_old = SemiSupervisedGMM(3, method="em", **kw).fit(X, y)
+    np.testing.assert_array_equal(em_old.means_, em_fit.means_)
+    with pytest.warns(FutureWarning, match=r"\['n_draws'\] only apply to the deprecated method='gibbs'"):
+        ignored = SemiSupervisedGMM(3, n_draws=5, **kw).fit(X, y)
+    np.testing.assert_array_equal(ignored.means_, em_fit.means_)
+    assert not hasattr(em_fit, "posterior_")

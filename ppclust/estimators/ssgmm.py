@@ -1,4 +1,10 @@
-"""scikit-learn estimator for the semi-supervised Gaussian mixture (the CEC-IB / C3L papers' GMM baseline)."""
+"""scikit-learn estimators for the semi-supervised Gaussian mixture (the CEC-IB / C3L papers' GMM baseline).
+
+One model, two estimators, split as scikit-learn splits ``GaussianMixture`` and ``BayesianGaussianMixture``:
+:class:`SemiSupervisedGMM` finds the maximum-likelihood (or MAP) parameters by EM; :class:`BayesianSemi
+SupervisedGMM` draws the component assignments from their posterior by collapsed Gibbs sampling. Each takes
+only the parameters its algorithm uses.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -15,11 +22,15 @@ from ppclust import _progress
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
+    _REMOVED_IN,
+    DEPRECATED,
     DEVICES,
     NONNEG_INT,
     NONNEG_REAL,
     POSITIVE_INT,
+    POSITIVE_REAL,
     RANDOM_STATE,
+    Hidden,
     Interval,
     Real,
     StrOptions,
@@ -36,164 +47,24 @@ from ppclust.families import GaussianNIW
 from ppclust.inference import em
 from ppclust.models.ssgmm import default_component_classes, label_log_mask
 
-__all__ = ["SemiSupervisedGMM"]
+__all__ = ["SemiSupervisedGMM", "BayesianSemiSupervisedGMM"]
+
+# the sampler's parameters, accepted by SemiSupervisedGMM only for its deprecated method="gibbs"
+_SAMPLER_DEFAULTS = dict(n_draws=200, n_warmup=200, n_chains=2, thin=1, point_estimate="binder")
 
 
-class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
-    r"""Gaussian mixture fitted by EM on data with partial (optionally noisy) labels.
+def _given(value) -> bool:
+    return not (isinstance(value, str) and value == DEPRECATED)
 
-    Maximises :math:`\sum_i \log\sum_k p(y_i\mid k)\,\pi_k\,\mathcal N(x_i;\mu_k,\Sigma_k)` (+ log prior for
-    MAP), where unlabelled points have :math:`p(y_i \mid k) = 1` and a labelled point of class ``c`` has
-    ``1 - label_noise`` for the components of class ``c`` and ``label_noise / (C - 1)`` for the others
-    (``label_noise = 0``: labelled points are restricted to their class's components, as in Rmixmod /
-    ``mclust::MclustSSC``). See :mod:`ppclust.models.ssgmm` and :mod:`ppclust.inference.em`.
 
-    Parameters
-    ----------
-    n_clusters : int, default=1
-        Number of mixture components, ``>=`` the number of classes in ``y`` (was ``n_components``,
-        deprecated: one vocabulary across ppclust's estimators).
-    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
-    method : {"em", "gibbs"}, default="em"
-    n_init : int, default=1
-        EM restarts (vmapped); the one with the highest objective is kept.
-    init : {"auto", "labelled", "kmeans++"}, default="auto"
-        ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
-        the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
-    max_iter : int, default=100
-    tol : float, default=1e-3
-        Stop when the objective per point changes by less than ``tol`` (scikit-learn convention).
-    reg_covar : float, default=1e-6
-        Added to covariance diagonals after every M-step, **relative to the data's variance**: the ridge
-        is ``reg_covar * s2`` with ``s2 = mean_j Var(X[:, j])`` (:func:`ppclust.estimators._base.
-        data_variance`), so the fit does not depend on the units of ``X`` (scikit-learn's
-        ``GaussianMixture`` adds an absolute ``reg_covar``, which swamps data measured in small units).
-        The ridge used is stored as ``reg_covar_``.
-    label_noise : float, default=0.0
-        Probability ``eps`` that a given label is wrong (in [0, 1)).
-    prior : {None, "default"}, default=None
-        ``"default"``: MAP with mclust's default conjugate prior (``priorControl()``).
-    weight_concentration : float, default=1.0
-        Dirichlet concentration (``>= 1``) on the weights when ``prior="default"``.
-    component_classes : array-like of int or None, default=None
-        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
-        labelled point. Default: component ``k`` belongs to class ``k mod C``.
-    random_state : None, int, numpy Generator or JAX key
-    n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1
-        ``method="gibbs"``: kept draws per chain (was ``n_samples``, deprecated), discarded sweeps,
-        chains, sweeps per kept draw.
-    point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
-        ``method="gibbs"``: the partition reported as ``labels_``.
-    devices : None, "all", "auto", int or list of devices, default=None
-        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
-        here data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
-        device computes responsibilities and the sufficient statistics of its points, reduced with
-        ``psum``. None = one device. Same result as one device up to summation order. See
-        :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
+class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
+    """What both estimators of the model share: label coding, starting centres, prediction, BIC/AIC."""
 
-    progress_bar : bool, default=True
-        A bar over the EM restarts, or warm-up and sampling bars (``method="gibbs"``),
-        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
-
-    Attributes
-    ----------
-    labels_ : (n,) int — MAP component of each training point.
-    classes_ : (C,) the distinct labels seen in ``y``; component_classes_ : (k,) int.
-    weights_, means_, covariances_, precisions_cholesky_ : fitted parameters (scikit-learn shapes).
-    log_likelihood_ : float total log-likelihood; objective_ : log-likelihood + log prior;
-    lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
-    reg_covar_ : float, the ridge added to the covariance diagonals in X's units (``reg_covar * s2``);
-    responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
-    """
-
-    _parameter_constraints: dict = {
-        "n_clusters": POSITIVE_INT,
-        "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
-        "method": [StrOptions({"em", "gibbs"})],
-        "n_init": POSITIVE_INT,
-        "random_state": RANDOM_STATE,
-        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
-        "max_iter": POSITIVE_INT,
-        "tol": NONNEG_REAL,
-        "reg_covar": NONNEG_REAL,
-        "label_noise": [Interval(Real, 0, 1, closed="left")],
-        "prior": [None, StrOptions({"default"})],
-        "weight_concentration": [Interval(Real, 1, None, closed="left")],
-        "component_classes": [None, "array-like"],
-        "n_draws": POSITIVE_INT,
-        "n_warmup": NONNEG_INT,
-        "n_chains": POSITIVE_INT,
-        "thin": POSITIVE_INT,
-        "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
-        "devices": DEVICES,
-        "progress_bar": ["boolean"],
-        "n_components": deprecated_name(POSITIVE_INT),
-        "n_samples": deprecated_name(POSITIVE_INT),
-    }
-
-    def __init__(
-        self,
-        n_clusters=1,
-        *,
-        covariance_type="full",
-        method="em",
-        n_init=1,
-        random_state=None,
-        init="auto",
-        max_iter=100,
-        tol=1e-3,
-        reg_covar=1e-6,
-        label_noise=0.0,
-        prior=None,
-        weight_concentration=1.0,
-        component_classes=None,
-        n_draws=200,
-        n_warmup=200,
-        n_chains=2,
-        thin=1,
-        point_estimate="binder",
-        devices=None,
-        progress_bar=True,
-        n_components="deprecated",
-        n_samples="deprecated",
-    ):
-        self.n_clusters = n_clusters
-        self.covariance_type = covariance_type
-        self.method = method
-        self.n_init = n_init
-        self.random_state = random_state
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.reg_covar = reg_covar
-        self.label_noise = label_noise
-        self.prior = prior
-        self.weight_concentration = weight_concentration
-        self.component_classes = component_classes
-        self.n_draws = n_draws
-        self.n_warmup = n_warmup
-        self.n_chains = n_chains
-        self.thin = thin
-        self.point_estimate = point_estimate
-        self.devices = devices
-        self.progress_bar = progress_bar
-        self.n_components = n_components
-        self.n_samples = n_samples
-
-    # ------------------------------------------------------------------------------------------ fit
-    @fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, partial_labels=None):
-        """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
-        ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
-        K = int(renamed_param(self, "n_clusters", "n_components"))
-        n_draws = int(renamed_param(self, "n_draws", "n_samples"))
-        if self.method == "gibbs" and self.covariance_type == "tied":
-            raise PPClustError("method='gibbs' supports covariance_type 'full', 'diag' and 'spherical', "
-                               "not 'tied'.")
+    def _prepare(self, X, y, partial_labels, K):
+        """Validate; code the labels; the label mask, the starting centres; returns the pieces fit uses."""
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         self._n_clusters = K
-        self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         if n < K:
             raise PPClustError(
                 f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
@@ -238,10 +109,251 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 if len(ks):
                     centres[ks[0]] = X[codes == c].mean(0)
                     fixed[ks[0]] = True
-        shift = X.mean(0)  # EM is translation-equivariant; centring keeps second moments well conditioned
-        key = as_key(self.random_state)
-        if self.method == "gibbs":
-            return self._fit_gibbs(key, X, shift, log_mask, allowed, centres, fixed, codes, n_draws)
+        shift = X.mean(0)  # both fits are translation-equivariant; centring keeps moments well conditioned
+        return X, codes, log_mask, allowed, centres, fixed, shift, as_key(self.random_state)
+
+    def fit_predict(self, X, y=None, **kw):
+        """Fit and return ``labels_``."""
+        return self.fit(X, y, **kw).labels_
+
+    # ------------------------------------------------------------------------------------------ predict
+    def _log_prob(self, X):
+        check_is_fitted(self, "means_")
+        X = validate_X(self, X, reset=False)
+        with x64():
+            lp = em.log_gaussian_prob(
+                jnp.asarray(X - self._shift),
+                jnp.asarray(self.means_ - self._shift),
+                jnp.asarray(self.precisions_cholesky_),
+                self.covariance_type,
+            )
+            return np.asarray(lp) + np.log(self.weights_)[None]
+
+    def predict_proba(self, X):
+        """Posterior component probabilities (n, k) for new, unlabelled points."""
+        lp = self._log_prob(X)
+        lp -= lp.max(1, keepdims=True)
+        p = np.exp(lp)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X):
+        """MAP component of each (unlabelled) point."""
+        return self._log_prob(X).argmax(1).astype(np.int64)
+
+    def predict_class(self, X):
+        """Class label (in the coding of ``y``) of the MAP component; -1 for free components."""
+        check_is_fitted(self, "means_")
+        comp = self.predict(X)
+        g = self.component_classes_[comp]
+        if len(self.classes_) == 0:
+            return np.full(len(comp), -1)
+        return np.where(g >= 0, self.classes_[np.maximum(g, 0)], -1)
+
+    def score_samples(self, X):
+        """log p(x) of each point under the fitted mixture (no labels)."""
+        lp = self._log_prob(X)
+        m = lp.max(1)
+        return m + np.log(np.exp(lp - m[:, None]).sum(1))
+
+    def score(self, X, y=None):
+        """Mean log-likelihood per sample of X under the fitted mixture (labels ignored)."""
+        return float(self.score_samples(X).mean())
+
+    def _n_parameters(self):
+        return em.n_parameters(self.means_.shape[0], self.n_features_in_, self.covariance_type)
+
+    def bic(self, X=None):
+        """Bayesian information criterion, ``-2 log L + p log n`` (lower is better).
+
+        Without ``X``: the training (semi-supervised) log-likelihood; with ``X``: the unlabelled likelihood
+        of ``X`` (scikit-learn's ``GaussianMixture.bic``). mclust reports the negative of this.
+        """
+        ll, n = self._ll_n(X)
+        return -2 * ll + self._n_parameters() * np.log(n)
+
+    def aic(self, X=None):
+        """Akaike information criterion, ``-2 log L + 2 p``."""
+        ll, _ = self._ll_n(X)
+        return -2 * ll + 2 * self._n_parameters()
+
+    def _ll_n(self, X):
+        check_is_fitted(self, "means_")
+        if X is None:
+            return self.log_likelihood_, self._n_train
+        s = self.score_samples(X)
+        return float(s.sum()), len(s)
+
+
+_COMMON_DOC = """n_clusters : int, default=1
+        Number of mixture components, ``>=`` the number of classes in ``y``.
+    covariance_type : {{{cov}}}, default="full"
+    init : {{"auto", "labelled", "kmeans++"}}, default="auto"
+        ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
+        the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
+        {init_use}
+    label_noise : float, default=0.0
+        Probability ``eps`` that a given label is wrong (in [0, 1)).
+    component_classes : array-like of int or None, default=None
+        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
+        labelled point. Default: component ``k`` belongs to class ``k mod C``.
+    random_state : None, int, numpy Generator or JAX key"""
+
+
+class SemiSupervisedGMM(_SemiSupervisedGMMBase):
+    r"""Gaussian mixture fitted by EM on data with partial (optionally noisy) labels.
+
+    Maximises :math:`\sum_i \log\sum_k p(y_i\mid k)\,\pi_k\,\mathcal N(x_i;\mu_k,\Sigma_k)` (+ log prior for
+    MAP), where unlabelled points have :math:`p(y_i \mid k) = 1` and a labelled point of class ``c`` has
+    ``1 - label_noise`` for the components of class ``c`` and ``label_noise / (C - 1)`` for the others
+    (``label_noise = 0``: labelled points are restricted to their class's components, as in Rmixmod /
+    ``mclust::MclustSSC``). See :mod:`ppclust.models.ssgmm` and :mod:`ppclust.inference.em`. The posterior
+    over assignments of the same model, by collapsed Gibbs sampling, is :class:`BayesianSemiSupervisedGMM`
+    (as scikit-learn's ``GaussianMixture`` / ``BayesianGaussianMixture``).
+
+    Parameters
+    ----------
+    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="") + r"""
+    n_init : int, default=1
+        EM restarts (vmapped); the one with the highest objective is kept.
+    max_iter : int, default=100
+    tol : float, default=1e-3
+        Stop when the objective per point changes by less than ``tol`` (scikit-learn convention).
+    reg_covar : float, default=1e-6
+        Added to covariance diagonals after every M-step, **relative to the data's variance**: the ridge
+        is ``reg_covar * s2`` with ``s2 = mean_j Var(X[:, j])`` (:func:`ppclust.estimators._base.
+        data_variance`), so the fit does not depend on the units of ``X`` (scikit-learn's
+        ``GaussianMixture`` adds an absolute ``reg_covar``, which swamps data measured in small units).
+        The ridge used is stored as ``reg_covar_``.
+    prior : {None, "default"}, default=None
+        ``"default"``: MAP under the model's default conjugate prior,
+        :func:`ppclust.families.mixture_niw_prior` (the same prior :class:`BayesianSemiSupervisedGMM`
+        samples under).
+    weight_concentration : float, default=1.0
+        Dirichlet concentration (``>= 1``) on the weights when ``prior="default"``.
+    devices : None, "all", "auto", int or list of devices, default=None
+        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
+        device computes responsibilities and the sufficient statistics of its points, reduced with
+        ``psum``. None = one device. Same result as one device up to summation order. See
+        :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
+    progress_bar : bool, default=True
+        A bar over the EM restarts, shown when someone can see it (Jupyter or a terminal, not ``CI``;
+        ``PPCLUST_PROGRESS``).
+    method : {"em", "gibbs"}, deprecated
+        Deprecated in 0.2, removed in 0.3: ``SemiSupervisedGMM`` is EM; ``method="gibbs"`` still runs
+        :class:`BayesianSemiSupervisedGMM` (with ``n_draws``, ``n_warmup``, ``n_chains``, ``thin``,
+        ``point_estimate``, ``n_samples``, accepted here only for it) and warns.
+    n_components : int, deprecated
+        Old name of ``n_clusters`` (one vocabulary across ppclust's estimators).
+
+    Attributes
+    ----------
+    labels_ : (n,) int — MAP component of each training point.
+    classes_ : (C,) the distinct labels seen in ``y``; component_classes_ : (k,) int.
+    weights_, means_, covariances_, precisions_cholesky_ : fitted parameters (scikit-learn shapes).
+    log_likelihood_ : float total log-likelihood; objective_ : log-likelihood + log prior;
+    lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
+    reg_covar_ : float, the ridge added to the covariance diagonals in X's units (``reg_covar * s2``);
+    responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
+        "n_init": POSITIVE_INT,
+        "random_state": RANDOM_STATE,
+        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
+        "max_iter": POSITIVE_INT,
+        "tol": NONNEG_REAL,
+        "reg_covar": NONNEG_REAL,
+        "label_noise": [Interval(Real, 0, 1, closed="left")],
+        "prior": [None, StrOptions({"default"})],
+        "weight_concentration": [Interval(Real, 1, None, closed="left")],
+        "component_classes": [None, "array-like"],
+        "devices": DEVICES,
+        "progress_bar": ["boolean"],
+        "method": [Hidden(StrOptions({DEPRECATED})), StrOptions({"em", "gibbs"})],
+        "n_components": deprecated_name(POSITIVE_INT),
+        "n_draws": deprecated_name(POSITIVE_INT),
+        "n_warmup": deprecated_name(NONNEG_INT),
+        "n_chains": deprecated_name(POSITIVE_INT),
+        "thin": deprecated_name(POSITIVE_INT),
+        "point_estimate": deprecated_name([StrOptions({"binder", "vi", "max_log_joint"})]),
+        "n_samples": deprecated_name(POSITIVE_INT),
+    }
+
+    def __init__(
+        self,
+        n_clusters=1,
+        *,
+        covariance_type="full",
+        n_init=1,
+        random_state=None,
+        init="auto",
+        max_iter=100,
+        tol=1e-3,
+        reg_covar=1e-6,
+        label_noise=0.0,
+        prior=None,
+        weight_concentration=1.0,
+        component_classes=None,
+        devices=None,
+        progress_bar=True,
+        method=DEPRECATED,
+        n_components=DEPRECATED,
+        n_draws=DEPRECATED,
+        n_warmup=DEPRECATED,
+        n_chains=DEPRECATED,
+        thin=DEPRECATED,
+        point_estimate=DEPRECATED,
+        n_samples=DEPRECATED,
+    ):
+        self.n_clusters = n_clusters
+        self.covariance_type = covariance_type
+        self.n_init = n_init
+        self.random_state = random_state
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.label_noise = label_noise
+        self.prior = prior
+        self.weight_concentration = weight_concentration
+        self.component_classes = component_classes
+        self.devices = devices
+        self.progress_bar = progress_bar
+        self.method = method
+        self.n_components = n_components
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.thin = thin
+        self.point_estimate = point_estimate
+        self.n_samples = n_samples
+
+    # ------------------------------------------------------------------------------------------ fit
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, partial_labels=None):
+        """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
+        ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
+        K = int(renamed_param(self, "n_clusters", "n_components"))
+        sampler_kw = {k: getattr(self, k) for k in (*_SAMPLER_DEFAULTS, "n_samples")
+                      if _given(getattr(self, k))}
+        if _given(self.method):
+            use = ("BayesianSemiSupervisedGMM(...), the collapsed Gibbs sampler of the same model"
+                   if self.method == "gibbs" else "SemiSupervisedGMM(...) without `method` (it is EM)")
+            warnings.warn(f"SemiSupervisedGMM: the parameter `method` is deprecated in ppclust 0.2 and will "
+                          f"be removed in {_REMOVED_IN}; use {use}.", FutureWarning, stacklevel=4)
+            if self.method == "gibbs":
+                return self._fit_sampler(X, y, partial_labels, K, sampler_kw)
+        if sampler_kw:
+            warnings.warn(f"SemiSupervisedGMM: {sorted(sampler_kw)} only apply to the deprecated "
+                          "method='gibbs' and are ignored by EM; use BayesianSemiSupervisedGMM for sampling.",
+                          FutureWarning, stacklevel=4)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
+        n = X.shape[0]
+        C = len(self.classes_)
+        self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         mesh = data_mesh(self.devices)
         with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
@@ -297,18 +409,132 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             )
         return self
 
-    def _fit_gibbs(self, key, X, shift, log_mask, allowed, centres, fixed, codes, n_draws):
-        """Collapsed Gibbs over assignments (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``).
+    def _fit_sampler(self, X, y, partial_labels, K, sampler_kw):
+        """The deprecated ``method="gibbs"``: fit :class:`BayesianSemiSupervisedGMM` with this estimator's
+        shared parameters and the sampler's, and take over its fitted attributes."""
+        kw = dict(_SAMPLER_DEFAULTS)
+        kw.update({k: v for k, v in sampler_kw.items() if k != "n_samples"})
+        if "n_samples" in sampler_kw:
+            warnings.warn("SemiSupervisedGMM: the parameter `n_samples` was renamed `n_draws` in ppclust 0.2 "
+                          f"and will be removed in {_REMOVED_IN}; use "
+                          "BayesianSemiSupervisedGMM(n_draws=...).",
+                          FutureWarning, stacklevel=5)
+            kw["n_draws"] = sampler_kw["n_samples"]
+        shared = ("covariance_type", "random_state", "init", "label_noise", "weight_concentration",
+                  "component_classes", "progress_bar")
+        kw.update({k: getattr(self, k) for k in shared})
+        sampler = BayesianSemiSupervisedGMM(K, **kw)
+        with config_context(skip_parameter_validation=False):  # validated as a fit of its own
+            sampler.fit(X, y, partial_labels=partial_labels)
+        for name, value in vars(sampler).items():
+            if name.endswith("_") or name in ("_shift", "_n_train", "_n_clusters"):
+                setattr(self, name, value)
+        return self
 
-        NIW prior ``GaussianNIW.default`` on the centred data, symmetric Dirichlet(``weight_concentration``)
-        per component on the weights, ``log p(y_i | z_i = k)`` as the per-point log prior over slots.
+
+class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
+    r"""The semi-supervised Gaussian mixture of :class:`SemiSupervisedGMM`, its component assignments drawn
+    from their posterior by collapsed Gibbs sampling (as scikit-learn's ``BayesianGaussianMixture`` is the
+    Bayesian counterpart of ``GaussianMixture``; the sampler words ``n_draws``, ``n_warmup``, ``n_chains``,
+    ``thin`` are NumPyro's ``num_samples``, ``num_warmup``, ``num_chains``, ``thinning``).
+
+    Model: :math:`\pi \sim \mathrm{Dir}(a, \dots, a)` with ``a = weight_concentration``,
+    :math:`(\mu_k, \Sigma_k) \sim` the model's default NIW prior (:func:`ppclust.families.mixture_niw_prior`,
+    shared with EM's ``prior="default"``), :math:`z_i \mid \pi \sim \pi`, :math:`x_i \mid z_i = k \sim
+    \mathcal N(\mu_k, \Sigma_k)` and :math:`p(y_i \mid z_i = k)` as in :class:`SemiSupervisedGMM` (the label
+    term is the per-point log prior over components). Weights and component parameters are integrated out
+    (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``); ``labels_`` is a point estimate of the
+    partition, ``posterior_`` an ArviZ DataTree of the draws.
+
+    Parameters
+    ----------
+    """ + _COMMON_DOC.format(cov='"full", "diag", "spherical"',
+                             init_use="Every chain starts at the nearest allowed starting centre.") + r"""
+    weight_concentration : float, default=1.0
+        Symmetric Dirichlet concentration ``a > 0`` on the weights (integrated out).
+    n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1
+        Kept draws per chain, discarded sweeps, chains, sweeps per kept draw.
+    point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
+        The partition reported as ``labels_``.
+    progress_bar : bool, default=True
+        Warm-up and sampling bars, shown when someone can see them (Jupyter or a terminal, not ``CI``;
+        ``PPCLUST_PROGRESS``).
+
+    Attributes
+    ----------
+    labels_ : (n,) int — component of each training point in the point estimate.
+    classes_, component_classes_ : as :class:`SemiSupervisedGMM`.
+    weights_, means_, covariances_, precisions_cholesky_ : posterior means given ``labels_``.
+    log_likelihood_, objective_ : the semi-supervised log-likelihood at those parameters;
+    responsibilities_ : (n, k) posterior P(z_i = k) over the draws; trace_ : mean log joint per draw;
+    samples_, psm_, log_joint_, posterior_, credible_ball_, expected_loss_ : the draws and their summaries;
+    n_iter_ : sweeps per chain; n_clusters_ : occupied components.
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": POSITIVE_INT,
+        "covariance_type": [StrOptions({"full", "diag", "spherical"})],
+        "random_state": RANDOM_STATE,
+        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
+        "label_noise": [Interval(Real, 0, 1, closed="left")],
+        "weight_concentration": POSITIVE_REAL,
+        "component_classes": [None, "array-like"],
+        "n_draws": POSITIVE_INT,
+        "n_warmup": NONNEG_INT,
+        "n_chains": POSITIVE_INT,
+        "thin": POSITIVE_INT,
+        "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
+        "progress_bar": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        n_clusters=1,
+        *,
+        covariance_type="full",
+        random_state=None,
+        init="auto",
+        label_noise=0.0,
+        weight_concentration=1.0,
+        component_classes=None,
+        n_draws=200,
+        n_warmup=200,
+        n_chains=2,
+        thin=1,
+        point_estimate="binder",
+        progress_bar=True,
+    ):
+        self.n_clusters = n_clusters
+        self.covariance_type = covariance_type
+        self.random_state = random_state
+        self.init = init
+        self.label_noise = label_noise
+        self.weight_concentration = weight_concentration
+        self.component_classes = component_classes
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.thin = thin
+        self.point_estimate = point_estimate
+        self.progress_bar = progress_bar
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, partial_labels=None):
+        """Sample on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
+        ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target).
+
+        NIW prior :func:`ppclust.families.mixture_niw_prior` on the centred data, symmetric
+        Dirichlet(``weight_concentration``) on the weights, ``log p(y_i | z_i = k)`` as the per-point log
+        prior over components.
         """
         from ppclust import posterior
         from ppclust.inference import gibbs
         from ppclust.models.tvclust import TVClustPrior, make_links
 
-        n, d = X.shape
-        K = self._n_clusters
+        K = int(self.n_clusters)
+        n_draws = int(self.n_draws)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
+        n = X.shape[0]
         a = float(self.weight_concentration)
         with x64():
             xc = jnp.asarray(X - shift)
@@ -320,7 +546,7 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
                 n_samples=n_draws, n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
                 thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
-                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="SemiSupervisedGMM",
+                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="BayesianSemiSupervisedGMM",
                 progress_bar=bool(self.progress_bar),
             )
             draws = res.labels.reshape(-1, n)
@@ -412,78 +638,6 @@ class SemiSupervisedGMM(ClusterMixin, BaseEstimator):
             post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik,
             observed_data={"x": X, "y": codes}, clustering=clustering, attrs=attrs,
             dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
-
-    def fit_predict(self, X, y=None, **kw):
-        """Fit and return ``labels_``."""
-        return self.fit(X, y, **kw).labels_
-
-    # ------------------------------------------------------------------------------------------ predict
-    def _log_prob(self, X):
-        check_is_fitted(self, "means_")
-        X = validate_X(self, X, reset=False)
-        with x64():
-            lp = em.log_gaussian_prob(
-                jnp.asarray(X - self._shift),
-                jnp.asarray(self.means_ - self._shift),
-                jnp.asarray(self.precisions_cholesky_),
-                self.covariance_type,
-            )
-            return np.asarray(lp) + np.log(self.weights_)[None]
-
-    def predict_proba(self, X):
-        """Posterior component probabilities (n, k) for new, unlabelled points."""
-        lp = self._log_prob(X)
-        lp -= lp.max(1, keepdims=True)
-        p = np.exp(lp)
-        return p / p.sum(1, keepdims=True)
-
-    def predict(self, X):
-        """MAP component of each (unlabelled) point."""
-        return self._log_prob(X).argmax(1).astype(np.int64)
-
-    def predict_class(self, X):
-        """Class label (in the coding of ``y``) of the MAP component; -1 for free components."""
-        check_is_fitted(self, "means_")
-        comp = self.predict(X)
-        g = self.component_classes_[comp]
-        if len(self.classes_) == 0:
-            return np.full(len(comp), -1)
-        return np.where(g >= 0, self.classes_[np.maximum(g, 0)], -1)
-
-    def score_samples(self, X):
-        """log p(x) of each point under the fitted mixture (no labels)."""
-        lp = self._log_prob(X)
-        m = lp.max(1)
-        return m + np.log(np.exp(lp - m[:, None]).sum(1))
-
-    def score(self, X, y=None):
-        """Mean log-likelihood per sample of X under the fitted mixture (labels ignored)."""
-        return float(self.score_samples(X).mean())
-
-    def _n_parameters(self):
-        return em.n_parameters(self.means_.shape[0], self.n_features_in_, self.covariance_type)
-
-    def bic(self, X=None):
-        """Bayesian information criterion, ``-2 log L + p log n`` (lower is better).
-
-        Without ``X``: the training (semi-supervised) log-likelihood; with ``X``: the unlabelled likelihood
-        of ``X`` (scikit-learn's ``GaussianMixture.bic``). mclust reports the negative of this.
-        """
-        ll, n = self._ll_n(X)
-        return -2 * ll + self._n_parameters() * np.log(n)
-
-    def aic(self, X=None):
-        """Akaike information criterion, ``-2 log L + 2 p``."""
-        ll, _ = self._ll_n(X)
-        return -2 * ll + 2 * self._n_parameters()
-
-    def _ll_n(self, X):
-        check_is_fitted(self, "means_")
-        if X is None:
-            return self.log_likelihood_, self._n_train
-        s = self.score_samples(X)
-        return float(s.sum()), len(s)
-
 
 def _ssgmm_ll(x, params, log_mask, cov_type):
     from ppclust.models.ssgmm import ssgmm_log_likelihood
