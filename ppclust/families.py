@@ -40,9 +40,9 @@ SING_TOL = 1e-12
 
 #: ppclust's default prior strength of the NIW mean, kappa0 = 1: the prior mean counts as one observation
 #: (a unit-information prior: weak, yet it keeps the predictive of a one-point cluster proper and scale
-#: aware; TVClust spec 2.7 [R]). Shared by the Gibbs samplers (TVClust, SemiSupervisedGMM(method="gibbs"))
-#: through :meth:`GaussianNIW.default`. EM's MAP prior keeps mclust's ``priorControl()`` value 0.01
-#: explicitly (``ppclust.inference.em.default_prior``): its estimates are compared with mclust there.
+#: aware; TVClust spec 2.7 [R]). The Dirichlet-process sampler's default (TVClust) through
+#: :meth:`GaussianNIW.default`. The fixed-K semi-supervised GMM has its own one default, shared by EM's MAP
+#: fit and its Gibbs sampler: :func:`mixture_niw_prior` (:data:`MIXTURE_KAPPA0`).
 DEFAULT_KAPPA0 = 1.0
 
 
@@ -356,6 +356,12 @@ class GaussianNIW:
         return cls(x.mean(0), jnp.asarray(kappa0, x.dtype), jnp.asarray(nu0, x.dtype), psi0, covariance)
 
     # -- per-slot posterior quantities ---------------------------------------------------------
+    @classmethod
+    def from_prior(cls, prior: NIWPrior, covariance: str = "full") -> GaussianNIW:
+        """The collapsed family of the NIW part of an explicit-parameter :class:`NIWPrior` (same
+        hyper-parameters: the Gibbs sampler and EM's MAP fit then share one prior)."""
+        return cls(prior.mean0, prior.kappa0, prior.nu0, prior.psi0, covariance)
+
     def _post(self, stats: Stats):
         kn = self.kappa0 + stats.n
         mun = (self.kappa0 * self.mu0 + stats.s) / kn[:, None]
@@ -991,8 +997,11 @@ class NIWPrior(NamedTuple):
     """Conjugate MAP prior: Dirichlet(alpha) on weights, Normal-inverse-Wishart on (mu, Sigma).
 
     mu_k | Sigma_k ~ N(mean0, Sigma_k / kappa0), Sigma_k ~ IW(psi0, nu0). For ``"diag"`` the prior is the
-    product over dimensions of the 1-D version (scale ``diag(psi0)``); ``"spherical"``: one 1-D version with
-    scale ``trace(psi0)`` and ``d`` mean coordinates. ``alpha >= 1`` (alpha = 1: no weight prior).
+    product over dimensions of the 1-D version, sigma_j^2 ~ IG(nu0 / 2, psi0_jj / 2); ``"spherical"``:
+    sigma^2 ~ IG(nu0 d / 2, trace(psi0) / 2) with ``d`` mean coordinates -- the conventions of
+    :class:`GaussianNIW`, so that EM's MAP fit and the Gibbs sampler share one prior
+    (:func:`mixture_niw_prior`, :meth:`GaussianNIW.from_prior`). ``alpha >= 1`` (alpha = 1: no weight
+    prior).
     """
 
     alpha: jax.Array  # ()
@@ -1000,6 +1009,36 @@ class NIWPrior(NamedTuple):
     kappa0: jax.Array  # ()
     nu0: jax.Array  # ()
     psi0: jax.Array  # (d, d)
+
+
+#: The semi-supervised GMM's prior strength of the component means (see :func:`mixture_niw_prior`).
+MIXTURE_KAPPA0 = 0.01
+
+
+def mixture_niw_prior(x, n_components: int, alpha=1.0, *, kappa0=MIXTURE_KAPPA0) -> NIWPrior:
+    r"""The default conjugate prior of a fixed-K Gaussian mixture, shared by EM's MAP fit
+    (``SemiSupervisedGMM(prior="default")``) and the Gibbs sampler (``BayesianSemiSupervisedGMM``).
+
+    mclust's ``priorControl()`` (Fraley & Raftery 2007, J. Classification 24:155, section 3.2):
+    :math:`\mu_0 = \bar x`, :math:`\kappa_0` = ``kappa0``, :math:`\nu_0 = d + 2`,
+    :math:`\Psi_0 = \mathrm{cov}(x) / K^{2/d}` (the data's covariance shrunk to the volume of one of
+    :math:`K` equal components); weights :math:`\mathrm{Dir}(\alpha)`. For ``"diag"`` / ``"spherical"``
+    the prior uses ``diag(psi0)`` / ``trace(psi0)`` (:class:`NIWPrior`, :class:`GaussianNIW`).
+    ``kappa0`` defaults to :data:`MIXTURE_KAPPA0`; the evidence for its value (held-out log predictive and
+    ARI of EM MAP and Gibbs on real data) is ``benchmarks/results/ssgmm_prior.md``
+    (``benchmarks/bench_ssgmm_prior.py``). TVClust's Dirichlet process keeps :data:`DEFAULT_KAPPA0`: there
+    the prior predictive of a new cluster sets the rate at which clusters open.
+    """
+    x = jnp.asarray(x)
+    d = x.shape[1]
+    cov = jnp.atleast_2d(jnp.cov(x, rowvar=False))
+    return NIWPrior(
+        alpha=jnp.asarray(alpha, x.dtype),
+        mean0=x.mean(0),
+        kappa0=jnp.asarray(kappa0, x.dtype),
+        nu0=jnp.asarray(d + 2.0, x.dtype),
+        psi0=cov / n_components ** (2.0 / d),
+    )
 
 
 def precision_cholesky(cov, cov_type):
@@ -1092,7 +1131,7 @@ def gaussian_map_estimate(stats, cov_type, reg_covar, prior=None):
             if prior is None:
                 cov = scatter.sum(1) / (d * nk)
             else:
-                cov = (scatter.sum(1) + jnp.trace(prior.psi0)) / (d * nk + prior.nu0 + 2.0 + d)
+                cov = (scatter.sum(1) + jnp.trace(prior.psi0)) / (d * nk + d * prior.nu0 + 2.0 + d)
         cov = cov + reg_covar
     return GMMParams(weights, means, precision_cholesky(cov, cov_type))
 
@@ -1134,7 +1173,7 @@ def niw_log_prior(params, prior, cov_type):
         prec = pc**2
         out = out + jnp.sum(
             -0.5 * prior.kappa0 * jnp.sum(dm**2, 1) * prec
-            + 0.5 * (prior.nu0 + 2.0 + d) * jnp.log(prec)
+            + 0.5 * (d * prior.nu0 + 2.0 + d) * jnp.log(prec)
             - 0.5 * jnp.trace(prior.psi0) * prec
         )
     return out

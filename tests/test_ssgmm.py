@@ -482,3 +482,54 @@ def test_method_gibbs_is_deprecated_and_runs_the_sampler():
         ignored = SemiSupervisedGMM(3, n_draws=5, **kw).fit(X, y)
     np.testing.assert_array_equal(ignored.means_, em_fit.means_)
     assert not hasattr(em_fit, "posterior_")
+
+
+@pytest.mark.parametrize("cov_type", ["full", "diag", "spherical"])
+def test_em_map_and_gibbs_share_one_prior(cov_type):
+    """EM's MAP M-step under ``mixture_niw_prior`` is the joint posterior mode of the collapsed family the
+    Gibbs sampler uses (``GaussianNIW.from_prior`` of the same prior), slot by slot, for hard assignments:
+    full mu_n, Psi_n / (nu_n + d + 2); diag Psi_n,jj / (nu_n + 3); spherical tr Psi_n / (nu_n d + d + 2)."""
+    from ppclust.families import GaussianNIW, mixture_niw_prior
+
+    X, z = _blobs(4, n=60)
+    with x64():
+        x = jnp.asarray(X - X.mean(0))
+        prior = mixture_niw_prior(x, 3)
+        fam = GaussianNIW.from_prior(prior, cov_type)
+        st = fam.stats(x, jnp.asarray(z, jnp.int32), 3)
+        _, nun, mun = (np.asarray(a) for a in fam.posterior_params(st))
+        psi_n = np.asarray(st.scale)
+        d = X.shape[1]
+        if cov_type == "full":
+            mode = psi_n @ np.swapaxes(psi_n, 1, 2) / (nun + d + 2.0)[:, None, None]
+        elif cov_type == "diag":
+            mode = psi_n / (nun + 3.0)[:, None]
+        else:
+            mode = psi_n / (nun * d + d + 2.0)
+        em_fit = em.m_step(x, jax.nn.one_hot(jnp.asarray(z), 3, dtype=x.dtype), cov_type, 0.0, prior)
+        np.testing.assert_allclose(np.asarray(em_fit.means), mun, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(em.covariances(em_fit.prec_chol, cov_type)), mode, rtol=1e-10)
+    assert float(prior.kappa0) == 0.01  # families.MIXTURE_KAPPA0, the documented default
+
+
+def test_em_is_a_loop_over_build_init_step():
+    """BlackJAX shape: ``em.build`` closes over data and configuration; a Python loop over its
+    ``step(key, state)`` gives EM's trace and parameters (to rounding: the loop body is compiled on its
+    own), and the objective never decreases."""
+    X, z = _blobs(5, n=80)
+    with x64():
+        x = jnp.asarray(X)
+        prior = em.default_prior(x, 3)
+        p0 = em.m_step(x, jax.nn.one_hot(jnp.asarray(z), 3, dtype=x.dtype), "diag", 0.0, prior)
+        alg = em.build(x, None, "diag", 0.0, prior)
+        state, objs = alg.init(p0), []
+        step = jax.jit(alg.step)
+        for _ in range(6):
+            state, info = step(None, state)
+            objs.append(float(info.objective))
+        params, _, _, _, trace, it, _, _ = jax.jit(
+            lambda p: em._em(x, p, None, "diag", 6, 0.0, 0.0, prior))(p0)
+    assert int(state.n_iter) == int(it) == 6
+    np.testing.assert_allclose(objs, np.asarray(trace), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(state.params.means), np.asarray(params.means), rtol=1e-12)
+    assert np.all(np.diff(objs) >= -1e-9 * abs(objs[0]))

@@ -43,7 +43,7 @@ from ppclust.estimators._base import (
     side_labels,
     validate_X,
 )
-from ppclust.families import GaussianNIW
+from ppclust.families import GaussianNIW, mixture_niw_prior
 from ppclust.inference import em
 from ppclust.models.ssgmm import default_component_classes, label_log_mask
 
@@ -111,6 +111,10 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
                     fixed[ks[0]] = True
         shift = X.mean(0)  # both fits are translation-equivariant; centring keeps moments well conditioned
         return X, codes, log_mask, allowed, centres, fixed, shift, as_key(self.random_state)
+
+    def _niw_prior(self, xc, K):
+        """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data."""
+        return mixture_niw_prior(xc, K, self.weight_concentration)
 
     def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""
@@ -360,7 +364,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
             xc = jnp.asarray(X - shift)
             prior = None
             if self.prior == "default":
-                prior = em.default_prior(xc, K, self.weight_concentration)
+                prior = self._niw_prior(xc, K)
             res = em.fit(
                 key,
                 xc,
@@ -538,7 +542,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         a = float(self.weight_concentration)
         with x64():
             xc = jnp.asarray(X - shift)
-            family = GaussianNIW.default(xc, self.covariance_type)
+            family = GaussianNIW.from_prior(self._niw_prior(xc, K), self.covariance_type)
             # start: nearest allowed centre (labelled class means + k-means++), as EM's "labelled" init
             c0 = em.kmeanspp_centres(key, xc, jnp.asarray(centres - shift), jnp.asarray(fixed))
             init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
@@ -626,7 +630,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         self.expected_loss_ = partition.expected_loss(z, lab, loss)
         attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
         attrs.update(model="semi-supervised Gaussian mixture, K labelled components, Dirichlet weights "
-                           "integrated out, NIW prior (GaussianNIW.default on centred data)",
+                           "integrated out, NIW prior (ppclust.families.mixture_niw_prior on centred data)",
                      sampler="collapsed Gibbs over assignments (ppclust.inference.gibbs.sample, finite)",
                      weight_concentration=a, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
                      component_classes=np.asarray(g), classes=np.asarray(self.classes_),

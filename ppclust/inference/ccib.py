@@ -62,6 +62,10 @@ __all__ = [
     "Static",
     "Params",
     "Result",
+    "AnnealState",
+    "AnnealInfo",
+    "AnnealAlgorithm",
+    "build",
     "m_step",
     "p_step",
     "objective_terms",
@@ -256,14 +260,53 @@ def inner_trace(q0, rho, data: CCIBData, hyper: Hyper, static: Static, n_iter: i
 # ------------------------------------------------------------------------------------------------
 
 
-@partial(jax.jit, static_argnames=("static",))
-def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
-    """One annealing run (vmap it over keys for restarts).  See the module docstring.
+class AnnealState(NamedTuple):
+    """State carried between temperature steps (:func:`build`).
 
-    A single ``lax.while_loop`` runs both phases: the search for rho0 (phase 0: converge the perturbed
-    uniform solution at rho = 1, 2, 4, ... until I(C;X) <= 1e-4 nats; that temperature becomes the first
-    annealing step) and the annealing itself (phase 1: perturb, converge, record, rho <- b rho).
+    it: steps taken (search + annealing); phase: 0 while searching rho0, 1 annealing; n_doublings: search
+    steps; step: recorded (annealing) temperatures; rho, rho0: the current and the start temperature;
+    q: (n, k) soft assignments; params: the Q-step distributions of ``q``; done: a stopping rule fired;
+    capped: recorded temperatures whose inner loop hit ``max_inner``; terms: the objective terms at the
+    last temperature.
     """
+
+    it: jax.Array
+    phase: jax.Array
+    n_doublings: jax.Array
+    step: jax.Array
+    rho: jax.Array
+    rho0: jax.Array
+    q: jax.Array
+    params: Params
+    done: jax.Array
+    capped: jax.Array
+    terms: dict
+
+
+class AnnealInfo(NamedTuple):
+    """Per-step diagnostics: ``recorded`` (an annealing temperature, written to the trace at ``index``)
+    and ``row``, the trace entries (rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner)."""
+
+    recorded: jax.Array
+    index: jax.Array
+    row: dict
+
+
+class AnnealAlgorithm(NamedTuple):
+    """``init() -> AnnealState`` and ``step(key, state) -> (AnnealState, AnnealInfo)`` (BlackJAX's shape);
+    ``key`` is the step's own key (its symmetry-breaking perturbation)."""
+
+    init: object
+    step: object
+
+
+_TRACE = ("rho", "objective", "i_cx", "i_cy_given_z", "i_cy", "k_eff", "n_inner")
+
+
+def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
+    """One temperature step of the annealing (module docstring) with the data and options closed over:
+    perturb, converge the inner (P-step, Q-step) loop at the current rho, record, lower rho (or, in the
+    rho0 search, double it)."""
     n, k = data.y.shape[0], static.n_clusters
     dtype = data.y.dtype
     baseline = baseline_loglik(data, hyper, static)
@@ -307,52 +350,67 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
         w = jnp.where(data.clamp, 0.0, data.w_x)
         return jnp.sum(w[:, None] * (xlogy(q, q) - q * jnp.log(jnp.maximum(p_c, _TINY))[None, :]))
 
-    names = ("rho", "objective", "i_cx", "i_cy_given_z", "i_cy", "k_eff", "n_inner")
-    trace0 = {m: jnp.full(static.max_steps, jnp.nan, dtype) for m in names}
+    def init() -> AnnealState:
+        auto = hyper.rho0 <= 0
+        zero = jnp.asarray(0.0, dtype)
+        rho_start = jnp.where(auto, 1.0, hyper.rho0).astype(dtype)
+        return AnnealState(jnp.int32(0), jnp.where(auto, 0, 1).astype(jnp.int32), jnp.int32(0), jnp.int32(0),
+                           rho_start, rho_start, uniform, params_u, jnp.asarray(False), jnp.int32(0),
+                           {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero})
 
-    def body(s):
-        search = s["phase"] == 0
-        rho = s["rho"]
-        q = perturb(jax.random.fold_in(key, s["it"]), jnp.where(search, uniform, s["q"]))
-        q, params, ab, n_inner = converge(q, m_step(q, data, hyper, static, s["params"].cond), rho)
+    def step(key, s: AnnealState) -> tuple[AnnealState, AnnealInfo]:
+        search = s.phase == 0
+        rho = s.rho
+        q = perturb(key, jnp.where(search, uniform, s.q))
+        q, params, ab, n_inner = converge(q, m_step(q, data, hyper, static, s.params.cond), rho)
         terms = objective_terms(q, params, data, hyper, static, rho, baseline, ab)
-        found = search & ((i_cx_free(q) <= _ICX_START) | (s["n_doublings"] >= static.max_doublings))
+        found = search & ((i_cx_free(q) <= _ICX_START) | (s.n_doublings >= static.max_doublings))
         record = ~search | found
-        rho0 = jnp.where(found, rho, s["rho0"])
-        step = s["step"]
+        rho0 = jnp.where(found, rho, s.rho0)
+        idx = s.step
         keff = _k_eff(params, q, data, static)
         row = dict(terms, rho=rho, k_eff=keff.astype(dtype), n_inner=n_inner.astype(dtype))
-        trace = {m: jnp.where(record, s["trace"][m].at[step].set(row[m]), s["trace"][m]) for m in names}
         hard = jnp.min(jnp.where(data.clamp, 1.0, q.max(1))) > 1.0 - _HARD
         done = record & (hard | (rho * hyper.rate < hyper.rho_min_ratio * rho0)
-                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (step + 1 >= static.max_steps))
+                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (idx + 1 >= static.max_steps))
         new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
-        return {
-            "it": s["it"] + 1, "phase": jnp.where(record, 1, 0).astype(jnp.int32),
-            "n_doublings": s["n_doublings"] + search.astype(jnp.int32),
-            "step": step + record.astype(jnp.int32),
-            "rho": new_rho, "rho0": rho0, "q": q, "params": params, "trace": trace, "done": done,
-            "capped": s["capped"] + (record & (n_inner >= static.max_inner)).astype(jnp.int32),
-            "terms": terms,
-        }
+        new = AnnealState(s.it + 1, jnp.where(record, 1, 0).astype(jnp.int32),
+                          s.n_doublings + search.astype(jnp.int32), idx + record.astype(jnp.int32), new_rho,
+                          rho0, q, params, done,
+                          s.capped + (record & (n_inner >= static.max_inner)).astype(jnp.int32), terms)
+        return new, AnnealInfo(record, idx, {m: row[m] for m in _TRACE})
 
-    auto = hyper.rho0 <= 0
-    zero = jnp.asarray(0.0, dtype)
-    rho_start = jnp.where(auto, 1.0, hyper.rho0).astype(dtype)
-    s0 = {
-        "it": jnp.int32(0), "phase": jnp.where(auto, 0, 1).astype(jnp.int32), "n_doublings": jnp.int32(0),
-        "step": jnp.int32(0), "rho": rho_start, "rho0": rho_start, "q": uniform, "params": params_u,
-        "trace": trace0, "done": jnp.asarray(False), "capped": jnp.int32(0),
-        "terms": {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero},
-    }
-    s = lax.while_loop(lambda s: ~s["done"], body, s0)
-    q, params, terms = s["q"], s["params"], s["terms"]
+    return AnnealAlgorithm(init, step)
+
+
+@partial(jax.jit, static_argnames=("static",))
+def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
+    """One annealing run (vmap it over keys for restarts).  See the module docstring.
+
+    A single ``lax.while_loop`` over :func:`build`'s ``step`` runs both phases: the search for rho0 (phase
+    0: converge the perturbed uniform solution at rho = 1, 2, 4, ... until I(C;X) <= 1e-4 nats; that
+    temperature becomes the first annealing step) and the annealing itself (phase 1: perturb, converge,
+    record, rho <- b rho). Step ``t`` gets the key ``fold_in(key, t)``.
+    """
+    alg = build(data, hyper, static)
+    dtype = data.y.dtype
+    trace0 = {m: jnp.full(static.max_steps, jnp.nan, dtype) for m in _TRACE}
+
+    def body(c):
+        s, trace = c
+        new, info = alg.step(jax.random.fold_in(key, s.it), s)
+        trace = {m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m])
+                 for m in _TRACE}
+        return new, trace
+
+    s, trace = lax.while_loop(lambda c: ~c[0].done, body, (alg.init(), trace0))
+    q, params, terms = s.q, s.params, s.terms
     labels = jnp.argmax(q, axis=1).astype(jnp.int32)
     return Result(
-        q=q, labels=labels, params=params, rho=s["rho"], rho0=s["rho0"], objective=terms["objective"],
+        q=q, labels=labels, params=params, rho=s.rho, rho0=s.rho0, objective=terms["objective"],
         i_cx=terms["i_cx"], i_cy_given_z=terms["i_cy_given_z"], i_cy=terms["i_cy"],
         k_eff=_k_eff(params, q, data, static), n_dead=jnp.sum(jnp.exp(params.log_pi) < _DEAD),
-        n_steps=s["step"], inner_capped=s["capped"], trace=s["trace"],
+        n_steps=s.step, inner_capped=s.capped, trace=trace,
     )
 
 

@@ -56,6 +56,10 @@ from ppclust.sideinfo import NeighbourTable, SideInfo, link_counts, table_within
 
 __all__ = [
     "NeighbourTable",
+    "DPMeansState",
+    "DPMeansInfo",
+    "DPMeansAlgorithm",
+    "build",
     "DPMeansResult",
     "neighbour_table",
     "fit",
@@ -331,33 +335,66 @@ def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, mes
     return res._replace(labels=res.labels[:n])
 
 
-def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_max, max_iter, divergence,
-          tie, compat, variant, order, patience, xi_first_zero, equal_xi, use_links, w=None, axis=None,
-          n_total=None, n_pad=None):
-    """The sweep loop. Data-parallel form (``axis`` set, inside ``shard_map``, delayed variant only):
-    ``x``/``w``/``table`` are this device's rows, labels are kept replicated for all ``n_pad`` rows."""
+class DPMeansState(NamedTuple):
+    """State carried between sweeps (:func:`build`).
+
+    n_iter: sweeps done; labels: (n,) cluster of each point; centers: (k_max, d), the first
+    ``n_clusters`` live; run: consecutive sweeps that left the partition unchanged; overflow: a sweep
+    needed more than ``k_max`` clusters; done: converged (``run`` reached ``patience``).
+    """
+
+    n_iter: jax.Array
+    labels: jax.Array
+    centers: jax.Array
+    n_clusters: jax.Array
+    run: jax.Array
+    overflow: jax.Array
+    done: jax.Array
+
+
+class DPMeansInfo(NamedTuple):
+    """Per-sweep diagnostics: the link weight ``xi`` used, the number of clusters before the sweep, and the
+    objective before and after it (at that sweep's ``xi``)."""
+
+    xi: jax.Array
+    n_clusters_before: jax.Array
+    objective_before: jax.Array
+    objective: jax.Array
+
+
+class DPMeansAlgorithm(NamedTuple):
+    """``init(mu0) -> DPMeansState`` and ``step(key, state) -> (DPMeansState, DPMeansInfo)`` (BlackJAX's
+    shape); ``key`` is the sweep's own key (the random visiting order of ``order="random"``)."""
+
+    init: object
+    step: object
+
+
+def build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, *, k_max, divergence, tie, compat, variant,
+          order, patience, xi_first_zero, equal_xi, use_links, w=None, axis=None, n_total=None,
+          n_pad=None) -> DPMeansAlgorithm:
+    """One DP-means / RDP-means sweep (assignments, then centre update, then the convergence test) with the
+    data, links and configuration closed over. Data-parallel form (``axis`` set, inside ``shard_map``,
+    delayed variant only): ``x``/``w``/``table`` are this device's rows, labels are kept replicated for all
+    ``n_pad`` rows."""
     n, d = x.shape
     sharded = axis is not None
     if sharded:
         offset = lax.axis_index(axis).astype(jnp.int32) * n
         valid = jnp.arange(n_pad) < n_total
         n = n_pad
-    mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
-    z = jnp.zeros(n, LABEL_DTYPE)
-    nan_trace = jnp.full(max_iter, jnp.nan, x.dtype)
-    state = dict(t=jnp.int32(0), z=z, mu=mu, k=jnp.int32(1), run=jnp.int32(0), overflow=jnp.array(False),
-                 xi_tr=nan_trace, k_tr=jnp.full(max_iter, -1, jnp.int32), jb_tr=nan_trace, ja_tr=nan_trace,
-                 done=jnp.array(False))
+
+    def init(mu0) -> DPMeansState:
+        mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
+        return DPMeansState(jnp.int32(0), jnp.zeros(n, LABEL_DTYPE), mu, jnp.int32(1), jnp.int32(0),
+                            jnp.array(False), jnp.array(False))
 
     def xi_at(t):  # t is the 0-based sweep index
         xi = jnp.minimum(xi0 * xi_rate ** t.astype(x.dtype), xi_max)
         return jnp.where(t == 0, 0.0, xi) if xi_first_zero else xi
 
-    def cond(s):
-        return (~s["done"]) & (s["t"] < max_iter) & (~s["overflow"])
-
-    def body(s):
-        t = s["t"]
+    def step(key, s: DPMeansState) -> tuple[DPMeansState, DPMeansInfo]:
+        t = s.n_iter
         xi1 = xi_at(t)
         xi2 = xi1 * xi_ratio
         if sharded:
@@ -365,11 +402,11 @@ def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_
                 return _objective_sharded(x, w, z, offset, mu, k, lam, xi1, xi2, table, divergence, axis)
         else:
             obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
-        j_before = obj(x, s["z"], s["mu"], s["k"])
+        j_before = obj(x, s.labels, s.centers, s.n_clusters)
         if sharded:
             z, mu_end, k_end, ovf = _delayed_sweep_sharded(
-                x, w, s["z"], offset, s["mu"], s["k"], lam, xi1, xi2, table, divergence=divergence, tie=tie,
-                equal_xi=equal_xi, use_links=use_links, axis=axis)
+                x, w, s.labels, offset, s.centers, s.n_clusters, lam, xi1, xi2, table, divergence=divergence,
+                tie=tie, equal_xi=equal_xi, use_links=use_links, axis=axis)
             z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
             z_new, mu_new, k_new = _update_sharded(x, w, z, offset, mu_end, k_end, axis=axis)
         elif variant == "sequential":
@@ -378,13 +415,13 @@ def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_
             elif order == "fixed":
                 perm = jnp.arange(n)
             else:
-                perm = jax.random.permutation(jax.random.fold_in(key, t), n)
+                perm = jax.random.permutation(key, n)
             z, mu_end, k_end, ovf = _sequential_sweep(
-                x, s["z"], s["mu"], s["k"], perm, lam, xi1, xi2, table, divergence=divergence, tie=tie,
-                compat=compat, equal_xi=equal_xi, use_links=use_links)
+                x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, divergence=divergence,
+                tie=tie, compat=compat, equal_xi=equal_xi, use_links=use_links)
         else:
             z, mu_end, k_end, ovf = _delayed_sweep(
-                x, s["z"], s["mu"], s["k"], lam, xi1, xi2, table, divergence=divergence, tie=tie,
+                x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, divergence=divergence, tie=tie,
                 equal_xi=equal_xi, use_links=use_links)
         if not sharded:
             z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
@@ -393,21 +430,41 @@ def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, k_
             live = jnp.arange(k_max) < k_new
             moved = jnp.any(jnp.where(live[:, None], mu_new != mu_end, False))
             unchanged = (k_new == k_end) & ~moved
-            run = jnp.where(unchanged, s["run"] + 1, 0)
-            done = unchanged & (s["run"] >= patience)  # Octave: counter of earlier unchanged sweeps
+            run = jnp.where(unchanged, s.run + 1, 0)
+            done = unchanged & (s.run >= patience)  # Octave: counter of earlier unchanged sweeps
         else:
-            unchanged = _same_partition(s["z"], z_new, k_max) & (k_new == s["k"])
-            run = jnp.where(unchanged, s["run"] + 1, 0)
+            unchanged = _same_partition(s.labels, z_new, k_max) & (k_new == s.n_clusters)
+            run = jnp.where(unchanged, s.run + 1, 0)
             done = run >= patience
-        return dict(t=t + 1, z=z_new, mu=mu_new, k=k_new, run=run, overflow=s["overflow"] | ovf,
-                    xi_tr=s["xi_tr"].at[t].set(xi1), k_tr=s["k_tr"].at[t].set(s["k"]),
-                    jb_tr=s["jb_tr"].at[t].set(j_before), ja_tr=s["ja_tr"].at[t].set(j_after), done=done)
+        new = DPMeansState(t + 1, z_new, mu_new, k_new, run, s.overflow | ovf, done)
+        return new, DPMeansInfo(xi1, s.n_clusters, j_before, j_after)
 
-    s = lax.while_loop(cond, body, state)
-    last = jnp.maximum(s["t"] - 1, 0)
-    return DPMeansResult(labels=s["z"], centers=s["mu"], n_clusters=s["k"], objective=s["ja_tr"][last],
-                         n_iter=s["t"], converged=s["done"], overflow=s["overflow"], xi_trace=s["xi_tr"],
-                         k_trace=s["k_tr"], objective_before=s["jb_tr"], objective_trace=s["ja_tr"])
+    return DPMeansAlgorithm(init, step)
+
+
+def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, max_iter, **config):
+    """The sweep loop: a ``while_loop`` over :func:`build`'s ``step`` (sweep ``t`` gets the key
+    ``fold_in(key, t)``), recording each sweep's :class:`DPMeansInfo` in the result's traces."""
+    alg = build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, **config)
+    nan_trace = jnp.full(max_iter, jnp.nan, x.dtype)
+    traces = (nan_trace, jnp.full(max_iter, -1, jnp.int32), nan_trace, nan_trace)
+
+    def cond(c):
+        s, _ = c
+        return (~s.done) & (s.n_iter < max_iter) & (~s.overflow)
+
+    def body(c):
+        s, (xi_tr, k_tr, jb_tr, ja_tr) = c
+        t = s.n_iter
+        new, info = alg.step(jax.random.fold_in(key, t), s)
+        return new, (xi_tr.at[t].set(info.xi), k_tr.at[t].set(info.n_clusters_before),
+                     jb_tr.at[t].set(info.objective_before), ja_tr.at[t].set(info.objective))
+
+    s, (xi_tr, k_tr, jb_tr, ja_tr) = lax.while_loop(cond, body, (alg.init(mu0), traces))
+    last = jnp.maximum(s.n_iter - 1, 0)
+    return DPMeansResult(labels=s.labels, centers=s.centers, n_clusters=s.n_clusters, objective=ja_tr[last],
+                         n_iter=s.n_iter, converged=s.done, overflow=s.overflow, xi_trace=xi_tr,
+                         k_trace=k_tr, objective_before=jb_tr, objective_trace=ja_tr)
 
 
 def _init_centre(key, x, init):

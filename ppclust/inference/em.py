@@ -26,6 +26,7 @@ All functions assume validated inputs and a float64 scope (:func:`ppclust._jax.x
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -40,6 +41,7 @@ from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in th
     gaussian_map_estimate,
     gaussian_moment_stats,
     log_gaussian_prob,
+    mixture_niw_prior,
     niw_log_prior,
     precision_cholesky,
 )
@@ -49,6 +51,10 @@ __all__ = [
     "GMMParams",
     "NIWPrior",
     "EMResult",
+    "EMState",
+    "EMInfo",
+    "EMAlgorithm",
+    "build",
     "COVARIANCE_TYPES",
     "log_gaussian_prob",
     "e_step",
@@ -90,21 +96,9 @@ class EMResult(NamedTuple):
 
 
 def default_prior(x, n_components, alpha=1.0):
-    """mclust's ``priorControl()`` default: mean0 = data mean, kappa0 = 0.01, nu0 = d + 2,
-    psi0 = cov(x) / k^(2/d).
-
-    kappa0 = 0.01 is kept explicitly for EM (not ``ppclust.families.DEFAULT_KAPPA0`` = 1, the samplers'
-    default): EM's MAP fits reproduce mclust's, and the EM tests compare against those values."""
-    x = jnp.asarray(x)
-    d = x.shape[1]
-    cov = jnp.atleast_2d(jnp.cov(x, rowvar=False))
-    return NIWPrior(
-        alpha=jnp.asarray(alpha, x.dtype),
-        mean0=x.mean(0),
-        kappa0=jnp.asarray(0.01, x.dtype),
-        nu0=jnp.asarray(d + 2.0, x.dtype),
-        psi0=cov / n_components ** (2.0 / d),
-    )
+    """The mixture's default conjugate prior, :func:`ppclust.families.mixture_niw_prior` (one definition,
+    shared with the Gibbs sampler)."""
+    return mixture_niw_prior(x, n_components, alpha)
 
 
 # ----------------------------------------------------------------------------------------------- E-step
@@ -156,11 +150,47 @@ def _resp_from_centres(x, centres, allowed):
 # ----------------------------------------------------------------------------------------------- EM loop
 
 
-def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=None, n_total=None, axis=None):
-    """EM loop. Data-parallel form (inside ``shard_map``): ``x``/``log_mask``/``w`` are this device's rows,
-    ``w`` is 0 on padding rows, ``n_total`` the real number of points and ``axis`` the mesh axis to reduce
-    the log-likelihood and the sufficient statistics over."""
-    n = x.shape[0] if n_total is None else n_total
+class EMState(NamedTuple):
+    """State carried between EM iterations (:func:`build`).
+
+    params: the current parameters (after the last M-step); n_iter: EM iterations done;
+    prev_objective, objective: the objective (log-likelihood + log prior) at the previous and the last
+    E-step (``-inf`` before any); log_likelihood: the log-likelihood at the last E-step (NaN before any).
+    """
+
+    params: GMMParams
+    n_iter: jax.Array
+    prev_objective: jax.Array
+    objective: jax.Array
+    log_likelihood: jax.Array
+
+
+class EMInfo(NamedTuple):
+    """Per-step diagnostics, not carried: objective and log-likelihood at this step's E-step (the
+    parameters the step started from)."""
+
+    objective: jax.Array
+    log_likelihood: jax.Array
+
+
+class EMAlgorithm(NamedTuple):
+    """``init(params0) -> EMState`` and ``step(key, state) -> (EMState, EMInfo)`` (BlackJAX's shape; EM is
+    deterministic, ``key`` is accepted for the common signature and not used); ``objective(params) ->
+    (log-likelihood, objective, log responsibilities)`` is the E-step alone (the final one of a fit)."""
+
+    init: Callable[[GMMParams], EMState]
+    step: Callable[[jax.Array, EMState], tuple[EMState, EMInfo]]
+    objective: Callable
+
+
+def build(x, log_mask, cov_type, reg_covar, prior=None, w=None, axis=None) -> EMAlgorithm:
+    """EM's ``init``/``step`` with the data and the configuration closed over.
+
+    One step is an E-step at ``state.params`` (responsibilities, objective) then an M-step (ML or MAP
+    under ``prior``). Data-parallel form (inside ``shard_map``): ``x``/``log_mask``/``w`` are this device's
+    rows, ``w`` is 0 on padding rows and ``axis`` the mesh axis to reduce the log-likelihood and the
+    sufficient statistics over.
+    """
     reduce = (lambda a: a) if axis is None else (lambda a: jax.lax.psum(a, axis))
 
     def objective(params):
@@ -175,23 +205,42 @@ def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=None,
         stats = reduce(suff_stats(x, resp * w[:, None], cov_type))
         return m_step_from_stats(stats, cov_type, reg_covar, prior)
 
-    def cond(state):
-        _, it, prev, cur, _, _ = state
+    def init(params0) -> EMState:
+        ninf = jnp.asarray(-jnp.inf, x.dtype)
+        return EMState(params0, jnp.asarray(0, jnp.int32), ninf, ninf, jnp.asarray(jnp.nan, x.dtype))
+
+    def step(key, state: EMState) -> tuple[EMState, EMInfo]:
+        del key  # deterministic
+        ll, obj, log_resp = objective(state.params)
+        new = EMState(mstep(log_resp), state.n_iter + 1, state.objective, obj, ll)
+        return new, EMInfo(obj, ll)
+
+    return EMAlgorithm(init, step, objective)
+
+
+def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=None, n_total=None, axis=None):
+    """EM loop: ``lax.while_loop`` over :func:`build`'s ``step`` until the objective per point changes by
+    less than ``tol`` or ``max_iter`` steps (``n_total``: the real number of points in the data-parallel
+    form, see :func:`build`)."""
+    n = x.shape[0] if n_total is None else n_total
+    alg = build(x, log_mask, cov_type, reg_covar, prior, w, axis)
+
+    def cond(carry):
+        state, _ = carry
+        it, prev, cur = state.n_iter, state.prev_objective, state.objective
         not_conv = (it < 2) | (jnp.abs(cur - prev) / n >= tol)
         return (it < max_iter) & not_conv & ((it == 0) | jnp.isfinite(cur))
 
-    def body(state):
-        params, it, _, cur, trace, _ = state
-        ll, obj, log_resp = objective(params)
-        new = mstep(log_resp)
-        return new, it + 1, cur, obj, trace.at[it].set(obj), ll
+    def body(carry):
+        state, trace = carry
+        new, info = alg.step(None, state)
+        return new, trace.at[state.n_iter].set(info.objective)
 
-    nan = jnp.asarray(jnp.nan, x.dtype)
-    ninf = jnp.asarray(-jnp.inf, x.dtype)
-    init = (params0, jnp.asarray(0, jnp.int32), ninf, ninf, jnp.full((max_iter,), nan), nan)
-    params, it, prev, cur, trace, _ = jax.lax.while_loop(cond, body, init)
+    trace0 = jnp.full((max_iter,), jnp.asarray(jnp.nan, x.dtype))
+    state, trace = jax.lax.while_loop(cond, body, (alg.init(params0), trace0))
+    params, it, prev, cur = state.params, state.n_iter, state.prev_objective, state.objective
     converged = (it >= 2) & (jnp.abs(cur - prev) / n < tol)
-    ll, obj, log_resp = objective(params)
+    ll, obj, log_resp = alg.objective(params)
     finite = jnp.isfinite(obj) & jnp.all(jnp.isfinite(params.means))
     return params, obj, ll, jnp.exp(log_resp), trace, it, converged, finite
 

@@ -52,6 +52,7 @@ the ``p, q`` modes are shared with the collapsed sweep.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -70,6 +71,8 @@ __all__ = [
     "GibbsState",
     "SweepInfo",
     "ChainResult",
+    "GibbsAlgorithm",
+    "build",
     "init",
     "step",
     "conditional",
@@ -234,6 +237,32 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
         alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
     new = GibbsState(labels, stats, counts, p, q, alpha, overflow, theta)
     return new, _info(new, family, prior, pq, partition, point_logprior)
+
+
+class GibbsAlgorithm(NamedTuple):
+    """``init(labels=None, *, p, q, alpha, key) -> GibbsState`` and ``step(key, state) -> (GibbsState,
+    SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape)."""
+
+    init: Callable
+    step: Callable
+
+
+def build(x, links: Links, family, prior: TVClustPrior, *, k_max: int, pq: str = "collapse",
+          sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
+          point_logprior=None, algorithm: str = "collapsed", backend: str = "auto") -> GibbsAlgorithm:
+    """The sampler's :func:`init` and :func:`step` as a pair of two-argument functions (options as
+    :func:`step`); :func:`sample`'s chains run this ``step``."""
+    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+              partition=partition, point_logprior=point_logprior, algorithm=algorithm, backend=backend)
+
+    def init_(labels=None, *, p=0.9, q=0.9, alpha=None, key=None) -> GibbsState:
+        return init(x, links, family, k_max=k_max, labels=labels, p=p, q=q,
+                    alpha=prior.alpha if alpha is None else alpha, algorithm=algorithm, key=key)
+
+    def step_(key, state: GibbsState):
+        return step(key, state, x, links, family, prior, **kw)
+
+    return GibbsAlgorithm(init_, step_)
 
 
 def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
@@ -694,15 +723,16 @@ def _chain(keys, state, first_lo, first_hi, thin, x, links, family, prior, point
            backend="xla"):
     # `step` appears once in the program (compile time): draw j runs the sweeps t in [first_lo, first_hi)
     # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t).
-    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, point_logprior=point_logprior, algorithm=algorithm, backend=backend)
+    alg = build(x, links, family, prior, k_max=state.stats.n.shape[-1], pq=pq, sample_alpha=sample_alpha,
+                alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition,
+                point_logprior=point_logprior, algorithm=algorithm, backend=backend)
 
     def body(carry, inp):
         k, j = inp
         lo = jnp.where(j == 0, first_lo, 0)
         hi = jnp.where(j == 0, first_hi, thin)
         carry, _ = jax.lax.fori_loop(
-            lo, hi, lambda t, c: step(jax.random.fold_in(k, t), c[0], x, links, family, prior, **kw),
+            lo, hi, lambda t, c: alg.step(jax.random.fold_in(k, t), c[0]),
             (carry, _info(carry, family, prior, pq, partition, point_logprior)))
         info = _info(carry, family, prior, pq, partition, point_logprior)
         return carry, (carry.labels if store_labels else None, info)

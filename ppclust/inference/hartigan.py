@@ -90,7 +90,8 @@ from jax import lax
 from ppclust._devices import axis_sharding
 from ppclust.families import ml_entropy
 
-__all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "BatchResult", "cluster_cost", "run",
+__all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
+           "build", "BatchResult", "cluster_cost", "run",
            "fit", "fit_batch", "assignment_costs",
            "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS", "JITTER", "ridge",
            "singular_data"]
@@ -354,20 +355,37 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
                     reassign=reassign, tol=tol, order=order)
 
 
-@partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
-def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
-             reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
-    """The engine as one XLA program (accelerators; ``vmap``/``jit``-able). See :func:`run`."""
-    n = x.shape[0]
-    labels0, stats, costs, active = _init_state(cost, x, side, labels0, K)
-    state = _State(labels0, active, stats, costs, jnp.asarray(False))
-    if reassign == "immediate":
-        state = _reassign_all(cost, x, side, state, K)
-    energy0 = _energy(state)
-    trace = jnp.full(max_passes + 1, jnp.nan, x.dtype).at[0].set(energy0)
-    ktrace = jnp.zeros(max_passes + 1, jnp.int32).at[0].set(state.active.sum().astype(jnp.int32))
+class HartiganInfo(NamedTuple):
+    """Per-pass diagnostics of :func:`build`'s ``step``: total cost and active clusters after the pass's
+    moves (before its end-of-pass degeneracy check)."""
 
+    cost: Array
+    n_clusters: Array
+
+
+class HartiganAlgorithm(NamedTuple):
+    """``init(labels0) -> state`` and ``step(key, state) -> (state, HartiganInfo)``, one pass over the data
+    (BlackJAX's shape; the moves are deterministic, ``key`` is accepted for the common signature and not
+    used). The state has ``labels``, ``active``, ``stats``, ``costs`` and ``moved`` (a move or a deletion in
+    the last pass)."""
+
+    init: Any
+    step: Any
+
+
+def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol: float = 0.0,
+          order: Array | None = None) -> HartiganAlgorithm:
+    """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
+    over (arguments as :func:`run`)."""
+    n = x.shape[0]
     order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+
+    def init(labels0) -> _State:
+        labels0, stats, costs, active = _init_state(cost, x, side, labels0, K)
+        state = _State(labels0, active, stats, costs, jnp.asarray(False))
+        if reassign == "immediate":
+            state = _reassign_all(cost, x, side, state, K)
+        return state
 
     def point_step(t, st: _State) -> _State:
         i = order[t]
@@ -400,17 +418,35 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
             st = lax.cond(small, lambda s: _reassign_cluster(cost, x, side, s, a, K), lambda s: s, st)
         return st
 
-    def pass_body(carry):
-        st, p, trace, ktrace = carry
+    def step(key, st: _State) -> tuple[_State, HartiganInfo]:
+        del key  # deterministic moves
         st = lax.fori_loop(0, n, point_step, st._replace(moved=jnp.asarray(False)))
-        trace = trace.at[p + 1].set(_energy(st))
-        ktrace = ktrace.at[p + 1].set(st.active.sum().astype(jnp.int32))
+        info = HartiganInfo(_energy(st), st.active.sum().astype(jnp.int32))
         degen = st.active & (cost.degenerate(st.stats) | ~jnp.isfinite(st.costs))
         degen = degen & (st.active.sum() > degen.sum())  # never delete every cluster
         st = st._replace(active=st.active & ~degen, moved=st.moved | jnp.any(degen))
         if reassign == "immediate":
             st = _reassign_all(cost, x, side, st, K)
-        return st, p + 1, trace, ktrace
+        return st, info
+
+    return HartiganAlgorithm(init, step)
+
+
+@partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
+def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
+             reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
+    """The engine as one XLA program (accelerators; ``vmap``/``jit``-able): a ``while_loop`` over
+    :func:`build`'s passes. See :func:`run`."""
+    alg = build(cost, x, side, K=K, min_size=min_size, reassign=reassign, tol=tol, order=order)
+    state = alg.init(labels0)
+    energy0 = _energy(state)
+    trace = jnp.full(max_passes + 1, jnp.nan, x.dtype).at[0].set(energy0)
+    ktrace = jnp.zeros(max_passes + 1, jnp.int32).at[0].set(state.active.sum().astype(jnp.int32))
+
+    def pass_body(carry):
+        st, p, trace, ktrace = carry
+        st, info = alg.step(None, st)
+        return st, p + 1, trace.at[p + 1].set(info.cost), ktrace.at[p + 1].set(info.n_clusters)
 
     def pass_cond(carry):
         st, p, _, _ = carry

@@ -49,7 +49,9 @@ from jax.scipy.special import betaln, digamma
 
 from ppclust.families import GaussianNIW, chol_logdet, wishart_entropy, wishart_expected_logdet
 
-__all__ = ["VBResult", "MASKS", "authors_init_means", "directed_entries", "neighbour_arrays", "fit"]
+__all__ = ["VBResult", "VBState", "VBInfo", "VBAlgorithm", "build", "MASKS", "authors_init_means",
+           "directed_entries",
+           "neighbour_arrays", "fit"]
 
 MASKS = ("symmetric", "as_run")
 _LOG2 = float(np.log(2.0))
@@ -218,38 +220,64 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
     return t71 + t72 + t73 + t74 - t75 - t76 - t77 + t_links + t_pq
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
-def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *,
-        max_iter: int = 30, tol: float = 5e-5, entry_weight=None) -> VBResult:
-    """Run the authors' VB (module docstring). ``x`` (n, d) as the model sees it (the authors standardise
-    first, sd with n - 1); ``init_means`` (K, d) the initial m_k (the authors: R's ``set.seed(1);
-    rnorm(d K)``); ``family`` the Normal-Wishart prior as :class:`GaussianNIW` (full covariance,
-    ``psi0`` = W_0^{-1}); ``nbr, ev, valid`` from :func:`neighbour_arrays` and ``src, dst, e`` from
-    :func:`directed_entries` (the same entries); ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight``
-    (1 per entry, default) lets callers pad the entry arrays to a fixed length with weight-0 rows (and
-    the table to a fixed width with invalid slots) so that many link sets share one compilation."""
+class VBState(NamedTuple):
+    """State carried between VB iterations (:func:`build`).
+
+    n_iter: iterations done; resp: (n, K) responsibilities :math:`r`; stats: the soft Normal-Wishart
+    statistics of ``q(mu, Lambda)``; gamma: (K-1, 2) stick-breaking Beta parameters; pq_params: (4,) Beta
+    parameters of ``q(p), q(q)``; elbo: the last iteration's ELBO; nk: (K,) soft counts of the last
+    iteration; stop: the relative ELBO change fell below ``tol``.
+    """
+
+    n_iter: jax.Array
+    resp: jax.Array
+    stats: object
+    gamma: jax.Array
+    pq_params: jax.Array
+    elbo: jax.Array
+    nk: jax.Array
+    stop: jax.Array
+
+
+class VBInfo(NamedTuple):
+    """Per-iteration diagnostics: the ELBO after the iteration and its relative change."""
+
+    elbo: jax.Array
+    improvement: jax.Array
+
+
+class VBAlgorithm(NamedTuple):
+    """``init(init_means) -> VBState`` and ``step(key, state) -> (VBState, VBInfo)`` (BlackJAX's shape; VB is
+    deterministic, ``key`` is accepted for the common signature and not used)."""
+
+    init: object
+    step: object
+
+
+def build(x, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *, tol: float = 5e-5,
+          entry_weight=None) -> VBAlgorithm:
+    """The authors' VB iteration (module docstring, steps 1-5) with the data, links, prior and ``tol``
+    closed over; arguments as :func:`fit`."""
     n, d = x.shape
-    K = init_means.shape[0]
     dt = x.dtype
     prior_ab = jnp.asarray(prior_ab, dt)
     w = jnp.ones(jnp.shape(e), dt) if entry_weight is None else jnp.asarray(entry_weight, dt)
-    r0 = jnp.full((n, K), 1.0 / K, dt)
-    empty = family.empty(K, d, dt)
-    # the initial q(mu, Lambda): m_k = init means, beta_k = beta0, W_k = W0, nu_k = nu0; an "empty" Stats
-    # whose posterior mean is the init mean (s = m_k * kappa0 - kappa0 * mu0 makes mu_n = m_k with n = 0)
-    stats0 = empty._replace(s=(init_means - family.mu0) * family.kappa0)
-    gamma0 = jnp.ones((K - 1, 2), dt)
-    elbo0 = jnp.full((max_iter,), jnp.nan, dt)
 
-    def cond(c):
-        it, _, _, _, _, _, _, stop = c
-        return (it < max_iter) & ~stop
+    def init(init_means) -> VBState:
+        K = init_means.shape[0]
+        empty = family.empty(K, d, dt)
+        # the initial q(mu, Lambda): m_k = init means, beta_k = beta0, W_k = W0, nu_k = nu0; an "empty" Stats
+        # whose posterior mean is the init mean (s = m_k * kappa0 - kappa0 * mu0 makes mu_n = m_k with n = 0)
+        stats0 = empty._replace(s=(init_means - family.mu0) * family.kappa0)
+        return VBState(jnp.asarray(0), jnp.full((n, K), 1.0 / K, dt), stats0, jnp.ones((K - 1, 2), dt),
+                       prior_ab, jnp.asarray(jnp.nan, dt), jnp.zeros(K, dt), jnp.asarray(False))
 
-    def body(c):
-        it, r, stats, gamma, ab, elbo, N_prev, _ = c
-        base, eln_old = _resp_base(x, family, stats, gamma)
-        A, B = _link_coefs(ab)
-        r = _sweep(r, base, nbr, ev, valid, A, B)
+    def step(key, state: VBState) -> tuple[VBState, VBInfo]:
+        del key  # deterministic
+        K = state.resp.shape[1]
+        base, eln_old = _resp_base(x, family, state.stats, state.gamma)
+        A, B = _link_coefs(state.pq_params)
+        r = _sweep(state.resp, base, nbr, ev, valid, A, B)
         N = r.sum(0)
         gamma = jnp.stack([1.0 + N[:-1], alpha0 + jnp.cumsum(N[::-1])[::-1][1:]], 1)
         stats = family.soft_stats(x, r)
@@ -258,12 +286,37 @@ def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_a
         r = r / r.sum(1, keepdims=True)
         _, sums = _pq_update(r, src, dst, e, w, prior_ab)
         L = _elbo(x, r, N, family, stats, gamma, ab, prior_ab, sums, alpha0, eln_old[K - 1])
-        prev = elbo[jnp.maximum(it - 1, 0)]
-        improve = jnp.where(it == 0, 1.0, (L - prev) / jnp.abs(prev))
-        elbo = elbo.at[it].set(L)
-        return it + 1, r, stats, gamma, ab, elbo, N, improve < tol
+        improve = jnp.where(state.n_iter == 0, 1.0, (L - state.elbo) / jnp.abs(state.elbo))
+        new = VBState(state.n_iter + 1, r, stats, gamma, ab, L, N, improve < tol)
+        return new, VBInfo(L, improve)
 
-    init = (jnp.asarray(0), r0, stats0, gamma0, prior_ab, elbo0, jnp.zeros(K, dt), jnp.asarray(False))
-    it, r, stats, gamma, ab, elbo, N, stop = lax.while_loop(cond, body, init)
-    _, _, mun = family.posterior_params(stats)
-    return VBResult(jnp.argmax(r, 1), r, elbo, it, stop, gamma, mun, N, ab)
+    return VBAlgorithm(init, step)
+
+
+@partial(jax.jit, static_argnames=("max_iter",))
+def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *,
+        max_iter: int = 30, tol: float = 5e-5, entry_weight=None) -> VBResult:
+    """Run the authors' VB (module docstring): a ``while_loop`` over :func:`build`'s ``step``. ``x`` (n, d)
+    as the model sees it (the authors standardise first, sd with n - 1); ``init_means`` (K, d) the initial
+    m_k (the authors: R's ``set.seed(1); rnorm(d K)``); ``family`` the Normal-Wishart prior as
+    :class:`GaussianNIW` (full covariance, ``psi0`` = W_0^{-1}); ``nbr, ev, valid`` from
+    :func:`neighbour_arrays` and ``src, dst, e`` from :func:`directed_entries` (the same entries);
+    ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight`` (1 per entry, default) lets callers pad the entry
+    arrays to a fixed length with weight-0 rows (and the table to a fixed width with invalid slots) so
+    that many link sets share one compilation."""
+    alg = build(x, family, nbr, ev, valid, src, dst, e, prior_ab, alpha0, tol=tol, entry_weight=entry_weight)
+
+    def cond(c):
+        state, _ = c
+        return (state.n_iter < max_iter) & ~state.stop
+
+    def body(c):
+        state, elbo = c
+        new, info = alg.step(None, state)
+        return new, elbo.at[state.n_iter].set(info.elbo)
+
+    elbo0 = jnp.full((max_iter,), jnp.nan, x.dtype)
+    state, elbo = lax.while_loop(cond, body, (alg.init(init_means), elbo0))
+    _, _, mun = family.posterior_params(state.stats)
+    return VBResult(jnp.argmax(state.resp, 1), state.resp, elbo, state.n_iter, state.stop, state.gamma, mun,
+                    state.nk, state.pq_params)
