@@ -12,7 +12,8 @@ offline copies; standardised with the training half's statistics), 10% of the tr
 * ``ARI test``: ``predict`` on the held-out half against its true classes;
 * ``loglik test``: held-out mean log density per point (``score``): the proper criterion for a prior.
 
-Writes ``benchmarks/results/ssgmm_prior.md`` and ``ssgmm_prior.json``.
+The outcome (``ppclust.families.mixture_niw_prior`` = the "TVClust" row) and its reasons are in that
+function's docstring. Writes ``benchmarks/results/ssgmm_prior.md`` and ``ssgmm_prior.json``.
 
     PYTHONPATH=. python benchmarks/bench_ssgmm_prior.py [--seeds 3]
 """
@@ -35,18 +36,19 @@ from ppclust.estimators.ssgmm import BayesianSemiSupervisedGMM, SemiSupervisedGM
 from ppclust.families import NIWPrior, mixture_niw_prior
 
 
-def _diag_var_prior(x, K, alpha, kappa0):
-    """TVClust's ``GaussianNIW.default`` hyper-parameters (Psi0 = diag(var(x)), nu0 = d + 2)."""
+def _mclust_prior(x, K, alpha, kappa0):
+    """mclust's ``priorControl()`` (Fraley & Raftery 2007): Psi0 = cov(x) / K^(2/d), nu0 = d + 2 (the
+    alternative; EM's ``prior="default"`` before issue 15)."""
     d = x.shape[1]
     return NIWPrior(jnp.asarray(alpha, x.dtype), x.mean(0), jnp.asarray(kappa0, x.dtype),
-                    jnp.asarray(d + 2.0, x.dtype), jnp.diag(jnp.maximum(jnp.var(x, axis=0), 1e-12)))
+                    jnp.asarray(d + 2.0, x.dtype), jnp.atleast_2d(jnp.cov(x, rowvar=False)) / K ** (2.0 / d))
 
 
 PRIORS = {
-    "mclust: k0=0.01, Psi0=cov/K^(2/d)": lambda x, K, a: mixture_niw_prior(x, K, a, kappa0=0.01),
-    "k0=1, Psi0=cov/K^(2/d)": lambda x, K, a: mixture_niw_prior(x, K, a, kappa0=1.0),
-    "TVClust: k0=1, Psi0=diag var": lambda x, K, a: _diag_var_prior(x, K, a, 1.0),
-    "k0=0.01, Psi0=diag var": lambda x, K, a: _diag_var_prior(x, K, a, 0.01),
+    "mclust: k0=0.01, Psi0=cov/K^(2/d)": lambda x, K, a: _mclust_prior(x, K, a, 0.01),
+    "k0=1, Psi0=cov/K^(2/d)": lambda x, K, a: _mclust_prior(x, K, a, 1.0),
+    "TVClust: k0=1, Psi0=diag var": lambda x, K, a: mixture_niw_prior(x, a, kappa0=1.0),
+    "k0=0.01, Psi0=diag var": lambda x, K, a: mixture_niw_prior(x, a, kappa0=0.01),
 }
 
 

@@ -178,7 +178,7 @@ def test_prior_objective_is_the_density_m_step_maximises():
             x,
             jnp.asarray(rng.dirichlet(np.ones(3), len(X))),
             jnp.asarray(rng.normal(size=(8, 27))),
-            em.default_prior(x, 3, alpha=2.0),
+            em.default_prior(x, alpha=2.0),
         )
     for best, others in res:
         assert np.all(np.asarray(others) <= float(best) + 1e-9)
@@ -489,12 +489,12 @@ def test_em_map_and_gibbs_share_one_prior(cov_type):
     """EM's MAP M-step under ``mixture_niw_prior`` is the joint posterior mode of the collapsed family the
     Gibbs sampler uses (``GaussianNIW.from_prior`` of the same prior), slot by slot, for hard assignments:
     full mu_n, Psi_n / (nu_n + d + 2); diag Psi_n,jj / (nu_n + 3); spherical tr Psi_n / (nu_n d + d + 2)."""
-    from ppclust.families import GaussianNIW, mixture_niw_prior
+    from ppclust.families import DEFAULT_KAPPA0, GaussianNIW, mixture_niw_prior
 
     X, z = _blobs(4, n=60)
     with x64():
         x = jnp.asarray(X - X.mean(0))
-        prior = mixture_niw_prior(x, 3)
+        prior = mixture_niw_prior(x)
         fam = GaussianNIW.from_prior(prior, cov_type)
         st = fam.stats(x, jnp.asarray(z, jnp.int32), 3)
         _, nun, mun = (np.asarray(a) for a in fam.posterior_params(st))
@@ -509,7 +509,8 @@ def test_em_map_and_gibbs_share_one_prior(cov_type):
         em_fit = em.m_step(x, jax.nn.one_hot(jnp.asarray(z), 3, dtype=x.dtype), cov_type, 0.0, prior)
         np.testing.assert_allclose(np.asarray(em_fit.means), mun, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(np.asarray(em.covariances(em_fit.prec_chol, cov_type)), mode, rtol=1e-10)
-    assert float(prior.kappa0) == 0.01  # families.MIXTURE_KAPPA0, the documented default
+    assert float(prior.kappa0) == DEFAULT_KAPPA0 == 1.0  # the documented one default
+    np.testing.assert_allclose(np.asarray(prior.psi0), np.diag(X.var(0)), rtol=1e-12)
 
 
 def test_em_is_a_loop_over_build_init_step():
@@ -519,7 +520,7 @@ def test_em_is_a_loop_over_build_init_step():
     X, z = _blobs(5, n=80)
     with x64():
         x = jnp.asarray(X)
-        prior = em.default_prior(x, 3)
+        prior = em.default_prior(x)
         p0 = em.m_step(x, jax.nn.one_hot(jnp.asarray(z), 3, dtype=x.dtype), "diag", 0.0, prior)
         alg = em.build(x, None, "diag", 0.0, prior)
         state, objs = alg.init(p0), []

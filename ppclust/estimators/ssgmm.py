@@ -114,7 +114,7 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
 
     def _niw_prior(self, xc, K):
         """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data."""
-        return mixture_niw_prior(xc, K, self.weight_concentration)
+        return mixture_niw_prior(xc, self.weight_concentration)
 
     def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""

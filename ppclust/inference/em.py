@@ -95,10 +95,10 @@ class EMResult(NamedTuple):
     all_objectives: jax.Array
 
 
-def default_prior(x, n_components, alpha=1.0):
+def default_prior(x, alpha=1.0):
     """The mixture's default conjugate prior, :func:`ppclust.families.mixture_niw_prior` (one definition,
     shared with the Gibbs sampler)."""
-    return mixture_niw_prior(x, n_components, alpha)
+    return mixture_niw_prior(x, alpha)
 
 
 # ----------------------------------------------------------------------------------------------- E-step
