@@ -146,7 +146,7 @@ def main():
               f"{n} random (mu, s, alpha in [1e-6, 0.49]); {nact} active. Max |closed form - SLSQP "
               f"constrained minimum| = {worst:.2e} (target <= 1e-9). Max (fitted leakage - alpha) = "
               f"{over:.1e}; max relative |leakage - alpha| when active = {rel_eq:.1e}. Spec §3.1 test "
-              "vectors: tests/test_c3l_theory.py.", ""]
+              "vectors: tests/inference/test_c3l_theory.py.", ""]
     al = 10.0 ** -np.arange(1, 13)
     m, sig, e, _ = fit1d(1.0, 1.0, al)
     js["c2"] = {"alpha": al, "m": m, "sigma": sig, "m_increasing": bool(np.all(np.diff(m) > 0)),
@@ -172,7 +172,8 @@ def main():
     js["c6"]["ratio"] = js["c6"]["c3l_median_s"] / js["c6"]["gmm_median_s"]
     lines += ["## C9 Table 3, Wine (NMI, 15% labels -> linear SVM, standardised features, "
               f"{len(res['GMM'])} draws)", "", md_table(["method", "paper", "ppclust"], rows), "",
-              "C4 (alpha >= 1/2 = CEC) is tested exactly in tests/test_c3l.py. C5: max passes over all "
+              "C4 (alpha >= 1/2 = CEC) is tested exactly in tests/inference/test_c3l.py. C5: max passes over "
+              "all "
               f"Wine restarts = {maxpass} (< 100). C6 timing (Wine, n=178): C3L alpha=0.05 (6 clusters, "
               "10 restarts) "
               f"median {np.median(times['C3L a=0.05']):.2f} s; sklearn GMM k=3 (3 inits) median "

@@ -95,7 +95,7 @@ larger $J$); as $\sigma^2$ shrinks its draws concentrate on a partition with the
 and for small $\sigma^2$ the MAP draw is at or next to the RDP-means partition (full settings: ARI 0.93 from
 $\sigma^2 = 0.05$ on, with 6 clusters where RDP-means keeps 7; the small run reaches ARI 1). Without links, the same path
 ends at a DP-means fixed point; both the sampler and (R)DP-means are *local* minimisers of $J$, so
-compare $J$ values too: where they disagree, the annealed sampler often sits at the lower $J$. `tests/test_small_variance.py` checks that a wrong mapping (a lost factor 2 in
+compare $J$ values too: where they disagree, the annealed sampler often sits at the lower $J$. `tests/inference/test_small_variance.py` checks that a wrong mapping (a lost factor 2 in
 $\alpha$, or unscaled link log-odds) does *not* reach RDP-means."""),
 ]
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -1,6 +1,7 @@
 """Each compiled twin in ppclust._families_cpu against the JAX family function it mirrors (float64, 1e-12).
 
-The end-to-end parity of the two Gibbs sweeps (tests/test_gibbs_cpu.py) only shows that a few hundred draws
+The end-to-end parity of the two Gibbs sweeps (tests/inference/test_gibbs_cpu.py) only shows that a few
+hundred draws
 agree; here every primitive is compared on its own, for every family and covariance type, so a wrong term
 (a constant, a sign, a stale cache entry) points at the function that holds it.
 """

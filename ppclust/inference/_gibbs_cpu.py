@@ -10,7 +10,7 @@ without removing the point (:func:`_loo_full`).
 
 It consumes the sweep's random inputs drawn by JAX (visiting order and one uniform per point, inverse-CDF
 draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the XLA sweep up to float
-rounding; ``tests/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
+rounding; ``tests/inference/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
 It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call).
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and

@@ -27,7 +27,8 @@ Cholesky factors change only when a point moves (two rank-one updates,
 The decisions are those of the XLA engine (same candidate set, same tie-breaking, same deletion and
 degeneracy rules, lazy or immediate reassignment); costs agree to rounding. Numba twins carry the
 name of the JAX function they mirror and are checked one by one to 1e-12 in
-``tests/test_hartigan_cpu.py``; the engine as a whole replays the authors' jar (``tests/test_cecib.py``)
+``tests/inference/test_hartigan_cpu.py``; the engine as a whole replays the authors' jar
+(``tests/inference/test_cecib.py``)
 and is compared label for label with the XLA engine.
 
 The cost is the shared form of CEC-IB and C3L (:class:`ppclust.inference.hartigan.HartiganCost`):

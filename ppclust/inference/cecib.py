@@ -206,7 +206,7 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
 
     ``y``: partial labels (any ints, -1 = unlabelled) or None. Host-side NumPy with fresh two-pass
     statistics and ``slogdet``; a numerically singular cluster makes the accuracy term (and the
-    total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/test_cecib.py).
+    total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/inference/test_cecib.py).
     ``ridge``: pseudo-scatter added to every cluster's scatter (:func:`hartigan.ridge`; 0 = none).
     """
     x = np.asarray(x, np.float64)

@@ -12,7 +12,7 @@ Two implementations take the same decisions (``backend``): ``"numba"``, the comp
 from one vectorised, slot-major forward substitution, the point's own slot by the determinant lemma,
 Cholesky factors changed only when a point moves), and ``"xla"``, the loop as one XLA program
 (``vmap``-ed restarts spread over local devices with ``devices="auto"``; accelerators). ``"auto"``
-picks the compiled loop on a CPU backend. ``tests/test_hartigan_cpu.py`` checks each numba twin
+picks the compiled loop on a CPU backend. ``tests/inference/test_hartigan_cpu.py`` checks each numba twin
 against its JAX function to 1e-12 and both engines label for label; both replay the authors' jar.
 
 For large n, :func:`fit_batch` runs batch (Lloyd-type) CEC steps, every point reassigned at once from
@@ -342,7 +342,8 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     tol : a move needs ``Δ < -tol``.
     order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
     backend : ``"auto"`` (compiled CPU loop on a CPU backend, else XLA), ``"numba"`` or ``"xla"``. Both
-        take the same decisions (``tests/test_hartigan_cpu.py``). ``"numba"`` needs concrete inputs (not
+        take the same decisions (``tests/inference/test_hartigan_cpu.py``). ``"numba"`` needs concrete
+        inputs (not
         under ``jit``/``vmap``).
     """
     if reassign not in ("lazy", "immediate"):

@@ -3,7 +3,7 @@
 Each numba twin is checked against the JAX function it mirrors to 1e-12 in float64; the engine as a whole
 against the XLA engine, label for label and pass for pass, for CEC-IB (lazy and immediate reassignment, with
 deletions) and C3L (one and two decision coordinates). The golden replays of the authors' jar run through
-the compiled engine in tests/test_cecib.py (backend "auto" on CPU).
+the compiled engine in tests/inference/test_cecib.py (backend "auto" on CPU).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from ppclust._jax import x64
 from ppclust.families import GaussianNIW, SphericalGaussian
 from ppclust.inference import gibbs
 from ppclust.models.tvclust import make_links
-from tests.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
+from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
 
 
 @pytest.mark.parametrize("cov", ["full", pytest.param("diag", marks=pytest.mark.slow),

@@ -83,10 +83,11 @@ def test_small_settings_cover_every_registered_method():
 # `make test` sets it): all checks of all eight estimators 7 min of CPU. So every check runs in
 # `make test`: the four fast estimators and the checks that raise before any solver runs (CHEAP) here,
 # the fitting checks of the five heavier ones (two Gibbs samplers, two Hartigan engines and an annealing
-# solver) in tests/test_sklearn_checks_samplers.py (TVClust, CCIB), tests/test_sklearn_checks_hartigan.py
-# (CECIB, C3L) and tests/test_sklearn_checks_bayesian_ssgmm.py, so that pytest-xdist's --dist loadfile
-# spreads them over both workers (a file goes to whichever worker is free; session 6 measured the new
-# sampler's checks at ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
+# solver) in tests/estimators/test_sklearn_checks_samplers.py (TVClust, CCIB),
+# tests/estimators/test_sklearn_checks_hartigan.py (CECIB, C3L) and
+# tests/estimators/test_sklearn_checks_bayesian_ssgmm.py, so that pytest-xdist's --dist loadfile spreads
+# them over both workers (a file goes to whichever worker is free; session 6 measured the new sampler's
+# checks at ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
 HEAVY_METHODS = ("tvclust", "cecib", "c3l", "ccib", "bayesian-ssgmm")
 CHEAP = {"check_estimator_tags_renamed", "check_valid_tag_types", "check_estimator_repr",
          "check_no_attributes_set_in_init", "check_estimators_unfitted",

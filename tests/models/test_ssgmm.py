@@ -344,7 +344,7 @@ def test_label_noise_robustness(shared_dir):
         "|---|---|---|---|---|",
     ]
     lines += [f"| {r[0]} | {r[1]:.0%} | {r[2]:.3f} | {r[3]:.3f} | {r[4]:.3f} |" for r in rows]
-    out = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "ssgmm.md"
+    out = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "ssgmm.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     text = out.read_text() if out.exists() else ""
     block = "<!-- noise -->\n" + "\n".join(lines) + "\n<!-- /noise -->"

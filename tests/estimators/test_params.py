@@ -154,7 +154,8 @@ def test_renamed_parameter_still_works_with_future_warning(name, old, new, value
 def test_tvclust_renamed_sampler_parameters():
     from ppclust import TVClust
 
-    rng = np.random.default_rng(0)  # three blobs, as tests/test_scale.py (same shapes: shared compile)
+    # three blobs, as tests/estimators/test_scale.py (same shapes: shared compile)
+    rng = np.random.default_rng(0)
     X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[np.repeat(np.arange(3), 20)] + rng.normal(size=(60, 2))
     kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)
     with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):

@@ -10,7 +10,7 @@ import pytest
 from ppclust._jax import x64
 from ppclust.inference import gibbs, subcluster
 from ppclust.models.tvclust import log_joint, make_links
-from tests.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
+from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
 
 # six points: two groups, links inside and across (one of them contradicting the geometry)
 X6 = np.array([[0.0, 0.1], [0.4, -0.2], [0.2, 0.5], [2.0, 1.6], [2.3, 1.2], [1.2, 0.8]])

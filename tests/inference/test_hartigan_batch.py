@@ -165,7 +165,7 @@ def test_batch_sharded_over_two_devices_equals_one():
     from pathlib import Path
 
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
-               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     out = subprocess.run([sys.executable, "-c", BATCH_CHILD], env=env, capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -1,13 +1,14 @@
 """scikit-learn's fitting checks for BayesianSemiSupervisedGMM (collapsed Gibbs over assignments).
 
-The checks, small settings and documented skip list are those of ``tests/test_sklearn_api.py``; this file
+The checks, small settings and documented skip list are those of ``tests/estimators/test_sklearn_api.py``;
+this file
 only holds the fitting checks of this estimator, so that ``make test`` (``--dist loadfile``) can run them
 on either worker, apart from the other heavy pairs (see the cost note in ``test_sklearn_api.py``).
 """
 
 from __future__ import annotations
 
-from tests.test_sklearn_api import checks_for, run_check
+from tests.estimators.test_sklearn_api import checks_for, run_check
 
 
 @checks_for(('bayesian-ssgmm',), heavy_fitting=True)
