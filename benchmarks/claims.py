@@ -46,6 +46,7 @@ SCRIPTS = {
     "c3l": (["benchmarks/bench_c3l.py", "--reps", "20"], "~5 min", True),
     "cecib": (["benchmarks/reproduce_cecib.py", "--draws", "10"], "~15 min", True),
     "cecib_theory": (["benchmarks/cecib_theory.py"], "~1 min", True),
+    "cecib_golden": (["benchmarks/cecib_golden.py"], "~1 min", True),
     "ccib": (["benchmarks/bench_ccib.py", "--quick"], "~12 min (CCIB2 on Table 1 dominates)", True),
     "smic": (["benchmarks/bench_smic.py", "--seeds", "3"], "~1.5 h (ARI sweep over 5 data sets x 5 budgets "
              "x 3 seeds at 25-100 s per selection)", False),
@@ -218,6 +219,23 @@ def _cec(J):
         if name not in pick or k.startswith("ref:"):
             pick[name] = d
     return pick, run
+
+
+def cecib_C1(J):
+    c = J["cecib_golden"]["costs"]
+    per = {k: v for k, v in c["per_dataset"].items() if k != "_run"}
+    worst = max(v["total_abs"] for k, v in per.items() if k != "vertebral")
+    vrel = per["vertebral"]["total_rel"] if "vertebral" in per else 0.0
+    return (f"cost of {c['rows']} saved jar partitions: max abs diff {worst:.1e} (vertebral rel. {vrel:.1e})",
+            worst <= 1e-9 and vrel <= 1e-6)
+
+
+def cecib_C8(J):
+    b = J["cecib_golden"]["blobs"]
+    reach = sum(s["clusters"] == 3 for s in b["single"])
+    return (f"3 blobs, k_init 6: best of 10 restarts {b['best_of_10']['clusters']} clusters "
+            f"(NMI {b['best_of_10']['nmi']:.3f}); single restarts reach 3 in {reach}/{len(b['single'])}",
+            b["best_of_10"]["clusters"] == 3)
 
 
 def cecib_C6(J):
@@ -447,7 +465,8 @@ def rdp_9(J):
 
 EXTRACT = {"c3l:C1": c3l_C1, "c3l:C2": c3l_C2, "c3l:C3": c3l_C3, "c3l:C5": c3l_C5, "c3l:C6": c3l_C6,
            "c3l:C9": c3l_C9, "c3l:C11": c3l_C11, "ccib:K1": ccib_K1, "ccib:K4": ccib_K4, "ccib:K5": ccib_K5,
-           "ccib:K6": ccib_K6, "ccib:K7": ccib_K7, "cecib:C6": cecib_C6, "cecib:C7": cecib_C7,
+           "ccib:K6": ccib_K6, "ccib:K7": ccib_K7, "cecib:C1": cecib_C1, "cecib:C8": cecib_C8,
+           "cecib:C6": cecib_C6, "cecib:C7": cecib_C7,
            "cecib:C10": cecib_C10,
            "cecib:C11": cecib_C11, "cecib:C12": cecib_C12, "cecib:C13": cecib_C13, "cecib:C14": cecib_C14,
            "cecib:C15": cecib_C15, "smic:C2": smic_C2, "smic:C4": smic_C4, "smic:C5": smic_C5,
@@ -471,6 +490,8 @@ def _run_date(J, claim_id) -> str:
         "rdp": "rdpmeans"}[claim_id.split(":")[0]]
     if claim_id == "cecib:C7":
         name = "cecib_theory"
+    if claim_id in ("cecib:C1", "cecib:C8"):
+        name = "cecib_golden"
     try:
         d = J[name]
     except KeyError:

@@ -113,6 +113,7 @@ CLAIMS: list[dict] = [
                 "is not met; WebKB itself is not available"),
     # ------------------------------------------------------------------ CEC-IB (spec cecib.md §6)
     dict(id="cecib:C1", claim="cost identities (10) = (4), beta = 0 gives CEC", paper="exact", tol="1e-10",
+         script="benchmarks/cecib_golden.py",
          tests=["tests/test_cecib.py::test_complete_labels_equal_eq4_and_beta_monotone",
                 "tests/test_cecib.py::test_toy_values", "tests/test_cecib.py::test_golden_cost_every_saved"]),
     dict(id="cecib:C2", claim="Theorem 3.1: E_1(Y) - H(Z) = conditional cross-entropy", paper="exact",
@@ -134,7 +135,7 @@ CLAIMS: list[dict] = [
                 "remark's cost statement holds); with the estimator's 10 restarts every draw ends as one "
                 "cluster"),
     dict(id="cecib:C8", claim="Hartigan monotone, terminates, reduces k", paper="(algorithm)",
-         tol="non-increasing between deletions; 6 -> 3 on 3 blobs",
+         tol="non-increasing between deletions; 6 -> 3 on 3 blobs", script="benchmarks/cecib_golden.py",
          tests=["tests/test_cecib.py::test_run_monotone_and_rank_one_stats",
                 "tests/test_cecib.py::test_estimator_recovers_blobs"]),
     dict(id="cecib:C9", claim="incremental statistics = batch", paper="(algorithm)",
