@@ -379,11 +379,15 @@ def smic_C4(J):
 
 
 def smic_C5(J):
-    v = J["smic"]["ari"].get("breast_cancer")
-    if v is None or "3" not in v["budgets"]:
+    """Sonar (one of the paper's binary sets) when bench_smic ran it, else the breast_cancer stand-in."""
+    got = {k: v for k in ("sonar", "breast_cancer") if (v := J["smic"]["ari"].get(k)) and "3" in v["budgets"]}
+    if not got:
         return None
-    a0, a3 = v["budgets"]["0"]["ari_mean"], v["budgets"]["3"]["ari_mean"]
-    return f"breast_cancer: 0 links {a0:.3f}, 3% of pairs {a3:.3f} (+{a3 - a0:.3f})", a3 >= a0 + 0.3
+    gain = {k: (v["budgets"]["0"]["ari_mean"], v["budgets"]["3"]["ari_mean"]) for k, v in got.items()}
+    s = "; ".join(f"{k}: 0 links {a0:.3f}, 3% of pairs {a3:.3f} ({a3 - a0:+.3f})"
+                  for k, (a0, a3) in gain.items())
+    a0, a3 = gain[next(iter(gain))]
+    return s, a3 >= a0 + 0.3
 
 
 def smic_C6(J):
