@@ -396,9 +396,12 @@ def smic_C6(J):
     multi = {k: v for k, v in c.items() if "worse_than_3smic_every_budget" in v}
     binary = {k: v for k, v in c.items() if k in ("sonar", "breast_cancer")}
     drop = sum(v["largest_below_peak"] for v in binary.values())
+    less4 = sum(v["csc_spread_without_t1"] < v["sl_spread_without_t1"] for v in c.values())
     s = ("spread over t, CSC vs SL: " + ", ".join(f"{k} {v['csc_spread']:.3f} vs {v['sl_spread']:.3f}"
                                                  for k, v in c.items())
-         + f" (CSC smaller on {less}/{len(c)}); CSC < 3SMIC at every budget on c = 10: "
+         + f" (CSC smaller on {less}/{len(c)}; without t = 1, whose kNN graph has "
+         + "/".join(str(v["components_by_t"]["1"]) for v in c.values())
+         + f" components: {less4}/{len(c)}); CSC < 3SMIC at every budget with links on c = 10: "
          + (", ".join(f"{k} {v['worse_than_3smic_every_budget']}" for k, v in multi.items()) or "not run")
          + f"; binary sets with CSC at the largest budget below its peak: {drop}/{len(binary)} "
          + f"({', '.join(binary)})")
