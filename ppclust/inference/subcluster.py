@@ -307,16 +307,73 @@ def _draw_rows(logw, u):
     return jnp.minimum(jnp.sum(c <= (u * c[:, -1])[:, None], -1), k - 1).astype(jnp.int32)
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q):
+def _fused_draw(x, u, keep, labels, family, log_pi, theta, chunk):
+    """The unlinked block's draw fused per chunk of rows: data term, weights, inverse-CDF draw and the
+    new slot counts of ``chunk`` rows at a time, so no (n, width) array is ever stored (the (n, width)
+    passes ran from memory, about 5x slower at n = 10^6). Rows with ``keep`` keep ``labels``."""
+    n, d = x.shape
+    w = log_pi.shape[0]
+    m = -(-n // chunk)
+    pad = m * chunk - n
+    xp = jnp.pad(x, ((0, pad), (0, 0))).reshape(m, chunk, d)
+    up = jnp.pad(u, (0, pad)).reshape(m, chunk)
+    kp = jnp.pad(keep, (0, pad), constant_values=True).reshape(m, chunk)
+    lp = jnp.pad(labels, (0, pad), constant_values=w).reshape(m, chunk)  # padding: counted in no slot
+
+    def body(inp):
+        xb, ub, kb, lb = inp
+        z = jnp.where(kb, lb, _draw_rows(_loglik_matrix(family, theta, xb) + log_pi, ub))
+        return z, jnp.sum(z[:, None] == jnp.arange(w, dtype=z.dtype), 0, dtype=jnp.int32)
+
+    z, cnt = jax.lax.map(body, (xp, up, kp, lp))
+    return z.reshape(-1)[:n], cnt.sum(0)
+
+
+#: rows per chunk of the fused unlinked-block draw (fits the (chunk, width) blocks in cache)
+_DRAW_CHUNK = 2048
+
+
+def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
+    """:func:`_fused_draw` on one device, or data parallel over the 1-D ``mesh`` (``jax.shard_map``): each
+    device draws its rows (the draw of a row depends on that row and the replicated ``log_pi, theta``
+    only, so the labels are the single-device labels) and the slot counts are summed with ``psum``
+    (integers: exact). Rows are padded to a multiple of the device count with kept rows counted nowhere.
+    """
+    n = x.shape[0]
+    if mesh is None:
+        return _fused_draw(x, u, keep, labels, family, log_pi, theta, min(_DRAW_CHUNK, n))
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS, pad_rows
+
+    n_pad = pad_rows(n, mesh)
+    w = log_pi.shape[0]
+    pad = n_pad - n
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    up = jnp.pad(u, (0, pad))
+    kp = jnp.pad(keep, (0, pad), constant_values=True)
+    lp = jnp.pad(labels, (0, pad), constant_values=w)
+    n_loc = n_pad // int(mesh.devices.size)
+
+    def per_device(xb, ub, kb, lb, log_pi, theta):
+        z, cnt = _fused_draw(xb, ub, kb, lb, family, log_pi, theta, min(_DRAW_CHUNK, n_loc))
+        return z, jax.lax.psum(cnt, AXIS)
+
+    z, cnt = jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(), P()),
+                           out_specs=(P(AXIS), P()), check_vma=False)(xp, up, kp, lp, log_pi, theta)
+    return z[:n], cnt
+
+
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
-    logw = jnp.where(active, _data_term(family, theta, x) + log_pi, -jnp.inf)
+    log_pi = jnp.where(active, log_pi, -jnp.inf)
     u = jax.random.uniform(key, (n,), dtype=x.dtype)
-    draw = jnp.where(colouring.linked, labels, _draw_rows(logw, u))
-    new_sizes = jnp.zeros(k_max, sizes.dtype).at[draw].add(1.0)
+    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
     sizes = jnp.where(ok, new_sizes, sizes)
@@ -327,7 +384,8 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
         real = idx < n
         ii = jnp.where(real, idx, 0)
         f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
-        zc = _draw_rows(logw[ii] + f * xi1 - s * xi2, u[ii])
+        logw = _loglik_matrix(family, theta, x[ii]) + log_pi  # the class's rows only (gathered)
+        zc = _draw_rows(logw + f * xi1 - s * xi2, u[ii])
         old = labels[ii]
         w = real.astype(sizes.dtype)
         trial = sizes.at[old].add(-w).at[zc].add(w)
@@ -347,10 +405,11 @@ def _widths(k_max):
 
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
-         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0):
+         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
     """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
     (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
-    (n_moves,). Pure; not jitted."""
+    (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
+    (:func:`_block_draw`; the same draws). Pure; not jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
@@ -387,7 +446,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
@@ -407,14 +466,17 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
            sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
            init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
-           progress_bar=None) -> ChainResult:
+           progress_bar=None, mesh=None) -> ChainResult:
     """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
 
     Same arguments and the same :class:`~ppclust.inference.gibbs.ChainResult` as
     :func:`ppclust.inference.gibbs.sample` (``log_joint`` is the collapsed log joint, ``p, q`` the draws in
     ``"sample"`` mode and the conditional means in ``"collapse"`` mode). ``n_moves``: split/merge
     proposals per sweep. ``colouring``: precomputed :func:`colour_links` (else computed here, host side).
-    ``progress_bar`` is accepted for interface parity and ignored (one compiled call).
+    ``progress_bar`` is accepted for interface parity and ignored (one compiled call). ``mesh``: None (one
+    device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"`` (:mod:`ppclust._devices`): the
+    unlinked block's draw, the (n, width) part of a sweep, is split over its devices (same chain, same
+    draws; :func:`_block_draw`).
 
     Raises
     ------
@@ -430,14 +492,14 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if init_state is None:
         one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
         state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
-    else:
-        state = init_state._replace(theta=None)
+    else:  # host copy: a state left sharded by a mesh run must not change the compiled program's inputs
+        state = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), init_state._replace(theta=None))
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
                       n_samples=int(n_samples), thin=int(thin), pq=pq, n_moves=int(n_moves),
                       sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                      store_labels=bool(store_labels))
+                      store_labels=bool(store_labels), mesh=mesh)
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
@@ -450,11 +512,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
 
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
-                                   "store_labels"))
+                                   "store_labels", "mesh"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
-              alpha_rate=alpha_rate)
+              alpha_rate=alpha_rate, mesh=mesh)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]
