@@ -8,17 +8,12 @@ wrong uniform, would change the labels of some sweep, and every later draw with 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_multidevice import run_two_device_child
 
 CHILD = textwrap.dedent(
     """
@@ -59,12 +54,7 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.slow  # ~4 compiles of the sampler in a fresh process (~60-120 s on the loaded 2-core VM)
 def test_subcluster_two_devices_equal_one():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1][len("RESULT"):])
+    res = run_two_device_child(CHILD, timeout=900)
     one, two = res["None"], res["2"]
     assert one["labels"] == two["labels"]  # same seed, same draws, sweep by sweep and chain by chain
     assert one["k"] == two["k"]

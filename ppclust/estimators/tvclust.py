@@ -32,6 +32,7 @@ from ppclust.estimators._base import (
     fit_context,
     link_side_info,
     renamed_param,
+    restart_devices,
     side_labels,
     validate_X,
 )
@@ -125,8 +126,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         The devices a fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`).
         ``algorithm="subcluster"`` splits the points over them (``data_mesh``): each device draws its rows
         of the unlinked block, counts reduced with ``psum``; same chain and draws as on one device
-        (:func:`ppclust.inference.subcluster.sample`). The other algorithms run on one device
-        ("all"/"auto" fall back to it; an explicit int >= 2 or a list raises).
+        (:func:`ppclust.inference.subcluster.sample`). ``"collapsed"``/``"explicit"`` spread the chains
+        over the first ``m`` local devices instead (None: :func:`ppclust.inference.gibbs.sample`'s
+        ``"auto"``; same draws either way); ``"variational"`` runs on one device (an explicit int >= 2
+        or a list raises).
     n_samples, covariance : deprecated
         Old names of ``n_draws`` and ``covariance_type`` (``n_samples`` means data rows everywhere else);
         still accepted with a ``FutureWarning`` until ppclust 0.3.
@@ -241,9 +244,9 @@ class TVClust(ClusterMixin, BaseEstimator):
                                "degrees of freedom); raise it or leave nu0=None (d + 2).")
         side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
                               link_model="soft")  # noisy links combine
-        if self.algorithm != "subcluster" and data_mesh(self.devices, parallel_ok=False) is not None:
-            raise PPClustError(f"TVClust(algorithm={self.algorithm!r}) runs on one device; only "
-                               f"algorithm='subcluster' splits the points over devices={self.devices!r}.")
+        if self.algorithm == "variational" and data_mesh(self.devices, parallel_ok=False) is not None:
+            raise PPClustError(f"TVClust(algorithm='variational') runs on one device; "
+                               f"devices={self.devices!r} cannot be honoured.")
         if self.algorithm == "variational":
             return self._fit_variational(X, side)
         if self.standardize:
@@ -266,6 +269,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             sample, extra = gibbs.sample, {}
             if self.algorithm == "subcluster":
                 sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices))
+            elif self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
+                extra = dict(devices=restart_devices(self.devices, "TVClust"))
             res = sample(key, xj, links, family, prior, init_labels=init_labels, **extra,
                                n_samples=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
