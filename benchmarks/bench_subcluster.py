@@ -15,6 +15,15 @@ timed sweeps). Sections written to benchmarks/results/subcluster.md:
 4. time to a stable K and ARI vs sklearn ``BayesianGaussianMixture(weight_concentration_prior_type=
    "dirichlet_process")`` (n_components = 30, its default tolerance), no links for sklearn.
 
+5. why merges from a wrong K are rejected: for every pair of clusters of the K = 30 start that share
+   their majority true blob, the change of the log joint when they merge, the log probability that a
+   fresh sub-cluster fit of the union proposes exactly this pair back (best of 5 fits), and their sum
+   (the merge's log Hastings ratio up to the pair-choice term, about log K).
+
+The process sees 2 host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set below
+before jax is imported, unless XLA_FLAGS is set already) so that section 1 also times the data-parallel
+path (``mesh`` over the 2 CPU devices) in the same run; the other rows use the default device.
+
 Usage: python -m benchmarks.bench_subcluster [--n N] [--quick]
 """
 
@@ -24,16 +33,18 @@ import argparse
 import os
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
-from benchmarks._common import RESULTS, machine_info, md_table, write_section
-from ppclust._jax import x64
-from ppclust.families import GaussianNIW
-from ppclust.inference import gibbs, hartigan, subcluster
-from ppclust.metrics import ari
-from ppclust.models.tvclust import TVClustPrior, make_links
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from benchmarks._common import RESULTS, machine_info, md_table, write_section  # noqa: E402
+from ppclust._jax import x64  # noqa: E402
+from ppclust.families import GaussianNIW  # noqa: E402
+from ppclust.inference import gibbs, hartigan, subcluster  # noqa: E402
+from ppclust.metrics import ari  # noqa: E402
+from ppclust.models.tvclust import TVClustPrior, make_links  # noqa: E402
 
 PRIOR = TVClustPrior()
 
@@ -66,12 +77,14 @@ def first_hit(labels, truth, k_true=None, n_clusters=None, thresh=0.95):
     return None
 
 
-def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed=0):
+def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed=0, mesh=None,
+            init_state=None):
     """Mixing trace (compiles), then the same number of timed sweeps continued from its state."""
     kw = dict(n_samples=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", n_moves=n_moves,
-              colouring=col)
+              colouring=col, mesh=mesh)
     t0 = time.perf_counter()
-    tr = subcluster.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels, **kw)
+    tr = subcluster.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels,
+                           init_state=init_state, **kw)
     t_first = time.perf_counter() - t0
     t0 = time.perf_counter()
     res = subcluster.sample(jax.random.key(seed + 1), x, links, fam, PRIOR, init_state=tr.state, **kw)
@@ -89,7 +102,7 @@ def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0):
     return tr, res, (time.perf_counter() - t0) / sweeps
 
 
-def section_throughput(n, d, sweeps, col_sweeps, k_max=32):
+def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0):
     x, truth, pairs, sign = blobs(n, d)
     rows = []
     with x64():
@@ -105,6 +118,14 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32):
         rows.append(["subcluster (split/merge + block Gibbs)", f"{sub_rate:,.0f}", f"{t_sweep:.3f}",
                      int(res.n_clusters[0, -1]), f"{ari(truth, res.labels[0, -1]):.3f}",
                      hit if hit else f"> {sweeps}"])
+        if mesh_sweeps and len(jax.devices()) >= 2:
+            from ppclust._devices import resolve_mesh
+
+            _, resm, tm, _ = run_sub(xj, links, fam, col, mesh_sweeps, k_max, mesh=resolve_mesh(2),
+                                     init_state=res.state)
+            rows.append([f"subcluster, 2 CPU devices (shard_map; {mesh_sweeps} sweeps continued)",
+                         f"{n / tm:,.0f}", f"{tm:.3f}", int(resm.n_clusters[0, -1]),
+                         f"{ari(truth, resm.labels[0, -1]):.3f}", "-"])
         if col_sweeps:
             trc, resc, tc = run_col(xj, links, fam, col_sweeps, k_max)
             hitc = first_hit(trc.labels[0], truth)
@@ -121,6 +142,41 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32):
     if col_sweeps:
         text += f"\n\nratio subcluster / numba collapsed: {sub_rate / (n / tc):.1f}x\n"
     return text
+
+
+def section_merge_diagnosis(n, k0=30, k_max=48, n_fits=5):
+    """Section 5 of the module docstring."""
+    from ppclust.inference.subcluster import _log_joint, _log_q_pair
+
+    x, truth, pairs, sign = blobs(n, 2, seed=1)
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(2)
+        lab = hartigan.voronoi(xj, hartigan.init_kmeanspp(jax.random.key(5), xj, k0))
+        resp = jax.jit(subcluster.subcluster_responsibilities)
+        lj = jax.jit(lambda z: _log_joint(z, xj, links, fam, PRIOR, "collapse", 0.9, 0.9, k_max)[0])
+        lj0 = float(lj(lab))
+        labn = np.asarray(lab)
+        occ = np.unique(labn)
+        major = {c: np.bincount(truth[labn == c]).argmax() for c in occ}
+        rows = []
+        for i, a in enumerate(occ):
+            for b in occ[i + 1:]:
+                if major[a] != major[b]:
+                    continue
+                dlp = float(lj(jnp.where(lab == b, a, lab))) - lj0
+                mask = (lab == a) | (lab == b)
+                lq = max(float(_log_q_pair(*resp(jax.random.key(s), xj, mask, fam), mask, lab == a))
+                         for s in range(n_fits))
+                rows.append([f"{a}+{b}", int(mask.sum()), f"{dlp:.1f}", f"{lq:.1f}", f"{dlp + lq:.1f}"])
+    n_pos = sum(float(r[-1]) > 0 for r in rows)
+    n_gain = sum(float(r[2]) > 0 for r in rows)
+    text = (f"n = {n:,}, d = 2, start: k-means++ Voronoi partition with K = {k0}; {len(rows)} pairs of "
+            f"clusters share their majority true blob. Merging raises log p for {n_gain} of them; "
+            f"log p change + log q > 0 (best of {n_fits} sub-cluster fits of the union) for {n_pos}.\n\n")
+    return text + md_table(["pair", "points", "merge: change of log p", "log q of the reverse split",
+                            "sum"], rows)
 
 
 def section_wrong_k(n, sweeps, k0=30, k_max=48):
@@ -179,7 +235,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: d2,d30,wrongk,sklearn")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.n
     skip = set(args.skip.split(","))
@@ -192,15 +249,20 @@ def main():
     if "d2" not in skip:
         write_section(out, "subcluster-d2" + ("-quick" if args.quick else ""),
                       "## Throughput and mixing, d = 2\n\n" + head
-                      + section_throughput(n, 2, sweeps, 3 if args.quick else 5))
+                      + section_throughput(n, 2, sweeps, 3 if args.quick else 5, mesh_sweeps=5))
         print(out.read_text())
     if "d30" not in skip:
         n30 = max(n // 10, 10_000)
         write_section(out, "subcluster-d30" + ("-quick" if args.quick else ""),
-                      "## Throughput, d = 30\n\n" + head + section_throughput(n30, 30, sweeps // 2, 0))
+                      "## Throughput, d = 30\n\n" + head + section_throughput(n30, 30, sweeps // 2,
+                                                                                   2 if args.quick else 3))
     if "wrongk" not in skip:
         write_section(out, "subcluster-wrongk" + ("-quick" if args.quick else ""),
                       "## Mixing from a wrong K\n\n" + head + section_wrong_k(min(n, 20_000), sweeps))
+    if "merge" not in skip:
+        write_section(out, "subcluster-merge" + ("-quick" if args.quick else ""),
+                      "## Why merges from a wrong K are rejected\n\n" + head
+                      + section_merge_diagnosis(min(n, 20_000)))
     if "sklearn" not in skip:
         write_section(out, "subcluster-sklearn" + ("-quick" if args.quick else ""),
                       "## Time to a stable K vs scikit-learn's DP mixture\n\n" + head

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from ppclust._jax import as_key, x64
 from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
+    DEVICES,
     NONNEG_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -26,10 +27,12 @@ from ppclust.estimators._base import (
     Interval,
     Real,
     StrOptions,
+    data_mesh,
     deprecated_name,
     fit_context,
     link_side_info,
     renamed_param,
+    restart_devices,
     side_labels,
     validate_X,
 )
@@ -119,6 +122,14 @@ class TVClust(ClusterMixin, BaseEstimator):
         Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
         terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).
         The draws do not depend on it.
+    devices : None, "all", "auto", int or list, default=None
+        The devices a fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`).
+        ``algorithm="subcluster"`` splits the points over them (``data_mesh``): each device draws its rows
+        of the unlinked block, counts reduced with ``psum``; same chain and draws as on one device
+        (:func:`ppclust.inference.subcluster.sample`). ``"collapsed"``/``"explicit"`` spread the chains
+        over the first ``m`` local devices instead (None: :func:`ppclust.inference.gibbs.sample`'s
+        ``"auto"``; same draws either way); ``"variational"`` runs on one device (an explicit int >= 2
+        or a list raises).
     n_samples, covariance : deprecated
         Old names of ``n_draws`` and ``covariance_type`` (``n_samples`` means data rows everywhere else);
         still accepted with a ``FutureWarning`` until ppclust 0.3.
@@ -164,6 +175,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "vb_mask": [StrOptions(set(tvclust_vb.MASKS))],
         "vb_max_iter": POSITIVE_INT,
         "vb_tol": POSITIVE_REAL,
+        "devices": DEVICES,
         "init": [StrOptions({"kmeans++", "one"})],
         "init_clusters": POSITIVE_INT,
         "loss_a": [Interval(Real, 0, 2, closed="neither")],
@@ -179,8 +191,9 @@ class TVClust(ClusterMixin, BaseEstimator):
                  point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
                  algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
                  n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
-                 vb_max_iter=30, vb_tol=5e-5):
+                 vb_max_iter=30, vb_tol=5e-5, devices=None):
         self.n_draws = n_draws
+        self.devices = devices
         self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
@@ -231,6 +244,9 @@ class TVClust(ClusterMixin, BaseEstimator):
                                "degrees of freedom); raise it or leave nu0=None (d + 2).")
         side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
                               link_model="soft")  # noisy links combine
+        if self.algorithm == "variational" and data_mesh(self.devices, parallel_ok=False) is not None:
+            raise PPClustError(f"TVClust(algorithm='variational') runs on one device; "
+                               f"devices={self.devices!r} cannot be honoured.")
         if self.algorithm == "variational":
             return self._fit_variational(X, side)
         if self.standardize:
@@ -250,8 +266,12 @@ class TVClust(ClusterMixin, BaseEstimator):
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
-            sample = _subcluster_sample if self.algorithm == "subcluster" else gibbs.sample
-            res = sample(key, xj, links, family, prior, init_labels=init_labels,
+            sample, extra = gibbs.sample, {}
+            if self.algorithm == "subcluster":
+                sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices))
+            elif self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
+                extra = dict(devices=restart_devices(self.devices, "TVClust"))
+            res = sample(key, xj, links, family, prior, init_labels=init_labels, **extra,
                                n_samples=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),

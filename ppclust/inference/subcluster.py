@@ -14,14 +14,17 @@ Sections 3-4, made exact as described under (a)):
     classification-EM iterations with parameters drawn from the family's posterior), and send each point
     :math:`i\in C` to side A with probability :math:`r_i` independently (:math:`r_i` clipped to
     :math:`[\sigma(-30), \sigma(30)]`, so every bipartition has positive probability). Otherwise a *merge*
-    of a uniformly chosen pair of clusters (:math:`2/(K(K-1))`). With
+    of a pair of clusters chosen with probability :math:`P_m(\{a,b\}\mid z)` (:func:`merge_pair_log_prob`:
+    half uniform, :math:`2/(K(K-1))`, half a uniform cluster and a partner with near means likelier). With
     :math:`q(\{A,B\}\mid C,\phi)=\prod_A r_i\prod_B(1-r_i)+\prod_A(1-r_i)\prod_B r_i` (the split is an
     unordered pair), the Hastings ratios are
 
     .. math::
 
-        \log H_{\rm split} = \Delta\log p - \log\tfrac{K+1}{2} - \log q(\{A,B\}\mid C,\phi_C), \qquad
-        \log H_{\rm merge} = \Delta\log p + \log\tfrac{K}{2} + \log q(\{A,B\}\mid C,\phi_C),
+        \log H_{\rm split} = \Delta\log p + \log P_m(\{A,B\}\mid z') + \log K - \log q(\{A,B\}\mid C,\phi_C),
+        \qquad
+        \log H_{\rm merge} = \Delta\log p - \log(K-1) + \log q(\{A,B\}\mid C,\phi_C)
+        - \log P_m(\{a,b\}\mid z),
 
     with :math:`K` the current number of clusters and :math:`\Delta\log p` the change of the log joint
     (:func:`ppclust.models.tvclust.log_joint_from_stats`: CRP, NIW marginals, link likelihood).
@@ -70,18 +73,26 @@ Sections 3-4, made exact as described under (a)):
 Each kernel commutes with relabelling the slots, so the induced kernels on partitions are well defined
 and the slot labels are bookkeeping only (before (d) the occupied slots are moved to the front and the
 label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch``). Array-shaped
-throughout: the data term is one (n, width) block (``family.log_likelihood_matrix``, matrix products, in
-chunks of ``_CHUNK`` rows), a colour class is one gather of its neighbour-table rows, a split/merge
-proposal a few O(n) passes (the sub-cluster fit sees a fixed-size subsample); the sweep is one XLA
-program, chains a ``vmap`` axis. Not done yet: data-parallel ``shard_map`` over points (the sums that
-would need a ``psum`` are the family statistics, the pair counts and the block-emptiness counts).
+throughout: the unlinked block's data term and draw run fused over chunks of ``_DRAW_CHUNK`` rows
+(``family.log_likelihood_matrix``, matrix products; no (n, width) array is stored), a colour class is one
+gather of its neighbour-table rows and of its points, a split/merge proposal a few O(n) passes (the
+sub-cluster fit sees a fixed-size subsample); the sweep is one XLA program, chains a ``vmap`` axis.
+Data parallel (``mesh``, :func:`_block_draw`): the unlinked block, the (n, width) part of a sweep, is
+drawn with ``jax.shard_map`` over a 1-D mesh of the points, its slot counts reduced with ``psum``; every
+point's draw depends on its own row and the replicated weights and parameters only, so the chain is the
+single-device chain (``tests/test_subcluster_multidevice.py``). The split/merge moves, the colour
+classes and the statistics still run replicated (their sums, the family statistics and pair counts,
+are the ones a fully sharded sweep would ``psum``).
 
-Known weakness: a cluster disappears only through a merge, and merges pick a uniform pair, so a start
-with many surplus clusters (k-means++ with K = 30 for 12 true clusters, ``benchmarks/results/
-subcluster.md``) sheds them slowly; the block updates of (d) are then often rejected because they would
-empty a surplus cluster. Informed pair choices (with their selection probabilities in the ratio) would
-fix this. The same holds for ``TVClust``'s default k-means++ start whenever it has more clusters than
-the data; ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) avoids it.
+Known weakness: a cluster disappears only through a merge, and a merge is accepted only if a fresh
+sub-cluster fit of the union proposes the two clusters back with a probability that the gain in
+:math:`\log p` pays for. From a start with surplus clusters (k-means++ with K = 30 for 12 true blobs,
+``benchmarks/results/subcluster.md``, "Why merges from a wrong K are rejected") merging two pieces of one
+blob raises :math:`\log p` by hundreds of nats, but :math:`\log q` of the reverse split is of the same
+size: the pieces are cut along an arbitrary direction that the fit of the union rarely reproduces,
+and once the block updates of (d) have blurred their boundary, almost never. The informed merge pairs
+(:func:`merge_pair_log_prob`) make the useful merges frequent, not acceptable. ``TVClust(init="one",
+algorithm="subcluster")`` (splits only needed) avoids the problem.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
@@ -108,6 +119,7 @@ __all__ = [
     "colour_links",
     "subcluster_responsibilities",
     "propose",
+    "merge_pair_log_prob",
     "split_merge_log_ratio",
     "step",
     "sample",
@@ -221,11 +233,46 @@ def _log_joint(labels, x, links, family, prior, pq, p, q, k_max):
     return log_joint_from_stats(stats, counts, family, prior, p, q), stats, counts
 
 
-def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q):
-    r"""The Hastings ratio of the module docstring, (a): split from K clusters or merge of two of K."""
+def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=None):
+    r"""The Hastings ratio of the module docstring, (a): split from K clusters or merge of two of K.
+
+    ``log_pair``: log probability that the merge move picks the pair, :func:`merge_pair_log_prob`, in the
+    state where the two clusters exist (after the split for a split, the current state for a merge);
+    None means the uniform choice :math:`2/(K'(K'-1))`. A split picks one of K clusters (1/K), a merge
+    from K clusters is reversed by a split picking one of K - 1."""
     k = jnp.asarray(n_clusters).astype(jnp.result_type(lj_new))
-    return jnp.where(is_split, lj_new - lj_old - jnp.log((k + 1.0) / 2.0) - log_q,
-                     lj_new - lj_old + jnp.log(k / 2.0) + log_q)
+    if log_pair is None:
+        kp = jnp.where(is_split, k + 1.0, k)
+        log_pair = jnp.log(2.0 / (kp * (kp - 1.0)))
+    return jnp.where(is_split, lj_new - lj_old + log_pair + jnp.log(k) - log_q,
+                     lj_new - lj_old - jnp.log(k - 1.0) + log_q - log_pair)
+
+
+def _neighbour_log_probs(stats):
+    r"""(k_max, k_max) :math:`\log P(b\mid a)` of the informed merge partner: among the other occupied
+    slots, :math:`P(b\mid a)\propto\exp(-D_{ab}/\min_{c\ne a}D_{ac})` with :math:`D` the squared distance
+    of the cluster means (the nearest cluster has weight :math:`e^{-1}`, far ones decay)."""
+    active = stats.n > 0
+    m = stats.s / jnp.maximum(stats.n, 1.0)[:, None]
+    D = jnp.sum((m[:, None, :] - m[None, :, :]) ** 2, -1)
+    other = active[:, None] & active[None, :] & ~jnp.eye(active.shape[0], dtype=bool)
+    dmin = jnp.min(jnp.where(other, D, jnp.inf), 1, keepdims=True)
+    logw = jnp.where(other, -D / jnp.maximum(dmin, 1e-300), -jnp.inf)
+    return logw - jax.nn.logsumexp(logw, 1, keepdims=True)
+
+
+def merge_pair_log_prob(a, b, stats):
+    r"""log probability that a merge picks the unordered pair of occupied slots {a, b} from ``stats``.
+
+    The merge pair is a mixture: with probability 1/2 a uniform pair, :math:`2/(K(K-1))`; else a uniform
+    cluster a and its partner from :func:`_neighbour_log_probs` (nearest means likelier), so the pair has
+    :math:`(P(b\mid a)+P(a\mid b))/K`. Informed choices propose the merges of adjacent surplus clusters
+    that a uniform choice rarely tries (``benchmarks/results/subcluster.md``); the uniform half keeps
+    every pair possible."""
+    k = (stats.n > 0).sum().astype(stats.s.dtype)
+    lp = _neighbour_log_probs(stats)
+    informed = jnp.logaddexp(lp[a, b], lp[b, a]) - jnp.log(k)
+    return jnp.logaddexp(jnp.log(0.5) + jnp.log(2.0 / (k * (k - 1.0))), jnp.log(0.5) + informed)
 
 
 def _pick_occupied(key, active, exclude=None):
@@ -237,19 +284,24 @@ def _pick_occupied(key, active, exclude=None):
     return jnp.argmax(jnp.cumsum(active) > j)
 
 
-def propose(key, is_split, labels, sizes, x, family):
+def propose(key, is_split, labels, stats, x, family):
     """One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
 
     Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
-    B moves to the first free slot. Merge: a uniform unordered pair of occupied slots, the second joins the
-    first; ``log_q`` is then the probability that a split of the merged cluster proposes exactly this
-    pair. Returns ``(new_labels, log_q, valid, full)``: ``valid`` is False for an empty side, a merge with
-    one cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted).
+    B moves to the first free slot. Merge: an unordered pair of occupied slots drawn as in
+    :func:`merge_pair_log_prob` (from ``stats``), the second joins the first; ``log_q`` is then the
+    probability that a split of the merged cluster proposes exactly this pair. Returns
+    ``(new_labels, log_q, valid, full, pair)``: ``valid`` is False for an empty side, a merge with one
+    cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
+    slots (kept slot, other slot) of the split's result or of the merged pair.
     """
-    k_a, k_b, k_sub, k_side = jax.random.split(key, 4)
+    k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
+    sizes = stats.n
     active = sizes > 0
     ca = _pick_occupied(k_a, active)
-    cb = _pick_occupied(k_b, active, exclude=ca)
+    cb_uniform = _pick_occupied(k_b, active, exclude=ca)
+    cb_near = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[ca])
+    cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, cb_uniform, cb_near)
     in_a = labels == ca
     mask = jnp.where(is_split, in_a, in_a | (labels == cb))
     log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
@@ -261,7 +313,8 @@ def propose(key, is_split, labels, sizes, x, family):
     valid = jnp.where(is_split, (n_a > 0) & (n_a < n_c) & ~active[new], active.sum() >= 2)
     target = jnp.where(is_split, new, ca).astype(labels.dtype)
     proposal = jnp.where(mask & ~side_a, target, labels)
-    return proposal, _log_q_pair(log_r, log_1r, mask, side_a), valid, full
+    pair = (ca, jnp.where(is_split, new, cb))
+    return proposal, _log_q_pair(log_r, log_1r, mask, side_a), valid, full, pair
 
 
 def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
@@ -270,9 +323,10 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full = propose(k_prop, is_split, labels, stats.n, x, family)
+    prop, log_q, ok, full, (a, b) = propose(k_prop, is_split, labels, stats, x, family)
     lj_new, st_new, c_new = _log_joint(prop, x, links, family, prior, pq, p, q, k_max)
-    log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q)
+    log_pair = jnp.where(is_split, merge_pair_log_prob(a, b, st_new), merge_pair_log_prob(a, b, stats))
+    log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
@@ -307,16 +361,73 @@ def _draw_rows(logw, u):
     return jnp.minimum(jnp.sum(c <= (u * c[:, -1])[:, None], -1), k - 1).astype(jnp.int32)
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q):
+def _fused_draw(x, u, keep, labels, family, log_pi, theta, chunk):
+    """The unlinked block's draw fused per chunk of rows: data term, weights, inverse-CDF draw and the
+    new slot counts of ``chunk`` rows at a time, so no (n, width) array is ever stored (the (n, width)
+    passes ran from memory, about 5x slower at n = 10^6). Rows with ``keep`` keep ``labels``."""
+    n, d = x.shape
+    w = log_pi.shape[0]
+    m = -(-n // chunk)
+    pad = m * chunk - n
+    xp = jnp.pad(x, ((0, pad), (0, 0))).reshape(m, chunk, d)
+    up = jnp.pad(u, (0, pad)).reshape(m, chunk)
+    kp = jnp.pad(keep, (0, pad), constant_values=True).reshape(m, chunk)
+    lp = jnp.pad(labels, (0, pad), constant_values=w).reshape(m, chunk)  # padding: counted in no slot
+
+    def body(inp):
+        xb, ub, kb, lb = inp
+        z = jnp.where(kb, lb, _draw_rows(_loglik_matrix(family, theta, xb) + log_pi, ub))
+        return z, jnp.sum(z[:, None] == jnp.arange(w, dtype=z.dtype), 0, dtype=jnp.int32)
+
+    z, cnt = jax.lax.map(body, (xp, up, kp, lp))
+    return z.reshape(-1)[:n], cnt.sum(0)
+
+
+#: rows per chunk of the fused unlinked-block draw (fits the (chunk, width) blocks in cache)
+_DRAW_CHUNK = 2048
+
+
+def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
+    """:func:`_fused_draw` on one device, or data parallel over the 1-D ``mesh`` (``jax.shard_map``): each
+    device draws its rows (the draw of a row depends on that row and the replicated ``log_pi, theta``
+    only, so the labels are the single-device labels) and the slot counts are summed with ``psum``
+    (integers: exact). Rows are padded to a multiple of the device count with kept rows counted nowhere.
+    """
+    n = x.shape[0]
+    if mesh is None:
+        return _fused_draw(x, u, keep, labels, family, log_pi, theta, min(_DRAW_CHUNK, n))
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS, pad_rows
+
+    n_pad = pad_rows(n, mesh)
+    w = log_pi.shape[0]
+    pad = n_pad - n
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    up = jnp.pad(u, (0, pad))
+    kp = jnp.pad(keep, (0, pad), constant_values=True)
+    lp = jnp.pad(labels, (0, pad), constant_values=w)
+    n_loc = n_pad // int(mesh.devices.size)
+
+    def per_device(xb, ub, kb, lb, log_pi, theta):
+        z, cnt = _fused_draw(xb, ub, kb, lb, family, log_pi, theta, min(_DRAW_CHUNK, n_loc))
+        return z, jax.lax.psum(cnt, AXIS)
+
+    z, cnt = jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(), P()),
+                           out_specs=(P(AXIS), P()), check_vma=False)(xp, up, kp, lp, log_pi, theta)
+    return z[:n], cnt
+
+
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
-    logw = jnp.where(active, _data_term(family, theta, x) + log_pi, -jnp.inf)
+    log_pi = jnp.where(active, log_pi, -jnp.inf)
     u = jax.random.uniform(key, (n,), dtype=x.dtype)
-    draw = jnp.where(colouring.linked, labels, _draw_rows(logw, u))
-    new_sizes = jnp.zeros(k_max, sizes.dtype).at[draw].add(1.0)
+    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
     sizes = jnp.where(ok, new_sizes, sizes)
@@ -327,7 +438,8 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
         real = idx < n
         ii = jnp.where(real, idx, 0)
         f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
-        zc = _draw_rows(logw[ii] + f * xi1 - s * xi2, u[ii])
+        logw = _loglik_matrix(family, theta, x[ii]) + log_pi  # the class's rows only (gathered)
+        zc = _draw_rows(logw + f * xi1 - s * xi2, u[ii])
         old = labels[ii]
         w = real.astype(sizes.dtype)
         trial = sizes.at[old].add(-w).at[zc].add(w)
@@ -347,10 +459,11 @@ def _widths(k_max):
 
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
-         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0):
+         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
     """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
     (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
-    (n_moves,). Pure; not jitted."""
+    (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
+    (:func:`_block_draw`; the same draws). Pure; not jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
@@ -387,7 +500,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
@@ -407,14 +520,17 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
            sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
            init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
-           progress_bar=None) -> ChainResult:
+           progress_bar=None, mesh=None) -> ChainResult:
     """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
 
     Same arguments and the same :class:`~ppclust.inference.gibbs.ChainResult` as
     :func:`ppclust.inference.gibbs.sample` (``log_joint`` is the collapsed log joint, ``p, q`` the draws in
     ``"sample"`` mode and the conditional means in ``"collapse"`` mode). ``n_moves``: split/merge
     proposals per sweep. ``colouring``: precomputed :func:`colour_links` (else computed here, host side).
-    ``progress_bar`` is accepted for interface parity and ignored (one compiled call).
+    ``progress_bar`` is accepted for interface parity and ignored (one compiled call). ``mesh``: None (one
+    device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"`` (:mod:`ppclust._devices`): the
+    unlinked block's draw, the (n, width) part of a sweep, is split over its devices (same chain, same
+    draws; :func:`_block_draw`).
 
     Raises
     ------
@@ -430,14 +546,14 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if init_state is None:
         one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
         state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
-    else:
-        state = init_state._replace(theta=None)
+    else:  # host copy: a state left sharded by a mesh run must not change the compiled program's inputs
+        state = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), init_state._replace(theta=None))
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
                       n_samples=int(n_samples), thin=int(thin), pq=pq, n_moves=int(n_moves),
                       sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                      store_labels=bool(store_labels))
+                      store_labels=bool(store_labels), mesh=mesh)
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
@@ -450,11 +566,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
 
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
-                                   "store_labels"))
+                                   "store_labels", "mesh"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
-              alpha_rate=alpha_rate)
+              alpha_rate=alpha_rate, mesh=mesh)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]

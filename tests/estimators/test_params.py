@@ -174,7 +174,7 @@ def _extra(name):
 
 
 @pytest.mark.parametrize("word", ["all", "auto"])
-@pytest.mark.parametrize("name", ["dpmeans", "rdpmeans", "ssgmm", "cecib", "c3l"])
+@pytest.mark.parametrize("name", ["dpmeans", "rdpmeans", "ssgmm", "cecib", "c3l", "tvclust"])
 def test_devices_words_accepted_everywhere(name, word):
     est = ESTIMATORS[name](devices=word)
     est._validate_params()  # both words are valid for every estimator with `devices`

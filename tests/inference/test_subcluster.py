@@ -58,6 +58,23 @@ def test_matches_exact_enumeration_six_points(pq):
 _LOG_JOINT = jax.jit(log_joint)
 
 
+def _brute_pair_prob(z, x, a, b):
+    """P(the merge move picks {a, b}) from labels z by enumerating its two-stage choice: a uniform first
+    cluster, then with probability 1/2 a uniform other cluster, else one with weight
+    exp(-D / min D) (D: squared distance of the cluster means)."""
+    occ = np.unique(z)
+    k = len(occ)
+    means = {c: x[z == c].mean(0) for c in occ}
+
+    def near(c, e):
+        dist = {o: np.sum((means[c] - means[o]) ** 2) for o in occ if o != c}
+        dmin = min(dist.values())
+        w = {o: np.exp(-v / dmin) for o, v in dist.items()}
+        return w[e] / sum(w.values())
+
+    return sum(1.0 / k * (0.5 / (k - 1) + 0.5 * near(c, e)) for c, e in ((a, b), (b, a)))
+
+
 def _brute_ratio(z, z_new, lr, l1r, mask, side_a, x, links, fam, p, q):
     """log [p(z') P(z' -> z)] - log [p(z) P(z -> z')] from full log joints and the Bernoulli products."""
     lj = float(_LOG_JOINT(jnp.asarray(z), x, links, fam, PRIOR, p, q))
@@ -83,11 +100,11 @@ def test_split_merge_ratio_equals_brute_force(pq):
         xj = jnp.asarray(x)
         links = make_links(n, pairs, sign)
         fam = _family(xj)
-        sizes = jnp.zeros(5).at[z].add(1.0)
+        stats = fam.stats(xj, jnp.asarray(z), 5)
         checked = 0
         for seed in range(12):
             key = jax.random.key(seed)
-            z_new, log_q, valid, _ = PROPOSE(key, True, jnp.asarray(z), sizes, xj, fam)
+            z_new, log_q, valid, _, (ka, kb) = PROPOSE(key, True, jnp.asarray(z), stats, xj, fam)
             if not bool(valid) or int(z_new[8]) != 3 or not (np.asarray(z_new) != z).any():
                 continue
             mask = z == 0
@@ -97,11 +114,17 @@ def test_split_merge_ratio_equals_brute_force(pq):
             side_a = z_new == 0
             lj, lj_new, q_split = _brute_ratio(z, z_new, lr, l1r, mask, side_a, xj, links, fam, p, q)
             k = 2
-            brute = lj_new - lj + np.log(0.5 * 2.0 / ((k + 1) * k)) - np.log(0.5 / k * q_split)
+            assert (int(ka), int(kb)) == (0, int(z_new[~side_a & mask][0]))
+            pair = _brute_pair_prob(z_new, x, int(ka), int(kb))  # merge back, chosen from the split state
+            brute = lj_new - lj + np.log(0.5 * pair) - np.log(0.5 / k * q_split)
             np.testing.assert_allclose(float(log_q), np.log(q_split), rtol=1e-10)
-            log_h = subcluster.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q)
+            log_pair = subcluster.merge_pair_log_prob(ka, kb, fam.stats(xj, jnp.asarray(z_new), 5))
+            np.testing.assert_allclose(float(log_pair), np.log(pair), rtol=1e-10)
+            log_h = subcluster.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q,
+                                                     log_pair)
             np.testing.assert_allclose(float(log_h), brute, rtol=1e-9, atol=1e-9)
-            back = subcluster.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q)
+            back = subcluster.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q,
+                                                    log_pair)
             np.testing.assert_allclose(float(back), -brute, rtol=1e-9, atol=1e-9)
             checked += 1
         assert checked >= 3
@@ -115,10 +138,10 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
     with x64():
         xj = jnp.asarray(x)
         fam = _family(xj)
-        sizes = jnp.zeros(5).at[z].add(1.0)
+        stats = fam.stats(xj, jnp.asarray(z), 5)
         for seed in range(4):
             key = jax.random.key(seed)
-            z_new, log_q, valid, full = PROPOSE(key, False, jnp.asarray(z), sizes, xj, fam)
+            z_new, log_q, valid, full, _ = PROPOSE(key, False, jnp.asarray(z), stats, xj, fam)
             z_new = np.asarray(z_new)
             merged = np.flatnonzero(z_new != z)
             assert bool(valid) and not bool(full) and len(np.unique(z_new)) == 2 and len(merged)
@@ -130,6 +153,32 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             b = mask & ~a
             expect = np.logaddexp(lr[a].sum() + l1r[b].sum(), l1r[a].sum() + lr[b].sum())
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
+
+
+def test_merge_pair_frequencies_match_their_probability():
+    """The merge pairs ``propose`` draws (4 clusters at unequal distances, 4000 draws) occur with the
+    probabilities ``merge_pair_log_prob`` puts in the Hastings ratio (and these match the brute-force
+    enumeration of the two-stage choice): a drawn pair distribution and a ratio term that disagree would
+    bias the chain."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(9, 2))  # the shapes of the tests above: one compiled program
+    z = np.array([0, 2, 0, 2, 2, 4, 0, 4, 1], np.int32)
+    x = x * 0.2 + np.array([[0, 0], [0.5, 0], [3, 0], [0, 0], [0, 6]])[z]
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        stats = fam.stats(xj, jnp.asarray(z), 5)
+        draw = jax.jit(jax.vmap(lambda k: subcluster.propose(k, False, jnp.asarray(z), stats, xj, fam)[4]))
+        a, b = map(np.asarray, draw(jax.random.split(jax.random.key(0), 4000)))
+        occ = [0, 1, 2, 4]
+        pairs = [(c, e) for i, c in enumerate(occ) for e in occ[i + 1:]]
+        prob = np.array([float(np.exp(subcluster.merge_pair_log_prob(c, e, stats))) for c, e in pairs])
+    np.testing.assert_allclose(prob, [_brute_pair_prob(z, x, c, e) for c, e in pairs], rtol=1e-10)
+    np.testing.assert_allclose(prob.sum(), 1.0, rtol=1e-12)
+    freq = np.array([np.mean(((a == c) & (b == e)) | ((a == e) & (b == c))) for c, e in pairs])
+    se = np.sqrt(prob * (1 - prob) / len(a))
+    assert np.all(np.abs(freq - prob) < 4.5 * se), (freq, prob)
+    assert prob.max() > 1.5 / len(pairs)  # the informed half makes the near pair likelier than uniform
 
 
 def test_colouring_is_proper_and_covers_linked_points():
