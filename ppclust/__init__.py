@@ -16,6 +16,7 @@ _LAZY = {
     "SideInfo": ("ppclust.sideinfo", "SideInfo"),
     "RowPairs": ("ppclust.sideinfo", "RowPairs"),
     "load": ("ppclust.datasets", "load"),
+    "warmup": ("ppclust._warmup", "warmup"),
 }
 
 
@@ -43,4 +44,4 @@ def __dir__():
 
 __all__ = ["__version__", "SideInfo", "RowPairs", "load", "TVClust", "DPMeans", "RDPMeans",
            "SemiSupervisedGMM",
-           "CECIB", "C3L", "CCIB", "SMIC"]
+           "CECIB", "C3L", "CCIB", "SMIC", "warmup"]

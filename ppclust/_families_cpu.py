@@ -96,7 +96,7 @@ def compile_kernel(fn, *, depends=(), **options):
 def inline_kernel(fn):
     """IR-inlined into its caller: a real call would pass ~10 array structs and reference-count each
     (atomic increments) per slot and point, which measured 2x the arithmetic of the sweep."""
-    return compile_kernel(fn, inline="always")
+    return compile_kernel(fn)
 
 
 @inline_kernel
