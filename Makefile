@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,datasets]"
+	-$(VENV)/bin/ppclust warmup  # numba kernels into the per-user cache: a first fit loads, not compiles
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -17,6 +17,7 @@ _LAZY = {
     "SideInfo": ("ppclust.sideinfo", "SideInfo"),
     "RowPairs": ("ppclust.sideinfo", "RowPairs"),
     "load": ("ppclust.datasets", "load"),
+    "warmup": ("ppclust._warmup", "warmup"),
 }
 
 
@@ -44,4 +45,4 @@ def __dir__():
 
 __all__ = ["__version__", "SideInfo", "RowPairs", "load", "TVClust", "DPMeans", "RDPMeans",
            "SemiSupervisedGMM", "BayesianSemiSupervisedGMM",
-           "CECIB", "C3L", "CCIB", "SMIC"]
+           "CECIB", "C3L", "CCIB", "SMIC", "warmup"]

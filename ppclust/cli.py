@@ -276,6 +276,16 @@ def fitted_summary(est) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+def cmd_warmup(args) -> int:
+    from ppclust._jax import cache_dir
+    from ppclust._warmup import warmup
+
+    where = cache_dir()
+    print(f"ppclust warmup: compiling into {where or 'nothing (PPCLUST_CACHE_DIR=off)'}", flush=True)
+    warmup(verbose=True)
+    return 0
+
+
 def cmd_methods(args) -> int:
     from ppclust._registry import available
 
@@ -444,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="folder for the tables (default: a new temporary folder)")
     r.add_argument("--tests", action="store_true", help="run the paper's slow tests instead")
     r.set_defaults(func=cmd_reproduce)
+    w = sub.add_parser("warmup", help="compile the numba kernels into the per-user cache folder (run once "
+                       "after installing: a first fit then loads them instead of compiling)")
+    w.set_defaults(func=cmd_warmup)
     return p
 
 

@@ -167,17 +167,37 @@ def partition_loss(truth, estimate, loss="vi", a=1.0) -> float:
 def losses_to_draws(estimate, draws, loss="vi", a=1.0) -> np.ndarray:
     """Loss of ``estimate`` (n,) against every draw of ``draws`` (..., n): shape (S,), O(n S) time.
 
-    One contingency table per draw (``bincount``), so memory stays O(n + K L).
+    The contingency tables of all draws come from one ``bincount`` (in blocks of draws, so memory stays
+    O(n + block K L)), the losses of :func:`loss_from_table` vectorised over the draws.
     """
     _check_loss(loss, a)
     est = compact_labels(estimate)[0]
-    z = _as_compact_draws(draws, est.size)
+    return _losses_compact(est, _as_compact_draws(draws, est.size), loss, float(a))
+
+
+def _losses_compact(est, z, loss, a):
+    """:func:`losses_to_draws` for compact labels ``est`` (n,) and ``z`` (S, n) (no relabelling)."""
     k = int(est.max()) + 1
-    out = np.empty(z.shape[0])
-    for s, row in enumerate(z):
-        lmax = int(row.max()) + 1
-        table = np.bincount(row.astype(np.int64) * k + est, minlength=lmax * k).reshape(lmax, k)
-        out[s] = loss_from_table(table, loss, a)
+    lmax = int(z.max()) + 1
+    S, n = z.shape
+    out = np.empty(S)
+    step = max(1, int(4e6 // max(lmax * k, 1)))  # draws per block: bounded tables
+    cell = est.astype(np.int64)
+    for s0 in range(0, S, step):
+        blk = z[s0:s0 + step].astype(np.int64)
+        m = blk.shape[0]
+        flat = (np.arange(m, dtype=np.int64)[:, None] * lmax + blk) * k + cell[None]
+        t = np.bincount(flat.ravel(), minlength=m * lmax * k).reshape(m, lmax, k).astype(np.float64)
+        rows, cols = t.sum(2), t.sum(1)
+        if loss == "binder":
+            c2 = lambda v, ax: (v * (v - 1.0) / 2.0).sum(ax)
+            both = c2(t, (1, 2))
+            pairs = n * (n - 1.0) / 2.0
+            val = (a * (c2(rows, 1) - both) + (2.0 - a) * (c2(cols, 1) - both)) / pairs if pairs > 0 else 0.0
+        else:
+            val = np.maximum((a * _xlogx(rows).sum(1) + (2.0 - a) * _xlogx(cols).sum(1)
+                              - 2.0 * _xlogx(t).sum((1, 2))) / n, 0.0)
+        out[s0:s0 + m] = val
     return out
 
 
@@ -364,9 +384,9 @@ def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None
     for st, order in runs:
         init = np.full(n, -1, np.int32) if st is None else st.astype(np.int32)
         if st is not None:
-            draw_best = min(draw_best, expected_loss(st, z, loss, a))
+            draw_best = min(draw_best, float(_losses_compact(compact_labels(st)[0], z, loss, a).mean()))
         lab = _search(zt, L, init, order, float(a), is_vi, lg, int(max_sweeps))
-        val = expected_loss(lab, z, loss, a)
+        val = float(_losses_compact(compact_labels(lab)[0], z, loss, float(a)).mean())
         if val < best_loss - 1e-12:
             best, best_loss = lab, val
     labels = canonical_labels(best).astype(np.int64)

@@ -124,7 +124,7 @@ def _pair_counts_all(lab, links):
 
 
 def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
-                       partition="dp", point_logprior=None, batch_size=256) -> np.ndarray:
+                       partition="dp", point_logprior=None, batch_size=256, backend="auto") -> np.ndarray:
     r"""Pointwise log-likelihood for PSIS-LOO: the collapsed leave-one-out predictive of each point.
 
     For draw :math:`s` and point :math:`i`, with cluster parameters integrated out and the point's own
@@ -151,7 +151,9 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
 
     ``labels`` (chain, draw, n) slot ids ``< K`` (``K = family`` slots of the sampler, ``k_max``); ``p, q,
     alpha`` scalars or (chain, draw) arrays. Returns (chain, draw, n). O(draws * n * K d^2) time, memory
-    O(batch_size * K d^2).
+    O(batch_size * K d^2). ``backend``: ``"auto"`` (the compiled CPU twin,
+    :func:`ppclust.inference._gibbs_cpu.loo_log_predictive`, where the numba sweep supports the family on
+    CPU; else one XLA program), ``"numba"`` or ``"xla"``.
     """
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
@@ -164,8 +166,25 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))
     else:
         k_max = point_logprior.shape[1]
-    out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq, partition=partition,
-                   k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
+    if backend == "auto":
+        from ppclust.inference import _gibbs_cpu
+
+        backend = "numba" if _gibbs_cpu.supports(family) and jax.default_backend() == "cpu" else "xla"
+    if backend == "numba":  # the compiled twin: no program compiled per shape (issue 18's first fit)
+        from ppclust.inference import _gibbs_cpu
+        from ppclust.partition import compact_labels
+
+        z = compact_labels(np.asarray(lab)) if partition == "dp" else np.asarray(lab)
+        pairs, sgn, wt = (np.asarray(v) for v in (links.pairs, links.sign, links.weight))
+        same = z[:, pairs[:, 0]] == z[:, pairs[:, 1]]  # pair_counts of every draw on the host
+        plus, minus = wt * (sgn > 0), wt * (sgn < 0)
+        counts = np.stack([(same * plus).sum(1), (same * minus).sum(1), (~same * plus).sum(1),
+                           (~same * minus).sum(1)], 1)
+        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
+                                            partition=partition, point_logprior=point_logprior, k_max=k_max)
+    else:
+        out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq,
+                       partition=partition, k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 

@@ -45,15 +45,17 @@ def _brute_loo(z, x, links, fam, prior, p=None, q=None):
     return np.array(out)
 
 
+@pytest.mark.parametrize("backend", ["auto", "xla"])  # auto: the compiled CPU twin where numba is installed
 @pytest.mark.parametrize("pq", ["collapse", "fixed"])
-def test_loo_log_predictive_equals_brute_force(pq):
+def test_loo_log_predictive_equals_brute_force(pq, backend):
     with x64():
         x = jnp.asarray(X5)
         links = make_links(5, PAIRS5, SIGN5)
         fam = _family(2)
         draws = np.array([[0, 0, 1, 1, 1], [3, 3, 3, 0, 0], [0, 1, 2, 3, 4]])
         kw = dict(p=0.8, q=0.7) if pq == "fixed" else {}
-        got = posterior.loo_log_predictive(draws[None], x, links, fam, PRIOR, pq=pq, alpha=PRIOR.alpha, **kw)
+        got = posterior.loo_log_predictive(draws[None], x, links, fam, PRIOR, pq=pq, alpha=PRIOR.alpha,
+                                           backend=backend, **kw)
         for s, z in enumerate(draws):
             want = _brute_loo(z, x, links, fam, PRIOR, kw.get("p"), kw.get("q"))
             np.testing.assert_allclose(got[0, s], want, rtol=0, atol=1e-9)

@@ -156,10 +156,10 @@ class CECIB(ClusterMixin, BaseEstimator):
                           reassign=self.reassign, reg=reg)
                 with x64():
                     if self.algorithm == "batch":
-                        best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), jnp.asarray(X), yc, m,
+                        best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), _dev(X), yc, m,
                                                              **kw, mesh=data_mesh(self.devices))
                     else:
-                        best, costs, _, _ = _cecib.fit(as_key(self.random_state), jnp.asarray(X), yc, m, **kw,
+                        best, costs, _, _ = _cecib.fit(as_key(self.random_state), _dev(X), yc, m, **kw,
                                                        devices=restart_devices(self.devices, "CECIB"))
                     return float(best.cost), (best, np.asarray(costs))
 
@@ -188,7 +188,11 @@ class CECIB(ClusterMixin, BaseEstimator):
         # as families.gaussian_map_estimate under an NIW "prior" with kappa0 = 0, psi0 = rho I, nu0 = -(d + 2)
         rho = _hartigan.ridge(X, reg)
         with x64():
-            params = _cluster_gaussians(jnp.asarray(X), jnp.asarray(self.labels_), jnp.asarray(rho),
+            # on the engine's size bucket (padding rows: label n_clusters_, a zero one-hot row, so in no
+            # statistic): a new n in a bucket seen before compiles nothing (issue 18)
+            pad = _hartigan.bucket(n) - n
+            lab_p = np.pad(self.labels_, (0, pad), constant_values=self.n_clusters_)
+            params = _cluster_gaussians(_dev(np.pad(X, ((0, pad), (0, 0)))), _dev(lab_p), jnp.asarray(rho),
                                         self.n_clusters_)
             self.weights_ = np.asarray(params.weights)
             self.means_ = np.asarray(params.means)
@@ -234,4 +238,5 @@ def _cluster_gaussians(x, labels, rho, k):
 
 
 _covariances = jax.jit(partial(families.covariances, cov_type="full"))
+_dev = jax.device_put  # a host array onto the device without a program compiled per shape (jnp.asarray's)
 _log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))

@@ -94,7 +94,7 @@ __all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "Hartiga
            "build", "BatchResult", "cluster_cost", "run",
            "fit", "fit_batch", "assignment_costs",
            "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS", "JITTER", "ridge",
-           "singular_data"]
+           "singular_data", "bucket"]
 
 BACKENDS = ("auto", "numba", "xla")
 
