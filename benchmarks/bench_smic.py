@@ -231,7 +231,9 @@ def main():
                                                               js["scaling"])))
     if not a.skip_ari:
         js["ari"] = {}
-        write_section(path, "smic-ari", "\n".join(
+        # a --datasets run writes its own section, so the full sweep's table stays
+        section = "smic-ari" + ("-" + a.datasets.replace(",", "-") if a.datasets else "")
+        write_section(path, section, "\n".join(
             ari_vs_links(a.seeds, a.datasets.split(",") if a.datasets else None, js["ari"])))
     # merge: a partial run (--datasets, --skip-*) refreshes only its own sections / data sets
     import json
