@@ -49,8 +49,9 @@ SCRIPTS = {
     "cecib_golden": (["benchmarks/cecib_golden.py"], "~1 min", True),
     "cecib_c13": (["benchmarks/cecib_c13.py", "--draws", "150"], "~6 min", True),
     "ccib": (["benchmarks/bench_ccib.py", "--quick"], "~12 min (CCIB2 on Table 1 dominates)", True),
-    "smic": (["benchmarks/bench_smic.py", "--seeds", "3"], "~1.5 h (ARI sweep over 5 data sets x 5 budgets "
-             "x 3 seeds at 25-100 s per selection)", False),
+    "smic": (["benchmarks/bench_smic.py", "--seeds", "3"], "~1.5 h (ARI sweep over 6 data sets x 5-7 budgets "
+             "x 3 seeds at 10-100 s per selection; sonar alone: `--datasets sonar --skip-scaling`, ~4 min)",
+             False),
     # after smic: CSC's C6 row compares with smic.json's 3SMIC numbers
     "csc": (["benchmarks/bench_csc.py", "--seeds", "3"], "~20 min (dense generalised eigenproblems)", True),
 }
