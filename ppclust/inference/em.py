@@ -95,9 +95,11 @@ class EMResult(NamedTuple):
     all_objectives: jax.Array
 
 
-def default_prior(x, alpha=1.0):
+def default_prior(x, n_components=None, alpha=1.0):
     """The mixture's default conjugate prior, :func:`ppclust.families.mixture_niw_prior` (one definition,
-    shared with the Gibbs sampler)."""
+    shared with the Gibbs sampler). ``n_components`` is not used (mclust's prior, used here before
+    issue 15, scaled Psi0 by K^(-2/d)); it stays in the signature so that old positional calls keep
+    their meaning of ``alpha``."""
     return mixture_niw_prior(x, alpha)
 
 
