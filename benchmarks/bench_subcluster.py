@@ -237,6 +237,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
     ap.add_argument("--skip", default="",
                     help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn")
+    ap.add_argument("--mesh-sweeps", type=int, default=5,
+                    help="timed sweeps of the 2-device row of section 1 (0: no such row)")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.n
     skip = set(args.skip.split(","))
@@ -248,8 +250,10 @@ def main():
             f"same-run)\n\n")
     if "d2" not in skip:
         write_section(out, "subcluster-d2" + ("-quick" if args.quick else ""),
-                      "## Throughput and mixing, d = 2\n\n" + head
-                      + section_throughput(n, 2, sweeps, 3 if args.quick else 5, mesh_sweeps=5))
+                      "## Throughput and mixing, d = 2" + (" (smoke run, --quick)" if args.quick else "")
+                      + "\n\n" + head
+                      + section_throughput(n, 2, sweeps, 3 if args.quick else 5,
+                                           mesh_sweeps=args.mesh_sweeps))
         print(out.read_text())
     if "d30" not in skip:
         n30 = max(n // 10, 10_000)
