@@ -394,7 +394,7 @@ def plot_cost_trace(trace, *, ax=None, label=None, ylabel="cost", xlabel="iterat
 
 
 def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="NMI", title=None,
-                 baseline=None):
+                 baseline=None, errorbars=False):
     """Score (NMI by default) against the amount of side information, one line per method.
 
     Parameters
@@ -405,6 +405,8 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
         Repeats are summarised by their mean with a band of +- one standard deviation.
     baseline : dict of name -> float, optional
         Horizontal reference lines (e.g. the method without side information).
+    errorbars : bool, default=False
+        Show the +- one standard deviation of the repeats as error bars instead of a band.
     """
     amounts = np.asarray(amounts, dtype=float)
     ax = _axes(ax, (5.2, 3.4))
@@ -414,6 +416,10 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
             raise ValueError(f"scores[{name!r}] has {values.shape[0]} rows, but there are {len(amounts)} "
                              "amounts; give one row per amount.")
         mean = values.mean(axis=1) if values.ndim == 2 else values
+        if errorbars and values.ndim == 2 and values.shape[1] > 1:
+            ax.errorbar(amounts, mean, yerr=values.std(axis=1), marker="o", markersize=3.5, capsize=2.5,
+                        lw=1.2, label=name)
+            continue
         (line,) = ax.plot(amounts, mean, marker="o", markersize=3.5, label=name)
         if values.ndim == 2 and values.shape[1] > 1:
             sd = values.std(axis=1)
