@@ -448,10 +448,15 @@ def write_tables(args, cache):
            "Protocol: see the script's docstring. Every feature standardised; data sets larger than "
            f"n_max = {args.n_max} are **subsampled** uniformly to {args.n_max} points per draw (CPU budget). "
            "Links: m * n random pairs, m = pairs per point; labels: labelled fraction. Noise: share of "
-           "flipped link signs / wrong labels. Values: mean (sd) over the draws present in the cache. "
-           "PCKMeans, MPCKMeans, COPKMeans, SemiSupervisedGMM, SMIC, GaussianMixture get the true K; "
-           "BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
-           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). TVClust: 100 + 100 sweeps, one chain.", ""]
+           "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
+           "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
+           "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
+           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 6: TVClust "
+           "kappa0 = 0.01, CEC-IB beta = 'auto' (max(1, 0.1 / labelled share): 2 at 5%, 1 at 10%). "
+           "TVClust: 100 + 100 sweeps, one chain. The run fits what the goals need for every draw first "
+           "(none, largest clean budget, 20% noise; 10% link noise for TVClust and the PCKMeans peers), then "
+           "the middle budget, 10% noise and the other peers as time allows: cells show their draw count.",
+           ""]
     present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
     out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
             + " (a run stops starting fits after --budget-s; what is missing is not in the goals).",
@@ -477,7 +482,7 @@ def write_tables(args, cache):
                     _, av = series(cache, data, m, nz, "ari", draws)
                     errs = [cache[k]["error"] for d in range(draws) for lv in (0.0, *levels)
                             if (k := key(data, d, m, lv, nz if lv else 0.0)) in cache and "error" in cache[k]]
-                    cells = ["{:.3f} ({:.3f})".format(*_ms(v)) if v else ("fail" if errs else "-")
+                    cells = ["{:.3f} ({:.3f}; {})".format(*_ms(v), len(v)) if v else ("fail" if errs else "-")
                              for v in nv]
                     rows.append([m, f"{nz:.0%}", *cells,
                                  f"{_ms(av[0])[0]:.3f}" if av[0] else "-",

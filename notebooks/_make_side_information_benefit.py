@@ -122,7 +122,8 @@ links; Fraley & Raftery's kappa0 = 0.01 (the default since session 6) charges ev
 (d/2) ln 100 more and gives 7. Sampling alpha and a data-covariance Psi0 did not help."""),
 code("""study = json.loads((ROOT / "results" / "tvclust_prior_study.json").read_text())
 fig, ax = plt.subplots(figsize=(8, 3.2))
-data_sets = sorted({k.split("|")[0] for k in study}, key=list(study).index)
+data_sets = [d for d in ("wine", "digits", "segment", "iris", "breast_cancer", "vehicle")
+             if f"{d}|0|default" in study]
 for j, prior in enumerate(("default", "kappa0=0.01", "kappa0=0.01+link_noise=0.1")):
     ks = [study.get(f"{d}|0|{prior}", {}).get("k_mean", np.nan) for d in data_sets]
     ax.bar(np.arange(len(data_sets)) + 0.27 * j, ks, 0.27,
