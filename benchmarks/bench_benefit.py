@@ -542,8 +542,8 @@ def plot(args, cache, names):
                     continue
                 if not vals[0]:
                     vals[0] = [np.nan] * len(vals[1])
-                w = min(len(v) for v in vals)
-                scores[m] = np.array([v[:w] for v in vals])
+                w = max(len(v) for v in vals)  # levels with fewer draws: NaN-padded, means over those present
+                scores[m] = np.array([list(v) + [np.nan] * (w - len(v)) for v in vals])
             if scores:
                 plot_benefit((0.0, *levels), scores, ax=ax, xlabel=xl, title=data, baseline=refs,
                              errorbars=True)

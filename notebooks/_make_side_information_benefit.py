@@ -55,8 +55,8 @@ code("""def curves(ax, data, methods, levels, xlabel):
         if any(not v for v in vals[1:]):
             continue
         vals[0] = vals[0] or [np.nan] * len(vals[1])
-        w = min(len(v) for v in vals)
-        scores[m] = np.array([v[:w] for v in vals])
+        w = max(len(v) for v in vals)  # levels with fewer draws: NaN-padded, means over those present
+        scores[m] = np.array([list(v) + [np.nan] * (w - len(v)) for v in vals])
     refs = {}
     for m in bb.REFERENCES:
         v = [cache.get(bb.key(data, d, m, 0.0, 0.0)) for d in range(DRAWS)]

@@ -272,3 +272,10 @@ def test_pyplot_path_makes_a_figure_when_no_axes_are_given():
         assert ax.figure.number in plt.get_fignums() and ax.patches
     finally:
         plt.close(ax.figure)
+
+
+def test_benefit_curve_skips_missing_repeats():
+    """NaN = a repeat missing at that amount: the mean and sd are over the repeats present."""
+    scores = {"TVClust": np.array([[0.5, 0.7, 0.9], [0.8, np.nan, np.nan]])}
+    ax = plot.plot_benefit([0, 1], scores, ax=_ax(), errorbars=True)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0.7, 0.8])
