@@ -12,14 +12,16 @@ A user gives links or a few labels because they expect a better clustering. This
 real data sets no one here tuned to, how NMI moves with the amount of side information for every ppclust
 method that takes it, next to peers on the same draws:
 
-* **links** (random pairs, `m` pairs per point): TVClust, RDP-means, SMIC; peers PCKMeans, MPCKMeans,
-  COP-KMeans (`active-semi-supervised-clustering`, given the true K);
+* **links** (random pairs, `m` pairs per point): TVClust, RDP-means, SMIC; peers gemclus (SMIC's peer,
+  first draw only), PCKMeans, MPCKMeans, COP-KMeans (`active-semi-supervised-clustering`, given the true K);
 * **partial labels** (a labelled fraction): SemiSupervisedGMM, CEC-IB, C3L; peer scikit-learn's
   LabelSpreading;
 * dotted lines: scikit-learn's GaussianMixture (true K) and BayesianGaussianMixture without side information.
 
-The curves come from `benchmarks/bench_benefit.py` (its JSON cache `benchmarks/results/benefit_cache.json`;
-protocol in the script's docstring, tables and goals in `benchmarks/results/benefit.md`). The last section
+The curves come from `benchmarks/bench_benefit.py` (three random draws per data set, each a subsample of at
+most 200 points, a side-information draw and a seed; its JSON cache `benchmarks/results/benefit_cache.json`,
+keyed by the hash of every estimator parameter; protocol in the script's docstring, tables and goals in
+`benchmarks/results/benefit.md`). The last section
 refits a small piece live. Small settings by default; `PPCLUST_NOTEBOOK_FULL=1` adds a live TVClust curve."""),
 code("""import json
 import os
@@ -37,14 +39,15 @@ from benchmarks import bench_benefit as bb
 FULL = os.environ.get("PPCLUST_NOTEBOOK_FULL") == "1"
 ROOT = Path(bb.__file__).resolve().parent
 cache = json.loads((ROOT / "results" / "benefit_cache.json").read_text())
+bb.CFG.update(n_max=200, quick=False)  # the panel's settings: part of every cache key
 DRAWS = 1 + max(int(k.split("|")[1]) for k in cache)
 names = [d for d in bb.DATASETS if any(k.startswith(d + "|") for k in cache)]
 print(f"{len(cache)} cached fits, {DRAWS} draw(s), data sets: {names}")
 T0 = time.perf_counter()"""),
 md("""## NMI against the amount of clean side information
 
-One row per data set: links on the left, labels on the right (mean over the cached draws, band = one
-standard deviation when there are several)."""),
+One row per data set: links on the left, labels on the right (mean over the cached draws, error bars = one
+standard deviation over the draws)."""),
 code("""def curves(ax, data, methods, levels, xlabel):
     scores = {}
     for m in methods:
@@ -52,8 +55,8 @@ code("""def curves(ax, data, methods, levels, xlabel):
         if any(not v for v in vals[1:]):
             continue
         vals[0] = vals[0] or [np.nan] * len(vals[1])
-        w = min(len(v) for v in vals)
-        scores[m] = np.array([v[:w] for v in vals])
+        w = max(len(v) for v in vals)  # levels with fewer draws: NaN-padded, means over those present
+        scores[m] = np.array([list(v) + [np.nan] * (w - len(v)) for v in vals])
     refs = {}
     for m in bb.REFERENCES:
         v = [cache.get(bb.key(data, d, m, 0.0, 0.0)) for d in range(DRAWS)]
@@ -61,7 +64,7 @@ code("""def curves(ax, data, methods, levels, xlabel):
         if v:
             refs[m] = float(np.mean(v))
     if scores:
-        plot_benefit((0.0, *levels), scores, ax=ax, xlabel=xlabel, title=data, baseline=refs)
+        plot_benefit((0.0, *levels), scores, ax=ax, xlabel=xlabel, title=data, baseline=refs, errorbars=True)
 
 fig, axes = plt.subplots(len(names), 2, figsize=(10, 3.2 * len(names)), squeeze=False)
 for row, data in zip(axes, names):
@@ -70,13 +73,14 @@ for row, data in zip(axes, names):
 fig.tight_layout()"""),
 md("""## The issue's goals, per method
 
-Gain = NMI at the largest clean budget minus NMI without side information; "monotone" = the clean curve
-never drops by more than the draw-to-draw spread (at least 0.01); "noise" = at 20% noise the method stays
-within 0.02 NMI of its no-side-information result."""),
+Gain = NMI at the largest clean budget minus NMI without side information (mean over draws of the same-draw
+differences, their sd in brackets); "monotone" = the clean mean curve never drops by more than the
+draw-to-draw spread (at least 0.01); "noise" = at 20% noise the method stays within 0.02 NMI of its
+no-side-information result."""),
 code("""rows, summary = bb.goals(cache, names, DRAWS)
-print(f"{'method':18s} {'data':14s} {'none':>6s} {'max':>6s} {'gain':>7s} {'mono':>5s} {'20% noise':>10s}")
+print(f"{'method':18s} {'data':14s} {'none':>6s} {'max':>6s} {'gain (sd)':>15s} {'mono':>5s} {'20% noise (sd)':>15s}")
 for r in rows:
-    print(f"{r[0]:18s} {r[1]:14s} {r[2]:>6s} {r[3]:>6s} {r[4]:>7s} {r[6]:>5s} {r[7]:>10s}")
+    print(f"{r[0]:18s} {r[1]:14s} {r[3]:>6s} {r[4]:>6s} {r[5]:>15s} {r[8]:>5s} {r[9]:>15s}")
 print()
 for m, (n, mono, gain, noise) in summary.items():
     print(f"{m:18s}: gain >= 0.05 on {gain} of {n} data sets, monotone on {mono}, 20%-noise goal on {noise}")"""),
@@ -110,6 +114,26 @@ for f in fracs:
         live["CECIB"].append(metrics.nmi(y, ppclust.CECIB(6, n_init=3, random_state=0).fit(X, lab).labels_))
 ax = plot_benefit(fracs, live, xlabel="labelled fraction", title="iris, live (one draw)")
 print({m: np.round(v, 3).tolist() for m, v in live.items()})"""),
+md("""## Why TVClust over-split: the prior study
+
+`benchmarks/study_tvclust_prior.py` changes one prior setting at a time on the panel's first draw. With the
+mean prior of spec 2.8 (kappa0 = 1) the DP split standardised wine (3 classes) into 16 clusters without
+links; Fraley & Raftery's kappa0 = 0.01 (the default since session 6) charges every extra cluster
+(d/2) ln 100 more and gives 7. Sampling alpha and a data-covariance Psi0 did not help."""),
+code("""study = json.loads((ROOT / "results" / "tvclust_prior_study.json").read_text())
+fig, ax = plt.subplots(figsize=(8, 3.2))
+data_sets = [d for d in ("wine", "digits", "segment", "iris", "breast_cancer", "vehicle")
+             if f"{d}|0|default" in study]
+for j, prior in enumerate(("default", "kappa0=0.01", "kappa0=0.01+link_noise=0.1")):
+    ks = [study.get(f"{d}|0|{prior}", {}).get("k_mean", np.nan) for d in data_sets]
+    ax.bar(np.arange(len(data_sets)) + 0.27 * j, ks, 0.27,
+           label={"default": "kappa0 = 1 (old default)"}.get(prior, prior))
+truth = {"wine": 3, "digits": 10, "segment": 7, "iris": 3, "breast_cancer": 2, "vehicle": 4}
+ax.scatter(np.arange(len(data_sets)) + 0.27, [truth.get(d, np.nan) for d in data_sets], color="black",
+           marker="_", s=300, label="classes", zorder=3)
+ax.set_xticks(np.arange(len(data_sets)) + 0.27, data_sets, fontsize=8)
+ax.set_ylabel("mean K over draws, no links")
+ax.legend(fontsize=7)"""),
 md("""## Live (full mode): TVClust's link prior
 
 TVClust's neutral default prior on the link sensitivity / specificity (Beta(1, 10), Beta(10, 1)) learns how

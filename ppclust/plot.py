@@ -21,6 +21,7 @@ estimators' ``*_trace_`` attributes); the only formula defined here is the per-p
 from __future__ import annotations
 
 import colorsys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -394,7 +395,7 @@ def plot_cost_trace(trace, *, ax=None, label=None, ylabel="cost", xlabel="iterat
 
 
 def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="NMI", title=None,
-                 baseline=None):
+                 baseline=None, errorbars=False):
     """Score (NMI by default) against the amount of side information, one line per method.
 
     Parameters
@@ -402,9 +403,12 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
     amounts : array of shape (m,)
         Amounts of side information (links, labelled fraction, ...).
     scores : dict of method name -> array of shape (m,) or (m, n_repeats)
-        Repeats are summarised by their mean with a band of +- one standard deviation.
+        Repeats are summarised by their mean with a band of +- one standard deviation; NaN marks a
+        missing repeat (means and sds over those present).
     baseline : dict of name -> float, optional
         Horizontal reference lines (e.g. the method without side information).
+    errorbars : bool, default=False
+        Show the +- one standard deviation of the repeats as error bars instead of a band.
     """
     amounts = np.asarray(amounts, dtype=float)
     ax = _axes(ax, (5.2, 3.4))
@@ -413,10 +417,16 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
         if values.shape[0] != len(amounts):
             raise ValueError(f"scores[{name!r}] has {values.shape[0]} rows, but there are {len(amounts)} "
                              "amounts; give one row per amount.")
-        mean = values.mean(axis=1) if values.ndim == 2 else values
+        with warnings.catch_warnings():  # an all-NaN row (no repeat at that amount) stays NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(values, axis=1) if values.ndim == 2 else values
+            sd = np.nanstd(values, axis=1) if values.ndim == 2 else None
+        if errorbars and values.ndim == 2 and values.shape[1] > 1:
+            ax.errorbar(amounts, mean, yerr=sd, marker="o", markersize=3.5, capsize=2.5,
+                        lw=1.2, label=name)
+            continue
         (line,) = ax.plot(amounts, mean, marker="o", markersize=3.5, label=name)
         if values.ndim == 2 and values.shape[1] > 1:
-            sd = values.std(axis=1)
             ax.fill_between(amounts, mean - sd, mean + sd, color=line.get_color(), alpha=0.2, lw=0)
     for name, value in (baseline or {}).items():
         ax.axhline(value, color="grey", lw=0.8, ls=":", label=name)

@@ -239,6 +239,14 @@ def test_benefit_curve_mean_and_band():
         plot.plot_benefit([0, 1], {"x": [1, 2, 3]}, ax=_ax())
 
 
+def test_benefit_curve_errorbars_are_one_sd_of_the_repeats():
+    scores = {"TVClust": np.array([[0.5, 0.7], [0.8, 0.8], [0.9, 1.0]])}
+    ax = plot.plot_benefit([0, 50, 100], scores, ax=_ax(), errorbars=True)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0.6, 0.8, 0.95])
+    segs = ax.collections[0].get_segments()  # one vertical bar per amount: mean -+ sd
+    np.testing.assert_allclose([s[:, 1] for s in segs], [[0.5, 0.7], [0.8, 0.8], [0.9, 1.0]])
+
+
 def test_render_and_save_fit_figures_bypass_pyplot(tmp_path):
     import matplotlib.pyplot as plt
 
@@ -264,3 +272,10 @@ def test_pyplot_path_makes_a_figure_when_no_axes_are_given():
         assert ax.figure.number in plt.get_fignums() and ax.patches
     finally:
         plt.close(ax.figure)
+
+
+def test_benefit_curve_skips_missing_repeats():
+    """NaN = a repeat missing at that amount: the mean and sd are over the repeats present."""
+    scores = {"TVClust": np.array([[0.5, 0.7, 0.9], [0.8, np.nan, np.nan]])}
+    ax = plot.plot_benefit([0, 1], scores, ax=_ax(), errorbars=True)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0.7, 0.8])

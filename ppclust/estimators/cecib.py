@@ -50,9 +50,16 @@ class CECIB(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int, default=10
         Initial number of clusters (the paper uses twice the number of classes).
-    beta : float, default=1.0
+    beta : float or "auto", default="auto"
         Weight of the label term; 0 gives plain CEC. ``ppclust.inference.cecib.BETA0_HALF_NORMAL``
-        (0.2698) is the paper's robust choice for noisy labels; see also ``beta0``.
+        (0.2698) is the paper's robust choice for noisy labels; see also ``beta0``. ``"auto"`` (set in
+        ``beta_``) follows the label budget: ``beta = max(1, 0.1 / f)`` with ``f`` the labelled share of
+        the points. Where it comes from: beta = 1 is the paper's setting for labels believed correct
+        (Sec. 5.6, best NMI without noise; Theorem 4.1: with complete labels any beta >= 1 makes a
+        label-consistent partition optimal), and Sec. 5.5 / Fig. 6 finds that a smaller budget is
+        compensated by a proportionally larger beta (beta0 = 0.27 with 30% labels is about beta = 1 with
+        10%), so below 10% labelled points beta grows as 0.1 / f to keep beta * f at the paper's
+        beta = 1, 10% point. With noisy labels pass a smaller beta (the paper: beta0, or 0.6).
     eps : float, default=0.05
         Clusters with fewer than ``eps * n`` (or ``d + 2``) points are deleted.
     n_init : int, default=10
@@ -98,11 +105,12 @@ class CECIB(ClusterMixin, BaseEstimator):
         ridge: ``(S_k + rho I) / n_k``); precisions_cholesky_ : (k, d, d) (scikit-learn's form).
     n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
     reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
+    beta_ : float, the beta used (``beta``, or the label-budget value of ``beta="auto"``).
     """
 
     _parameter_constraints: dict = {
         "n_clusters": POSITIVE_INT,
-        "beta": NONNEG_REAL,
+        "beta": [StrOptions({"auto"}), *NONNEG_REAL],
         "eps": [Interval(Real, 0, 1, closed="left")],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
@@ -116,7 +124,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         "max_passes": deprecated_name(POSITIVE_INT),
     }
 
-    def __init__(self, n_clusters=10, *, beta=1.0, eps=0.05, n_init=10, random_state=None, init="kmeans++",
+    def __init__(self, n_clusters=10, *, beta="auto", eps=0.05, n_init=10, random_state=None, init="kmeans++",
                  reassign="lazy", max_iter=100, reg=0.0, devices="auto", algorithm="hartigan",
                  progress_bar=True, max_passes="deprecated"):
         self.n_clusters = n_clusters
@@ -148,10 +156,11 @@ class CECIB(ClusterMixin, BaseEstimator):
                                f"got n_samples = {n}.")
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
+        beta = self._beta(y, n)
         with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
                            bool(self.progress_bar)) as bar:
             def run(reg):
-                kw = dict(n_clusters=int(self.n_clusters), beta=float(self.beta), eps=float(self.eps),
+                kw = dict(n_clusters=int(self.n_clusters), beta=beta, eps=float(self.eps),
                           n_init=int(self.n_init), init=self.init, max_passes=int(max_iter),
                           reassign=self.reassign, reg=reg)
                 with x64():
@@ -199,7 +208,8 @@ class CECIB(ClusterMixin, BaseEstimator):
             self.precisions_cholesky_ = np.asarray(params.prec_chol)
             self.covariances_ = np.asarray(_covariances(params.prec_chol))
         self.cost_ = total
-        parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, float(self.beta),
+        self.beta_ = beta
+        parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, beta,
                                   ridge=_hartigan.ridge(X, reg))
         self.cost_parts_ = {"model_complexity": float(parts.model_complexity),
                             "accuracy": float(parts.accuracy),
@@ -208,6 +218,13 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.cost_accuracy_ = self.cost_parts_["accuracy"]
         self.cost_side_information_ = self.cost_parts_["side_information"]
         return self
+
+    def _beta(self, y, n):
+        """``beta``, or for ``"auto"`` the label-budget rule max(1, 0.1 / f) (see the class docstring)."""
+        if self.beta != "auto":
+            return float(self.beta)
+        f = float((np.asarray(y) >= 0).sum()) / n if y is not None else 0.0
+        return max(1.0, 0.1 / f) if f > 0 else 1.0
 
     def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""

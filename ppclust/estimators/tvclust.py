@@ -1,8 +1,9 @@
 """scikit-learn estimator for TVClust (Khashabi et al. 2015): collapsed Gibbs posterior over partitions.
 
 Validates, turns links and partial labels into a neighbour table, runs :func:`ppclust.inference.gibbs.sample`
-(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, kappa0 = 1, Psi0 = I,
-nu0 = d + 2, p ~ Beta(1, 10), q ~ Beta(10, 1)) and summarises the draws with :mod:`ppclust.posterior`.
+(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, Psi0 = I, nu0 = d + 2,
+p ~ Beta(1, 10), q ~ Beta(10, 1); kappa0 = 0.01 after Fraley & Raftery 2007, see ``kappa0``) and
+summarises the draws with :mod:`ppclust.posterior`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ class TVClust(ClusterMixin, BaseEstimator):
     n_draws, n_warmup, n_chains, thin : int, default=500, 500, 2, 1
         Kept draws per chain (>= 1), discarded sweeps (>= 0), chains (>= 1), sweeps per kept draw (>= 1).
     alpha : float, default=1.0
-        DP concentration (resampled by Escobar-West when ``sample_alpha``).
+        DP concentration (resampled by Escobar-West when ``sample_alpha``). ``sample_alpha`` stays False
+        by default: under a Gamma(1, 1) prior the resampled alpha rises to 2-4 on real data that the DP
+        over-splits, which adds clusters (``benchmarks/results/tvclust_prior_study.md``).
     a_p, b_p, a_q, b_q : float
         Beta priors of the link sensitivity p and specificity q (default Beta(1, 10), Beta(10, 1): spec
         2.8's neutral prior, under which a link carries no information until the partition agrees with it).
@@ -65,7 +68,18 @@ class TVClust(ClusterMixin, BaseEstimator):
     p, q : float, default=0.9
         Fixed values (``pq="fixed"``) or starting values.
     covariance_type : {"full", "diag", "spherical"}, default="full"
-    kappa0, psi_scale : float; nu0 : float or None (d + 2)
+    kappa0 : float or None, default=None
+        Strength of the NIW prior on the cluster means, mu_k ~ N(0, Sigma_k / kappa0). None: 0.01 for the
+        samplers -- Fraley & Raftery (2007, J. Classif.), mclust's ``priorControl()`` value, which
+        ppclust's EM uses too: the mean prior is worth 1/100 of an observation -- and 1 for
+        ``algorithm="variational"`` (the authors' beta0 = 1). Why not 1 (spec 2.8's [R] value, the
+        default before session 6): each cluster's NIW log marginal likelihood carries
+        (d/2) ln(kappa0 / (kappa0 + n_k)) (Murphy 2007), so kappa0 = 0.01 charges every extra cluster
+        (d/2) ln 100 = 2.3 d nats more than kappa0 = 1 (an Occam factor for its mean); with kappa0 = 1
+        the DP over-splits standardised real data: wine (3 classes) into 16 clusters without links,
+        against 7 with kappa0 = 0.01 (``benchmarks/results/tvclust_prior_study.md``, which also shows
+        that sampling alpha and a data-covariance Psi0 do not help). ``kappa0=1.0`` restores it.
+    psi_scale : float; nu0 : float or None (d + 2)
     standardize : bool, default=True
     k_max : int, default=64
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
@@ -162,7 +176,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "q": UNIT_OPEN,
         "sample_alpha": ["boolean"],
         "covariance_type": [StrOptions({"full", "diag", "spherical"})],
-        "kappa0": POSITIVE_REAL,
+        "kappa0": [None, *POSITIVE_REAL],
         "nu0": [None, *POSITIVE_REAL],
         "psi_scale": POSITIVE_REAL,
         "standardize": ["boolean"],
@@ -187,7 +201,7 @@ class TVClust(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
                  a_q=10.0, b_q=1.0, link_noise=None, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
-                 covariance_type="full", kappa0=1.0, nu0=None, psi_scale=1.0, standardize=True, k_max=64,
+                 covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0, standardize=True, k_max=64,
                  point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
                  algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
                  n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
@@ -258,8 +272,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             links = make_links(n, side=side) if side.n_links else make_links(n)
             nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
             psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
-            family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
-                                 covariance_type)
+            kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)  # see the docstring
+            family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, covariance_type)
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
@@ -387,8 +401,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         with x64():
             nu0 = float(d) if self.nu0 is None else float(self.nu0)
             psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)  # = I at the defaults
-            family = GaussianNIW(jnp.zeros(d), jnp.asarray(float(self.kappa0)), jnp.asarray(nu0), psi0,
-                                 "full")
+            kappa0 = 1.0 if self.kappa0 is None else float(self.kappa0)  # the authors' beta0
+            family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, "full")
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
             res = tvclust_vb.fit(jnp.asarray(X), means0, family, nbr, ev, valid, src, dst, e,
                                  tuple(float(v) for v in self._link_prior()),

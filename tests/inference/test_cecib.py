@@ -217,3 +217,23 @@ def test_estimator_recovers_blobs_and_predicts():
         CECIB(beta=-1.0).fit(x)
     with pytest.raises(ValueError, match="NaN"):
         CECIB().fit(np.full((10, 2), np.nan))
+
+
+@pytest.mark.parametrize("share, expected", [(0.05, 2.0), (0.2, 1.0), (0.0, 1.0)])
+def test_auto_beta_follows_the_label_budget(share, expected):
+    """``beta="auto"`` (the default) is max(1, 0.1 / f) for a labelled share f: the paper's beta = 1 at its
+    10% point, scaled by the Fig. 6 budget trade below it; the fit is the fit with that explicit beta and
+    its reported cost is E_beta at that beta (a third of the labels are wrong, so beta matters)."""
+    x, _, truth = _blobs(seed=1)
+    rng = np.random.default_rng(0)
+    y = np.full(len(x), -1)
+    idx = rng.choice(len(x), int(round(share * len(x))), replace=False)
+    y[idx] = np.where(np.arange(len(idx)) % 3 == 0, (truth[idx] + 1) % 3, truth[idx])
+    auto = CECIB(n_clusters=6, n_init=3, random_state=0).fit(x, y)
+    assert auto.beta_ == pytest.approx(expected)
+    explicit = CECIB(n_clusters=6, beta=expected, n_init=3, random_state=0).fit(x, y)
+    np.testing.assert_array_equal(auto.labels_, explicit.labels_)
+    assert auto.cost_ == pytest.approx(cecib.cecib_cost(x, auto.labels_, y, expected).total, abs=1e-9)
+    if share:  # the other beta of the two gives another optimum (a rule that ignored f would fail here)
+        other = CECIB(n_clusters=6, beta=3.0 - expected, n_init=3, random_state=0).fit(x, y)
+        assert other.cost_ != pytest.approx(auto.cost_, abs=1e-6)

@@ -294,3 +294,36 @@ def test_link_noise_keeps_clean_links_credible():
     fits = {eps: TVClust(link_noise=eps, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
             for eps in (None, 0.1)}
     assert fits[0.1].p_ > 0.85 > fits[None].p_ + 0.1, (fits[0.1].p_, fits[None].p_)
+
+
+def test_kappa0_default_is_fraley_raftery_for_the_samplers():
+    """kappa0=None: 0.01 (Fraley & Raftery 2007) for the samplers -- the same draws as kappa0=0.01 passed
+    explicitly, recorded in the DataTree -- and the authors' beta0 = 1 for algorithm="variational"."""
+    from ppclust.estimators.tvclust import TVClust
+
+    kw = dict(n_draws=3, n_warmup=3, n_chains=1, random_state=0, progress_bar=False)
+    default = TVClust(**kw).fit(X5)
+    explicit = TVClust(kappa0=0.01, **kw).fit(X5)
+    assert default.posterior_.attrs["niw_kappa0"] == pytest.approx(0.01)
+    np.testing.assert_array_equal(default.samples_.labels, explicit.samples_.labels)
+    np.testing.assert_array_equal(default.log_joint_, explicit.log_joint_)
+    vb = TVClust(algorithm="variational", vb_max_iter=3, random_state=0).fit(X5)
+    vb1 = TVClust(algorithm="variational", vb_max_iter=3, kappa0=1.0, random_state=0).fit(X5)
+    vb2 = TVClust(algorithm="variational", vb_max_iter=3, kappa0=0.01, random_state=0).fit(X5)
+    np.testing.assert_array_equal(vb.elbo_, vb1.elbo_)
+    assert not np.allclose(vb.elbo_, vb2.elbo_)
+
+
+@pytest.mark.slow
+def test_kappa0_default_does_not_over_split_wine():
+    """Standardised wine (3 classes), no links: the kappa0 = 1 prior of spec 2.8 splits it into many more
+    clusters than the default kappa0 = 0.01 (an Occam factor of (d/2) ln 100 per extra cluster); the
+    study in benchmarks/results/tvclust_prior_study.md saw 16 against 7 on a 300-point draw."""
+    from ppclust import datasets
+    from ppclust.estimators.tvclust import TVClust
+
+    X, y = datasets.load("wine")
+    kw = dict(n_draws=60, n_warmup=60, n_chains=1, random_state=0, progress_bar=False)
+    old = TVClust(kappa0=1.0, **kw).fit(X)
+    new = TVClust(**kw).fit(X)
+    assert np.mean(new.samples_.n_clusters) + 2 < np.mean(old.samples_.n_clusters)
