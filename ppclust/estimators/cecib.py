@@ -200,13 +200,17 @@ class CECIB(ClusterMixin, BaseEstimator):
             # on the engine's size bucket (padding rows: label n_clusters_, a zero one-hot row, so in no
             # statistic): a new n in a bucket seen before compiles nothing (issue 18)
             pad = _hartigan.bucket(n) - n
-            lab_p = np.pad(self.labels_, (0, pad), constant_values=self.n_clusters_)
+            # and with n_clusters slots (the live ones first, the rest empty and cut off): the number of
+            # clusters found does not change the compiled program either
+            k_cap = max(int(self.n_clusters), self.n_clusters_)
+            lab_p = np.pad(self.labels_, (0, pad), constant_values=k_cap)
             params = _cluster_gaussians(_dev(np.pad(X, ((0, pad), (0, 0)))), _dev(lab_p), jnp.asarray(rho),
-                                        self.n_clusters_)
-            self.weights_ = np.asarray(params.weights)
-            self.means_ = np.asarray(params.means)
-            self.precisions_cholesky_ = np.asarray(params.prec_chol)
-            self.covariances_ = np.asarray(_covariances(params.prec_chol))
+                                        k_cap)
+            live_k = slice(0, self.n_clusters_)
+            self.weights_ = np.asarray(params.weights)[live_k]
+            self.means_ = np.asarray(params.means)[live_k]
+            self.precisions_cholesky_ = np.asarray(params.prec_chol)[live_k]
+            self.covariances_ = np.asarray(_covariances(params.prec_chol))[live_k]
         self.cost_ = total
         self.beta_ = beta
         parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, beta,
