@@ -1,7 +1,7 @@
 """Golden checks of CEC-IB against the authors' jar, written as numbers (the head of ``results/cecib.md``).
 
-The same comparisons as ``tests/inference/test_cecib.py`` (which asserts them), but measured and printed rather
-than asserted, so that the table at the top of ``benchmarks/results/cecib.md`` is written by a script:
+The same comparisons as ``tests/inference/test_cecib.py`` (which asserts them), but measured and printed
+rather than asserted, so that the table at the top of ``benchmarks/results/cecib.md`` is written by a script:
 
 * the cost (and its parts H_Y, sum p H(N), sum p H(Z), per-cluster terms) of every non-degenerate
   partition the jar saved (``reference/cecib/runs.csv``, ``cluster_terms.csv``);
@@ -42,7 +42,8 @@ def _load(ref, name):
 
 
 def blobs(seed=0, n_per=200):
-    """Three separated 2-d Gaussian blobs, 10 % of the points labelled (also ``tests/inference/test_cecib.py``'s)."""
+    """Three separated 2-d Gaussian blobs, 10 % of the points labelled (also in
+    ``tests/inference/test_cecib.py``)."""
     rng = np.random.default_rng(seed)
     centres = np.array([[0, 0], [8, 0], [0, 8]], float)
     x = np.concatenate([c + rng.normal(size=(n_per, 2)) for c in centres])
@@ -156,7 +157,8 @@ def report(c, rp, b, wall) -> str:
     reach = sum(s["clusters"] == 3 for s in b["single"])
     others = [s for s in b["single"] if s["clusters"] != 3]
     L = ["# CEC-IB: ppclust vs the authors' jar (reference/cecib)", "",
-         f"Golden checks written by `benchmarks/cecib_golden.py` (asserted by `tests/inference/test_cecib.py`; golden "
+         f"Golden checks written by `benchmarks/cecib_golden.py` "
+         f"(asserted by `tests/inference/test_cecib.py`; golden "
          f"data from `../shared/reference/cecib/`); wall {wall:.0f} s on {machine_info()}.", "",
          f"### Cost of every saved non-degenerate partition ({c['rows']} rows: "
          + ", ".join(f"{k} {v}" for k, v in sorted(c["modes"].items())) + ")", "",
