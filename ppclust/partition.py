@@ -147,16 +147,21 @@ def loss_from_table(table, loss="vi", a=1.0) -> float:
     Module docstring formulas: ``"binder"`` per pair, ``"vi"`` in nats.
     """
     _check_loss(loss, a)
-    t = np.asarray(table, np.float64)
-    n = t.sum()
-    s, r = t.sum(1), t.sum(0)
+    return float(_loss_of_tables(np.asarray(table, np.float64), loss, a))
+
+
+def _loss_of_tables(t, loss, a):
+    """:func:`loss_from_table` of every table of ``t`` (..., L, K), float64: shape (...)."""
+    n = t.sum((-2, -1))
+    s, r = t.sum(-1), t.sum(-2)
     if loss == "binder":
-        c2 = lambda v: (v * (v - 1.0) / 2.0).sum()
-        both = c2(t)
+        c2 = lambda v, ax: (v * (v - 1.0) / 2.0).sum(ax)
+        both = c2(t, (-2, -1))
         pairs = n * (n - 1.0) / 2.0
-        return float((a * (c2(s) - both) + (2.0 - a) * (c2(r) - both)) / pairs) if pairs > 0 else 0.0
-    val = (a * _xlogx(s).sum() + (2.0 - a) * _xlogx(r).sum() - 2.0 * _xlogx(t).sum()) / n
-    return float(max(val, 0.0))
+        return np.where(pairs > 0, (a * (c2(s, -1) - both) + (2.0 - a) * (c2(r, -1) - both))
+                        / np.where(pairs > 0, pairs, 1.0), 0.0)
+    return np.maximum((a * _xlogx(s).sum(-1) + (2.0 - a) * _xlogx(r).sum(-1) - 2.0 * _xlogx(t).sum((-2, -1)))
+                      / n, 0.0)
 
 
 def partition_loss(truth, estimate, loss="vi", a=1.0) -> float:
@@ -179,7 +184,7 @@ def _losses_compact(est, z, loss, a):
     """:func:`losses_to_draws` for compact labels ``est`` (n,) and ``z`` (S, n) (no relabelling)."""
     k = int(est.max()) + 1
     lmax = int(z.max()) + 1
-    S, n = z.shape
+    S = z.shape[0]
     out = np.empty(S)
     step = max(1, int(4e6 // max(lmax * k, 1)))  # draws per block: bounded tables
     cell = est.astype(np.int64)
@@ -188,16 +193,7 @@ def _losses_compact(est, z, loss, a):
         m = blk.shape[0]
         flat = (np.arange(m, dtype=np.int64)[:, None] * lmax + blk) * k + cell[None]
         t = np.bincount(flat.ravel(), minlength=m * lmax * k).reshape(m, lmax, k).astype(np.float64)
-        rows, cols = t.sum(2), t.sum(1)
-        if loss == "binder":
-            c2 = lambda v, ax: (v * (v - 1.0) / 2.0).sum(ax)
-            both = c2(t, (1, 2))
-            pairs = n * (n - 1.0) / 2.0
-            val = (a * (c2(rows, 1) - both) + (2.0 - a) * (c2(cols, 1) - both)) / pairs if pairs > 0 else 0.0
-        else:
-            val = np.maximum((a * _xlogx(rows).sum(1) + (2.0 - a) * _xlogx(cols).sum(1)
-                              - 2.0 * _xlogx(t).sum((1, 2))) / n, 0.0)
-        out[s0:s0 + m] = val
+        out[s0:s0 + m] = _loss_of_tables(t, loss, a)
     return out
 
 

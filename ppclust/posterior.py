@@ -173,13 +173,11 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
     if backend == "numba":  # the compiled twin: no program compiled per shape (issue 18's first fit)
         from ppclust.inference import _gibbs_cpu
         from ppclust.partition import compact_labels
+        from ppclust.sideinfo import pair_counts
 
         z = compact_labels(np.asarray(lab)) if partition == "dp" else np.asarray(lab)
-        pairs, sgn, wt = (np.asarray(v) for v in (links.pairs, links.sign, links.weight))
-        same = z[:, pairs[:, 0]] == z[:, pairs[:, 1]]  # pair_counts of every draw on the host
-        plus, minus = wt * (sgn > 0), wt * (sgn < 0)
-        counts = np.stack([(same * plus).sum(1), (same * minus).sum(1), (~same * plus).sum(1),
-                           (~same * minus).sum(1)], 1)
+        host_links = links._replace(**{f: np.asarray(getattr(links, f)) for f in ("pairs", "sign", "weight")})
+        counts = pair_counts(z, host_links, xp=np)  # every draw's counts on the host (no traced program)
         out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:

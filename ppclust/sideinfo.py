@@ -398,16 +398,21 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
     )
 
 
-def pair_counts(labels, links: Links):
+def pair_counts(labels, links: Links, *, xp=None):
     r"""Weighted pair counts ``[N11, N01, N10, N00]`` of a labelling (TVClust eq. 8, spec Section 0):
-    may-links inside clusters, may-not-links inside, may-links across, may-not-links across. O(m)."""
-    import jax.numpy as jnp
+    may-links inside clusters, may-not-links inside, may-links across, may-not-links across. O(m).
 
-    same = (labels[links.pairs[:, 0]] == labels[links.pairs[:, 1]]).astype(links.weight.dtype)
+    ``labels`` (..., n): leading axes (e.g. draws) give counts (..., 4). ``xp``: the array namespace,
+    ``jax.numpy`` by default; ``numpy`` (with NumPy ``links`` fields) counts on the host without tracing.
+    """
+    if xp is None:
+        import jax.numpy as xp
+
+    same = (labels[..., links.pairs[:, 0]] == labels[..., links.pairs[:, 1]]).astype(links.weight.dtype)
     plus = links.weight * (links.sign > 0)
     minus = links.weight * (links.sign < 0)
-    return jnp.stack([(plus * same).sum(), (minus * same).sum(), (plus * (1 - same)).sum(),
-                      (minus * (1 - same)).sum()])
+    return xp.stack([(plus * same).sum(-1), (minus * same).sum(-1), (plus * (1 - same)).sum(-1),
+                     (minus * (1 - same)).sum(-1)], -1)
 
 
 def link_counts(nb_labels, sgn, wgt, k_max: int):
