@@ -149,23 +149,35 @@ def part_jar(quick):
 
 
 def _solve_only_kernel():
-    """The visit's batched forward substitution alone (``_hartigan_cpu._solve_all``) over every point:
-    the share of a pass spent in the K triangular solves (the rest: logs, cost terms, argmin)."""
+    """The visits' forward substitutions alone, as the compiled loop runs them on a pass without moves:
+    blocks of ``BLOCK`` points, ``_hartigan_cpu._solve_block`` once per live slot and block. The share of a
+    pass spent in the K triangular solves (the rest: logs, cost terms, argmin)."""
     import numba
 
     from ppclust.inference import _hartigan_cpu as cpu
 
     @numba.njit(cache=False)
-    def solve_only(x, L, mT, d, K):
-        w = np.zeros(d * K)
-        quad = np.zeros(K)
-        acc = np.zeros(K)
+    def solve_only(x, L, mT, active, B):
+        d, _, K = L.shape
+        Lp = np.zeros((K, d * (d + 1) // 2))
+        for k in range(K):
+            o = 0
+            for r in range(d):
+                for c in range(r + 1):
+                    Lp[k, o] = L[r, c, k]
+                    o += 1
+        XB, W, A, Q = np.zeros(d * B), np.zeros(d * B), np.zeros(4 * B), np.zeros((K, B))
+        n = x.shape[0]
         tot = 0.0
-        Lf = L.reshape(d * d * K)
-        mf = mT.reshape(d * K)
-        for i in range(x.shape[0]):
-            cpu._solve_all(Lf, mf, x[i], w, quad, acc, d, K)
-            tot += quad[0]
+        for t0 in range(0, n, B):
+            for q in range(B):
+                i = min(t0 + q, n - 1)
+                for r in range(d):
+                    XB[r * B + q] = x[i, r]
+            for k in range(K):
+                if active[k]:
+                    cpu._solve_block(Lp[k], mT, k, XB, W, A, Q[k], d, B, 0)
+            tot += Q[0, 0]
         return tot
 
     return solve_only
@@ -191,22 +203,31 @@ def part_flops(quick):
             captured = []
             hartigan._run_cpu(cost, X, jnp.asarray(yc), conv.labels[None], K=K, min_size=ms, max_passes=1,
                               reassign="lazy", tol=0.0, order=None, _kernel_args=captured)
-            best = np.inf
+            # A/B interleaved: the engine as it runs (blocked solves, prm[P_BLOCK] absent = BLOCK) and the
+            # same loop solving one point at a time (prm[P_BLOCK] = 0, the engine before the blocked solves)
+            best, point = np.inf, np.inf
             for _ in range(5):
-                args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in captured[0])
-                t = time.process_time()
-                cpu.run_batch(*args)
-                best = min(best, time.process_time() - t)
-            assert int(args[-2][0]) == 1  # one pass, no move
+                for blk in (None, 0):
+                    args = [a.copy() if isinstance(a, np.ndarray) else a for a in captured[0]]
+                    if blk is not None:
+                        args[14] = np.append(args[14], blk)
+                    t = time.process_time()
+                    cpu.run_batch(*args)
+                    el = time.process_time() - t
+                    assert int(args[-2][0]) == 1  # one pass, no move
+                    if blk is None:
+                        best = min(best, el)
+                    else:
+                        point = min(point, el)
             a0 = captured[0]
             L0 = np.ascontiguousarray(a0[7][0])  # (d, d, Kp) slot-major factors of restart 0
             mT0 = np.ascontiguousarray(a0[6][0] / a0[5][0][None, :])  # (d, Kp) means
-            Kp = L0.shape[2]
-            solve_only(a0[0], L0, mT0, d, Kp)  # compile
+            act0 = np.ascontiguousarray(a0[4][0])
+            solve_only(a0[0], L0, mT0, act0, cpu.BLOCK)  # compile
             solve = np.inf
             for _ in range(5):
                 t = time.process_time()
-                solve_only(a0[0], L0, mT0, d, Kp)
+                solve_only(a0[0], L0, mT0, act0, cpu.BLOCK)
                 solve = min(solve, time.process_time() - t)
             xla = np.inf
             kw = dict(K=K, min_size=ms, max_passes=1, backend="xla")
@@ -219,19 +240,24 @@ def part_flops(quick):
         bound = flops / peak
         rows.append([n, d, k_live, f"{best * 1e3:.2f}", f"{best / n * 1e6:.2f}", f"{solve / n * 1e6:.2f}",
                      f"{solve / best:.0%}", f"{bound * 1e3:.2f}", f"{best / bound:.1f}x",
-                     f"{solve / bound:.1f}x", f"{xla * 1e3:.0f}", f"{xla / best:.0f}x"])
+                     f"{solve / bound:.1f}x", f"{point * 1e3:.2f}", f"{point / best:.2f}x",
+                     f"{xla * 1e3:.0f}", f"{xla / best:.0f}x"])
         print(rows[-1], flush=True)
     header = ["n", "d", "K (live)", "compiled ms/pass", "us/visit", "solves only us/visit", "solve share",
-              "FLOP bound ms/pass", "compiled / bound", "solves / bound", "XLA ms/pass", "XLA / compiled"]
+              "FLOP bound ms/pass", "compiled / bound", "solves / bound", "one point at a time ms/pass",
+              "one point / blocked", "XLA ms/pass", "XLA / compiled"]
     text = ("## 2. Seconds per pass vs the per-visit FLOP bound\n\n"
             f"{machine_info()}\n\nBLAS peak of the pinned core (dgemm 512, one thread, best of 5, CPU "
             f"time): **{peak / 1e9:.1f} GFLOP/s**. Bound = n K d^2 FLOPs (one forward substitution per "
             "candidate slot) at that peak. Compiled loop timed alone (`_hartigan_cpu.run_batch`, CPU time, "
             "best of 5) on one pass over a converged partition (all K candidates evaluated at every visit, "
-            "no move); 'solves only': the visit's batched forward substitution (`_solve_all`, K slots padded "
-            "to a multiple of 4) alone over the same points, the rest of a visit being logs, cost terms and "
-            "the argmin; the XLA engine (`backend='xla'`, includes its initial statistics) for "
-            "comparison.\n\n"
+            "no move), its forward substitutions done ahead for blocks of "
+            f"{cpu.BLOCK} points (`_solve_block`); 'solves only': those blocked substitutions alone over the "
+            "same points (live slots), the rest of a visit being logs, cost terms and the argmin; 'one point "
+            "at a time': the same loop with the substitutions of each visit done at the visit for all slots "
+            "(`_solve_all`, the engine before the blocked solves; parameter `P_BLOCK` = 0), timed "
+            "interleaved with the blocked loop (A/B, same copies of the state); the XLA engine "
+            "(`backend='xla'`, includes its initial statistics) for comparison.\n\n"
             + md_table(header, rows))
     write_section(OUT, "flops", text)
 

@@ -61,8 +61,14 @@ _BIG = float(np.finfo(np.float64).max)  # the jar's stand-in for an infinite can
 
 # indices into the float parameter vector of run_batch
 P_NTOTAL, P_BETA, P_MINSIZE, P_TOL, P_MINCOUNT, P_SINGTOL = range(6)
+#: optional 7th entry of the parameter vector: points per block of the visit loop's solves (0 = one point
+#: at a time with :func:`_solve_all`); absent, :data:`BLOCK`
+P_BLOCK = 6
 #: the engine's slot count is padded to a multiple of this (whole SIMD vectors in :func:`_solve_all`)
 TILE = 4
+#: points whose forward substitutions :func:`_solve_block` computes together (speculatively, see
+#: :func:`run_batch`); 32 measured best at d = 5 ... 36 in ``benchmarks/bench_hartigan.py`` (table 2)
+BLOCK = 32
 
 
 def available() -> bool:
@@ -274,6 +280,82 @@ def _solve_all(Lf, mTf, xr, wf, quad, acc, d, K):
 
 
 @_inline
+def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
+    """Q[p] = |L_k^{-1}(x_p - mean_k)|^2 for the points p0 .. B-1 of a block, one slot k.
+
+    The same arithmetic as :func:`_solve_all`, element for element (so the same bits), in another loop
+    order: the innermost loop runs over the block's points (``XB``/``W`` are (d, B) row-major, the points
+    contiguous), and rows are taken four at a time (rows 4q .. 4q+3 share their groups of four columns
+    c < 4q), so each loaded column of the solution serves four rows and each factor entry B points.
+    ``Lk``: slot k's factor packed by rows (``Lk[r (r + 1) / 2 + c]``, c <= r); ``A`` (4 B) scratch.
+    """
+    uB = U(B)
+    for p in range(p0, B):
+        Q[p] = 0.0
+    for r0 in range(0, d, 4):
+        nr = min(4, d - r0)
+        for j in range(nr):
+            m = mT[r0 + j, k]
+            oa = U(j) * uB
+            ox = U(r0 + j) * uB
+            for p in range(p0, B):
+                up = U(p)
+                A[oa + up] = XB[ox + up] - m
+        if nr == 4:
+            o0 = U(r0 * (r0 + 1) // 2)
+            o1 = U((r0 + 1) * (r0 + 2) // 2)
+            o2 = U((r0 + 2) * (r0 + 3) // 2)
+            o3 = U((r0 + 3) * (r0 + 4) // 2)
+            for c in range(0, r0, 4):
+                uc = U(c)
+                a0, a1, a2, a3 = Lk[o0 + uc], Lk[o0 + uc + 1], Lk[o0 + uc + 2], Lk[o0 + uc + 3]
+                b0, b1, b2, b3 = Lk[o1 + uc], Lk[o1 + uc + 1], Lk[o1 + uc + 2], Lk[o1 + uc + 3]
+                c0, c1, c2, c3 = Lk[o2 + uc], Lk[o2 + uc + 1], Lk[o2 + uc + 2], Lk[o2 + uc + 3]
+                e0, e1, e2, e3 = Lk[o3 + uc], Lk[o3 + uc + 1], Lk[o3 + uc + 2], Lk[o3 + uc + 3]
+                oc = uc * uB
+                for p in range(p0, B):
+                    up = U(p)
+                    w0 = W[oc + up]
+                    w1 = W[oc + uB + up]
+                    w2 = W[oc + 2 * uB + up]
+                    w3 = W[oc + 3 * uB + up]
+                    A[up] -= ((a0 * w0 + a1 * w1) + (a2 * w2 + a3 * w3))
+                    A[uB + up] -= ((b0 * w0 + b1 * w1) + (b2 * w2 + b3 * w3))
+                    A[2 * uB + up] -= ((c0 * w0 + c1 * w1) + (c2 * w2 + c3 * w3))
+                    A[3 * uB + up] -= ((e0 * w0 + e1 * w1) + (e2 * w2 + e3 * w3))
+        else:  # the last rows when d is not a multiple of 4
+            for j in range(nr):
+                r = r0 + j
+                ro = U(r * (r + 1) // 2)
+                oa = U(j) * uB
+                for c in range(0, r0, 4):
+                    uc = U(c)
+                    a0, a1, a2, a3 = Lk[ro + uc], Lk[ro + uc + 1], Lk[ro + uc + 2], Lk[ro + uc + 3]
+                    oc = uc * uB
+                    for p in range(p0, B):
+                        up = U(p)
+                        A[oa + up] -= ((a0 * W[oc + up] + a1 * W[oc + uB + up])
+                                       + (a2 * W[oc + 2 * uB + up] + a3 * W[oc + 3 * uB + up]))
+        for j in range(nr):  # the triangle: single columns c = 4q .. r - 1, then the pivot
+            r = r0 + j
+            ro = U(r * (r + 1) // 2)
+            oa = U(j) * uB
+            for c in range(r0, r):
+                lc = Lk[ro + U(c)]
+                oc = U(c) * uB
+                for p in range(p0, B):
+                    up = U(p)
+                    A[oa + up] -= lc * W[oc + up]
+            lrr = Lk[ro + U(r)]
+            orow = U(r) * uB
+            for p in range(p0, B):
+                up = U(p)
+                v = A[oa + up] / lrr
+                W[orow + up] = v
+                Q[up] += v * v
+
+
+@_inline
 def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, floor, d, J):
     """Twin of ``hartigan.cluster_cost``: (n_k/n)(ln n - ln n_k + H_ML + sum E1 + beta H_lab)."""
     if nk <= 0.0:
@@ -308,10 +390,16 @@ def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d
 
 
 @_njit
-def _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n):
-    """Refresh slot k's cached mean, log-determinant and pivot summary after its factor changed."""
+def _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp):
+    """Refresh slot k's cached mean, log-determinant, pivot summary and packed copy of the factor (rows
+    of the lower triangle, for :func:`_solve_block`) after its factor changed."""
     for r in range(mT.shape[0]):
         mT[r, k] = sT[r, k] / max(n[k], 1e-300)
+    o = 0
+    for r in range(L.shape[0]):
+        for c in range(r + 1):
+            Lp[k, o] = L[r, c, k]
+            o += 1
     mn, mx, fin = _pivots_slot(L, k)
     minpiv[k] = mn
     maxdiag[k] = mx
@@ -332,11 +420,20 @@ def _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w
                xlx, d, J, tbuf):
     """addc[k] = E(Y_k with the point) for every slot (``cost.cost_add``)."""
     K = n.shape[0]
+    if d > 0:
+        _solve_all(L.reshape(d * d * K), mT.reshape(d * K), xr, w.reshape(d * K), quad, addc, d, K)
+    _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor, xlx, d, J,
+                 tbuf)
+
+
+@_inline
+def _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor, xlx, d, J,
+                 tbuf):
+    """:func:`_add_costs` given the point's squared solutions ``quad[k]`` of every slot."""
+    K = n.shape[0]
     n_total = prm[P_NTOTAL]
     log_n = math.log(n_total)
     beta = prm[P_BETA]
-    if d > 0:
-        _solve_all(L.reshape(d * d * K), mT.reshape(d * K), xr, w.reshape(d * K), quad, addc, d, K)
     tm_new = tbuf[0]
     t2_new = tbuf[1]
     for k in range(K):
@@ -449,8 +546,8 @@ def _degenerate(k, n, L, d, prm):
 
 
 @_njit
-def _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
-            nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
+def _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
+            counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
     """Insert point i (in no live slot) where the insertion cost is smallest (``hartigan._insert``)."""
     K = n.shape[0]
     xr = x[i, J:]
@@ -470,7 +567,7 @@ def _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, f
                 b = k
     _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
     if d > 0:
-        _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n)
+        _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
     costs[b] = addc[b]
     labels[i] = b
 
@@ -521,7 +618,7 @@ def _n_active(active):
 
 
 @_njit
-def _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
+def _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
                   counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
     """Reinsert every orphan in index order (``hartigan._reassign_all``); returns whether any moved."""
     moved = False
@@ -529,8 +626,8 @@ def _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag
         return moved
     for i in range(x.shape[0]):
         if not active[labels[i]]:
-            _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
-                    counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+            _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean,
+                    tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
             moved = True
     return moved
 
@@ -544,13 +641,14 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
     minpiv = np.zeros(K)
     maxdiag = np.zeros(K)
     finite = np.ones(K, np.bool_)
+    Lp = np.zeros((K, max(d * (d + 1) // 2, 1)))
     for k in range(K):
         if not active[k] and d > 0:  # dead from the start: a harmless factor (never read for decisions)
             for a in range(d):
                 for b in range(d):
                     L[a, b, k] = 1.0 if a == b else 0.0
         if d > 0:
-            _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n)
+            _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
     w = np.zeros((max(d, 1), K))
     quad = np.zeros(K)
     tbuf = np.empty((2, J))
@@ -559,15 +657,28 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
     scratch = np.empty((max(d, 1), max(d, 1), 1))
     min_size = prm[P_MINSIZE]
     tol = prm[P_TOL]
+    # blocked solves: XB/W (d, B) the block's points and solutions, Qb[k, p] their squared norms for slot k,
+    # computed ahead for the block's points while slot k is unchanged (stale[k] once it moves)
+    B = int(prm[P_BLOCK]) if prm.shape[0] > P_BLOCK else BLOCK
+    blocked = B > 0 and d > 0
+    B = max(B, 1)
+    XB = np.zeros(max(d, 1) * B)
+    W = np.zeros(max(d, 1) * B)
+    A = np.zeros(4 * B)
+    Qb = np.zeros((K, B))
+    stale = np.ones(K, np.bool_)
     if immediate:
-        _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2,
-                      counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+        _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean,
+                      tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
     trace[0] = _energy(active, costs)
     ktrace[0] = _n_active(active)
     npass = 0
     moved = False
     while npass == 0 or (moved and npass < max_passes):
         moved = False
+        t0 = -B
+        n_moves = 0  # moves in the current block
+        ahead = blocked
         for t in range(npts):
             i = order[t]
             xr = x[i, J:]
@@ -575,8 +686,31 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
             cat = side[i]
             a = labels[i]
             orphan = not active[a]
-            _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p,
-                       floor, xlx, d, J, tbuf)
+            if blocked and t - t0 >= B:  # a new block: the next B points (the last one repeated past the end)
+                # solve ahead unless the last block moved more than one point in 4: each move re-solves its
+                # two slots for the rest of the block, and one point at a time is then cheaper
+                ahead = 4 * n_moves <= B
+                n_moves = 0
+                t0 = t
+                if ahead:
+                    for q in range(B):
+                        iq = order[min(t + q, npts - 1)]
+                        for rr in range(d):
+                            XB[rr * B + q] = x[iq, J + rr]
+                    stale[:] = True
+            if ahead:
+                j = t - t0
+                for k in range(K):
+                    if active[k]:
+                        if stale[k]:  # slot k changed (or a new block): its solves from this point on
+                            _solve_block(Lp[k], mT, k, XB, W, A, Qb[k], d, B, j)
+                            stale[k] = False
+                        quad[k] = Qb[k, j]
+                _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor,
+                             xlx, d, J, tbuf)
+            else:
+                _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm,
+                           p, floor, xlx, d, J, tbuf)
             rem_c = 0.0
             base = 0.0
             if not orphan:
@@ -597,14 +731,17 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 if not orphan:
                     _apply(-1.0, a, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
                     if d > 0:
-                        _slot_summary(L, a, logdet, minpiv, maxdiag, finite, mT, sT, n)
+                        _slot_summary(L, a, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
                     costs[a] = rem_c
                 _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
                 if d > 0:
-                    _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n)
+                    _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
                 costs[b] = addc[b]
                 labels[i] = b
                 moved = True
+                stale[a] = True
+                stale[b] = True
+                n_moves += 1
             if (not orphan) and active[a] and n[a] < min_size and _n_active(active) > 1:
                 active[a] = False
                 if immediate:
@@ -612,8 +749,9 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                         if labels[j] == a:
                             moved = True
                             _insert(j, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag,
-                                    finite, tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p,
-                                    floor, xlx, d, J, tbuf)
+                                    finite, Lp, tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm,
+                                    p, floor, xlx, d, J, tbuf)
+                    stale[:] = True  # reinsertions changed other slots
         npass += 1
         trace[npass] = _energy(active, costs)
         ktrace[npass] = _n_active(active)
@@ -629,12 +767,12 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                     active[k] = False
             moved = True
         if immediate:
-            if _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite,
+            if _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp,
                              tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d,
                              J, tbuf):
                 moved = True
     n_passes[r] = npass
     converged[r] = not moved
     # orphans left when max_passes stopped the run right after a deletion: every point gets a cluster
-    _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, tmean, tm2, counts,
-                  nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+    _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
+                  counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)

@@ -199,3 +199,79 @@ def test_fit_restarts_match_xla():
     np.testing.assert_allclose(np.asarray(a.costs), np.asarray(b.costs), rtol=0, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(a.n_passes), np.asarray(b.n_passes))
     np.testing.assert_array_equal(np.asarray(a.best.labels), np.asarray(b.best.labels))
+
+
+# ---------------------------------------------------------------------------------------------
+# the blocked solves of the visit loop: the same bits as one point at a time
+# ---------------------------------------------------------------------------------------------
+
+
+def _block_vs_point_kernel():
+    import numba
+
+    @numba.njit(cache=False)
+    def both(L, mT, X, B, p0):
+        """Squared solutions of every (point, slot) by _solve_all (point by point) and _solve_block."""
+        d, _, K = L.shape
+        Lp = np.zeros((K, d * (d + 1) // 2))
+        for k in range(K):
+            o = 0
+            for r in range(d):
+                for c in range(r + 1):
+                    Lp[k, o] = L[r, c, k]
+                    o += 1
+        point = np.zeros((K, B))
+        w, quad, acc = np.zeros(d * K), np.zeros(K), np.zeros(K)
+        for q in range(B):
+            cpu._solve_all(L.reshape(d * d * K), mT.reshape(d * K), X[:, q].copy(), w, quad, acc, d, K)
+            point[:, q] = quad
+        block = np.full((K, B), -1.0)
+        XB, W, A = X.reshape(d * B).copy(), np.zeros(d * B), np.zeros(4 * B)
+        for k in range(K):
+            cpu._solve_block(Lp[k], mT, k, XB, W, A, block[k], d, B, p0)
+        return point, block
+
+    return both
+
+
+def test_solve_block_same_bits_as_solve_all():
+    """Every d from 1 to 13 (whole and partial 4-row tiles), ill-scaled factors, a block started mid-way:
+    the blocked forward substitution reproduces the per-point one exactly, bit for bit."""
+    both = _block_vs_point_kernel()
+    rng = np.random.default_rng(0)
+    for d in range(1, 14):
+        K, B = 4, 7
+        L = np.stack([_spd_factor(rng, d) * 10.0 ** rng.uniform(-3, 3, size=(d, 1)) for _ in range(K)], -1)
+        mT = rng.normal(size=(d, K))
+        X = rng.normal(size=(d, B)) * 5
+        for p0 in (0, 3):
+            point, block = both(np.ascontiguousarray(L), mT, X, B, p0)
+            np.testing.assert_array_equal(block[:, p0:], point[:, p0:])
+            assert (block[:, :p0] == -1.0).all()  # points before p0 untouched
+
+
+@pytest.mark.parametrize("reassign", ["lazy", "immediate"])
+def test_blocked_visits_same_run_as_point_visits(reassign):
+    """The whole compiled run with the blocked solves (blocks of 32 and of 5 points, re-solved after every
+    move, with deletions) equals the run with one point at a time, bit for bit (labels, costs, traces,
+    factors)."""
+    x, y = _blobs(5, n_per=70, d=6)
+    n, d = x.shape
+    with jax.enable_x64(True):
+        X = jnp.asarray(x)
+        yc, m = cecib.encode_labels(y, n)
+        cost = cecib.make_cost(X, m, 0.8)
+        labels0 = jnp.asarray(np.random.default_rng(6).integers(0, 7, (2, n)), jnp.int32)
+        captured = []
+        hartigan._run_cpu(cost, X, jnp.asarray(yc), labels0, K=7, min_size=cecib.min_size(n, d, 0.1),
+                          max_passes=100, reassign=reassign, tol=0.0, order=None, _kernel_args=captured)
+    runs = []
+    for block in (0, 32, 5):
+        args = [a.copy() if isinstance(a, np.ndarray) else a for a in captured[0]]
+        args[14] = np.append(args[14], block)  # prm[P_BLOCK]
+        cpu.run_batch(*args)
+        runs.append(args)
+    assert int(runs[0][21].min()) > 2 and int(runs[0][4].sum()) < 2 * 7  # several passes and a deletion
+    for other in runs[1:]:
+        for i in (3, 4, 5, 6, 7, 13, 19, 20, 21, 22):  # labels, active, n, sums, factors, costs, traces
+            np.testing.assert_array_equal(other[i], runs[0][i])
