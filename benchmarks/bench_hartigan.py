@@ -176,7 +176,7 @@ def _solve_only_kernel():
                     XB[r * B + q] = x[i, r]
             for k in range(K):
                 if active[k]:
-                    cpu._solve_block(Lp[k], mT, k, XB, W, A, Q[k], d, B, 0)
+                    cpu._solve_block(Lp[k], mT, k, XB, W, A, Q[k], d, B, B)
             tot += Q[0, 0]
         return tot
 

@@ -67,8 +67,9 @@ P_BLOCK = 6
 #: the engine's slot count is padded to a multiple of this (whole SIMD vectors in :func:`_solve_all`)
 TILE = 4
 #: points whose forward substitutions :func:`_solve_block` computes together (speculatively, see
-#: :func:`run_batch`); 32 measured best at d = 5 ... 36 in ``benchmarks/bench_hartigan.py`` (table 2)
-BLOCK = 32
+#: :func:`run_batch`); 64 measured best (against 32, 48, 128) at d = 36 (one pass without moves), as fast as
+#: 32 in whole runs
+BLOCK = 64
 
 
 def available() -> bool:
@@ -280,17 +281,19 @@ def _solve_all(Lf, mTf, xr, wf, quad, acc, d, K):
 
 
 @_inline
-def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
-    """Q[p] = |L_k^{-1}(x_p - mean_k)|^2 for the points p0 .. B-1 of a block, one slot k.
+def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, nb):
+    """Q[p] = |L_k^{-1}(x_p - mean_k)|^2 for the first nb points of a block (row stride B), one slot k.
 
     The same arithmetic as :func:`_solve_all`, element for element (so the same bits), in another loop
     order: the innermost loop runs over the block's points (``XB``/``W`` are (d, B) row-major, the points
     contiguous), and rows are taken four at a time (rows 4q .. 4q+3 share their groups of four columns
     c < 4q), so each loaded column of the solution serves four rows and each factor entry B points.
-    ``Lk``: slot k's factor packed by rows (``Lk[r (r + 1) / 2 + c]``, c <= r); ``A`` (4 B) scratch.
+    ``Lk``: slot k's factor packed by rows (``Lk[r (r + 1) / 2 + c]``, c <= r); ``A`` (4 B) scratch. The
+    rest of a block from point j on: pass ``XB[j:]``, ``W[j:]``, ``A[j:]``, ``Q[j:]`` and ``nb = B - j``
+    (loops that start at 0 vectorise far better than loops from a variable start).
     """
     uB = U(B)
-    for p in range(p0, B):
+    for p in range(nb):
         Q[p] = 0.0
     for r0 in range(0, d, 4):
         nr = min(4, d - r0)
@@ -298,7 +301,7 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
             m = mT[r0 + j, k]
             oa = U(j) * uB
             ox = U(r0 + j) * uB
-            for p in range(p0, B):
+            for p in range(nb):
                 up = U(p)
                 A[oa + up] = XB[ox + up] - m
         if nr == 4:
@@ -313,7 +316,7 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
                 c0, c1, c2, c3 = Lk[o2 + uc], Lk[o2 + uc + 1], Lk[o2 + uc + 2], Lk[o2 + uc + 3]
                 e0, e1, e2, e3 = Lk[o3 + uc], Lk[o3 + uc + 1], Lk[o3 + uc + 2], Lk[o3 + uc + 3]
                 oc = uc * uB
-                for p in range(p0, B):
+                for p in range(nb):
                     up = U(p)
                     w0 = W[oc + up]
                     w1 = W[oc + uB + up]
@@ -332,7 +335,7 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
                     uc = U(c)
                     a0, a1, a2, a3 = Lk[ro + uc], Lk[ro + uc + 1], Lk[ro + uc + 2], Lk[ro + uc + 3]
                     oc = uc * uB
-                    for p in range(p0, B):
+                    for p in range(nb):
                         up = U(p)
                         A[oa + up] -= ((a0 * W[oc + up] + a1 * W[oc + uB + up])
                                        + (a2 * W[oc + 2 * uB + up] + a3 * W[oc + 3 * uB + up]))
@@ -343,12 +346,12 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, p0):
             for c in range(r0, r):
                 lc = Lk[ro + U(c)]
                 oc = U(c) * uB
-                for p in range(p0, B):
+                for p in range(nb):
                     up = U(p)
                     A[oa + up] -= lc * W[oc + up]
             lrr = Lk[ro + U(r)]
             orow = U(r) * uB
-            for p in range(p0, B):
+            for p in range(nb):
                 up = U(p)
                 v = A[oa + up] / lrr
                 W[orow + up] = v
@@ -526,11 +529,39 @@ def _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, 
 
 
 @_njit
+def _well_conditioned(L, k, d, tol):
+    """True when S = L_k L_k^T is provably far from the eigenvalue test of :func:`_degenerate`, so that test
+    (an O(d^3) eigendecomposition per slot and pass) would say "not degenerate" too: lambda_max <= tr S and
+    lambda_min >= 1 / ||L^{-1}||_F^2, with a margin of 4 x (tol + 8 d eps) for the rounding of both sides
+    (the eigenvalues come out of LAPACK within ~d eps ||S|| of the exact ones). False decides nothing."""
+    tr = 0.0
+    for r in range(d):
+        for c in range(r + 1):
+            tr += L[r, c, k] * L[r, c, k]
+    if not (tr > 0.0 and tr < 1e300):
+        return False
+    y = np.empty(d)
+    inv_f = 0.0
+    for j in range(d):  # column j of L^{-1} by forward substitution
+        for i in range(j, d):
+            acc = 1.0 if i == j else 0.0
+            for c in range(j, i):
+                acc -= L[i, c, k] * y[c]
+            y[i] = acc / L[i, i, k]
+            inv_f += y[i] * y[i]
+    if not np.isfinite(inv_f) or inv_f <= 0.0:
+        return False
+    return 1.0 / inv_f > 4.0 * (tol + 8.0 * d * 2.220446049250313e-16) * tr
+
+
+@_njit
 def _degenerate(k, n, L, d, prm):
     """``cost.degenerate`` for slot k: too few points, non-finite factor, or lambda_min <= tol lambda_max."""
     if n[k] < prm[P_MINCOUNT]:
         return True
     if d == 0:
+        return False
+    if _well_conditioned(L, k, d, prm[P_SINGTOL]):
         return False
     S = np.zeros((d, d))
     for r in range(d):
@@ -703,7 +734,7 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 for k in range(K):
                     if active[k]:
                         if stale[k]:  # slot k changed (or a new block): its solves from this point on
-                            _solve_block(Lp[k], mT, k, XB, W, A, Qb[k], d, B, j)
+                            _solve_block(Lp[k], mT, k, XB[j:], W[j:], A[j:], Qb[k, j:], d, B, B - j)
                             stale[k] = False
                         quad[k] = Qb[k, j]
                 _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor,
