@@ -8,9 +8,14 @@ approach as the compiled Gibbs sweep (:mod:`ppclust.inference._gibbs_cpu`).
 
 What one visit of point i costs (K slots, d the dimension of the Gaussian part):
 
-* one batched forward substitution :math:`w_k = L_k^{-1}(x_i-\bar x_k)` for all K slots at once,
-  stored *slot-major* (``L[r, c, k]``) so the innermost loop runs over slots and vectorises without a
-  horizontal reduction: :math:`K d^2` FLOPs, the per-visit FLOP bound;
+* the forward substitutions :math:`w_k = L_k^{-1}(x_i-\bar x_k)` of all K slots: :math:`K d^2` FLOPs, the
+  per-visit FLOP bound. They are solved *ahead*, for blocks of :data:`BLOCK` points at once
+  (:func:`_solve_block`: the points innermost, four rows of a packed per-slot factor at a time, so each
+  factor entry serves the whole block), under the assumption that no point of the block moves; a move
+  changes two slots, whose solves are redone for the rest of the block, and a block after one that moved
+  more than a quarter of its points is solved one point at a time for all slots (:func:`_solve_all`,
+  slot-major factors ``L[r, c, k]``, the innermost loop over slots). Both kernels do the same arithmetic
+  element for element (no reassociation, no contraction), so the decisions do not depend on the path;
 * the candidate log-determinants by the matrix determinant lemma
   (:meth:`ppclust.families.GaussianML.logdet_after_add`), and the point's own slot *without* a
   Cholesky downdate: :math:`\ln\det S_a^{-x} = \ln\det S_a + \ln(1 - \tfrac{n_a}{n_a-1} w_a^\top w_a)`.
