@@ -471,8 +471,7 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
             from ppclust.inference import _init_cpu
 
             first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
-            labels0 = _init_cpu.initial_labels(np.asarray(first), np.asarray(u),
-                                               np.ascontiguousarray(np.asarray(x, np.float64)), K)
+            labels0 = _init_cpu.initial_labels(np.array(first), np.array(u), np.array(x, np.float64), K)
         else:
             xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
             labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
@@ -567,7 +566,7 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     floor = own(np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)))))
     m = int(prm_d.get("n_labels", 0))
     J = p.shape[0]
-    x_np = np.ascontiguousarray(np.asarray(x, f64))
+    x_np = own(x)  # a writable copy: one numba signature whether x came from JAX (read-only) or NumPy
     n_ml = x_np.shape[1] - J
     side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
     order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
