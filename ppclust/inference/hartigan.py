@@ -94,8 +94,8 @@ from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 __all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
            "build", "BatchResult", "cluster_cost", "run",
            "fit", "fit_batch", "assignment_costs",
-           "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS", "JITTER", "ridge",
-           "singular_data", "bucket"]
+           "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
+           "JITTER", "ridge", "singular_data", "bucket"]
 
 BACKENDS = ("auto", "numba", "xla")
 
@@ -289,6 +289,30 @@ def resolve_backend(backend: str) -> str:
 #: k-means++ seed indices (one definition, :func:`ppclust.inference.init.kmeanspp_indices`): K distinct
 #: points by D^2 sampling, the first uniform, as the authors' Java demo.
 init_kmeanspp = kmeanspp_indices
+
+
+def kmeanspp_partition(key: Array, x, K: int, backend: str = "auto") -> Array:
+    """(n,) int32 partition of ``x`` by its nearest k-means++ seed, ``voronoi(x, init_kmeanspp(key, x, K))``
+    (the Gibbs / TVClust start). With the compiled backend (``"auto"`` on CPU) by the numba twins from
+    draws whose shape does not depend on n (:mod:`._init_cpu`; no program traced per data set, the same
+    seeds as the JAX function), else as one jitted program."""
+    if resolve_backend(backend) == "numba":
+        from ppclust.inference import _init_cpu
+
+        x_np = np.array(x, np.float64)
+        first, u = _kmeanspp_draws_one(key, np.int32(x_np.shape[0]), K=K, dtype="float64")
+        return _put(_init_cpu.initial_labels(np.array(first)[None], np.array(u)[None], x_np, K)[0])
+    return _kmeanspp_partition(key, x, K=K)
+
+
+@partial(jax.jit, static_argnames=("K", "dtype"))
+def _kmeanspp_draws_one(key, m, *, K, dtype):
+    return kmeanspp_uniforms(key, K, m, dtype)
+
+
+@partial(jax.jit, static_argnames=("K",))
+def _kmeanspp_partition(key, x, *, K):
+    return voronoi(x, init_kmeanspp(key, x, K))
 
 
 def voronoi(x: Array, centre_idx: Array) -> Array:

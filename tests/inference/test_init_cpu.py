@@ -63,7 +63,7 @@ def test_kmeanspp_twin(case):
     if case == "padded":
         n_valid = n - 37
     with jax.enable_x64(True):
-        for seed in range(8):
+        for seed in range(4):
             first, u = init.kmeanspp_uniforms(jax.random.key(seed), K, n_valid, jnp.float64)
             pad = n_valid if case == "padded" else None
             idx_j, cs_j = init.kmeanspp_from_uniforms(first, u, jnp.asarray(x), jnp.asarray(centres),
@@ -78,6 +78,7 @@ def test_kmeanspp_twin(case):
                 np.testing.assert_array_equal(cs_c[fixed], centres[fixed])
 
 
+@pytest.mark.slow  # the old bucket property of the XLA engine (its own compiles)
 def test_kmeanspp_indices_padding_invariant():
     """Padding rows are never drawn and do not change the draws (the XLA engine's shape buckets)."""
     x = _data(2)
@@ -162,6 +163,7 @@ def test_init_states_twin_cecib():
         assert np.all(act[:, 0]) and not act[:, 1:].any()
 
 
+@pytest.mark.slow  # C3L's statistics (the same kernel as CEC-IB's with J > 0)
 def test_init_states_twin_c3l():
     rng = np.random.default_rng(6)
     x = np.concatenate([rng.normal(size=(70, 4)) * [1, 3, 1, 1],
