@@ -30,6 +30,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
 from ppclust.families import GaussianNIW, SphericalGaussian
 
 try:  # numba is a run-time dependency; without it (e.g. a Python it has no wheel for) XLA sweeps run

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
 from ppclust.metrics import contingency
 
 try:  # numba compiles the search loop; without it the same Python function runs (slowly)

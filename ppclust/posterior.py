@@ -226,7 +226,7 @@ def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
     draws; ``attrs``: settings and prior, stored on the root (non-scalar values as JSON strings); ``dims``:
     dimension names of the non-scalar variables (``"obs"`` for points).
     """
-    import arviz as az
+    import arviz_base as az  # ArviZ's data layer only: ``arviz`` itself also imports its plots and matplotlib
     import xarray as xr
 
     groups = {"posterior": posterior}

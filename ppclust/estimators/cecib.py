@@ -197,15 +197,11 @@ class CECIB(ClusterMixin, BaseEstimator):
         # as families.gaussian_map_estimate under an NIW "prior" with kappa0 = 0, psi0 = rho I, nu0 = -(d + 2)
         rho = _hartigan.ridge(X, reg)
         with x64():
-            # on the engine's size bucket (padding rows: label n_clusters_, a zero one-hot row, so in no
-            # statistic): a new n in a bucket seen before compiles nothing (issue 18)
-            pad = _hartigan.bucket(n) - n
-            # and with n_clusters slots (the live ones first, the rest empty and cut off): the number of
-            # clusters found does not change the compiled program either
+            # with n_clusters slots (the live ones first, the rest empty and cut off): the number of clusters
+            # found does not change the compiled program; the sums over points are on the host, so a new n
+            # compiles nothing either (issue 18)
             k_cap = max(int(self.n_clusters), self.n_clusters_)
-            lab_p = np.pad(self.labels_, (0, pad), constant_values=k_cap)
-            params = _cluster_gaussians(_dev(np.pad(X, ((0, pad), (0, 0)))), _dev(lab_p), jnp.asarray(rho),
-                                        k_cap)
+            params = _cluster_gaussians(X, self.labels_, rho, k_cap)
             live_k = slice(0, self.n_clusters_)
             self.weights_ = np.asarray(params.weights)[live_k]
             self.means_ = np.asarray(params.means)[live_k]
@@ -245,16 +241,26 @@ class CECIB(ClusterMixin, BaseEstimator):
         return np.argmax(score, 1).astype(np.int64)
 
 
-@partial(jax.jit, static_argnums=3)
-def _cluster_gaussians(x, labels, rho, k):
+def _cluster_gaussians(x, labels, rho, k, chunk=4096):
     r"""The clusters' ML Gaussians with the ridge as a pseudo-scatter, :math:`(S_k + \rho I) / n_k`: the
     MAP estimate of :func:`ppclust.families.gaussian_map_estimate` under an NIW "prior" with
     :math:`\kappa_0 = 0`, :math:`\Psi_0 = \rho I`, :math:`\nu_0 = -(d + 2)` (weights :math:`n_k / n`,
-    means :math:`s_k / n_k`)."""
-    d = x.shape[1]
-    stats = families.gaussian_moment_stats(x, jax.nn.one_hot(labels, k, dtype=x.dtype), "full")
-    ridge = families.NIWPrior(jnp.ones((), x.dtype), jnp.zeros(d, x.dtype), jnp.zeros((), x.dtype),
-                              jnp.asarray(-(d + 2.0), x.dtype), rho * jnp.eye(d, dtype=x.dtype))
+    means :math:`s_k / n_k`). The moment statistics (:func:`ppclust.families.gaussian_moment_stats`, sums
+    over points) are summed on the host in chunks of ``chunk`` points; the estimate is jitted on (k, d)."""
+    x = np.asarray(x, np.float64)
+    one_hot = np.eye(k)
+    parts = [families.gaussian_moment_stats(x[i:i + chunk], one_hot[labels[i:i + chunk]], "full")
+             for i in range(0, len(x), chunk)]
+    stats = tuple(_dev(sum(p[j] for p in parts)) for j in range(3))
+    return _map_estimate(stats, jnp.asarray(rho, jnp.float64))
+
+
+@jax.jit
+def _map_estimate(stats, rho):
+    d = stats[1].shape[1]
+    dt = stats[1].dtype
+    ridge = families.NIWPrior(jnp.ones((), dt), jnp.zeros(d, dt), jnp.zeros((), dt),
+                              jnp.asarray(-(d + 2.0), dt), rho * jnp.eye(d, dtype=dt))
     return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
 
 

@@ -271,15 +271,17 @@ class TVClust(ClusterMixin, BaseEstimator):
             xj = jnp.asarray(X)
             links = make_links(n, side=side) if side.n_links else make_links(n)
             nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
-            psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
+            psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
             kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)  # see the docstring
-            family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, covariance_type)
+            # host arrays put on the device: no program compiled per shape (issue 18)
+            family = GaussianNIW(*jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)),
+                                 covariance_type)
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
-                init_labels = hartigan.voronoi(xj, hartigan.init_kmeanspp(key_init, xj, k0))
+                init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
             sample, extra = gibbs.sample, {}
             if self.algorithm == "subcluster":
                 sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices))

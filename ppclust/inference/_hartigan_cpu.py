@@ -50,6 +50,8 @@ import math
 
 import numpy as np
 
+from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
+
 try:  # numba is a run-time dependency; without it the XLA engine runs
     import numba
     from numba import uint64 as U

@@ -354,8 +354,8 @@ def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0
     ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
-    tvar = jnp.var(z[:, :n_dec], axis=0)
-    floor = var_floor_rel * jnp.where(tvar > 0, tvar, 1.0)
+    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n (issue 18)
+    floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
     rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
     return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec,
                    jnp.asarray(rho, z.dtype))

@@ -150,6 +150,26 @@ def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alph
                       jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False), theta)
 
 
+@partial(jax.jit, static_argnames=("k_max", "n_chains"))
+def _init_chains(x, links, family, labels, p, q, alpha, *, k_max, n_chains) -> GibbsState:
+    """:func:`init` broadcast over ``n_chains`` as one program (the set-up of :func:`sample`: a new process
+    traces and lowers one program instead of dozens of eager operations)."""
+    one = init(x, links, family, k_max=k_max, labels=labels, p=p, q=q, alpha=alpha)
+    return jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+
+
+@partial(jax.jit, static_argnames=("n_chains", "n_samples", "surplus"))
+def _draw_keys(key, *, n_chains, n_samples, surplus):
+    """(n_chains, n_samples + surplus) keys: draw j of chain c uses ``split(chain key c, n_samples)[j]``,
+    surplus draws (dropped) ``split(fold_in(chain key c, 1), surplus)``."""
+    chain_keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
+    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
+    if surplus:
+        extra = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 1), surplus))(chain_keys)
+        draw_keys = jnp.concatenate([draw_keys, extra], axis=1)
+    return draw_keys
+
+
 def _check_modes(pq, partition, sample_alpha, algorithm="collapsed"):
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
@@ -317,8 +337,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         if init_labels is None:
             init_labels = jnp.argmax(point_logprior, axis=1).astype(jnp.int32)
     if init_state is None:
-        one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
-        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+        state = _init_chains(x, links, family, init_labels, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
         if algorithm == "explicit":
             keys0 = jax.random.split(jax.random.fold_in(key, 0x7FFFFFFF), n_chains)
             state = state._replace(theta=jax.vmap(family.sample_posterior)(keys0, state.stats))
@@ -343,12 +362,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         chunk = max(1, 100 // max(thin, 1)) if show else max(n_samples, 1)
     n_chunks = max(1, -(-n_samples // chunk))
     per_chunk = -(-n_samples // n_chunks)
-    chain_keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
-    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
-    surplus = n_chunks * per_chunk - n_samples
-    if surplus:
-        extra = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 1), surplus))(chain_keys)
-        draw_keys = jnp.concatenate([draw_keys, extra], axis=1)
+    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_samples,
+                           surplus=n_chunks * per_chunk - n_samples)
 
     def call(c, state, first_lo, first_hi, thin):
         keys = place(draw_keys[:, c * per_chunk:(c + 1) * per_chunk])

@@ -89,12 +89,13 @@ from jax import lax
 
 from ppclust._devices import axis_sharding
 from ppclust.families import ml_entropy
+from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 
 __all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
            "build", "BatchResult", "cluster_cost", "run",
            "fit", "fit_batch", "assignment_costs",
-           "init_kmeanspp", "init_random", "voronoi", "resolve_backend", "BACKENDS", "JITTER", "ridge",
-           "singular_data", "bucket"]
+           "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
+           "JITTER", "ridge", "singular_data", "bucket"]
 
 BACKENDS = ("auto", "numba", "xla")
 
@@ -285,29 +286,33 @@ def resolve_backend(backend: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def init_kmeanspp(key: Array, x: Array, K: int, n_valid=None) -> Array:
-    """K distinct seed indices by D^2 sampling (first uniform), as the authors' Java demo.
+#: k-means++ seed indices (one definition, :func:`ppclust.inference.init.kmeanspp_indices`): K distinct
+#: points by D^2 sampling, the first uniform, as the authors' Java demo.
+init_kmeanspp = kmeanspp_indices
 
-    ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
-    that is never drawn; the draws equal those on the unpadded rows (shape buckets, see :func:`fit`)."""
-    n = x.shape[0]
-    m = n if n_valid is None else n_valid
-    live = jnp.arange(n) < m
-    keys = jax.random.split(key, K)
-    first = jax.random.randint(keys[0], (), 0, m, dtype=jnp.int32)
-    d2 = jnp.where(live, jnp.sum((x - x[first]) ** 2, -1), 0.0)
-    idx = jnp.zeros(K, jnp.int32).at[0].set(first)
 
-    def body(j, carry):
-        idx, d2 = carry
-        tot = d2.sum()
-        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / m, 0.0))
-        c = jax.random.choice(keys[j], n, p=p).astype(jnp.int32)
-        d2 = jnp.minimum(d2, jnp.sum((x - x[c]) ** 2, -1))
-        return idx.at[j].set(c), d2
+def kmeanspp_partition(key: Array, x, K: int, backend: str = "auto") -> Array:
+    """(n,) int32 partition of ``x`` by its nearest k-means++ seed, ``voronoi(x, init_kmeanspp(key, x, K))``
+    (the Gibbs / TVClust start). With the compiled backend (``"auto"`` on CPU) by the numba twins from
+    draws whose shape does not depend on n (:mod:`._init_cpu`; no program traced per data set, the same
+    seeds as the JAX function), else as one jitted program."""
+    if resolve_backend(backend) == "numba":
+        from ppclust.inference import _init_cpu
 
-    idx, _ = lax.fori_loop(1, K, body, (idx, d2))
-    return idx
+        x_np = np.array(x, np.float64)
+        first, u = _kmeanspp_draws_one(key, np.int32(x_np.shape[0]), K=K, dtype="float64")
+        return _put(_init_cpu.initial_labels(np.array(first)[None], np.array(u)[None], x_np, K)[0])
+    return _kmeanspp_partition(key, x, K=K)
+
+
+@partial(jax.jit, static_argnames=("K", "dtype"))
+def _kmeanspp_draws_one(key, m, *, K, dtype):
+    return kmeanspp_uniforms(key, K, m, dtype)
+
+
+@partial(jax.jit, static_argnames=("K",))
+def _kmeanspp_partition(key, x, *, K):
+    return voronoi(x, init_kmeanspp(key, x, K))
 
 
 def voronoi(x: Array, centre_idx: Array) -> Array:
@@ -482,17 +487,31 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-        # the jitted set-up runs on n padded to a size bucket (same draws and partitions), so a new n
-        # reuses the compiled program; the compiled loop itself takes any n
+        # the set-up is compiled (numba) for any n: k-means++ from draws whose shape does not depend on n
+        # (the same seeds as the XLA engine's), initial statistics in _run_cpu; only init="random" draws
+        # per point, jitted on n padded to a size bucket (the labels of the real rows do not depend on it)
         n = x.shape[0]
-        xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
-        labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
-                                             n_valid=np.int32(n)))[:, :n]
+        if init == "kmeans++":
+            from ppclust.inference import _init_cpu
+
+            first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
+            labels0 = _init_cpu.initial_labels(np.array(first), np.array(u), np.array(x, np.float64), K)
+        else:
+            xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
+            labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
+                                                 n_valid=np.int32(n)))[:, :n]
         res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
                        reassign=reassign, tol=tol, order=None)
         return _pick_best_host(res)
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "dtype"))
+def _kmeanspp_draws(key, m, *, K, n_init, dtype):
+    """The k-means++ draws of ``n_init`` restarts among ``m`` points (traced: one program for every n):
+    ``first`` (n_init,), ``u`` (n_init, K), as :func:`_initial_labels` draws them."""
+    return jax.vmap(lambda k: kmeanspp_uniforms(k, K, m, dtype))(jax.random.split(key, n_init))
 
 
 def bucket(n: int) -> int:
@@ -547,29 +566,19 @@ def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign,
 
 def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order,
              _kernel_args: list | None = None) -> HartiganResult:
-    """The compiled engine for a batch of R initial partitions ``labels0`` (R, n): initial statistics
-    and costs by the cost's own JAX code, then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
+    """The compiled engine for a batch of R initial partitions ``labels0`` (R, n): initial statistics,
+    costs and live slots by :func:`._init_cpu.init_states` (the compiled twin of :func:`_init_states`, any n
+    without a new program), then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
     from ppclust.inference import _hartigan_cpu as cpu
+    from ppclust.inference import _init_cpu
 
-    x = x if isinstance(x, jax.Array) else _put(x)
     R, n = np.shape(labels0)
-    pad = bucket(n) - n  # the jitted set-up on a size bucket: padding rows (label K, side -1) count nowhere
-    side_p = jax.tree_util.tree_map(
-        lambda v: _put(np.pad(np.asarray(v), [(0, pad)] + [(0, 0)] * (np.ndim(v) - 1),
-                              constant_values=-1 if np.issubdtype(np.asarray(v).dtype, np.integer) else 0)),
-        side)
-    labels_p = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, pad)), constant_values=K)
-    x_p = _put(np.pad(np.asarray(x), ((0, pad), (0, 0))))
-    labels0, stats, costs, active = _init_states(cost, x_p, side_p, _put(labels_p), K=K)
-    labels0 = np.asarray(labels0)[:, :n]
-    cs = jax.vmap(cost.to_cpu)(stats)
     f64 = np.float64
 
     def own(a, dtype=f64):
         return np.array(a, dtype=dtype, order="C", copy=True)
 
     prm_d = cost.cpu_params()
-    n_ml = cs.s.shape[-1]
     prm = np.zeros(6)
     prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
     prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
@@ -579,39 +588,35 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
     p = own(np.atleast_1d(np.asarray(prm_d.get("p", np.zeros(0)))))
     floor = own(np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)))))
+    m = int(prm_d.get("n_labels", 0))
+    J = p.shape[0]
+    x_np = own(x)  # a writable copy: one numba signature whether x came from JAX (read-only) or NumPy
+    n_ml = x_np.shape[1] - J
     side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
     order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
-    # the compiled loop takes slots in tiles: pad K to Kp with dead slots (identity factor, count 1)
+    # the compiled loop takes slots in tiles: K padded to Kp with dead slots (identity factor, count 1)
     Kp = -(-K // cpu.TILE) * cpu.TILE
-
-    def pad(a, axis=1, fill=0.0):
-        a = np.asarray(a)
-        width = [(0, 0)] * a.ndim
-        width[axis] = (0, Kp - K)
-        return np.ascontiguousarray(np.pad(a, width, constant_values=fill))
-
     labels = own(labels0, np.int32)
-    act = pad(own(active, np.bool_), fill=False)
-    nn = pad(own(cs.n), fill=1.0)
-    sT = pad(np.swapaxes(np.asarray(cs.s, f64), 1, 2), axis=2)
-    L = np.asarray(cs.scale, f64)
-    L = np.where(np.isfinite(L), L, 0.0) if n_ml else np.zeros((R, K, 0, 0))
-    L = np.concatenate([L, np.broadcast_to(np.eye(n_ml), (R, Kp - K, n_ml, n_ml))], axis=1)
-    L = np.ascontiguousarray(L.transpose(0, 2, 3, 1))
-    tmean, tm2 = pad(own(cs.t_mean)), pad(own(cs.t_m2))
-    counts, nlab, clogc = pad(own(cs.counts)), pad(own(cs.n_lab)), pad(own(cs.clogc))
-    cst = pad(own(costs))
+    act = np.zeros((R, Kp), np.bool_)
+    nn = np.zeros((R, Kp))
+    sT = np.zeros((R, n_ml, Kp))
+    L = np.zeros((R, n_ml, n_ml, Kp))
+    tmean, tm2 = np.zeros((R, Kp, J)), np.zeros((R, Kp, J))
+    counts, nlab, clogc = np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp))
+    cst = np.zeros((R, Kp))
+    _init_cpu.init_states(x_np, side_np, labels, K, float(prm_d.get("ridge", 0.0)), prm, p, floor, nn, sT, L,
+                          tmean, tm2, counts, nlab, clogc, cst, act)
+    L = np.where(np.isfinite(L), L, 0.0)  # singular initial slots are dead (the loop gives them identity)
     trace = np.full((R, max_passes + 1), np.nan)
     ktrace = np.zeros((R, max_passes + 1), np.int32)
     n_passes = np.zeros(R, np.int32)
     converged = np.zeros(R, np.bool_)
-    args = (np.ascontiguousarray(np.asarray(x, f64)), side_np, order_np, labels, act, nn, sT, L, tmean, tm2,
-            counts, nlab, clogc, cst, prm, p, floor, int(max_passes), reassign == "immediate", trace, ktrace,
-            n_passes, converged)
+    args = (x_np, side_np, order_np, labels, act, nn, sT, L, tmean, tm2, counts, nlab, clogc, cst, prm, p,
+            floor, int(max_passes), reassign == "immediate", trace, ktrace, n_passes, converged)
     if _kernel_args is not None:  # benchmarks time the compiled loop alone on copies of these
         _kernel_args.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     cpu.run_batch(*args)
-    scale = L.transpose(0, 3, 1, 2)[:, :K] if n_ml else np.asarray(cs.scale)
+    scale = L.transpose(0, 3, 1, 2)[:, :K]
     out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
                    nlab[:, :K], clogc[:, :K])
     out = CPUStats(*(_put(v) for v in out))
@@ -619,9 +624,9 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     stats = jax.vmap(cost.from_cpu)(out)
     cst_j = _put(cst)
     act_j = _put(act)
-    energy = jnp.sum(jnp.where(act_j, cst_j, 0.0), -1)
+    energy = _put(np.sum(np.where(act, cst, 0.0), -1))
     return HartiganResult(_put(labels), act_j, stats, cst_j, energy, _put(n_passes), _put(converged),
-                          _put(trace, x.dtype), _put(ktrace))
+                          _put(trace, x_np.dtype), _put(ktrace))
 
 
 def _put(a, dtype=None):

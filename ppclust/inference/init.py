@@ -1,7 +1,16 @@
 """Seeding of cluster centres shared by the solvers (k-means++ D^2 sampling, Arthur & Vassilvitskii 2007).
 
-Used by :mod:`ppclust.inference.em` (and the Gibbs start of the semi-supervised GMM). Inputs are assumed
-validated; pure JAX, jittable.
+One definition of k-means++ for every caller: the Hartigan engine (CEC-IB, C3L; :func:`kmeanspp_indices`,
+re-exported as ``hartigan.init_kmeanspp``), the Gibbs and TVClust starts, and EM / the semi-supervised
+GMM with fixed centres (:func:`kmeanspp_centres`). Inputs are assumed validated; pure JAX, jittable.
+
+The random draws are separated from the selection: :func:`kmeanspp_uniforms` draws one uniform index
+(the first centre) and one uniform in [0, 1) per centre, a shape that does not depend on the number of
+points; :func:`kmeanspp_from_uniforms` turns them into centres by inverse-CDF sampling on the cumulative
+D^2 weights (the algorithm of ``jax.random.choice`` with ``p``). Its compiled twin
+``ppclust.inference._init_cpu.kmeanspp_from_uniforms`` takes the same uniforms, so the compiled Hartigan
+engine seeds any n without a program compiled per n and picks the same seeds as the XLA engine
+(``tests/inference/test_init_cpu.py``).
 """
 
 from __future__ import annotations
@@ -9,35 +18,80 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["kmeanspp_centres", "nearest_centre"]
+__all__ = ["kmeanspp_centres", "kmeanspp_indices", "kmeanspp_uniforms", "kmeanspp_from_uniforms",
+           "nearest_centre"]
+
+
+def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):
+    """The random numbers of one k-means++ seeding of ``k`` centres among ``m`` points (``m`` may be traced):
+    ``first`` (int32, uniform in 0..m-1) and ``u`` (k,) uniforms in [0, 1) of ``dtype``, centre j drawing
+    with ``u[j]``. ``key`` is split into k keys; ``first`` comes from the first, ``u[j]`` from the j-th (the
+    draws of ``jax.random.randint`` and ``jax.random.choice``)."""
+    keys = jax.random.split(key, k)
+    first = jax.random.randint(keys[0], (), 0, m, dtype=jnp.int32)
+    u = jax.vmap(lambda kj: jax.random.uniform(kj, (), dtype=dtype))(keys)
+    return first, u
+
+
+def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
+    """k-means++ D^2 selection from the draws of :func:`kmeanspp_uniforms`: ``(idx (k,), centres (k, d))``.
+
+    The rows of ``centres`` where ``fixed`` is True (e.g. labelled class means) are kept and count as
+    already chosen (their ``idx`` is -1); the others are filled in order: with no centre chosen yet, point
+    ``first``; then point i with probability ``D(x_i)^2 / sum_j D(x_j)^2`` (D the distance to the nearest
+    chosen centre), drawn by inverse CDF with ``u[j]`` (the first i with ``cumsum(p)_i >= cumsum(p)_{-1}
+    (1 - u_j)``); uniformly over the points when every point sits on a centre. A point at distance 0 is
+    never drawn, so the seeds are distinct points while any other point is left.
+
+    ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
+    that is never drawn; the draws equal those on the unpadded rows.
+    """
+    n = x.shape[0]
+    k = centres.shape[0]
+    m = n if n_valid is None else n_valid
+    live = jnp.arange(n) < m
+    any_fixed = jnp.any(fixed)
+    d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)  # (n, k)
+    big = jnp.finfo(x.dtype).max
+    dmin0 = jnp.min(jnp.where(fixed[None], d_fixed, big), axis=1)
+    d2_0 = jnp.where(live & any_fixed, dmin0, 0.0)
+
+    def body(j, carry):
+        idx, cs, d2, any_chosen = carry
+        tot = d2.sum()
+        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / m, 0.0))
+        cum = jnp.cumsum(p)
+        i = jnp.searchsorted(cum, cum[-1] * (1 - u[j])).astype(jnp.int32)
+        i = jnp.where(any_chosen, i, first)
+        take = ~fixed[j]
+        c = jnp.where(take, x[i], cs[j])
+        dnew = jnp.where(live, jnp.sum((x - c[None]) ** 2, -1), 0.0)
+        d2 = jnp.where(take, jnp.where(any_chosen, jnp.minimum(d2, dnew), dnew), d2)
+        return idx.at[j].set(jnp.where(take, i, -1)), cs.at[j].set(c), d2, any_chosen | take
+
+    idx0 = jnp.full(k, -1, jnp.int32)
+    idx, cs, _, _ = jax.lax.fori_loop(0, k, body, (idx0, centres.astype(x.dtype), d2_0, any_fixed))
+    return idx, cs
 
 
 def kmeanspp_centres(key, x, centres, fixed):
-    """Fill the rows of ``centres`` (k, d) where ``fixed`` is False by k-means++ D^2 sampling.
+    """Fill the rows of ``centres`` (k, d) where ``fixed`` is False by k-means++ D^2 sampling
+    (:func:`kmeanspp_from_uniforms` with the draws of :func:`kmeanspp_uniforms`).
 
     The fixed rows (e.g. labelled class means) count as already chosen. With no fixed row, the first
     centre is a uniformly drawn point.
     """
-    k = centres.shape[0]
-    big = jnp.finfo(x.dtype).max
-    d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)  # (n, k)
-    dmin0 = jnp.min(jnp.where(fixed[None], d_fixed, big), axis=1)
-    keys = jax.random.split(key, k)
+    first, u = kmeanspp_uniforms(key, centres.shape[0], x.shape[0], x.dtype)
+    return kmeanspp_from_uniforms(first, u, x, centres, fixed)[1]
 
-    def body(j, carry):
-        cs, dmin, any_chosen = carry
-        # D^2 weights; uniform before the first centre or when every point sits on a centre
-        logits = jnp.where(dmin > 0, jnp.log(jnp.maximum(dmin, 1e-300)), -jnp.inf)
-        uniform = ~any_chosen | jnp.all(jnp.isneginf(logits))
-        logits = jnp.where(uniform, 0.0, logits)
-        i = jax.random.categorical(keys[j], logits).astype(jnp.int32)
-        take = ~fixed[j]
-        c = jnp.where(take, x[i], cs[j])
-        dnew = jnp.minimum(jnp.where(any_chosen, dmin, big), jnp.sum((x - c[None]) ** 2, axis=1))
-        return cs.at[j].set(c), jnp.where(take, dnew, dmin), any_chosen | take
 
-    cs, _, _ = jax.lax.fori_loop(0, k, body, (centres, dmin0, jnp.any(fixed)))
-    return cs
+def kmeanspp_indices(key, x, K: int, n_valid=None):
+    """K distinct seed indices (int32) by D^2 sampling, the first uniform (the authors' Java demo of
+    CEC-IB; :func:`kmeanspp_from_uniforms` with no fixed centre). ``n_valid``: see there."""
+    m = x.shape[0] if n_valid is None else n_valid
+    first, u = kmeanspp_uniforms(key, K, m, x.dtype)
+    centres = jnp.zeros((K, x.shape[1]), x.dtype)
+    return kmeanspp_from_uniforms(first, u, x, centres, jnp.zeros(K, bool), n_valid)[0]
 
 
 def nearest_centre(x, centres, allowed):
