@@ -158,6 +158,15 @@ def _host(args, flags):
     return labi.reshape(batch + labi.shape[1:]), flt.reshape(batch + flt.shape[1:])
 
 
+def _ir_inline(fn):
+    """A small per-point kernel shared by the sweep and the PSIS-LOO kernel, inlined into both by numba's IR
+    inlining (``inline="always"``): as a numba call per point the A/B timed the sweep at 0.65x at d = 2
+    (``results/tvclust_refactor.md``). Only helpers with few array arguments: each inlined array argument
+    still costs reference counting per point (an inlined leave-one-out helper with 16 arrays measured the
+    diag sweep at 0.90x), and IR inlining re-types the body at each call site (first-compile time)."""
+    return compile_kernel(fn, inline="always")
+
+
 # ---------------------------------------------------------------------------------------------------
 # numba kernels. Per chain: state arrays (labels, n, s, scale, counts, overflow) are updated in place.
 # Full-covariance Cholesky factors are stored column-major (L[j, m] at m * d + j).
@@ -173,7 +182,7 @@ def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
     return _crp_weight(nk, log_alpha, alpha_k, finite) + predictive_log_norm(nk, code, d, nu0)
 
 
-@inline_kernel
+@_ir_inline
 def _crp_weight(nk, log_alpha, alpha_k, finite):
     """A slot's log prior weight from its size (x_i left out): log(n_k + alpha/K) for the finite
     Dirichlet mixture, else the CRP's log n_k for an occupied slot and log alpha for a new cluster
@@ -214,7 +223,7 @@ def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, f
     return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w)
 
 
-@inline_kernel
+@_ir_inline
 def _candidates(n, k_old, finite, cand):
     """The slots x_i may move to, in slot order, written to ``cand[:na]``: the occupied ones and the first
     free one (a new cluster), every slot for a finite mixture. Returns ``(na, new, a_old)``: their number,
@@ -233,24 +242,6 @@ def _candidates(n, k_old, finite, cand):
             cand[na] = k
             na += 1
     return na, new, a_old
-
-
-@inline_kernel
-def _leave_out(k_old, xi, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, w, v, keep, table, log_alpha,
-               alpha_k, finite):
-    """x_i's own slot k_old without x_i. When the slot keeps other points (full covariance) its log-weight
-    comes in closed form from the current factor (:func:`_loo_full`) and the slot is left as it is; else
-    (NaN returned) the slot is saved to ``keep`` (:func:`_save_slot`, restored if x_i is drawn back there),
-    x_i is removed by a rank-one downdate and the slot's cache refreshed."""
-    lw_own = np.nan
-    if code == FULL and n[k_old] >= 2.0:
-        lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
-    if lw_own != lw_own:
-        _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
-        rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-        _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
-                 finite)
-    return lw_own
 
 
 @inline_kernel
@@ -298,7 +289,7 @@ def link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, x
     return base
 
 
-@inline_kernel
+@_ir_inline
 def clear_link_slots(i, labels, nbr, sgn, f, st, link):
     """Zero the scratch ``f``, ``st``, ``link`` at the slots of i's neighbours (what :func:`link_counts` and
     :func:`link_terms` wrote), so that every slot reads zero for the next point."""
@@ -404,9 +395,15 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         k_old = labels[i]
         # x_i's own slot without x_i: in closed form from the current factor when the slot keeps other
         # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
-        lw_own = _leave_out(k_old, xi, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, w, v, keep,
-                            table, log_alpha, alpha_k, finite)
+        lw_own = np.nan
+        if code == FULL and n[k_old] >= 2.0:
+            lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
         removed = lw_own != lw_own
+        if removed:  # (not a shared helper: inlined, its 16 array arguments cost the diag sweep 10%)
+            _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+            rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+            _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
+                     finite)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
         F, S, deg = link_counts(i, labels, nbr, sgn, wgt, f, st)
         c0 = counts[0] - f[k_old]
@@ -572,9 +569,16 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
         for i in range(npts):
             xi = x[i]
             k_old = lab[i]
-            lw_own = _leave_out(k_old, xi, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, w, v, keep,
-                                table, log_alpha, alpha_k, finite)
+            lw_own = np.nan
+            if code == FULL and n[k_old] >= 2.0:
+                lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k,
+                                   finite)
             removed = lw_own != lw_own
+            if removed:  # as in the sweep (_sweep_one)
+                _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+                rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
+                _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
+                         alpha_k, finite)
             F, Sn, deg = link_counts(i, lab, nbr, sgn, wgt, f, st)
             if deg > 0:
                 link_terms(i, lab, nbr, sgn, f, st, F, Sn, counts[0] - f[k_old], counts[1] - st[k_old],
