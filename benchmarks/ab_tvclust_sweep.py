@@ -4,7 +4,7 @@ On a shared, loaded machine two benchmark runs minutes apart differ by 2-4x; her
 alternate run by run (each a fresh process pinned to one core, compiled before timing), so drift hits both
 alike. The revision is exported with ``git archive`` into a temporary folder. Writes its section of
 benchmarks/results/tvclust_refactor.md. Usage:
-python -m benchmarks.ab_tvclust_sweep [--rev 383666b] [--n 3000] [--rounds 3]
+python -m benchmarks.ab_tvclust_sweep [--rev 383666b] [--n 3000] [--rounds 3] [--clock cpu] [--compile]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
 from ppclust.models.tvclust import TVClustPrior, make_links, sample_prior
 d, n, cov, backend, sweeps = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+clock = time.process_time if sys.argv[6] == "cpu" else time.perf_counter
 with x64():
     x, truth, pairs, sign = sample_prior(jax.random.key(0), n, dim=d, labels=np.arange(n) % 10,
                                          link_fraction=0.01)
@@ -38,16 +39,48 @@ with x64():
     gibbs.sample(jax.random.key(0), xj, links, fam, TVClustPrior(), **kw)  # compile
     times = []
     for _ in range(3):
-        t = time.perf_counter()
+        t = clock()
         gibbs.sample(jax.random.key(1), xj, links, fam, TVClustPrior(), **kw)
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
 print(n * sweeps / min(times))
 """
 
 
-def _rate(src: Path, d, n, cov, backend, sweeps) -> float:
+COMPILE_SNIPPET = r"""
+import time
+from ppclust._warmup import warmup
+print(warmup()["TVClust"])
+"""
+
+
+def _compile_seconds(src: Path, cache: Path) -> float:
+    """Seconds of the warm-up's TVClust fit (sweep + PSIS-LOO kernels) with the numba cache at ``cache``."""
+    env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(cache))
+    cmd = [sys.executable, "-c", COMPILE_SNIPPET]
+    if hasattr(os, "sched_getaffinity"):
+        cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=src)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _compile_rows(before: Path, rounds: int) -> list:
+    """Cold (empty numba cache) minus warm (same cache, second process) warm-up TVClust fit per side."""
+    secs = {"before": [], "after": []}
+    for r in range(rounds):
+        for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+            src = before if side == "before" else ROOT
+            with tempfile.TemporaryDirectory() as cache:
+                cold = _compile_seconds(src, Path(cache))
+                warm = _compile_seconds(src, Path(cache))
+            secs[side].append((cold, warm))
+    b = min(c - w for c, w in secs["before"])
+    f = min(c - w for c, w in secs["after"])
+    return [["warm-up TVClust fit: cold - warm numba cache (s)", f"{b:.1f}", f"{f:.1f}", f"{f / b:.2f}"]]
+
+
+def _rate(src: Path, d, n, cov, backend, sweeps, clock="wall") -> float:
     env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, "-c", SNIPPET, str(d), str(n), cov, backend, str(sweeps)]
+    cmd = [sys.executable, "-c", SNIPPET, str(d), str(n), cov, backend, str(sweeps), clock]
     if hasattr(os, "sched_getaffinity"):
         cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=src)
@@ -63,6 +96,10 @@ def main():
                                                       "2:full:xla", "10:full:xla"],
                     help="d:covariance:backend cells")
     ap.add_argument("--section", default="ab", help="section of the results file to (re)write")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time the numba compilation (warmup's TVClust fit, cold minus warm cache)")
+    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                    help="cpu: process CPU time (less sensitive to other jobs on a loaded machine)")
     a = ap.parse_args()
     configs = []
     for c in a.configs:
@@ -77,18 +114,26 @@ def main():
         for d, cov, backend, sweeps in configs:
             rates = {"before": [], "after": []}
             for _ in range(a.rounds):
-                rates["before"].append(_rate(before, d, a.n, cov, backend, sweeps))
-                rates["after"].append(_rate(ROOT, d, a.n, cov, backend, sweeps))
+                rates["before"].append(_rate(before, d, a.n, cov, backend, sweeps, a.clock))
+                rates["after"].append(_rate(ROOT, d, a.n, cov, backend, sweeps, a.clock))
             b, f = max(rates["before"]), max(rates["after"])
             rows.append([d, cov, backend, f"{b:,.0f}", f"{f:,.0f}", f"{f / b:.2f}"])
             print(rows[-1], flush=True)
+        comp = _compile_rows(before, a.rounds) if a.compile else []
+        print(comp, flush=True)
     text = ("## Interleaved A/B (`python -m benchmarks.ab_tvclust_sweep`)\n\n"
             f"Machine: {machine_info()}. Point-updates/s of `gibbs.sample` (one chain, float64, n={a.n}, "
-            "k_max=32, 10 true clusters, 1% of points linked, collapsed p/q, started at the true labels), "
+            "k_max=32, 10 true clusters, 1% of points linked, collapsed p/q, started at the true labels; "
+            f"{'process CPU' if a.clock == 'cpu' else 'wall'} time), "
             f"best of 3 timed calls per process after compilation, best of {a.rounds} processes per side; "
             "the sides alternate process by process. "
             f"before = `{a.rev}` (`git archive`), after = this tree.\n\n"
             + md_table(["d", "covariance", "backend", "before", "after", "after/before"], rows) + "\n")
+    if comp:
+        text += ("\nFirst-fit compile time (issue 18): seconds of `ppclust warmup`'s TVClust fit (sweep and "
+                 "PSIS-LOO kernels) with an empty numba cache minus the same with that cache filled, best of "
+                 f"{a.rounds} per side, alternating.\n\n"
+                 + md_table(["measure", "before", "after", "after/before"], comp) + "\n")
     print(text)
     write_section(RESULTS / "tvclust_refactor.md", a.section, text)
 

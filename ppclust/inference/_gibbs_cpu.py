@@ -158,6 +158,15 @@ def _host(args, flags):
     return labi.reshape(batch + labi.shape[1:]), flt.reshape(batch + flt.shape[1:])
 
 
+def _ir_inline(fn):
+    """A small per-point kernel shared by the sweep and the PSIS-LOO kernel, inlined into both by numba's IR
+    inlining (``inline="always"``): as a numba call per point the A/B timed the sweep at 0.65x at d = 2
+    (``results/tvclust_refactor.md``). Only helpers with few array arguments: each inlined array argument
+    still costs reference counting per point (an inlined leave-one-out helper with 16 arrays measured the
+    diag sweep at 0.90x), and IR inlining re-types the body at each call site (first-compile time)."""
+    return compile_kernel(fn, inline="always")
+
+
 # ---------------------------------------------------------------------------------------------------
 # numba kernels. Per chain: state arrays (labels, n, s, scale, counts, overflow) are updated in place.
 # Full-covariance Cholesky factors are stored column-major (L[j, m] at m * d + j).
@@ -170,13 +179,19 @@ def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
     """The part of a slot's log-weight that depends on its size only: the CRP / Dirichlet weight
     (log n_k, log alpha for the new cluster, or log(n_k + alpha/K)) plus the predictive's Gamma-function
     normaliser (TVClust eq. 11, Neal 2000 eq. 3.7; :func:`ppclust._families_cpu.predictive_log_norm`)."""
+    return _crp_weight(nk, log_alpha, alpha_k, finite) + predictive_log_norm(nk, code, d, nu0)
+
+
+@_ir_inline
+def _crp_weight(nk, log_alpha, alpha_k, finite):
+    """A slot's log prior weight from its size (x_i left out): log(n_k + alpha/K) for the finite
+    Dirichlet mixture, else the CRP's log n_k for an occupied slot and log alpha for a new cluster
+    (TVClust eq. 11, Neal 2000 eq. 3.7)."""
     if finite:
-        lw = math.log(nk + alpha_k)
-    elif nk > 0.0:
-        lw = math.log(nk)
-    else:
-        lw = log_alpha
-    return lw + predictive_log_norm(nk, code, d, nu0)
+        return math.log(nk + alpha_k)
+    if nk > 0.0:
+        return math.log(nk)
+    return log_alpha
 
 
 @inline_kernel
@@ -206,6 +221,27 @@ def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, f
     :func:`ppclust._families_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
     size = _size_cached(n[k] - 1.0, table, FULL, xi.shape[0], hyp[1], log_alpha, alpha_k, finite)
     return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w)
+
+
+@_ir_inline
+def _candidates(n, k_old, finite, cand):
+    """The slots x_i may move to, in slot order, written to ``cand[:na]``: the occupied ones and the first
+    free one (a new cluster), every slot for a finite mixture. Returns ``(na, new, a_old)``: their number,
+    the free slot (-1 if none: k_max exhausted) and x_i's own slot's position in ``cand``."""
+    na = 0
+    new = -1
+    a_old = -1
+    for k in range(n.shape[0]):
+        if finite or n[k] > 0.0:
+            if k == k_old:
+                a_old = na
+            cand[na] = k
+            na += 1
+        elif new < 0:
+            new = k
+            cand[na] = k
+            na += 1
+    return na, new, a_old
 
 
 @inline_kernel
@@ -251,6 +287,18 @@ def link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, x
                 lab = labels[nbr[i, j]]
                 link[lab] = f[lab] * xi1 - st[lab] * xi2
     return base
+
+
+@_ir_inline
+def clear_link_slots(i, labels, nbr, sgn, f, st, link):
+    """Zero the scratch ``f``, ``st``, ``link`` at the slots of i's neighbours (what :func:`link_counts` and
+    :func:`link_terms` wrote), so that every slot reads zero for the next point."""
+    for j in range(nbr.shape[1]):
+        if sgn[i, j] != 0.0:
+            lab = labels[nbr[i, j]]
+            f[lab] = 0.0
+            st[lab] = 0.0
+            link[lab] = 0.0
 
 
 @inline_kernel
@@ -317,7 +365,6 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
                pq, finite, has_lp):
     npts, d = x.shape
     K = n.shape[0]
-    dmax = nbr.shape[1]
     dt = x.dtype
     loc = np.empty((K, d), dt)
     b1 = np.empty((K, d), dt)
@@ -352,7 +399,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         if code == FULL and n[k_old] >= 2.0:
             lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
         removed = lw_own != lw_own
-        if removed:
+        if removed:  # (not a shared helper: inlined, its 16 array arguments cost the diag sweep 10%)
             _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
             rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
             _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
@@ -368,19 +415,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
             link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, xi2, link)
         # candidate slots in slot order: occupied ones and the first free one (new cluster, lw0 has
         # log alpha); every slot for a finite mixture
-        na = 0
-        new = -1
-        a_old = -1
-        for k in range(K):
-            if finite or n[k] > 0.0:
-                if k == k_old:
-                    a_old = na
-                cand[na] = k
-                na += 1
-            elif new < 0:
-                new = k
-                cand[na] = k
-                na += 1
+        na, new, a_old = _candidates(n, k_old, finite, cand)
         if not finite and new < 0:
             overflow = True
         skip = -1 if removed else k_old
@@ -417,12 +452,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         counts[3] = c3 + (S - st[k_new])
         labels[i] = k_new
         if deg > 0:
-            for j in range(dmax):
-                if sgn[i, j] != 0.0:
-                    lab = labels[nbr[i, j]]
-                    f[lab] = 0.0
-                    st[lab] = 0.0
-                    link[lab] = 0.0
+            clear_link_slots(i, labels, nbr, sgn, f, st, link)
     return overflow
 
 
@@ -496,7 +526,6 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
                K, out):
     S, npts = labels.shape
     d = x.shape[1]
-    dmax = nbr.shape[1]
     m_sc = sc0.shape[0]
     n = np.empty(K)
     s = np.empty((K, d))
@@ -545,7 +574,7 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
                 lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k,
                                    finite)
             removed = lw_own != lw_own
-            if removed:
+            if removed:  # as in the sweep (_sweep_one)
                 _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
                 _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
@@ -554,19 +583,7 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
             if deg > 0:
                 link_terms(i, lab, nbr, sgn, f, st, F, Sn, counts[0] - f[k_old], counts[1] - st[k_old],
                            counts[2] - (F - f[k_old]), counts[3] - (Sn - st[k_old]), pq, pri, xi1, xi2, link)
-            na = 0
-            new = -1
-            a_old = -1
-            for k in range(K):
-                if finite or n[k] > 0.0:
-                    if k == k_old:
-                        a_old = na
-                    cand[na] = k
-                    na += 1
-                elif new < 0:
-                    new = k
-                    cand[na] = k
-                    na += 1
+            na, _, a_old = _candidates(n, k_old, finite, cand)
             log_predictive_cached(code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1,
                                   w, logw)
             if not removed:
@@ -576,13 +593,8 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
             mb = -np.inf
             for a in range(na):
                 k = cand[a]
-                nk = n[k] - (1.0 if (k == k_old and not removed) else 0.0)
-                if finite:
-                    crp = math.log(nk + alpha_k)
-                elif k == new:
-                    crp = log_alpha
-                else:
-                    crp = math.log(nk)
+                crp = _crp_weight(n[k] - (1.0 if (k == k_old and not removed) else 0.0), log_alpha, alpha_k,
+                                  finite)
                 lw = logw[a] + link[k]
                 if has_lp:
                     lw += lpp[i, k]
@@ -604,9 +616,4 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
             if removed:
                 _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
             if deg > 0:
-                for j in range(dmax):
-                    if sgn[i, j] != 0.0:
-                        kk = lab[nbr[i, j]]
-                        f[kk] = 0.0
-                        st[kk] = 0.0
-                        link[kk] = 0.0
+                clear_link_slots(i, lab, nbr, sgn, f, st, link)
