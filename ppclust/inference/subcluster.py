@@ -319,12 +319,14 @@ def propose(key, is_split, labels, stats, x, family):
 
 def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
-    k_max = stats.n.shape[0]
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
     prop, log_q, ok, full, (a, b) = propose(k_prop, is_split, labels, stats, x, family)
-    lj_new, st_new, c_new = _log_joint(prop, x, links, family, prior, pq, p, q, k_max)
+    st_new = _proposal_stats(family, stats, x, is_split, prop, a, b)
+    c_new = pair_counts(prop, links).astype(x.dtype)
+    lj_new = (log_joint_from_stats(st_new, c_new, family, prior) if pq == "collapse"
+              else log_joint_from_stats(st_new, c_new, family, prior, p, q))
     log_pair = jnp.where(is_split, merge_pair_log_prob(a, b, st_new), merge_pair_log_prob(a, b, stats))
     log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
@@ -332,6 +334,24 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
     return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
             MoveInfo(is_split, log_h, acc))
+
+
+def _proposal_stats(family, stats, x, is_split, prop, a, b):
+    """The statistics of a proposed partition: only its two slots ``a`` (kept) and ``b`` (the split's new
+    slot / the merged slot, emptied) change. With ``family.pool`` (:class:`~ppclust.families.GaussianNIW`)
+    a merge pools the two slots' statistics (O(d^3), no pass over the points) and a split computes its
+    side B's statistics in one weighted pass (``family.weighted_stats``, a matrix product) and side A's as
+    the old slot minus side B; other families recompute every slot (``family.stats``)."""
+    k_max = stats.n.shape[0]
+    if not (hasattr(family, "pool") and hasattr(family, "weighted_stats")):
+        return family.stats(x, prop, k_max)
+    one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
+    side_b = family.weighted_stats(x, (prop == b).astype(x.dtype))  # the split's new slot
+    keep = jax.tree.map(lambda u, v: jnp.where(is_split, u, v),
+                        family.pool(one(a), side_b, -1.0), family.pool(one(a), one(b), 1.0))
+    other = jax.tree.map(lambda u, v: jnp.where(is_split, u, v), side_b, family.empty(1, x.shape[1], x.dtype))
+    put = lambda st, k, v: jax.tree.map(lambda s_, v_: s_.at[k].set(v_[0]), st, v)  # noqa: E731
+    return put(put(stats, a, keep), b, other)
 
 
 def _loglik_matrix(family, theta, x):

@@ -155,6 +155,37 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
 
 
+def test_proposal_stats_equal_recomputed_stats():
+    """The move's statistics of the proposed partition (two slots updated: a merge pools the pair, a
+    split computes one side by a weighted pass and the other as the difference) equal the statistics
+    recomputed from all points, for splits and merges (these enter the Hastings ratio via the log
+    joint)."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(9, 2)) + np.repeat([[0.0, 0.0], [3.0, 1.0], [0.0, 4.0]], 3, 0)
+    z = jnp.asarray(np.array([0, 0, 0, 2, 2, 2, 4, 4, 0], np.int32))
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        stats = fam.stats(xj, z, 5)
+
+        @jax.jit
+        def both(key, is_split):
+            prop, _, valid, _, (a, b) = subcluster.propose(key, is_split, z, stats, xj, fam)
+            got = subcluster._proposal_stats(fam, stats, xj, is_split, prop, a, b)
+            return got, fam.stats(xj, prop, 5), valid
+
+        seen = set()
+        for seed in range(8):
+            for is_split in (True, False):
+                got, ref, valid = both(jax.random.key(seed), jnp.asarray(is_split))
+                if not bool(valid):
+                    continue
+                for u, v in zip(got, ref, strict=True):
+                    np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-10)
+                seen.add(is_split)
+        assert seen == {True, False}
+
+
 def test_merge_pair_frequencies_match_their_probability():
     """The merge pairs ``propose`` draws (4 clusters at unequal distances, 4000 draws) occur with the
     probabilities ``merge_pair_log_prob`` puts in the Hastings ratio (and these match the brute-force
