@@ -196,10 +196,14 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48):
         hitc = first_hit(trc.labels[0], truth, 12, trc.n_clusters[0])
         rows.append(["collapsed (numba)", hitc if hitc else f"> {sweeps}", int(trc.n_clusters[0, -1]),
                      f"{ari(truth, trc.labels[0, -1]):.3f}", f"{tc:.3f}"])
+    marks = [t for t in (1, 2, 5, 10, 15, 20, 25, 30) if t <= sweeps]
+    trace = [["subcluster"] + [int(tr.n_clusters[0, t - 1]) for t in marks],
+             ["collapsed (numba)"] + [int(trc.n_clusters[0, t - 1]) for t in marks]]
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
             f"{sweeps} sweeps\n\n")
-    return text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95", "K (last)", "ARI (last)",
-                            "s/sweep"], rows)
+    return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95", "K (last)", "ARI (last)",
+                             "s/sweep"], rows)
+            + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace))
 
 
 def section_sklearn(n, sweeps):

@@ -76,13 +76,34 @@ label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch
 throughout: the unlinked block's data term and draw run fused over chunks of ``_DRAW_CHUNK`` rows
 (``family.log_likelihood_matrix``, matrix products; no (n, width) array is stored), a colour class is one
 gather of its neighbour-table rows and of its points, a split/merge proposal a few O(n) passes (the
-sub-cluster fit sees a fixed-size subsample); the sweep is one XLA program, chains a ``vmap`` axis.
+sub-cluster fit sees a fixed-size subsample; the statistics update touches two slots); the sweep is one
+XLA program, chains a ``vmap`` axis.
 Data parallel (``mesh``, :func:`_block_draw`): the unlinked block, the (n, width) part of a sweep, is
 drawn with ``jax.shard_map`` over a 1-D mesh of the points, its slot counts reduced with ``psum``; every
 point's draw depends on its own row and the replicated weights and parameters only, so the chain is the
 single-device chain (``tests/test_subcluster_multidevice.py``). The split/merge moves, the colour
 classes and the statistics still run replicated (their sums, the family statistics and pair counts,
 are the ones a fully sharded sweep would ``psum``).
+
+Cost of a move: the proposal's statistics change in two slots only (:func:`_proposal_stats`): a merge
+pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
+computes its new side's statistics in one weighted pass (``GaussianNIW.weighted_stats``, a matrix
+product) and the kept side's as the difference; the pair counts are :math:`O(m)`. What remains
+:math:`O(n)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the Bernoulli
+sides), the price of exactness here: see the next paragraph.
+
+Why not Chang & Fisher's augmented moves (sub-cluster labels kept in the state, the split proposing
+exactly the current sub-clusters, the merge setting the merged cluster's sub-clusters to the two old
+clusters): on an extended target :math:`p(z)\,h(s\mid z)` the merge's reverse split is deterministic,
+but the ratio then contains :math:`h(s_C = \{a, b\}\mid C)`, the probability of those very sub-cluster
+labels under the auxiliary's own distribution. For the sub-cluster posterior that Chang & Fisher sample
+the labels from, that is a 2-component mixture posterior over :math:`2^{n_C}` labellings with an
+intractable normaliser; their ratio leaves the term out, and so does not leave :math:`p(z)` exactly
+invariant. Any tractable :math:`h` (a product of Bernoullis given parameters) brings back an
+:math:`O(n_C)` evaluation per merge and, for two pieces of one blob, the same entropy of their boundary
+as the fresh fit's :math:`\log q`. The exact enumeration detects a ratio that leaves :math:`\log q` out
+(``tests/inference/test_subcluster.py``, ``test_enumeration_detects_a_ratio_without_the_proposal_
+probability``).
 
 Known weakness: a cluster disappears only through a merge, and a merge is accepted only if a fresh
 sub-cluster fit of the union proposes the two clusters back with a probability that the gain in

@@ -47,6 +47,26 @@ def test_matches_exact_enumeration(pq):
 
 
 @pytest.mark.slow
+def test_enumeration_detects_a_ratio_without_the_proposal_probability(monkeypatch):
+    """Power of the enumeration test: the same run with a Hastings ratio that leaves out log q (the
+    probability that the sub-cluster fit proposes this very bipartition: what a ratio treating the
+    proposed split as given by the state leaves out, e.g. Chang & Fisher's ratio with sub-cluster labels
+    kept in the state) must fail it."""
+    real = subcluster.split_merge_log_ratio
+
+    def wrong(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=None):
+        return real(is_split, lj_new, lj_old, n_clusters, jnp.zeros_like(log_q), log_pair)
+
+    monkeypatch.setattr(subcluster, "split_merge_log_ratio", wrong)
+    jax.clear_caches()  # the sampler is retraced with the wrong ratio
+    try:
+        _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
+    finally:
+        jax.clear_caches()
+    assert pval < 1e-6, (pval, tv)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("pq", ["collapse", "sample"])
 def test_matches_exact_enumeration_six_points(pq):
     """Bell(6) = 203 partitions, two colour classes of linked points plus the unlinked block."""
