@@ -627,4 +627,8 @@ def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples
 
         return jax.lax.scan(body, st, (jax.random.split(key, n_samples), jnp.arange(n_samples)))
 
+    if keys.shape[0] == 1:  # one chain: no vmap, so lax.switch over the label-block widths runs one branch
+        # (a batched branch index turns switch and cond into a select that runs every branch)
+        out = chain(keys[0], jax.tree.map(lambda a: a[0], state))
+        return jax.tree.map(lambda a: a[None], out)
     return jax.vmap(chain)(keys, state)
