@@ -196,10 +196,14 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48):
         hitc = first_hit(trc.labels[0], truth, 12, trc.n_clusters[0])
         rows.append(["collapsed (numba)", hitc if hitc else f"> {sweeps}", int(trc.n_clusters[0, -1]),
                      f"{ari(truth, trc.labels[0, -1]):.3f}", f"{tc:.3f}"])
+    marks = [t for t in (1, 2, 5, 10, 15, 20, 25, 30) if t <= sweeps]
+    trace = [["subcluster"] + [int(tr.n_clusters[0, t - 1]) for t in marks],
+             ["collapsed (numba)"] + [int(trc.n_clusters[0, t - 1]) for t in marks]]
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
             f"{sweeps} sweeps\n\n")
-    return text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95", "K (last)", "ARI (last)",
-                            "s/sweep"], rows)
+    return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95", "K (last)", "ARI (last)",
+                             "s/sweep"], rows)
+            + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace))
 
 
 def section_sklearn(n, sweeps):
@@ -231,14 +235,60 @@ def section_sklearn(n, sweeps):
     return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
 
 
+def section_profile(n, d, reps=3, k_max=32):
+    """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
+    compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
+    over its 50/50 split/merge draws), the block label step at width 16 (``_label_step``), the
+    statistics and pair counts of the end of the sweep, and the whole sweep (``step``, 4 moves)."""
+    from ppclust.inference.subcluster import _label_step, _move
+    from ppclust.models.tvclust import log_joint_from_stats
+    from ppclust.sideinfo import pair_counts
+
+    x, truth, pairs, sign = blobs(n, d)
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(d)
+        col = subcluster.colour_links(links, n)
+        st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
+                        alpha=PRIOR.alpha)
+        lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
+        mv = jax.jit(lambda k: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
+                                     "collapse", st.p, st.q)[0])
+        theta = fam.sample_posterior(jax.random.key(1), st.stats)
+        w = 16
+        log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
+        lab = jax.jit(lambda k: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
+                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q))
+        fin = jax.jit(lambda z: (fam.stats(xj, z, k_max), pair_counts(z, links)))
+        sw = jax.jit(lambda k: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4)[0].labels)
+        parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
+                 ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
+                 ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
+                 ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
+        rows = []
+        for name, f, arg in parts:
+            jax.block_until_ready(f(arg(0)))
+            ts = []
+            for i in range(1, reps + 1):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(arg(i)))
+                ts.append(time.perf_counter() - t0)
+            rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
+    text = (f"n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; median of {reps} calls "
+            f"after the compiling one, each part jitted on its own\n\n")
+    return text + md_table(["part", "ms"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
     ap.add_argument("--skip", default="",
-                    help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn")
+                    help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn,profile")
     ap.add_argument("--mesh-sweeps", type=int, default=5,
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
+    ap.add_argument("--label", default="current", help="names the code version in the profile section")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.n
     skip = set(args.skip.split(","))
@@ -267,6 +317,11 @@ def main():
         write_section(out, "subcluster-merge" + ("-quick" if args.quick else ""),
                       "## Why merges from a wrong K are rejected\n\n" + head
                       + section_merge_diagnosis(min(n, 20_000)))
+    if "profile" not in skip:
+        text = "\n\n".join(f"### d = {d}\n\n" + section_profile(nn, d)
+                             for nn, d in ((n, 2), (max(n // 10, 10_000), 30)))
+        write_section(out, "subcluster-profile-" + args.label.split()[0] + ("-quick" if args.quick else ""),
+                      f"## Where a sweep's time goes (code {args.label})\n\n" + head + text)
     if "sklearn" not in skip:
         write_section(out, "subcluster-sklearn" + ("-quick" if args.quick else ""),
                       "## Time to a stable K vs scikit-learn's DP mixture\n\n" + head

@@ -76,13 +76,34 @@ label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch
 throughout: the unlinked block's data term and draw run fused over chunks of ``_DRAW_CHUNK`` rows
 (``family.log_likelihood_matrix``, matrix products; no (n, width) array is stored), a colour class is one
 gather of its neighbour-table rows and of its points, a split/merge proposal a few O(n) passes (the
-sub-cluster fit sees a fixed-size subsample); the sweep is one XLA program, chains a ``vmap`` axis.
+sub-cluster fit sees a fixed-size subsample; the statistics update touches two slots); the sweep is one
+XLA program, chains a ``vmap`` axis.
 Data parallel (``mesh``, :func:`_block_draw`): the unlinked block, the (n, width) part of a sweep, is
 drawn with ``jax.shard_map`` over a 1-D mesh of the points, its slot counts reduced with ``psum``; every
 point's draw depends on its own row and the replicated weights and parameters only, so the chain is the
 single-device chain (``tests/test_subcluster_multidevice.py``). The split/merge moves, the colour
 classes and the statistics still run replicated (their sums, the family statistics and pair counts,
 are the ones a fully sharded sweep would ``psum``).
+
+Cost of a move: the proposal's statistics change in two slots only (:func:`_proposal_stats`): a merge
+pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
+computes its new side's statistics in one weighted pass (``GaussianNIW.weighted_stats``, a matrix
+product) and the kept side's as the difference; the pair counts are :math:`O(m)`. What remains
+:math:`O(n)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the Bernoulli
+sides), the price of exactness here: see the next paragraph.
+
+Why not Chang & Fisher's augmented moves (sub-cluster labels kept in the state, the split proposing
+exactly the current sub-clusters, the merge setting the merged cluster's sub-clusters to the two old
+clusters): on an extended target :math:`p(z)\,h(s\mid z)` the merge's reverse split is deterministic,
+but the ratio then contains :math:`h(s_C = \{a, b\}\mid C)`, the probability of those very sub-cluster
+labels under the auxiliary's own distribution. For the sub-cluster posterior that Chang & Fisher sample
+the labels from, that is a 2-component mixture posterior over :math:`2^{n_C}` labellings with an
+intractable normaliser; their ratio leaves the term out, and so does not leave :math:`p(z)` exactly
+invariant. Any tractable :math:`h` (a product of Bernoullis given parameters) brings back an
+:math:`O(n_C)` evaluation per merge and, for two pieces of one blob, the same entropy of their boundary
+as the fresh fit's :math:`\log q`. The exact enumeration detects a ratio that leaves :math:`\log q` out
+(``tests/inference/test_subcluster.py``, ``test_enumeration_detects_a_ratio_without_the_proposal_
+probability``).
 
 Known weakness: a cluster disappears only through a merge, and a merge is accepted only if a fresh
 sub-cluster fit of the union proposes the two clusters back with a probability that the gain in
@@ -319,12 +340,14 @@ def propose(key, is_split, labels, stats, x, family):
 
 def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
-    k_max = stats.n.shape[0]
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
     prop, log_q, ok, full, (a, b) = propose(k_prop, is_split, labels, stats, x, family)
-    lj_new, st_new, c_new = _log_joint(prop, x, links, family, prior, pq, p, q, k_max)
+    st_new = _proposal_stats(family, stats, x, is_split, prop, a, b)
+    c_new = pair_counts(prop, links).astype(x.dtype)
+    lj_new = (log_joint_from_stats(st_new, c_new, family, prior) if pq == "collapse"
+              else log_joint_from_stats(st_new, c_new, family, prior, p, q))
     log_pair = jnp.where(is_split, merge_pair_log_prob(a, b, st_new), merge_pair_log_prob(a, b, stats))
     log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
@@ -332,6 +355,24 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
     return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
             MoveInfo(is_split, log_h, acc))
+
+
+def _proposal_stats(family, stats, x, is_split, prop, a, b):
+    """The statistics of a proposed partition: only its two slots ``a`` (kept) and ``b`` (the split's new
+    slot / the merged slot, emptied) change. With ``family.pool`` (:class:`~ppclust.families.GaussianNIW`)
+    a merge pools the two slots' statistics (O(d^3), no pass over the points) and a split computes its
+    side B's statistics in one weighted pass (``family.weighted_stats``, a matrix product) and side A's as
+    the old slot minus side B; other families recompute every slot (``family.stats``)."""
+    k_max = stats.n.shape[0]
+    if not (hasattr(family, "pool") and hasattr(family, "weighted_stats")):
+        return family.stats(x, prop, k_max)
+    one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
+    side_b = family.weighted_stats(x, (prop == b).astype(x.dtype))  # the split's new slot
+    keep = jax.tree.map(lambda u, v: jnp.where(is_split, u, v),
+                        family.pool(one(a), side_b, -1.0), family.pool(one(a), one(b), 1.0))
+    other = jax.tree.map(lambda u, v: jnp.where(is_split, u, v), side_b, family.empty(1, x.shape[1], x.dtype))
+    put = lambda st, k, v: jax.tree.map(lambda s_, v_: s_.at[k].set(v_[0]), st, v)  # noqa: E731
+    return put(put(stats, a, keep), b, other)
 
 
 def _loglik_matrix(family, theta, x):
@@ -586,4 +627,8 @@ def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples
 
         return jax.lax.scan(body, st, (jax.random.split(key, n_samples), jnp.arange(n_samples)))
 
+    if keys.shape[0] == 1:  # one chain: no vmap, so lax.switch over the label-block widths runs one branch
+        # (a batched branch index turns switch and cond into a select that runs every branch)
+        out = chain(keys[0], jax.tree.map(lambda a: a[0], state))
+        return jax.tree.map(lambda a: a[None], out)
     return jax.vmap(chain)(keys, state)

@@ -47,6 +47,26 @@ def test_matches_exact_enumeration(pq):
 
 
 @pytest.mark.slow
+def test_enumeration_detects_a_ratio_without_the_proposal_probability(monkeypatch):
+    """Power of the enumeration test: the same run with a Hastings ratio that leaves out log q (the
+    probability that the sub-cluster fit proposes this very bipartition: what a ratio treating the
+    proposed split as given by the state leaves out, e.g. Chang & Fisher's ratio with sub-cluster labels
+    kept in the state) must fail it."""
+    real = subcluster.split_merge_log_ratio
+
+    def wrong(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=None):
+        return real(is_split, lj_new, lj_old, n_clusters, jnp.zeros_like(log_q), log_pair)
+
+    monkeypatch.setattr(subcluster, "split_merge_log_ratio", wrong)
+    jax.clear_caches()  # the sampler is retraced with the wrong ratio
+    try:
+        _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
+    finally:
+        jax.clear_caches()
+    assert pval < 1e-6, (pval, tv)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("pq", ["collapse", "sample"])
 def test_matches_exact_enumeration_six_points(pq):
     """Bell(6) = 203 partitions, two colour classes of linked points plus the unlinked block."""
@@ -153,6 +173,37 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             b = mask & ~a
             expect = np.logaddexp(lr[a].sum() + l1r[b].sum(), l1r[a].sum() + lr[b].sum())
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
+
+
+def test_proposal_stats_equal_recomputed_stats():
+    """The move's statistics of the proposed partition (two slots updated: a merge pools the pair, a
+    split computes one side by a weighted pass and the other as the difference) equal the statistics
+    recomputed from all points, for splits and merges (these enter the Hastings ratio via the log
+    joint)."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(9, 2)) + np.repeat([[0.0, 0.0], [3.0, 1.0], [0.0, 4.0]], 3, 0)
+    z = jnp.asarray(np.array([0, 0, 0, 2, 2, 2, 4, 4, 0], np.int32))
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        stats = fam.stats(xj, z, 5)
+
+        @jax.jit
+        def both(key, is_split):
+            prop, _, valid, _, (a, b) = subcluster.propose(key, is_split, z, stats, xj, fam)
+            got = subcluster._proposal_stats(fam, stats, xj, is_split, prop, a, b)
+            return got, fam.stats(xj, prop, 5), valid
+
+        seen = set()
+        for seed in range(8):
+            for is_split in (True, False):
+                got, ref, valid = both(jax.random.key(seed), jnp.asarray(is_split))
+                if not bool(valid):
+                    continue
+                for u, v in zip(got, ref, strict=True):
+                    np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-10)
+                seen.add(is_split)
+        assert seen == {True, False}
 
 
 def test_merge_pair_frequencies_match_their_probability():
