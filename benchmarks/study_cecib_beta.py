@@ -157,69 +157,44 @@ def tables(args, cache):
                "'lab' = on the labelled points only; 'k' = mean number of clusters found. The summary",
                "counts the data sets where the mean gain is >= 0.05 (clean labels) or the mean change is",
                ">= -0.02 (20% wrong labels)."]), ""]
-    base = {}
     for kf in (1, 2):
         rows = []
         for data in DATASETS:
             v = [_get(cache, data, d, f"CEC k={kf}K", 0, 0) for d in draws]
             v = [r for r in v if r]
             if v:
-                base[data, kf] = True
                 rows.append([data, len(v), f"{np.mean([r['nmi'] for r in v]):.3f}",
                              f"{np.mean([r['k'] for r in v]):.1f}"])
         out += [f"Plain CEC, n_clusters = {kf}K:", "", md_table(["data", "draws", "NMI", "k"], rows), ""]
-    summary = []
+    summary, detail = [], []
     for name in names:
         kf = 1 if "k=1K" in name else 2
         for frac, noise in SETTINGS:
-            rows, n_ok, n_all, pooled, pu, pl = [], 0, 0, [], [], []
+            rows, n_ok, pooled = [], 0, {"nmi": [], "nmi_unl": [], "nmi_lab": []}
             for data in DATASETS:
-                diffs, du, dl, ks = [], [], [], []
-                for d in draws:
-                    a, b = _get(cache, data, d, name, frac, noise), _get(cache, data, d, f"CEC k={kf}K", 0, 0)
-                    if a and b:
-                        diffs.append(a["nmi"] - b["nmi"])
-                        du.append(a["nmi_unl"] - b["nmi_unl"])
-                        dl.append(a["nmi_lab"] - b["nmi_lab"])
-                        ks.append(a["k"])
-                if not diffs:
+                pairs = [(a, b) for d in draws if (a := _get(cache, data, d, name, frac, noise))
+                         and (b := _get(cache, data, d, f"CEC k={kf}K", 0, 0))]
+                if not pairs:
                     continue
-                n_all += 1
-                pooled += diffs
-                pu += du
-                pl += dl
-                g = float(np.mean(diffs))
+                diff = {m: [a[m] - b[m] for a, b in pairs] for m in pooled}
+                for m in pooled:
+                    pooled[m] += diff[m]
+                g = float(np.mean(diff["nmi"]))
                 n_ok += (g >= 0.05) if noise == 0 else (g >= -0.02)
-                rows.append([data, len(diffs), f"{g:+.3f} ({np.std(diffs):.3f})", f"{np.mean(du):+.3f}",
-                             f"{np.mean(dl):+.3f}", f"{np.mean(ks):.1f}"])
-            summary.append([name, f"{frac:.0%}", f"{noise:.0%}", n_all,
-                            f"{np.mean(pooled):+.3f}" if pooled else "-",
-                            f"{np.mean(pu):+.3f}" if pu else "-", f"{np.mean(pl):+.3f}" if pl else "-", n_ok,
+                rows.append([data, len(pairs), f"{g:+.3f} ({np.std(diff['nmi']):.3f})",
+                             f"{np.mean(diff['nmi_unl']):+.3f}", f"{np.mean(diff['nmi_lab']):+.3f}",
+                             f"{np.mean([a['k'] for a, _ in pairs]):.1f}"])
+            summary.append([name, f"{frac:.0%}", f"{noise:.0%}", len(rows),
+                            *(f"{np.mean(v):+.3f}" if v else "-" for v in pooled.values()), n_ok,
                             "gain >= 0.05" if noise == 0 else "change >= -0.02"])
+            if rows:
+                detail += [f"### {name}, {frac:.0%} labelled, {noise:.0%} wrong", "",
+                           md_table(["data", "draws", "NMI - CEC (sd)", "unl", "lab", "k"], rows), ""]
     out += ["## Summary (data sets out of 8 where the goal holds)", "",
             md_table(["setting", "labelled", "label noise", "data sets", "mean NMI - CEC (all draws)",
                       "unl", "lab", "goal holds on", "goal"], summary),
             ""]
-    out += ["## Per data set", ""]
-    for name in names:
-        kf = 1 if "k=1K" in name else 2
-        for frac, noise in SETTINGS:
-            rows = []
-            for data in DATASETS:
-                diffs, du, dl, ks = [], [], [], []
-                for d in draws:
-                    a, b = _get(cache, data, d, name, frac, noise), _get(cache, data, d, f"CEC k={kf}K", 0, 0)
-                    if a and b:
-                        diffs.append(a["nmi"] - b["nmi"])
-                        du.append(a["nmi_unl"] - b["nmi_unl"])
-                        dl.append(a["nmi_lab"] - b["nmi_lab"])
-                        ks.append(a["k"])
-                if diffs:
-                    rows.append([data, len(diffs), f"{np.mean(diffs):+.3f} ({np.std(diffs):.3f})",
-                                 f"{np.mean(du):+.3f}", f"{np.mean(dl):+.3f}", f"{np.mean(ks):.1f}"])
-            if rows:
-                out += [f"### {name}, {frac:.0%} labelled, {noise:.0%} wrong", "",
-                        md_table(["data", "draws", "NMI - CEC (sd)", "unl", "lab", "k"], rows), ""]
+    out += ["## Per data set", "", *detail]
     write_result("cecib_beta_study.md", "\n".join(out))
 
 
