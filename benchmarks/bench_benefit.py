@@ -458,8 +458,10 @@ def write_tables(args, cache):
            "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
            "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
            "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
-           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 6: TVClust "
-           "kappa0 = 0.01, CEC-IB beta = 'auto' (max(1, 0.1 / labelled share): 2 at 5%, 1 at 10%). "
+           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 7: TVClust "
+           "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget and C3L init = 'kmeans++' (both "
+           "from `study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB "
+           "little here: the label term is zeroed by moving the few labelled points). "
            "TVClust: 100 + 100 sweeps, one chain. The run fits what the goals need for every draw first "
            "(none, largest clean budget, 20% noise; 10% link noise for TVClust and the PCKMeans peers), then "
            "the middle budget, 10% noise and the other peers as time allows: cells show their draw count.",

@@ -120,7 +120,8 @@ def _blobs():
 
 
 def _rdp(X, side=None, **links):
-    est = ppclust.RDPMeans(lam=20.0, random_state=0, n_init=1, max_iter=200)
+    # the authors' uncapped schedule, so a single link is enforced however far its points lie
+    est = ppclust.RDPMeans(lam=20.0, xi_max=1e12, random_state=0, n_init=1, max_iter=200)
     return est.fit(X, must_link=side, **links) if side is not None else est.fit(X, **links)
 
 

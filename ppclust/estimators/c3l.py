@@ -52,7 +52,13 @@ class C3L(ClusterMixin, BaseEstimator):
     random_state : None, int, numpy Generator or JAX key.
     card_min : clusters with fewer points are deleted; ``None`` -> ``max(ceil(0.05 n), d + 3)``; a float
         in (0, 1) is a fraction of n.
-    init : ``"random"`` (uniform random partition, the paper's wording) or ``"kmeans++"`` (CEC package).
+    init : ``"kmeans++"`` (default: k-means++ seeds and the nearest-seed partition, the CEC package's start)
+        or ``"random"`` (a uniform random partition, the paper's wording). Where the default comes from: a
+        random partition puts every initial mean near the global mean, so near the hyperplane, and every
+        cluster starts heavily constrained (spec, "Initialization"); on the benefit panel
+        (``benchmarks/study_cecib_beta.py`` -> ``results/cecib_beta_study.md``, 8 data sets, 3 draws, 2K
+        initial clusters, leakage 0.05) 10% clean labels raised NMI over plain CEC by +0.116 on average
+        with k-means++ against +0.041 with the random start (mean gain >= 0.05 on 6 vs 4 of 8 sets).
     max_iter : safety cap on Hartigan passes (was ``max_passes``, deprecated).
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
@@ -101,7 +107,7 @@ class C3L(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=10, *, leakage=0.05, n_init=10, random_state=None, card_min=None,
-                 init="random", max_iter=100, standardize=False, svm_C=1.0, devices="auto",
+                 init="kmeans++", max_iter=100, standardize=False, svm_C=1.0, devices="auto",
                  algorithm="hartigan", progress_bar=True, max_passes="deprecated"):
         self.n_clusters = n_clusters
         self.leakage = leakage

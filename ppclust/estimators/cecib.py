@@ -53,13 +53,17 @@ class CECIB(ClusterMixin, BaseEstimator):
     beta : float or "auto", default="auto"
         Weight of the label term; 0 gives plain CEC. ``ppclust.inference.cecib.BETA0_HALF_NORMAL``
         (0.2698) is the paper's robust choice for noisy labels; see also ``beta0``. ``"auto"`` (set in
-        ``beta_``) follows the label budget: ``beta = max(1, 0.1 / f)`` with ``f`` the labelled share of
-        the points. Where it comes from: beta = 1 is the paper's setting for labels believed correct
-        (Sec. 5.6, best NMI without noise; Theorem 4.1: with complete labels any beta >= 1 makes a
-        label-consistent partition optimal), and Sec. 5.5 / Fig. 6 finds that a smaller budget is
-        compensated by a proportionally larger beta (beta0 = 0.27 with 30% labels is about beta = 1 with
-        10%), so below 10% labelled points beta grows as 0.1 / f to keep beta * f at the paper's
-        beta = 1, 10% point. With noisy labels pass a smaller beta (the paper: beta0, or 0.6).
+        ``beta_``) is ``beta = 1`` at every label budget. Where it comes from: Theorem 4.1 -- for a
+        proportional coarsening of the labels any beta >= 1 makes splitting along the labels no worse
+        than merging, whatever the labelled share and the number of classes -- and Sec. 5.6, where
+        beta = 1 gave the best NMI with correct labels. A larger beta for a smaller budget (session 6's
+        ``max(1, 0.1 / f)``, read from Sec. 5.5 / Fig. 6) does not help: with few labels the label term is
+        zeroed by moving the labelled points alone (no other point feels it once every cluster's
+        labelled points agree), so beta above 1 only pulls labelled points away from their Gaussians.
+        On the benefit panel (``benchmarks/study_cecib_beta.py`` -> ``results/cecib_beta_study.md``,
+        8 data sets, 3 draws) beta = 1 had the best or tied mean NMI gain over plain CEC at 5% and
+        10% labels and at 20% wrong labels, and beta = 10 or 20 (``1 / f``) lost NMI. With labels
+        known to be noisy pass a smaller beta (the paper: beta0, or 0.6).
     eps : float, default=0.05
         Clusters with fewer than ``eps * n`` (or ``d + 2``) points are deleted.
     n_init : int, default=10
@@ -220,11 +224,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         return self
 
     def _beta(self, y, n):
-        """``beta``, or for ``"auto"`` the label-budget rule max(1, 0.1 / f) (see the class docstring)."""
-        if self.beta != "auto":
-            return float(self.beta)
-        f = float((np.asarray(y) >= 0).sum()) / n if y is not None else 0.0
-        return max(1.0, 0.1 / f) if f > 0 else 1.0
+        """``beta``, or 1 for ``"auto"`` (Theorem 4.1; see the class docstring)."""
+        return 1.0 if self.beta == "auto" else float(self.beta)
 
     def fit_predict(self, X, y=None, **kw):
         """Fit and return ``labels_``."""

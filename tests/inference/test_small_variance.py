@@ -89,7 +89,8 @@ def _anneal(X, side, sigma2s=(1.0, 0.2, 0.05, 0.01), **kw):
 @pytest.fixture(scope="module")
 def problem():
     X, side, expected, idx = _problem()
-    rdp = RDPMeans(lam=LAM, xi0=XI, xi_rate=1.0, n_init=4, max_iter=50, patience=3, random_state=0)
+    rdp = RDPMeans(lam=LAM, xi0=XI, xi_rate=1.0, n_init=4, max_iter=50, patience=3, init="bbox_random",
+                   random_state=0)
     rdp.fit(X, must_link=side.must_link, cannot_link=side.cannot_link)
     return X, side, expected, idx, rdp.labels_
 
