@@ -121,3 +121,23 @@ def write_json(name: str, data: dict, script: str, merge: bool = False) -> Path:
         old[k] = v
     p.write_text(json.dumps(old, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return p
+
+
+def cached_study_main(argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int,
+                      budget_s: float) -> None:
+    """Command line of a study script with a JSON cache of fits: ``[--draws N] [--budget-s S]
+    [--tables-only]``; ``run(args, cache)`` adds fits to ``cache`` (stopping after ``--budget-s``), which
+    is saved, then ``tables(args, cache)`` writes the results file."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--draws", type=int, default=draws)
+    ap.add_argument("--budget-s", type=float, default=budget_s)
+    ap.add_argument("--tables-only", action="store_true")
+    args = ap.parse_args(argv)
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    if not args.tables_only:
+        run(args, cache)
+        cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
+    tables(args, cache)

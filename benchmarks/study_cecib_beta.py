@@ -27,7 +27,6 @@ Run: ``PYTHONPATH=. python benchmarks/study_cecib_beta.py [--draws 5] [--budget-
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
@@ -35,7 +34,7 @@ from functools import partial
 
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table, write_result
+from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
 from benchmarks.bench_benefit import DATASETS, load
 from ppclust import datasets, metrics
 
@@ -199,16 +198,7 @@ def tables(args, cache):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=5)
-    ap.add_argument("--budget-s", type=float, default=1200.0)
-    ap.add_argument("--tables-only", action="store_true")
-    args = ap.parse_args(argv)
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
-    if not args.tables_only:
-        run(args, cache)
-        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
-    tables(args, cache)
+    cached_study_main(argv, __doc__, CACHE, run, tables, draws=5, budget_s=1200.0)
 
 
 if __name__ == "__main__":

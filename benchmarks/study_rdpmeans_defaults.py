@@ -27,15 +27,14 @@ Run: ``PYTHONPATH=. python benchmarks/study_rdpmeans_defaults.py [--draws 3] [--
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
 
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table, write_result
-from benchmarks.bench_benefit import DATASETS, load
+from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
+from benchmarks.bench_benefit import DATASETS, _ms, load
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -152,21 +151,8 @@ def tables(args, cache):
     write_result("rdpmeans_defaults_study.md", "\n".join(out))
 
 
-def _ms(v):
-    return (float(np.mean(v)), float(np.std(v))) if v else (float("nan"), float("nan"))
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=3)
-    ap.add_argument("--budget-s", type=float, default=900.0)
-    ap.add_argument("--tables-only", action="store_true")
-    args = ap.parse_args(argv)
-    cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
-    if not args.tables_only:
-        run(args, cache)
-        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
-    tables(args, cache)
+    cached_study_main(argv, __doc__, CACHE, run, tables, draws=3, budget_s=900.0)
 
 
 if __name__ == "__main__":
