@@ -157,15 +157,9 @@ def _solve_only_kernel():
     from ppclust.inference import _hartigan_cpu as cpu
 
     @numba.njit(cache=False)
-    def solve_only(x, L, mT, active, B):
-        d, _, K = L.shape
-        Lp = np.zeros((K, d * (d + 1) // 2))
-        for k in range(K):
-            o = 0
-            for r in range(d):
-                for c in range(r + 1):
-                    Lp[k, o] = L[r, c, k]
-                    o += 1
+    def solve_only(x, Lp, mT, active, B):
+        K = Lp.shape[0]
+        d = mT.shape[0]
         XB, W, A, Q = np.zeros(d * B), np.zeros(d * B), np.zeros(4 * B), np.zeros((K, B))
         n = x.shape[0]
         tot = 0.0
@@ -220,14 +214,14 @@ def part_flops(quick):
                     else:
                         point = min(point, el)
             a0 = captured[0]
-            L0 = np.ascontiguousarray(a0[7][0])  # (d, d, Kp) slot-major factors of restart 0
+            Lp0 = cpu.pack_factors(np.ascontiguousarray(a0[7][0]))  # restart 0's factors, packed
             mT0 = np.ascontiguousarray(a0[6][0] / a0[5][0][None, :])  # (d, Kp) means
             act0 = np.ascontiguousarray(a0[4][0])
-            solve_only(a0[0], L0, mT0, act0, cpu.BLOCK)  # compile
+            solve_only(a0[0], Lp0, mT0, act0, cpu.BLOCK)  # compile
             solve = np.inf
             for _ in range(5):
                 t = time.process_time()
-                solve_only(a0[0], L0, mT0, act0, cpu.BLOCK)
+                solve_only(a0[0], Lp0, mT0, act0, cpu.BLOCK)
                 solve = min(solve, time.process_time() - t)
             xla = np.inf
             kw = dict(K=K, min_size=ms, max_passes=1, backend="xla")

@@ -60,7 +60,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     U = int
 
 __all__ = ["available", "chol_update", "chol_downdate", "chol_logdet", "chol_singular", "ml_entropy",
-           "constrained_cost_1d", "logdet_after_add", "cluster_cost", "run_batch"]
+           "constrained_cost_1d", "logdet_after_add", "cluster_cost", "pack_factors", "run_batch"]
 
 _LOG_2PIE = math.log(2.0 * math.pi * math.e)
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -399,17 +399,33 @@ def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d
 # ---------------------------------------------------------------------------------------------------
 
 
+@_inline
+def _pack_slot(L, k, Lp):
+    """Row k of ``Lp``: slot k of the slot-major factors ``L (d, d, K)``, lower triangle packed by rows."""
+    o = 0
+    for r in range(L.shape[0]):
+        for c in range(r + 1):
+            Lp[k, o] = L[r, c, k]
+            o += 1
+
+
+@_njit
+def pack_factors(L):
+    """Slot-major factors ``(d, d, K)`` in :func:`_solve_block`'s layout ``(K, d (d + 1) / 2)``."""
+    d, _, K = L.shape
+    Lp = np.zeros((K, d * (d + 1) // 2))
+    for k in range(K):
+        _pack_slot(L, k, Lp)
+    return Lp
+
+
 @_njit
 def _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp):
     """Refresh slot k's cached mean, log-determinant, pivot summary and packed copy of the factor (rows
     of the lower triangle, for :func:`_solve_block`) after its factor changed."""
     for r in range(mT.shape[0]):
         mT[r, k] = sT[r, k] / max(n[k], 1e-300)
-    o = 0
-    for r in range(L.shape[0]):
-        for c in range(r + 1):
-            Lp[k, o] = L[r, c, k]
-            o += 1
+    _pack_slot(L, k, Lp)
     mn, mx, fin = _pivots_slot(L, k)
     minpiv[k] = mn
     maxdiag[k] = mx

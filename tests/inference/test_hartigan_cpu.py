@@ -210,16 +210,9 @@ def _block_vs_point_kernel():
     import numba
 
     @numba.njit(cache=False)
-    def both(L, mT, X, B, p0):
+    def both(L, Lp, mT, X, B, p0):
         """Squared solutions of every (point, slot) by _solve_all (point by point) and _solve_block."""
         d, _, K = L.shape
-        Lp = np.zeros((K, d * (d + 1) // 2))
-        for k in range(K):
-            o = 0
-            for r in range(d):
-                for c in range(r + 1):
-                    Lp[k, o] = L[r, c, k]
-                    o += 1
         point = np.zeros((K, B))
         w, quad, acc = np.zeros(d * K), np.zeros(K), np.zeros(K)
         for q in range(B):
@@ -245,7 +238,8 @@ def test_solve_block_same_bits_as_solve_all():
         mT = rng.normal(size=(d, K))
         X = rng.normal(size=(d, B)) * 5
         for p0 in (0, 3):
-            point, block = both(np.ascontiguousarray(L), mT, X, B, p0)
+            L = np.ascontiguousarray(L)
+            point, block = both(L, cpu.pack_factors(L), mT, X, B, p0)
             np.testing.assert_array_equal(block[:, p0:], point[:, p0:])
             assert (block[:, :p0] == -1.0).all()  # points before p0 untouched
 
