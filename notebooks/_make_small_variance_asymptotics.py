@@ -37,7 +37,7 @@ side = sample_links(y, 3 * n, noise=0.0, seed=0)
 lam, xi = 2.0, 0.5
 plot.plot_data_links(X, y, side.must_link, side.cannot_link, title="data, classes and links"); plt.show()"""),
 md("## The deterministic limits: RDP-means (with links) and DP-means (without)"),
-code(r"""rdp = RDPMeans(lam=lam, xi0=xi, xi_rate=1.0, n_init=8, random_state=0)
+code(r"""rdp = RDPMeans(lam=lam, xi0=xi, xi_rate=1.0, init="bbox_random", n_init=8, random_state=0)
 rdp.fit(X, must_link=side.must_link, cannot_link=side.cannot_link)
 dpm = DPMeans(lam=lam, n_init=8, random_state=0).fit(X)
 table = side.neighbour_table()
