@@ -102,13 +102,15 @@ def _kernel_rows(rev: str, configs, n: int, reps: int = 15) -> list:
     revision's file under another name), timed alternately on the same recorded sweep inputs: no
     process-to-process drift, so a few percent show."""
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        f = Path(tmp) / "_gibbs_cpu_before.py"
-        f.write_text(subprocess.run(["git", "show", f"{rev}:ppclust/inference/_gibbs_cpu.py"], cwd=ROOT,
-                                    capture_output=True, text=True, check=True).stdout)
-        for d, cov, backend, _ in configs:
-            if backend != "numba":
-                continue
+    src = subprocess.run(["git", "show", f"{rev}:ppclust/inference/_gibbs_cpu.py"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    for d, cov, backend, _ in configs:
+        if backend != "numba":
+            continue
+        # a fresh path per process: numba's disk cache cannot reload a kernel of a module loaded by path
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "_gibbs_cpu_before.py"
+            f.write_text(src)
             cmd = [sys.executable, "-c", KERNEL_SNIPPET, str(f), str(d), str(n), cov, str(reps)]
             if hasattr(os, "sched_getaffinity"):
                 cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd
