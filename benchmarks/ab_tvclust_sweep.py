@@ -53,6 +53,76 @@ print(warmup()["TVClust"])
 """
 
 
+KERNEL_SNIPPET = r"""
+import importlib.util, sys, tempfile, time
+from pathlib import Path
+import jax, jax.numpy as jnp, numpy as np
+from ppclust._jax import x64
+from ppclust.families import GaussianNIW
+from ppclust.inference import _gibbs_cpu, gibbs
+from ppclust.models.tvclust import TVClustPrior, make_links, sample_prior
+before_file, d, n, cov, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+spec = importlib.util.spec_from_file_location("ppclust.inference._gibbs_cpu_before", before_file)
+before = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(before)
+rec, after = [], _gibbs_cpu._sweep_chains
+_gibbs_cpu._sweep_chains = lambda *a: (rec.append([np.array(v) if isinstance(v, np.ndarray) else v
+                                                   for v in a]), after(*a))[1]
+with x64():
+    x, truth, pairs, sign = sample_prior(jax.random.key(0), n, dim=d, labels=np.arange(n) % 10,
+                                         link_fraction=0.01)
+    xj = jnp.asarray(x)
+    fam, links = GaussianNIW.default(xj, cov), make_links(n, pairs, sign)
+    gibbs.sample(jax.random.key(0), xj, links, fam, TVClustPrior(), n_chains=1, k_max=32, progress_bar=False,
+                 init_labels=truth, n_warmup=0, backend="numba", n_samples=2)
+_gibbs_cpu._sweep_chains = after
+
+
+def run(fn):
+    a = [v.copy() if isinstance(v, np.ndarray) else v for v in rec[-1]]
+    t = time.process_time()
+    fn(*a)
+    return time.process_time() - t, a
+
+
+run(before._sweep_chains), run(after)
+tb, ta = [], []
+for _ in range(reps):
+    t, out_b = run(before._sweep_chains)
+    tb.append(t)
+    t, out_a = run(after)
+    ta.append(t)
+same = all(np.array_equal(u, v) for u, v in zip(out_b, out_a) if isinstance(u, np.ndarray))
+print(min(tb), min(ta), int(same))
+"""
+
+
+def _kernel_rows(rev: str, configs, n: int, reps: int = 15) -> list:
+    """Both versions of the compiled sweep kernel in one process (the 'before' module loaded from the
+    revision's file under another name), timed alternately on the same recorded sweep inputs: no
+    process-to-process drift, so a few percent show."""
+    rows = []
+    src = subprocess.run(["git", "show", f"{rev}:ppclust/inference/_gibbs_cpu.py"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    for d, cov, backend, _ in configs:
+        if backend != "numba":
+            continue
+        # a fresh path per process: numba's disk cache cannot reload a kernel of a module loaded by path
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "_gibbs_cpu_before.py"
+            f.write_text(src)
+            cmd = [sys.executable, "-c", KERNEL_SNIPPET, str(f), str(d), str(n), cov, str(reps)]
+            if hasattr(os, "sched_getaffinity"):
+                cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd
+            out = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                                 text=True, check=True, cwd=ROOT)
+            b, a, same = out.stdout.split()[-3:]
+            rows.append([d, cov, f"{float(b) * 1e3:.3f}", f"{float(a) * 1e3:.3f}",
+                         f"{float(b) / float(a):.2f}", "yes" if same == "1" else "no"])
+            print(rows[-1], flush=True)
+    return rows
+
+
 def _compile_seconds(src: Path, cache: Path) -> float:
     """Seconds of the warm-up's TVClust fit (sweep + PSIS-LOO kernels) with the numba cache at ``cache``."""
     env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(cache))
@@ -98,6 +168,9 @@ def main():
     ap.add_argument("--section", default="ab", help="section of the results file to (re)write")
     ap.add_argument("--compile", action="store_true",
                     help="also time the numba compilation (warmup's TVClust fit, cold minus warm cache)")
+    ap.add_argument("--kernel", action="store_true",
+                    help="also time the two sweep kernels in one process on the same inputs (_kernel_rows)")
+    ap.add_argument("--kernel-only", action="store_true", help="only the one-process kernel A/B")
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                     help="cpu: process CPU time (less sensitive to other jobs on a loaded machine)")
     a = ap.parse_args()
@@ -106,6 +179,19 @@ def main():
         d, cov, backend = c.split(":")
         configs.append((int(d), cov, backend, 6 if backend == "numba" else 2))
     rows = []
+    kern = _kernel_rows(a.rev, configs, a.n) if a.kernel or a.kernel_only else []
+    if a.kernel_only:
+        text = ("## Sweep kernel A/B in one process (`python -m benchmarks.ab_tvclust_sweep --kernel-only`)"
+                f"\n\nMachine: {machine_info()}. n={a.n}, k_max=32, 10 true clusters, 1% of points linked, "
+                f"collapsed p/q, at the true labels. before = `{a.rev}`, after = this tree. Both versions' "
+                "`_sweep_chains` are loaded in one process (before from the revision's file under another "
+                "module name) and timed alternately on the same recorded inputs of one sweep (process "
+                "CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
+                + md_table(["d", "covariance", "before ms", "after ms", "speed after/before", "same result"],
+                           kern) + "\n")
+        print(text)
+        write_section(RESULTS / "tvclust_refactor.md", a.section, text)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp)
         archive = subprocess.run(["git", "archive", a.rev, "ppclust"], cwd=ROOT, capture_output=True,
@@ -129,6 +215,12 @@ def main():
             "the sides alternate process by process. "
             f"before = `{a.rev}` (`git archive`), after = this tree.\n\n"
             + md_table(["d", "covariance", "backend", "before", "after", "after/before"], rows) + "\n")
+    if kern:
+        text += ("\nThe compiled sweep kernel alone (`--kernel`): both versions' `_sweep_chains` loaded in "
+                 "one process (before from the revision's file), timed alternately on the same recorded "
+                 "inputs (one sweep, process CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
+                 + md_table(["d", "covariance", "before ms", "after ms", "speed after/before", "same result"],
+                            kern) + "\n")
     if comp:
         text += ("\nFirst-fit compile time (issue 18): seconds of `ppclust warmup`'s TVClust fit (sweep and "
                  "PSIS-LOO kernels) with an empty numba cache minus the same with that cache filled, best of "
