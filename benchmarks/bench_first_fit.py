@@ -170,9 +170,9 @@ def main() -> None:
         "(`inference/_init_cpu.py`): k-means++ from draws whose shape does not depend on n (one jitted "
         "program per n_clusters and restarts, the same seeds as the XLA engine) and the initial statistics; "
         "the best restart is picked and the cluster Gaussians' sums are taken on the host. So a new n "
-        "compiles no program. `init='random'` (C3L's default) still draws one label per point in a jitted "
-        "program on n padded to the next power of two: a new bucket compiles it once (the persistent cache "
-        "keeps it).",
+        "compiles no program. `init='random'` (C3L's default was 'random' until this round; it is now "
+        "'kmeans++') still draws one label per point in a jitted program on n padded to the next power "
+        "of two: a new bucket compiles it once (the persistent cache keeps it).",
         "",
         "What the first fit compiles (cProfile and `jax_log_compiles` of fresh fits): numba's type inference "
         "and LLVM for the Gibbs sweep and the SALSO search (once per install; `ppclust warmup`, run by "
