@@ -51,6 +51,7 @@ import math
 import numpy as np
 
 from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
+from ppclust.families import LOG_2PI, LOG_2PIE
 
 try:  # numba is a run-time dependency; without it the XLA engine runs
     import numba
@@ -62,8 +63,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 __all__ = ["available", "chol_update", "chol_downdate", "chol_logdet", "chol_singular", "ml_entropy",
            "constrained_cost_1d", "logdet_after_add", "cluster_cost", "pack_factors", "run_batch"]
 
-_LOG_2PIE = math.log(2.0 * math.pi * math.e)
-_LOG_2PI = math.log(2.0 * math.pi)
+_LOG_2PIE = float(LOG_2PIE)  # plain Python floats: numba freezes them as compile-time constants
+_LOG_2PI = float(LOG_2PI)
 _BIG = float(np.finfo(np.float64).max)  # the jar's stand-in for an infinite candidate cost
 
 # indices into the float parameter vector of run_batch
