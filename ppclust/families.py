@@ -316,6 +316,38 @@ def gaussian_loglik_matrix(params: GaussianParams, x: Array) -> Array:
     return -0.5 * d * LOG_2PI + params.half_logdet_prec - 0.5 * sq
 
 
+def normal_logpdf(x, loc, scale, *, xp=jnp):
+    r"""Elementwise 1-D Gaussian log-density :math:`\ln N(x; \mu, \sigma^2) = -\tfrac12\ln 2\pi - \ln\sigma
+    - \tfrac12((x-\mu)/\sigma)^2` (broadcasting; ``scale`` = :math:`\sigma`). ``xp``: the array namespace
+    (default ``jax.numpy``; ``numpy`` for host-side code)."""
+    return -0.5 * LOG_2PI - xp.log(scale) - 0.5 * ((x - loc) / scale) ** 2
+
+
+def isotropic_gaussian_loglik(sq, var, d, *, xp=jnp):
+    r"""Log-likelihood of ``d`` independent coordinates under :math:`N(\mu, s^2 I_d)` from the squared
+    distance ``sq`` = :math:`\|x-\mu\|^2`: :math:`-\tfrac{sq}{2s^2} - \tfrac d2\ln(2\pi s^2)` (broadcasting;
+    ``var`` = :math:`s^2`)."""
+    return -0.5 * sq / var - 0.5 * d * xp.log(2 * math.pi * var)
+
+
+def gaussian_log_normaliser_chol(L, *, xp=jnp):
+    r"""Log normaliser of :math:`N(\mu, LL^\top)`: :math:`\tfrac d2\ln 2\pi + \sum_i\ln|L_{ii}|`
+    (= :math:`\tfrac d2\ln 2\pi + \tfrac12\ln\det LL^\top`), for a (batch of) (d, d) lower factor(s)."""
+    d = L.shape[-1]
+    return 0.5 * d * LOG_2PI + xp.sum(xp.log(xp.abs(xp.diagonal(L, axis1=-2, axis2=-1))), -1)
+
+
+def gaussian_logpdf_chol(x: Array, mean: Array, L: Array) -> Array:
+    r"""Full-covariance log-density :math:`\ln N(x_i; \mu_k, L_kL_k^\top)` for every point and slot:
+    ``x`` (n, d), ``mean`` (K, d), lower factors ``L`` (K, d, d) -> (n, K); with
+    :math:`w = L_k^{-1}(x_i-\mu_k)` it is
+    :math:`-\tfrac d2\ln 2\pi - \tfrac12\ln\det L_kL_k^\top - \tfrac12\|w\|^2`
+    (:func:`gaussian_log_normaliser_chol`)."""
+    diff = x[:, None, :] - mean[None]  # (n, K, d)
+    w = jax.vmap(lambda Lk, dk: solve_triangular(Lk, dk.T, lower=True).T, in_axes=(0, 1), out_axes=1)(L, diff)
+    return -gaussian_log_normaliser_chol(L)[None] - 0.5 * jnp.sum(w * w, -1)
+
+
 def _pytree(cls, data: tuple[str, ...], meta: tuple[str, ...] = ()):
     jax.tree_util.register_dataclass(cls, data_fields=list(data), meta_fields=list(meta))
     return cls
@@ -914,10 +946,12 @@ def wishart_entropy(logdet_w: Array, nu: Array, d: int) -> Array:
     return -log_b - 0.5 * (nu - d - 1) * wishart_expected_logdet(logdet_w, nu, d) + 0.5 * nu * d
 
 
-def ml_entropy(n: Array, logdet_scatter: Array, d: int) -> Array:
+def ml_entropy(n: Array, logdet_scatter: Array, d: int, *, xp=jnp) -> Array:
     r"""Differential entropy (nats) of the ML Gaussian of a cluster: :math:`\tfrac d2\ln(2\pi e)
-    + \tfrac12\ln\det(S/n)` with S the scatter (CEC-IB spec 1.1, 1.6)."""
-    return 0.5 * d * LOG_2PIE + 0.5 * (logdet_scatter - d * jnp.log(n))
+    + \tfrac12\ln\det(S/n)` with S the scatter (CEC-IB spec 1.1, 1.6). With ``n = 1`` and
+    ``logdet_scatter`` = :math:`\ln\det\Sigma` it is the entropy of N(m, Sigma). ``xp``: the array
+    namespace (``numpy`` for host-side references)."""
+    return 0.5 * d * LOG_2PIE + 0.5 * (logdet_scatter - d * xp.log(n))
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,11 @@ from ppclust.families import (
     GaussianML,
     Stats,
     chol_logdet,
+    gaussian_logpdf_chol,
     ml_degenerate,
     ml_entropy,
     ml_logdet,
+    normal_logpdf,
 )
 from ppclust.inference import hartigan
 
@@ -436,15 +438,9 @@ def log_density(z, params: ClusterParams, n_dec: int) -> Array:
     """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K)."""
     z = jnp.asarray(z)
     t, r = z[:, :n_dec], z[:, n_dec:]
-    lt = (-0.5 * LOG_2PI - jnp.log(params.t_scale)[None]
-          - 0.5 * ((t[:, None, :] - params.t_loc[None]) / params.t_scale[None]) ** 2).sum(-1)
-    d = r.shape[1]
-    if d > 0:
-        L = jnp.linalg.cholesky(params.r_cov)
-        diff = r[:, None, :] - params.r_mean[None]  # (n, K, d)
-        w = jax.vmap(lambda Lk, dk: jax.scipy.linalg.solve_triangular(Lk, dk.T, lower=True).T,
-                     in_axes=(0, 1), out_axes=1)(L, diff)
-        lr = -0.5 * d * LOG_2PI - 0.5 * chol_logdet(L)[None] - 0.5 * jnp.sum(w * w, -1)
+    lt = normal_logpdf(t[:, None, :], params.t_loc[None], params.t_scale[None]).sum(-1)
+    if r.shape[1] > 0:
+        lr = gaussian_logpdf_chol(r, params.r_mean, jnp.linalg.cholesky(params.r_cov))
     else:
         lr = 0.0
     return jnp.log(params.weight)[None] + lt + lr
@@ -533,7 +529,7 @@ def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
     var = np.array([lo.var(), hi.var()]) + 1e-12 * y.var()
     ll_old = -np.inf
     for _ in range(n_iter):
-        lp = np.log(w) - 0.5 * np.log(2 * np.pi * var) - 0.5 * (y[:, None] - mu) ** 2 / var
+        lp = np.log(w) + normal_logpdf(y[:, None], mu, np.sqrt(var), xp=np)
         mx = lp.max(1, keepdims=True)
         ll = float((mx[:, 0] + np.log(np.exp(lp - mx).sum(1))).sum())
         r = np.exp(lp - mx)
@@ -559,7 +555,7 @@ def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
         roots = roots[np.isreal(roots)].real
     inside = roots[(roots >= mu[0]) & (roots <= mu[1])]
     tau = float(inside[0]) if inside.size else float(0.5 * (mu[0] + mu[1]))
-    lp = np.log(w) - 0.5 * np.log(2 * np.pi * var) - 0.5 * (y[:, None] - mu) ** 2 / var
+    lp = np.log(w) + normal_logpdf(y[:, None], mu, np.sqrt(var), xp=np)
     return tau, (w, mu, var), np.argmax(lp, 1).astype(np.int32)
 
 
