@@ -52,7 +52,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import logsumexp, xlogy
 
-from ppclust.families import Multinomial
+from ppclust.families import Multinomial, isotropic_gaussian_loglik
 
 __all__ = [
     "FEATURES",
@@ -447,7 +447,7 @@ def _table_loglik(feature, y, params, mask, hyper):
     if feature == "gaussian":
         s2 = hyper.variance
         sq = ((y * y) @ mask)[:, None] - 2.0 * (y * mask) @ params.T + ((params * params) @ mask)[None, :]
-        return -0.5 * sq / s2 - 0.5 * jnp.sum(mask) * jnp.log(2 * jnp.pi * s2)
+        return isotropic_gaussian_loglik(sq, s2, jnp.sum(mask))
     if feature == "poisson":
         return (y * mask) @ jnp.log(params).T - (params @ mask)[None, :]
     raise ValueError(f"unknown feature model {feature!r}")
@@ -490,7 +490,7 @@ def _glm_loglik(theta, data, hyper, static):
     eta = jnp.einsum("ia,kda->ikd", data.design, theta)
     ll, _, _ = _glm_elem(kind, data.y[:, None, :], eta)
     if kind == "gaussian":  # unit-dispersion -> N(y; eta, s^2)
-        ll = ll / hyper.variance - 0.5 * jnp.log(2 * jnp.pi * hyper.variance)
+        ll = isotropic_gaussian_loglik(-2.0 * ll, hyper.variance, 1)  # ll = -(y - eta)^2 / 2
     return jnp.einsum("ikd,d->ik", ll, data.cond_mask)
 
 
