@@ -753,7 +753,7 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
 def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, chunk: int) -> Array:
     """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
     ``shard_map`` every device computes its own rows from the replicated statistics)."""
-    from ppclust.families import LOG_2PI
+    from ppclust.families import LOG_2PI, gaussian_log_normaliser_chol
 
     n_total = prm["n_total"]
     K = cs.n.shape[0]
@@ -765,7 +765,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
         mu = cs.s / nk[:, None]
         L = cs.scale / jnp.sqrt(nk)[:, None, None]  # Cholesky of the covariance
         L = jnp.where(active[:, None, None], L, jnp.eye(d, dtype=x.dtype))
-        base = base + 0.5 * d * LOG_2PI + jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L, axis1=-2, axis2=-1))), -1)
+        base = base + gaussian_log_normaliser_chol(L)
         eye = jnp.eye(d, dtype=x.dtype)
         Linv = jax.vmap(lambda Lk: jax.scipy.linalg.solve_triangular(Lk, eye, lower=True))(L)  # (K, d, d)
         g = cs.s.sum(0) / jnp.maximum(cs.n.sum(), 1.0)  # a shift independent of how rows are split
