@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_logdet
+from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_entropy, ml_logdet
 from ppclust.inference import hartigan
 
 __all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
@@ -228,7 +228,7 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
         cnt = np.bincount(yy[(z == k) & (yy >= 0)], minlength=max(m, 1)).astype(float)
         L = cnt.sum()
         q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)
-        terms[k] = (-p * np.log(p), np.inf if sing else p * (0.5 * d * LOG_2PIE + 0.5 * logdet),
+        terms[k] = (-p * np.log(p), np.inf if sing else p * ml_entropy(1.0, logdet, d, xp=np),
                     p * float(-(q * np.log(q)).sum()))
     a, b, c = terms.sum(0)
     return CostParts(a + b + beta * c, a, b, beta * c, terms, sizes)
