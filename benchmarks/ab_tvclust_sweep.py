@@ -35,7 +35,7 @@ with x64():
     xj = jnp.asarray(x)
     fam, links = GaussianNIW.default(xj, cov), make_links(n, pairs, sign)
     kw = dict(n_chains=1, k_max=32, progress_bar=False, init_labels=truth, n_warmup=0, backend=backend,
-              n_samples=sweeps)
+              n_draws=sweeps)
     gibbs.sample(jax.random.key(0), xj, links, fam, TVClustPrior(), **kw)  # compile
     times = []
     for _ in range(3):
@@ -74,7 +74,7 @@ with x64():
     xj = jnp.asarray(x)
     fam, links = GaussianNIW.default(xj, cov), make_links(n, pairs, sign)
     gibbs.sample(jax.random.key(0), xj, links, fam, TVClustPrior(), n_chains=1, k_max=32, progress_bar=False,
-                 init_labels=truth, n_warmup=0, backend="numba", n_samples=2)
+                 init_labels=truth, n_warmup=0, backend="numba", n_draws=2)
 _gibbs_cpu._sweep_chains = after
 
 

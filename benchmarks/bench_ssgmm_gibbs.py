@@ -34,7 +34,7 @@ def main(n=5000, d=5, k=5, sweeps=20):
         with x64():
             xj = jnp.asarray(x - x.mean(0))
             fam = GaussianNIW.default(xj, cov)
-            kw = dict(n_samples=1, n_warmup=sweeps - 1, n_chains=1, k_max=k, pq="fixed", partition="finite",
+            kw = dict(n_draws=1, n_warmup=sweeps - 1, n_chains=1, k_max=k, pq="fixed", partition="finite",
                       point_logprior=jnp.asarray(log_mask), progress_bar=False, store_labels=False,
                       backend=backend)
             links, prior = make_links(n), TVClustPrior(alpha=k)

@@ -80,7 +80,7 @@ def first_hit(labels, truth, k_true=None, n_clusters=None, thresh=0.95):
 def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed=0, mesh=None,
             init_state=None):
     """Mixing trace (compiles), then the same number of timed sweeps continued from its state."""
-    kw = dict(n_samples=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", n_moves=n_moves,
+    kw = dict(n_draws=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", n_moves=n_moves,
               colouring=col, mesh=mesh)
     t0 = time.perf_counter()
     tr = subcluster.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels,
@@ -93,7 +93,7 @@ def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed
 
 
 def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0):
-    kw = dict(n_samples=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", backend="numba",
+    kw = dict(n_draws=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", backend="numba",
               progress_bar=False)
     tr = gibbs.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels, **kw)
     t0 = time.perf_counter()

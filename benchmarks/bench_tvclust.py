@@ -90,7 +90,7 @@ def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", repeat
         rates, ks = {}, {}
         for backend, n_sweeps in (("numba", 3 * sweeps), ("xla", sweeps)):
             kw = dict(n_chains=chains, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0,
-                      backend=backend, n_samples=n_sweeps)
+                      backend=backend, n_draws=n_sweeps)
             res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, **kw)  # compile
             t = best_of(lambda kw=kw: gibbs.sample(jax.random.key(1), xj, links, fam, prior, **kw), repeat, 0)
             rates[backend] = n * n_sweeps * chains / t

@@ -29,11 +29,11 @@ def bench(n, d, k_max, sweeps, repeat, covariance="full"):
         kw = dict(n_chains=1, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0)
         for alg, backend in (("collapsed", "xla"), ("explicit", "xla"), ("collapsed", "numba")):
             t0 = time.perf_counter()
-            res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, n_samples=sweeps, algorithm=alg,
+            res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, n_draws=sweeps, algorithm=alg,
                                backend=backend, **kw)
             first = time.perf_counter() - t0
             t = cpu_best(lambda alg=alg, b=backend: gibbs.sample(jax.random.key(1), xj, links, fam, prior,
-                                                                  n_samples=sweeps, algorithm=alg, backend=b,
+                                                                  n_draws=sweeps, algorithm=alg, backend=b,
                                                                   **kw), repeat)
             rows.append([alg, backend, d, n, k_max, covariance, float(res.n_clusters.mean()),
                          f"{n * sweeps / t:,.0f}", f"{1e3 * t / sweeps:.1f}", f"{first:.1f}"])

@@ -64,7 +64,7 @@ code(r"""def run(sigma2s, with_links=True, ref=None):
                 links = links._replace(weight=0 * links.weight, wgt=0 * links.wgt)
             st = None if init is None else jax.vmap(lambda z: gibbs.init(
                 x, links, h.family(), k_max=32, labels=z, p=h.p, q=h.q, alpha=h.alpha))(jnp.asarray(init))
-            res = gibbs.sample(jax.random.key(0), x, links, h.family(), h.prior(), n_samples=n_draws,
+            res = gibbs.sample(jax.random.key(0), x, links, h.family(), h.prior(), n_draws=n_draws,
                                n_warmup=n_draws, n_chains=2, k_max=32, pq="fixed", p=h.p, q=h.q,
                                init_state=st, progress_bar=False)
         init = res.labels[:, -1]

@@ -72,7 +72,7 @@ CHILD = textwrap.dedent(
         links = make_links(len(xs), [[0, 1], [2, 30], [5, 40]], [1, 1, -1])
         tv = {}
         for dev in (None, "auto"):
-            r = gibbs.sample(jax.random.key(0), xs, links, fam, n_samples=5, n_warmup=5, n_chains=2,
+            r = gibbs.sample(jax.random.key(0), xs, links, fam, n_draws=5, n_warmup=5, n_chains=2,
                              k_max=16, devices=dev, progress_bar=False)
             tv[str(dev)] = dict(labels=r.labels.tolist(), log_joint=r.log_joint.tolist(),
                                 n_devices=len(r.state.labels.sharding.device_set))

@@ -93,7 +93,7 @@ def test_gibbs_bars_show_two_phases_and_do_not_change_the_draws(quiet_env, capsy
     from ppclust.inference import gibbs
 
     x, fam, links, prior = _tiny_problem()
-    kw = dict(n_samples=5, n_warmup=7, n_chains=2, thin=2, k_max=6, pq="collapse", backend="xla")
+    kw = dict(n_draws=5, n_warmup=7, n_chains=2, thin=2, k_max=6, pq="collapse", backend="xla")
     with jax.enable_x64(True):
         off = gibbs.sample(jax.random.key(4), x, links, fam, prior, progress_bar=False, **kw)
         capsys.readouterr()

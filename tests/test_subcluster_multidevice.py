@@ -38,7 +38,7 @@ CHILD = textwrap.dedent(
         fam = GaussianNIW.default(xs, "full")
         links = make_links(len(xs), pairs, sign)
         for dev in (None, 2):
-            r = subcluster.sample(jax.random.key(3), xs, links, fam, n_samples=6, n_warmup=4, n_chains=2,
+            r = subcluster.sample(jax.random.key(3), xs, links, fam, n_draws=6, n_warmup=4, n_chains=2,
                                   k_max=16, n_moves=2, mesh=resolve_mesh(dev))
             out[str(dev)] = dict(labels=r.labels.tolist(), log_joint=r.log_joint.tolist(),
                                  k=r.n_clusters.tolist())

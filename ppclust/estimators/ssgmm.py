@@ -548,7 +548,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
             res = gibbs.sample(
                 jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
-                n_samples=n_draws, n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
+                n_draws=n_draws, n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
                 thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
                 point_logprior=jnp.asarray(log_mask), init_labels=init, desc="BayesianSemiSupervisedGMM",
                 progress_bar=bool(self.progress_bar),

@@ -288,7 +288,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             elif self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
                 extra = dict(devices=restart_devices(self.devices, "TVClust"))
             res = sample(key, xj, links, family, prior, init_labels=init_labels, **extra,
-                               n_samples=int(n_draws), n_warmup=int(self.n_warmup),
+                               n_draws=int(n_draws), n_warmup=int(self.n_warmup),
                                n_chains=int(self.n_chains), thin=int(self.thin),
                                k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
                                sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm,

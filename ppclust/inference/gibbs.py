@@ -52,6 +52,7 @@ the ``p, q`` modes are shared with the collapsed sweep.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
@@ -285,18 +286,30 @@ def build(x, links: Links, family, prior: TVClustPrior, *, k_max: int, pq: str =
     return GibbsAlgorithm(init_, step_)
 
 
-def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
+def renamed_n_samples(n_draws, n_samples):
+    """``n_draws``, or the deprecated ``n_samples`` keyword's value with a FutureWarning (issue 15:
+    ``n_samples`` means data rows everywhere else; the old name works for one release)."""
+    if n_samples is None:
+        return n_draws
+    warnings.warn("`n_samples` is deprecated and will be removed in the next release; use `n_draws` "
+                  "(kept draws per chain).", FutureWarning, stacklevel=3)
+    return n_samples
+
+
+def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_draws=1000,
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
            alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
            store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
-           desc="tvclust gibbs", devices="auto", algorithm="collapsed", backend="auto") -> ChainResult:
+           desc="tvclust gibbs", devices="auto", algorithm="collapsed", backend="auto",
+           n_samples=None) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
     ----------
     key : JAX PRNG key.
     x : array (n, d); links : :class:`~ppclust.models.tvclust.Links`; family : a conjugate family.
-    n_samples, n_warmup, thin : kept draws, discarded sweeps, sweeps per kept draw.
+    n_draws, n_warmup, thin : kept draws, discarded sweeps, sweeps per kept draw.
+    n_samples : deprecated name of ``n_draws`` (``n_samples`` means data rows elsewhere); FutureWarning.
     pq : ``"collapse"`` | ``"sample"`` | ``"fixed"``; ``p, q`` are the fixed values / starting values.
     init_state : a batched :class:`GibbsState` (``ChainResult.state``) to resume from (pass
         ``n_warmup=0`` to continue a converged run directly).
@@ -326,8 +339,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     KMaxExhaustedError when a chain needed more than ``k_max`` clusters.
     """
     n = x.shape[0]
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    n_draws = renamed_n_samples(n_draws, n_samples)
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     _check_modes(pq, partition, sample_alpha, algorithm)
     if point_logprior is not None:
         point_logprior = jnp.asarray(point_logprior, x.dtype)
@@ -355,15 +369,15 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     show = _progress.enabled(True if progress_bar is None else progress_bar)
     # One compiled program serves every call: the sweep range of the first draw and the thinning are
     # traced loop bounds, the number of draws per call is the only static size (equal chunks; surplus
-    # draws are dropped). Draw j of a chain always uses key j of split(chain key, n_samples) and its
+    # draws are dropped). Draw j of a chain always uses key j of split(chain key, n_draws) and its
     # sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps t < n_warmup of draw 0; so the
     # draws do not depend on how the run is cut into calls (progress bar on or off, any chunk).
     if chunk is None:
-        chunk = max(1, 100 // max(thin, 1)) if show else max(n_samples, 1)
-    n_chunks = max(1, -(-n_samples // chunk))
-    per_chunk = -(-n_samples // n_chunks)
-    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_samples,
-                           surplus=n_chunks * per_chunk - n_samples)
+        chunk = max(1, 100 // max(thin, 1)) if show else max(n_draws, 1)
+    n_chunks = max(1, -(-n_draws // chunk))
+    per_chunk = -(-n_draws // n_chunks)
+    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_draws,
+                           surplus=n_chunks * per_chunk - n_draws)
 
     def call(c, state, first_lo, first_hi, thin):
         keys = place(draw_keys[:, c * per_chunk:(c + 1) * per_chunk])
@@ -380,18 +394,18 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
                 bar.update(hi - warm_done)
                 warm_done = hi
     outs = []
-    with _progress.bar(n_samples * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
+    with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
         for c in range(n_chunks):
             lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
             state, out = call(c, state, lo, hi, thin)
             outs.append(jax.device_get(out))
-            bar.update(min(per_chunk, n_samples - c * per_chunk) * thin)
+            bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a chain needed a new cluster with every slot "
             f"occupied); increase k_max (at most n={n} is ever needed) or lower alpha.")
-    cat = lambda f: np.concatenate([f(o) for o in outs], axis=1)[:, :n_samples]
+    cat = lambda f: np.concatenate([f(o) for o in outs], axis=1)[:, :n_draws]
     lab = cat(lambda o: o[0]) if store_labels else None
     return ChainResult(
         labels=None if lab is None else lab.astype(np.int32),

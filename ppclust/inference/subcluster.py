@@ -130,7 +130,15 @@ import numpy as np
 
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
-from ppclust.inference.gibbs import PQ_MODES, ChainResult, GibbsState, _escobar_west, _info, init
+from ppclust.inference.gibbs import (
+    PQ_MODES,
+    ChainResult,
+    GibbsState,
+    _escobar_west,
+    _info,
+    init,
+    renamed_n_samples,
+)
 from ppclust.models.tvclust import TVClustPrior, log_joint_from_stats
 from ppclust.sideinfo import Links, link_counts, pair_counts
 
@@ -557,17 +565,18 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     return new, moves
 
 
-def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_samples=1000,
+def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_draws=1000,
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
            sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
            init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
-           progress_bar=None, mesh=None) -> ChainResult:
+           progress_bar=None, mesh=None, n_samples=None) -> ChainResult:
     """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
 
-    Same arguments and the same :class:`~ppclust.inference.gibbs.ChainResult` as
-    :func:`ppclust.inference.gibbs.sample` (``log_joint`` is the collapsed log joint, ``p, q`` the draws in
-    ``"sample"`` mode and the conditional means in ``"collapse"`` mode). ``n_moves``: split/merge
-    proposals per sweep. ``colouring``: precomputed :func:`colour_links` (else computed here, host side).
+    Same arguments (``n_draws``; ``n_samples`` is its deprecated name) and the same
+    :class:`~ppclust.inference.gibbs.ChainResult` as :func:`ppclust.inference.gibbs.sample` (``log_joint``
+    is the collapsed log joint, ``p, q`` the draws in ``"sample"`` mode and the conditional means in
+    ``"collapse"`` mode). ``n_moves``: split/merge proposals per sweep. ``colouring``: precomputed
+    :func:`colour_links` (else computed here, host side).
     ``progress_bar`` is accepted for interface parity and ignored (one compiled call). ``mesh``: None (one
     device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"`` (:mod:`ppclust._devices`): the
     unlinked block's draw, the (n, width) part of a sweep, is split over its devices (same chain, same
@@ -579,8 +588,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     """
     if pq not in PQ_MODES:
         raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    n_draws = renamed_n_samples(n_draws, n_samples)
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     n = x.shape[0]
     if colouring is None:
         colouring = colour_links(links, n)
@@ -592,7 +602,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
-                      n_samples=int(n_samples), thin=int(thin), pq=pq, n_moves=int(n_moves),
+                      n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
                       sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
                       store_labels=bool(store_labels), mesh=mesh)
     out = jax.device_get(out)

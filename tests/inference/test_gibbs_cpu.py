@@ -51,7 +51,7 @@ def test_compiled_sweep_takes_the_xla_sweeps_decisions(family, pq, partition):
         x = jnp.asarray(x)
         fam = _family(family, x)
         k_max = 8 if partition == "finite" else 24
-        kw = dict(n_samples=4, n_warmup=4, n_chains=2, k_max=k_max, pq=pq, p=0.85, q=0.9, progress_bar=False,
+        kw = dict(n_draws=4, n_warmup=4, n_chains=2, k_max=k_max, pq=pq, p=0.85, q=0.9, progress_bar=False,
                   partition=partition, sample_alpha=partition == "dp")
         if partition == "finite":  # partial labels as a per-point log prior (the SSGMM's use)
             lp = np.zeros((x.shape[0], k_max))
@@ -81,9 +81,9 @@ def test_single_step_unbatched_and_resumed():
         sb, ib = gibbs.step(key, st, x, links, fam, TVClustPrior(), backend="numba")
         np.testing.assert_array_equal(sa.labels, sb.labels)
         assert float(ia.log_joint) == pytest.approx(float(ib.log_joint), rel=1e-12)
-        first = gibbs.sample(key, x, links, fam, TVClustPrior(), n_samples=3, n_warmup=0, n_chains=2,
+        first = gibbs.sample(key, x, links, fam, TVClustPrior(), n_draws=3, n_warmup=0, n_chains=2,
                              k_max=16, progress_bar=False, backend="numba")
-        kw = dict(n_samples=3, n_warmup=0, k_max=16, progress_bar=False, init_state=first.state)
+        kw = dict(n_draws=3, n_warmup=0, k_max=16, progress_bar=False, init_state=first.state)
         a = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="xla", **kw)
         b = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="numba", **kw)
     np.testing.assert_array_equal(a.labels, b.labels)
@@ -93,7 +93,7 @@ def test_float32_runs_and_matches():
     x, links = _problem(n=90, d=2, seed=3)
     x = jnp.asarray(x, jnp.float32)
     fam = GaussianNIW.default(x)
-    kw = dict(n_samples=3, n_warmup=2, n_chains=1, k_max=16, progress_bar=False)
+    kw = dict(n_draws=3, n_warmup=2, n_chains=1, k_max=16, progress_bar=False)
     a = gibbs.sample(jax.random.key(1), x, links, fam, TVClustPrior(), backend="xla", **kw)
     b = gibbs.sample(jax.random.key(1), x, links, fam, TVClustPrior(), backend="numba", **kw)
     assert b.log_joint.dtype == np.float32
@@ -107,7 +107,7 @@ def test_k_max_exhausted_raises_in_the_compiled_sweep():
         x = jnp.asarray(x)
         with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=3"):
             gibbs.sample(jax.random.key(0), x, links, GaussianNIW.default(x), TVClustPrior(alpha=50.0),
-                         n_samples=3, n_warmup=0, n_chains=1, k_max=3, progress_bar=False, backend="numba")
+                         n_draws=3, n_warmup=0, n_chains=1, k_max=3, progress_bar=False, backend="numba")
 
 
 def test_backend_resolution_and_errors():
@@ -122,7 +122,7 @@ def test_backend_resolution_and_errors():
     with pytest.raises(ValueError, match="collapsed sweep only"):
         gibbs.resolve_backend("numba", niw, "explicit")
     with pytest.raises(ValueError, match="backend must be one of"):
-        gibbs.sample(jax.random.key(0), x, make_links(4), niw, n_samples=1, backend="gpu")
+        gibbs.sample(jax.random.key(0), x, make_links(4), niw, n_draws=1, backend="gpu")
 
 
 def test_shuffle_order_is_a_uniform_permutation():

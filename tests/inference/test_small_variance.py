@@ -67,7 +67,7 @@ def _gibbs(X, side, sigma2, *, lam=LAM, xi=XI, unscaled_links=False, n_samples=1
         if init is not None:
             state = jax.vmap(lambda z: gibbs.init(x, links, h.family(), k_max=24, labels=z, p=h.p, q=h.q,
                                                   alpha=h.alpha))(jnp.asarray(init, jnp.int32))
-        res = gibbs.sample(jax.random.key(3), x, links, h.family(), h.prior(), n_samples=n_samples,
+        res = gibbs.sample(jax.random.key(3), x, links, h.family(), h.prior(), n_draws=n_samples,
                            n_warmup=15, n_chains=2, k_max=24, pq="fixed", p=h.p, q=h.q, init_state=state,
                            progress_bar=False)
     return res

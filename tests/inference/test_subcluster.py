@@ -28,7 +28,7 @@ def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3):
         fam = _family(xj)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(xj, links, fam, PRIOR, p, q)
-        res = subcluster.sample(jax.random.key(11), xj, links, fam, PRIOR, n_samples=n_samples, n_warmup=8,
+        res = subcluster.sample(jax.random.key(11), xj, links, fam, PRIOR, n_draws=n_samples, n_warmup=8,
                                 thin=thin, n_chains=n_chains, k_max=n, pq=pq, p=0.8, q=0.9, n_moves=2)
     pval, tv = chi_square_pvalue(res.labels.reshape(-1, n), parts, probs)
     return res, pval, tv
@@ -275,7 +275,7 @@ def test_mixes_from_one_cluster_faster_than_collapsed():
         xj = jnp.asarray((x - x.mean(0)) / x.std(0))
         links = make_links(240, pairs, sign)
         fam = _family(xj)
-        kw = dict(n_samples=40, n_warmup=0, n_chains=2, k_max=16, pq="collapse")
+        kw = dict(n_draws=40, n_warmup=0, n_chains=2, k_max=16, pq="collapse")
         sub = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_moves=4, **kw)
         col = gibbs.sample(jax.random.key(0), xj, links, fam, PRIOR, progress_bar=False, **kw)
     t_sub = [_sweeps_to_truth(c, truth) for c in sub.labels]
@@ -316,3 +316,24 @@ def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
     assert main(argv + [a for kv in params for a in ("--param", kv)]) == 0
     cli_labels = np.loadtxt(tmp_path / "out" / "labels.csv", delimiter=",", skiprows=1)
     assert ari(truth, cli_labels.reshape(len(X), -1)[:, -1]) > 0.9
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "subcluster"])
+def test_n_samples_is_a_deprecated_name_of_n_draws(sampler):
+    """Issue 15: the kept-draw count is ``n_draws``; the old ``n_samples`` keyword warns (naming the new
+    name) and gives the same draws; a non-positive count is refused under either name."""
+    sample = {"gibbs": gibbs.sample, "subcluster": subcluster.sample}[sampler]
+    extra = dict(progress_bar=False, backend="xla") if sampler == "gibbs" else {}
+    with x64():
+        xj = jnp.asarray(X5)
+        links = make_links(len(X5), PAIRS5, SIGN5)
+        fam = _family(xj)
+        kw = dict(n_warmup=1, n_chains=2, k_max=6, **extra)
+        new = sample(jax.random.key(5), xj, links, fam, PRIOR, n_draws=3, **kw)
+        with pytest.warns(FutureWarning, match="n_draws"):
+            old = sample(jax.random.key(5), xj, links, fam, PRIOR, n_samples=3, **kw)
+        with pytest.raises(ValueError, match="n_draws must be >= 1"):
+            sample(jax.random.key(5), xj, links, fam, PRIOR, n_draws=0, **kw)
+    assert new.labels.shape == old.labels.shape == (2, 3, len(X5))
+    np.testing.assert_array_equal(new.labels, old.labels)
+    np.testing.assert_array_equal(new.log_joint, old.log_joint)

@@ -80,7 +80,7 @@ def _explicit_case(fam, pq, n_chains=1500):
         links = make_links(5, PAIRS5, SIGN5)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
-        res = gibbs.sample(jax.random.key(11), x, links, fam, PRIOR, n_samples=6, n_warmup=10, thin=4,
+        res = gibbs.sample(jax.random.key(11), x, links, fam, PRIOR, n_draws=6, n_warmup=10, thin=4,
                            n_chains=n_chains, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False,
                            algorithm="explicit")
     return res, parts, probs
@@ -110,10 +110,10 @@ def test_explicit_rejects_bad_options():
         x = jnp.asarray(X5)
         fam = _family(x)
         with pytest.raises(ValueError, match="algorithm"):
-            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR, algorithm="alg2", n_samples=1)
+            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR, algorithm="alg2", n_draws=1)
         with pytest.raises(ValueError, match="partition='dp'"):
             gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR, algorithm="explicit",
-                         partition="finite", n_samples=1)
+                         partition="finite", n_draws=1)
 
 
 def test_estimator_explicit_on_blobs():

@@ -395,7 +395,7 @@ def test_gibbs_matches_exact_enumeration(K, classes, eps):
         x = jnp.asarray(X5)
         fam = GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
         zs, probs = _exact_assignment_posterior(x, fam, K, alpha, log_mask)
-        res = gibbs.sample(jax.random.key(11), x, make_links(5), fam, TVClustPrior(alpha=alpha), n_samples=6,
+        res = gibbs.sample(jax.random.key(11), x, make_links(5), fam, TVClustPrior(alpha=alpha), n_draws=6,
                            n_warmup=60, thin=8, n_chains=1500, k_max=K, pq="fixed", partition="finite",
                            point_logprior=jnp.asarray(log_mask), progress_bar=False)
         # the sampler's log joint is the enumeration's (up to the constant normaliser)

@@ -148,7 +148,7 @@ def _enumeration_case(pq, backend="auto"):
         fam = _family(x)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
-        res = gibbs.sample(jax.random.key(7), x, links, fam, PRIOR, n_samples=6, n_warmup=8, thin=3,
+        res = gibbs.sample(jax.random.key(7), x, links, fam, PRIOR, n_draws=6, n_warmup=8, thin=3,
                            n_chains=1500, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False, backend=backend)
     return res, parts, probs
 
@@ -174,7 +174,7 @@ def test_links_with_p_equal_one_minus_q_carry_no_information():
     with x64():
         x = jnp.asarray(X5)
         fam = _family(x)
-        kw = dict(n_samples=20, n_warmup=5, n_chains=3, k_max=5, pq="fixed", p=0.3, q=0.7, progress_bar=False)
+        kw = dict(n_draws=20, n_warmup=5, n_chains=3, k_max=5, pq="fixed", p=0.3, q=0.7, progress_bar=False)
         with_links = gibbs.sample(jax.random.key(3), x, make_links(5, PAIRS5, SIGN5), fam, PRIOR, **kw)
         without = gibbs.sample(jax.random.key(3), x, make_links(5), fam, PRIOR, **kw)
     np.testing.assert_array_equal(with_links.labels, without.labels)
@@ -190,7 +190,7 @@ def test_k_max_exhausted_raises():
         x = jnp.asarray(X5 * 100.0)  # far-apart points want their own clusters
         fam = _family(x)
         with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=2"):
-            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR._replace(alpha=50.0), n_samples=5,
+            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR._replace(alpha=50.0), n_draws=5,
                          n_warmup=5, n_chains=1, k_max=2, progress_bar=False)
 
 
