@@ -753,7 +753,7 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
 def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, chunk: int) -> Array:
     """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
     ``shard_map`` every device computes its own rows from the replicated statistics)."""
-    from ppclust.families import LOG_2PI, gaussian_log_normaliser_chol
+    from ppclust.families import gaussian_log_normaliser_chol
 
     n_total = prm["n_total"]
     K = cs.n.shape[0]
@@ -776,7 +776,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
 
         s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(prm["floor"], x.dtype))
         m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(prm["p"], x.dtype))
-        base = base + jnp.sum(0.5 * LOG_2PI + jnp.log(sig), -1)
+        base = base + jnp.sum(gaussian_log_normaliser_chol(sig[..., None, None]), -1)  # 1-D factors sigma
     n = x.shape[0]
     b = min(chunk, n)
     xp = jnp.pad(x, ((0, (-n) % b), (0, 0)))
