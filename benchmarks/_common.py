@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,6 +122,22 @@ def write_json(name: str, data: dict, script: str, merge: bool = False) -> Path:
         old[k] = v
     p.write_text(json.dumps(old, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return p
+
+
+def timed_labels(fit: Callable, *args, **kwargs):
+    """One fit of a panel or study script: ``fit(*args, **kwargs)`` (warnings silenced) returns the
+    predicted labels. Returns ``(labels, {"s": seconds})``, or ``(None, {"error": ..., "s": seconds})``
+    when it raised, so that a failing fit is cached and shown as a failure instead of stopping the run."""
+    import numpy as np
+
+    t0 = time.time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pred = np.asarray(fit(*args, **kwargs))
+        return pred, {"s": time.time() - t0}
+    except Exception as e:  # recorded
+        return None, {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
 
 
 def cached_study_main(argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int,

@@ -51,12 +51,11 @@ import importlib.util
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, md_table, write_result
+from benchmarks._common import RESULTS, machine_info, md_table, timed_labels, write_result
 from ppclust import datasets, metrics
 from ppclust.sideinfo import SideInfo
 
@@ -270,6 +269,12 @@ def n_classes(data):
     return _K[data]
 
 
+def panel_seed(draw, level, noise):
+    """Seed of the side-information draw (links or labels) for one (draw, level, noise) cell of the panel;
+    the study scripts call it too, so they fit on the panel's own draws."""
+    return 7919 * draw + int(1000 * level) + int(100 * noise)
+
+
 def key(data, draw, method, level, noise):
     """Cache key: data set, draw, method, budget, noise, n_max and the hash of the full parameter dict
     of the estimator that runs (C3L's / CEC-IB's 'none' point runs CEC: its parameters)."""
@@ -330,21 +335,15 @@ def run(args, cache, cache_path):
                 if time.time() - t_start > args.budget_s:
                     print("time budget reached; the table uses what is cached", flush=True)
                     return
-                rng_seed = 7919 * draw + int(1000 * level) + int(100 * noise)
+                rng_seed = panel_seed(draw, level, noise)
                 side = labels = None
                 if method in LINK_METHODS and level > 0:
                     side = datasets.sample_links(y, int(round(level * n)), noise, seed=rng_seed)
                 if method in LABEL_METHODS and level > 0:
                     labels = datasets.sample_labels(y, level, noise, seed=rng_seed).astype(np.int64)
-                t0 = time.time()
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        lab = np.asarray(fit_one(method, X, y, side, labels, draw, args.quick))
-                    rec = {"nmi": metrics.nmi(y, lab), "ari": metrics.ari(y, lab),
-                           "k": int(len(np.unique(lab))), "s": time.time() - t0}
-                except Exception as e:  # recorded, shown as a failure in the table
-                    rec = {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
+                lab, rec = timed_labels(fit_one, method, X, y, side, labels, draw, args.quick)
+                if lab is not None:
+                    rec.update(nmi=metrics.nmi(y, lab), ari=metrics.ari(y, lab), k=int(len(np.unique(lab))))
                 cache[k] = rec
                 cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
                 print(k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in rec.items()},

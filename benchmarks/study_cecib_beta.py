@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from functools import partial
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
-from benchmarks.bench_benefit import DATASETS, load
+from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
+from benchmarks.bench_benefit import DATASETS, load, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -100,6 +99,10 @@ def configs():
     return out
 
 
+def _fit(factory, K, draw, X, labels):
+    return factory(K, draw).fit(X, labels).labels_
+
+
 def run(args, cache):
     t0 = time.time()
     for draw in range(args.draws):
@@ -108,8 +111,8 @@ def run(args, cache):
             K = int(y.max()) + 1
             for frac, noise in SETTINGS:
                 # the panel's label draw for this (draw, level, noise)
-                lab = datasets.sample_labels(y, frac, noise, seed=7919 * draw + int(1000 * frac)
-                                             + int(100 * noise)).astype(np.int64)
+                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
+                lab = lab.astype(np.int64)
                 m = lab >= 0
                 for name, factory, needs in configs():
                     if not needs and (frac, noise) != SETTINGS[0]:
@@ -120,17 +123,10 @@ def run(args, cache):
                     if time.time() - t0 > args.budget_s:
                         print("budget reached", flush=True)
                         return
-                    t = time.time()
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            est = factory(K, draw)
-                            pred = np.asarray(est.fit(X, lab if needs else None).labels_)
-                        rec = {"nmi": metrics.nmi(y, pred), "nmi_unl": metrics.nmi(y[~m], pred[~m]),
-                               "nmi_lab": metrics.nmi(y[m], pred[m]), "k": int(len(np.unique(pred))),
-                               "s": time.time() - t}
-                    except Exception as e:  # recorded
-                        rec = {"error": f"{type(e).__name__}: {str(e)[:100]}", "s": time.time() - t}
+                    pred, rec = timed_labels(_fit, factory, K, draw, X, lab if needs else None)
+                    if pred is not None:
+                        rec.update(nmi=metrics.nmi(y, pred), nmi_unl=metrics.nmi(y[~m], pred[~m]),
+                                   nmi_lab=metrics.nmi(y[m], pred[m]), k=int(len(np.unique(pred))))
                     cache[k] = rec
                 print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
                 CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
-from benchmarks.bench_benefit import DATASETS, _ms, load
+from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
+from benchmarks.bench_benefit import DATASETS, _ms, load, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -66,6 +65,11 @@ def make(name, X, seed, n_links=0):
     return RDPMeans(lam_k=lam_k, init=init, random_state=seed, **kw)
 
 
+def _fit(name, X, draw, side):
+    kw = dict(must_link=side.must_link, cannot_link=side.cannot_link) if side else {}
+    return make(name, X, draw, side.n_links if side else 0).fit(X, **kw).labels_
+
+
 def run(args, cache):
     t0 = time.time()
     for draw in range(args.draws):
@@ -76,7 +80,7 @@ def run(args, cache):
                 side = None
                 if level > 0:  # the panel's link draw for this (draw, level, noise)
                     side = datasets.sample_links(y, int(round(level * n)), noise,
-                                                 seed=7919 * draw + int(1000 * level) + int(100 * noise))
+                                                 seed=panel_seed(draw, level, noise))
                 for name in CONFIGS:
                     k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
                     if k in cache:
@@ -84,17 +88,9 @@ def run(args, cache):
                     if time.time() - t0 > args.budget_s:
                         print("budget reached", flush=True)
                         return
-                    t = time.time()
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            est = make(name, X, draw, side.n_links if side else 0)
-                            kw = dict(must_link=side.must_link, cannot_link=side.cannot_link) if side else {}
-                            pred = np.asarray(est.fit(X, **kw).labels_)
-                        rec = {"nmi": metrics.nmi(y, pred), "k": int(len(np.unique(pred))),
-                               "s": time.time() - t}
-                    except Exception as e:  # recorded
-                        rec = {"error": f"{type(e).__name__}: {str(e)[:100]}", "s": time.time() - t}
+                    pred, rec = timed_labels(_fit, name, X, draw, side)
+                    if pred is not None:
+                        rec.update(nmi=metrics.nmi(y, pred), k=int(len(np.unique(pred))))
                     cache[k] = rec
             print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
             CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
