@@ -486,7 +486,7 @@ class GaussianNIW:
         r"""Statistics of the union of the disjoint groups ``a`` and ``b`` (``sign=1``), or of group ``a``
         without its subgroup ``b`` (``sign=-1``), slot by slot, from the statistics alone (no pass over
         the points): the scatters add up with the between-group term
-        :math:`	frac{n_1n_2}{n_1+n_2}(ar x_1-ar x_2)(ar x_1-ar x_2)^	op` of the two disjoint
+        :math:`\tfrac{n_1n_2}{n_1+n_2}(\bar x_1-\bar x_2)(\bar x_1-\bar x_2)^\top` of the two disjoint
         parts (the pooled-variance identity), then :math:`\Psi_n` as in :meth:`stats`. Lets a split/merge
         move update two slots in :math:`O(d^3)` (:mod:`ppclust.inference.subcluster`)."""
         n = a.n + sign * b.n

@@ -225,7 +225,7 @@ def _costs_one(K, J, n, L, tmean, tm2, nlab, clogc, prm, p, floor, costs, active
     d = L.shape[0]
     any_live = False
     for k in range(K):
-        logdet = _h.chol_logdet(L[:, :, k].copy()) if d > 0 else 0.0
+        logdet = _h._logdet_slot(L, k) if d > 0 else 0.0
         costs[k] = _h.cluster_cost(n[k], logdet, tmean[k], tm2[k], nlab[k], clogc[k], prm[_h.P_NTOTAL],
                                    prm[_h.P_BETA], p, floor, d)
         live = n[k] > 0 and np.isfinite(costs[k])
