@@ -33,7 +33,7 @@ import numpy as np
 from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
-           "table_within_counts", "check_labels", "decode_pair_index"]
+           "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -442,6 +442,20 @@ def table_within_counts(z, z_nbr, sgn, wgt):
     Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller."""
     same = (z_nbr == z[:, None]).astype(wgt.dtype)
     return 0.5 * (same * wgt * (sgn > 0)).sum(), 0.5 * (same * wgt * (sgn < 0)).sum()
+
+
+def link_weight_per_point(table: NeighbourTable) -> float:
+    r"""Mean total link weight at a point, :math:`\tfrac1n\sum_i\sum_{j\sim i}|w_{ij}|` over the table's
+    ``n`` rows (``2 * n_links / n`` for unit weights, each pair counted at both ends). A pair stored with
+    both signs (soft links) counts with its net weight ``|sum sgn * wgt|``, as it acts in a cost that adds
+    the two terms."""
+    sgn = np.asarray(table.sgn)
+    n = sgn.shape[0]
+    sw = sgn * np.asarray(table.wgt)
+    rows, cols = np.nonzero(sgn)
+    key = rows.astype(np.int64) * n + np.asarray(table.nbr)[rows, cols]
+    _, pair = np.unique(key, return_inverse=True)
+    return float(np.abs(np.bincount(pair.ravel(), weights=sw[rows, cols])).sum()) / n
 
 
 def decode_pair_index(k):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ppclust.sideinfo import SideInfo, decode_pair_index
+from ppclust.sideinfo import SideInfo, decode_pair_index, link_weight_per_point
 
 
 def _random_links(rng, n, m):
@@ -281,3 +281,12 @@ def test_summary_is_json_ready():
     assert s == {"n": 6, "n_labelled": 3, "n_label_classes": 2, "n_links": 3, "n_must_link": 2,
                  "n_cannot_link": 1, "n_conflicting_pairs": 0, "n_linked_points": 5, "max_degree": 2,
                  "weighted": True}
+
+
+def test_link_weight_per_point_counts_each_pair_at_both_ends_with_its_net_weight():
+    # 4 points, links (0, 1) weight 1 and (2, 3) weight 2: 2 * (1 + 2) / 4
+    side = SideInfo.from_links(4, must_link=[[0, 1]], cannot_link=[[2, 3]], weight=[1.0, 2.0])
+    assert link_weight_per_point(side.neighbour_table()) == pytest.approx(1.5, rel=1e-15)
+    # a pair stored with both signs acts with its net weight |1 - 3| = 2 (counted at both ends)
+    both = SideInfo.from_pairs(3, [[0, 1], [0, 1]], [1, -1], [1.0, 3.0], on_conflict="keep")
+    assert link_weight_per_point(both.neighbour_table()) == pytest.approx(2 * 2.0 / 3, rel=1e-15)

@@ -27,6 +27,7 @@ from ppclust.estimators._base import (
     validate_X,
 )
 from ppclust.inference import dpmeans as _dp
+from ppclust.sideinfo import link_weight_per_point
 
 __all__ = ["DPMeans", "RDPMeans"]
 
@@ -79,20 +80,14 @@ class _Base(ClusterMixin, BaseEstimator):
                                f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
         return lam
 
-    def _xi_cap(self, lam, table, n, xi0):
+    def _xi_cap(self, lam, table, xi0):
         """``xi_max``, or for ``"auto"`` ``max(xi0, lam / max(w, 1))`` with ``w`` the mean total link weight
-        of a point (2 * links / n for unit weights; see :class:`RDPMeans`). A pair given with both signs
-        counts with its net weight, as it acts in the cost (``xi_ratio = 1``)."""
+        of a point (:func:`ppclust.sideinfo.link_weight_per_point`; see :class:`RDPMeans`). A pair given with
+        both signs counts with its net weight, as it acts in the cost (``xi_ratio = 1``)."""
         cap = getattr(self, "xi_max", 1e12)
         if cap != "auto":
             return float(cap)
-        w = 0.0
-        if table is not None:
-            sw = np.asarray(table.sgn) * np.asarray(table.wgt)
-            rows, cols = np.nonzero(np.asarray(table.sgn))
-            key = rows.astype(np.int64) * n + np.asarray(table.nbr)[rows, cols]
-            _, pair = np.unique(key, return_inverse=True)
-            w = float(np.abs(np.bincount(pair.ravel(), weights=sw[rows, cols])).sum()) / n
+        w = 0.0 if table is None else link_weight_per_point(table)
         return max(float(xi0), lam / max(w, 1.0))
 
     def _prepare(self, X, *, reset):
@@ -107,7 +102,7 @@ class _Base(ClusterMixin, BaseEstimator):
     def _run(self, X, table, xi0):
         n = X.shape[0]
         lam = self._lambda(X)
-        xi_max = self._xi_cap(lam, table, n, xi0)
+        xi_max = self._xi_cap(lam, table, xi0)
         kw = dict(xi0=xi0, xi_rate=getattr(self, "xi_rate", 1.0), xi_ratio=getattr(self, "xi_ratio", 1.0),
                   xi_max=xi_max, k_max=min(int(self.k_max), n), max_iter=self.max_iter,
                   divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
