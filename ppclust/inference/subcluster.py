@@ -254,12 +254,18 @@ def _log_q_pair(log_r, log_1r, mask, in_a):
     return jnp.logaddexp(o1, o2)
 
 
+def _log_joint_given(stats, counts, family, prior, pq, p, q):
+    """The collapsed log joint from the statistics and pair counts: p and q integrated out
+    (``pq="collapse"``) or at their current values."""
+    if pq == "collapse":
+        return log_joint_from_stats(stats, counts, family, prior)
+    return log_joint_from_stats(stats, counts, family, prior, p, q)
+
+
 def _log_joint(labels, x, links, family, prior, pq, p, q, k_max):
     stats = family.stats(x, labels, k_max)
     counts = pair_counts(labels, links).astype(x.dtype)
-    if pq == "collapse":
-        return log_joint_from_stats(stats, counts, family, prior), stats, counts
-    return log_joint_from_stats(stats, counts, family, prior, p, q), stats, counts
+    return _log_joint_given(stats, counts, family, prior, pq, p, q), stats, counts
 
 
 def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=None):
@@ -354,8 +360,7 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     prop, log_q, ok, full, (a, b) = propose(k_prop, is_split, labels, stats, x, family)
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b)
     c_new = pair_counts(prop, links).astype(x.dtype)
-    lj_new = (log_joint_from_stats(st_new, c_new, family, prior) if pq == "collapse"
-              else log_joint_from_stats(st_new, c_new, family, prior, p, q))
+    lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
     log_pair = jnp.where(is_split, merge_pair_log_prob(a, b, st_new), merge_pair_log_prob(a, b, stats))
     log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
@@ -518,8 +523,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
     prior_now = prior._replace(alpha=state.alpha)
     labels, stats, counts = state.labels, state.stats, state.counts
-    lj = (log_joint_from_stats(stats, counts, family, prior_now) if pq == "collapse"
-          else log_joint_from_stats(stats, counts, family, prior_now, state.p, state.q))
+    lj = _log_joint_given(stats, counts, family, prior_now, pq, state.p, state.q)
 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
