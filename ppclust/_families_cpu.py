@@ -15,6 +15,7 @@ compiled twin                       JAX definition
 :func:`predictive_cache_slot`       ``predictive_cache`` of both families (one slot)
 :func:`log_predictive_cached`       ``log_predictive_cached`` of both families
 :func:`log_predictive_loo`          ``GaussianNIW.log_predictive_loo``
+:func:`gaussian_loglik`             :func:`ppclust.families.gaussian_loglik` (one point, one slot)
 ==================================  ==============================================================
 
 The family is passed as an integer ``code`` (:func:`family_code`) plus ``mu0`` and a hyper-parameter vector
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
-from ppclust.families import GaussianNIW, SphericalGaussian
+from ppclust.families import LOG_2PI, GaussianNIW, SphericalGaussian
 
 try:  # numba is a run-time dependency; without it (e.g. a Python it has no wheel for) XLA sweeps run
     import numba
@@ -41,7 +42,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 __all__ = [
     "FULL", "DIAG", "SPHERICAL", "KNOWN_VAR", "available", "family_code", "family_arrays", "compile_kernel",
     "inline_kernel", "chol_rank_one", "solve_sq", "rank_one", "predictive_log_norm", "predictive_cache_slot",
-    "log_predictive_cached", "log_predictive_loo",
+    "log_predictive_cached", "log_predictive_loo", "gaussian_loglik",
 ]
 
 FULL, DIAG, SPHERICAL, KNOWN_VAR = 0, 1, 2, 3
@@ -317,3 +318,28 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
     df1 = nu0 + n1 - d + 1.0
     return (size - hl[k] - 0.5 * d * math.log(math.pi * (kn1 + 1.0) * ikn)
             + 0.5 * (df1 + d - 1.0) * math.log(r))
+
+
+@inline_kernel
+def gaussian_loglik(xi, mean, A, half, k, code):
+    r""":func:`ppclust.families.gaussian_loglik` of point ``xi`` in slot k of explicit parameters
+    (:class:`~ppclust.families.GaussianParams`): :math:`-\tfrac d2\ln 2\pi + h_k - \tfrac12\|A_k(x-\mu_k)\|^2`
+    with ``A`` (K, m) the precision factor flattened row-major: m = d * d (``code`` FULL), d (DIAG) or 1
+    (SPHERICAL)."""
+    d = xi.shape[0]
+    q = 0.0
+    if code == FULL:
+        for r in range(d):
+            acc = 0.0
+            for j in range(d):
+                acc += A[k, r * d + j] * (xi[j] - mean[k, j])
+            q += acc * acc
+    elif code == DIAG:
+        for j in range(d):
+            t = A[k, j] * (xi[j] - mean[k, j])
+            q += t * t
+    else:
+        for j in range(d):
+            t = A[k, 0] * (xi[j] - mean[k, j])
+            q += t * t
+    return -0.5 * d * LOG_2PI + half[k] - 0.5 * q

@@ -150,6 +150,8 @@ __all__ = [
     "propose",
     "merge_pair_log_prob",
     "split_merge_log_ratio",
+    "counter_uniform",
+    "resolve_backend",
     "step",
     "sample",
 ]
@@ -220,15 +222,27 @@ def subcluster_responsibilities(key, x, mask, family):
     clipped. Depends on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)``
     (n,), arbitrary outside ``mask``.
     """
+    theta, lw = _subcluster_fit(key, x, mask, family)
+    return _responsibilities(family, theta, lw, x)
+
+
+def _subcluster_fit(key, x, mask, family, pick=None):
+    """The sub-cluster fit of :func:`subcluster_responsibilities` (everything but its final pass):
+    ``(theta, log_weights)`` of the two sub-clusters. ``pick``: None (the subsample of ``mask``'s points
+    drawn here) or a function ``u -> (idx, |C|)`` giving the same subsample from the uniforms ``u``
+    (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsample`)."""
     k_pick, k_iter = jax.random.split(key)
-    cum = jnp.cumsum(mask.astype(jnp.int32))
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
-    idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))  # uniform points of C
-    idx = jnp.minimum(idx, x.shape[0] - 1)
+    if pick is None:
+        cum = jnp.cumsum(mask.astype(jnp.int32))
+        idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))  # uniform points of C
+        idx, count = jnp.minimum(idx, x.shape[0] - 1), cum[-1]
+    else:
+        idx, count = pick(u)
     xs = x[idx]
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
-    w = jnp.broadcast_to(jnp.asarray(cum[-1] > 0, x.dtype), (m,))
+    w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
 
     def fit(t, side):
         st = family.stats(xs, side, 2, w)
@@ -240,10 +254,46 @@ def subcluster_responsibilities(key, x, mask, family):
         return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
-    theta, lw = fit(_SUB_ITERS, side)
+    return fit(_SUB_ITERS, side)
+
+
+def _responsibilities(family, theta, lw, x):
+    """The final pass of :func:`subcluster_responsibilities`: ``log r, log(1 - r)`` of every point (twin:
+    :func:`ppclust.inference._subcluster_cpu.move_sides`, for the points of the cluster only)."""
     ll = _data_term(family, theta, x) + lw
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
+
+
+def counter_seed(key):
+    """Two 32-bit words of ``key``: the seed of :func:`counter_uniform`."""
+    return jax.random.bits(key, (2,), jnp.uint32)
+
+
+def counter_uniform(seed, idx, dtype):
+    r"""Uniforms on (0, 1) as a hash of (``seed``, index): ``idx`` (...) int -> (...) ``dtype``.
+
+    Counter based, so a compiled loop draws the uniform of point i itself, for the points it visits only
+    (twin: :func:`ppclust.inference._subcluster_cpu.counter_uniform`), where a threefry draw of all n costs
+    a pass (~10 ms per 10^6 here). Two 32-bit words :math:`a, b` from the lowbias32 integer hash
+    (C. Wellons) of the index mixed with the two seed words; float64: :math:`u = (\lfloor a/2^5\rfloor 2^{26}
+    + \lfloor b/2^6\rfloor + \tfrac12)\,2^{-53}` (53 bits, never 0 or 1), float32: :math:`(\lfloor
+    a/2^8\rfloor + \tfrac12)\,2^{-24}`. ``tests/inference/test_subcluster_cpu.py`` checks uniformity (KS)
+    and independence across seeds and neighbouring indices."""
+    def mix(h):
+        h = h ^ (h >> 16)
+        h = h * jnp.uint32(0x7FEB352D)
+        h = h ^ (h >> 15)
+        h = h * jnp.uint32(0x846CA68B)
+        return h ^ (h >> 16)
+
+    i = jnp.asarray(idx).astype(jnp.uint32)
+    s0, s1 = seed[0], seed[1]
+    a = mix(mix(i ^ s0) ^ s1)
+    if np.dtype(dtype) == np.float64:
+        b = mix(mix(i ^ s1 ^ jnp.uint32(0x5BD1E995)) + s0)
+        return ((a >> 5).astype(dtype) * 67108864.0 + (b >> 6).astype(dtype) + 0.5) * (2.0 ** -53)
+    return ((a >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
 
 
 def _log_q_pair(log_r, log_1r, mask, in_a):
@@ -319,7 +369,7 @@ def _pick_occupied(key, active, exclude=None):
     return jnp.argmax(jnp.cumsum(active) > j)
 
 
-def propose(key, is_split, labels, stats, x, family):
+def propose(key, is_split, labels, stats, x, family, backend="xla"):
     """One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
 
     Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
@@ -328,8 +378,15 @@ def propose(key, is_split, labels, stats, x, family):
     probability that a split of the merged cluster proposes exactly this pair. Returns
     ``(new_labels, log_q, valid, full, pair)``: ``valid`` is False for an empty side, a merge with one
     cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
-    slots (kept slot, other slot) of the split's result or of the merged pair.
+    slots (kept slot, other slot) of the split's result or of the merged pair. ``backend="numba"``: the
+    O(n) part on the compiled twins (:mod:`ppclust.inference._subcluster_cpu`), the same proposal.
     """
+    return _propose(key, is_split, labels, stats, x, family, backend)[:5]
+
+
+def _propose(key, is_split, labels, stats, x, family, backend):
+    """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
+    None)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -337,28 +394,39 @@ def propose(key, is_split, labels, stats, x, family):
     cb_uniform = _pick_occupied(k_b, active, exclude=ca)
     cb_near = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[ca])
     cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, cb_uniform, cb_near)
-    in_a = labels == ca
-    mask = jnp.where(is_split, in_a, in_a | (labels == cb))
-    log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
-    side_a = jnp.where(is_split, jnp.log(jax.random.uniform(k_side, labels.shape, dtype=x.dtype)) < log_r,
-                       in_a)
     new = jnp.argmin(active)
-    n_c, n_a = mask.sum(), (mask & side_a).sum()
+    side_seed = counter_seed(k_side)  # side A iff log u_i < log r_i, u_i = counter_uniform(side_seed, i)
+    side_b = None
+    if backend == "numba":
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        theta, lw = _subcluster_fit(k_sub, x, None, family,
+                                    pick=lambda u: cpu.subsample(labels, ca, cb, is_split, u))
+        proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
+                                                     family, _LOGIT_CLIP)
+    else:
+        in_a = labels == ca
+        mask = jnp.where(is_split, in_a, in_a | (labels == cb))
+        log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
+        u = counter_uniform(side_seed, jnp.arange(labels.shape[0]), x.dtype)
+        side_a = jnp.where(is_split, jnp.log(u) < log_r, in_a)
+        n_c, n_a = mask.sum(), (mask & side_a).sum()
+        target = jnp.where(is_split, new, ca).astype(labels.dtype)
+        proposal = jnp.where(mask & ~side_a, target, labels)
+        log_q = _log_q_pair(log_r, log_1r, mask, side_a)
     full = is_split & active[new] & (n_c >= 2)  # a split was possible but no slot was free
     valid = jnp.where(is_split, (n_a > 0) & (n_a < n_c) & ~active[new], active.sum() >= 2)
-    target = jnp.where(is_split, new, ca).astype(labels.dtype)
-    proposal = jnp.where(mask & ~side_a, target, labels)
     pair = (ca, jnp.where(is_split, new, cb))
-    return proposal, _log_q_pair(log_r, log_1r, mask, side_a), valid, full, pair
+    return proposal, log_q, valid, full, pair, side_b
 
 
-def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b) = propose(k_prop, is_split, labels, stats, x, family)
-    st_new = _proposal_stats(family, stats, x, is_split, prop, a, b)
+    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend)
+    st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
     log_pair = jnp.where(is_split, merge_pair_log_prob(a, b, st_new), merge_pair_log_prob(a, b, stats))
@@ -370,17 +438,19 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
             MoveInfo(is_split, log_h, acc))
 
 
-def _proposal_stats(family, stats, x, is_split, prop, a, b):
+def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
     """The statistics of a proposed partition: only its two slots ``a`` (kept) and ``b`` (the split's new
     slot / the merged slot, emptied) change. With ``family.pool`` (:class:`~ppclust.families.GaussianNIW`)
     a merge pools the two slots' statistics (O(d^3), no pass over the points) and a split computes its
     side B's statistics in one weighted pass (``family.weighted_stats``, a matrix product) and side A's as
-    the old slot minus side B; other families recompute every slot (``family.stats``)."""
+    the old slot minus side B; other families recompute every slot (``family.stats``). ``side_b``: side B's
+    statistics when already computed (the compiled twin's pass)."""
     k_max = stats.n.shape[0]
     if not (hasattr(family, "pool") and hasattr(family, "weighted_stats")):
         return family.stats(x, prop, k_max)
     one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
-    side_b = family.weighted_stats(x, (prop == b).astype(x.dtype))  # the split's new slot
+    if side_b is None:
+        side_b = family.weighted_stats(x, (prop == b).astype(x.dtype))  # the split's new slot
     keep = jax.tree.map(lambda u, v: jnp.where(is_split, u, v),
                         family.pool(one(a), side_b, -1.0), family.pool(one(a), one(b), 1.0))
     other = jax.tree.map(lambda u, v: jnp.where(is_split, u, v), side_b, family.empty(1, x.shape[1], x.dtype))
@@ -472,15 +542,23 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
     return z[:n], cnt
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
+                backend="xla"):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
-    as a whole if it would empty an occupied cluster."""
+    as a whole if it would empty an occupied cluster. Point i draws with uniform
+    ``counter_uniform(seed, i)``; ``backend="numba"``: the unlinked block on the compiled twin."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
-    u = jax.random.uniform(key, (n,), dtype=x.dtype)
-    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    seed = counter_seed(key)
+    if backend == "numba":
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        draw, cnt = cpu.draw_block(x, seed, colouring.linked, labels, log_pi, theta, family)
+    else:
+        u = counter_uniform(seed, jnp.arange(n), x.dtype)
+        draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
     new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
@@ -493,7 +571,7 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
         ii = jnp.where(real, idx, 0)
         f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
         logw = _loglik_matrix(family, theta, x[ii]) + log_pi  # the class's rows only (gathered)
-        zc = _draw_rows(logw + f * xi1 - s * xi2, u[ii])
+        zc = _draw_rows(logw + f * xi1 - s * xi2, counter_uniform(seed, ii, x.dtype))
         old = labels[ii]
         w = real.astype(sizes.dtype)
         trial = sizes.at[old].add(-w).at[zc].add(w)
@@ -513,11 +591,14 @@ def _widths(k_max):
 
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
-         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
+         pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None,
+         backend="xla"):
     """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
     (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
     (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
-    (:func:`_block_draw`; the same draws). Pure; not jitted."""
+    (:func:`_block_draw`; the same draws). ``backend``: ``"xla"`` or ``"numba"`` (the O(n) passes on the
+    compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). Pure; not
+    jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
@@ -528,7 +609,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
         labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
-                                                    prior_now, pq, state.p, state.q)
+                                                    prior_now, pq, state.p, state.q, backend)
         return (labels, lj, stats, counts, full | f), info
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
@@ -553,11 +634,16 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
-    stats = family.stats(x, labels, k_max)
+    if backend == "numba":
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        stats = cpu.family_stats(x, labels, k_max, family)
+    else:
+        stats = family.stats(x, labels, k_max)
     counts = pair_counts(labels, links).astype(x.dtype)
     if pq == "collapse":  # report E[p | z, E], E[q | z, E] as the collapsed sampler does
         p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
@@ -569,11 +655,29 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     return new, moves
 
 
+def resolve_backend(backend, family, dtype, mesh=None) -> str:
+    """``"numba"`` or ``"xla"`` for :func:`sample` (see its ``backend``); ``"numba"`` with a ``mesh``, an
+    unsupported family or without numba raises ValueError."""
+    from ppclust.inference import _subcluster_cpu as cpu
+    from ppclust.inference.gibbs import BACKENDS
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    ok = cpu.supports(family, dtype)
+    if backend == "auto":
+        return "numba" if ok and mesh is None and jax.default_backend() == "cpu" else "xla"
+    if backend == "numba" and (mesh is not None or not ok):
+        raise ValueError("backend='numba' of the sub-cluster sampler needs numba, one device (no mesh) and a "
+                         f"float64 GaussianNIW family (got {type(family).__name__}, {np.dtype(dtype)}, "
+                         f"mesh={mesh is not None}); use backend='xla'")
+    return backend
+
+
 def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_draws=1000,
            n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, n_moves=4,
            sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, init_labels=None,
            init_state: GibbsState | None = None, store_labels=True, colouring: Colouring | None = None,
-           progress_bar=None, mesh=None, n_samples=None) -> ChainResult:
+           progress_bar=None, mesh=None, backend="auto", n_samples=None) -> ChainResult:
     """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
 
     Same arguments (``n_draws``; ``n_samples`` is its deprecated name) and the same
@@ -584,7 +688,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     ``progress_bar`` is accepted for interface parity and ignored (one compiled call). ``mesh``: None (one
     device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"`` (:mod:`ppclust._devices`): the
     unlinked block's draw, the (n, width) part of a sweep, is split over its devices (same chain, same
-    draws; :func:`_block_draw`).
+    draws; :func:`_block_draw`). ``backend``: ``"auto"`` (default: ``"numba"`` when JAX runs on CPU with no
+    ``mesh``, numba imports and the family is a float64 :class:`~ppclust.families.GaussianNIW`, else
+    ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of a sweep on
+    the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the
+    same chain up to float rounding). :func:`resolve_backend`.
 
     Raises
     ------
@@ -596,6 +704,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     n = x.shape[0]
+    backend = resolve_backend(backend, family, x.dtype, mesh)
     if colouring is None:
         colouring = colour_links(links, n)
     if init_state is None:
@@ -608,7 +717,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
                       n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
                       sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                      store_labels=bool(store_labels), mesh=mesh)
+                      store_labels=bool(store_labels), mesh=mesh, backend=backend)
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
@@ -621,11 +730,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
 
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
-                                   "store_labels", "mesh"))
+                                   "store_labels", "mesh", "backend"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla"):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
-              alpha_rate=alpha_rate, mesh=mesh)
+              alpha_rate=alpha_rate, mesh=mesh, backend=backend)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]

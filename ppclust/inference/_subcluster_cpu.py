@@ -1,0 +1,380 @@
+r"""The O(n) passes of the sub-cluster sampler (:mod:`ppclust.inference.subcluster`) compiled for the CPU.
+
+Why: XLA:CPU runs a split/merge move as about ten full passes over the points (both branches under
+``where``, n uniforms, log-sigmoids of every point) and the end-of-sweep statistics as an O(n d^2)
+segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
+per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
+branch actually taken. The sweep stays one jitted program: the loops are called through
+:func:`jax.pure_callback` (chains in one call per kernel), everything O(K) (pair choice, the sub-cluster
+fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX.
+
+Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
+``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin
+by twin in float64, and whole chains label for label):
+
+=====================================  =====================================================================
+compiled twin                          JAX definition (:mod:`ppclust.inference.subcluster`)
+=====================================  =====================================================================
+:func:`counter_uniform`                ``counter_uniform`` (the per-point uniforms of both paths)
+:func:`fused_draw`                     ``_fused_draw`` (the unlinked block: data term, draw, slot counts)
+:func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
+:func:`pick_subsample`                 the subsample indices of ``subcluster_responsibilities``
+:func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
+                                       Bernoulli sides and ``_log_q_pair`` of ``propose``, and the split
+                                       side's ``GaussianNIW.weighted_stats`` sums
+=====================================  =====================================================================
+
+The Gaussian log density is :func:`ppclust._families_cpu.gaussian_loglik` (the twin of
+:func:`ppclust.families.gaussian_loglik`). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
+spherical) in float64; others (and float32) use the XLA path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ppclust._families_cpu import available, compile_kernel, family_code, gaussian_loglik
+from ppclust.families import GaussianNIW
+from ppclust.inference._gibbs_cpu import _from_wire, _to_wire, _unwire, _wire, _wire_shape
+
+try:
+    from numba import prange
+except ImportError:  # pragma: no cover
+    prange = range
+
+__all__ = ["available", "supports", "counter_uniform", "fused_draw", "stats_sums", "pick_subsample",
+           "move_sides"]
+
+_M32 = np.uint64(0xFFFFFFFF)
+_H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
+_S15, _S16 = np.uint64(15), np.uint64(16)
+_S5, _S6 = np.uint64(5), np.uint64(6)
+#: below this a log-weight's exp is exactly 0.0 in float64 (exp(-746) underflows): skipped, same value
+_EXP_FLOOR = -746.0
+
+
+def supports(family, dtype=jnp.float64) -> bool:
+    """Whether the compiled passes implement this family (GaussianNIW, float64)."""
+    return available() and isinstance(family, GaussianNIW) and family_code(family) is not None \
+        and np.dtype(dtype) == np.float64
+
+
+def _parallel_kernel(fn):
+    return compile_kernel(fn, parallel=True)
+
+
+# -- counter-based uniforms ------------------------------------------------------------------------------
+@compile_kernel
+def _mix32(h):
+    """lowbias32 (C. Wellons' 32-bit integer hash), on uint64 holding 32 bits: a bijection of 32-bit words."""
+    h = h & _M32
+    h ^= h >> _S16
+    h = (h * _H1) & _M32
+    h ^= h >> _S15
+    h = (h * _H2) & _M32
+    h ^= h >> _S16
+    return h
+
+
+@compile_kernel
+def counter_uniform(s0, s1, i):
+    """The twin of ``subcluster.counter_uniform`` for one index ``i``: uniform on (0, 1) with 53 bits."""
+    a = _mix32(_mix32(np.uint64(i) ^ s0) ^ s1)
+    b = _mix32(_mix32(np.uint64(i) ^ s1 ^ _H3) + s0)
+    return ((a >> _S5) * 67108864.0 + (b >> _S6) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+# -- kernels ---------------------------------------------------------------------------------------------
+@compile_kernel
+def _chunks(n):
+    """Row ranges for prange: about 8 per thread (load balance), at least 4096 rows each."""
+    return max(1, min(-(-n // 4096), 64))
+
+
+@_parallel_kernel
+def fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts):
+    """``_fused_draw``: each row not in ``keep`` draws its slot from ``log_pi + log p(x_i | theta)`` by the
+    inverse CDF with uniform ``counter_uniform(seed, i)``; ``z`` (n,) the labels, ``counts`` (w,) the slot
+    counts (kept rows keep ``labels``)."""
+    n = x.shape[0]
+    w = log_pi.shape[0]
+    nc = _chunks(n)
+    per = -(-n // nc)
+    acc = np.zeros((nc, w), np.int64)
+    for c in prange(nc):
+        lw = np.empty(w)
+        for i in range(c * per, min(n, (c + 1) * per)):
+            if keep[i]:
+                k = labels[i]
+            else:
+                mx = -np.inf
+                for k in range(w):
+                    if log_pi[k] > -np.inf:
+                        v = log_pi[k] + gaussian_loglik(x[i], mean, A, half, k, code)
+                    else:
+                        v = -np.inf
+                    lw[k] = v
+                    if v > mx:
+                        mx = v
+                tot = 0.0
+                for k in range(w):
+                    v = lw[k] - mx
+                    e = math.exp(v) if v > _EXP_FLOOR else 0.0
+                    tot += e
+                    lw[k] = tot
+                t = counter_uniform(s0, s1, i) * tot
+                k = 0
+                while k < w - 1 and lw[k] <= t:
+                    k += 1
+            z[i] = k
+            if k < w:
+                acc[c, k] += 1
+    for c in range(nc):
+        for k in range(w):
+            counts[k] += acc[c, k]
+
+
+@_parallel_kernel
+def stats_sums(x, centre, labels, n_out, s_out, outer_out):
+    """The per-slot sums of ``GaussianNIW.stats``: counts, sums of the points and sums of the outer
+    products of the centred points ``x - centre`` (upper triangle, mirrored); labels outside [0, K) count
+    nowhere."""
+    n, d = x.shape
+    K = n_out.shape[0]
+    nc = _chunks(n)
+    per = -(-n // nc)
+    cn = np.zeros((nc, K))
+    cs = np.zeros((nc, K, d))
+    co = np.zeros((nc, K, d, d))
+    for c in prange(nc):
+        xc = np.empty(d)
+        for i in range(c * per, min(n, (c + 1) * per)):
+            k = labels[i]
+            if k < 0 or k >= K:
+                continue
+            cn[c, k] += 1.0
+            for j in range(d):
+                cs[c, k, j] += x[i, j]
+                xc[j] = x[i, j] - centre[j]
+            for j in range(d):
+                for m in range(j, d):
+                    co[c, k, j, m] += xc[j] * xc[m]
+    for c in range(nc):
+        for k in range(K):
+            n_out[k] += cn[c, k]
+            for j in range(d):
+                s_out[k, j] += cs[c, k, j]
+                for m in range(j, d):
+                    outer_out[k, j, m] += co[c, k, j, m]
+    for k in range(K):
+        for j in range(d):
+            for m in range(j + 1, d):
+                outer_out[k, m, j] = outer_out[k, j, m]
+
+
+@compile_kernel
+def pick_subsample(labels, ca, cb, is_split, u, idx):
+    """The subsample of ``subcluster_responsibilities``: with C the points labelled ``ca`` (and ``cb`` for
+    a merge), ``idx[j]`` is the t-th point of C for t = 1 + floor(u_j |C|) (``n - 1`` past the end, as
+    ``searchsorted`` of the cumulative count clipped). Returns |C|."""
+    n = labels.shape[0]
+    cnt = 0
+    for i in range(n):
+        if labels[i] == ca or (not is_split and labels[i] == cb):
+            cnt += 1
+    m = u.shape[0]
+    tgt = np.empty(m, np.int64)
+    for j in range(m):
+        tgt[j] = 1 + np.int64(math.floor(u[j] * cnt))
+    order = np.argsort(tgt, kind="mergesort")
+    r = 0
+    seen = 0
+    for i in range(n):
+        if r >= m:
+            break
+        if labels[i] == ca or (not is_split and labels[i] == cb):
+            seen += 1
+            while r < m and tgt[order[r]] == seen:
+                idx[order[r]] = i
+                r += 1
+    while r < m:
+        idx[order[r]] = n - 1
+        r += 1
+    return cnt
+
+
+@compile_kernel
+def _log_sigmoid(v):
+    """``jax.nn.log_sigmoid`` = -softplus(-v) = -(max(-v, 0) + log1p(exp(-|v|)))."""
+    return -(max(-v, 0.0) + math.log1p(math.exp(-abs(v))))
+
+
+@_parallel_kernel
+def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
+               res, s_b, outer_b):
+    """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
+    merge): ``r_i = sigmoid(clip(l_iA - l_iB))`` of the sub-cluster fit (``mean, A, half`` of its two
+    components, log weights ``lw``); for a split, side A iff ``log u_i < log r_i`` with ``u_i =
+    counter_uniform(seed, i)``, for a merge side A = the points of ``ca``; the proposal ``prop`` (side B to
+    ``new`` for a split, to ``ca`` for a merge); ``res = [log q, |C|, |A|, |B|]`` with ``log q`` the
+    probability of the unordered bipartition (``_log_q_pair``); for a split, side B's count, sum and
+    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``)."""
+    n, d = x.shape
+    nc = _chunks(n)
+    per = -(-n // nc)
+    acc = np.zeros((nc, 5))  # o1, o2, |C|, |A|, |B|
+    cs = np.zeros((nc, d))
+    co = np.zeros((nc, d, d))
+    target = new if is_split else ca
+    for c in prange(nc):
+        xc = np.empty(d)
+        for i in range(c * per, min(n, (c + 1) * per)):
+            li = labels[i]
+            prop[i] = li
+            if not (li == ca or (not is_split and li == cb)):
+                continue
+            lg = (gaussian_loglik(x[i], mean, A, half, 0, code) + lw[0]) \
+                - (gaussian_loglik(x[i], mean, A, half, 1, code) + lw[1])
+            lg = min(max(lg, -clip), clip)
+            lr = _log_sigmoid(lg)
+            l1r = _log_sigmoid(-lg)
+            if is_split:
+                side_a = math.log(counter_uniform(s0, s1, i)) < lr
+            else:
+                side_a = li == ca
+            acc[c, 2] += 1.0
+            if side_a:
+                acc[c, 0] += lr
+                acc[c, 1] += l1r
+                acc[c, 3] += 1.0
+            else:
+                acc[c, 0] += l1r
+                acc[c, 1] += lr
+                acc[c, 4] += 1.0
+                prop[i] = target
+                if is_split:
+                    for j in range(d):
+                        cs[c, j] += x[i, j]
+                        xc[j] = x[i, j] - centre[j]
+                    for j in range(d):
+                        for m in range(j, d):
+                            co[c, j, m] += xc[j] * xc[m]
+    tot = np.zeros(5)
+    for c in range(nc):
+        for t in range(5):
+            tot[t] += acc[c, t]
+        for j in range(d):
+            s_b[j] += cs[c, j]
+            for m in range(j, d):
+                outer_b[j, m] += co[c, j, m]
+    for j in range(d):
+        for m in range(j + 1, d):
+            outer_b[m, j] = outer_b[j, m]
+    o1, o2 = tot[0], tot[1]
+    hi = max(o1, o2)
+    res[0] = hi + math.log1p(math.exp(min(o1, o2) - hi)) if hi > -np.inf else -np.inf
+    res[1] = tot[2]
+    res[2] = tot[3]
+    res[3] = tot[4]
+
+
+# -- JAX side: operands, callbacks -----------------------------------------------------------------------
+def param_arrays(theta, code):
+    """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened."""
+    K = theta.mean.shape[0]
+    return theta.mean, theta.prec_factor.reshape(K, -1), theta.half_logdet_prec
+
+
+def _call(host, outs, args):
+    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`); ``vmap`` calls the
+    host function once per chain in sequence (each kernel is multi-threaded over the points)."""
+    dtypes = [np.dtype(a.dtype) for a in args]
+
+    def run(*wired):
+        res = host(*[_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)])
+        return tuple(_to_wire(np.asarray(r)) for r in res)
+
+    res = jax.pure_callback(run, tuple(_wire_shape(o) for o in outs), *(_wire(a) for a in args),
+                            vmap_method="sequential")
+    return tuple(_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
+
+
+def _seed(seed):
+    return np.uint64(int(seed[0])), np.uint64(int(seed[1]))
+
+
+def draw_block(x, seed, keep, labels, log_pi, theta, family):
+    """:func:`fused_draw` from JAX: ``(labels (n,), counts (w,))``."""
+    code = family_code(family)
+    mean, A, half = param_arrays(theta, code)
+    n, w = x.shape[0], log_pi.shape[0]
+
+    def host(x, seed, keep, labels, log_pi, mean, A, half):
+        z = np.empty(n, np.int32)
+        counts = np.zeros(w, np.int64)
+        s0, s1 = _seed(seed)
+        fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts)
+        return z, counts.astype(np.int32)
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((w,), jnp.int32))
+    z, cnt = _call(host, outs, (x, seed, keep, labels.astype(jnp.int32), log_pi, mean, A, half))
+    return z.astype(labels.dtype), cnt
+
+
+def family_stats(x, labels, k_max, family):
+    """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums`."""
+    n, d = x.shape
+    centre = x.mean(0)  # the shift of families._centered_scatter (its own x.mean(0))
+
+    def host(x, centre, labels):
+        n_out, s_out, o_out = np.zeros(k_max), np.zeros((k_max, d)), np.zeros((k_max, d, d))
+        stats_sums(x, centre, labels, n_out, s_out, o_out)
+        return n_out, s_out, o_out
+
+    outs = (jax.ShapeDtypeStruct((k_max,), x.dtype), jax.ShapeDtypeStruct((k_max, d), x.dtype),
+            jax.ShapeDtypeStruct((k_max, d, d), x.dtype))
+    cnt, s, outer = _call(host, outs, (x, centre, labels.astype(jnp.int32)))
+    return family._stats_from(x, None, cnt, s, lambda xc: outer)
+
+
+def subsample(labels, ca, cb, is_split, u):
+    """:func:`pick_subsample` from JAX: ``(idx (m,), |C|)``."""
+    m = u.shape[0]
+
+    def host(labels, ca, cb, is_split, u):
+        idx = np.empty(m, np.int32)
+        cnt = pick_subsample(labels, int(ca), int(cb), bool(is_split), u, idx)
+        return idx, np.asarray(cnt, np.int32)
+
+    outs = (jax.ShapeDtypeStruct((m,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32))
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    return _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split), u))
+
+
+def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
+    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)``."""
+    code = family_code(family)
+    mean, A, half = param_arrays(theta, code)
+    n, d = x.shape
+    centre = x.mean(0)
+
+    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed):
+        prop = np.empty(n, np.int32)
+        res = np.zeros(4)
+        s_b, o_b = np.zeros(d), np.zeros((d, d))
+        s0, s1 = _seed(seed)
+        move_sides(x, centre, labels, int(ca), int(cb), int(new), bool(is_split), mean, A, half, lw, code,
+                   float(clip), s0, s1, prop, res, s_b, o_b)
+        return prop, res, s_b, o_b
+
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
+            jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
+    prop, res, s_b, o_b = _call(host, outs, (x, centre, labels.astype(jnp.int32), i32(ca), i32(cb), i32(new),
+                                             jnp.asarray(is_split), mean, A, half, lw, seed))
+    side_b = family._stats_from(x, None, res[3][None], s_b[None], lambda xc: o_b[None])
+    return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
