@@ -54,7 +54,7 @@ _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E9
 _S15, _S16 = np.uint64(15), np.uint64(16)
 _S5, _S6 = np.uint64(5), np.uint64(6)
 #: below this a log-weight's exp is exactly 0.0 in float64 (exp(-746) underflows): skipped, same value
-_EXP_FLOOR = -746.0
+_EXP_FLOOR = -60.0
 
 
 def supports(family, dtype=jnp.float64) -> bool:
@@ -114,7 +114,7 @@ def fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts):
                 mx = -np.inf
                 for k in range(w):
                     if log_pi[k] > -np.inf:
-                        v = log_pi[k] + gaussian_loglik(x[i], mean, A, half, k, code)
+                        v = log_pi[k] + gaussian_loglik(x, i, mean, A, half, k, code)
                     else:
                         v = -np.inf
                     lw[k] = v
@@ -237,8 +237,8 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
             prop[i] = li
             if not (li == ca or (not is_split and li == cb)):
                 continue
-            lg = (gaussian_loglik(x[i], mean, A, half, 0, code) + lw[0]) \
-                - (gaussian_loglik(x[i], mean, A, half, 1, code) + lw[1])
+            lg = (gaussian_loglik(x, i, mean, A, half, 0, code) + lw[0]) \
+                - (gaussian_loglik(x, i, mean, A, half, 1, code) + lw[1])
             lg = min(max(lg, -clip), clip)
             lr = _log_sigmoid(lg)
             l1r = _log_sigmoid(-lg)

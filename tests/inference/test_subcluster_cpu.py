@@ -1,0 +1,189 @@
+"""The compiled twins of the sub-cluster sampler's O(n) passes (ppclust.inference._subcluster_cpu) against
+the JAX functions they twin, the shared counter-based uniforms, and whole chains numba vs XLA."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ppclust import _families_cpu
+from ppclust._jax import x64
+from ppclust.families import GaussianNIW, gaussian_loglik
+from ppclust.inference import _subcluster_cpu as cpu
+from ppclust.inference import subcluster
+from ppclust.models.tvclust import TVClustPrior, make_links
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
+
+COVS = ["full", "diag", "spherical"]
+
+
+def _data(n=400, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(5, d))
+    z = rng.integers(0, 5, n)
+    return centres[z] + rng.normal(size=(n, d)), z.astype(np.int32)
+
+
+def _theta(fam, x, z, k, seed=1):
+    return fam.sample_posterior(jax.random.key(seed), fam.stats(x, jnp.asarray(z), k))
+
+
+def test_counter_uniform_twin_uniformity_and_independence():
+    """JAX and numba give the same bits; the uniforms pass a KS test, in float64 and float32, and the
+    uniforms of neighbouring indices and of two seeds are uncorrelated (a hash of the index alone, or
+    one ignoring a seed word, fails these)."""
+    with x64():
+        seed = subcluster.counter_seed(jax.random.key(5))
+        idx = np.r_[np.arange(2000), [2**31 - 1, 123456789, 4_000_000_000 % 2**31]]
+        uj = np.asarray(subcluster.counter_uniform(seed, jnp.asarray(idx), jnp.float64))
+        s0, s1 = cpu._seed(np.asarray(seed))
+        un = np.array([cpu.counter_uniform(s0, s1, int(i)) for i in idx])
+        np.testing.assert_array_equal(uj, un)
+        n = 200_000
+        u = np.asarray(subcluster.counter_uniform(seed, jnp.arange(n), jnp.float64))
+        u2 = np.asarray(subcluster.counter_uniform(seed.at[1].add(1), jnp.arange(n), jnp.float64))
+        u3 = np.asarray(subcluster.counter_uniform(seed.at[0].add(1), jnp.arange(n), jnp.float64))
+    u32 = np.asarray(subcluster.counter_uniform(seed.astype(jnp.uint32), jnp.arange(n), jnp.float32))
+    assert u.min() > 0 and u.max() < 1 and u32.min() > 0 and u32.max() < 1
+    for v in (u, u2, u3, u32, u[::7]):
+        assert sps.kstest(v, "uniform").pvalue > 1e-3
+    bound = 5 / np.sqrt(n)  # 5 standard errors of a correlation of independent uniforms
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < bound
+    assert abs(np.corrcoef(u, u2)[0, 1]) < bound and abs(np.corrcoef(u, u3)[0, 1]) < bound
+    assert len(np.unique(u)) == n  # 53 bits: no collisions at this size
+
+
+@pytest.mark.parametrize("cov", COVS)
+def test_gaussian_loglik_twin(cov):
+    x, z = _data(50, 4)
+    with x64():
+        fam = GaussianNIW.default(jnp.asarray(x), cov)
+        th = _theta(fam, jnp.asarray(x), z, 5)
+        ref = np.asarray(jax.vmap(gaussian_loglik, (None, 0))(th, jnp.asarray(x)))
+    code = _families_cpu.family_code(fam)
+    mean, A, half = (np.asarray(a) for a in cpu.param_arrays(th, code))
+    got = np.array([[_families_cpu.gaussian_loglik(x, i, mean, A, half, k, code) for k in range(5)]
+                    for i in range(len(x))])
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cov", COVS)
+def test_fused_draw_and_stats_twins(cov):
+    """The unlinked block's labels and slot counts (same uniforms) equal ``_fused_draw``'s, rows in
+    ``keep`` keep their label; the statistics equal ``family.stats``."""
+    x, z = _data()
+    n = len(x)
+    keep = np.zeros(n, bool)
+    keep[::9] = True
+    with x64():
+        xj = jnp.asarray(x)
+        fam = GaussianNIW.default(xj, cov)
+        th = _theta(fam, xj, z, 8)  # 8 slots, 3 of them empty (prior draws), one excluded below
+        log_pi = jnp.log(jnp.asarray([0.3, 0.2, 0.1, 0.2, 0.2, 0.05, 0.05, 1.0])).at[7].set(-jnp.inf)
+        seed = subcluster.counter_seed(jax.random.key(3))
+        u = subcluster.counter_uniform(seed, jnp.arange(n), xj.dtype)
+        ref_z, ref_c = subcluster._fused_draw(xj, u, jnp.asarray(keep), jnp.asarray(z), fam, log_pi, th, 64)
+        got_z, got_c = jax.jit(lambda: cpu.draw_block(xj, seed, jnp.asarray(keep), jnp.asarray(z), log_pi, th,
+                                                       fam))()
+        np.testing.assert_array_equal(np.asarray(got_z), np.asarray(ref_z))
+        np.testing.assert_array_equal(np.asarray(got_c), np.asarray(ref_c))
+        assert np.all(np.asarray(got_z)[keep] == z[keep]) and not np.any(np.asarray(got_z) == 7)
+        assert len(np.unique(np.asarray(got_z)[~keep])) >= 5  # a real draw, not the old labels
+        ref = fam.stats(xj, got_z, 9)
+        got = jax.jit(lambda: cpu.family_stats(xj, got_z, 9, fam))()
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
+def test_pick_subsample_twin():
+    """The subsample indices of the sub-cluster fit equal the cumulative-count search, split (one
+    cluster) and merge (two), an empty cluster included."""
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 6, 3000).astype(np.int32)
+    u = rng.random(1024)
+    for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (5, 5, True)):
+        mask = (labels == ca) | ((labels == cb) & (not is_split))
+        cum = np.cumsum(mask)
+        ref = np.minimum(np.searchsorted(cum, 1 + np.floor(u * cum[-1]).astype(np.int32)), len(labels) - 1)
+        idx, cnt = cpu.subsample(jnp.asarray(labels), ca, cb, is_split, jnp.asarray(u))
+        np.testing.assert_array_equal(np.asarray(idx), ref)
+        assert int(cnt) == mask.sum()
+        assert np.all(mask[np.asarray(idx)]) == (mask.sum() > 0)
+
+
+@pytest.mark.parametrize("cov", ["full", "diag"])
+def test_move_twin(cov):
+    """The move's O(n) part for the points of C only: proposal, log q, |C|, |A| and side B's statistics
+    equal the XLA path's (final responsibilities of every point, Bernoulli sides from the same
+    uniforms, _log_q_pair, weighted_stats), for a split and for a merge."""
+    x, z = _data(500, 3)
+    with x64():
+        xj = jnp.asarray(x)
+        fam = GaussianNIW.default(xj, cov)
+        sub = _theta(fam, xj, (z == 1).astype(np.int32), 2, seed=4)  # two sub-cluster components
+        lw = jnp.log(jnp.asarray([40.0, 60.0]))
+        seed = subcluster.counter_seed(jax.random.key(9))
+        lab = jnp.asarray(z)
+        for is_split, ca, cb, new in ((True, 1, 3, 6), (False, 1, 3, 6)):
+            log_r, log_1r = subcluster._responsibilities(fam, sub, lw, xj)
+            in_a = lab == ca
+            mask = in_a if is_split else in_a | (lab == cb)
+            u = subcluster.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
+            side_a = jnp.log(u) < log_r if is_split else in_a
+            target = new if is_split else ca
+            ref_prop = jnp.where(mask & ~side_a, target, lab)
+            ref_q = subcluster._log_q_pair(log_r, log_1r, mask, side_a)
+            prop, log_q, n_c, n_a, side_b = jax.jit(
+                lambda s=is_split, a=ca, b=cb, nw=new: cpu.move(xj, lab, a, b, nw, s, sub, lw, seed, fam, 30.0))()
+            np.testing.assert_array_equal(np.asarray(prop), np.asarray(ref_prop))
+            np.testing.assert_allclose(float(log_q), float(ref_q), rtol=1e-12)
+            assert int(n_c) == int(mask.sum()) and int(n_a) == int((mask & side_a).sum())
+            if is_split:
+                assert 0 < int(n_a) < int(n_c)  # a real split of the cluster
+                ref_b = fam.weighted_stats(xj, (ref_prop == new).astype(xj.dtype))
+                for a, b in zip(side_b, ref_b, strict=True):
+                    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
+def _chain_problem(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 4, n)
+    x = np.array([[0, 0], [4, 0], [0, 4], [4, 4]], float)[truth] + rng.normal(size=(n, 2))
+    pairs = rng.integers(0, n, (40, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    sign = np.where(truth[pairs[:, 0]] == truth[pairs[:, 1]], 1, -1)
+    return x, pairs, sign
+
+
+def test_chain_numba_equals_xla():
+    """Two chains, 6 sweeps from one cluster (splits accepted, colour classes present): the numba backend
+    draws the same labels as the XLA backend, sweep by sweep, and the same log joints up to rounding."""
+    x, pairs, sign = _chain_problem()
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(len(x), pairs, sign)
+        fam = GaussianNIW.default(xj, "full")
+        kw = dict(n_draws=6, n_warmup=0, n_chains=2, k_max=12, n_moves=3, pq="sample")
+        res = {b: subcluster.sample(jax.random.key(4), xj, links, fam, TVClustPrior(), backend=b, **kw)
+               for b in ("xla", "numba")}
+        assert subcluster.resolve_backend("auto", fam, xj.dtype) == "numba"
+    np.testing.assert_array_equal(res["numba"].labels, res["xla"].labels)
+    np.testing.assert_allclose(res["numba"].log_joint, res["xla"].log_joint, rtol=1e-9)
+    assert res["xla"].n_clusters[:, -1].min() >= 3  # the chains moved: splits were accepted
+
+
+def test_backend_argument_is_checked():
+    x, pairs, sign = _chain_problem(20)
+    with x64():
+        fam = GaussianNIW.default(jnp.asarray(x), "full")
+        with pytest.raises(ValueError, match="backend must be one of"):
+            subcluster.resolve_backend("gpu", fam, jnp.float64)
+        with pytest.raises(ValueError, match="float64 GaussianNIW"):
+            subcluster.resolve_backend("numba", fam, jnp.float32)
+        with pytest.raises(ValueError, match="no mesh"):
+            subcluster.resolve_backend("numba", fam, jnp.float64, mesh=object())
+    assert subcluster.resolve_backend("auto", fam, jnp.float32) == "xla"
