@@ -321,7 +321,7 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
             + 0.5 * (df1 + d - 1.0) * math.log(r))
 
 
-@partial(compile_kernel, inline="always")  # numba IR inlining: 4x faster in the per-point loops of its callers
+@partial(compile_kernel, inline="always")  # IR inlining: 4x faster in its callers' per-point loops
 def gaussian_loglik(x, i, mean, A, half, k, code):
     r""":func:`ppclust.families.gaussian_loglik` of point ``x[i]`` in slot k of explicit parameters
     (:class:`~ppclust.families.GaussianParams`): :math:`-\tfrac d2\ln 2\pi + h_k - \tfrac12\|A_k(x-\mu_k)\|^2`

@@ -137,8 +137,8 @@ def test_move_twin(cov):
             target = new if is_split else ca
             ref_prop = jnp.where(mask & ~side_a, target, lab)
             ref_q = subcluster._log_q_pair(log_r, log_1r, mask, side_a)
-            prop, log_q, n_c, n_a, side_b = jax.jit(
-                lambda s=is_split, a=ca, b=cb, nw=new: cpu.move(xj, lab, a, b, nw, s, sub, lw, seed, fam, 30.0))()
+            twin = jax.jit(lambda s, a, b, nw: cpu.move(xj, lab, a, b, nw, s, sub, lw, seed, fam, 30.0))
+            prop, log_q, n_c, n_a, side_b = twin(is_split, ca, cb, new)
             np.testing.assert_array_equal(np.asarray(prop), np.asarray(ref_prop))
             np.testing.assert_allclose(float(log_q), float(ref_q), rtol=1e-12)
             assert int(n_c) == int(mask.sum()) and int(n_a) == int((mask & side_a).sum())
