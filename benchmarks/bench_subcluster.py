@@ -78,10 +78,10 @@ def first_hit(labels, truth, k_true=None, n_clusters=None, thresh=0.95):
 
 
 def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed=0, mesh=None,
-            init_state=None):
+            init_state=None, backend="auto"):
     """Mixing trace (compiles), then the same number of timed sweeps continued from its state."""
     kw = dict(n_draws=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", n_moves=n_moves,
-              colouring=col, mesh=mesh)
+              colouring=col, mesh=mesh, backend=backend)
     t0 = time.perf_counter()
     tr = subcluster.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels,
                            init_state=init_state, **kw)
@@ -92,17 +92,22 @@ def run_sub(x, links, fam, col, sweeps, k_max, init_labels=None, n_moves=4, seed
     return tr, res, (time.perf_counter() - t0) / sweeps, t_first
 
 
-def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0):
+def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0, init_state=None):
     kw = dict(n_draws=sweeps, n_warmup=0, n_chains=1, k_max=k_max, pq="collapse", backend="numba",
               progress_bar=False)
-    tr = gibbs.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels, **kw)
+    tr = gibbs.sample(jax.random.key(seed), x, links, fam, PRIOR, init_labels=init_labels,
+                      init_state=init_state, **kw)
     t0 = time.perf_counter()
     res = gibbs.sample(jax.random.key(seed + 1), x, links, fam, PRIOR, init_state=tr.state, **kw)
     jax.block_until_ready(res.state.labels)
     return tr, res, (time.perf_counter() - t0) / sweeps
 
 
-def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0):
+def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0, xla_sweeps=0, rounds=2):
+    """Rows: the sub-cluster sampler with ``backend="numba"`` (mixing trace of ``sweeps`` from one
+    cluster, then ``rounds`` timed rounds of ``sweeps`` continued sweeps, interleaved with ``rounds`` timed
+    rounds of the numba collapsed sweep, A/B/A/B: the ratio is per round), ``backend="xla"`` and the
+    2-device mesh (continued from the numba chain's state, ``xla_sweeps`` / ``mesh_sweeps`` timed)."""
     x, truth, pairs, sign = blobs(n, d)
     rows = []
     with x64():
@@ -112,22 +117,39 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0):
         t0 = time.perf_counter()
         col = subcluster.colour_links(links, n)
         t_col = time.perf_counter() - t0
-        tr, res, t_sweep, t_first = run_sub(xj, links, fam, col, sweeps, k_max)
-        sub_rate = n / t_sweep
+        tr, res, t_sweep, t_first = run_sub(xj, links, fam, col, sweeps, k_max, backend="numba")
         hit = first_hit(tr.labels[0], truth)
-        rows.append(["subcluster (split/merge + block Gibbs)", f"{sub_rate:,.0f}", f"{t_sweep:.3f}",
-                     int(res.n_clusters[0, -1]), f"{ari(truth, res.labels[0, -1]):.3f}",
+        t_subs, t_cols = [t_sweep], []
+        if col_sweeps:
+            trc, resc, tc = run_col(xj, links, fam, col_sweeps, k_max)
+            t_cols.append(tc)
+            for _ in range(rounds - 1):  # A/B/A/B: both samplers continue their chains
+                _, res, t_s, _ = run_sub(xj, links, fam, col, sweeps, k_max, init_state=res.state,
+                                         backend="numba")
+                t_subs.append(t_s)
+                t_cols.append(run_col(xj, links, fam, col_sweeps, k_max, init_state=resc.state)[2])
+        t_sweep = float(np.median(t_subs))
+        sub_rate = n / t_sweep
+        rows.append(["subcluster, backend numba (split/merge + block Gibbs)", f"{sub_rate:,.0f}",
+                     f"{t_sweep:.3f}", int(res.n_clusters[0, -1]), f"{ari(truth, res.labels[0, -1]):.3f}",
                      hit if hit else f"> {sweeps}"])
+        if xla_sweeps:
+            _, resx, tx, _ = run_sub(xj, links, fam, col, xla_sweeps, k_max, init_state=res.state,
+                                     backend="xla")
+            rows.append([f"subcluster, backend xla ({xla_sweeps} sweeps continued)", f"{n / tx:,.0f}",
+                         f"{tx:.3f}", int(resx.n_clusters[0, -1]), f"{ari(truth, resx.labels[0, -1]):.3f}",
+                         "-"])
         if mesh_sweeps and len(jax.devices()) >= 2:
             from ppclust._devices import resolve_mesh
 
             _, resm, tm, _ = run_sub(xj, links, fam, col, mesh_sweeps, k_max, mesh=resolve_mesh(2),
-                                     init_state=res.state)
-            rows.append([f"subcluster, 2 CPU devices (shard_map; {mesh_sweeps} sweeps continued)",
+                                     init_state=res.state, backend="xla")
+            rows.append([f"subcluster, backend xla, 2 CPU devices (shard_map; {mesh_sweeps} sweeps "
+                         "continued)",
                          f"{n / tm:,.0f}", f"{tm:.3f}", int(resm.n_clusters[0, -1]),
                          f"{ari(truth, resm.labels[0, -1]):.3f}", "-"])
         if col_sweeps:
-            trc, resc, tc = run_col(xj, links, fam, col_sweeps, k_max)
+            tc = float(np.median(t_cols))
             hitc = first_hit(trc.labels[0], truth)
             rows.append(["collapsed Gibbs, numba sweep", f"{n / tc:,.0f}", f"{tc:.3f}",
                          int(resc.n_clusters[0, -1]), f"{ari(truth, resc.labels[0, -1]):.3f}",
@@ -140,7 +162,10 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0):
     text += md_table(["sampler", "point-updates/s", "s/sweep", "K (last)", "ARI (last)",
                       "sweeps to ARI > 0.95 from one cluster"], rows)
     if col_sweeps:
-        text += f"\n\nratio subcluster / numba collapsed: {sub_rate / (n / tc):.1f}x\n"
+        per = ", ".join(f"{c / s:.1f}x" for s, c in zip(t_subs, t_cols, strict=True))
+        text += (f"\n\nratio subcluster (numba) / numba collapsed: {sub_rate / (n / tc):.1f}x (medians; per "
+                 f"interleaved round: {per}; {sweeps} sub-cluster and {col_sweeps} collapsed sweeps per "
+                 "round)\n")
     return text
 
 
@@ -235,11 +260,12 @@ def section_sklearn(n, sweeps):
     return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
 
 
-def section_profile(n, d, reps=3, k_max=32):
+def section_profile(n, d, reps=3, k_max=32, backend="numba"):
     """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
     compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
     over its 50/50 split/merge draws), the block label step at width 16 (``_label_step``), the
-    statistics and pair counts of the end of the sweep, and the whole sweep (``step``, 4 moves)."""
+    statistics and pair counts of the end of the sweep, and the whole sweep (``step``, 4 moves); the O(n)
+    passes on ``backend``."""
     from ppclust.inference.subcluster import _label_step, _move
     from ppclust.models.tvclust import log_joint_from_stats
     from ppclust.sideinfo import pair_counts
@@ -254,14 +280,20 @@ def section_profile(n, d, reps=3, k_max=32):
                         alpha=PRIOR.alpha)
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
         mv = jax.jit(lambda k: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
-                                     "collapse", st.p, st.q)[0])
+                                     "collapse", st.p, st.q, backend)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
         w = 16
         log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
         lab = jax.jit(lambda k: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
-                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q))
-        fin = jax.jit(lambda z: (fam.stats(xj, z, k_max), pair_counts(z, links)))
-        sw = jax.jit(lambda k: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4)[0].labels)
+                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q, None, backend))
+        if backend == "numba":
+            from ppclust.inference._subcluster_cpu import family_stats
+
+            fin = jax.jit(lambda z: (family_stats(xj, z, k_max, fam), pair_counts(z, links)))
+        else:
+            fin = jax.jit(lambda z: (fam.stats(xj, z, k_max), pair_counts(z, links)))
+        sw = jax.jit(lambda k: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4,
+                                               backend=backend)[0].labels)
         parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
                  ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
                  ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
@@ -275,8 +307,8 @@ def section_profile(n, d, reps=3, k_max=32):
                 jax.block_until_ready(f(arg(i)))
                 ts.append(time.perf_counter() - t0)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
-    text = (f"n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; median of {reps} calls "
-            f"after the compiling one, each part jitted on its own\n\n")
+    text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "
+            f"median of {reps} calls after the compiling one, each part jitted on its own\n\n")
     return text + md_table(["part", "ms"], rows)
 
 
@@ -288,6 +320,9 @@ def main():
                     help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn,profile")
     ap.add_argument("--mesh-sweeps", type=int, default=5,
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
+    ap.add_argument("--xla-sweeps", type=int, default=5,
+                    help="timed sweeps of the backend='xla' row of sections 1-2 (0: no such row)")
+    ap.add_argument("--backends", default="numba,xla", help="backends of the profile section")
     ap.add_argument("--label", default="current", help="names the code version in the profile section")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.n
@@ -303,13 +338,14 @@ def main():
                       "## Throughput and mixing, d = 2" + (" (smoke run, --quick)" if args.quick else "")
                       + "\n\n" + head
                       + section_throughput(n, 2, sweeps, 3 if args.quick else 5,
-                                           mesh_sweeps=args.mesh_sweeps))
+                                           mesh_sweeps=args.mesh_sweeps, xla_sweeps=args.xla_sweeps))
         print(out.read_text())
     if "d30" not in skip:
         n30 = max(n // 10, 10_000)
         write_section(out, "subcluster-d30" + ("-quick" if args.quick else ""),
-                      "## Throughput, d = 30\n\n" + head + section_throughput(n30, 30, sweeps // 2,
-                                                                                   2 if args.quick else 3))
+                      "## Throughput, d = 30\n\n" + head
+                      + section_throughput(n30, 30, sweeps // 2, 2 if args.quick else 3,
+                                           xla_sweeps=min(args.xla_sweeps, 3)))
     if "wrongk" not in skip:
         write_section(out, "subcluster-wrongk" + ("-quick" if args.quick else ""),
                       "## Mixing from a wrong K\n\n" + head + section_wrong_k(min(n, 20_000), sweeps))
@@ -318,8 +354,9 @@ def main():
                       "## Why merges from a wrong K are rejected\n\n" + head
                       + section_merge_diagnosis(min(n, 20_000)))
     if "profile" not in skip:
-        text = "\n\n".join(f"### d = {d}\n\n" + section_profile(nn, d)
-                             for nn, d in ((n, 2), (max(n // 10, 10_000), 30)))
+        text = "\n\n".join(f"### d = {d}, backend {b}\n\n" + section_profile(nn, d, backend=b)
+                             for nn, d in ((n, 2), (max(n // 10, 10_000), 30))
+                             for b in args.backends.split(","))
         write_section(out, "subcluster-profile-" + args.label.split()[0] + ("-quick" if args.quick else ""),
                       f"## Where a sweep's time goes (code {args.label})\n\n" + head + text)
     if "sklearn" not in skip:

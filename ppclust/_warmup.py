@@ -25,9 +25,10 @@ log = logging.getLogger("ppclust")
 
 
 def warmup(*, verbose: bool = False) -> dict:
-    """Compile (and cache on disk) the numba kernels of TVClust's sweep, SALSO and the Hartigan engine by
-    fitting TVClust, CECIB and C3L once on a small synthetic data set (60 points, 2 features, links and
-    labels). Returns ``{estimator name: seconds}``; a kernel already cached is only loaded.
+    """Compile (and cache on disk) the numba kernels of TVClust's sweeps (collapsed and sub-cluster), SALSO
+    and the Hartigan engine by fitting TVClust (both algorithms), CECIB and C3L once on a small synthetic
+    data set (60 points, 2 features, links and labels). Returns ``{estimator name: seconds}``; a kernel
+    already cached is only loaded.
 
     Safe to run at any time and in parallel with other processes (numba's cache writes are atomic).
     """
@@ -42,6 +43,9 @@ def warmup(*, verbose: bool = False) -> dict:
     labels = np.where(np.arange(60) % 5 == 0, y, -1)
     fits = {
         "TVClust": lambda: TVClust(n_draws=4, n_warmup=4, n_chains=2, random_state=0, progress_bar=False)
+        .fit(X, must_link=must, cannot_link=cannot),
+        "TVClust subcluster": lambda: TVClust(algorithm="subcluster", init="one", n_draws=2, n_warmup=2,
+                                              n_chains=1, random_state=0, progress_bar=False)
         .fit(X, must_link=must, cannot_link=cannot),
         "CECIB": lambda: CECIB(n_clusters=3, n_init=2, random_state=0, progress_bar=False).fit(X, labels),
         "C3L": lambda: C3L(n_clusters=3, n_init=2, random_state=0, progress_bar=False)

@@ -98,7 +98,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`). "subcluster":
         the parallel sampler of :mod:`ppclust.inference.subcluster` (all points updated at once given
         explicit parameters, link-graph colour classes as blocks, exact sub-cluster split/merge moves after
-        Chang & Fisher 2013); same posterior, same outputs; ``backend`` and ``progress_bar`` do not apply.
+        Chang & Fisher 2013); same posterior, same outputs; ``progress_bar`` does not apply, ``backend``
+        picks where its O(n) passes run (below).
         Use it with ``init="one"``: surplus clusters of a k-means++ start leave only by merges (slow).
         ``"variational"``: the authors' own mean-field VB (``func_TVClust.r``; spec 2.9,
         :mod:`ppclust.inference.tvclust_vb`): truncated stick-breaking with ``vb_truncation`` components,
@@ -132,6 +133,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         "auto" runs the collapsed sweep as one compiled numba loop (5-10x the XLA loop; the first call in
         a fresh install compiles it for ~15 s, then it is cached on disk); "xla" keeps everything in one
         jitted JAX program (GPU, ``algorithm="explicit"``). Same random numbers, same draws.
+        ``algorithm="subcluster"``: "auto" runs a sweep's O(n) passes (label draws, split/merge sides,
+        statistics) as compiled multi-threaded loops on CPU without ``devices`` (float64 Gaussian
+        families; :func:`ppclust.inference.subcluster.resolve_backend`), "xla" in the jitted program; the
+        same chain either way.
     progress_bar : bool, default=True
         Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
         terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).
@@ -432,8 +437,8 @@ class TVClust(ClusterMixin, BaseEstimator):
 
 
 def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):
-    """``algorithm="subcluster"``: :func:`ppclust.inference.subcluster.sample` (same ChainResult; the
-    collapsed sweep's ``backend`` does not apply)."""
+    """``algorithm="subcluster"``: :func:`ppclust.inference.subcluster.sample` (same ChainResult; its own
+    ``backend``, :func:`ppclust.inference.subcluster.resolve_backend`)."""
     from ppclust.inference import subcluster
 
-    return subcluster.sample(key, x, links, family, prior, **kw)
+    return subcluster.sample(key, x, links, family, prior, backend=backend, **kw)
