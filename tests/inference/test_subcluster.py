@@ -20,7 +20,7 @@ PROPOSE = jax.jit(subcluster.propose)
 RESP = jax.jit(subcluster.subcluster_responsibilities)
 
 
-def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3):
+def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3, backend="xla"):
     n = x.shape[0]
     with x64():
         xj = jnp.asarray(x)
@@ -29,17 +29,20 @@ def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3):
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(xj, links, fam, PRIOR, p, q)
         res = subcluster.sample(jax.random.key(11), xj, links, fam, PRIOR, n_draws=n_samples, n_warmup=8,
-                                thin=thin, n_chains=n_chains, k_max=n, pq=pq, p=0.8, q=0.9, n_moves=2)
+                                thin=thin, n_chains=n_chains, k_max=n, pq=pq, p=0.8, q=0.9, n_moves=2,
+                                backend=backend)
     pval, tv = chi_square_pvalue(res.labels.reshape(-1, n), parts, probs)
     return res, pval, tv
 
 
 @pytest.mark.slow  # ~60 s (mostly compile) on the loaded 2-core VM: above the non-slow budget
+@pytest.mark.parametrize("backend", ["xla", "numba"])
 @pytest.mark.parametrize("pq", ["collapse", "sample", "fixed"])
-def test_matches_exact_enumeration(pq):
+def test_matches_exact_enumeration(pq, backend):
     """Partition frequencies of 1500 chains vs the exact posterior over Bell(5) = 52 partitions, p and q
-    integrated out (split/merge ratio with Beta functions of the pair counts), sampled or fixed."""
-    res, pval, tv = _enumeration(X5, PAIRS5, SIGN5, pq)
+    integrated out (split/merge ratio with Beta functions of the pair counts), sampled or fixed; the O(n)
+    passes in the XLA program or on the compiled twins (``_subcluster_cpu``)."""
+    res, pval, tv = _enumeration(X5, PAIRS5, SIGN5, pq, backend=backend)
     assert tv < 0.03, tv
     assert pval > 1e-3, (pval, tv)
     if pq == "sample":  # the sampled p moves off its prior mean 2/3 toward the links
@@ -67,10 +70,10 @@ def test_enumeration_detects_a_ratio_without_the_proposal_probability(monkeypatc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pq", ["collapse", "sample"])
-def test_matches_exact_enumeration_six_points(pq):
+@pytest.mark.parametrize("pq, backend", [("collapse", "xla"), ("sample", "xla"), ("collapse", "numba")])
+def test_matches_exact_enumeration_six_points(pq, backend):
     """Bell(6) = 203 partitions, two colour classes of linked points plus the unlinked block."""
-    _, pval, tv = _enumeration(X6, PAIRS6, SIGN6, pq, n_chains=2000, n_samples=8)
+    _, pval, tv = _enumeration(X6, PAIRS6, SIGN6, pq, n_chains=2000, n_samples=8, backend=backend)
     assert tv < 0.04, tv
     assert pval > 1e-3, (pval, tv)
 
