@@ -322,19 +322,24 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
 
 
 @partial(compile_kernel, inline="always")  # IR inlining: 4x faster in its callers' per-point loops
-def gaussian_loglik(x, i, mean, A, half, k, code):
+def gaussian_loglik(x, i, mean, A, half, k, code, w):
     r""":func:`ppclust.families.gaussian_loglik` of point ``x[i]`` in slot k of explicit parameters
     (:class:`~ppclust.families.GaussianParams`): :math:`-\tfrac d2\ln 2\pi + h_k - \tfrac12\|A_k(x-\mu_k)\|^2`
-    with ``A`` (K, m) the precision factor flattened row-major: m = d * d (``code`` FULL), d (DIAG) or 1
-    (SPHERICAL)."""
+    with ``A`` (K, m) the precision factor flattened: m = d * d column-major (``code`` FULL: ``A[k, j * d +
+    r]`` = :math:`(A_k)_{rj}`), d (DIAG) or 1 (SPHERICAL). ``w``: scratch of length d. Full covariance
+    accumulates :math:`A_k u` column by column (each row's sum in the order j = 0..d-1, as a row-wise dot
+    product, while the loop over rows vectorises)."""
     d = x.shape[1]
     q = 0.0
     if code == FULL:
         for r in range(d):
-            acc = 0.0
-            for j in range(d):
-                acc += A[k, r * d + j] * (x[i, j] - mean[k, j])
-            q += acc * acc
+            w[r] = 0.0
+        for j in range(d):
+            u = x[i, j] - mean[k, j]
+            for r in range(d):
+                w[r] += A[k, j * d + r] * u
+        for r in range(d):
+            q += w[r] * w[r]
     elif code == DIAG:
         for j in range(d):
             t = A[k, j] * (x[i, j] - mean[k, j])

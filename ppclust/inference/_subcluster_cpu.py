@@ -107,6 +107,7 @@ def fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts):
     acc = np.zeros((nc, w), np.int64)
     for c in prange(nc):
         lw = np.empty(w)
+        sc = np.empty(x.shape[1])
         for i in range(c * per, min(n, (c + 1) * per)):
             if keep[i]:
                 k = labels[i]
@@ -114,7 +115,7 @@ def fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts):
                 mx = -np.inf
                 for k in range(w):
                     if log_pi[k] > -np.inf:
-                        v = log_pi[k] + gaussian_loglik(x, i, mean, A, half, k, code)
+                        v = log_pi[k] + gaussian_loglik(x, i, mean, A, half, k, code, sc)
                     else:
                         v = -np.inf
                     lw[k] = v
@@ -207,12 +208,6 @@ def pick_subsample(labels, ca, cb, is_split, u, idx):
     return cnt
 
 
-@compile_kernel
-def _log_sigmoid(v):
-    """``jax.nn.log_sigmoid`` = -softplus(-v) = -(max(-v, 0) + log1p(exp(-|v|)))."""
-    return -(max(-v, 0.0) + math.log1p(math.exp(-abs(v))))
-
-
 @_parallel_kernel
 def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
                res, s_b, outer_b):
@@ -232,16 +227,18 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     target = new if is_split else ca
     for c in prange(nc):
         xc = np.empty(d)
+        sc = np.empty(d)
         for i in range(c * per, min(n, (c + 1) * per)):
             li = labels[i]
             prop[i] = li
             if not (li == ca or (not is_split and li == cb)):
                 continue
-            lg = (gaussian_loglik(x, i, mean, A, half, 0, code) + lw[0]) \
-                - (gaussian_loglik(x, i, mean, A, half, 1, code) + lw[1])
+            lg = (gaussian_loglik(x, i, mean, A, half, 0, code, sc) + lw[0]) \
+                - (gaussian_loglik(x, i, mean, A, half, 1, code, sc) + lw[1])
             lg = min(max(lg, -clip), clip)
-            lr = _log_sigmoid(lg)
-            l1r = _log_sigmoid(-lg)
+            l1p = math.log1p(math.exp(-abs(lg)))  # jax.nn.log_sigmoid(+-lg) = -(max(-+lg, 0) + l1p)
+            lr = -(max(-lg, 0.0) + l1p)
+            l1r = -(max(lg, 0.0) + l1p)
             if is_split:
                 side_a = math.log(counter_uniform(s0, s1, i)) < lr
             else:
@@ -284,22 +281,38 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
 
 # -- JAX side: operands, callbacks -----------------------------------------------------------------------
 def param_arrays(theta, code):
-    """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened."""
+    """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened in
+    the layout of :func:`ppclust._families_cpu.gaussian_loglik` (full: column-major)."""
     K = theta.mean.shape[0]
-    return theta.mean, theta.prec_factor.reshape(K, -1), theta.half_logdet_prec
+    A = theta.prec_factor
+    if A.ndim == 3:
+        A = jnp.swapaxes(A, 1, 2)
+    return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
 def _call(host, outs, args):
-    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`); ``vmap`` calls the
-    host function once per chain in sequence (each kernel is multi-threaded over the points)."""
+    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`). Under ``vmap`` the
+    chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and
+    ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
     dtypes = [np.dtype(a.dtype) for a in args]
+    wired_args = [_wire(a) for a in args]
+    core = [a.ndim for a in wired_args]
 
     def run(*wired):
-        res = host(*[_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)])
-        return tuple(_to_wire(np.asarray(r)) for r in res)
+        nb = wired[0].ndim - core[0]
+        batch = np.broadcast_shapes(*(a.shape[:nb] for a in wired))
+        if not batch:
+            res = host(*[_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)])
+            return tuple(_to_wire(np.asarray(r)) for r in res)
+        per = []
+        for ix in np.ndindex(*batch):
+            one = [a[tuple(j if a.shape[m] > 1 else 0 for m, j in enumerate(ix))] for a in wired]
+            res = host(*[_unwire(a, t) for a, t in zip(one, dtypes, strict=True)])
+            per.append([np.asarray(r) for r in res])
+        return tuple(_to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
+                     for r in range(len(outs)))
 
-    res = jax.pure_callback(run, tuple(_wire_shape(o) for o in outs), *(_wire(a) for a in args),
-                            vmap_method="sequential")
+    res = jax.pure_callback(run, tuple(_wire_shape(o) for o in outs), *wired_args, vmap_method="expand_dims")
     return tuple(_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
 
 

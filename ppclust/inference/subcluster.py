@@ -85,6 +85,19 @@ single-device chain (``tests/test_subcluster_multidevice.py``). The split/merge 
 classes and the statistics still run replicated (their sums, the family statistics and pair counts,
 are the ones a fully sharded sweep would ``psum``).
 
+Two backends (``sample(backend=...)``, :func:`resolve_backend`), one chain. ``"xla"``: every pass in the
+jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for float64
+:class:`~ppclust.families.GaussianNIW`): the O(n) passes of a sweep run as compiled multi-threaded loops
+(:mod:`ppclust.inference._subcluster_cpu`) called from the jitted program through
+:func:`jax.pure_callback`: the unlinked block's draw, the end-of-sweep statistics, and of each move only
+the branch taken (split or merge) for the points of the chosen cluster(s): the subsample of the
+sub-cluster fit, the final responsibilities, the Bernoulli sides, :math:`\log q` and the split side's
+statistics. Everything O(K), and the sub-cluster fit on its fixed-size subsample, stays in JAX. Both
+backends draw point i's uniforms with :func:`counter_uniform` (a hash of a per-draw seed and i), so a loop
+draws the uniforms of the points it visits only, and both take the same decisions up to float rounding
+(``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole chains label for label; the exact
+enumeration runs on both).
+
 Cost of a move: the proposal's statistics change in two slots only (:func:`_proposal_stats`): a merge
 pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
 computes its new side's statistics in one weighted pass (``GaussianNIW.weighted_stats``, a matrix

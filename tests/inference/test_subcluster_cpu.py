@@ -66,7 +66,8 @@ def test_gaussian_loglik_twin(cov):
         ref = np.asarray(jax.vmap(gaussian_loglik, (None, 0))(th, jnp.asarray(x)))
     code = _families_cpu.family_code(fam)
     mean, A, half = (np.asarray(a) for a in cpu.param_arrays(th, code))
-    got = np.array([[_families_cpu.gaussian_loglik(x, i, mean, A, half, k, code) for k in range(5)]
+    w = np.empty(x.shape[1])
+    got = np.array([[_families_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
                     for i in range(len(x))])
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
