@@ -6,7 +6,10 @@ segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``pr
 per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
 branch actually taken. The sweep stays one jitted program: the loops are called through
 :func:`jax.pure_callback` (chains in one call per kernel), everything O(K) (pair choice, the sub-cluster
-fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX.
+fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX, and so
+does the label step: a scalar compiled loop over the points (one libm exp per point and cluster) measured
+2.3x slower than XLA's fused draw with its vectorised exp (``benchmarks/results/subcluster.md``, profile
+``s8-tput``), so it was removed.
 
 Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
 ``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin
@@ -16,7 +19,6 @@ by twin in float64, and whole chains label for label):
 compiled twin                          JAX definition (:mod:`ppclust.inference.subcluster`)
 =====================================  =====================================================================
 :func:`counter_uniform`                ``counter_uniform`` (the per-point uniforms of both paths)
-:func:`fused_draw`                     ``_fused_draw`` (the unlinked block: data term, draw, slot counts)
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
 :func:`pick_subsample`                 the subsample indices of ``subcluster_responsibilities``
 :func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
@@ -46,15 +48,12 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "fused_draw", "stats_sums", "pick_subsample",
-           "move_sides"]
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "move_sides"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
 _S15, _S16 = np.uint64(15), np.uint64(16)
 _S5, _S6 = np.uint64(5), np.uint64(6)
-#: below this a log-weight's exp is exactly 0.0 in float64 (exp(-746) underflows): skipped, same value
-_EXP_FLOOR = -60.0
 
 
 def supports(family, dtype=jnp.float64) -> bool:
@@ -93,50 +92,6 @@ def counter_uniform(s0, s1, i):
 def _chunks(n):
     """Row ranges for prange: about 8 per thread (load balance), at least 4096 rows each."""
     return max(1, min(-(-n // 4096), 64))
-
-
-@_parallel_kernel
-def fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts):
-    """``_fused_draw``: each row not in ``keep`` draws its slot from ``log_pi + log p(x_i | theta)`` by the
-    inverse CDF with uniform ``counter_uniform(seed, i)``; ``z`` (n,) the labels, ``counts`` (w,) the slot
-    counts (kept rows keep ``labels``)."""
-    n = x.shape[0]
-    w = log_pi.shape[0]
-    nc = _chunks(n)
-    per = -(-n // nc)
-    acc = np.zeros((nc, w), np.int64)
-    for c in prange(nc):
-        lw = np.empty(w)
-        sc = np.empty(x.shape[1])
-        for i in range(c * per, min(n, (c + 1) * per)):
-            if keep[i]:
-                k = labels[i]
-            else:
-                mx = -np.inf
-                for k in range(w):
-                    if log_pi[k] > -np.inf:
-                        v = log_pi[k] + gaussian_loglik(x, i, mean, A, half, k, code, sc)
-                    else:
-                        v = -np.inf
-                    lw[k] = v
-                    if v > mx:
-                        mx = v
-                tot = 0.0
-                for k in range(w):
-                    v = lw[k] - mx
-                    e = math.exp(v) if v > _EXP_FLOOR else 0.0
-                    tot += e
-                    lw[k] = tot
-                t = counter_uniform(s0, s1, i) * tot
-                k = 0
-                while k < w - 1 and lw[k] <= t:
-                    k += 1
-            z[i] = k
-            if k < w:
-                acc[c, k] += 1
-    for c in range(nc):
-        for k in range(w):
-            counts[k] += acc[c, k]
 
 
 @_parallel_kernel
@@ -318,24 +273,6 @@ def _call(host, outs, args):
 
 def _seed(seed):
     return np.uint64(int(seed[0])), np.uint64(int(seed[1]))
-
-
-def draw_block(x, seed, keep, labels, log_pi, theta, family):
-    """:func:`fused_draw` from JAX: ``(labels (n,), counts (w,))``."""
-    code = family_code(family)
-    mean, A, half = param_arrays(theta, code)
-    n, w = x.shape[0], log_pi.shape[0]
-
-    def host(x, seed, keep, labels, log_pi, mean, A, half):
-        z = np.empty(n, np.int32)
-        counts = np.zeros(w, np.int64)
-        s0, s1 = _seed(seed)
-        fused_draw(x, s0, s1, keep, labels, log_pi, mean, A, half, code, z, counts)
-        return z, counts.astype(np.int32)
-
-    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((w,), jnp.int32))
-    z, cnt = _call(host, outs, (x, seed, keep, labels.astype(jnp.int32), log_pi, mean, A, half))
-    return z.astype(labels.dtype), cnt
 
 
 def family_stats(x, labels, k_max, family):

@@ -87,16 +87,16 @@ are the ones a fully sharded sweep would ``psum``).
 
 Two backends (``sample(backend=...)``, :func:`resolve_backend`), one chain. ``"xla"``: every pass in the
 jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for float64
-:class:`~ppclust.families.GaussianNIW`): the O(n) passes of a sweep run as compiled multi-threaded loops
+:class:`~ppclust.families.GaussianNIW`): the O(n) passes of each move run as compiled multi-threaded loops
 (:mod:`ppclust.inference._subcluster_cpu`) called from the jitted program through
-:func:`jax.pure_callback`: the unlinked block's draw, the end-of-sweep statistics, and of each move only
-the branch taken (split or merge) for the points of the chosen cluster(s): the subsample of the
-sub-cluster fit, the final responsibilities, the Bernoulli sides, :math:`\log q` and the split side's
-statistics. Everything O(K), and the sub-cluster fit on its fixed-size subsample, stays in JAX. Both
-backends draw point i's uniforms with :func:`counter_uniform` (a hash of a per-draw seed and i), so a loop
-draws the uniforms of the points it visits only, and both take the same decisions up to float rounding
-(``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole chains label for label; the exact
-enumeration runs on both).
+:func:`jax.pure_callback`, only the branch taken (split or merge) and only for the points of the chosen
+cluster(s): the subsample of the sub-cluster fit, the final responsibilities, the Bernoulli sides,
+:math:`\log q` and the split side's statistics; for d > 4 the end-of-sweep statistics too. Everything
+O(K), the sub-cluster fit on its fixed-size subsample and the label step stay in JAX (the fused XLA draw
+is the faster there). Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
+per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
+decisions up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole
+chains label for label; the exact enumeration runs on both).
 
 Cost of a move: the proposal's statistics change in two slots only (:func:`_proposal_stats`): a merge
 pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
@@ -177,6 +177,10 @@ _SUB_ITERS = 4
 #: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
 #: groups, independent of n (the final responsibilities are computed for every point of the cluster)
 _SUB_FIT = 1024
+#: the numba backend sums the end-of-sweep statistics on the compiled twin above this dimension (XLA's
+#: O(n d^2) segment sum dominates the sweep there; at small d it is the faster: profile section of
+#: ``benchmarks/results/subcluster.md``)
+_NUMBA_STATS_MIN_D = 4
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -555,23 +559,19 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
     return z[:n], cnt
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
-                backend="xla"):
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster. Point i draws with uniform
-    ``counter_uniform(seed, i)``; ``backend="numba"``: the unlinked block on the compiled twin."""
+    ``counter_uniform(seed, i)``. On both backends (the fused XLA draw, matrix products and a vectorised
+    exp, ran 2.3x faster than a scalar compiled loop over the points: ``benchmarks/results/
+    subcluster.md``, profile ``s8-tput``)."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
     seed = counter_seed(key)
-    if backend == "numba":
-        from ppclust.inference import _subcluster_cpu as cpu
-
-        draw, cnt = cpu.draw_block(x, seed, colouring.linked, labels, log_pi, theta, family)
-    else:
-        u = counter_uniform(seed, jnp.arange(n), x.dtype)
-        draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    u = counter_uniform(seed, jnp.arange(n), x.dtype)
+    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
     new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
@@ -647,11 +647,11 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
-    if backend == "numba":
+    if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
         from ppclust.inference import _subcluster_cpu as cpu
 
         stats = cpu.family_stats(x, labels, k_max, family)
