@@ -133,10 +133,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         "auto" runs the collapsed sweep as one compiled numba loop (5-10x the XLA loop; the first call in
         a fresh install compiles it for ~15 s, then it is cached on disk); "xla" keeps everything in one
         jitted JAX program (GPU, ``algorithm="explicit"``). Same random numbers, same draws.
-        ``algorithm="subcluster"``: "auto" runs a sweep's O(n) passes (label draws, split/merge sides,
-        statistics) as compiled multi-threaded loops on CPU without ``devices`` (float64 Gaussian
-        families; :func:`ppclust.inference.subcluster.resolve_backend`), "xla" in the jitted program; the
-        same chain either way.
+        ``algorithm="subcluster"``: "auto" runs the O(n) passes of its split/merge moves (and the
+        statistics for d > 4) as compiled multi-threaded loops on CPU without ``devices`` (float64
+        Gaussian families; :func:`ppclust.inference.subcluster.resolve_backend`), "xla" in the jitted
+        program; the same chain either way.
     progress_bar : bool, default=True
         Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
         terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).

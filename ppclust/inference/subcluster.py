@@ -609,8 +609,9 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
     (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
     (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
-    (:func:`_block_draw`; the same draws). ``backend``: ``"xla"`` or ``"numba"`` (the O(n) passes on the
-    compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). Pure; not
+    (:func:`_block_draw`; the same draws). ``backend``: ``"xla"`` or ``"numba"`` (the moves' O(n) passes, and
+    the statistics for d > 4, on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
+    device; the same chain). Pure; not
     jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
@@ -703,9 +704,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     unlinked block's draw, the (n, width) part of a sweep, is split over its devices (same chain, same
     draws; :func:`_block_draw`). ``backend``: ``"auto"`` (default: ``"numba"`` when JAX runs on CPU with no
     ``mesh``, numba imports and the family is a float64 :class:`~ppclust.families.GaussianNIW`, else
-    ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of a sweep on
-    the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the
-    same chain up to float rounding). :func:`resolve_backend`.
+    ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of the
+    split/merge moves, and the statistics for d > 4, on the compiled twins of
+    :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the same chain up to float
+    rounding). :func:`resolve_backend`.
 
     Raises
     ------
