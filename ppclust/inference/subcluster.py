@@ -146,6 +146,7 @@ __all__ = [
     "Colouring",
     "MoveInfo",
     "colour_links",
+    "SubFit",
     "subcluster_responsibilities",
     "propose",
     "merge_pair_log_prob",
@@ -162,6 +163,13 @@ _SUB_ITERS = 4
 #: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
 #: groups, independent of n (the final responsibilities are computed for every point of the cluster)
 _SUB_FIT = 1024
+#: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
+#: their side labels y; a merge proposes y from the two pieces and pays log h(y) - log m(y) <= (m+1) log 2
+_LAB_FIT = 64
+#: probability that a label copied into y (from the EM sides or from the pieces) is flipped
+_LAB_FLIP = 0.02
+#: a merge's labelled subsample takes at least this share of its points from the smaller piece
+_LAB_MIN = 1.0 / 16.0
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -209,18 +217,56 @@ def colour_links(links: Links, n: int) -> Colouring:
     return Colouring(jnp.asarray(classes), jnp.asarray(linked))
 
 
-def subcluster_responsibilities(key, x, mask, family):
-    r"""The split proposal's per-point probabilities :math:`r_i` of side A for the points in ``mask``.
+class SubFit(NamedTuple):
+    """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`)."""
 
-    A draw from the auxiliary kernel :math:`g(\phi\mid x_C)` of the module docstring, fitted on a random
-    subsample of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with replacement, so its cost does not
-    grow with n): two seeds, nearest-seed assignment, then ``_SUB_ITERS`` classification-EM iterations
-    (sub-cluster parameters drawn from ``family.sample_posterior`` of each side, points to the side of
-    higher weighted likelihood); finally, for every point, :math:`r_i = \sigma(\ell_{iA} - \ell_{iB})`
-    clipped. Depends on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)``
-    (n,), arbitrary outside ``mask``.
+    log_r: jax.Array  # (n,) log r_i, the probability of side A (arbitrary outside the cluster)
+    log_1r: jax.Array  # (n,) log(1 - r_i)
+    idx: jax.Array  # (m,) the labelled subsample (indices of points of the cluster)
+    y: jax.Array  # (m,) bool, its side labels, from which the sub-cluster parameters were fitted
+    log_h: jax.Array  # () log h(y | subsample), the kernel's own probability of these labels
+
+
+def _log_flip(y, side):
+    r"""log of :math:`\tfrac12[\prod_k P(y_k\mid s_k)+\prod_k P(y_k\mid\neg s_k)]` with
+    :math:`P(y\mid s) = 1 - f` if :math:`y = s` else :math:`f` (``f = _LAB_FLIP``): labels copied from
+    sides ``s`` of unknown orientation, each flipped with probability f."""
+    agree = (y == side).sum().astype(jnp.result_type(float))
+    m = y.shape[0]
+    lf, l1f = jnp.log(_LAB_FLIP), jnp.log1p(-_LAB_FLIP)
+    return jnp.logaddexp(agree * l1f + (m - agree) * lf, (m - agree) * l1f + agree * lf) - jnp.log(2.0)
+
+
+def _log_h(y, em_side):
+    """log h(y | subsample): labels uniform (probability 1/2) or copied from the EM sides (1/2)."""
+    m = y.shape[0]
+    return jnp.logaddexp(jnp.log(0.5) - m * jnp.log(2.0), jnp.log(0.5) + _log_flip(y, em_side))
+
+
+def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
+    r"""A sub-cluster fit of the cluster ``mask``: the split proposal's probabilities :math:`r_i` of side A.
+
+    The auxiliary variable :math:`\phi = (I, y, \text{keys})` of the module docstring, (a):
+
+    1. a random subsample :math:`I` of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with
+       replacement, so the cost does not grow with n) and a classification-EM on it: two seeds,
+       nearest-seed assignment, ``_SUB_ITERS`` iterations (sub-cluster parameters drawn from
+       ``family.sample_posterior`` of each side, points to the side of higher weighted likelihood);
+    2. side labels :math:`y` of the first ``_LAB_FIT`` subsample points. Drawn from the kernel's own
+       :math:`h(y\mid x_C, I)`: with probability 1/2 uniform bits, else the EM sides with each label
+       flipped with probability ``_LAB_FLIP`` (``in_a`` None, or ``from_pieces`` False). Or, for a merge
+       of two clusters (``from_pieces`` True): drawn from :math:`m(y\mid A, B)`, the labels of the
+       pieces, ``in_a`` = membership of A, in a random orientation, each flipped with probability
+       ``_LAB_FLIP``; the merge's Hastings ratio carries :math:`\log h(y) - \log m(y)`;
+    3. sub-cluster parameters drawn from ``family.sample_posterior`` of the labelled points, each
+       weighted :math:`n_C/\text{\_LAB\_FIT}` (so the fit is as sure as one of all :math:`n_C` points),
+       log weights :math:`\log(n_{\text{side}}+1)`; finally, for every point, :math:`r_i =
+       \sigma(\ell_{iA} - \ell_{iB})` clipped to :math:`\pm` ``_LOGIT_CLIP``.
+
+    Everything but :math:`y` depends on the points of :math:`C` and fresh randomness only. Returns a
+    :class:`SubFit` (``log_h`` = :math:`\log h(y\mid x_C, I)`, whichever way y was drawn).
     """
-    k_pick, k_iter = jax.random.split(key)
+    k_pick, k_iter, k_y, k_fit = jax.random.split(key, 4)
     cum = jnp.cumsum(mask.astype(jnp.int32))
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
@@ -230,20 +276,67 @@ def subcluster_responsibilities(key, x, mask, family):
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(cum[-1] > 0, x.dtype), (m,))
 
-    def fit(t, side):
-        st = family.stats(xs, side, 2, w)
-        return family.sample_posterior(jax.random.fold_in(k_iter, t), st), jnp.log(st.n + 1.0)
-
     def body(t, side):
-        theta, lw = fit(t, side)
-        ll = _loglik_matrix(family, theta, xs) + lw
+        st = family.stats(xs, side, 2, w)
+        theta = family.sample_posterior(jax.random.fold_in(k_iter, t), st)
+        ll = _loglik_matrix(family, theta, xs) + jnp.log(st.n + 1.0)
         return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
-    theta, lw = fit(_SUB_ITERS, side)
-    ll = _data_term(family, theta, x) + lw
+    st = family.stats(xs, side, 2, w)
+    theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
+    lw_em = jnp.log(st.n + 1.0)
+    ml = min(_LAB_FIT, m)
+    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
+    u = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
+    li = _uniform_points(cum, u)  # the labelled subsample I: uniform points of C
+    flip = jax.random.uniform(k_flip, (ml,), dtype=x.dtype) < _LAB_FLIP
+    if in_a is not None:  # I from m(I | A, B): each point from A with probability beta_A, else from B
+        cum_a = jnp.cumsum((mask & in_a).astype(jnp.int32))
+        cum_b = jnp.cumsum((mask & ~in_a).astype(jnp.int32))
+        from_a = jax.random.uniform(k_ab, (ml,), dtype=x.dtype) < _beta_a(cum_a[-1], cum_b[-1])
+        li = jnp.where(from_pieces, jnp.where(from_a, _uniform_points(cum_a, u), _uniform_points(cum_b, u)),
+                       li)
+    ll = _loglik_matrix(family, theta_em, x[li]) + lw_em
+    em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
+    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, jax.random.bernoulli(k_bits, 0.5, (ml,)),
+                  em ^ flip)
+    if in_a is not None:
+        y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
+        y = jnp.where(from_pieces, y_pieces, y)
+    n_c = cum[-1].astype(x.dtype)
+    st = family.stats(x[li], y.astype(jnp.int32), 2, jnp.broadcast_to(n_c / ml, (ml,)))
+    theta = family.sample_posterior(k_fit, st)
+    ll = _data_term(family, theta, x) + jnp.log(st.n + 1.0)
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
-    return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
+    log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
+    return SubFit(jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg), li, y, log_h)
+
+
+def _uniform_points(cum, u):
+    """Points of a mask with cumulative counts ``cum``, one uniform point per uniform ``u``."""
+    idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))
+    return jnp.minimum(idx, cum.shape[0] - 1)
+
+
+def _beta_a(n_a, n_b):
+    """Probability that m(I | A, B) draws a labelled point from A: A's share, clipped to
+    [_LAB_MIN, 1 - _LAB_MIN] so that a small piece is seen by the fit."""
+    return jnp.clip(n_a / jnp.maximum(n_a + n_b, 1), _LAB_MIN, 1.0 - _LAB_MIN)
+
+
+def _log_m_lab(fit, side_a, mask):
+    r"""log m(I, y | A, B): the probability that a merge of A = ``mask & side_a`` and B = ``mask & ~side_a``
+    proposes the labelled subsample ``fit.idx`` (each point from A with probability :math:`\beta_A`, then
+    uniform in its piece) and its labels ``fit.y`` (the pieces' labels, random orientation, flips)."""
+    ina = side_a[fit.idx]
+    n_a = (mask & side_a).sum()
+    n_b = (mask & ~side_a).sum()
+    beta = _beta_a(n_a, n_b)
+    dt = fit.log_r.dtype
+    lp = jnp.where(ina, jnp.log(beta) - jnp.log(jnp.maximum(n_a, 1).astype(dt)),
+                   jnp.log1p(-beta) - jnp.log(jnp.maximum(n_b, 1).astype(dt)))
+    return lp.sum() + _log_flip(fit.y, ina)
 
 
 def _log_q_pair(log_r, log_1r, mask, in_a):
@@ -339,9 +432,9 @@ def propose(key, is_split, labels, stats, x, family):
     cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, cb_uniform, cb_near)
     in_a = labels == ca
     mask = jnp.where(is_split, in_a, in_a | (labels == cb))
-    log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
-    side_a = jnp.where(is_split, jnp.log(jax.random.uniform(k_side, labels.shape, dtype=x.dtype)) < log_r,
-                       in_a)
+    fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, ~is_split)
+    side_a = jnp.where(is_split,
+                       jnp.log(jax.random.uniform(k_side, labels.shape, dtype=x.dtype)) < fit.log_r, in_a)
     new = jnp.argmin(active)
     n_c, n_a = mask.sum(), (mask & side_a).sum()
     full = is_split & active[new] & (n_c >= 2)  # a split was possible but no slot was free
@@ -349,7 +442,8 @@ def propose(key, is_split, labels, stats, x, family):
     target = jnp.where(is_split, new, ca).astype(labels.dtype)
     proposal = jnp.where(mask & ~side_a, target, labels)
     pair = (ca, jnp.where(is_split, new, cb))
-    return proposal, _log_q_pair(log_r, log_1r, mask, side_a), valid, full, pair
+    log_q = _log_q_pair(fit.log_r, fit.log_1r, mask, side_a) + fit.log_h - _log_m_lab(fit, side_a, mask)
+    return proposal, log_q, valid, full, pair
 
 
 def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
@@ -366,6 +460,69 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
+    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
+            MoveInfo(is_split, log_h, acc))
+
+
+def _pick_point(key, mask):
+    """A uniform point of ``mask`` (one O(n) pass)."""
+    cum = jnp.cumsum(mask.astype(jnp.int32))
+    j = jax.random.randint(key, (), 0, jnp.maximum(cum[-1], 1))
+    return jnp.argmax(cum > j)
+
+
+def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
+    r"""Proposal log probabilities of the peel/absorb move (module docstring, (a')) of the partition pair
+    (``stats_from`` -> ``stats_to``): ``(log P(forward), log P(reverse))``.
+
+    Peel (``is_split``) splits the one point of slot ``s`` off slot ``c`` of ``stats_from``; absorb moves
+    the singleton ``s`` of ``stats_from`` into ``c``. A peel picks a uniform occupied cluster and a uniform
+    point of it: :math:`1/(K n_C)`, twice that if :math:`n_C = 2` (either point gives the same
+    partition). An absorb picks a uniform singleton (1/N_1) and a partner :math:`c` from
+    :func:`_neighbour_log_probs` (nearest means likelier): :math:`P(c\mid s)/N_1`, plus
+    :math:`P(s\mid c)/N_1` if c is a singleton too (absorbing c into s gives the same partition)."""
+    def peel(st, big):
+        k = (st.n > 0).sum().astype(st.s.dtype)
+        nb = st.n[big]
+        return -jnp.log(k) - jnp.log(nb) + jnp.where(nb == 2, jnp.log(2.0), 0.0)
+
+    def absorb(st, single, into):
+        n1 = (st.n == 1).sum().astype(st.s.dtype)
+        lp = _neighbour_log_probs(st)
+        both = jnp.logaddexp(lp[single, into], jnp.where(st.n[into] == 1, lp[into, single], -jnp.inf))
+        return both - jnp.log(n1)
+
+    fwd = jnp.where(is_split, peel(stats_from, c), absorb(stats_from, s, c))
+    rev = jnp.where(is_split, absorb(stats_to, s, c), peel(stats_to, c))
+    return fwd, rev
+
+
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+    """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
+    MoveInfo)``."""
+    k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
+    is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
+    active = stats.n > 0
+    new = jnp.argmin(active)
+    c_peel = _pick_occupied(k_c, active)
+    i = _pick_point(k_i, labels == c_peel)
+    single = stats.n == 1
+    s_abs = _pick_occupied(k_s, single)
+    c_abs = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[s_abs])
+    c = jnp.where(is_split, c_peel, c_abs)
+    s = jnp.where(is_split, new, s_abs)
+    full = is_split & active[new] & (stats.n[c_peel] >= 2)
+    valid = jnp.where(is_split, (stats.n[c_peel] >= 2) & ~active[new], single.any() & (active.sum() >= 2))
+    prop = jnp.where(is_split, labels.at[i].set(new.astype(labels.dtype)),
+                     jnp.where(labels == s_abs, c_abs, labels).astype(labels.dtype))
+    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s)
+    c_new = pair_counts(prop, links).astype(x.dtype)
+    lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
+    fwd, rev = peel_absorb_log_probs(is_split, c, s, stats, st_new)
+    log_h = lj_new - lj + rev - fwd
+    log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
+    acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
+    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
     return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
             MoveInfo(is_split, log_h, acc))
 
@@ -527,9 +684,12 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
-        labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
+        k_sm, k_pa = jax.random.split(k)
+        labels, lj, stats, counts, f, info = _move(k_sm, labels, lj, stats, counts, x, links, family,
                                                     prior_now, pq, state.p, state.q)
-        return (labels, lj, stats, counts, full | f), info
+        labels, lj, stats, counts, f2, _ = _peel_move(k_pa, labels, lj, stats, counts, x, links, family,
+                                                      prior_now, pq, state.p, state.q)
+        return (labels, lj, stats, counts, full | f | f2), info
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
