@@ -224,7 +224,8 @@ class SubFit(NamedTuple):
     log_1r: jax.Array  # (n,) log(1 - r_i)
     idx: jax.Array  # (m,) the labelled subsample (indices of points of the cluster)
     y: jax.Array  # (m,) bool, its side labels, from which the sub-cluster parameters were fitted
-    log_h: jax.Array  # () log h(y | subsample), the kernel's own probability of these labels
+    em: jax.Array  # (m,) bool, the EM sides of the labelled points
+    log_h: jax.Array  # () log h(I, y | C), the kernel's own probability of the labelled subsample
 
 
 def _log_flip(y, side):
@@ -310,7 +311,7 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
     ll = _data_term(family, theta, x) + jnp.log(st.n + 1.0)
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
-    return SubFit(jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg), li, y, log_h)
+    return SubFit(jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg), li, y, em, log_h)
 
 
 def _uniform_points(cum, u):
@@ -432,7 +433,7 @@ def propose(key, is_split, labels, stats, x, family):
     cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, cb_uniform, cb_near)
     in_a = labels == ca
     mask = jnp.where(is_split, in_a, in_a | (labels == cb))
-    fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, ~is_split)
+    fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
     side_a = jnp.where(is_split,
                        jnp.log(jax.random.uniform(k_side, labels.shape, dtype=x.dtype)) < fit.log_r, in_a)
     new = jnp.argmin(active)
