@@ -127,6 +127,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import gammaln
 
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
@@ -239,9 +240,13 @@ def _log_flip(y, side):
 
 
 def _log_h(y, em_side):
-    """log h(y | subsample): labels uniform (probability 1/2) or copied from the EM sides (1/2)."""
+    r"""log h(y | I): with probability 1/2 a uniform count :math:`k\in\{0..m\}` of ones and a uniform
+    subset of that size (:math:`1/((m+1)\binom{m}{k})`: a small piece's few labels cost
+    :math:`\log\binom{m}{k}` instead of :math:`m\log 2`), else the EM sides copied with flips."""
     m = y.shape[0]
-    return jnp.logaddexp(jnp.log(0.5) - m * jnp.log(2.0), jnp.log(0.5) + _log_flip(y, em_side))
+    k = y.sum().astype(jnp.result_type(float))
+    log_subset = -jnp.log(m + 1.0) - (gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
+    return jnp.logaddexp(jnp.log(0.5) + log_subset, jnp.log(0.5) + _log_flip(y, em_side))
 
 
 def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
@@ -300,8 +305,9 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
                        li)
     ll = _loglik_matrix(family, theta_em, x[li]) + lw_em
     em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
-    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, jax.random.bernoulli(k_bits, 0.5, (ml,)),
-                  em ^ flip)
+    k_ones = jax.random.randint(k_bits, (), 0, ml + 1)  # a uniform count, then a uniform subset of it
+    subset = jnp.argsort(jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)) < k_ones
+    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, subset, em ^ flip)
     if in_a is not None:
         y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
         y = jnp.where(from_pieces, y_pieces, y)
