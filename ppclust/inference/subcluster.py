@@ -2,8 +2,8 @@ r"""A parallel exact sampler for TVClust: restricted block Gibbs with explicit p
 
 Target: the TVClust posterior over partitions :math:`p(z \mid x, E)` (:mod:`ppclust.models.tvclust`;
 ``p, q`` integrated out, ``pq="collapse"``) or :math:`p(z, p, q \mid x, E)` (``pq="sample"``; ``"fixed"``
-conditions on given ``p, q``). One sweep is the composition of four kernels, each leaving the target
-invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using sub-cluster splits", NIPS,
+conditions on given ``p, q``). One sweep is the composition of five kernels ((a), (a'), (b)-(d)), each leaving
+the target invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using sub-cluster splits", NIPS,
 Sections 3-4, made exact as described under (a)):
 
 (a) **Split/merge Metropolis-Hastings on the partition** (``n_moves`` proposals per sweep), cluster
@@ -31,14 +31,39 @@ Sections 3-4, made exact as described under (a)):
     *Why this is exact.* Chang & Fisher keep sub-cluster labels in the state and propose the current
     sub-clusters as the split; the reverse merge then needs the probability of sub-cluster labels that
     were themselves produced by past sweeps, which their ratio leaves out. Here the sub-cluster fit
-    :math:`\phi_C` is an auxiliary variable drawn afresh from a kernel :math:`g(\cdot\mid x_C)` that
-    depends on :math:`C`'s points only: on the extended target :math:`p(z)\prod_k g(\phi_k\mid x_{C_k})`
-    the split proposal draws :math:`\phi_A, \phi_B` from :math:`g` and the merge draws :math:`\phi_C`
-    from :math:`g`, so every :math:`g` factor cancels in the ratio and only the Bernoulli probability
-    :math:`q` of the proposed bipartition remains (it is computable: independent Bernoullis). Refreshing
-    :math:`\phi` from :math:`g` is a Gibbs step, so :math:`\phi` never needs storing. ``tests/
-    test_subcluster.py`` checks :math:`\log H` against a brute-force ratio of joint densities and the
+    :math:`\phi_C` is an auxiliary variable drawn afresh from a kernel :math:`h(\cdot\mid x_C)` that
+    depends on :math:`C`'s points only, on the extended target :math:`p(z)\prod_k h(\phi_k\mid x_{C_k})`;
+    refreshing :math:`\phi` from :math:`h` is a Gibbs step, so :math:`\phi` never needs storing.
+    :math:`\phi = (\text{EM subsample and keys}, I, y, \text{key})`: a classification EM on a uniform
+    subsample of :math:`C`; a *labelled subsample* :math:`I` of ``_LAB_FIT`` = 64 points with side labels
+    :math:`y`; the sub-cluster parameters are drawn from the family's posterior of the labelled points
+    (each weighted :math:`n_C/64`) and give :math:`r_i` for every point (:func:`subcluster_responsibilities`).
+    Under :math:`h`, :math:`I` is uniform (:math:`n_C^{-64}`) and :math:`y` is, with probability 1/2, a
+    uniform-size uniform subset (:math:`1/(65\binom{64}{k})`), else the EM sides with each label flipped
+    with probability ``_LAB_FLIP`` (either orientation). A split draws :math:`\phi_C` from :math:`h`, the
+    sides from :math:`r`, and :math:`\phi_A, \phi_B` from :math:`h` (they cancel). A merge of
+    :math:`a, b` instead *proposes* :math:`\phi_C` from the pieces, :math:`m(I, y\mid a, b)`: each point
+    of :math:`I` from :math:`a` with probability :math:`\beta_a = \mathrm{clip}(n_a/n_C, 1/16, 15/16)`,
+    else from :math:`b`, uniform within its piece, and :math:`y` = the pieces' labels of :math:`I` in a
+    random orientation, each flipped with probability ``_LAB_FLIP``; the EM part and the keys are drawn as
+    under :math:`h`. So the fit of the union is a fit of the two pieces (their boundary, however blurred,
+    is what :math:`r` reproduces), and the ratio carries the density ratio of :math:`\phi_C`:
+    :math:`\log q` above stands for :math:`\log q(\{A,B\}\mid\phi_C) + \log h(I, y\mid x_C) - \log m(I,
+    y\mid A, B)` in both directions (the split's reverse is a merge proposing the very :math:`\phi_C`
+    the split used). Both :math:`h` and :math:`m` are explicit products (64 terms), the EM draws and keys
+    cancel, and :math:`h, m > 0` everywhere, so every move has its reverse. ``tests/test_subcluster.py``
+    checks :math:`\log H` (including :math:`\log h - \log m`, written out in probability space) against a
+    brute-force ratio of joint densities, the merge's draws of :math:`(I, y)` against :math:`m`, and the
     whole sampler against the exact posterior over all partitions of 5 and 6 points.
+
+(a') **Peel/absorb Metropolis-Hastings** (one after each split/merge step): with probability 1/2 a
+    *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split off alone), else an
+    *absorb* (a uniform singleton cluster joins a partner drawn as the merge's informed partner,
+    :func:`_neighbour_log_probs`). The Hastings ratio is :math:`\Delta\log p` plus the log ratio of the
+    reverse and forward proposal probabilities (:func:`peel_absorb_log_probs`, counting the two ways a
+    2-point cluster peels, or two singletons absorb, into the same partition). A singleton costs the
+    split/merge fit an unlikely bipartition; the peel proposes it with probability
+    :math:`1/(K n_C)`, so singletons left by (d) are absorbed quickly.
 
 (b) **Link parameters:** ``"sample"``: :math:`p\sim\mathrm{Beta}(a_p+N_{11}, b_p+N_{01})`,
     :math:`q\sim\mathrm{Beta}(a_q+N_{00}, b_q+N_{10})` (spec 2.5). ``"collapse"``: the same draw, used by
@@ -105,15 +130,17 @@ as the fresh fit's :math:`\log q`. The exact enumeration detects a ratio that le
 (``tests/inference/test_subcluster.py``, ``test_enumeration_detects_a_ratio_without_the_proposal_
 probability``).
 
-Known weakness: a cluster disappears only through a merge, and a merge is accepted only if a fresh
-sub-cluster fit of the union proposes the two clusters back with a probability that the gain in
-:math:`\log p` pays for. From a start with surplus clusters (k-means++ with K = 30 for 12 true blobs,
-``benchmarks/results/subcluster.md``, "Why merges from a wrong K are rejected") merging two pieces of one
-blob raises :math:`\log p` by hundreds of nats, but :math:`\log q` of the reverse split is of the same
-size: the pieces are cut along an arbitrary direction that the fit of the union rarely reproduces,
-and once the block updates of (d) have blurred their boundary, almost never. The informed merge pairs
-(:func:`merge_pair_log_prob`) make the useful merges frequent, not acceptable. ``TVClust(init="one",
-algorithm="subcluster")`` (splits only needed) avoids the problem.
+Known weakness (measured in ``benchmarks/results/subcluster.md``, "Mixing from a wrong K" and "Why merges
+from a wrong K are rejected"): from a k-means++ start with K = 30 for 12 blobs the merges of two pieces
+of one blob are now mostly acceptable (their fit is fitted to the pieces; what remains is the penalty
+:math:`\log h - \log m` of up to ~45 nats for 64 labels and the entropy of a blurred boundary), but the
+chain still does not reach K = 12 in 30 sweeps. Two reasons: (i) a small piece (a few to tens of
+points) inside a blob is fitted from a handful of labelled points and its merge is often rejected;
+(ii) (d) rejects the whole unlinked block whenever the unrestricted draw empties an occupied cluster,
+which a tiny cluster (few points, small weight) almost always does, so while one exists the unlinked
+labels are frozen (about half of the 30 sweeps of the wrong-K run). Splitting the unlinked block into
+several blocks (each rejected on its own) would address (ii); not done here. ``TVClust(init="one",
+algorithm="subcluster")`` (splits only needed) avoids both.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
@@ -151,6 +178,7 @@ __all__ = [
     "subcluster_responsibilities",
     "propose",
     "merge_pair_log_prob",
+    "peel_absorb_log_probs",
     "split_merge_log_ratio",
     "step",
     "sample",
@@ -424,8 +452,10 @@ def propose(key, is_split, labels, stats, x, family):
 
     Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
     B moves to the first free slot. Merge: an unordered pair of occupied slots drawn as in
-    :func:`merge_pair_log_prob` (from ``stats``), the second joins the first; ``log_q`` is then the
-    probability that a split of the merged cluster proposes exactly this pair. Returns
+    :func:`merge_pair_log_prob` (from ``stats``), the second joins the first, the sub-cluster fit of
+    the union proposed from the two pieces. ``log_q`` is, in both directions, the log probability that a
+    split of the merged cluster with this fit proposes exactly this pair plus :math:`\log h - \log m` of
+    the fit's labelled subsample (module docstring, (a)). Returns
     ``(new_labels, log_q, valid, full, pair)``: ``valid`` is False for an empty side, a merge with one
     cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
     slots (kept slot, other slot) of the split's result or of the merged pair.
@@ -678,8 +708,8 @@ def _widths(k_max):
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
-    """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
-    (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
+    """One sweep: ``n_moves`` split/merge MH steps each followed by a peel/absorb step, ``p, q``,
+    augmentation, restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
     (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
     (:func:`_block_draw`; the same draws). Pure; not jitted."""
     n = x.shape[0]
