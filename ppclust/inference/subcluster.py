@@ -2,9 +2,9 @@ r"""A parallel exact sampler for TVClust: restricted block Gibbs with explicit p
 
 Target: the TVClust posterior over partitions :math:`p(z \mid x, E)` (:mod:`ppclust.models.tvclust`;
 ``p, q`` integrated out, ``pq="collapse"``) or :math:`p(z, p, q \mid x, E)` (``pq="sample"``; ``"fixed"``
-conditions on given ``p, q``). One sweep is the composition of five kernels ((a), (a'), (b)-(d)), each leaving
-the target invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using sub-cluster splits", NIPS,
-Sections 3-4, made exact as described under (a)):
+conditions on given ``p, q``). One sweep is the composition of five kernels ((a), (a'), (b)-(d)), each
+leaving the target invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using
+sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
 
 (a) **Split/merge Metropolis-Hastings on the partition** (``n_moves`` proposals per sweep), cluster
     parameters integrated out; ``p, q`` integrated out too in ``"collapse"`` mode, so the ratio uses the
@@ -448,7 +448,7 @@ def _pick_occupied(key, active, exclude=None):
 
 
 def propose(key, is_split, labels, stats, x, family):
-    """One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
+    r"""One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
 
     Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
     B moves to the first free slot. Merge: an unordered pair of occupied slots drawn as in
@@ -709,9 +709,10 @@ def _widths(k_max):
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
     """One sweep: ``n_moves`` split/merge MH steps each followed by a peel/absorb step, ``p, q``,
-    augmentation, restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
-    (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
-    (:func:`_block_draw`; the same draws). Pure; not jitted."""
+    augmentation, restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)``
+    with ``moves`` a :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a
+    1-D data mesh over which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws).
+    Pure; not jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
