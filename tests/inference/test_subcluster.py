@@ -464,3 +464,17 @@ def test_merge_labelled_subsample_is_drawn_from_its_probability():
     agree = (y == a[idx]).mean(1)
     agree = np.maximum(agree, 1 - agree)
     assert abs(1 - agree.mean() - subcluster._LAB_FLIP) < 0.003, agree.mean()
+
+
+@pytest.mark.slow
+def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatch):
+    """Power of the enumeration test for the merge's fit proposed from the pieces: the same run with a
+    Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
+    subsample left out, as if the fit of the union were fresh) must fail it."""
+    monkeypatch.setattr(subcluster, "_log_m_lab", lambda fit, side_a, mask: fit.log_h)
+    jax.clear_caches()
+    try:
+        _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
+    finally:
+        jax.clear_caches()
+    assert pval < 1e-6, (pval, tv)
