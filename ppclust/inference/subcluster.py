@@ -56,13 +56,13 @@ sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
     brute-force ratio of joint densities, the merge's draws of :math:`(I, y)` against :math:`m`, and the
     whole sampler against the exact posterior over all partitions of 5 and 6 points.
 
-(a') **Peel/absorb Metropolis-Hastings** (one after each split/merge step): with probability 1/2 a
-    *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split off alone), else an
-    *absorb* (a uniform singleton cluster joins a partner drawn as the merge's informed partner,
-    :func:`_neighbour_log_probs`). The Hastings ratio is :math:`\Delta\log p` plus the log ratio of the
-    reverse and forward proposal probabilities (:func:`peel_absorb_log_probs`, counting the two ways a
-    2-point cluster peels, or two singletons absorb, into the same partition). A singleton costs the
-    split/merge fit an unlikely bipartition; the peel proposes it with probability
+(a') **Peel/absorb Metropolis-Hastings** (one step per sweep, after the split/merge steps): with
+    probability 1/2 a *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split
+    off alone), else an *absorb* (a uniform singleton cluster joins a partner drawn as the merge's
+    informed partner, :func:`_neighbour_log_probs`). The Hastings ratio is :math:`\Delta\log p` plus the
+    log ratio of the reverse and forward proposal probabilities (:func:`peel_absorb_log_probs`, counting
+    the two ways a 2-point cluster peels, or two singletons absorb, into the same partition). A
+    singleton costs the split/merge fit an unlikely bipartition; the peel proposes it with probability
     :math:`1/(K n_C)`, so singletons left by (d) are absorbed quickly.
 
 (b) **Link parameters:** ``"sample"``: :math:`p\sim\mathrm{Beta}(a_p+N_{11}, b_p+N_{01})`,
@@ -708,8 +708,8 @@ def _widths(k_max):
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None):
-    """One sweep: ``n_moves`` split/merge MH steps each followed by a peel/absorb step, ``p, q``,
-    augmentation, restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)``
+    """One sweep: ``n_moves`` split/merge MH steps, one peel/absorb step, ``p, q``, augmentation,
+    restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)``
     with ``moves`` a :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a
     1-D data mesh over which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws).
     Pure; not jitted."""
@@ -722,15 +722,16 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
-        k_sm, k_pa = jax.random.split(k)
-        labels, lj, stats, counts, f, info = _move(k_sm, labels, lj, stats, counts, x, links, family,
+        labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
                                                     prior_now, pq, state.p, state.q)
-        labels, lj, stats, counts, f2, _ = _peel_move(k_pa, labels, lj, stats, counts, x, links, family,
-                                                      prior_now, pq, state.p, state.q)
-        return (labels, lj, stats, counts, full | f | f2), info
+        return (labels, lj, stats, counts, full | f), info
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
+    # (a'): one peel/absorb step per sweep (each costs about half a split/merge step's passes)
+    labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
+                                                  counts, x, links, family, prior_now, pq, state.p, state.q)
+    full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
         g = gamma_draws(k_p, jnp.stack([prior.a_p + counts[0], prior.b_p + counts[1], prior.a_q + counts[3],
