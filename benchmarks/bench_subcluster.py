@@ -231,8 +231,8 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=4, moves=(4, 16)):
     rows.sort(key=lambda r: r[0].split(", seed")[0])
     trace.sort(key=lambda r: r[0].split(", seed")[0])
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
-            f"{sweeps} sweeps, {seeds} seeds of each sampler (subcluster: n_moves split/merge steps per "
-            f"sweep, each followed by a peel/absorb step; the default is 4)\n\n")
+            f"{sweeps} sweeps, {seeds} seeds of each sampler (subcluster: n_moves split/merge steps and "
+            f"one peel/absorb step per sweep; the default n_moves is 4)\n\n")
     return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95",
                              "sweeps to ARI > 0.99 (x s/sweep)", "K (last)", "ARI (last)", "s/sweep"], rows)
             + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace))

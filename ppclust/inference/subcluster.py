@@ -134,13 +134,15 @@ Known weakness (measured in ``benchmarks/results/subcluster.md``, "Mixing from a
 from a wrong K are rejected"): from a k-means++ start with K = 30 for 12 blobs the merges of two pieces
 of one blob are now mostly acceptable (their fit is fitted to the pieces; what remains is the penalty
 :math:`\log h - \log m` of up to ~45 nats for 64 labels and the entropy of a blurred boundary), but the
-chain still does not reach K = 12 in 30 sweeps. Two reasons: (i) a small piece (a few to tens of
-points) inside a blob is fitted from a handful of labelled points and its merge is often rejected;
-(ii) (d) rejects the whole unlinked block whenever the unrestricted draw empties an occupied cluster,
-which a tiny cluster (few points, small weight) almost always does, so while one exists the unlinked
-labels are frozen (about half of the 30 sweeps of the wrong-K run). Splitting the unlinked block into
-several blocks (each rejected on its own) would address (ii); not done here. ``TVClust(init="one",
-algorithm="subcluster")`` (splits only needed) avoids both.
+chain with the default 4 moves per sweep does not reach K = 12 in 30 sweeps (with 16 moves per sweep it
+reaches ARI > 0.99 in 8-21 sweeps). Besides the two merge attempts per sweep, two reasons: (i) a small
+piece (a few to tens of points) inside a blob is fitted from a handful of labelled points and its merge
+is often rejected; (ii) (d) rejects the whole unlinked block whenever the unrestricted draw empties an
+occupied cluster, which a tiny cluster (few points, small weight) almost always does, so while one
+exists the unlinked labels are frozen (about half of the 30 sweeps of an instrumented wrong-K chain).
+Splitting the unlinked block into several blocks (each accepted or rejected on its own, in turn) would
+address (ii); not done here. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed)
+avoids both.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
