@@ -2,9 +2,9 @@ r"""A parallel exact sampler for TVClust: restricted block Gibbs with explicit p
 
 Target: the TVClust posterior over partitions :math:`p(z \mid x, E)` (:mod:`ppclust.models.tvclust`;
 ``p, q`` integrated out, ``pq="collapse"``) or :math:`p(z, p, q \mid x, E)` (``pq="sample"``; ``"fixed"``
-conditions on given ``p, q``). One sweep is the composition of four kernels, each leaving the target
-invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using sub-cluster splits", NIPS,
-Sections 3-4, made exact as described under (a)):
+conditions on given ``p, q``). One sweep is the composition of five kernels ((a), (a'), (b)-(d)), each
+leaving the target invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using
+sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
 
 (a) **Split/merge Metropolis-Hastings on the partition** (``n_moves`` proposals per sweep), cluster
     parameters integrated out; ``p, q`` integrated out too in ``"collapse"`` mode, so the ratio uses the
@@ -31,14 +31,39 @@ Sections 3-4, made exact as described under (a)):
     *Why this is exact.* Chang & Fisher keep sub-cluster labels in the state and propose the current
     sub-clusters as the split; the reverse merge then needs the probability of sub-cluster labels that
     were themselves produced by past sweeps, which their ratio leaves out. Here the sub-cluster fit
-    :math:`\phi_C` is an auxiliary variable drawn afresh from a kernel :math:`g(\cdot\mid x_C)` that
-    depends on :math:`C`'s points only: on the extended target :math:`p(z)\prod_k g(\phi_k\mid x_{C_k})`
-    the split proposal draws :math:`\phi_A, \phi_B` from :math:`g` and the merge draws :math:`\phi_C`
-    from :math:`g`, so every :math:`g` factor cancels in the ratio and only the Bernoulli probability
-    :math:`q` of the proposed bipartition remains (it is computable: independent Bernoullis). Refreshing
-    :math:`\phi` from :math:`g` is a Gibbs step, so :math:`\phi` never needs storing. ``tests/
-    test_subcluster.py`` checks :math:`\log H` against a brute-force ratio of joint densities and the
+    :math:`\phi_C` is an auxiliary variable drawn afresh from a kernel :math:`h(\cdot\mid x_C)` that
+    depends on :math:`C`'s points only, on the extended target :math:`p(z)\prod_k h(\phi_k\mid x_{C_k})`;
+    refreshing :math:`\phi` from :math:`h` is a Gibbs step, so :math:`\phi` never needs storing.
+    :math:`\phi = (\text{EM subsample and keys}, I, y, \text{key})`: a classification EM on a uniform
+    subsample of :math:`C`; a *labelled subsample* :math:`I` of ``_LAB_FIT`` = 64 points with side labels
+    :math:`y`; the sub-cluster parameters are drawn from the family's posterior of the labelled points
+    (each weighted :math:`n_C/64`) and give :math:`r_i` for every point (:func:`subcluster_responsibilities`).
+    Under :math:`h`, :math:`I` is uniform (:math:`n_C^{-64}`) and :math:`y` is, with probability 1/2, a
+    uniform-size uniform subset (:math:`1/(65\binom{64}{k})`), else the EM sides with each label flipped
+    with probability ``_LAB_FLIP`` (either orientation). A split draws :math:`\phi_C` from :math:`h`, the
+    sides from :math:`r`, and :math:`\phi_A, \phi_B` from :math:`h` (they cancel). A merge of
+    :math:`a, b` instead *proposes* :math:`\phi_C` from the pieces, :math:`m(I, y\mid a, b)`: each point
+    of :math:`I` from :math:`a` with probability :math:`\beta_a = \mathrm{clip}(n_a/n_C, 1/16, 15/16)`,
+    else from :math:`b`, uniform within its piece, and :math:`y` = the pieces' labels of :math:`I` in a
+    random orientation, each flipped with probability ``_LAB_FLIP``; the EM part and the keys are drawn as
+    under :math:`h`. So the fit of the union is a fit of the two pieces (their boundary, however blurred,
+    is what :math:`r` reproduces), and the ratio carries the density ratio of :math:`\phi_C`:
+    :math:`\log q` above stands for :math:`\log q(\{A,B\}\mid\phi_C) + \log h(I, y\mid x_C) - \log m(I,
+    y\mid A, B)` in both directions (the split's reverse is a merge proposing the very :math:`\phi_C`
+    the split used). Both :math:`h` and :math:`m` are explicit products (64 terms), the EM draws and keys
+    cancel, and :math:`h, m > 0` everywhere, so every move has its reverse. ``tests/test_subcluster.py``
+    checks :math:`\log H` (including :math:`\log h - \log m`, written out in probability space) against a
+    brute-force ratio of joint densities, the merge's draws of :math:`(I, y)` against :math:`m`, and the
     whole sampler against the exact posterior over all partitions of 5 and 6 points.
+
+(a') **Peel/absorb Metropolis-Hastings** (one step per sweep, after the split/merge steps): with
+    probability 1/2 a *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split
+    off alone), else an *absorb* (a uniform singleton cluster joins a partner drawn as the merge's
+    informed partner, :func:`_neighbour_log_probs`). The Hastings ratio is :math:`\Delta\log p` plus the
+    log ratio of the reverse and forward proposal probabilities (:func:`peel_absorb_log_probs`, counting
+    the two ways a 2-point cluster peels, or two singletons absorb, into the same partition). A
+    singleton costs the split/merge fit an unlikely bipartition; the peel proposes it with probability
+    :math:`1/(K n_C)`, so singletons left by (d) are absorbed quickly.
 
 (b) **Link parameters:** ``"sample"``: :math:`p\sim\mathrm{Beta}(a_p+N_{11}, b_p+N_{01})`,
     :math:`q\sim\mathrm{Beta}(a_q+N_{00}, b_q+N_{10})` (spec 2.5). ``"collapse"``: the same draw, used by
@@ -118,15 +143,19 @@ as the fresh fit's :math:`\log q`. The exact enumeration detects a ratio that le
 (``tests/inference/test_subcluster.py``, ``test_enumeration_detects_a_ratio_without_the_proposal_
 probability``).
 
-Known weakness: a cluster disappears only through a merge, and a merge is accepted only if a fresh
-sub-cluster fit of the union proposes the two clusters back with a probability that the gain in
-:math:`\log p` pays for. From a start with surplus clusters (k-means++ with K = 30 for 12 true blobs,
-``benchmarks/results/subcluster.md``, "Why merges from a wrong K are rejected") merging two pieces of one
-blob raises :math:`\log p` by hundreds of nats, but :math:`\log q` of the reverse split is of the same
-size: the pieces are cut along an arbitrary direction that the fit of the union rarely reproduces,
-and once the block updates of (d) have blurred their boundary, almost never. The informed merge pairs
-(:func:`merge_pair_log_prob`) make the useful merges frequent, not acceptable. ``TVClust(init="one",
-algorithm="subcluster")`` (splits only needed) avoids the problem.
+Known weakness (measured in ``benchmarks/results/subcluster.md``, "Mixing from a wrong K" and "Why merges
+from a wrong K are rejected"): from a k-means++ start with K = 30 for 12 blobs the merges of two pieces
+of one blob are now mostly acceptable (their fit is fitted to the pieces; what remains is the penalty
+:math:`\log h - \log m` of up to ~45 nats for 64 labels and the entropy of a blurred boundary), but the
+chain with the default 4 moves per sweep does not reach K = 12 in 30 sweeps (with 16 moves per sweep it
+reaches ARI > 0.99 in 8-21 sweeps). Besides the two merge attempts per sweep, two reasons: (i) a small
+piece (a few to tens of points) inside a blob is fitted from a handful of labelled points and its merge
+is often rejected; (ii) (d) rejects the whole unlinked block whenever the unrestricted draw empties an
+occupied cluster, which a tiny cluster (few points, small weight) almost always does, so while one
+exists the unlinked labels are frozen (about half of the 30 sweeps of an instrumented wrong-K chain).
+Splitting the unlinked block into several blocks (each accepted or rejected on its own, in turn) would
+address (ii); not done here. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed)
+avoids both.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
@@ -140,6 +169,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import gammaln
 
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
@@ -159,9 +189,11 @@ __all__ = [
     "Colouring",
     "MoveInfo",
     "colour_links",
+    "SubFit",
     "subcluster_responsibilities",
     "propose",
     "merge_pair_log_prob",
+    "peel_absorb_log_probs",
     "split_merge_log_ratio",
     "counter_uniform",
     "resolve_backend",
@@ -181,6 +213,13 @@ _SUB_FIT = 1024
 #: O(n d^2) segment sum dominates the sweep there; at small d it is the faster: profile section of
 #: ``benchmarks/results/subcluster.md``)
 _NUMBA_STATS_MIN_D = 4
+#: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
+#: their side labels y; a merge proposes y from the two pieces and pays log h(y) - log m(y) <= (m+1) log 2
+_LAB_FIT = 64
+#: probability that a label copied into y (from the EM sides or from the pieces) is flipped
+_LAB_FLIP = 0.02
+#: a merge's labelled subsample takes at least this share of its points from the smaller piece
+_LAB_MIN = 1.0 / 16.0
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -228,50 +267,123 @@ def colour_links(links: Links, n: int) -> Colouring:
     return Colouring(jnp.asarray(classes), jnp.asarray(linked))
 
 
-def subcluster_responsibilities(key, x, mask, family):
-    r"""The split proposal's per-point probabilities :math:`r_i` of side A for the points in ``mask``.
+class SubFit(NamedTuple):
+    """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`)."""
 
-    A draw from the auxiliary kernel :math:`g(\phi\mid x_C)` of the module docstring, fitted on a random
-    subsample of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with replacement, so its cost does not
-    grow with n): two seeds, nearest-seed assignment, then ``_SUB_ITERS`` classification-EM iterations
-    (sub-cluster parameters drawn from ``family.sample_posterior`` of each side, points to the side of
-    higher weighted likelihood); finally, for every point, :math:`r_i = \sigma(\ell_{iA} - \ell_{iB})`
-    clipped. Depends on the points of :math:`C` and fresh randomness only. Returns ``log r, log(1 - r)``
-    (n,), arbitrary outside ``mask``.
+    log_r: jax.Array  # (n,) log r_i, the probability of side A (arbitrary outside the cluster)
+    log_1r: jax.Array  # (n,) log(1 - r_i)
+    idx: jax.Array  # (m,) the labelled subsample (indices of points of the cluster)
+    y: jax.Array  # (m,) bool, its side labels, from which the sub-cluster parameters were fitted
+    em: jax.Array  # (m,) bool, the EM sides of the labelled points
+    log_h: jax.Array  # () log h(I, y | C), the kernel's own probability of the labelled subsample
+
+
+def _log_flip(y, side):
+    r"""log of :math:`\tfrac12[\prod_k P(y_k\mid s_k)+\prod_k P(y_k\mid\neg s_k)]` with
+    :math:`P(y\mid s) = 1 - f` if :math:`y = s` else :math:`f` (``f = _LAB_FLIP``): labels copied from
+    sides ``s`` of unknown orientation, each flipped with probability f."""
+    agree = (y == side).sum().astype(jnp.result_type(float))
+    m = y.shape[0]
+    lf, l1f = jnp.log(_LAB_FLIP), jnp.log1p(-_LAB_FLIP)
+    return jnp.logaddexp(agree * l1f + (m - agree) * lf, (m - agree) * l1f + agree * lf) - jnp.log(2.0)
+
+
+def _log_h(y, em_side):
+    r"""log h(y | I): with probability 1/2 a uniform count :math:`k\in\{0..m\}` of ones and a uniform
+    subset of that size (:math:`1/((m+1)\binom{m}{k})`: a small piece's few labels cost
+    :math:`\log\binom{m}{k}` instead of :math:`m\log 2`), else the EM sides copied with flips."""
+    m = y.shape[0]
+    k = y.sum().astype(jnp.result_type(float))
+    log_subset = -jnp.log(m + 1.0) - (gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
+    return jnp.logaddexp(jnp.log(0.5) + log_subset, jnp.log(0.5) + _log_flip(y, em_side))
+
+
+def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
+    r"""A sub-cluster fit of the cluster ``mask``: the split proposal's probabilities :math:`r_i` of side A.
+
+    The auxiliary variable :math:`\phi = (I, y, \text{keys})` of the module docstring, (a):
+
+    1. a random subsample :math:`I` of :math:`C` (``min(_SUB_FIT, n)`` points drawn uniformly with
+       replacement, so the cost does not grow with n) and a classification-EM on it: two seeds,
+       nearest-seed assignment, ``_SUB_ITERS`` iterations (sub-cluster parameters drawn from
+       ``family.sample_posterior`` of each side, points to the side of higher weighted likelihood);
+    2. side labels :math:`y` of the first ``_LAB_FIT`` subsample points. Drawn from the kernel's own
+       :math:`h(y\mid x_C, I)`: with probability 1/2 uniform bits, else the EM sides with each label
+       flipped with probability ``_LAB_FLIP`` (``in_a`` None, or ``from_pieces`` False). Or, for a merge
+       of two clusters (``from_pieces`` True): drawn from :math:`m(y\mid A, B)`, the labels of the
+       pieces, ``in_a`` = membership of A, in a random orientation, each flipped with probability
+       ``_LAB_FLIP``; the merge's Hastings ratio carries :math:`\log h(y) - \log m(y)`;
+    3. sub-cluster parameters drawn from ``family.sample_posterior`` of the labelled points, each
+       weighted :math:`n_C/\text{\_LAB\_FIT}` (so the fit is as sure as one of all :math:`n_C` points),
+       log weights :math:`\log(n_{\text{side}}+1)`; finally, for every point, :math:`r_i =
+       \sigma(\ell_{iA} - \ell_{iB})` clipped to :math:`\pm` ``_LOGIT_CLIP``.
+
+    Everything but :math:`y` depends on the points of :math:`C` and fresh randomness only. Returns a
+    :class:`SubFit` (``log_h`` = :math:`\log h(y\mid x_C, I)`, whichever way y was drawn).
     """
-    theta, lw = _subcluster_fit(key, x, mask, family)
-    return _responsibilities(family, theta, lw, x)
+    fit, theta, lw = _subcluster_fit(key, x, mask, family, in_a, from_pieces)
+    log_r, log_1r = _responsibilities(family, theta, lw, x)
+    return fit._replace(log_r=log_r, log_1r=log_1r)
 
 
-def _subcluster_fit(key, x, mask, family, pick=None):
-    """The sub-cluster fit of :func:`subcluster_responsibilities` (everything but its final pass):
-    ``(theta, log_weights)`` of the two sub-clusters. ``pick``: None (the subsample of ``mask``'s points
-    drawn here) or a function ``u -> (idx, |C|)`` giving the same subsample from the uniforms ``u``
-    (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsample`)."""
-    k_pick, k_iter = jax.random.split(key)
+def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=None):
+    """Steps 1-3 of :func:`subcluster_responsibilities` on the subsamples (everything but the final O(n)
+    pass): ``(fit, theta, log_weights)`` with ``fit`` a :class:`SubFit` whose ``log_r, log_1r`` are
+    placeholders. ``pick``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
+    from cumulative counts here) or a function ``(which, u) -> (idx, count)``, ``which`` in ``"C", "A",
+    "B"``, giving the same points from the uniforms ``u`` (the compiled twin
+    :func:`ppclust.inference._subcluster_cpu.pick_subsample`, which visits the labels once per call)."""
+    if pick is None:
+        cums = {"C": lambda: jnp.cumsum(mask.astype(jnp.int32)),
+                "A": lambda: jnp.cumsum((mask & in_a).astype(jnp.int32)),
+                "B": lambda: jnp.cumsum((mask & ~in_a).astype(jnp.int32))}
+
+        def pick(which, u):
+            cum = cums[which]()
+            return _uniform_points(cum, u), cum[-1]
+
+    k_pick, k_iter, k_y, k_fit = jax.random.split(key, 4)
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
-    if pick is None:
-        cum = jnp.cumsum(mask.astype(jnp.int32))
-        idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))  # uniform points of C
-        idx, count = jnp.minimum(idx, x.shape[0] - 1), cum[-1]
-    else:
-        idx, count = pick(u)
+    idx, count = pick("C", u)
     xs = x[idx]
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
 
-    def fit(t, side):
-        st = family.stats(xs, side, 2, w)
-        return family.sample_posterior(jax.random.fold_in(k_iter, t), st), jnp.log(st.n + 1.0)
-
     def body(t, side):
-        theta, lw = fit(t, side)
-        ll = _loglik_matrix(family, theta, xs) + lw
+        st = family.stats(xs, side, 2, w)
+        theta = family.sample_posterior(jax.random.fold_in(k_iter, t), st)
+        ll = _loglik_matrix(family, theta, xs) + jnp.log(st.n + 1.0)
         return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
-    return fit(_SUB_ITERS, side)
+    st = family.stats(xs, side, 2, w)
+    theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
+    lw_em = jnp.log(st.n + 1.0)
+    ml = min(_LAB_FIT, m)
+    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
+    u = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
+    li, _ = pick("C", u)  # the labelled subsample I: uniform points of C
+    flip = jax.random.uniform(k_flip, (ml,), dtype=x.dtype) < _LAB_FLIP
+    if in_a is not None:  # I from m(I | A, B): each point from A with probability beta_A, else from B
+        ia, n_a = pick("A", u)
+        ib, n_b = pick("B", u)
+        from_a = jax.random.uniform(k_ab, (ml,), dtype=x.dtype) < _beta_a(n_a, n_b)
+        li = jnp.where(from_pieces, jnp.where(from_a, ia, ib), li)
+    ll = _loglik_matrix(family, theta_em, x[li]) + lw_em
+    em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
+    k_ones = jax.random.randint(k_bits, (), 0, ml + 1)  # a uniform count, then a uniform subset of it
+    subset = jnp.argsort(jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)) < k_ones
+    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, subset, em ^ flip)
+    if in_a is not None:
+        y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
+        y = jnp.where(from_pieces, y_pieces, y)
+    n_c = count.astype(x.dtype)
+    st = family.stats(x[li], y.astype(jnp.int32), 2, jnp.broadcast_to(n_c / ml, (ml,)))
+    theta = family.sample_posterior(k_fit, st)
+    log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
+    empty = jnp.zeros((0,), x.dtype)
+    return SubFit(empty, empty, li, y, em, log_h), theta, jnp.log(st.n + 1.0)
 
 
 def _responsibilities(family, theta, lw, x):
@@ -280,6 +392,34 @@ def _responsibilities(family, theta, lw, x):
     ll = _data_term(family, theta, x) + lw
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
+
+
+def _uniform_points(cum, u):
+    """Points of a mask with cumulative counts ``cum``, one uniform point per uniform ``u``."""
+    idx = jnp.searchsorted(cum, 1 + jnp.floor(u * cum[-1]).astype(jnp.int32))
+    return jnp.minimum(idx, cum.shape[0] - 1)
+
+
+def _beta_a(n_a, n_b):
+    """Probability that m(I | A, B) draws a labelled point from A: A's share, clipped to
+    [_LAB_MIN, 1 - _LAB_MIN] so that a small piece is seen by the fit."""
+    return jnp.clip(n_a / jnp.maximum(n_a + n_b, 1), _LAB_MIN, 1.0 - _LAB_MIN)
+
+
+def _log_m_lab(fit, side_a, mask):
+    r"""log m(I, y | A, B): the probability that a merge of A = ``mask & side_a`` and B = ``mask & ~side_a``
+    proposes the labelled subsample ``fit.idx`` (each point from A with probability :math:`\beta_A`, then
+    uniform in its piece) and its labels ``fit.y`` (the pieces' labels, random orientation, flips)."""
+    return _log_m_counts(fit.y, side_a[fit.idx], (mask & side_a).sum(), (mask & ~side_a).sum())
+
+
+def _log_m_counts(y, ina, n_a, n_b):
+    """:func:`_log_m_lab` from the labelled points' membership of A (``ina``) and the pieces' sizes."""
+    beta = _beta_a(n_a, n_b)
+    dt = jnp.result_type(float)
+    lp = jnp.where(ina, jnp.log(beta) - jnp.log(jnp.maximum(n_a, 1).astype(dt)),
+                   jnp.log1p(-beta) - jnp.log(jnp.maximum(n_b, 1).astype(dt)))
+    return lp.sum() + _log_flip(y, ina)
 
 
 def counter_seed(key):
@@ -387,12 +527,14 @@ def _pick_occupied(key, active, exclude=None):
 
 
 def propose(key, is_split, labels, stats, x, family, backend="xla"):
-    """One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
+    r"""One split (``is_split``) or merge proposal from ``labels`` (module docstring (a)).
 
     Split: a uniform occupied slot ``c``, its sub-cluster fit, Bernoulli sides; side A stays in ``c``, side
     B moves to the first free slot. Merge: an unordered pair of occupied slots drawn as in
-    :func:`merge_pair_log_prob` (from ``stats``), the second joins the first; ``log_q`` is then the
-    probability that a split of the merged cluster proposes exactly this pair. Returns
+    :func:`merge_pair_log_prob` (from ``stats``), the second joins the first, the sub-cluster fit of
+    the union proposed from the two pieces. ``log_q`` is, in both directions, the log probability that a
+    split of the merged cluster with this fit proposes exactly this pair plus :math:`\log h - \log m` of
+    the fit's labelled subsample (module docstring, (a)). Returns
     ``(new_labels, log_q, valid, full, pair)``: ``valid`` is False for an empty side, a merge with one
     cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
     slots (kept slot, other slot) of the split's result or of the merged pair. ``backend="numba"``: the
@@ -414,23 +556,30 @@ def _propose(key, is_split, labels, stats, x, family, backend):
     new = jnp.argmin(active)
     side_seed = counter_seed(k_side)  # side A iff log u_i < log r_i, u_i = counter_uniform(side_seed, i)
     side_b = None
+    in_a = labels == ca
     if backend == "numba":
         from ppclust.inference import _subcluster_cpu as cpu
 
-        theta, lw = _subcluster_fit(k_sub, x, None, family,
-                                    pick=lambda u: cpu.subsample(labels, ca, cb, is_split, u))
+        def pick(which, u):
+            c1, c2, one = {"C": (ca, cb, is_split), "A": (ca, ca, True), "B": (cb, cb, True)}[which]
+            return cpu.subsample(labels, c1, c2, one, u)
+
+        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split), pick=pick)
         proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
                                                      family, _LOGIT_CLIP)
     else:
-        in_a = labels == ca
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
-        log_r, log_1r = subcluster_responsibilities(k_sub, x, mask, family)
+        fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
         u = counter_uniform(side_seed, jnp.arange(labels.shape[0]), x.dtype)
-        side_a = jnp.where(is_split, jnp.log(u) < log_r, in_a)
+        side_a = jnp.where(is_split, jnp.log(u) < fit.log_r, in_a)
         n_c, n_a = mask.sum(), (mask & side_a).sum()
         target = jnp.where(is_split, new, ca).astype(labels.dtype)
         proposal = jnp.where(mask & ~side_a, target, labels)
-        log_q = _log_q_pair(log_r, log_1r, mask, side_a)
+        log_q = _log_q_pair(fit.log_r, fit.log_1r, mask, side_a)
+    # log h - log m of the fit's labelled subsample: its points' side A is slot ca in the split's result
+    # (side B moved to the new slot) and in the merge's current labels
+    ina = jnp.where(is_split, proposal[fit.idx], labels[fit.idx]) == ca
+    log_q = log_q + fit.log_h - _log_m_counts(fit.y, ina, n_a, n_c - n_a)
     full = is_split & active[new] & (n_c >= 2)  # a split was possible but no slot was free
     valid = jnp.where(is_split, (n_a > 0) & (n_a < n_c) & ~active[new], active.sum() >= 2)
     pair = (ca, jnp.where(is_split, new, cb))
@@ -451,6 +600,69 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, bac
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
+    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
+            MoveInfo(is_split, log_h, acc))
+
+
+def _pick_point(key, mask):
+    """A uniform point of ``mask`` (one O(n) pass)."""
+    cum = jnp.cumsum(mask.astype(jnp.int32))
+    j = jax.random.randint(key, (), 0, jnp.maximum(cum[-1], 1))
+    return jnp.argmax(cum > j)
+
+
+def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
+    r"""Proposal log probabilities of the peel/absorb move (module docstring, (a')) of the partition pair
+    (``stats_from`` -> ``stats_to``): ``(log P(forward), log P(reverse))``.
+
+    Peel (``is_split``) splits the one point of slot ``s`` off slot ``c`` of ``stats_from``; absorb moves
+    the singleton ``s`` of ``stats_from`` into ``c``. A peel picks a uniform occupied cluster and a uniform
+    point of it: :math:`1/(K n_C)`, twice that if :math:`n_C = 2` (either point gives the same
+    partition). An absorb picks a uniform singleton (1/N_1) and a partner :math:`c` from
+    :func:`_neighbour_log_probs` (nearest means likelier): :math:`P(c\mid s)/N_1`, plus
+    :math:`P(s\mid c)/N_1` if c is a singleton too (absorbing c into s gives the same partition)."""
+    def peel(st, big):
+        k = (st.n > 0).sum().astype(st.s.dtype)
+        nb = st.n[big]
+        return -jnp.log(k) - jnp.log(nb) + jnp.where(nb == 2, jnp.log(2.0), 0.0)
+
+    def absorb(st, single, into):
+        n1 = (st.n == 1).sum().astype(st.s.dtype)
+        lp = _neighbour_log_probs(st)
+        both = jnp.logaddexp(lp[single, into], jnp.where(st.n[into] == 1, lp[into, single], -jnp.inf))
+        return both - jnp.log(n1)
+
+    fwd = jnp.where(is_split, peel(stats_from, c), absorb(stats_from, s, c))
+    rev = jnp.where(is_split, absorb(stats_to, s, c), peel(stats_to, c))
+    return fwd, rev
+
+
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+    """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
+    MoveInfo)``."""
+    k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
+    is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
+    active = stats.n > 0
+    new = jnp.argmin(active)
+    c_peel = _pick_occupied(k_c, active)
+    i = _pick_point(k_i, labels == c_peel)
+    single = stats.n == 1
+    s_abs = _pick_occupied(k_s, single)
+    c_abs = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[s_abs])
+    c = jnp.where(is_split, c_peel, c_abs)
+    s = jnp.where(is_split, new, s_abs)
+    full = is_split & active[new] & (stats.n[c_peel] >= 2)
+    valid = jnp.where(is_split, (stats.n[c_peel] >= 2) & ~active[new], single.any() & (active.sum() >= 2))
+    prop = jnp.where(is_split, labels.at[i].set(new.astype(labels.dtype)),
+                     jnp.where(labels == s_abs, c_abs, labels).astype(labels.dtype))
+    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s)
+    c_new = pair_counts(prop, links).astype(x.dtype)
+    lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
+    fwd, rev = peel_absorb_log_probs(is_split, c, s, stats, st_new)
+    log_h = lj_new - lj + rev - fwd
+    log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
+    acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
+    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
     return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
             MoveInfo(is_split, log_h, acc))
 
@@ -606,13 +818,12 @@ def _widths(k_max):
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None,
          backend="xla"):
-    """One sweep: ``n_moves`` split/merge MH steps, ``p, q``, augmentation, restricted block label updates
-    (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a :class:`MoveInfo` of shape
-    (n_moves,). ``mesh``: None, or a 1-D data mesh over which the unlinked block of (d) is drawn
-    (:func:`_block_draw`; the same draws). ``backend``: ``"xla"`` or ``"numba"`` (the moves' O(n) passes, and
-    the statistics for d > 4, on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
-    device; the same chain). Pure; not
-    jitted."""
+    """One sweep: ``n_moves`` split/merge MH steps, one peel/absorb step, ``p, q``, augmentation,
+    restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
+    :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
+    which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
+    or ``"numba"`` (the split/merge moves' O(n) passes, and the statistics for d > 4, on the compiled twins
+    of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). Pure; not jitted."""
     n = x.shape[0]
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
@@ -628,6 +839,11 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
+    # (a'): one peel/absorb step per sweep (each costs about half a split/merge step's passes; XLA on both
+    # backends)
+    labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
+                                                  counts, x, links, family, prior_now, pq, state.p, state.q)
+    full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
         g = gamma_draws(k_p, jnp.stack([prior.a_p + counts[0], prior.b_p + counts[1], prior.a_q + counts[3],

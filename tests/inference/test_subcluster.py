@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,6 +100,28 @@ def _brute_pair_prob(z, x, a, b):
     return sum(1.0 / k * (0.5 / (k - 1) + 0.5 * near(c, e)) for c, e in ((a, b), (b, a)))
 
 
+def _brute_log_h_minus_m(fit, mask, side_a):
+    """log h(I, y | C) - log m(I, y | A, B) written out in probability space from the definitions: h draws
+    I uniformly from C and y as a uniform subset of a uniform size (1/2) or the EM sides with flips
+    (1/2, both orientations 1/2); m draws each point of I from A with probability
+    beta_A = clip(n_A / n_C, 1/16, 15/16) (then uniform in its piece) and y as the pieces' labels with
+    flips in a random orientation."""
+    idx, y, em = np.asarray(fit.idx), np.asarray(fit.y), np.asarray(fit.em)
+    f = subcluster._LAB_FLIP
+    ml = len(idx)
+    n_c = mask.sum()
+    a = mask & side_a
+    n_a, n_b = a.sum(), (mask & ~side_a).sum()
+
+    def copied(s):
+        return 0.5 * np.prod(np.where(y == s, 1 - f, f)) + 0.5 * np.prod(np.where(y == ~s, 1 - f, f))
+
+    h = (0.5 / (ml + 1) / math.comb(ml, int(y.sum())) + 0.5 * copied(em)) * (1.0 / n_c) ** ml
+    beta = min(max(n_a / n_c, 1 / 16), 15 / 16)
+    m = np.prod(np.where(a[idx], beta / n_a, (1 - beta) / n_b)) * copied(a[idx])
+    return np.log(h) - np.log(m)
+
+
 def _brute_ratio(z, z_new, lr, l1r, mask, side_a, x, links, fam, p, q):
     """log [p(z') P(z' -> z)] - log [p(z) P(z -> z')] from full log joints and the Bernoulli products."""
     lj = float(_LOG_JOINT(jnp.asarray(z), x, links, fam, PRIOR, p, q))
@@ -131,11 +155,13 @@ def test_split_merge_ratio_equals_brute_force(pq):
             if not bool(valid) or int(z_new[8]) != 3 or not (np.asarray(z_new) != z).any():
                 continue
             mask = z == 0
-            lr, l1r = map(np.asarray, RESP(jax.random.split(key, 4)[2], xj,
-                                                    jnp.asarray(mask), fam))
+            fit = RESP(jax.random.split(key, 6)[2], xj, jnp.asarray(mask), fam)
+            lr, l1r = np.asarray(fit.log_r), np.asarray(fit.log_1r)
             z_new = np.asarray(z_new)
             side_a = z_new == 0
             lj, lj_new, q_split = _brute_ratio(z, z_new, lr, l1r, mask, side_a, xj, links, fam, p, q)
+            # the labelled subsample: drawn from h by the split, from m by the reverse merge
+            q_split = q_split * np.exp(_brute_log_h_minus_m(fit, mask, side_a))
             k = 2
             assert (int(ka), int(kb)) == (0, int(z_new[~side_a & mask][0]))
             pair = _brute_pair_prob(z_new, x, int(ka), int(kb))  # merge back, chosen from the split state
@@ -170,11 +196,13 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             assert bool(valid) and not bool(full) and len(np.unique(z_new)) == 2 and len(merged)
             target = z_new[merged[0]]
             mask = z_new == target
-            lr, l1r = map(np.asarray, RESP(jax.random.split(key, 4)[2], xj,
-                                                    jnp.asarray(mask), fam))
+            fit = RESP(jax.random.split(key, 6)[2], xj, jnp.asarray(mask), fam, jnp.asarray(z == target),
+                       True)
+            lr, l1r = np.asarray(fit.log_r), np.asarray(fit.log_1r)
             a = mask & (z == target)
             b = mask & ~a
             expect = np.logaddexp(lr[a].sum() + l1r[b].sum(), l1r[a].sum() + lr[b].sum())
+            expect += _brute_log_h_minus_m(fit, mask, a)
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
 
 
@@ -340,3 +368,116 @@ def test_n_samples_is_a_deprecated_name_of_n_draws(sampler):
     assert new.labels.shape == old.labels.shape == (2, 3, len(X5))
     np.testing.assert_array_equal(new.labels, old.labels)
     np.testing.assert_array_equal(new.log_joint, old.log_joint)
+
+
+def _partition(z):
+    return frozenset(frozenset(np.flatnonzero(z == c).tolist()) for c in np.unique(z))
+
+
+def _brute_peel_absorb(z, x):
+    """Probabilities of the partitions the peel and the absorb move propose from labels z, by enumerating
+    their choices: peel = a uniform cluster of >= 2 points, then a uniform point of it, split off alone;
+    absorb = a uniform singleton, then a partner with probability exp(-D / min D) (as the merge's informed
+    partner), the singleton joining it."""
+    occ = np.unique(z)
+    sizes = {c: int((z == c).sum()) for c in occ}
+    means = {c: x[z == c].mean(0) for c in occ}
+    peel, absorb = {}, {}
+    for c in occ:
+        if sizes[c] < 2:
+            continue
+        for i in np.flatnonzero(z == c):
+            zz = z.copy()
+            zz[i] = z.max() + 1
+            peel[_partition(zz)] = peel.get(_partition(zz), 0.0) + 1.0 / len(occ) / sizes[c]
+    singles = [c for c in occ if sizes[c] == 1]
+    for s in singles:
+        dist = {o: np.sum((means[s] - means[o]) ** 2) for o in occ if o != s}
+        dmin = min(dist.values())
+        w = {o: np.exp(-v / dmin) for o, v in dist.items()}
+        for c in dist:
+            zz = np.where(z == s, c, z)
+            absorb[_partition(zz)] = absorb.get(_partition(zz), 0.0) + w[c] / sum(w.values()) / len(singles)
+    return peel, absorb
+
+
+def test_peel_absorb_probabilities_equal_brute_force():
+    """The peel/absorb move's forward and reverse proposal probabilities (``peel_absorb_log_probs``, the
+    terms of its Hastings ratio) equal the enumeration of the move's choices, for every peel and every
+    absorb from a state with a 2-point cluster (either point peels to the same partition) and three
+    singletons (absorbing one singleton into another can happen two ways)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(9, 2)) + np.repeat([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]], 3, 0)
+    z = np.array([0, 0, 0, 0, 2, 2, 4, 1, 3], np.int32)
+    k_max = 7
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        probs = jax.jit(subcluster.peel_absorb_log_probs)
+        stats_of = jax.jit(lambda zz: fam.stats(xj, zz, k_max))
+        peel0, absorb0 = _brute_peel_absorb(z, x)
+        checked = 0
+        for c in np.unique(z):
+            for i in np.flatnonzero(z == c):
+                if (z == c).sum() < 2:
+                    continue
+                zz = z.copy()
+                zz[i] = 5  # the first free slot
+                fwd, rev = probs(True, c, 5, stats_of(jnp.asarray(z)), stats_of(jnp.asarray(zz)))
+                np.testing.assert_allclose(float(fwd), np.log(peel0[_partition(zz)]), rtol=1e-10)
+                np.testing.assert_allclose(float(rev), np.log(_brute_peel_absorb(zz, x)[1][_partition(z)]),
+                                           rtol=1e-10)
+                checked += 1
+        for s in (1, 3, 4):
+            for c in np.unique(z):
+                if c == s:
+                    continue
+                zz = np.where(z == s, c, z).astype(np.int32)
+                fwd, rev = probs(False, c, s, stats_of(jnp.asarray(z)), stats_of(jnp.asarray(zz)))
+                np.testing.assert_allclose(float(fwd), np.log(absorb0[_partition(zz)]), rtol=1e-10)
+                np.testing.assert_allclose(float(rev), np.log(_brute_peel_absorb(zz, x)[0][_partition(z)]),
+                                           rtol=1e-10)
+                checked += 1
+    assert checked == 6 + 12
+
+
+def test_merge_labelled_subsample_is_drawn_from_its_probability():
+    """The merge draws its labelled subsample (I, y) from m(I, y | A, B) as ``_log_m_lab`` computes it:
+    each point of I from A with probability beta_A = clip(n_A / n_C, 1/16, 15/16), uniform within its
+    piece, labels copied (random orientation) with flip probability ``_LAB_FLIP``. A draw that does not
+    follow the density in the Hastings ratio would bias the chain."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 2))
+    a = np.zeros(40, bool)
+    a[:2] = True  # A: 2 points, B: 30, 8 points outside the cluster: beta_A = 1/16 (clipped)
+    mask = np.arange(40) < 32
+    with x64():
+        xj = jnp.asarray(x)
+        fam = _family(xj)
+        draw = jax.jit(jax.vmap(lambda k: subcluster.subcluster_responsibilities(
+            k, xj, jnp.asarray(mask), fam, jnp.asarray(a), True)[2:4]))
+        idx, y = map(np.asarray, draw(jax.random.split(jax.random.key(1), 3000)))
+    assert mask[idx].all()
+    frac_a = a[idx].mean()
+    se = np.sqrt(frac_a * (1 - frac_a) / idx.size)
+    assert abs(frac_a - 1 / 16) < 5 * se + 0.002, frac_a
+    counts = np.bincount(idx[~a[idx]], minlength=40)[2:32]  # uniform within B
+    assert counts.min() > 0.8 * counts.mean() and counts.max() < 1.2 * counts.mean()
+    # labels: the pieces' labels in one orientation per draw, each flipped with probability _LAB_FLIP
+    agree = (y == a[idx]).mean(1)
+    agree = np.maximum(agree, 1 - agree)
+    assert abs(1 - agree.mean() - subcluster._LAB_FLIP) < 0.003, agree.mean()
+
+
+@pytest.mark.slow
+def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatch):
+    """Power of the enumeration test for the merge's fit proposed from the pieces: the same run with a
+    Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
+    subsample left out, as if the fit of the union were fresh) must fail it."""
+    monkeypatch.setattr(subcluster, "_log_m_lab", lambda fit, side_a, mask: fit.log_h)
+    jax.clear_caches()
+    try:
+        _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
+    finally:
+        jax.clear_caches()
+    assert pval < 1e-6, (pval, tv)
