@@ -23,10 +23,11 @@ Protocol (fixed before any run, no per-data-set tuning):
   level and lowered n_max to afford three draws on a shared 2-core machine (draws before levels).
   Noise flips that share of link signs / gives that share of labels a wrong class; clean side
   information at every budget, 10% and 20% noise at the largest budget (where noise does most harm).
-* estimators at their defaults except: TVClust 100 warm-up + 100 kept sweeps, one chain (the default
-  is 500 + 500, two chains; CPU budget); SMIC ``n_neighbors=7`` (its "auto" grid over t costs 10x);
+* estimators at their defaults except: SMIC ``n_neighbors=7`` (its "auto" grid over t costs 10x);
   CEC-IB and C3L ``n_clusters = 2K`` (the CEC-IB paper's start), SemiSupervisedGMM, SMIC, gemclus and the
-  peers get the true K. The peers' package rejects links that contradict each other under its
+  peers get the true K. TVClust runs at its defaults (500 warm-up + 500 kept sweeps, two chains) since
+  session 8: with the compiled sweep a fit of n = 200 costs ~5 s warm (sessions 5-7 ran 100 + 100
+  sweeps, one chain, for CPU budget). The peers' package rejects links that contradict each other under its
   transitive closure (noisy links do): they then get the conflict-free subset (cannot-links between
   different must-link components). C3L has no no-side-information mode: its "none" point is plain CEC
   (CEC-IB, beta 0). gemclus: ``LinearModel(K, gemini=ChiSquareGEMINI())`` on the standardised features,
@@ -122,7 +123,6 @@ def _asc():
 # --------------------------------------------------------------------------- one fit
 
 
-TVCLUST_SWEEPS = 100  # warm-up and kept sweeps, one chain (the estimator's default: 500 + 500, two chains)
 PANEL_VERSION = 2  # bump when the protocol (data, side information draws, scoring) changes
 
 
@@ -136,8 +136,9 @@ def make(method, K, seed, quick):
     if method == "TVClust":
         from ppclust.estimators.tvclust import TVClust
 
-        s = 40 if quick else TVCLUST_SWEEPS
-        obj = TVClust(s, n_warmup=s, n_chains=1, random_state=seed, progress_bar=False)
+        # the estimator's defaults (500 + 500 sweeps, two chains); --quick: 40 + 40, one chain
+        kw = dict(n_draws=40, n_warmup=40, n_chains=1) if quick else {}
+        obj = TVClust(**kw, random_state=seed, progress_bar=False)
     elif method == "RDPMeans":
         from ppclust.estimators.dpmeans import RDPMeans
 
@@ -457,11 +458,13 @@ def write_tables(args, cache):
            "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
            "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
            "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
-           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 7: TVClust "
-           "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget and C3L init = 'kmeans++' (both "
-           "from `study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB "
-           "little here: the label term is zeroed by moving the few labelled points). "
-           "TVClust: 100 + 100 sweeps, one chain. The run fits what the goals need for every draw first "
+           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 8: TVClust "
+           "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
+           "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
+           "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
+           "from a k-means++ start: the label term is zeroed by moving the few labelled points). "
+           "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
+           "The run fits what the goals need for every draw first "
            "(none, largest clean budget, 20% noise; 10% link noise for TVClust and the PCKMeans peers), then "
            "the middle budget, 10% noise and the other peers as time allows: cells show their draw count.",
            ""]
