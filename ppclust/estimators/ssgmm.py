@@ -98,7 +98,7 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
                     f"[-1, {C}), got {g.tolist()}."
                 )
             missing = sorted(set(range(C)) - set(g.tolist()))
-            if missing and self.label_noise == 0:  # ("auto" starts at LABEL_NOISE_START > 0)
+            if missing and (self.label_noise == "auto" or self.label_noise == 0):
                 raise PPClustError(
                     f"`component_classes` gives no component to classes {missing}; their labelled "
                     "points could not be placed (or set label_noise > 0)."
@@ -202,7 +202,7 @@ _COMMON_DOC = """n_clusters : int, default=1
         ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
         the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
         {init_use}
-    label_noise : float, default=0.0
+    label_noise : {label_noise}
         Probability ``eps`` that a given label is wrong (in [0, 1)).
     component_classes : array-like of int or None, default=None
         Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
@@ -223,8 +223,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="") + r"""
-        Here also ``"auto"``: the rate is learnt with the model (EM, the label model of
+    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="",
+                             label_noise='float or "auto", default="auto"') + r"""
+        ``"auto"`` (the default since session 8): the rate is learnt with the model (EM, the label model of
         :mod:`ppclust.models.ssgmm`): starting from ``eps = 0.1``, EM runs to convergence at the current
         eps, then eps is set to the expected share of labelled points off their observed class,
         :math:`\hat\varepsilon = |L|^{-1} \sum_{i\in L} \sum_{k: g(k)\ne y_i} r_{ik}`
@@ -232,6 +233,11 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         fitted parameters, until eps moves by less than 1e-4 (at most 50 rounds; each round and each
         EM step never lowers the objective, a coordinate-ascent / ECM scheme). On clean, separable labels
         eps goes to 0 (the hard ``label_noise = 0`` fit); ``label_noise_`` holds the rate used last.
+        Where the default comes from: on the benefit panel (``benchmarks/study_ssgmm_label_noise.py`` ->
+        ``results/ssgmm_label_noise_study.md``: 8 data sets, 5 draws, true K) with 10% labels of which 20%
+        are wrong the NMI change over the no-label fit was +0.096 learnt against +0.056 trusted (within
+        0.02 of it or better on 7 against 5 of 8 sets), and with clean labels +0.144 against +0.146 (10%)
+        and +0.078 against +0.077 (5%). ``label_noise=0`` trusts the labels (Rmixmod / MclustSSC).
     n_init : int, default=1
         EM restarts (vmapped); the one with the highest objective is kept.
     max_iter : int, default=100
@@ -314,7 +320,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         max_iter=100,
         tol=1e-3,
         reg_covar=1e-6,
-        label_noise=0.0,
+        label_noise="auto",
         prior=None,
         weight_concentration=1.0,
         component_classes=None,
@@ -490,7 +496,8 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
     Parameters
     ----------
     """ + _COMMON_DOC.format(cov='"full", "diag", "spherical"',
-                             init_use="Every chain starts at the nearest allowed starting centre.") + r"""
+                             init_use="Every chain starts at the nearest allowed starting centre.",
+                             label_noise="float, default=0.0") + r"""
     weight_concentration : float, default=1.0
         Symmetric Dirichlet concentration ``a > 0`` on the weights (integrated out).
     n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1
