@@ -34,8 +34,9 @@ Protocol (fixed before any run, no per-data-set tuning):
   links through ``add_mlcl_constraint`` (whose Python loops over the links cost ~40 s per fit here):
   first draw only, without links and at the largest clean budget.
 * all results go to a JSON cache (``results/benefit_cache.json``) as they come, so an interrupted run
-  still gives a table. The run does what the goals need (``core_plan``) for every draw first, then the
-  remaining budgets, noise levels and peers (``full_plan``) draw by draw, until ``--budget-s``: the
+  still gives a table. The run does what the goals need (``core_plan``: since session 8 with every
+  clean budget of our methods) for every draw first, then the remaining noise levels and peers
+  (``full_plan``) draw by draw, until ``--budget-s``: the
   table says how many draws each cell has. Its key holds the data set, draw, method, budget, noise,
   n_max and a hash of the estimator's full ``get_params()`` (defaults included) and of
   ``PANEL_VERSION``: a changed default is refitted, never read from a stale row. ``--quick`` runs 3
@@ -309,13 +310,15 @@ def full_plan(draw):
 
 
 def core_plan():
-    """What the goals need: the references; every ppclust method without side information, at its largest
-    clean budget and at 20% noise there; TVClust, PCKMeans and MPCKMeans at 10% link noise."""
+    """What the goals need: the references; every ppclust method without side information, at every clean
+    budget (the monotone-curve goal; session 8 added the middle budget here) and at 20% noise at the largest;
+    TVClust, PCKMeans and MPCKMeans at 10% link noise."""
     todo = [(m, 0.0, 0.0) for m in REFERENCES]
     for m in OURS:
         top = levels_of(m)[-1]
         todo += [(m, 0.0, 0.0), (m, top, 0.0), (m, top, 0.2)]
     todo += [(m, LINK_LEVELS[-1], 0.1) for m in ("TVClust", "PCKMeans", "MPCKMeans")]
+    todo += [(m, lv, 0.0) for m in OURS for lv in levels_of(m)[:-1]]
     return todo
 
 
@@ -439,10 +442,14 @@ def tvclust_vs_peers(cache, names, draws):
         beats_pck += bp
         beats_bgmm += bb
         wins_b = _paired(cache, data, "TVClust", top, 0.1, "BayesianGaussianMixture", 0.0, 0.0, draws)
+        ks = [np.mean([r["k"] for d in range(draws) if (r := cache.get(key(data, d, m, lv, nz)))
+                       and "error" not in r]) for m, lv, nz in (("TVClust", top, 0.1),
+                                                                ("BayesianGaussianMixture", 0.0, 0.0))]
         rows.append([data, *("{:.3f} ({:.3f})".format(*vals[m])
                              for m in ("TVClust", "PCKMeans", "MPCKMeans", "BGMM")),
                      "yes" if bp else "no", "yes" if bb else "no",
-                     f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}"])
+                     f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}",
+                     f"{ks[0]:.1f} / {ks[1]:.1f} / {n_classes(data)}"])
     return rows, beats_pck, beats_bgmm, n
 
 
@@ -462,11 +469,14 @@ def write_tables(args, cache):
            "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
            "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
            "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
-           "from a k-means++ start: the label term is zeroed by moving the few labelled points). "
+           "from a k-means++ start: the label term is zeroed by moving the few labelled points); "
+           "SemiSupervisedGMM label_noise = 'auto' (the label-flip rate learnt by EM, session 8; "
+           "`study_ssgmm_label_noise.py` -> `ssgmm_label_noise_study.md`). "
            "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
            "The run fits what the goals need for every draw first "
-           "(none, largest clean budget, 20% noise; 10% link noise for TVClust and the PCKMeans peers), then "
-           "the middle budget, 10% noise and the other peers as time allows: cells show their draw count.",
+           "(none, every clean budget of our methods, 20% noise; 10% link noise for TVClust and the PCKMeans "
+           "peers), then 10% noise, the peers' middle budget and the other peers as time allows: cells show "
+           "their draw count.",
            ""]
     present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
     out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
@@ -516,7 +526,8 @@ def write_tables(args, cache):
     out += [f"TVClust at {LINK_LEVELS[-1]:g} pairs/point with 10% link noise against PCKMeans / MPCKMeans "
             "(true K) and BayesianGaussianMixture without side information (NMI):", "",
             md_table(["data", "TVClust", "PCKMeans", "MPCKMeans", "BGMM", "beats PCK & MPCK (means)",
-                      "beats BGMM (means)", "draws TVClust > BGMM"], prow), "",
+                      "beats BGMM (means)", "draws TVClust > BGMM", "clusters TVClust / BGMM / classes"],
+                     prow), "",
             f"TVClust beats both PCKMeans and MPCKMeans on {bp} of {nd} data sets (goal: majority: "
             f"{'met' if nd and bp > nd / 2 else 'missed'}); beats BGMM on {bb} of {nd} "
             f"(goal: all: {'met' if nd and bb == nd else 'missed'}).", ""]
