@@ -20,7 +20,15 @@ import time
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
+from benchmarks._common import (
+    RESULTS,
+    cached_study_main,
+    machine_info,
+    md_table,
+    study_row,
+    timed_labels,
+    write_result,
+)
 from benchmarks.bench_benefit import DATASETS, load, panel_seed
 from ppclust import datasets, metrics
 
@@ -64,11 +72,6 @@ def run(args, cache):
             print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
 
 
-def _get(cache, data, draw, name, frac, noise):
-    r = cache.get(f"{data}|{draw}|{name}|{frac:g}|{noise:g}")
-    return r if r and "error" not in r else None
-
-
 def tables(args, cache):
     draws = range(args.draws)
     out = ["# SemiSupervisedGMM: trusted labels against a learnt label-flip rate (issue 20)", "",
@@ -84,8 +87,8 @@ def tables(args, cache):
         for frac, noise in SETTINGS:
             rows, n_ok, pooled = [], 0, []
             for data in DATASETS:
-                pairs = [(a, b) for d in draws if (a := _get(cache, data, d, str(cfg), frac, noise))
-                         and (b := _get(cache, data, d, "none", 0.0, 0.0))]
+                pairs = [(a, b) for d in draws if (a := study_row(cache, data, d, str(cfg), frac, noise))
+                         and (b := study_row(cache, data, d, "none", 0.0, 0.0))]
                 if not pairs:
                     continue
                 diff = [a["nmi"] - b["nmi"] for a, b in pairs]
