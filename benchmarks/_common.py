@@ -140,6 +140,12 @@ def timed_labels(fit: Callable, *args, **kwargs):
         return None, {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
 
 
+def study_row(cache, data, draw, name, level, noise):
+    """The cached fit ``data|draw|name|level|noise`` of a study script, or None (missing or failed)."""
+    r = cache.get(f"{data}|{draw}|{name}|{level:g}|{noise:g}")
+    return r if r and "error" not in r else None
+
+
 def cached_study_main(argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int,
                       budget_s: float) -> None:
     """Command line of a study script with a JSON cache of fits: ``[--draws N] [--budget-s S]

@@ -23,18 +23,20 @@ Protocol (fixed before any run, no per-data-set tuning):
   level and lowered n_max to afford three draws on a shared 2-core machine (draws before levels).
   Noise flips that share of link signs / gives that share of labels a wrong class; clean side
   information at every budget, 10% and 20% noise at the largest budget (where noise does most harm).
-* estimators at their defaults except: TVClust 100 warm-up + 100 kept sweeps, one chain (the default
-  is 500 + 500, two chains; CPU budget); SMIC ``n_neighbors=7`` (its "auto" grid over t costs 10x);
+* estimators at their defaults except: SMIC ``n_neighbors=7`` (its "auto" grid over t costs 10x);
   CEC-IB and C3L ``n_clusters = 2K`` (the CEC-IB paper's start), SemiSupervisedGMM, SMIC, gemclus and the
-  peers get the true K. The peers' package rejects links that contradict each other under its
+  peers get the true K. TVClust runs at its defaults (500 warm-up + 500 kept sweeps, two chains) since
+  session 8: with the compiled sweep a fit of n = 200 costs ~5 s warm (sessions 5-7 ran 100 + 100
+  sweeps, one chain, for CPU budget). The peers' package rejects links that contradict each other under its
   transitive closure (noisy links do): they then get the conflict-free subset (cannot-links between
   different must-link components). C3L has no no-side-information mode: its "none" point is plain CEC
   (CEC-IB, beta 0). gemclus: ``LinearModel(K, gemini=ChiSquareGEMINI())`` on the standardised features,
   links through ``add_mlcl_constraint`` (whose Python loops over the links cost ~40 s per fit here):
   first draw only, without links and at the largest clean budget.
 * all results go to a JSON cache (``results/benefit_cache.json``) as they come, so an interrupted run
-  still gives a table. The run does what the goals need (``core_plan``) for every draw first, then the
-  remaining budgets, noise levels and peers (``full_plan``) draw by draw, until ``--budget-s``: the
+  still gives a table. The run does what the goals need (``core_plan``: since session 8 with every
+  clean budget of our methods) for every draw first, then the remaining noise levels and peers
+  (``full_plan``) draw by draw, until ``--budget-s``: the
   table says how many draws each cell has. Its key holds the data set, draw, method, budget, noise,
   n_max and a hash of the estimator's full ``get_params()`` (defaults included) and of
   ``PANEL_VERSION``: a changed default is refitted, never read from a stale row. ``--quick`` runs 3
@@ -122,7 +124,6 @@ def _asc():
 # --------------------------------------------------------------------------- one fit
 
 
-TVCLUST_SWEEPS = 100  # warm-up and kept sweeps, one chain (the estimator's default: 500 + 500, two chains)
 PANEL_VERSION = 2  # bump when the protocol (data, side information draws, scoring) changes
 
 
@@ -136,8 +137,9 @@ def make(method, K, seed, quick):
     if method == "TVClust":
         from ppclust.estimators.tvclust import TVClust
 
-        s = 40 if quick else TVCLUST_SWEEPS
-        obj = TVClust(s, n_warmup=s, n_chains=1, random_state=seed, progress_bar=False)
+        # the estimator's defaults (500 + 500 sweeps, two chains); --quick: 40 + 40, one chain
+        kw = dict(n_draws=40, n_warmup=40, n_chains=1) if quick else {}
+        obj = TVClust(**kw, random_state=seed, progress_bar=False)
     elif method == "RDPMeans":
         from ppclust.estimators.dpmeans import RDPMeans
 
@@ -308,13 +310,15 @@ def full_plan(draw):
 
 
 def core_plan():
-    """What the goals need: the references; every ppclust method without side information, at its largest
-    clean budget and at 20% noise there; TVClust, PCKMeans and MPCKMeans at 10% link noise."""
+    """What the goals need: the references; every ppclust method without side information, at every clean
+    budget (the monotone-curve goal; session 8 added the middle budget here) and at 20% noise at the largest;
+    TVClust, PCKMeans and MPCKMeans at 10% link noise."""
     todo = [(m, 0.0, 0.0) for m in REFERENCES]
     for m in OURS:
         top = levels_of(m)[-1]
         todo += [(m, 0.0, 0.0), (m, top, 0.0), (m, top, 0.2)]
     todo += [(m, LINK_LEVELS[-1], 0.1) for m in ("TVClust", "PCKMeans", "MPCKMeans")]
+    todo += [(m, lv, 0.0) for m in OURS for lv in levels_of(m)[:-1]]
     return todo
 
 
@@ -438,10 +442,14 @@ def tvclust_vs_peers(cache, names, draws):
         beats_pck += bp
         beats_bgmm += bb
         wins_b = _paired(cache, data, "TVClust", top, 0.1, "BayesianGaussianMixture", 0.0, 0.0, draws)
+        ks = [np.mean([r["k"] for d in range(draws) if (r := cache.get(key(data, d, m, lv, nz)))
+                       and "error" not in r]) for m, lv, nz in (("TVClust", top, 0.1),
+                                                                ("BayesianGaussianMixture", 0.0, 0.0))]
         rows.append([data, *("{:.3f} ({:.3f})".format(*vals[m])
                              for m in ("TVClust", "PCKMeans", "MPCKMeans", "BGMM")),
                      "yes" if bp else "no", "yes" if bb else "no",
-                     f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}"])
+                     f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}",
+                     f"{ks[0]:.1f} / {ks[1]:.1f} / {n_classes(data)}"])
     return rows, beats_pck, beats_bgmm, n
 
 
@@ -457,13 +465,18 @@ def write_tables(args, cache):
            "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
            "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
            "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
-           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 7: TVClust "
-           "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget and C3L init = 'kmeans++' (both "
-           "from `study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB "
-           "little here: the label term is zeroed by moving the few labelled points). "
-           "TVClust: 100 + 100 sweeps, one chain. The run fits what the goals need for every draw first "
-           "(none, largest clean budget, 20% noise; 10% link noise for TVClust and the PCKMeans peers), then "
-           "the middle budget, 10% noise and the other peers as time allows: cells show their draw count.",
+           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 8: TVClust "
+           "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
+           "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
+           "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
+           "from a k-means++ start: the label term is zeroed by moving the few labelled points); "
+           "SemiSupervisedGMM label_noise = 'auto' (the label-flip rate learnt by EM, session 8; "
+           "`study_ssgmm_label_noise.py` -> `ssgmm_label_noise_study.md`). "
+           "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
+           "The run fits what the goals need for every draw first "
+           "(none, every clean budget of our methods, 20% noise; 10% link noise for TVClust and the PCKMeans "
+           "peers), then 10% noise, the peers' middle budget and the other peers as time allows: cells show "
+           "their draw count.",
            ""]
     present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
     out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
@@ -513,7 +526,8 @@ def write_tables(args, cache):
     out += [f"TVClust at {LINK_LEVELS[-1]:g} pairs/point with 10% link noise against PCKMeans / MPCKMeans "
             "(true K) and BayesianGaussianMixture without side information (NMI):", "",
             md_table(["data", "TVClust", "PCKMeans", "MPCKMeans", "BGMM", "beats PCK & MPCK (means)",
-                      "beats BGMM (means)", "draws TVClust > BGMM"], prow), "",
+                      "beats BGMM (means)", "draws TVClust > BGMM", "clusters TVClust / BGMM / classes"],
+                     prow), "",
             f"TVClust beats both PCKMeans and MPCKMeans on {bp} of {nd} data sets (goal: majority: "
             f"{'met' if nd and bp > nd / 2 else 'missed'}); beats BGMM on {bb} of {nd} "
             f"(goal: all: {'met' if nd and bb == nd else 'missed'}).", ""]

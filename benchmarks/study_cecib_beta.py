@@ -6,15 +6,15 @@ The panel (``bench_benefit.py``: eight real data sets, every feature standardise
 CEC-IB with 10% clean labels and ``beta = 1`` at most 0.05 NMI above plain CEC on 2 of 8 data sets, and
 C3L on 4 of 8. This study varies, on the same data, draws, label draws and seeds as the panel:
 
-* CEC-IB: the label weight ``beta`` in {0.27 (the paper's beta0), 1, 2, 5, 10, 20} and the initial number of
-  clusters ``n_clusters`` in {K, 2K} (K = number of classes; the paper starts from 2K), at 5% and 10% clean
-  labels and at 10% labels of which 20% are wrong; plain CEC (``beta = 0``) is the reference.
-* a label-seeded start (not an estimator option; measured to show what a start would do): one Hartigan
-  run of CEC-IB (``hartigan.run``) from the nearest-class-mean partition of the labelled points' class
-  means (as many clusters as label categories), beta in {0.27, 1}; the covariance jitter where the
-  data need it, as the estimator does.
+* CEC-IB (k-means++ start): the label weight ``beta`` in {0.27 (the paper's beta0), 1, 2, 5, 10, 20} and
+  the initial number of clusters ``n_clusters`` in {K, 2K} (K = number of classes; the paper starts from
+  2K), at 5% and 10% clean labels and at 10% labels of which 20% are wrong; plain CEC (``beta = 0``) is
+  the reference.
+* the label-seeded start ``init="labels"`` (session 8; session 7 measured a one-run prototype of it with
+  as many clusters as label categories): one initial cluster per label category at its labelled points'
+  mean, the other seeds by k-means++ given them, ``n_clusters`` in {K, 2K}, beta in {0.27, 1}.
 * C3L: the leakage level ``leakage`` in {0.01, 0.05, 0.2}, ``init`` in {"random" (paper), "kmeans++"}
-  and ``n_clusters`` in {K, 2K}, on the same label draws.
+  and ``n_clusters`` in {K, 2K}, on the same label draws; ``init="labels"`` at leakage 0.05.
 
 Besides NMI on all points it records NMI on the *unlabelled* points only and on the labelled points only:
 if the label term only relocates the few labelled points, the labelled NMI rises while the unlabelled one
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
 
 import numpy as np
 
@@ -41,40 +40,9 @@ N_MAX = 200
 SETTINGS = ((0.05, 0.0), (0.10, 0.0), (0.10, 0.2))  # (labelled fraction, label noise)
 BETAS = (0.27, 1.0, 2.0, 5.0, 10.0, 20.0)
 C3L_CONFIGS = tuple((lk, init, 2) for init in ("random", "kmeans++") for lk in (0.01, 0.05, 0.2)) + (
-    (0.05, "random", 1), (0.05, "kmeans++", 1))
+    (0.05, "random", 1), (0.05, "kmeans++", 1), (0.05, "labels", 2), (0.05, "labels", 1))
 SEEDED_BETAS = (0.27, 1.0)
 CACHE = RESULTS / "cecib_beta_study.json"
-
-
-class _Seeded:
-    """CEC-IB from the labelled points' class means (one Hartigan run; the estimator has no such start)."""
-
-    def __init__(self, beta):
-        self.beta = beta
-
-    def fit(self, X, lab):
-        import jax.numpy as jnp
-
-        from ppclust._jax import x64
-        from ppclust.inference import cecib as _cecib
-        from ppclust.inference import hartigan as _hartigan
-
-        n, d = X.shape
-        yc, m = _cecib.encode_labels(lab, n)
-        cats = np.unique(lab[lab >= 0])
-        centres = np.array([X[lab == c].mean(0) for c in cats])
-        labels0 = np.argmin(((X[:, None, :] - centres[None]) ** 2).sum(-1), 1).astype(np.int32)
-        reg = 1e-6 if _hartigan.singular_data(X) else 0.0
-        with x64():
-            cost = _cecib.make_cost(jnp.asarray(X), m, self.beta, reg)
-            res = _hartigan.run(cost, jnp.asarray(X), jnp.asarray(yc, jnp.int32), jnp.asarray(labels0),
-                                K=len(cats), min_size=_cecib.min_size(n, d, 0.05))
-        self.labels_ = np.asarray(res.labels)
-        return self
-
-
-def _seeded(K, seed, beta):
-    return _Seeded(beta)
 
 
 def configs():
@@ -88,10 +56,13 @@ def configs():
                                                               progress_bar=False), False))
         for b in BETAS:
             out.append((f"CECIB beta={b:g} k={kf}K",
-                        lambda K, s, kf=kf, b=b: CECIB(kf * K, beta=b, random_state=s,
+                        lambda K, s, kf=kf, b=b: CECIB(kf * K, beta=b, init="kmeans++", random_state=s,
                                                        progress_bar=False), True))
-    for b in SEEDED_BETAS:
-        out.append((f"seeded CECIB beta={b:g} k=m", partial(_seeded, beta=b), True))
+    for kf in (1, 2):
+        for b in SEEDED_BETAS:
+            out.append((f"CECIB init=labels beta={b:g} k={kf}K",
+                        lambda K, s, kf=kf, b=b: CECIB(kf * K, beta=b, init="labels", random_state=s,
+                                                       progress_bar=False), True))
     for lk, init, kf in C3L_CONFIGS:
         out.append((f"C3L leakage={lk:g} init={init} k={kf}K",
                     lambda K, s, kf=kf, lk=lk, init=init: C3L(kf * K, leakage=lk, init=init,
@@ -147,8 +118,8 @@ def tables(args, cache):
            " ".join([
                "Same data, subsamples, label draws and seeds as `bench_benefit.py`. Each cell: mean over",
                "draws of the paired difference in NMI to plain CEC (CEC-IB with beta = 0, kmeans++ seeding)",
-               "with the same initial number of clusters (2K for the label-seeded start, the panel's",
-               "reference), its sd over draws in brackets; 'unl' = NMI on the unlabelled points only,",
+               "with the same initial number of clusters (K or 2K; 2K is the panel's reference), its sd",
+               "over draws in brackets; 'unl' = NMI on the unlabelled points only,",
                "'lab' = on the labelled points only; 'k' = mean number of clusters found. The summary",
                "counts the data sets where the mean gain is >= 0.05 (clean labels) or the mean change is",
                ">= -0.02 (20% wrong labels)."]), ""]

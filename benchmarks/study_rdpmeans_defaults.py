@@ -32,7 +32,15 @@ import time
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
+from benchmarks._common import (
+    RESULTS,
+    cached_study_main,
+    machine_info,
+    md_table,
+    study_row,
+    timed_labels,
+    write_result,
+)
 from benchmarks.bench_benefit import DATASETS, _ms, load, panel_seed
 from ppclust import datasets, metrics
 
@@ -96,11 +104,6 @@ def run(args, cache):
             CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
 
-def _get(cache, data, draw, name, level, noise):
-    r = cache.get(f"{data}|{draw}|{name}|{level:g}|{noise:g}")
-    return r if r and "error" not in r else None
-
-
 def tables(args, cache):
     draws = range(args.draws)
     out = ["# RDP-means defaults on the benefit panel (issue 20)", "",
@@ -114,7 +117,7 @@ def tables(args, cache):
     for name in CONFIGS:
         rows, n_gain, n_noise, n_all, ks, pooled = [], 0, 0, 0, [], {st: [] for st in SETTINGS}
         for data in DATASETS:
-            recs = {s: [_get(cache, data, d, name, *s) for d in draws] for s in SETTINGS}
+            recs = {s: [study_row(cache, data, d, name, *s) for d in draws] for s in SETTINGS}
             none, clean, noisy = (recs[s] for s in SETTINGS)
             gains = [c["nmi"] - a["nmi"] for a, c in zip(none, clean, strict=True) if a and c]
             drops = [c["nmi"] - a["nmi"] for a, c in zip(none, noisy, strict=True) if a and c]

@@ -33,7 +33,8 @@ import numpy as np
 from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
-           "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index"]
+           "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
+           "labelled_means"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -470,6 +471,19 @@ def decode_pair_index(k):
     b = np.where((b + 1) * b // 2 <= k, b + 1, b)
     a = k - b * (b - 1) // 2
     return a, b
+
+
+def labelled_means(x, codes, m: int) -> np.ndarray:
+    """(m, d) mean of the labelled points of each label category: ``codes`` (n,) in 0..m-1, -1 =
+    unlabelled (the codes of ``ppclust.inference.cecib.encode_labels``); every category must have a
+    labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``)."""
+    x = np.asarray(x, np.float64)
+    codes = np.asarray(codes)
+    lab = codes >= 0
+    counts = np.bincount(codes[lab], minlength=m)[:, None]
+    sums = np.zeros((m, x.shape[1]))
+    np.add.at(sums, codes[lab], x[lab])
+    return sums / counts
 
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:

@@ -73,11 +73,12 @@ X = rng.normal(size=(83, 4)) + 5.0 * (np.arange(83) % 2)[:, None]  # other n and
 y = np.where(np.arange(83) % 4 == 0, np.arange(83) % 2, -1)
 ppclust.TVClust(n_draws=3, n_warmup=3, n_chains=1, covariance_type="diag", random_state=1,
                 progress_bar=False).fit(X, must_link=[[0, 2]], cannot_link=[[0, 1]])
-ppclust.CECIB(n_clusters=2, n_init=2, random_state=1, progress_bar=False).fit(X, y)
+ppclust.CECIB(n_clusters=2, n_init=2, random_state=1, progress_bar=False).fit(X, y)  # label-seeded start
+ppclust.CECIB(n_clusters=2, n_init=2, random_state=1, progress_bar=False).fit(X)  # k-means++ start
 from ppclust.inference import _hartigan_cpu, _init_cpu
 kernels = {"sweep": _gibbs_cpu._sweep_chains, "loo": _gibbs_cpu._loo_draws, "salso": partition._search,
            "hartigan": _hartigan_cpu.run_batch, "kmeans++": _init_cpu.initial_labels,
-           "init_states": _init_cpu.init_states}
+           "seeded": _init_cpu.kmeanspp_from_uniforms, "init_states": _init_cpu.init_states}
 print(json.dumps({k: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
                   for k, f in kernels.items()}))
 """

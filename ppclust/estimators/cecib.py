@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress, families
 from ppclust._jax import as_key, x64
-from ppclust.errors import PPClustError
+from ppclust.errors import InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
@@ -69,8 +69,21 @@ class CECIB(ClusterMixin, BaseEstimator):
     n_init : int, default=10
         Restarts (vmapped); the lowest final cost wins.
     random_state : None, int, Generator or JAX key
-    init : {"kmeans++", "random"}, default="kmeans++"
-        k-means++ seeds + nearest-seed partition (authors' code) or a uniform random partition (paper).
+    init : {"auto", "labels", "kmeans++", "random"}, default="auto"
+        ``"kmeans++"``: k-means++ seeds + nearest-seed partition (authors' code); ``"random"``: a uniform
+        random partition (paper); ``"labels"``: a label-seeded start -- one initial cluster per label
+        category at the mean of its labelled points, the other ``n_clusters - m`` seeds by k-means++
+        given those centres (drawn per restart), every point to its nearest centre
+        (:func:`ppclust.inference.hartigan.seeded_partitions`; ``n_clusters`` is raised to the number of
+        categories m if smaller). ``"auto"`` (``init_`` holds the choice): ``"labels"`` when labels are
+        given and ``beta > 0``, else ``"kmeans++"`` (``beta = 0`` stays plain CEC, labels unused). Where it
+        comes from: with a few labels the IB term only moves the labelled points (see ``beta``), so the
+        labels must act through the start. On the benefit panel
+        (``benchmarks/study_cecib_beta.py`` -> ``results/cecib_beta_study.md``: 8 data sets, 5 draws,
+        2K initial clusters, beta = 1) 10% clean labels raised NMI over plain CEC by +0.066 on average
+        from the label-seeded start against +0.027 from k-means++ (mean gain >= 0.05 on 4 against 2 of 8
+        sets), +0.014 against +0.008 at 5% labels, and +0.021 against +0.015 with 20% wrong labels
+        (within 0.02 of plain CEC on 5 against 6 sets).
     reassign : {"lazy", "immediate"}, default="lazy"
         How points of a deleted cluster are reassigned (see ``ppclust.inference.hartigan``).
     max_iter : int, default=100
@@ -110,6 +123,7 @@ class CECIB(ClusterMixin, BaseEstimator):
     n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
     reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
     beta_ : float, the beta used (``beta``, or the label-budget value of ``beta="auto"``).
+    init_ : str, the start used (``init``, or the choice of ``init="auto"``).
     """
 
     _parameter_constraints: dict = {
@@ -118,7 +132,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         "eps": [Interval(Real, 0, 1, closed="left")],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
-        "init": [StrOptions({"kmeans++", "random"})],
+        "init": [StrOptions({"auto", "labels", "kmeans++", "random"})],
         "reassign": [StrOptions({"lazy", "immediate"})],
         "max_iter": POSITIVE_INT,
         "reg": NONNEG_REAL,
@@ -128,7 +142,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         "max_passes": deprecated_name(POSITIVE_INT),
     }
 
-    def __init__(self, n_clusters=10, *, beta="auto", eps=0.05, n_init=10, random_state=None, init="kmeans++",
+    def __init__(self, n_clusters=10, *, beta="auto", eps=0.05, n_init=10, random_state=None, init="auto",
                  reassign="lazy", max_iter=100, reg=0.0, devices="auto", algorithm="hartigan",
                  progress_bar=True, max_passes="deprecated"):
         self.n_clusters = n_clusters
@@ -161,11 +175,15 @@ class CECIB(ClusterMixin, BaseEstimator):
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
         beta = self._beta(y, n)
+        init = ("labels" if m > 0 and beta > 0 else "kmeans++") if self.init == "auto" else self.init
+        if init == "labels" and m == 0:
+            raise InvalidParameterError("The 'init' parameter 'labels' needs partial labels (y or "
+                                        "partial_labels) with at least one labelled point.", parameter="init")
         with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
                            bool(self.progress_bar)) as bar:
             def run(reg):
                 kw = dict(n_clusters=int(self.n_clusters), beta=beta, eps=float(self.eps),
-                          n_init=int(self.n_init), init=self.init, max_passes=int(max_iter),
+                          n_init=int(self.n_init), init=init, max_passes=int(max_iter),
                           reassign=self.reassign, reg=reg)
                 with x64():
                     if self.algorithm == "batch":
@@ -213,6 +231,7 @@ class CECIB(ClusterMixin, BaseEstimator):
             self.covariances_ = np.asarray(_covariances(params.prec_chol))[live_k]
         self.cost_ = total
         self.beta_ = beta
+        self.init_ = init
         parts = _cecib.cecib_cost(X, self.labels_, y if y is not None else None, beta,
                                   ridge=_hartigan.ridge(X, reg))
         self.cost_parts_ = {"model_complexity": float(parts.model_complexity),

@@ -45,11 +45,17 @@ from ppclust.estimators._base import (
 )
 from ppclust.families import GaussianNIW, mixture_niw_prior
 from ppclust.inference import em
-from ppclust.models.ssgmm import default_component_classes, label_log_mask
+from ppclust.models.ssgmm import default_component_classes, label_log_mask, label_noise_update
 
 __all__ = ["SemiSupervisedGMM", "BayesianSemiSupervisedGMM"]
 
 # the sampler's parameters, accepted by SemiSupervisedGMM only for its deprecated method="gibbs"
+#: ``label_noise="auto"``: the label-flip rate EM starts from (then learnt, ``label_noise_update``)
+LABEL_NOISE_START = 0.1
+#: ``label_noise="auto"``: stop when the learnt rate moves by less than this, or after the most rounds
+LABEL_NOISE_TOL = 1e-4
+LABEL_NOISE_MAX_ROUNDS = 50
+
 _SAMPLER_DEFAULTS = dict(n_draws=200, n_warmup=200, n_chains=2, thin=1, point_estimate="binder")
 
 
@@ -92,13 +98,14 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
                     f"[-1, {C}), got {g.tolist()}."
                 )
             missing = sorted(set(range(C)) - set(g.tolist()))
-            if missing and self.label_noise == 0:
+            if missing and (self.label_noise == "auto" or self.label_noise == 0):
                 raise PPClustError(
                     f"`component_classes` gives no component to classes {missing}; their labelled "
                     "points could not be placed (or set label_noise > 0)."
                 )
         self.component_classes_ = g
-        log_mask, allowed = label_log_mask(codes, g, C, self.label_noise)
+        eps = LABEL_NOISE_START if self.label_noise == "auto" else float(self.label_noise)
+        log_mask, allowed = label_log_mask(codes, g, C, eps)
 
         use_labels = C > 0 and self.init in ("auto", "labelled")
         centres = np.zeros((K, d))
@@ -195,7 +202,7 @@ _COMMON_DOC = """n_clusters : int, default=1
         ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
         the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
         {init_use}
-    label_noise : float, default=0.0
+    label_noise : {label_noise}
         Probability ``eps`` that a given label is wrong (in [0, 1)).
     component_classes : array-like of int or None, default=None
         Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
@@ -216,7 +223,21 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="") + r"""
+    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="",
+                             label_noise='float or "auto", default="auto"') + r"""
+        ``"auto"`` (the default since session 8): the rate is learnt with the model (EM, the label model of
+        :mod:`ppclust.models.ssgmm`): starting from ``eps = 0.1``, EM runs to convergence at the current
+        eps, then eps is set to the expected share of labelled points off their observed class,
+        :math:`\hat\varepsilon = |L|^{-1} \sum_{i\in L} \sum_{k: g(k)\ne y_i} r_{ik}`
+        (:func:`ppclust.models.ssgmm.label_noise_update`, the M-step for eps), and EM resumes from the
+        fitted parameters, until eps moves by less than 1e-4 (at most 50 rounds; each round and each
+        EM step never lowers the objective, a coordinate-ascent / ECM scheme). On clean, separable labels
+        eps goes to 0 (the hard ``label_noise = 0`` fit); ``label_noise_`` holds the rate used last.
+        Where the default comes from: on the benefit panel (``benchmarks/study_ssgmm_label_noise.py`` ->
+        ``results/ssgmm_label_noise_study.md``: 8 data sets, 5 draws, true K) with 10% labels of which 20%
+        are wrong the NMI change over the no-label fit was +0.096 learnt against +0.056 trusted (within
+        0.02 of it or better on 7 against 5 of 8 sets), and with clean labels +0.144 against +0.146 (10%)
+        and +0.078 against +0.077 (5%). ``label_noise=0`` trusts the labels (Rmixmod / MclustSSC).
     n_init : int, default=1
         EM restarts (vmapped); the one with the highest objective is kept.
     max_iter : int, default=100
@@ -259,6 +280,8 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
     reg_covar_ : float, the ridge added to the covariance diagonals in X's units (``reg_covar * s2``);
     responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
+    label_noise_ : float, the label-flip rate of the final fit (``label_noise``, or the learnt one of
+        ``"auto"``); label_noise_rounds_ : int, EM rounds run for it (1 unless ``"auto"``).
     """
 
     _parameter_constraints: dict = {
@@ -270,7 +293,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         "max_iter": POSITIVE_INT,
         "tol": NONNEG_REAL,
         "reg_covar": NONNEG_REAL,
-        "label_noise": [Interval(Real, 0, 1, closed="left")],
+        "label_noise": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "prior": [None, StrOptions({"default"})],
         "weight_concentration": [Interval(Real, 1, None, closed="left")],
         "component_classes": [None, "array-like"],
@@ -297,7 +320,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         max_iter=100,
         tol=1e-3,
         reg_covar=1e-6,
-        label_noise=0.0,
+        label_noise="auto",
         prior=None,
         weight_concentration=1.0,
         component_classes=None,
@@ -365,22 +388,40 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
             prior = None
             if self.prior == "default":
                 prior = self._niw_prior(xc, K)
-            res = em.fit(
-                key,
-                xc,
-                jnp.asarray(log_mask) if C > 0 else None,
-                jnp.asarray(allowed),
-                jnp.asarray(centres - shift),
-                jnp.asarray(fixed),
-                n_components=K,
-                cov_type=self.covariance_type,
-                max_iter=int(self.max_iter),
-                tol=float(self.tol),
-                reg_covar=self.reg_covar_,
-                n_init=int(self.n_init),
-                prior=prior,
-                mesh=mesh,
-            )
+            learn = self.label_noise == "auto" and C > 1
+            fixed_eps = 0.0 if self.label_noise == "auto" else float(self.label_noise)
+            eps = LABEL_NOISE_START if learn else fixed_eps
+            if self.label_noise == "auto" and not learn:  # one class or none: no flip to learn
+                log_mask = label_log_mask(codes, self.component_classes_, C, 0.0)[0]
+            params, rounds = None, 0
+            while True:
+                rounds += 1
+                res = em.fit(
+                    key,
+                    xc,
+                    jnp.asarray(log_mask) if C > 0 else None,
+                    jnp.asarray(allowed),
+                    jnp.asarray(centres - shift),
+                    jnp.asarray(fixed),
+                    n_components=K,
+                    cov_type=self.covariance_type,
+                    max_iter=int(self.max_iter),
+                    tol=float(self.tol),
+                    reg_covar=self.reg_covar_,
+                    n_init=int(self.n_init) if params is None else 1,
+                    prior=prior,
+                    init_params=params,
+                    mesh=mesh,
+                )
+                if not learn or not bool(res.finite):
+                    break
+                new_eps = label_noise_update(np.asarray(res.resp), codes, self.component_classes_, C)
+                if abs(new_eps - eps) < LABEL_NOISE_TOL or rounds >= LABEL_NOISE_MAX_ROUNDS:
+                    break
+                eps, params = new_eps, res.params
+                log_mask = label_log_mask(codes, self.component_classes_, C, eps)[0]
+            self.label_noise_ = float(eps)
+            self.label_noise_rounds_ = rounds
             if not bool(res.finite):
                 raise NonFiniteError(
                     "EM produced non-finite values in every restart (a collapsed or singular "
@@ -427,6 +468,8 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         shared = ("covariance_type", "random_state", "init", "label_noise", "weight_concentration",
                   "component_classes", "progress_bar")
         kw.update({k: getattr(self, k) for k in shared})
+        if kw["label_noise"] == "auto":  # the sampler has no learnt rate (a fixed eps): trusted labels
+            kw["label_noise"] = 0.0
         sampler = BayesianSemiSupervisedGMM(K, **kw)
         with config_context(skip_parameter_validation=False):  # validated as a fit of its own
             sampler.fit(X, y, partial_labels=partial_labels)
@@ -453,7 +496,8 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
     Parameters
     ----------
     """ + _COMMON_DOC.format(cov='"full", "diag", "spherical"',
-                             init_use="Every chain starts at the nearest allowed starting centre.") + r"""
+                             init_use="Every chain starts at the nearest allowed starting centre.",
+                             label_noise="float, default=0.0") + r"""
     weight_concentration : float, default=1.0
         Symmetric Dirichlet concentration ``a > 0`` on the weights (integrated out).
     n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1

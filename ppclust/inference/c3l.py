@@ -575,25 +575,28 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 
 
 def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-        max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto"):
+        max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto",
+        centres=None):
     """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
     cost. Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes,
     n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
-    reinserted at once. ``devices``, ``backend``: see :func:`ppclust.inference.hartigan.fit`.
+    reinserted at once. ``devices``, ``backend``, ``centres`` (``init="labels"``): see
+    :func:`ppclust.inference.hartigan.fit`.
     """
     return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
-                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend)
+                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
+                        centres=centres)
 
 
 def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
               max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
-              backend: str = "auto", mesh=None):
+              backend: str = "auto", mesh=None, centres=None):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
     (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
     :class:`~ppclust.inference.hartigan.HartiganFit`."""
     fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend, mesh=mesh)
+                                   reassign=reassign, backend=backend, mesh=mesh, centres=centres)
     return fitted

@@ -40,6 +40,7 @@ from jax.scipy.special import xlogy
 
 from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_entropy, ml_logdet
 from ppclust.inference import hartigan
+from ppclust.sideinfo import labelled_means
 
 __all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
            "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
@@ -258,12 +259,26 @@ def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float
 
     Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes, n_clusters)``.
     ``backend``: ``"auto"`` | ``"numba"`` | ``"xla"`` (:func:`ppclust.inference.hartigan.run`).
+    ``init="labels"``: the first ``n_labels`` initial centres are the labelled categories' means
+    (:func:`ppclust.sideinfo.labelled_means`), the others k-means++ given them
+    (:func:`ppclust.inference.hartigan.seeded_partitions`); ``n_clusters`` is raised to ``n_labels`` if
+    smaller.
     """
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg)
-    return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
+    K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
+    return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
                         min_size=min_size(n, d, eps), n_init=n_init, init=init, max_passes=max_passes,
-                        reassign=reassign, tol=tol, devices=devices, backend=backend)
+                        reassign=reassign, tol=tol, devices=devices, backend=backend, centres=centres)
+
+
+def _seeding(x, y_codes, n_labels, n_clusters, init):
+    """(K, centres) of a start: the labelled means and max(n_clusters, n_labels) slots for ``"labels"``."""
+    if init != "labels":
+        return n_clusters, None
+    if n_labels == 0:
+        raise ValueError("init='labels' needs labelled points")
+    return max(n_clusters, n_labels), labelled_means(x, y_codes, n_labels)
 
 
 def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05,
@@ -276,10 +291,11 @@ def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps:
     mesh (see :func:`hartigan.fit_batch`)."""
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg)
-    fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=n_clusters,
+    K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
+    fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
                                    min_size=min_size(n, d, eps), n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend, mesh=mesh)
+                                   reassign=reassign, backend=backend, mesh=mesh, centres=centres)
     return fitted
 
 

@@ -73,8 +73,10 @@ A forced move of an orphan counts as a move, so the pass after a deletion always
 moves strictly decrease the cost; deletions may increase it (spec C8).
 
 Initialisation: ``init="kmeans++"`` (default, as in the authors' code: D^2 sampling of K distinct
-points, then each point to its nearest seed in Euclidean distance, ties to the earlier seed) or
-``init="random"`` (uniform random partition, the paper's wording).
+points, then each point to its nearest seed in Euclidean distance, ties to the earlier seed),
+``init="random"`` (uniform random partition, the paper's wording) or ``init="labels"`` with given
+``centres`` (:func:`seeded_partitions`: those centres fixed -- e.g. the labelled classes' means -- the
+remaining slots by k-means++ D^2 sampling given them, then the nearest-centre partition).
 """
 
 from __future__ import annotations
@@ -466,8 +468,11 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
 
 def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
         max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto",
-        backend: str = "auto") -> HartiganFit:
+        backend: str = "auto", centres=None) -> HartiganFit:
     """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
+
+    ``init="labels"`` needs ``centres`` (m, d), m <= K, fixed initial centres (the labelled classes' means):
+    each restart starts from :func:`seeded_partitions` (the remaining K - m centres drawn per restart).
 
     ``best`` is the :class:`HartiganResult` of the first restart with the lowest final cost (a later
     restart replaces the best only if strictly lower, as in the jar).
@@ -480,11 +485,21 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         partitions are drawn by the same jitted code and all restarts run in one compiled call (on one
         core). ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
     """
-    if init not in ("kmeans++", "random"):
-        raise ValueError(f"init must be 'kmeans++' or 'random', got {init!r}")
+    _check_init(init, centres)
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
+    if init == "labels":
+        labels0 = seeded_partitions(key, x, centres, K, n_init)
+        if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
+            res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                           reassign=reassign, tol=tol, order=None)
+            return _pick_best_host(res)
+        labels0 = _put(labels0)
+        if sharding is not None:
+            labels0 = jax.device_put(labels0, sharding)
+        return _fit_from(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                         reassign=reassign, tol=tol, sharding=sharding)
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
         # the set-up is compiled (numba) for any n: k-means++ from draws whose shape does not depend on n
@@ -505,6 +520,44 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         return _pick_best_host(res)
     return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
                 reassign=reassign, tol=tol, sharding=sharding)
+
+
+def _check_init(init, centres):
+    if init not in ("kmeans++", "random", "labels"):
+        raise ValueError(f"init must be 'kmeans++', 'random' or 'labels', got {init!r}")
+    if (init == "labels") != (centres is not None):
+        raise ValueError("init='labels' needs centres, and centres are only used with init='labels'")
+
+
+def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray:
+    """(n_init, n) int32 initial partitions of ``init="labels"``.
+
+    The m rows of ``centres`` (m <= K; e.g. the means of the labelled points of each label category) are
+    the first m centres of every restart; the other K - m are drawn by k-means++ D^2 sampling given them
+    (:func:`ppclust.inference.init.kmeanspp_from_uniforms` with those rows fixed, through its compiled twin,
+    from the draws :func:`_kmeanspp_draws` makes for ``init="kmeans++"``: any n without a new program);
+    every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties).
+    With m = K every restart starts from the same partition."""
+    from ppclust.inference import _init_cpu
+
+    x_np = np.array(x, np.float64)
+    c = np.atleast_2d(np.asarray(centres, np.float64))
+    n, d = x_np.shape
+    m = c.shape[0]
+    if not 1 <= m <= K or c.shape[1] != d:
+        raise ValueError(f"centres must be (m, {d}) with 1 <= m <= K = {K}, got {c.shape}")
+    c0 = np.zeros((K, d))
+    c0[:m] = c
+    fixed = np.arange(K) < m
+    first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype="float64")
+    first, u = np.array(first), np.array(u)
+    sq = np.einsum("ij,ij->i", x_np, x_np)
+    out = np.empty((n_init, n), np.int32)
+    for r in range(n_init):
+        _, cs = _init_cpu.kmeanspp_from_uniforms(first[r], u[r], x_np, c0, fixed, n)
+        d2 = sq[:, None] - 2.0 * x_np @ cs.T + np.einsum("ij,ij->i", cs, cs)[None]
+        out[r] = np.argmin(d2, axis=1)
+    return out
 
 
 @partial(jax.jit, static_argnames=("K", "n_init", "dtype"))
@@ -557,11 +610,20 @@ def _pick_best(res: HartiganResult) -> HartiganFit:
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
 def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
     labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding)
+    return _runs_best(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
+                      reassign=reassign, tol=tol, sharding=sharding)
+
+
+def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, sharding):
     res = jax.vmap(lambda l0: _run_xla(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
                                        reassign=reassign, tol=tol))(labels0)
     if sharding is not None:
         res = jax.tree_util.tree_map(lambda v: lax.with_sharding_constraint(v, sharding), res)
     return _pick_best(res)
+
+
+#: the XLA restarts from given initial partitions (n_init, n) (``init="labels"``)
+_fit_from = partial(jax.jit, static_argnames=("K", "max_passes", "reassign", "sharding"))(_runs_best)
 
 
 def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order,
@@ -859,7 +921,8 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
 
 def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
               max_iter: int = 100, polish: bool = True, polish_passes: int = 100, reassign: str = "lazy",
-              backend: str = "auto", mesh=None, chunk: int = 1024) -> tuple[HartiganFit, BatchResult]:
+              backend: str = "auto", mesh=None, chunk: int = 1024,
+              centres=None) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
     Each step assigns every point at once to the slot of smallest :func:`assignment_costs` (an n x K
@@ -882,9 +945,15 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     step of the cost), hence ``polish``: Hartigan passes from the best batch partition (usually few,
     since most points are already placed). Use batch mode from about n = 10^4-10^5 points.
 
+    ``init="labels"`` with ``centres``: the restarts start from :func:`seeded_partitions` (see :func:`fit`).
+
     Returns ``(HartiganFit, BatchResult)``: the first holds the polished (or best batch) result.
     """
-    labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
+    _check_init(init, centres)
+    if init == "labels":
+        labels0 = _put(seeded_partitions(key, x, centres, K, n_init))
+    else:
+        labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
     if mesh is None:
         res = _batch_runs(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
     else:

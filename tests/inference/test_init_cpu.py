@@ -181,7 +181,8 @@ def test_new_n_compiles_no_jax_program(caplog):
     import ppclust
 
     x = _data(8, n=300, d=3)
-    y = np.where(np.arange(300) % 4 == 0, np.arange(300) % 3, -1)
+    blob = np.clip(np.round(x.mean(1) / 4.0), 0, 2).astype(int)  # the blob of each point (4 sd apart)
+    y = np.where(np.arange(300) % 4 == 0, blob, -1)  # labels that agree with the blobs (label-seeded start)
 
     def fit(n):
         return ppclust.CECIB(n_clusters=3, n_init=3, random_state=0, progress_bar=False).fit(x[:n], y[:n])

@@ -43,7 +43,8 @@ def _load(shared_dir, name, labelled_file):
 @pytest.mark.parametrize("cov_type", COV_TYPES)
 def test_all_labelled_is_per_class_ml(cov_type):
     X, z = _blobs(1)
-    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, random_state=0).fit(X, z)
+    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, label_noise=0.0,
+                          random_state=0).fit(X, z)
     assert np.array_equal(g.labels_, z)
     w = np.bincount(z) / len(z)
     mu = np.stack([X[z == c].mean(0) for c in range(3)])
@@ -212,7 +213,8 @@ def test_numpyro_model_matches_em_likelihood(cov_type):
 def test_label_noise_zero_keeps_labels_and_free_components():
     X, z = _blobs(7)
     y = np.where((np.arange(200) % 4 == 0) & (z < 2), z, -1)  # class 2 never labelled
-    g = SemiSupervisedGMM(3, covariance_type="diag", component_classes=[0, 1, -1], random_state=0).fit(X, y)
+    g = SemiSupervisedGMM(3, covariance_type="diag", component_classes=[0, 1, -1], label_noise=0.0,
+                          random_state=0).fit(X, y)
     lab = y >= 0
     assert np.all(g.component_classes_[g.labels_[lab]] == y[lab])
     assert np.all(g.responsibilities_[lab][:, 2] == 0)  # the free component takes no labelled point
@@ -287,7 +289,7 @@ def test_against_mclust_ssc(shared_dir, name, labelled_file):
     )
     fits = {
         ct: SemiSupervisedGMM(3, covariance_type=ct, n_init=5, tol=1e-10, max_iter=1000, reg_covar=0.0,
-                              random_state=0).fit(X, y)
+                              label_noise=0.0, random_state=0).fit(X, y)  # MclustSSC trusts the labels
         for ct in (COV_TYPES if name == "iris" else ("full", "diag"))
     }  # wine: fewer compiles
     for ct, g in fits.items():
@@ -534,3 +536,41 @@ def test_em_is_a_loop_over_build_init_step():
     np.testing.assert_allclose(objs, np.asarray(trace), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(state.params.means), np.asarray(params.means), rtol=1e-12)
     assert np.all(np.diff(objs) >= -1e-9 * abs(objs[0]))
+
+
+# ------------------------------------------------------------------------------ learnt label noise ("auto")
+
+
+def test_label_noise_update_is_the_expected_share_off_the_observed_class():
+    from ppclust.models.ssgmm import label_noise_update
+
+    g = np.array([0, 1, 2, 0])  # component -> class (two components for class 0)
+    resp = np.array([[0.7, 0.1, 0.1, 0.1], [0.2, 0.8, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.25] * 4])
+    codes = np.array([0, 1, 2, -1])  # the last point is unlabelled: not counted
+    # point 0: off its class 0.1 + 0.1; point 1: 0.2; point 2: 1.0 (all on class 0, labelled 2)
+    assert label_noise_update(resp, codes, g, 3) == pytest.approx((0.2 + 0.2 + 1.0) / 3, abs=1e-15)
+    wrong = np.array([[0.0, 1.0, 0.0, 0.0]] * 4)  # every class-0 label on class 1's component: rate 1
+    assert label_noise_update(wrong, np.zeros(4, int), g, 3) == pytest.approx(2 / 3)  # clipped to (C-1)/C
+    assert label_noise_update(resp, np.full(4, -1), g, 3) == 0.0
+
+
+def test_learnt_label_noise_finds_the_flip_rate_and_keeps_clean_labels():
+    """Three separated blobs, half the points labelled. Clean labels: the learnt rate goes to 0 and the fit
+    is the trusted-label fit. 30% of the labels flipped: the learnt rate is near 0.3 and the fit recovers the
+    blobs, where trusting the labels (eps = 0) forces the flipped points into wrong components."""
+    X, z = _blobs(seed=3, n=240, spread=6.0)
+    rng = np.random.default_rng(0)
+    lab = rng.random(len(z)) < 0.5
+    y = np.where(lab, z, -1)
+    auto = SemiSupervisedGMM(3, label_noise="auto", random_state=0, progress_bar=False).fit(X, y)
+    hard = SemiSupervisedGMM(3, label_noise=0.0, random_state=0, progress_bar=False).fit(X, y)
+    assert auto.label_noise_ < 1e-3 and auto.label_noise_rounds_ >= 2
+    assert adjusted_rand_score(hard.labels_, auto.labels_) == 1.0
+    flip = lab & (rng.random(len(z)) < 0.3)
+    y_noisy = np.where(flip, (z + rng.integers(1, 3, len(z))) % 3, y)
+    auto = SemiSupervisedGMM(3, label_noise="auto", random_state=0, progress_bar=False).fit(X, y_noisy)
+    hard = SemiSupervisedGMM(3, label_noise=0.0, random_state=0, progress_bar=False).fit(X, y_noisy)
+    true_rate = flip.sum() / lab.sum()
+    assert abs(auto.label_noise_ - true_rate) < 0.05
+    assert adjusted_rand_score(z, auto.labels_) > 0.95
+    assert adjusted_rand_score(z, hard.labels_) < adjusted_rand_score(z, auto.labels_) - 0.1
