@@ -113,6 +113,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         (means of q(p), q(q)), ``alpha_`` and ``psm_`` = r r^T (the probability under q that two points
         share a component; n <= max_psm_n) are set; ``posterior_``, ``point_estimate_``,
         ``credible_ball_``, ``expected_loss_``, ``samples_`` and ``log_joint_`` are None.
+    subcluster_moves : int, default=4
+        ``algorithm="subcluster"`` only: split/merge proposals per sweep (``n_moves`` of
+        :func:`ppclust.inference.subcluster.sample`; each sweep also makes one peel/absorb proposal). The
+        default keeps a sweep's time near its label step's (``benchmarks/results/subcluster.md``,
+        throughput sections); from a start with surplus clusters, 16 sheds them in far fewer sweeps
+        (section "Mixing from a wrong K"), at about twice the time per sweep at n = 10^6.
     vb_truncation : int >= 2, default=15
         Components of the truncated stick-breaking VB (the authors' K = 15).
     vb_mask : {"symmetric", "as_run"}, default="symmetric"
@@ -193,6 +199,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "random_state": RANDOM_STATE,
         "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"subcluster", "variational"})],
         "vb_truncation": [Interval(Integral, 2, None, closed="left")],
+        "subcluster_moves": POSITIVE_INT,
         "vb_mask": [StrOptions(set(tvclust_vb.MASKS))],
         "vb_max_iter": POSITIVE_INT,
         "vb_tol": POSITIVE_REAL,
@@ -212,8 +219,9 @@ class TVClust(ClusterMixin, BaseEstimator):
                  point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
                  algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
                  n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
-                 vb_max_iter=30, vb_tol=5e-5, devices=None):
+                 vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
         self.n_draws = n_draws
+        self.subcluster_moves = subcluster_moves
         self.devices = devices
         self.n_samples = n_samples
         self.n_warmup = n_warmup
@@ -291,7 +299,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                 init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
             sample, extra = gibbs.sample, {}
             if self.algorithm == "subcluster":
-                sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices))
+                sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices),
+                                                         n_moves=int(self.subcluster_moves))
             elif self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
                 extra = dict(devices=restart_devices(self.devices, "TVClust"))
             res = sample(key, xj, links, family, prior, init_labels=init_labels, **extra,

@@ -481,3 +481,26 @@ def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatc
     finally:
         jax.clear_caches()
     assert pval < 1e-6, (pval, tv)
+
+
+def test_estimator_passes_subcluster_moves(monkeypatch):
+    """``TVClust(subcluster_moves=k)`` reaches the sampler as ``n_moves=k`` (the default 4); a non-positive
+    count is refused by the parameter validation."""
+    from ppclust import TVClust
+
+    seen = []
+    real = subcluster.sample
+
+    def spy(*args, **kw):
+        seen.append(kw["n_moves"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(subcluster, "sample", spy)
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    for k in (4, 7):
+        kw = {} if k == 4 else dict(subcluster_moves=k)
+        TVClust(n_draws=2, n_warmup=0, n_chains=1, k_max=4, init="one", algorithm="subcluster",
+                progress_bar=False, random_state=0, **kw).fit(X)
+    assert seen == [4, 7]
+    with pytest.raises(ValueError, match="subcluster_moves"):
+        TVClust(algorithm="subcluster", subcluster_moves=0).fit(X)
