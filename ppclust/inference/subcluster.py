@@ -38,23 +38,24 @@ sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
     subsample of :math:`C`; a *labelled subsample* :math:`I` of ``_LAB_FIT`` = 64 points with side labels
     :math:`y`; the sub-cluster parameters are drawn from the family's posterior of the labelled points
     (each weighted :math:`n_C/64`) and give :math:`r_i` for every point (:func:`subcluster_responsibilities`).
-    Under :math:`h`, :math:`I` is uniform (:math:`n_C^{-64}`) and :math:`y` is, with probability 1/2, a
-    uniform-size uniform subset (:math:`1/(65\binom{64}{k})`), else the EM sides with each label flipped
-    with probability ``_LAB_FLIP`` (either orientation). A split draws :math:`\phi_C` from :math:`h`, the
-    sides from :math:`r`, and :math:`\phi_A, \phi_B` from :math:`h` (they cancel). A merge of
-    :math:`a, b` instead *proposes* :math:`\phi_C` from the pieces, :math:`m(I, y\mid a, b)`: each point
-    of :math:`I` from :math:`a` with probability :math:`\beta_a = \mathrm{clip}(n_a/n_C, 1/16, 15/16)`,
-    else from :math:`b`, uniform within its piece, and :math:`y` = the pieces' labels of :math:`I` in a
-    random orientation, each flipped with probability ``_LAB_FLIP``; the EM part and the keys are drawn as
-    under :math:`h`. So the fit of the union is a fit of the two pieces (their boundary, however blurred,
-    is what :math:`r` reproduces), and the ratio carries the density ratio of :math:`\phi_C`:
-    :math:`\log q` above stands for :math:`\log q(\{A,B\}\mid\phi_C) + \log h(I, y\mid x_C) - \log m(I,
-    y\mid A, B)` in both directions (the split's reverse is a merge proposing the very :math:`\phi_C`
-    the split used). Both :math:`h` and :math:`m` are explicit products (64 terms), the EM draws and keys
-    cancel, and :math:`h, m > 0` everywhere, so every move has its reverse. ``tests/test_subcluster.py``
-    checks :math:`\log H` (including :math:`\log h - \log m`, written out in probability space) against a
-    brute-force ratio of joint densities, the merge's draws of :math:`(I, y)` against :math:`m`, and the
-    whole sampler against the exact posterior over all partitions of 5 and 6 points.
+    Under :math:`h`, :math:`I` is uniform (:math:`n_C^{-64}`) and :math:`y` is, with probability
+    ``_LAB_SUBSET`` = 0.1, a uniform-size uniform subset (:math:`1/(65\binom{64}{k})`), else the EM
+    sides with each label flipped with probability ``_LAB_FLIP`` (either orientation). A split draws
+    :math:`\phi_C` from :math:`h`, the sides from :math:`r`, and :math:`\phi_A, \phi_B` from :math:`h`
+    (they cancel). A merge of :math:`a, b` instead *proposes* :math:`\phi_C` from the pieces, :math:`m(I,
+    y\mid a, b)`: each point of :math:`I` from :math:`a` with probability :math:`\beta_a =
+    \mathrm{clip}(n_a/n_C, 1/16, 15/16)`, else from :math:`b`, uniform within its piece, and :math:`y` =
+    the pieces' labels of :math:`I` in a random orientation, each flipped with probability ``_LAB_FLIP``;
+    the EM part and the keys are drawn as under :math:`h`. So the fit of the union is a fit of the two
+    pieces (their boundary, however blurred, is what :math:`r` reproduces), and the ratio carries the
+    density ratio of :math:`\phi_C`: :math:`\log q` above stands for :math:`\log q(\{A,B\}\mid\phi_C) +
+    \log h(I, y\mid x_C) - \log m(I, y\mid A, B)` in both directions (the split's reverse is a merge
+    proposing the very :math:`\phi_C` the split used). Both :math:`h` and :math:`m` are explicit products
+    (64 terms), the EM draws and keys cancel, and :math:`h, m > 0` everywhere, so every move has its
+    reverse. ``tests/test_subcluster.py`` checks :math:`\log H` (including :math:`\log h - \log m`,
+    written out in probability space) against a brute-force ratio of joint densities, the merge's draws of
+    :math:`(I, y)` against :math:`m`, and the whole sampler against the exact posterior over all
+    partitions of 5 and 6 points.
 
 (a') **Peel/absorb Metropolis-Hastings** (one step per sweep, after the split/merge steps): with
     probability 1/2 a *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split
@@ -216,6 +217,11 @@ _NUMBA_STATS_MIN_D = 4
 #: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
 #: their side labels y; a merge proposes y from the two pieces and pays log h(y) - log m(y) <= (m+1) log 2
 _LAB_FIT = 64
+#: probability that h draws the labels y as a uniform-size uniform subset (else the EM sides, flipped): a
+#: split's fit comes from the EM sides 9 times in 10 (with 1/2, half the splits were fitted to random
+#: labels and chains from one cluster split markedly slower in a 3-seed check at n = 10^5), while a merge
+#: whose pieces disagree with the EM sides pays log(0.5 / 0.1) ~ 1.6 nats more in log h - log m
+_LAB_SUBSET = 0.1
 #: probability that a label copied into y (from the EM sides or from the pieces) is flipped
 _LAB_FLIP = 0.02
 #: a merge's labelled subsample takes at least this share of its points from the smaller piece
@@ -289,13 +295,14 @@ def _log_flip(y, side):
 
 
 def _log_h(y, em_side):
-    r"""log h(y | I): with probability 1/2 a uniform count :math:`k\in\{0..m\}` of ones and a uniform
-    subset of that size (:math:`1/((m+1)\binom{m}{k})`: a small piece's few labels cost
+    r"""log h(y | I): with probability ``_LAB_SUBSET`` a uniform count :math:`k\in\{0..m\}` of ones and
+    a uniform subset of that size (:math:`1/((m+1)\binom{m}{k})`: a small piece's few labels cost
     :math:`\log\binom{m}{k}` instead of :math:`m\log 2`), else the EM sides copied with flips."""
     m = y.shape[0]
     k = y.sum().astype(jnp.result_type(float))
     log_subset = -jnp.log(m + 1.0) - (gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
-    return jnp.logaddexp(jnp.log(0.5) + log_subset, jnp.log(0.5) + _log_flip(y, em_side))
+    return jnp.logaddexp(jnp.log(_LAB_SUBSET) + log_subset,
+                         jnp.log1p(-_LAB_SUBSET) + _log_flip(y, em_side))
 
 
 def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
@@ -308,7 +315,8 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
        nearest-seed assignment, ``_SUB_ITERS`` iterations (sub-cluster parameters drawn from
        ``family.sample_posterior`` of each side, points to the side of higher weighted likelihood);
     2. side labels :math:`y` of the first ``_LAB_FIT`` subsample points. Drawn from the kernel's own
-       :math:`h(y\mid x_C, I)`: with probability 1/2 uniform bits, else the EM sides with each label
+       :math:`h(y\mid x_C, I)`: with probability ``_LAB_SUBSET`` a uniform-size uniform subset, else the
+       EM sides with each label
        flipped with probability ``_LAB_FLIP`` (``in_a`` None, or ``from_pieces`` False). Or, for a merge
        of two clusters (``from_pieces`` True): drawn from :math:`m(y\mid A, B)`, the labels of the
        pieces, ``in_a`` = membership of A, in a random orientation, each flipped with probability
@@ -374,7 +382,7 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
     k_ones = jax.random.randint(k_bits, (), 0, ml + 1)  # a uniform count, then a uniform subset of it
     subset = jnp.argsort(jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)) < k_ones
-    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, subset, em ^ flip)
+    y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < _LAB_SUBSET, subset, em ^ flip)
     if in_a is not None:
         y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
         y = jnp.where(from_pieces, y_pieces, y)

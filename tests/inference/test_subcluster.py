@@ -102,8 +102,8 @@ def _brute_pair_prob(z, x, a, b):
 
 def _brute_log_h_minus_m(fit, mask, side_a):
     """log h(I, y | C) - log m(I, y | A, B) written out in probability space from the definitions: h draws
-    I uniformly from C and y as a uniform subset of a uniform size (1/2) or the EM sides with flips
-    (1/2, both orientations 1/2); m draws each point of I from A with probability
+    I uniformly from C and y as a uniform subset of a uniform size (probability w = _LAB_SUBSET) or the
+    EM sides with flips (1 - w, both orientations 1/2); m draws each point of I from A with probability
     beta_A = clip(n_A / n_C, 1/16, 15/16) (then uniform in its piece) and y as the pieces' labels with
     flips in a random orientation."""
     idx, y, em = np.asarray(fit.idx), np.asarray(fit.y), np.asarray(fit.em)
@@ -116,7 +116,8 @@ def _brute_log_h_minus_m(fit, mask, side_a):
     def copied(s):
         return 0.5 * np.prod(np.where(y == s, 1 - f, f)) + 0.5 * np.prod(np.where(y == ~s, 1 - f, f))
 
-    h = (0.5 / (ml + 1) / math.comb(ml, int(y.sum())) + 0.5 * copied(em)) * (1.0 / n_c) ** ml
+    w = subcluster._LAB_SUBSET
+    h = (w / (ml + 1) / math.comb(ml, int(y.sum())) + (1 - w) * copied(em)) * (1.0 / n_c) ** ml
     beta = min(max(n_a / n_c, 1 / 16), 15 / 16)
     m = np.prod(np.where(a[idx], beta / n_a, (1 - beta) / n_b)) * copied(a[idx])
     return np.log(h) - np.log(m)
