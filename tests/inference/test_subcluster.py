@@ -474,8 +474,10 @@ def test_merge_labelled_subsample_is_drawn_from_its_probability():
 def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatch):
     """Power of the enumeration test for the merge's fit proposed from the pieces: the same run with a
     Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
-    subsample left out, as if the fit of the union were fresh) must fail it."""
-    monkeypatch.setattr(subcluster, "_log_m_lab", lambda fit, side_a, mask: fit.log_h)
+    subsample left out, as if the fit of the union were fresh) must fail it. Both densities are zeroed at
+    their definitions (``_log_h`` and ``_log_m_counts``, which ``propose`` calls on both backends)."""
+    monkeypatch.setattr(subcluster, "_log_h", lambda y, em_side: jnp.zeros(()))
+    monkeypatch.setattr(subcluster, "_log_m_counts", lambda y, ina, n_a, n_b: jnp.zeros(()))
     jax.clear_caches()
     try:
         _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
