@@ -342,13 +342,13 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     "B"``, giving the same points from the uniforms ``u`` (the compiled twin
     :func:`ppclust.inference._subcluster_cpu.pick_subsample`, which visits the labels once per call)."""
     if pick is None:
-        cums = {"C": lambda: jnp.cumsum(mask.astype(jnp.int32)),
-                "A": lambda: jnp.cumsum((mask & in_a).astype(jnp.int32)),
-                "B": lambda: jnp.cumsum((mask & ~in_a).astype(jnp.int32))}
+        members = {"C": lambda: mask, "A": lambda: mask & in_a, "B": lambda: mask & ~in_a}
+        cums = {}  # each cumulative count once ("C" serves both subsamples)
 
         def pick(which, u):
-            cum = cums[which]()
-            return _uniform_points(cum, u), cum[-1]
+            if which not in cums:
+                cums[which] = jnp.cumsum(members[which]().astype(jnp.int32))
+            return _uniform_points(cums[which], u), cums[which][-1]
 
     k_pick, k_iter, k_y, k_fit = jax.random.split(key, 4)
     m = min(_SUB_FIT, x.shape[0])
