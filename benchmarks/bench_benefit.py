@@ -271,6 +271,12 @@ def n_classes(data):
     return _K[data]
 
 
+def panel_sample(data, n_max, draw):
+    """The panel's subsample of data set ``data`` for draw ``draw`` (at most ``n_max`` points, seed
+    1000 + draw); the study scripts call it too, so they fit on the panel's own subsamples."""
+    return load(data, n_max, seed=1000 + draw)
+
+
 def panel_seed(draw, level, noise):
     """Seed of the side-information draw (links or labels) for one (draw, level, noise) cell of the panel;
     the study scripts call it too, so they fit on the panel's own draws."""
@@ -330,7 +336,7 @@ def run(args, cache, cache_path):
     stages = [(d, core_plan()) for d in range(args.draws)] + [(d, full_plan(d)) for d in range(args.draws)]
     for draw, todo in stages:
         for data in names:
-            X, y = load(data, args.n_max, seed=1000 + draw)
+            X, y = panel_sample(data, args.n_max, draw)
             n = len(y)
             for method, level, noise in todo:
                 k = key(data, draw, method, level, noise)

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
-from benchmarks.bench_benefit import DATASETS, load, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -78,7 +78,7 @@ def run(args, cache):
     t0 = time.time()
     for draw in range(args.draws):
         for data in DATASETS:
-            X, y = load(data, N_MAX, seed=1000 + draw)
+            X, y = panel_sample(data, N_MAX, draw)
             K = int(y.max()) + 1
             for frac, noise in SETTINGS:
                 # the panel's label draw for this (draw, level, noise)

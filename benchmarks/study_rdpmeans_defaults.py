@@ -41,7 +41,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
-from benchmarks.bench_benefit import DATASETS, _ms, load, panel_seed
+from benchmarks.bench_benefit import DATASETS, _ms, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -82,7 +82,7 @@ def run(args, cache):
     t0 = time.time()
     for draw in range(args.draws):
         for data in DATASETS:
-            X, y = load(data, N_MAX, seed=1000 + draw)
+            X, y = panel_sample(data, N_MAX, draw)
             n = len(y)
             for level, noise in SETTINGS:
                 side = None

@@ -29,7 +29,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
-from benchmarks.bench_benefit import DATASETS, load, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -51,7 +51,7 @@ def run(args, cache):
     t0 = time.time()
     for draw in range(args.draws):
         for data in DATASETS:
-            X, y = load(data, N_MAX, seed=1000 + draw)
+            X, y = panel_sample(data, N_MAX, draw)
             K = int(y.max()) + 1
             todo = [("none", 0.0, 0.0, None)] + [(str(c), f, nz, c) for f, nz in SETTINGS for c in CONFIGS]
             for name, frac, noise, cfg in todo:

@@ -49,7 +49,7 @@ def main(argv=None):
             b = cache.get(bb.key(data, d, "BayesianGaussianMixture", 0.0, 0.0))
             if not (a and b and "error" not in a and "error" not in b):
                 continue
-            X, y = bb.load(data, 200, seed=1000 + d)
+            X, y = bb.panel_sample(data, 200, d)
             side = datasets.sample_links(y, int(round(LEVEL * len(y))), NOISE,
                                          seed=bb.panel_seed(d, LEVEL, NOISE))
             pred, rec = timed_labels(_fit, X, side, d)
