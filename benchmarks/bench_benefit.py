@@ -191,8 +191,21 @@ def make(method, K, seed, quick):
     return obj, params
 
 
+def _stable_repr(obj):
+    """JSON stand-in for a parameter value that is an object: its class and, for an estimator-like object,
+    its parameters. ``repr`` of a plain object carries its memory address (gemclus's GEMINI objects), which
+    gave the same configuration a new key in every process."""
+    if hasattr(obj, "get_params"):
+        return {"class": f"{type(obj).__module__}.{type(obj).__name__}", **obj.get_params()}
+    text = repr(obj)
+    return f"{type(obj).__module__}.{type(obj).__name__}" if " at 0x" in text else text
+
+
 def params_hash(method, K, quick):
     """Short hash of the method's full parameter dict (defaults included) and the panel version.
+
+    Parameters inert in the configuration run (TVClust's ``subcluster_moves`` under the collapsed sampler)
+    are left out.
 
     A peer whose package is not installed (the ``bench`` extra: gemclus, active-semi-supervised-clustering)
     gets a key that matches no cached row, so readers of the cache (the notebook) skip its curve.
@@ -201,7 +214,11 @@ def params_hash(method, K, quick):
         _, params = make(method, K, 0, quick)
     except ImportError:
         return f"not-installed-{method}"
-    text = json.dumps({"panel": PANEL_VERSION, **params}, sort_keys=True, default=repr)
+    if params.get("algorithm", "subcluster") != "subcluster":
+        # inert under the collapsed sampler the panel runs; added after the session-8 panel run, so
+        # keeping it in the key would orphan fits whose computation it does not touch
+        params.pop("subcluster_moves", None)
+    text = json.dumps({"panel": PANEL_VERSION, **params}, sort_keys=True, default=_stable_repr)
     return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
