@@ -33,6 +33,8 @@ from ppclust.estimators._base import (
 )
 from ppclust.inference import cecib as _cecib
 from ppclust.inference import hartigan as _hartigan
+from ppclust.models.ssgmm import label_noise_update
+from ppclust.sideinfo import label_channel_information
 
 __all__ = ["CECIB"]
 
@@ -142,6 +144,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         "n_clusters": POSITIVE_INT,
         "cap_clusters": ["boolean"],
         "beta": [StrOptions({"auto"}), *NONNEG_REAL],
+        "label_noise": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
         "eps": [Interval(Real, 0, 1, closed="left")],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
@@ -157,9 +160,10 @@ class CECIB(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, *, beta="auto", eps=0.05, n_init=10, random_state=None, init="auto",
                  reassign="lazy", max_iter=100, reg=0.0, devices="auto", algorithm="hartigan",
-                 progress_bar=True, max_passes="deprecated", cap_clusters=True):
+                 progress_bar=True, max_passes="deprecated", cap_clusters=True, label_noise=0.0):
         self.n_clusters = n_clusters
         self.cap_clusters = cap_clusters
+        self.label_noise = label_noise
         self.beta = beta
         self.eps = eps
         self.n_init = n_init
@@ -189,34 +193,57 @@ class CECIB(ClusterMixin, BaseEstimator):
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
         beta = self._beta(y, n)
-        init = ("labels" if m > 0 and beta > 0 else "kmeans++") if self.init == "auto" else self.init
+        # "auto": with labels (and beta > 0) the start is chosen by plain CEC's cost below ("choose")
+        init = ("choose" if m > 0 and beta > 0 else "kmeans++") if self.init == "auto" else self.init
         if init == "labels" and m == 0:
             raise InvalidParameterError("The 'init' parameter 'labels' needs partial labels (y or "
                                         "partial_labels) with at least one labelled point.", parameter="init")
         n_clusters = int(self.n_clusters)
         if self.cap_clusters:
             n_clusters = _hartigan.max_start_clusters(n_clusters, n, _cecib.min_size(n, d, float(self.eps)))
-        with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
-                           bool(self.progress_bar)) as bar:
-            def run(reg):
-                kw = dict(n_clusters=n_clusters, beta=beta, eps=float(self.eps),
-                          n_init=int(self.n_init), init=init, max_passes=int(max_iter),
-                          reassign=self.reassign, reg=reg)
-                with x64():
-                    if self.algorithm == "batch":
-                        best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), _dev(X), yc, m,
-                                                             **kw, mesh=data_mesh(self.devices))
-                    else:
-                        best, costs, _, _ = _cecib.fit(as_key(self.random_state), _dev(X), yc, m, **kw,
-                                                       devices=restart_devices(self.devices, "CECIB"))
-                    return float(best.cost), (best, np.asarray(costs))
 
-            # covariance regularisation (hartigan.ridge): the user's reg, or the jitter where data need it
-            reg = float(self.reg)
-            (best, costs), reg = refit_if_singular(
-                "CECIB", run, reg=reg, singular=reg == 0 and _hartigan.singular_data(X),
-                advice="increase reg, decrease n_clusters or increase eps")
-            bar.update(int(self.n_init))
+        def solve(beta, init):
+            with _progress.bar(int(self.n_init), "CECIB restarts (vmapped)", "restart",
+                               bool(self.progress_bar)) as bar:
+                def run(reg):
+                    kw = dict(n_clusters=n_clusters, beta=beta, eps=float(self.eps),
+                              n_init=int(self.n_init), init=init, max_passes=int(max_iter),
+                              reassign=self.reassign, reg=reg)
+                    with x64():
+                        if self.algorithm == "batch":
+                            best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), _dev(X), yc, m,
+                                                                 **kw, mesh=data_mesh(self.devices))
+                        else:
+                            best, costs, _, _ = _cecib.fit(as_key(self.random_state), _dev(X), yc, m, **kw,
+                                                           devices=restart_devices(self.devices, "CECIB"))
+                        return float(best.cost), (best, np.asarray(costs))
+
+                # covariance regularisation (hartigan.ridge): the user's reg, or the jitter where data need it
+                reg = float(self.reg)
+                (best, costs), reg = refit_if_singular(
+                    "CECIB", run, reg=reg, singular=reg == 0 and _hartigan.singular_data(X),
+                    advice="increase reg, decrease n_clusters or increase eps")
+                bar.update(int(self.n_init))
+            return best, costs, reg
+
+        # label noise (sideinfo.label_channel_information): beta times the share of a label's information
+        # that survives a symmetric flip channel of rate label_noise; "auto": the rate read off a plain CEC
+        # fit (beta = 0) from the same start (the label term would move wrong-labelled points to their
+        # labels' clusters and hide them), then the fit with the reduced beta
+        first = None
+        if init == "choose":  # plain CEC (beta = 0) from both starts; the lower cost picks the start
+            first, _, _ = solve(0.0, "labels")
+            km, _, _ = solve(0.0, "kmeans++")
+            init = "labels" if float(first.cost) < float(km.cost) else "kmeans++"
+            first = first if init == "labels" else km
+        flip = 0.0 if self.label_noise == "auto" else float(self.label_noise)
+        if self.label_noise == "auto" and m >= 2 and beta > 0:
+            if first is None:
+                first, _, _ = solve(0.0, init)
+            flip = partition_flip_rate(np.asarray(first.labels), yc, m)
+        best, costs, reg = solve(beta * label_channel_information(flip, m), init)
+        self.label_noise_ = flip
+        beta = beta * label_channel_information(flip, m)
         labels = np.asarray(best.labels)
         active = np.asarray(best.active)
         total = float(best.cost)
@@ -300,6 +327,23 @@ def _map_estimate(stats, rho):
     ridge = families.NIWPrior(jnp.ones((), dt), jnp.zeros(d, dt), jnp.zeros((), dt),
                               jnp.asarray(-(d + 2.0), dt), rho * jnp.eye(d, dtype=dt))
     return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
+
+
+def partition_flip_rate(labels, codes, m: int) -> float:
+    r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
+    their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
+    coarse labels). This is :func:`ppclust.models.ssgmm.label_noise_update` with one-hot responsibilities and
+    each cluster's class its majority category (clipped to (m-1)/m there)."""
+    labels = np.asarray(labels)
+    codes = np.asarray(codes)
+    lab = codes >= 0
+    if m < 2 or not lab.any():
+        return 0.0
+    _, slot = np.unique(labels, return_inverse=True)
+    k = int(slot.max()) + 1
+    counts = np.zeros((k, m))
+    np.add.at(counts, (slot[lab], codes[lab]), 1.0)
+    return label_noise_update(np.eye(k)[slot], codes, counts.argmax(1), m)
 
 
 _covariances = jax.jit(partial(families.covariances, cov_type="full"))
