@@ -69,7 +69,15 @@ class C3L(ClusterMixin, BaseEstimator):
         with k-means++ against +0.041 with the random start (mean gain >= 0.05 on 6 vs 4 of 8 sets).
         ``"labels"``: CEC-IB's label-seeded start (one initial cluster per label category at its labelled
         points' mean in the transformed space, the other seeds by k-means++ given them;
-        :func:`ppclust.inference.hartigan.seeded_partitions`); needs partial labels ``y``.
+        :func:`ppclust.inference.hartigan.seeded_partitions`); needs partial labels ``y``. Session 9 kept
+        ``"kmeans++"`` (``benchmarks/study_cec_start.py`` -> ``results/cec_start_study.md``, capped 2K
+        start, NMI change over plain CEC): the label-seeded start gave +0.059 / +0.072 / +0.039 with 5% /
+        10% clean / 10% 20%-wrong labels (goal met on 6 / 6 / 6 of 8 sets), k-means++ +0.066 / +0.095 /
+        +0.021 (5 / 6 / 6): no consistent gain. Neither start is why C3L with labels loses to plain CEC
+        on iris (10% clean labels: -0.088 from k-means++, -0.097 from the labels, -0.066 with the
+        constraint off, ``leakage=0.5``): three categories give three
+        one-vs-rest hyperplanes whose 1-D Gaussians C3L's product model treats as independent, which
+        on 4-D iris leaves one free dimension, against plain CEC's full covariances.
     max_iter : safety cap on Hartigan passes (was ``max_passes``, deprecated).
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.

@@ -53,6 +53,19 @@ class CECIB(ClusterMixin, BaseEstimator):
     n_clusters : int, default=10
         Initial number of clusters (the paper uses twice the number of classes); with ``cap_clusters``
         lowered to ``floor(n / max(eps * n, d + 2))`` (``n_clusters_init_`` holds the number used).
+    label_noise : float in [0, 1) or "auto", default=0.0
+        The rate :math:`\\varepsilon` at which a given label is wrong (uniform over the other categories, the
+        model of ``SemiSupervisedGMM(label_noise=...)``). The label term's weight becomes
+        ``beta * I(eps)``, :math:`I(\\varepsilon) = C(\\varepsilon)/\\ln m` the share of a label's information
+        that survives that flip channel, :math:`C(\\varepsilon) = \\ln m - H_b(\\varepsilon) -
+        \\varepsilon\\ln(m-1)` its capacity (:func:`ppclust.sideinfo.label_channel_information`; two
+        categories at 20% wrong labels give 0.278, close to the paper's beta0 = 0.27 for noisy labels,
+        Example 4.1). ``"auto"``: the rate read off the plain-CEC fit of the chosen start (the share of
+        labelled points outside their cluster's majority category, :func:`partition_flip_rate`;
+        ``label_noise_`` holds it), then the weighted fit. Default 0 (the paper's E_beta): on the benefit
+        panel neither the true rate nor ``"auto"`` made CEC-IB more robust to 20% wrong labels (within 0.02
+        of plain CEC on 6 of 8 sets, as with 0; ``results/cec_start_study.md``) -- wrong labels act through
+        the start (see ``init``), not through the label term.
     cap_clusters : bool, default=True
         Start from at most ``floor(n / min_size)`` clusters, ``min_size = max(eps * n, d + 2)`` the deletion
         rule (:func:`ppclust.inference.hartigan.max_start_clusters`), with or without labels. Where it comes
@@ -88,15 +101,20 @@ class CECIB(ClusterMixin, BaseEstimator):
         category at the mean of its labelled points, the other ``n_clusters - m`` seeds by k-means++
         given those centres (drawn per restart), every point to its nearest centre
         (:func:`ppclust.inference.hartigan.seeded_partitions`; ``n_clusters`` is raised to the number of
-        categories m if smaller). ``"auto"`` (``init_`` holds the choice): ``"labels"`` when labels are
-        given and ``beta > 0``, else ``"kmeans++"`` (``beta = 0`` stays plain CEC, labels unused). Where it
-        comes from: with a few labels the IB term only moves the labelled points (see ``beta``), so the
-        labels must act through the start. On the benefit panel
-        (``benchmarks/study_cecib_beta.py`` -> ``results/cecib_beta_study.md``: 8 data sets, 5 draws,
-        2K initial clusters, beta = 1) 10% clean labels raised NMI over plain CEC by +0.066 on average
-        from the label-seeded start against +0.027 from k-means++ (mean gain >= 0.05 on 4 against 2 of 8
-        sets), +0.014 against +0.008 at 5% labels, and +0.021 against +0.015 with 20% wrong labels
-        (within 0.02 of plain CEC on 5 against 6 sets).
+        categories m if smaller). ``"auto"`` (``init_`` holds the choice): with labels and ``beta > 0``,
+        plain CEC (``beta = 0``) is fitted from the label-seeded start and from k-means++ (same seeds), and
+        the start whose fit has the lower CEC cost (eq. 2) is used for the CEC-IB fit (three fits); without
+        labels or with ``beta = 0``, ``"kmeans++"`` (plain CEC, labels unused). Where it comes from: with a
+        few labels the IB term only moves the labelled points (see ``beta``), so the labels act through
+        the start; wrong labels misplace the labelled means, and the method's own cost, which does not
+        read the labels, decides whether to trust them (session 8 took the label-seeded start always).
+        On the benefit panel (``benchmarks/study_cec_start.py`` -> ``results/cec_start_study.md``: 8 data
+        sets, 5 draws, capped 2K start, beta = 1; mean NMI change over plain CEC from the same start) the
+        cost-chosen start gave +0.035 with 10% clean labels (>= 0.05 on 4 of 8 sets), +0.015 with 5%, and
+        +0.024 with 20% wrong labels (within 0.02 on 7 of 8); the label-seeded start always: +0.051 (4 of
+        8), +0.019, +0.021 (6 of 8); k-means++: +0.027 (2 of 8), +0.008, +0.013 (6 of 8). The price is
+        clean-label gain where k-means++ reaches the lower cost (wine, 10% clean: +0.059 against +0.181);
+        with labels known to be clean pass ``init="labels"``.
     reassign : {"lazy", "immediate"}, default="lazy"
         How points of a deleted cluster are reassigned (see ``ppclust.inference.hartigan``).
     max_iter : int, default=100
@@ -135,9 +153,12 @@ class CECIB(ClusterMixin, BaseEstimator):
         ridge: ``(S_k + rho I) / n_k``); precisions_cholesky_ : (k, d, d) (scikit-learn's form).
     n_iter_ : passes of the best restart.  converged_ : bool.  restart_costs_ : (n_init,).
     reg_ : float, the relative covariance regulariser used (``reg`` or the automatic jitter).
-    beta_ : float, the beta used (``beta``, or the label-budget value of ``beta="auto"``).
+    beta_ : float, the beta used (``beta``, or 1 for ``beta="auto"``; times the label channel's
+        information when ``label_noise`` is not 0).
     init_ : str, the start used (``init``, or the choice of ``init="auto"``).
     n_clusters_init_ : int, the initial number of clusters used (see ``cap_clusters``).
+    label_noise_ : float, the flip rate used (``label_noise``, or the rate read off with ``"auto"``);
+        ``beta_`` is then ``beta * label_channel_information(label_noise_, m)``.
     """
 
     _parameter_constraints: dict = {
@@ -183,7 +204,9 @@ class CECIB(ClusterMixin, BaseEstimator):
 
         ``y``: partial labels (-1 = unlabelled; ``partial_labels``, when given, replaces ``y``, which is
         then only a scoring target); categories may be coarser than clusters. Runs
-        ``n_init`` vmapped restarts from k-means++ seeds and keeps the lowest cost."""
+        ``n_init`` vmapped restarts from the start ``init`` and keeps the lowest cost (``init="auto"`` with
+        labels: two plain-CEC fits choose the start first; ``label_noise="auto"``: the rate is read off a
+        plain-CEC fit first)."""
         max_iter = renamed_param(self, "max_iter", "max_passes")
         X = validate_X(self, X, reset=True)
         n, d = X.shape
