@@ -101,3 +101,21 @@ def test_label_noise_scales_beta_and_auto_learns_the_rate():
     assert CECIB(3, n_init=1, progress_bar=False).fit(x, lab).beta_ == 1.0  # default: the paper's beta
     with pytest.raises(InvalidParameterError):
         CECIB(label_noise=1.0).fit(x, lab)
+
+
+def test_auto_start_falls_back_to_kmeanspp_when_wrong_labels_misplace_the_seeds():
+    """Three separated blobs, half the points labelled, 30% of those wrong: the labelled means are pulled
+    towards each other and the label-seeded start ends in a worse partition; plain CEC's cost (which does
+    not read the labels) prefers the k-means++ start, so ``init="auto"`` stays at the no-label result."""
+    x, y = _blobs(2, n_per=60, d=3, sep=10.0)
+    rng = np.random.default_rng(2)
+    lab = np.where(rng.random(len(y)) < 0.5, y, -1)
+    flip = (lab >= 0) & (rng.random(len(y)) < 0.25)
+    lab[flip] = (lab[flip] + rng.integers(1, 3, flip.sum())) % 3
+    kw = dict(n_init=2, random_state=0, progress_bar=False)
+    none = metrics.ari(y, CECIB(3, **kw).fit(x).labels_)
+    seeded = metrics.ari(y, CECIB(3, init="labels", **kw).fit(x, lab).labels_)
+    auto = CECIB(3, **kw).fit(x, lab)
+    assert auto.init_ == "kmeans++"
+    assert metrics.ari(y, auto.labels_) >= none - 0.02
+    assert seeded < none - 0.05
