@@ -119,3 +119,30 @@ def test_auto_start_falls_back_to_kmeanspp_when_wrong_labels_misplace_the_seeds(
     assert auto.init_ == "kmeans++"
     assert metrics.ari(y, auto.labels_) >= none - 0.02
     assert seeded < none - 0.05
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_cli_reaches_label_noise_and_cap_clusters(tmp_path):
+    import json
+
+    from ppclust import cli
+
+    x, y = _blobs(3, n_per=30, d=2, sep=8.0)
+    rng = np.random.default_rng(3)
+    lab = np.where(rng.random(len(y)) < 0.5, y, -1)
+    np.savetxt(tmp_path / "x.csv", x, delimiter=",")
+    np.savetxt(tmp_path / "y.csv", lab, fmt="%d")
+    def run(out, *params):
+        argv = ["fit", "--method", "cecib", str(tmp_path / "x.csv"), "--labels", str(tmp_path / "y.csv"),
+                "--out", str(tmp_path / out), "--no-plots", "--param", "n_clusters=40", "--param", "n_init=2",
+                "--param", "random_state=0"]
+        for p in params:
+            argv += ["--param", p]
+        assert cli.main(argv) == 0
+        return json.loads((tmp_path / out / "summary.json").read_text())
+
+    s = run("out", 'label_noise="auto"')
+    assert s["n_clusters_init_"] == 90 // cecib.min_size(90, 2, 0.05) == 20
+    assert s["beta_"] == pytest.approx(label_channel_information(s["label_noise_"], 3))  # read off, applied
+    assert 0.0 <= s["label_noise_"] <= 2 / 3
+    assert run("raw", "cap_clusters=false")["n_clusters_init_"] == 40
