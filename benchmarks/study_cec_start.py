@@ -155,7 +155,7 @@ def _value(cache, data, draw, name, frac, noise):
         b = _get(cache, f"{data}|{draw}|CEC cap")
         if a is None or b is None:
             return None
-        start = "labels" if a["cost"] < b["cost"] else "kmeans++"
+        start = "labels" if a["cost"] <= b["cost"] else "kmeans++"  # as CECIB(init="auto")
         return _get(cache, f"{data}|{draw}|{name.replace(' cecpick ', f' {start} ')}|{frac:g}|{noise:g}")
     if " pick " in name:
         a = _get(cache, f"{data}|{draw}|{name.replace(' pick ', ' labels ')}|{frac:g}|{noise:g}")

@@ -103,14 +103,15 @@ class CECIB(ClusterMixin, BaseEstimator):
         (:func:`ppclust.inference.hartigan.seeded_partitions`; ``n_clusters`` is raised to the number of
         categories m if smaller). ``"auto"`` (``init_`` holds the choice): with labels and ``beta > 0``,
         plain CEC (``beta = 0``) is fitted from the label-seeded start and from k-means++ (same seeds), and
-        the start whose fit has the lower CEC cost (eq. 2) is used for the CEC-IB fit (three fits); without
-        labels or with ``beta = 0``, ``"kmeans++"`` (plain CEC, labels unused). Where it comes from: with a
-        few labels the IB term only moves the labelled points (see ``beta``), so the labels act through
-        the start; wrong labels misplace the labelled means, and the method's own cost, which does not
-        read the labels, decides whether to trust them (session 8 took the label-seeded start always).
+        the start whose fit has the lower CEC cost (eq. 2; the labels on a tie) is used for the CEC-IB fit
+        (three fits); without labels or with ``beta = 0``, ``"kmeans++"`` (plain CEC, labels unused). Where
+        it comes from: with a few labels the IB term only moves the labelled points (see ``beta``), so the
+        labels act through the start; wrong labels misplace the labelled means, and the method's own cost,
+        which does not read the labels, decides whether to trust them (session 8 took the label-seeded
+        start always).
         On the benefit panel (``benchmarks/study_cec_start.py`` -> ``results/cec_start_study.md``: 8 data
         sets, 5 draws, capped 2K start, beta = 1; mean NMI change over plain CEC from the same start) the
-        cost-chosen start gave +0.035 with 10% clean labels (>= 0.05 on 4 of 8 sets), +0.015 with 5%, and
+        cost-chosen start gave +0.029 with 10% clean labels (>= 0.05 on 4 of 8 sets), +0.015 with 5%, and
         +0.024 with 20% wrong labels (within 0.02 on 7 of 8); the label-seeded start always: +0.051 (4 of
         8), +0.019, +0.021 (6 of 8); k-means++: +0.027 (2 of 8), +0.008, +0.013 (6 of 8). The price is
         clean-label gain where k-means++ reaches the lower cost (wine, 10% clean: +0.059 against +0.181);
@@ -257,7 +258,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         if init == "choose":  # plain CEC (beta = 0) from both starts; the lower cost picks the start
             first, _, _ = solve(0.0, "labels")
             km, _, _ = solve(0.0, "kmeans++")
-            init = "labels" if float(first.cost) < float(km.cost) else "kmeans++"
+            init = "labels" if float(first.cost) <= float(km.cost) else "kmeans++"  # a tie: the labels
             first = first if init == "labels" else km
         flip = 0.0 if self.label_noise == "auto" else float(self.label_noise)
         if self.label_noise == "auto" and m >= 2 and beta > 0:
