@@ -18,6 +18,10 @@ Same data, subsamples (``bench_benefit.panel_sample``), label draws (``panel_see
   Gaussian along each hyperplane normal (one hyperplane for two categories, one per category beyond:
   ``J`` of them, not orthogonal) times a Gaussian on the complement -- against plain CEC's full
   covariances: where it loses with the constraint off, the constraint and the start are not the cause.
+* **Sample size:** on the four sets where 10% labels gain least at n = 200 (digits, segment, satimage,
+  penbased: K = 6-10 classes, d = 10-36, so a class holds about as many points as a full covariance needs),
+  plain CEC and CEC-IB at the defaults (capped 2K start, ``init="auto"``) with n = 600 per draw, 3 draws
+  (the same subsample rule with ``n_max = 600``): whether the gain grows with the points per class.
 * **Wrong labels:** 10% labels of which 20% are wrong, against 10% clean and 5% clean; CEC-IB also with the
   paper's beta0 = 0.27 (Example 4.1, its choice for noisy labels) and with ``label_noise`` (beta times the
   share of a label's information that survives a flip channel, ``sideinfo.label_channel_information``):
@@ -141,6 +145,32 @@ def run(args, cache):
                     cache[key] = rec
                 print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
                 CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+    run_large(cache, t0, args.budget_s)
+
+
+LARGE = ("digits", "segment", "satimage", "penbased")
+N_LARGE, DRAWS_LARGE = 600, 3
+
+
+def run_large(cache, t0, budget_s):
+    """Plain CEC and CEC-IB (defaults, 10% clean labels) at n = N_LARGE on the sets in LARGE."""
+    from ppclust.estimators.cecib import CECIB
+
+    for draw in range(DRAWS_LARGE):
+        for data in LARGE:
+            X, y = panel_sample(data, N_LARGE, draw)
+            K = int(y.max()) + 1
+            lab = datasets.sample_labels(y, 0.1, 0.0, seed=panel_seed(draw, 0.1, 0.0)).astype(np.int64)
+            for name, labels, beta in (("CEC", None, 0.0), ("CECIB", lab, 1.0)):
+                key = f"n{N_LARGE}|{data}|{draw}|{name}"
+                if key in cache or time.time() - t0 > budget_s:
+                    continue
+                pred, rec = _fit(CECIB(2 * K, beta=beta, random_state=draw, progress_bar=False), X, labels)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred))
+                cache[key] = rec
+            print(f"n={N_LARGE}", data, draw, f"{time.time() - t0:.0f}s", flush=True)
+            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
 
 def _get(cache, key):
@@ -197,6 +227,23 @@ def tables(args, cache):
     out += ["## Plain CEC (beta = 0): 2K initial clusters against the capped start", "",
             md_table(["data", "draws", "capped n_clusters (draw 0)", "NMI 2K", "k 2K", "NMI cap", "k cap"],
                      rows), ""]
+    rows = []
+    for data in LARGE:
+        pairs = [(a, b) for d in range(DRAWS_LARGE) if (a := _get(cache, f"n{N_LARGE}|{data}|{d}|CECIB"))
+                 and (b := _get(cache, f"n{N_LARGE}|{data}|{d}|CEC"))]
+        small = [(a, b) for d in range(DRAWS_LARGE)
+                 if (a := _value(cache, data, d, "CECIB cecpick cap", 0.1, 0.0))
+                 and (b := _get(cache, f"{data}|{d}|CEC cap"))]
+        if pairs and small:
+            g = [a["nmi"] - b["nmi"] for a, b in pairs]
+            g0 = [a["nmi"] - b["nmi"] for a, b in small]
+            rows.append([data, len(pairs), f"{np.mean([b['nmi'] for _, b in pairs]):.3f}",
+                         f"{np.mean([a['nmi'] for a, _ in pairs]):.3f}",
+                         f"{np.mean(g):+.3f} ({np.std(g):.3f})", f"{np.mean(g0):+.3f}"])
+    if rows:
+        out += [f"## Sample size: CEC-IB's gain with 10% clean labels at n = {N_LARGE} (defaults)", "",
+                md_table(["data", "draws", f"CEC NMI (n={N_LARGE})", f"CEC-IB NMI (n={N_LARGE})",
+                          f"gain n={N_LARGE} (sd)", f"gain n={N_MAX}, same draws"], rows), ""]
     summary, detail = [], []
     for name in NAMES:
         for frac, noise in SETTINGS:
