@@ -356,6 +356,8 @@ def run(args, cache, cache_path):
             X, y = panel_sample(data, args.n_max, draw)
             n = len(y)
             for method, level, noise in todo:
+                if args.methods and method not in args.methods:
+                    continue
                 k = key(data, draw, method, level, noise)
                 if k in cache:  # failures too: they are deterministic (--redo refits a method)
                     continue
@@ -492,7 +494,12 @@ def write_tables(args, cache):
            "kappa0 = 0.01; CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
            "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
            "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
-           "from a k-means++ start: the label term is zeroed by moving the few labelled points); "
+           "from a k-means++ start: the label term is zeroed by moving the few labelled points); since "
+           "session 9 CEC-IB and C3L start from at most floor(n / minimum cluster size) clusters "
+           "(cap_clusters, for 'none' and labelled runs alike: the 2K start left satimage's d = 36 "
+           "clusters too small and fell back to one cluster) and CEC-IB init = 'auto' takes the start "
+           "(label-seeded or k-means++) whose plain-CEC fit has the lower cost (`study_cec_start.py` -> "
+           "`cec_start_study.md`); "
            "SemiSupervisedGMM label_noise = 'auto' (the label-flip rate learnt by EM, session 8; "
            "`study_ssgmm_label_noise.py` -> `ssgmm_label_noise_study.md`). "
            "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
@@ -605,6 +612,8 @@ def main(argv=None):
     ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new fits after this")
     ap.add_argument("--tables-only", action="store_true", help="rewrite tables and plots from the cache")
     ap.add_argument("--redo", nargs="*", default=[], help="drop these methods' cached fits")
+    ap.add_argument("--methods", nargs="*", default=[],
+                    help="fit only these methods' cells (others are read from the cache as they are)")
     args = ap.parse_args(argv)
     args.draws = args.draws or (1 if args.quick else 3)
     args.n_max = args.n_max or (150 if args.quick else 200)

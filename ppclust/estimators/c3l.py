@@ -48,7 +48,13 @@ class C3L(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : initial number of clusters (surplus ones are deleted during the fit, as in CEC).
+    n_clusters : initial number of clusters (surplus ones are deleted during the fit, as in CEC); with
+        ``cap_clusters`` lowered to ``floor(n / card_min)`` (``n_clusters_init_`` holds the number used).
+    cap_clusters : bool, default=True. Start from at most ``floor(n / card_min)`` clusters
+        (:func:`ppclust.inference.hartigan.max_start_clusters`): a start with more has an average cluster
+        below ``card_min`` that the engine deletes; CEC-IB's ``cap_clusters`` says where the rule comes from
+        and what it changed on the benefit panel. ``False``: the paper's behaviour. With ``init="labels"``
+        the start still has at least one cluster per label category.
     leakage : alpha in (0, 1); ``>= 0.5`` disables the constraint (plain CEC with the product family).
     n_init : restarts; the lowest-cost run is kept.
     random_state : None, int, numpy Generator or JAX key.
@@ -63,7 +69,15 @@ class C3L(ClusterMixin, BaseEstimator):
         with k-means++ against +0.041 with the random start (mean gain >= 0.05 on 6 vs 4 of 8 sets).
         ``"labels"``: CEC-IB's label-seeded start (one initial cluster per label category at its labelled
         points' mean in the transformed space, the other seeds by k-means++ given them;
-        :func:`ppclust.inference.hartigan.seeded_partitions`); needs partial labels ``y``.
+        :func:`ppclust.inference.hartigan.seeded_partitions`); needs partial labels ``y``. Session 9 kept
+        ``"kmeans++"`` (``benchmarks/study_cec_start.py`` -> ``results/cec_start_study.md``, capped 2K
+        start, NMI change over plain CEC): the label-seeded start gave +0.059 / +0.072 / +0.039 with 5% /
+        10% clean / 10% 20%-wrong labels (goal met on 6 / 6 / 6 of 8 sets), k-means++ +0.066 / +0.095 /
+        +0.021 (5 / 6 / 6): no consistent gain. Neither start is why C3L with labels loses to plain CEC
+        on iris (10% clean labels: -0.088 from k-means++, -0.097 from the labels, -0.066 with the
+        constraint off, ``leakage=0.5``): three categories give three
+        one-vs-rest hyperplanes whose 1-D Gaussians C3L's product model treats as independent, which
+        on 4-D iris leaves one free dimension, against plain CEC's full covariances.
     max_iter : safety cap on Hartigan passes (was ``max_passes``, deprecated).
     standardize : cluster standardised features (the hyperplane and the outputs stay in X's units).
     svm_C : C of the linear SVM that turns two categories of partial labels into the hyperplane.
@@ -96,6 +110,7 @@ class C3L(ClusterMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_clusters": POSITIVE_INT,
+        "cap_clusters": ["boolean"],
         "leakage": UNIT_OPEN,
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
@@ -113,8 +128,9 @@ class C3L(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=10, *, leakage=0.05, n_init=10, random_state=None, card_min=None,
                  init="kmeans++", max_iter=100, standardize=False, svm_C=1.0, devices="auto",
-                 algorithm="hartigan", progress_bar=True, max_passes="deprecated"):
+                 algorithm="hartigan", progress_bar=True, max_passes="deprecated", cap_clusters=True):
         self.n_clusters = n_clusters
+        self.cap_clusters = cap_clusters
         self.leakage = leakage
         self.n_init = n_init
         self.random_state = random_state
@@ -182,6 +198,8 @@ class C3L(ClusterMixin, BaseEstimator):
             warnings.warn("all points lie on one side of the hyperplane: only clusters near it are affected",
                           UserWarning, stacklevel=2)
         K = int(self.n_clusters)
+        if self.cap_clusters:
+            K = _hartigan.max_start_clusters(K, n, cm)
         centres = None
         if self.init == "labels":
             if y is None or hyperplane is not None or not (y >= 0).any():
@@ -236,6 +254,7 @@ class C3L(ClusterMixin, BaseEstimator):
             raise RuntimeError("C3L: internal error, a point was left without a cluster")
         self.n_clusters_ = int(active.sum())
         self.card_min_ = cm
+        self.n_clusters_init_ = K
         self.min_size_ = cm
         sq = (lambda a: a[:, 0]) if J == 1 else (lambda a: a)
         self.weights_ = params.weight
