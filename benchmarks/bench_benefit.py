@@ -339,6 +339,8 @@ def run(args, cache, cache_path):
             X, y = panel_sample(data, args.n_max, draw)
             n = len(y)
             for method, level, noise in todo:
+                if args.methods and method not in args.methods:
+                    continue
                 k = key(data, draw, method, level, noise)
                 if k in cache:  # failures too: they are deterministic (--redo refits a method)
                     continue
@@ -588,6 +590,7 @@ def main(argv=None):
     ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new fits after this")
     ap.add_argument("--tables-only", action="store_true", help="rewrite tables and plots from the cache")
     ap.add_argument("--redo", nargs="*", default=[], help="drop these methods' cached fits")
+    ap.add_argument("--methods", nargs="*", default=[], help="fit only these methods (default: all)")
     args = ap.parse_args(argv)
     args.draws = args.draws or (1 if args.quick else 3)
     args.n_max = args.n_max or (150 if args.quick else 200)
