@@ -17,6 +17,12 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
 * Model selection (§2.5, §3.7): LSMI (§5) with label-independent pieces (centres, folds, per-fold
   Gram matrices) precomputed once per data set, so each candidate labelling costs O(n b + c (b/c)^3);
   the semi-supervised criterion eq. (9) over the (t, gamma, eta) grid.
+* Held-out link check (not in the paper; ``select(..., link_folds=k)``, the estimator's default k = 5):
+  the eq. (9) winner refitted without each fold of the links must satisfy the unseen links at least as
+  well as the no-link SMIC, else the no-link SMIC is returned (:func:`link_check`). Eq. (9) trusts every
+  link; with c > 2 most random pairs are cannot-links (which act only through K', eta being 0, on pairs
+  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links
+  (``benchmarks/results/smic_link_noise_study.md``).
 
 Host-side: kNN search (scikit-learn), sparse algebra and LSMI are NumPy/SciPy; the dense eigen path
 is JAX.
