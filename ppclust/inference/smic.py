@@ -78,6 +78,10 @@ DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems onl
 # n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
 # Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
 DENSE_MAX = 200
+# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
+# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
+# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
+DEFAULT_LINK_REPEATS = 3
 
 
 class Kernel(NamedTuple):
@@ -623,7 +627,8 @@ def eq9_scores(lsmi, nv):
 
 def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
            lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
-           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False, link_folds=0):
+           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False, link_folds=0,
+           link_repeats=DEFAULT_LINK_REPEATS):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
 
     ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
@@ -631,7 +636,8 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     ``link_folds`` (not in the paper; 0 = off, the paper's 3SMIC): the held-out link check of
     :func:`link_check`. With ``k >= 2`` folds the eq. (9) winner is refitted k times, each time without one
     fold of the links, and its labels scored on the links it did not see
-    (:func:`ppclust.sideinfo.link_agreement`); the no-link SMIC (LSMI over ``ts``) is scored on all links,
+    (:func:`ppclust.sideinfo.link_agreement`), over ``link_repeats`` random fold splits (repeated
+    cross-validation); the no-link SMIC (LSMI over ``ts``) is scored on all links,
     none of which it saw. The links are used only when the held-out score of the link fit is at least that
     of the no-link fit; otherwise the no-link SMIC is returned (a row with ``links=False``). Eq. (9) itself
     counts violations as if every link were right, so with flipped links it can pick a fit that is worse
@@ -688,7 +694,8 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp)
     none = select(x, c, None, ts=ts, lsmi=lsmi, seed=seed, dense_max=dense_max, tol=tol)
     check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none.fit.labels,
-                       n_folds=link_folds, seed=seed, assign=assign, sign=sign, dense_max=dense_max, tol=tol)
+                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, assign=assign, sign=sign,
+                       dense_max=dense_max, tol=tol)
     if check["use_links"]:
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
     r = dict(none.rows[none.best], gamma=0.0, eta=0.0, violations=count_violations(none.fit.labels, links),
@@ -698,30 +705,33 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
                            link_check=check)
 
 
-def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, seed=0,
-               assign="model", sign="eigvec", dense_max=DENSE_MAX, tol=1e-10):
+def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, n_repeats=1,
+               seed=0, assign="model", sign="eigvec", dense_max=DENSE_MAX, tol=1e-10):
     """Held-out link check (not in the paper): do the links improve on the no-link labelling?
 
     The links are split into ``n_folds`` folds (:func:`ppclust.sideinfo.link_folds`); 3SMIC at ``(gamma,
-    eta)`` on ``kernel`` is fitted without each fold and scored on it; ``labels_none`` (a fit that saw no
-    link) is scored on all links. Both scores are :func:`ppclust.sideinfo.link_agreement`, whose
+    eta)`` on ``kernel`` is fitted without each fold and scored on it, for ``n_repeats`` independent fold
+    splits (split r seeded ``seed + 1000 r``; the score is the mean over splits); ``labels_none`` (a fit
+    that saw no link) is scored on all links. Both scores are :func:`ppclust.sideinfo.link_agreement`, whose
     expectation on unseen links is increasing in pair accuracy for any flip rate below 1/2. Returns a
     dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
     (``agreement_links >= agreement_none``; True when there are fewer than 2 links)."""
     from ppclust.sideinfo import SideInfo, link_agreement, link_folds
 
     side = SideInfo.from_links(kernel.K.shape[0], must_link=links.must, cannot_link=links.cannot)
-    splits = link_folds(side, n_folds, seed=seed)
-    if not splits:
+    hit, n_splits = 0.0, 0
+    for r in range(int(n_repeats)):
+        splits = link_folds(side, n_folds, seed=seed + 1000 * r)
+        for train, held in splits:
+            res = threesmic_fit(kernel, c, link_matrices(train), gamma, eta, assign=assign, sign=sign,
+                                dense_max=dense_max, tol=tol)
+            hit += link_agreement(res.labels, held) * float(np.sum(held.weight))
+        n_splits = len(splits)
+    if not n_splits:
         return dict(folds=0, agreement_links=float("nan"), agreement_none=float("nan"), use_links=True)
-    hit = 0.0
-    for train, held in splits:
-        res = threesmic_fit(kernel, c, link_matrices(train), gamma, eta, assign=assign, sign=sign,
-                            dense_max=dense_max, tol=tol)
-        hit += link_agreement(res.labels, held) * float(np.sum(held.weight))
-    a_links = hit / float(np.sum(side.weight))
+    a_links = hit / (float(np.sum(side.weight)) * int(n_repeats))
     a_none = link_agreement(labels_none, side)
-    return dict(folds=len(splits), agreement_links=float(a_links), agreement_none=float(a_none),
+    return dict(folds=n_splits, agreement_links=float(a_links), agreement_none=float(a_none),
                 use_links=bool(a_links >= a_none))
 
 
