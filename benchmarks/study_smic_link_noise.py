@@ -142,8 +142,9 @@ def tables(args, cache):
                              f"{np.mean([a['gamma'] for a, _ in pairs]):.2f}",
                              f"{sum(used)}/{len(used)}" if used else "-",
                              "{:.3f} / {:.3f}".format(*np.mean(agree, 0)) if agree else "-"])
-            summary.append([cfg, f"{noise:.0%}", len(rows), f"{np.mean(pooled):+.3f}" if pooled else "-",
-                            n_ok, "gain >= 0.05" if noise == 0 else "change >= -0.02"])
+            if rows:
+                summary.append([cfg, f"{noise:.0%}", len(rows), f"{np.mean(pooled):+.3f}", n_ok,
+                                "gain >= 0.05" if noise == 0 else "change >= -0.02"])
             if rows:
                 detail += [f"### {cfg}, {noise:.0%} flipped", "",
                            md_table(["data", "draws", "NMI none", "NMI", "NMI - none (sd)", "must-links",
