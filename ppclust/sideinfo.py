@@ -34,7 +34,7 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_channel_information"]
+           "labelled_means", "label_channel_information", "link_agreement", "link_folds"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -443,6 +443,39 @@ def table_within_counts(z, z_nbr, sgn, wgt):
     Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller."""
     same = (z_nbr == z[:, None]).astype(wgt.dtype)
     return 0.5 * (same * wgt * (sgn > 0)).sum(), 0.5 * (same * wgt * (sgn < 0)).sum()
+
+
+def link_agreement(labels, side: SideInfo) -> float:
+    r"""Weighted share of the links a labelling satisfies, :math:`(N_{11} + N_{00}) / \sum_l w_l`
+    (:func:`pair_counts`: may-links inside a cluster plus may-not-links across); 1 without links.
+
+    On links that were *not used* to fit the labelling it estimates the labelling's agreement with the
+    link source: for pairs drawn independently of the fit and signs flipped at any rate
+    :math:`\varepsilon < 1/2`, its expectation :math:`\varepsilon + (1 - 2\varepsilon) a` is increasing
+    in the labelling's pair accuracy ``a`` on those pairs, so comparing two labellings on the same held-out
+    links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy."""
+    if side.n_links == 0:
+        return 1.0
+    c = pair_counts(np.asarray(labels), side, xp=np)
+    return float((c[0] + c[3]) / np.sum(side.weight))
+
+
+def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, SideInfo]]:
+    """``n_folds`` (train, held-out) splits of the links of ``side`` (a random partition of the links into
+    folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links."""
+    m = side.n_links
+    n_folds = int(min(n_folds, m))
+    if n_folds < 2:
+        return []
+    fold = np.random.default_rng(seed).permutation(np.arange(m) % n_folds)
+    out = []
+    for f in range(n_folds):
+        parts = []
+        for keep in (fold != f, fold == f):
+            parts.append(SideInfo.from_pairs(side.n, side.pairs[keep], side.sign[keep], side.weight[keep],
+                                             on_conflict="keep"))
+        out.append(tuple(parts))
+    return out
 
 
 def link_weight_per_point(table: NeighbourTable) -> float:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ppclust.sideinfo import SideInfo, decode_pair_index, link_weight_per_point
+from ppclust.sideinfo import SideInfo, decode_pair_index, link_agreement, link_folds, link_weight_per_point
 
 
 def _random_links(rng, n, m):
@@ -290,3 +290,47 @@ def test_link_weight_per_point_counts_each_pair_at_both_ends_with_its_net_weight
     # a pair stored with both signs acts with its net weight |1 - 3| = 2 (counted at both ends)
     both = SideInfo.from_pairs(3, [[0, 1], [0, 1]], [1, -1], [1.0, 3.0], on_conflict="keep")
     assert link_weight_per_point(both.neighbour_table()) == pytest.approx(2 * 2.0 / 3, rel=1e-15)
+
+
+def test_link_agreement_is_the_weighted_share_of_satisfied_links_by_brute_force():
+    rng = np.random.default_rng(5)
+    n, m = 30, 80
+    pairs = rng.choice(n, size=(m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    sign = rng.choice([-1, 1], size=len(pairs))
+    w = rng.uniform(0.1, 2.0, len(pairs))
+    side = SideInfo.from_pairs(n, pairs, sign, w, on_conflict="keep")
+    z = rng.integers(0, 3, n)
+    ok = [(z[i] == z[j]) == (s > 0) for (i, j), s in zip(side.pairs, side.sign, strict=True)]
+    assert link_agreement(z, side) == pytest.approx(np.sum(side.weight * np.array(ok)) / side.weight.sum())
+    # the true labelling satisfies exactly the links whose sign was not flipped
+    y = rng.integers(0, 4, n)
+    p, _ = _unique_pairs(rng, n, 60)
+    a, b = p[:, 0], p[:, 1]
+    flip = rng.random(len(a)) < 0.3
+    sgn = np.where((y[a] == y[b]) ^ flip, 1, -1)
+    noisy = SideInfo.from_pairs(n, p, sgn)
+    assert link_agreement(y, noisy) == pytest.approx(1 - flip.mean())
+    assert link_agreement(y, SideInfo(n)) == 1.0
+
+
+def test_link_folds_partition_the_links():
+    rng = np.random.default_rng(0)
+    side = SideInfo.from_pairs(40, *_unique_pairs(rng, 40, 23))
+    splits = link_folds(side, 5, seed=1)
+    assert len(splits) == 5
+    key = lambda s: {(int(i), int(j), int(g)) for (i, j), g in zip(s.pairs, s.sign, strict=True)}  # noqa: E731
+    every = key(side)
+    held = [key(h) for _, h in splits]
+    assert set().union(*held) == every and sum(len(h) for h in held) == len(every)  # each link held out once
+    assert sorted(len(h) for h in held) == [4, 4, 5, 5, 5]
+    for (train, _), h in zip(splits, held, strict=True):
+        assert key(train) == every - h
+    assert link_folds(SideInfo.from_pairs(40, [[0, 1]], [1]), 5) == []  # fewer than 2 links: no split
+    assert [key(h) for _, h in link_folds(side, 5, seed=1)] == held  # seeded
+
+
+def _unique_pairs(rng, n, m):
+    iu = np.triu_indices(n, 1)
+    pick = rng.permutation(iu[0].size)[:m]
+    return np.stack([iu[0][pick], iu[1][pick]], 1), rng.choice([-1, 1], size=m)

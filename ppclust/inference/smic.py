@@ -17,6 +17,12 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
 * Model selection (§2.5, §3.7): LSMI (§5) with label-independent pieces (centres, folds, per-fold
   Gram matrices) precomputed once per data set, so each candidate labelling costs O(n b + c (b/c)^3);
   the semi-supervised criterion eq. (9) over the (t, gamma, eta) grid.
+* Held-out link check (not in the paper; ``select(..., link_folds=k)``, the estimator's default k = 5):
+  the eq. (9) winner refitted without each fold of the links must satisfy the unseen links at least as
+  well as the no-link SMIC, else the no-link SMIC is returned (:func:`link_check`). Eq. (9) trusts every
+  link; with c > 2 most random pairs are cannot-links (which act only through K', eta being 0, on pairs
+  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links
+  (``benchmarks/results/smic_link_noise_study.md``).
 
 Host-side: kNN search (scikit-learn), sparse algebra and LSMI are NumPy/SciPy; the dense eigen path
 is JAX.
@@ -60,6 +66,7 @@ __all__ = [
     "count_violations",
     "eq9_scores",
     "select",
+    "link_check",
     "DEFAULT_GAMMAS",
     "DEFAULT_ETAS",
     "DEFAULT_TS",
@@ -71,6 +78,10 @@ DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems onl
 # n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
 # Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
 DENSE_MAX = 200
+# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
+# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
+# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
+DEFAULT_LINK_REPEATS = 3
 
 
 class Kernel(NamedTuple):
@@ -594,6 +605,7 @@ class SelectionResult(NamedTuple):
     fit: SMICResult  # the selected solution
     kernel: Kernel  # kernel of the selected t
     Kp: sp.csr_matrix  # modified kernel of the selected t
+    link_check: dict | None = None  # the held-out link check (select's link_folds), None when not run
 
 
 def eq9_scores(lsmi, nv):
@@ -615,10 +627,21 @@ def eq9_scores(lsmi, nv):
 
 def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
            lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
-           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False):
+           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False, link_folds=0,
+           link_repeats=DEFAULT_LINK_REPEATS):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
 
     ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
+
+    ``link_folds`` (not in the paper; 0 = off, the paper's 3SMIC): the held-out link check of
+    :func:`link_check`. With ``k >= 2`` folds the eq. (9) winner is refitted k times, each time without one
+    fold of the links, and its labels scored on the links it did not see
+    (:func:`ppclust.sideinfo.link_agreement`), over ``link_repeats`` random fold splits (repeated
+    cross-validation); the no-link SMIC (LSMI over ``ts``) is scored on all links,
+    none of which it saw. The links are used only when the held-out score of the link fit is at least that
+    of the no-link fit; otherwise the no-link SMIC is returned (a row with ``links=False``). Eq. (9) itself
+    counts violations as if every link were right, so with flipped links it can pick a fit that is worse
+    than ignoring them; the held-out score ranks the two by pair accuracy whatever the flip rate.
 
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
     distinct labelling.
@@ -667,7 +690,49 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     best = int(np.argmax(score))
     kern = kernels[best]
     Kp = modify_kernel(kern.K, links) if supervised else kern.K
-    return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp)
+    if not (supervised and link_folds):
+        return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp)
+    none = select(x, c, None, ts=ts, lsmi=lsmi, seed=seed, dense_max=dense_max, tol=tol)
+    check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none.fit.labels,
+                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, assign=assign, sign=sign,
+                       dense_max=dense_max, tol=tol)
+    if check["use_links"]:
+        return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
+    r = dict(none.rows[none.best], gamma=0.0, eta=0.0, violations=count_violations(none.fit.labels, links),
+             score=float("nan"), links=False)
+    rows.append(r)
+    return SelectionResult(best=len(rows) - 1, rows=rows, fit=none.fit, kernel=none.kernel, Kp=none.kernel.K,
+                           link_check=check)
+
+
+def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, n_repeats=1,
+               seed=0, assign="model", sign="eigvec", dense_max=DENSE_MAX, tol=1e-10):
+    """Held-out link check (not in the paper): do the links improve on the no-link labelling?
+
+    The links are split into ``n_folds`` folds (:func:`ppclust.sideinfo.link_folds`); 3SMIC at ``(gamma,
+    eta)`` on ``kernel`` is fitted without each fold and scored on it, for ``n_repeats`` independent fold
+    splits (split r seeded ``seed + 1000 r``; the score is the mean over splits); ``labels_none`` (a fit
+    that saw no link) is scored on all links. Both scores are :func:`ppclust.sideinfo.link_agreement`, whose
+    expectation on unseen links is increasing in pair accuracy for any flip rate below 1/2. Returns a
+    dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
+    (``agreement_links >= agreement_none``; True when there are fewer than 2 links)."""
+    from ppclust.sideinfo import SideInfo, link_agreement, link_folds
+
+    side = SideInfo.from_links(kernel.K.shape[0], must_link=links.must, cannot_link=links.cannot)
+    hit, n_splits = 0.0, 0
+    for r in range(int(n_repeats)):
+        splits = link_folds(side, n_folds, seed=seed + 1000 * r)
+        for train, held in splits:
+            res = threesmic_fit(kernel, c, link_matrices(train), gamma, eta, assign=assign, sign=sign,
+                                dense_max=dense_max, tol=tol)
+            hit += link_agreement(res.labels, held) * float(np.sum(held.weight))
+        n_splits = len(splits)
+    if not n_splits:
+        return dict(folds=0, agreement_links=float("nan"), agreement_none=float("nan"), use_links=True)
+    a_links = hit / (float(np.sum(side.weight)) * int(n_repeats))
+    a_none = link_agreement(labels_none, side)
+    return dict(folds=n_splits, agreement_links=float(a_links), agreement_none=float(a_none),
+                use_links=bool(a_links >= a_none))
 
 
 # --- helpers ---
