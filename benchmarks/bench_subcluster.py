@@ -317,7 +317,8 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
         w = 16
         log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
         lab = jax.jit(lambda k: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
-                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q))
+                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q,
+                                            backend=backend))
         if backend == "numba" and d > subcluster._NUMBA_STATS_MIN_D:
             from ppclust.inference._subcluster_cpu import family_stats
 

@@ -34,13 +34,14 @@ spherical) in float64; others (and float32) use the XLA path.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust._families_cpu import available, compile_kernel, family_code, gaussian_loglik
-from ppclust.families import GaussianNIW
+from ppclust._families_cpu import DIAG, FULL, available, compile_kernel, family_code, gaussian_loglik
+from ppclust.families import LOG_2PI, GaussianNIW
 from ppclust.inference._gibbs_cpu import _from_wire, _to_wire, _unwire, _wire, _wire_shape
 
 try:
@@ -48,7 +49,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "move_sides"]
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "move_sides",
+           "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
@@ -234,6 +236,132 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     res[3] = tot[4]
 
 
+@compile_kernel
+def _inverse_cdf(e, K, target):
+    """``(j, gap)``: the inverse-CDF index ``#{k: c_k <= target}`` (K when none exceeds) of the cumulative
+    sums ``c`` of ``e[:K]``, as ``subcluster._draw_rows`` counts it, and ``min_k |c_k - target|``."""
+    c = 0.0
+    j = 0
+    gap = np.inf
+    for k in range(K):
+        c += e[k]
+        if c <= target:
+            j += 1
+        g = abs(c - target)
+        if g < gap:
+            gap = g
+    return j, gap
+
+
+@partial(compile_kernel, inline="always")
+def _slot_logliks(x, i, M, Af, H, code, c0, q, w, out):
+    """``out[k] = c0 + half_k - q_k / 2 + log pi_k`` for every slot k, the terms of
+    :func:`ppclust._families_cpu.gaussian_loglik` in its order of operations, with the slots innermost
+    (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed, ``H`` (2, K) half log
+    determinants and log weights): the loops over k vectorise."""
+    d = x.shape[1]
+    K = H.shape[1]
+    for k in range(K):
+        q[k] = 0.0
+    if code == FULL:
+        for r in range(d):
+            for k in range(K):
+                w[k] = 0.0
+            for j in range(d):
+                xj = x[i, j]
+                row = Af[j * d + r]
+                mu = M[j]
+                for k in range(K):
+                    w[k] += row[k] * (xj - mu[k])
+            for k in range(K):
+                q[k] += w[k] * w[k]
+    else:
+        for j in range(d):
+            xj = x[i, j]
+            row = Af[j] if code == DIAG else Af[0]
+            mu = M[j]
+            for k in range(K):
+                t = row[k] * (xj - mu[k])
+                q[k] += t * t
+    for k in range(K):
+        out[k] = (c0 + H[0, k] - 0.5 * q[k]) + H[1, k]
+
+
+@_parallel_kernel
+def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
+    r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)): for each point without
+    ``keep``, :math:`z_i` by inverse CDF from :math:`\ell_k = \log\pi_k + \log p(x_i\mid\theta_k)` with
+    uniform ``counter_uniform(s0, s1, i)``; kept points keep ``labels``; ``cnt`` (K,) the new slot counts
+    (labels outside [0, K) count nowhere). The parameters are those of the slots ``act`` only (the slots
+    with :math:`\log\pi_k > -\infty`, in increasing order; the others are never drawn, their weight is 0)
+    in the slots-innermost layout of :func:`_slot_logliks` (:func:`draw_block` builds them); an index j
+    among them is slot ``act[j]``, as the count over all K slots gives (0 weights add nothing), and a
+    count past the last (rounding at u T = T) is K - 1, as in ``_draw_rows``.
+
+    The weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)` are computed only where :math:`\ell_k - \max > -`
+    ``cut`` (for separated clusters most points need none: the largest weight is 1). The draw is the count
+    of cumulative sums :math:`c_k \le u\,T`; leaving out :math:`m` terms each below :math:`e^{-\text{cut}}`
+    moves every :math:`c_k` and :math:`T` by at most :math:`D = m e^{-\text{cut}}` (and :math:`uT` by at
+    most :math:`uD < D`), so no comparison can change when every :math:`|c_k - uT| > D`: then the index is
+    the one of the full sum (in exact arithmetic). Otherwise (probability about :math:`2KD` per point) the
+    point is redrawn with every exp. So the draw is the full inverse-CDF draw, not an approximation (``cut``
+    trades exps for redraws only); the two backends still differ by float rounding only (the chain test
+    compares them label for label)."""
+    n, d = x.shape
+    ka = H.shape[1]
+    nc = _chunks(n)
+    per = -(-n // nc)
+    cc = np.zeros((nc, K), np.int64)
+    tiny = math.exp(-cut)
+    c0 = -0.5 * d * LOG_2PI
+    for c in prange(nc):
+        q = np.empty(ka)
+        w = np.empty(ka)
+        lk = np.empty(ka)
+        e = np.empty(ka)
+        for i in range(c * per, min(n, (c + 1) * per)):
+            if keep[i]:
+                k = labels[i]
+                z[i] = k
+                if k >= 0 and k < K:
+                    cc[c, k] += 1
+                continue
+            _slot_logliks(x, i, M, Af, H, code, c0, q, w, lk)
+            am = 0
+            for k in range(1, ka):
+                if lk[k] > lk[am]:
+                    am = k
+            mx = lk[am]
+            tot = 0.0
+            dropped = 0
+            for k in range(ka):
+                t = lk[k] - mx
+                if k == am:
+                    e[k] = 1.0
+                    tot += 1.0
+                elif t > -cut:
+                    e[k] = math.exp(t)
+                    tot += e[k]
+                else:
+                    e[k] = 0.0
+                    if lk[k] > -np.inf:
+                        dropped += 1
+            target = counter_uniform(s0, s1, i) * tot
+            j, gap = _inverse_cdf(e, ka, target)
+            if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
+                tot = 0.0
+                for k in range(ka):
+                    e[k] = math.exp(lk[k] - mx)
+                    tot += e[k]
+                j, gap = _inverse_cdf(e, ka, counter_uniform(s0, s1, i) * tot)
+            j = act[j] if j < ka else K - 1
+            z[i] = j
+            cc[c, j] += 1
+    for c in range(nc):
+        for k in range(K):
+            cnt[k] += cc[c, k]
+
+
 # -- JAX side: operands, callbacks -----------------------------------------------------------------------
 def param_arrays(theta, code):
     """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened in
@@ -328,3 +456,25 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
                                              jnp.asarray(is_split), mean, A, half, lw, seed))
     side_b = family._stats_from(x, None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
+
+
+def draw_block(x, keep, labels, log_pi, theta, seed, family, cut):
+    """:func:`block_draw` from JAX: ``(labels (n,), counts (K,))``, the twin of ``subcluster._block_draw``
+    on one device with uniforms ``counter_uniform(seed, arange(n))``."""
+    code = family_code(family)
+    mean, A, half = param_arrays(theta, code)
+    n = x.shape[0]
+    K = log_pi.shape[0]
+
+    def host(x, keep, labels, M, Af, H, seed):
+        act = np.flatnonzero(H[1] > -np.inf).astype(np.int32)  # the slots that can be drawn
+        z = np.empty(n, np.int32)
+        cnt = np.zeros(K, np.int64)
+        s0, s1 = _seed(seed)
+        block_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]),
+                   np.ascontiguousarray(H[:, act]), act, K, code, s0, s1, float(cut), z, cnt)
+        return z, cnt.astype(np.int32)
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
+    return _call(host, outs, (x, keep, labels.astype(jnp.int32), mean.T, A.T, jnp.stack([half, log_pi]),
+                              seed))

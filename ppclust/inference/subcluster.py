@@ -214,6 +214,14 @@ _SUB_FIT = 1024
 #: O(n d^2) segment sum dominates the sweep there; at small d it is the faster: profile section of
 #: ``benchmarks/results/subcluster.md``)
 _NUMBA_STATS_MIN_D = 4
+#: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
+#: dimension (XLA's fused matrix-product draw above it: profile sections of
+#: ``benchmarks/results/subcluster.md``)
+_NUMBA_DRAW_MAX_D = 4
+#: the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a point
+#: with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
+#: (``_subcluster_cpu.block_draw``: the same draws for any cut; about one redraw per 10^7 points)
+_DRAW_CUT = 20.0
 #: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
 #: their side labels y; a merge proposes y from the two pieces and pays log h(y) - log m(y) <= (m+1) log 2
 _LAB_FIT = 64
@@ -779,7 +787,8 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
     return z[:n], cnt
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
+                backend="xla"):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster. Point i draws with uniform
     ``counter_uniform(seed, i)``. On both backends (the fused XLA draw, matrix products and a vectorised
@@ -790,8 +799,13 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
     seed = counter_seed(key)
-    u = counter_uniform(seed, jnp.arange(n), x.dtype)
-    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        draw, cnt = cpu.draw_block(x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT)
+    else:
+        u = counter_uniform(seed, jnp.arange(n), x.dtype)
+        draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
     new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
@@ -872,7 +886,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)

@@ -140,6 +140,35 @@ def test_move_twin(cov):
                     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("cov,cut", [("full", 40.0), ("diag", 40.0), ("spherical", 40.0), ("full", 1.0)])
+def test_block_draw_twin(cov, cut):
+    """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
+    products) label for label, with the same slot counts: overlapping and separated clusters, an inactive
+    slot between active ones (never drawn), kept points (their labels, counted). ``cut = 1`` leaves out
+    every weight below e^-1 of the largest, so most points need the exact redraw: a wrong bound on the
+    left-out mass changes draws here."""
+    x, z = _data(3000, 3)
+    x[:1500] *= 0.3  # half the points where all five clusters overlap
+    rng = np.random.default_rng(3)
+    keep = rng.random(len(x)) < 0.2
+    with x64():
+        xj = jnp.asarray(x)
+        fam = GaussianNIW.default(xj, cov)
+        theta = _theta(fam, xj, z, 6)
+        log_pi = jnp.log(jnp.asarray([0.1, 0.3, 0.2, 0.25, 0.15, 0.05])).at[2].set(-jnp.inf)
+        seed = subcluster.counter_seed(jax.random.key(3))
+        u = subcluster.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
+        lab = jnp.asarray(z)
+        ref, ref_cnt = subcluster._block_draw(xj, u, jnp.asarray(keep), lab, fam, log_pi, theta, None)
+        got, cnt = jax.jit(lambda: cpu.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam,
+                                                  cut))()
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    np.testing.assert_array_equal(np.asarray(cnt), np.asarray(ref_cnt))
+    got = np.asarray(got)
+    assert np.all(got[keep] == z[keep]) and not np.any(got[~keep] == 2) and np.any(got[~keep] == 5)
+    assert 0.05 < np.mean(got[~keep] != z[~keep]) < 0.9  # the draws are random, not the argmax
+
+
 def _chain_problem(n=240, seed=0):
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, 4, n)
