@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -49,8 +50,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "move_sides",
-           "block_draw"]
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "pick_subsamples",
+           "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
@@ -163,6 +164,77 @@ def pick_subsample(labels, ca, cb, is_split, u, idx):
         idx[order[r]] = n - 1
         r += 1
     return cnt
+
+
+@compile_kernel
+def _targets(u, cnt):
+    """The ranks 1 + floor(u_j cnt) of ``pick_subsample`` and their order."""
+    m = u.shape[0]
+    tgt = np.empty(m, np.int64)
+    for j in range(m):
+        tgt[j] = 1 + np.int64(math.floor(u[j] * cnt))
+    return tgt, np.argsort(tgt, kind="mergesort")
+
+
+@compile_kernel
+def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
+    """The four subsamples of a sub-cluster fit in one visit of the labels (two counting passes of
+    :func:`pick_subsample` each before): ``idx`` from ``u`` and ``li`` from ``u_lab`` among the points of C
+    (``ca``, and ``cb`` for a merge), ``ia`` and ``ib`` from ``u_lab`` among the points labelled ``ca`` and
+    ``cb``; the same points as :func:`pick_subsample` (``n - 1`` past the end). ``counts = [|C|, n_ca,
+    n_cb]``."""
+    n = labels.shape[0]
+    nc = 0
+    na = 0
+    nb = 0
+    for i in range(n):
+        lab = labels[i]
+        if lab == ca:
+            na += 1
+        if lab == cb:
+            nb += 1
+        if lab == ca or (not is_split and lab == cb):
+            nc += 1
+    counts[0] = nc
+    counts[1] = na
+    counts[2] = nb
+    t0, o0 = _targets(u, nc)
+    t1, o1 = _targets(u_lab, nc)
+    t2, o2 = _targets(u_lab, na)
+    t3, o3 = _targets(u_lab, nb)
+    m, ml = u.shape[0], u_lab.shape[0]
+    r0 = r1 = r2 = r3 = 0
+    sc = sa = sb = 0
+    for i in range(n):
+        if r0 >= m and r1 >= ml and r2 >= ml and r3 >= ml:
+            break
+        lab = labels[i]
+        if lab == ca or (not is_split and lab == cb):
+            sc += 1
+            while r0 < m and t0[o0[r0]] == sc:
+                idx[o0[r0]] = i
+                r0 += 1
+            while r1 < ml and t1[o1[r1]] == sc:
+                li[o1[r1]] = i
+                r1 += 1
+        if lab == ca:
+            sa += 1
+            while r2 < ml and t2[o2[r2]] == sa:
+                ia[o2[r2]] = i
+                r2 += 1
+        if lab == cb:
+            sb += 1
+            while r3 < ml and t3[o3[r3]] == sb:
+                ib[o3[r3]] = i
+                r3 += 1
+    for r in range(r0, m):
+        idx[o0[r]] = n - 1
+    for r in range(r1, ml):
+        li[o1[r]] = n - 1
+    for r in range(r2, ml):
+        ia[o2[r]] = n - 1
+    for r in range(r3, ml):
+        ib[o3[r]] = n - 1
 
 
 @_parallel_kernel
@@ -373,12 +445,31 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
+class Wired(NamedTuple):
+    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types),
+    ``dtype`` the array's own type, ``centre`` its column means (the shift of the centred sums, as
+    ``families._centered_scatter`` takes it)."""
+
+    bits: jax.Array
+    dtype: np.dtype
+    centre: jax.Array
+
+
+def wired(x):
+    """The data ``x`` (n, d) in the form the callbacks take it (64-bit types as uint32 pairs,
+    :mod:`._gibbs_cpu`), with its column means: a :class:`Wired`. The conversion is a copy of ``x`` (about as
+    long as the callback's own operand copy) and the means a pass over it: the sampler makes both once per
+    chain, not once per call."""
+    return Wired(_wire(x), np.dtype(x.dtype), x.mean(0))
+
+
 def _call(host, outs, args):
-    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`). Under ``vmap`` the
-    chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and
-    ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
-    dtypes = [np.dtype(a.dtype) for a in args]
-    wired_args = [_wire(a) for a in args]
+    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`; an operand given as
+    :class:`Wired` is passed as it is). Under ``vmap`` the chains come in one call (``expand_dims``: leading
+    batch axes, size 1 where an operand is shared) and ``host`` runs once per chain (each kernel is
+    multi-threaded over the points)."""
+    dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
+    wired_args = [a.bits if isinstance(a, Wired) else _wire(a) for a in args]
     core = [a.ndim for a in wired_args]
 
     def run(*wired):
@@ -403,10 +494,11 @@ def _seed(seed):
     return np.uint64(int(seed[0])), np.uint64(int(seed[1]))
 
 
-def family_stats(x, labels, k_max, family):
-    """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums`."""
+def family_stats(x, labels, k_max, family, xw=None):
+    """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
+    :func:`wired` ``x``, else made here)."""
     n, d = x.shape
-    centre = x.mean(0)  # the shift of families._centered_scatter (its own x.mean(0))
+    xw = wired(x) if xw is None else xw  # centre: the shift of families._centered_scatter (its x.mean(0))
 
     def host(x, centre, labels):
         n_out, s_out, o_out = np.zeros(k_max), np.zeros((k_max, d)), np.zeros((k_max, d, d))
@@ -415,8 +507,9 @@ def family_stats(x, labels, k_max, family):
 
     outs = (jax.ShapeDtypeStruct((k_max,), x.dtype), jax.ShapeDtypeStruct((k_max, d), x.dtype),
             jax.ShapeDtypeStruct((k_max, d, d), x.dtype))
-    cnt, s, outer = _call(host, outs, (x, centre, labels.astype(jnp.int32)))
-    return family._stats_from(x, None, cnt, s, lambda xc: outer)
+    cnt, s, outer = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32)))
+    # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
+    return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
 
 def subsample(labels, ca, cb, is_split, u):
@@ -433,12 +526,31 @@ def subsample(labels, ca, cb, is_split, u):
     return _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split), u))
 
 
-def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
-    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)``."""
+def subsamples(labels, ca, cb, is_split, u, u_lab):
+    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))``."""
+    m, ml = u.shape[0], u_lab.shape[0]
+
+    def host(labels, ca, cb, is_split, u, u_lab):
+        idx, li, ia, ib = (np.empty(k, np.int32) for k in (m, ml, ml, ml))
+        counts = np.zeros(3, np.int32)
+        pick_subsamples(labels, int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia, ib, counts)
+        return idx, li, ia, ib, counts
+
+    outs = (jax.ShapeDtypeStruct((m,), jnp.int32),) + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3 \
+        + (jax.ShapeDtypeStruct((3,), jnp.int32),)
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    idx, li, ia, ib, c = _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split),
+                                           u, u_lab))
+    return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
+
+
+def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None):
+    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
+    :func:`wired` ``x``, else made here)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n, d = x.shape
-    centre = x.mean(0)
+    xw = wired(x) if xw is None else xw
 
     def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed):
         prop = np.empty(n, np.int32)
@@ -452,15 +564,17 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
             jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
-    prop, res, s_b, o_b = _call(host, outs, (x, centre, labels.astype(jnp.int32), i32(ca), i32(cb), i32(new),
-                                             jnp.asarray(is_split), mean, A, half, lw, seed))
-    side_b = family._stats_from(x, None, res[3][None], s_b[None], lambda xc: o_b[None])
+    prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32), i32(ca), i32(cb),
+                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed))
+    # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
+    side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
 
 
-def draw_block(x, keep, labels, log_pi, theta, seed, family, cut):
+def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     """:func:`block_draw` from JAX: ``(labels (n,), counts (K,))``, the twin of ``subcluster._block_draw``
-    on one device with uniforms ``counter_uniform(seed, arange(n))``."""
+    on one device with uniforms ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else
+    made here)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n = x.shape[0]
@@ -476,5 +590,5 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut):
         return z, cnt.astype(np.int32)
 
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
-    return _call(host, outs, (x, keep, labels.astype(jnp.int32), mean.T, A.T, jnp.stack([half, log_pi]),
-                              seed))
+    return _call(host, outs, (x if xw is None else xw, keep, labels.astype(jnp.int32), mean.T, A.T,
+                              jnp.stack([half, log_pi]), seed))

@@ -342,14 +342,15 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
     return fit._replace(log_r=log_r, log_1r=log_1r)
 
 
-def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=None):
+def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all=None):
     """Steps 1-3 of :func:`subcluster_responsibilities` on the subsamples (everything but the final O(n)
     pass): ``(fit, theta, log_weights)`` with ``fit`` a :class:`SubFit` whose ``log_r, log_1r`` are
-    placeholders. ``pick``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
-    from cumulative counts here) or a function ``(which, u) -> (idx, count)``, ``which`` in ``"C", "A",
-    "B"``, giving the same points from the uniforms ``u`` (the compiled twin
-    :func:`ppclust.inference._subcluster_cpu.pick_subsample`, which visits the labels once per call)."""
-    if pick is None:
+    placeholders. ``pick_all``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
+    from cumulative counts here) or a function ``(u, u_lab) -> ((idx, count), (li, count), (ia, n_a), (ib,
+    n_b))`` giving the same points: of C from the uniforms ``u`` and ``u_lab``, of A and of B from
+    ``u_lab`` (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsamples`, all four in one
+    visit of the labels)."""
+    if pick_all is None:
         members = {"C": lambda: mask, "A": lambda: mask & in_a, "B": lambda: mask & ~in_a}
         cums = {}  # each cumulative count once ("C" serves both subsamples)
 
@@ -361,7 +362,15 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     k_pick, k_iter, k_y, k_fit = jax.random.split(key, 4)
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
-    idx, count = pick("C", u)
+    ml = min(_LAB_FIT, m)
+    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
+    u_lab = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
+    if pick_all is None:
+        picked = (pick("C", u), pick("C", u_lab)) + ((pick("A", u_lab), pick("B", u_lab)) if in_a is not None
+                                                      else ())
+    else:
+        picked = pick_all(u, u_lab)
+    idx, count = picked[0]
     xs = x[idx]
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
@@ -376,14 +385,10 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     st = family.stats(xs, side, 2, w)
     theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
     lw_em = jnp.log(st.n + 1.0)
-    ml = min(_LAB_FIT, m)
-    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
-    u = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
-    li, _ = pick("C", u)  # the labelled subsample I: uniform points of C
+    li, _ = picked[1]  # the labelled subsample I: uniform points of C
     flip = jax.random.uniform(k_flip, (ml,), dtype=x.dtype) < _LAB_FLIP
     if in_a is not None:  # I from m(I | A, B): each point from A with probability beta_A, else from B
-        ia, n_a = pick("A", u)
-        ib, n_b = pick("B", u)
+        (ia, n_a), (ib, n_b) = picked[2], picked[3]
         from_a = jax.random.uniform(k_ab, (ml,), dtype=x.dtype) < _beta_a(n_a, n_b)
         li = jnp.where(from_pieces, jnp.where(from_a, ia, ib), li)
     ll = _loglik_matrix(family, theta_em, x[li]) + lw_em
@@ -559,9 +564,10 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
-    None)."""
+    None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._subcluster_cpu.wired`),
+    made once per chain (else per call)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -576,13 +582,11 @@ def _propose(key, is_split, labels, stats, x, family, backend):
     if backend == "numba":
         from ppclust.inference import _subcluster_cpu as cpu
 
-        def pick(which, u):
-            c1, c2, one = {"C": (ca, cb, is_split), "A": (ca, ca, True), "B": (cb, cb, True)}[which]
-            return cpu.subsample(labels, c1, c2, one, u)
-
-        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split), pick=pick)
+        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split),
+                                         pick_all=lambda u, u_lab: cpu.subsamples(labels, ca, cb, is_split, u,
+                                                                                  u_lab))
         proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
-                                                     family, _LOGIT_CLIP)
+                                                     family, _LOGIT_CLIP, xw)
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
@@ -602,12 +606,12 @@ def _propose(key, is_split, labels, stats, x, family, backend):
     return proposal, log_q, valid, full, pair, side_b
 
 
-def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend)
+    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw)
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -788,7 +792,7 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
 
 
 def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
-                backend="xla"):
+                backend="xla", xw=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster. Point i draws with uniform
     ``counter_uniform(seed, i)``. On both backends (the fused XLA draw, matrix products and a vectorised
@@ -802,7 +806,7 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
     if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
         from ppclust.inference import _subcluster_cpu as cpu
 
-        draw, cnt = cpu.draw_block(x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT)
+        draw, cnt = cpu.draw_block(x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT, xw)
     else:
         u = counter_uniform(seed, jnp.arange(n), x.dtype)
         draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
@@ -839,14 +843,20 @@ def _widths(k_max):
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None,
-         backend="xla"):
+         backend="xla", x_wired=None):
     """One sweep: ``n_moves`` split/merge MH steps, one peel/absorb step, ``p, q``, augmentation,
     restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
     :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
     which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
     or ``"numba"`` (the split/merge moves' O(n) passes, and the statistics for d > 4, on the compiled twins
-    of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). Pure; not jitted."""
+    of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). ``x_wired``: for the numba
+    backend, ``x`` as the compiled twins take it (``_subcluster_cpu.wired(x)``; made here when None: make
+    it once outside a loop over sweeps, it is a copy of ``x``). Pure; not jitted."""
     n = x.shape[0]
+    if backend == "numba" and x_wired is None:
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        x_wired = cpu.wired(x)
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
     prior_now = prior._replace(alpha=state.alpha)
@@ -856,7 +866,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
         labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
-                                                    prior_now, pq, state.p, state.q, backend)
+                                                    prior_now, pq, state.p, state.q, backend, x_wired)
         return (labels, lj, stats, counts, full | f), info
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
@@ -886,14 +896,15 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend,
+                                       x_wired)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
     if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
         from ppclust.inference import _subcluster_cpu as cpu
 
-        stats = cpu.family_stats(x, labels, k_max, family)
+        stats = cpu.family_stats(x, labels, k_max, family, x_wired)
     else:
         stats = family.stats(x, labels, k_max)
     counts = pair_counts(labels, links).astype(x.dtype)
@@ -988,6 +999,10 @@ def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples
          sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla"):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
               alpha_rate=alpha_rate, mesh=mesh, backend=backend)
+    if backend == "numba":  # x crosses the host callbacks as uint32 pairs: converted once, not per call
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        kw["x_wired"] = cpu.wired(x)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]

@@ -106,6 +106,27 @@ def test_pick_subsample_twin():
         assert np.all(mask[np.asarray(idx)]) == (mask.sum() > 0)
 
 
+def test_pick_subsamples_twin():
+    """The four subsamples of a fit in one visit (C from two uniform vectors, A and B from the second)
+    equal the cumulative-count search of each set (split and merge, an empty cluster, cb = ca)."""
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 6, 3000).astype(np.int32)
+    u, u_lab = rng.random(1024), rng.random(64)
+
+    def ref(mask, v):
+        cum = np.cumsum(mask)
+        return np.minimum(np.searchsorted(cum, 1 + np.floor(v * cum[-1]).astype(np.int32)), len(labels) - 1)
+
+    for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (1, 7, False), (5, 5, False)):
+        mask = (labels == ca) | ((labels == cb) & (not is_split))
+        got = jax.jit(lambda s, a, b: cpu.subsamples(jnp.asarray(labels), a, b, s, jnp.asarray(u),
+                                                     jnp.asarray(u_lab)))(is_split, ca, cb)
+        for (idx, cnt), m_, v in zip(got, (mask, mask, labels == ca, labels == cb), (u, u_lab, u_lab, u_lab),
+                                     strict=True):
+            np.testing.assert_array_equal(np.asarray(idx), ref(m_, v))
+            assert int(cnt) == m_.sum()
+
+
 @pytest.mark.parametrize("cov", ["full", "diag"])
 def test_move_twin(cov):
     """The move's O(n) part for the points of C only: proposal, log q, |C|, |A| and side B's statistics
