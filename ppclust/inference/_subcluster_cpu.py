@@ -5,11 +5,13 @@ Why: XLA:CPU runs a split/merge move as about ten full passes over the points (b
 segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
 per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
 branch actually taken. The sweep stays one jitted program: the loops are called through
-:func:`jax.pure_callback` (chains in one call per kernel), everything O(K) (pair choice, the sub-cluster
-fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX, and so
-does the label step: a scalar compiled loop over the points (one libm exp per point and cluster) measured
-2.3x slower than XLA's fused draw with its vectorised exp (``benchmarks/results/subcluster.md``, profile
-``s8-tput``), so it was removed.
+:func:`jax.pure_callback` (chains in one call per kernel; the data cross as one pre-converted operand made
+once per chain, :func:`wired`), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size
+subsample, log joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked
+block (d <= 4) is :func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was
+2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one
+keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
+``cut`` nats of the largest, with an exact redraw when the left-out mass could matter.
 
 Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
 ``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin
@@ -20,14 +22,17 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
 =====================================  =====================================================================
 :func:`counter_uniform`                ``counter_uniform`` (the per-point uniforms of both paths)
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
-:func:`pick_subsample`                 the subsample indices of ``subcluster_responsibilities``
+:func:`pick_subsamples`                the four subsamples of ``_subcluster_fit`` (``_uniform_points``)
+:func:`block_draw`                     the unlinked block of ``_label_step`` (``_block_draw``: data term,
+                                       inverse-CDF draw, slot counts)
 :func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
                                        Bernoulli sides and ``_log_q_pair`` of ``propose``, and the split
                                        side's ``GaussianNIW.weighted_stats`` sums
 =====================================  =====================================================================
 
 The Gaussian log density is :func:`ppclust._families_cpu.gaussian_loglik` (the twin of
-:func:`ppclust.families.gaussian_loglik`). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
+:func:`ppclust.families.gaussian_loglik`; :func:`_slot_logliks` is its loop over the slots, the same terms
+in the same order). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
 spherical) in float64; others (and float32) use the XLA path.
 """
 
@@ -35,7 +40,6 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,7 +54,7 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "pick_subsamples",
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples",
            "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -136,39 +140,8 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
 
 
 @compile_kernel
-def pick_subsample(labels, ca, cb, is_split, u, idx):
-    """The subsample of ``subcluster_responsibilities``: with C the points labelled ``ca`` (and ``cb`` for
-    a merge), ``idx[j]`` is the t-th point of C for t = 1 + floor(u_j |C|) (``n - 1`` past the end, as
-    ``searchsorted`` of the cumulative count clipped). Returns |C|."""
-    n = labels.shape[0]
-    cnt = 0
-    for i in range(n):
-        if labels[i] == ca or (not is_split and labels[i] == cb):
-            cnt += 1
-    m = u.shape[0]
-    tgt = np.empty(m, np.int64)
-    for j in range(m):
-        tgt[j] = 1 + np.int64(math.floor(u[j] * cnt))
-    order = np.argsort(tgt, kind="mergesort")
-    r = 0
-    seen = 0
-    for i in range(n):
-        if r >= m:
-            break
-        if labels[i] == ca or (not is_split and labels[i] == cb):
-            seen += 1
-            while r < m and tgt[order[r]] == seen:
-                idx[order[r]] = i
-                r += 1
-    while r < m:
-        idx[order[r]] = n - 1
-        r += 1
-    return cnt
-
-
-@compile_kernel
 def _targets(u, cnt):
-    """The ranks 1 + floor(u_j cnt) of ``pick_subsample`` and their order."""
+    """The ranks 1 + floor(u_j cnt) of :func:`pick_subsamples` and their order."""
     m = u.shape[0]
     tgt = np.empty(m, np.int64)
     for j in range(m):
@@ -178,11 +151,11 @@ def _targets(u, cnt):
 
 @compile_kernel
 def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
-    """The four subsamples of a sub-cluster fit in one visit of the labels (two counting passes of
-    :func:`pick_subsample` each before): ``idx`` from ``u`` and ``li`` from ``u_lab`` among the points of C
-    (``ca``, and ``cb`` for a merge), ``ia`` and ``ib`` from ``u_lab`` among the points labelled ``ca`` and
-    ``cb``; the same points as :func:`pick_subsample` (``n - 1`` past the end). ``counts = [|C|, n_ca,
-    n_cb]``."""
+    """The four subsamples of a sub-cluster fit in one visit of the labels (after one counting pass): ``idx``
+    from ``u`` and ``li`` from ``u_lab`` among the points of C (``ca``, and ``cb`` for a merge), ``ia`` and
+    ``ib`` from ``u_lab`` among the points labelled ``ca`` and ``cb``. The t-th point of a set for each
+    uniform v, t = 1 + floor(v |set|) (``n - 1`` past the end, as ``searchsorted`` of the cumulative count
+    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``."""
     n = labels.shape[0]
     nc = 0
     na = 0
@@ -445,14 +418,21 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
-class Wired(NamedTuple):
+@jax.tree_util.register_pytree_node_class
+class Wired:
     """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types),
-    ``dtype`` the array's own type, ``centre`` its column means (the shift of the centred sums, as
+    ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the centred sums, as
     ``families._centered_scatter`` takes it)."""
 
-    bits: jax.Array
-    dtype: np.dtype
-    centre: jax.Array
+    def __init__(self, bits, dtype, centre):
+        self.bits, self.dtype, self.centre = bits, np.dtype(dtype), centre
+
+    def tree_flatten(self):
+        return (self.bits, self.centre), self.dtype
+
+    @classmethod
+    def tree_unflatten(cls, dtype, leaves):
+        return cls(leaves[0], dtype, leaves[1])
 
 
 def wired(x):
@@ -510,20 +490,6 @@ def family_stats(x, labels, k_max, family, xw=None):
     cnt, s, outer = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32)))
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
-
-
-def subsample(labels, ca, cb, is_split, u):
-    """:func:`pick_subsample` from JAX: ``(idx (m,), |C|)``."""
-    m = u.shape[0]
-
-    def host(labels, ca, cb, is_split, u):
-        idx = np.empty(m, np.int32)
-        cnt = pick_subsample(labels, int(ca), int(cb), bool(is_split), u, idx)
-        return idx, np.asarray(cnt, np.int32)
-
-    outs = (jax.ShapeDtypeStruct((m,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32))
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    return _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split), u))
 
 
 def subsamples(labels, ca, cb, is_split, u, u_lab):

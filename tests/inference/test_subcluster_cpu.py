@@ -90,22 +90,6 @@ def test_stats_twin(cov):
     assert counts[2] == 0 and counts.sum() == len(z) - 3
 
 
-def test_pick_subsample_twin():
-    """The subsample indices of the sub-cluster fit equal the cumulative-count search, split (one
-    cluster) and merge (two), an empty cluster included."""
-    rng = np.random.default_rng(2)
-    labels = rng.integers(0, 6, 3000).astype(np.int32)
-    u = rng.random(1024)
-    for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (5, 5, True)):
-        mask = (labels == ca) | ((labels == cb) & (not is_split))
-        cum = np.cumsum(mask)
-        ref = np.minimum(np.searchsorted(cum, 1 + np.floor(u * cum[-1]).astype(np.int32)), len(labels) - 1)
-        idx, cnt = cpu.subsample(jnp.asarray(labels), ca, cb, is_split, jnp.asarray(u))
-        np.testing.assert_array_equal(np.asarray(idx), ref)
-        assert int(cnt) == mask.sum()
-        assert np.all(mask[np.asarray(idx)]) == (mask.sum() > 0)
-
-
 def test_pick_subsamples_twin():
     """The four subsamples of a fit in one visit (C from two uniform vectors, A and B from the second)
     equal the cumulative-count search of each set (split and merge, an empty cluster, cb = ca)."""
