@@ -23,6 +23,7 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
 :func:`counter_uniform`                ``counter_uniform`` (the per-point uniforms of both paths)
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
 :func:`pick_subsamples`                the four subsamples of ``_subcluster_fit`` (``_uniform_points``)
+:func:`peel_points`                    the points of ``_peel_move`` (``_pick_point``, ``argmax``)
 :func:`block_draw`                     the unlinked block of ``_label_step`` (``_block_draw``: data term,
                                        inverse-CDF draw, slot counts)
 :func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
@@ -54,7 +55,7 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples",
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
            "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -137,6 +138,30 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
         for j in range(d):
             for m in range(j + 1, d):
                 outer_out[k, m, j] = outer_out[k, j, m]
+
+
+@compile_kernel
+def peel_points(labels, c, j, s, out):
+    """The points of the peel/absorb step (``subcluster._peel_move``) in one visit of the labels:
+    ``out[0]`` the (j+1)-th point labelled ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point
+    labelled ``s`` (the singleton's); 0 when there is none, as ``argmax`` of an all-False mask."""
+    out[0] = 0
+    out[1] = 0
+    seen = 0
+    found = False
+    need = True
+    for i in range(labels.shape[0]):
+        lab = labels[i]
+        if need and lab == c:
+            if seen == j:
+                out[0] = i
+                need = False
+            seen += 1
+        if not found and lab == s:
+            out[1] = i
+            found = True
+        if found and not need:
+            break
 
 
 @compile_kernel
@@ -306,6 +331,17 @@ def _slot_logliks(x, i, M, Af, H, code, c0, q, w, out):
     determinants and log weights): the loops over k vectorise."""
     d = x.shape[1]
     K = H.shape[1]
+    if code == FULL and d == 2:  # one loop over the slots (the loops over r and j unrolled), same terms
+        x0, x1 = x[i, 0], x[i, 1]
+        for k in range(K):
+            u0 = x0 - M[0, k]
+            u1 = x1 - M[1, k]
+            w0 = 0.0 + Af[0, k] * u0
+            w0 += Af[2, k] * u1
+            w1 = 0.0 + Af[1, k] * u0
+            w1 += Af[3, k] * u1
+            out[k] = (c0 + H[0, k] - 0.5 * (0.0 + w0 * w0 + w1 * w1)) + H[1, k]
+        return
     for k in range(K):
         q[k] = 0.0
     if code == FULL:
@@ -332,8 +368,40 @@ def _slot_logliks(x, i, M, Af, H, code, c0, q, w, out):
         out[k] = (c0 + H[0, k] - 0.5 * q[k]) + H[1, k]
 
 
+@partial(compile_kernel, inline="always")
+def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
+    r""":func:`_slot_logliks` one slot at a time (``mean`` (K, d), ``A`` (K, m) as
+    :func:`ppclust._families_cpu.gaussian_loglik` takes them), slot ``start`` first, skipping the slots
+    whose upper bound :math:`c_0 + h_k - \tfrac12\lambda_k\|x_i - \mu_k\|^2 + \log\pi_k` (``lam`` a lower
+    bound on the precision's smallest eigenvalue, so the bound is O(d) where the density is O(d^2)) is at
+    least ``cut`` below the largest density so far (``skip[k]``, ``lk[k]`` then holds the bound). Returns
+    the index of the largest."""
+    d = x.shape[1]
+    K = H.shape[1]
+    lk[start] = gaussian_loglik(x, i, mean, A, H[0], start, code, sc) + H[1, start]
+    skip[start] = False
+    am = start
+    for k in range(K):
+        if k == start:
+            continue
+        dist = 0.0
+        for j in range(d):
+            t = x[i, j] - mean[k, j]
+            dist += t * t
+        ub = (c0 + H[0, k] - 0.5 * lam[k] * dist) + H[1, k]
+        if ub - lk[am] <= -cut:
+            skip[k] = True
+            lk[k] = ub
+        else:
+            skip[k] = False
+            lk[k] = gaussian_loglik(x, i, mean, A, H[0], k, code, sc) + H[1, k]
+            if lk[k] > lk[am]:
+                am = k
+    return am
+
+
 @_parallel_kernel
-def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
+def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, pos, bounded):
     r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)): for each point without
     ``keep``, :math:`z_i` by inverse CDF from :math:`\ell_k = \log\pi_k + \log p(x_i\mid\theta_k)` with
     uniform ``counter_uniform(s0, s1, i)``; kept points keep ``labels``; ``cnt`` (K,) the new slot counts
@@ -364,6 +432,8 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
         w = np.empty(ka)
         lk = np.empty(ka)
         e = np.empty(ka)
+        skip = np.zeros(ka, np.bool_)
+        sc = np.empty(d)
         for i in range(c * per, min(n, (c + 1) * per)):
             if keep[i]:
                 k = labels[i]
@@ -371,11 +441,16 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
                 if k >= 0 and k < K:
                     cc[c, k] += 1
                 continue
-            _slot_logliks(x, i, M, Af, H, code, c0, q, w, lk)
-            am = 0
-            for k in range(1, ka):
-                if lk[k] > lk[am]:
-                    am = k
+            if bounded:
+                k0 = labels[i]
+                start = pos[k0] if k0 >= 0 and k0 < K else -1
+                am = _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, max(start, 0), sc, lk, skip)
+            else:
+                _slot_logliks(x, i, M, Af, H, code, c0, q, w, lk)
+                am = 0
+                for k in range(1, ka):
+                    if lk[k] > lk[am]:
+                        am = k
             mx = lk[am]
             tot = 0.0
             dropped = 0
@@ -384,7 +459,7 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
                 if k == am:
                     e[k] = 1.0
                     tot += 1.0
-                elif t > -cut:
+                elif t > -cut and not (bounded and skip[k]):
                     e[k] = math.exp(t)
                     tot += e[k]
                 else:
@@ -396,6 +471,8 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt):
             if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
                 tot = 0.0
                 for k in range(ka):
+                    if bounded and skip[k]:  # the density itself, not its bound
+                        lk[k] = gaussian_loglik(x, i, mean, A, H[0], k, code, sc) + H[1, k]
                     e[k] = math.exp(lk[k] - mx)
                     tot += e[k]
                 j, gap = _inverse_cdf(e, ka, counter_uniform(s0, s1, i) * tot)
@@ -492,6 +569,19 @@ def family_stats(x, labels, k_max, family, xw=None):
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
 
+def peel_points_of(labels, c, j, s):
+    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)``."""
+    def host(labels, c, j, s):
+        out = np.zeros(2, np.int32)
+        peel_points(labels, int(c), int(j), int(s), out)
+        return (out,)
+
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels.astype(jnp.int32), i32(c), i32(j),
+                                                                   i32(s)))
+    return out[0], out[1]
+
+
 def subsamples(labels, ca, cb, is_split, u, u_lab):
     """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))``."""
     m, ml = u.shape[0], u_lab.shape[0]
@@ -537,13 +627,32 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
 
 
+#: above this dimension :func:`block_draw` bounds each slot's density in O(d) before computing it in
+#: O(d^2) (:func:`_bounded_logliks`); at small d all K densities at once vectorise better
+_BOUND_MIN_D = 4
+
+
+def _precision_floor(A, code, d):
+    """A lower bound on the smallest eigenvalue of each precision :math:`A_k^\top A_k` (``A`` (K, m) as
+    :func:`param_arrays` lays it out): the smallest squared singular value (full), squared diagonal entry
+    (diag) or the square (spherical), less 1e-6 of it against rounding."""
+    K = A.shape[0]
+    if code == FULL:
+        sv = np.linalg.svd(A.reshape(K, d, d), compute_uv=False).min(1)  # transposes: same singular values
+    elif code == DIAG:
+        sv = np.abs(A).min(1)
+    else:
+        sv = np.abs(A[:, 0])
+    return sv * sv * (1.0 - 1e-6)
+
+
 def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     """:func:`block_draw` from JAX: ``(labels (n,), counts (K,))``, the twin of ``subcluster._block_draw``
     on one device with uniforms ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else
     made here)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
-    n = x.shape[0]
+    n, d = x.shape
     K = log_pi.shape[0]
 
     def host(x, keep, labels, M, Af, H, seed):
@@ -551,8 +660,14 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         z = np.empty(n, np.int32)
         cnt = np.zeros(K, np.int64)
         s0, s1 = _seed(seed)
+        mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
+        pos = np.full(K, -1, np.int32)
+        pos[act] = np.arange(len(act))
+        bounded = d > _BOUND_MIN_D
+        lam = _precision_floor(A, code, d) if bounded else np.zeros(len(act))
         block_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]),
-                   np.ascontiguousarray(H[:, act]), act, K, code, s0, s1, float(cut), z, cnt)
+                   np.ascontiguousarray(H[:, act]), act, K, code, s0, s1, float(cut), z, cnt, mean, A, lam,
+                   pos, bounded)
         return z, cnt.astype(np.int32)
 
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))

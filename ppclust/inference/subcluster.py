@@ -217,7 +217,7 @@ _NUMBA_STATS_MIN_D = 4
 #: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
 #: dimension (XLA's fused matrix-product draw above it: profile sections of
 #: ``benchmarks/results/subcluster.md``)
-_NUMBA_DRAW_MAX_D = 4
+_NUMBA_DRAW_MAX_D = 1 << 30
 #: the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a point
 #: with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
 #: (``_subcluster_cpu.block_draw``: the same draws for any cut; about one redraw per 10^7 points)
@@ -657,25 +657,40 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     return fwd, rev
 
 
-def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
     """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
-    MoveInfo)``."""
+    MoveInfo)``. Either proposal moves one point (the peeled point, or the singleton's point), so the
+    proposal is one scatter and the new slot's statistics are that point's; what remains O(n) is finding
+    the point (``backend="numba"``: one compiled visit of the labels, :func:`ppclust.inference.
+    _subcluster_cpu.peel_points`, the same point)."""
     k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     active = stats.n > 0
     new = jnp.argmin(active)
     c_peel = _pick_occupied(k_c, active)
-    i = _pick_point(k_i, labels == c_peel)
     single = stats.n == 1
     s_abs = _pick_occupied(k_s, single)
+    if backend == "numba":
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        # the draw of _pick_point: |c_peel| is its slot count (the statistics count the labels)
+        j = jax.random.randint(k_i, (), 0, jnp.maximum(stats.n[c_peel].astype(jnp.int32), 1))
+        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs)
+    else:
+        i = _pick_point(k_i, labels == c_peel)
+        i_abs = jnp.argmax(labels == s_abs)  # the singleton's point
     c_abs = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[s_abs])
     c = jnp.where(is_split, c_peel, c_abs)
     s = jnp.where(is_split, new, s_abs)
     full = is_split & active[new] & (stats.n[c_peel] >= 2)
     valid = jnp.where(is_split, (stats.n[c_peel] >= 2) & ~active[new], single.any() & (active.sum() >= 2))
-    prop = jnp.where(is_split, labels.at[i].set(new.astype(labels.dtype)),
-                     jnp.where(labels == s_abs, c_abs, labels).astype(labels.dtype))
-    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s)
+    i_sel = jnp.where(is_split, i, i_abs)
+    to = jnp.where(is_split, new, c_abs).astype(labels.dtype)
+    prop = labels.at[i_sel].set(to)  # (an invalid absorb moves one point of a non-singleton: rejected)
+    side_b = None  # a peel's new slot holds the one point
+    if hasattr(family, "weighted_stats"):
+        side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype))
+    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
     fwd, rev = peel_absorb_log_probs(is_split, c, s, stats, st_new)
@@ -683,8 +698,8 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
-    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
-            MoveInfo(is_split, log_h, acc))
+    return (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
+            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
 
 
 def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
@@ -871,10 +886,10 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
-    # (a'): one peel/absorb step per sweep (each costs about half a split/merge step's passes; XLA on both
-    # backends)
+    # (a'): one peel/absorb step per sweep (one point moves: O(1) but finding it)
     labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
-                                                  counts, x, links, family, prior_now, pq, state.p, state.q)
+                                                  counts, x, links, family, prior_now, pq, state.p, state.q,
+                                                  backend)
     full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition

@@ -111,6 +111,22 @@ def test_pick_subsamples_twin():
             assert int(cnt) == m_.sum()
 
 
+def test_peel_points_twin():
+    """The peel/absorb step's points equal ``_pick_point`` (the same draw j) and ``argmax`` of the
+    singleton's mask, also when a cluster is empty (0, as argmax of all-False)."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 6, 2000).astype(np.int32)
+    labels[1234] = 9  # a singleton
+    for c, s, seed in ((2, 9, 0), (5, 9, 1), (7, 9, 2), (3, 8, 3)):
+        key = jax.random.key(seed)
+        mask = jnp.asarray(labels == c)
+        ref = int(subcluster._pick_point(key, mask))
+        j = jax.random.randint(key, (), 0, max(int(mask.sum()), 1))
+        i, i_abs = cpu.peel_points_of(jnp.asarray(labels), c, j, s)
+        assert int(i) == ref and int(i_abs) == int(np.argmax(labels == s))
+        assert (labels[ref] == c) == (mask.sum() > 0)
+
+
 @pytest.mark.parametrize("cov", ["full", "diag"])
 def test_move_twin(cov):
     """The move's O(n) part for the points of C only: proposal, log q, |C|, |A| and side B's statistics
@@ -145,14 +161,18 @@ def test_move_twin(cov):
                     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("cov,cut", [("full", 40.0), ("diag", 40.0), ("spherical", 40.0), ("full", 1.0)])
-def test_block_draw_twin(cov, cut):
+@pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 3), ("diag", 20.0, 3), ("spherical", 20.0, 3),
+                                       ("full", 1.0, 3), ("full", 20.0, 6), ("diag", 20.0, 6),
+                                       ("spherical", 20.0, 6), ("full", 1.0, 6)])
+def test_block_draw_twin(cov, cut, d):
     """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
     products) label for label, with the same slot counts: overlapping and separated clusters, an inactive
     slot between active ones (never drawn), kept points (their labels, counted). ``cut = 1`` leaves out
     every weight below e^-1 of the largest, so most points need the exact redraw: a wrong bound on the
-    left-out mass changes draws here."""
-    x, z = _data(3000, 3)
+    left-out mass changes draws here. d = 6 takes the bounded path (a slot skipped when an O(d) upper bound
+    of its density is ``cut`` below the largest; with ``cut = 1`` most are, and most draws need the
+    densities themselves: a wrong bound or a redraw from the bounds changes draws)."""
+    x, z = _data(3000, d)
     x[:1500] *= 0.3  # half the points where all five clusters overlap
     rng = np.random.default_rng(3)
     keep = rng.random(len(x)) < 0.2
