@@ -117,9 +117,13 @@ jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for
 (:mod:`ppclust.inference._subcluster_cpu`) called from the jitted program through
 :func:`jax.pure_callback`, only the branch taken (split or merge) and only for the points of the chosen
 cluster(s): the subsample of the sub-cluster fit, the final responsibilities, the Bernoulli sides,
-:math:`\log q` and the split side's statistics; for d > 4 the end-of-sweep statistics too. Everything
-O(K), the sub-cluster fit on its fixed-size subsample and the label step stay in JAX (the fused XLA draw
-is the faster there). Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
+:math:`\log q` and the split side's statistics (the fit's four subsamples in one visit of the labels);
+the peel/absorb step's point; the label step's unlinked block (:func:`ppclust.inference._subcluster_cpu.
+block_draw`: the K log densities vectorised over the slots, exps only within 20 nats of the largest weight
+with an exact redraw when the left-out mass could matter, and for d > 4 an O(d) bound that skips most
+O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data cross the callbacks as one operand
+converted once per chain. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
+classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
 per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
 decisions up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole
 chains label for label; the exact enumeration runs on both).
@@ -215,8 +219,9 @@ _SUB_FIT = 1024
 #: ``benchmarks/results/subcluster.md``)
 _NUMBA_STATS_MIN_D = 4
 #: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
-#: dimension (XLA's fused matrix-product draw above it: profile sections of
-#: ``benchmarks/results/subcluster.md``)
+#: dimension (XLA's fused matrix-product draw above it). Every d: at d = 30 the twin's O(d) bounds skip
+#: most O(d^2) densities (2.6x faster than XLA in a loaded A/B), at d = 2 the two ran level (profile
+#: sections of ``benchmarks/results/subcluster.md``)
 _NUMBA_DRAW_MAX_D = 1 << 30
 #: the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a point
 #: with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
@@ -810,9 +815,9 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
                 backend="xla", xw=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster. Point i draws with uniform
-    ``counter_uniform(seed, i)``. On both backends (the fused XLA draw, matrix products and a vectorised
-    exp, ran 2.3x faster than a scalar compiled loop over the points: ``benchmarks/results/
-    subcluster.md``, profile ``s8-tput``)."""
+    ``counter_uniform(seed, i)``. The unlinked block: the fused XLA draw (:func:`_block_draw`), or with
+    ``backend="numba"`` (d <= ``_NUMBA_DRAW_MAX_D``) its compiled twin (the same draws up to rounding); the
+    colour classes (gathered rows, few) in XLA on both."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
@@ -863,8 +868,9 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
     :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
     which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
-    or ``"numba"`` (the split/merge moves' O(n) passes, and the statistics for d > 4, on the compiled twins
-    of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). ``x_wired``: for the numba
+    or ``"numba"`` (the split/merge moves' O(n) passes, the peel step's point, the unlinked block's draw
+    and the statistics for d > 4 on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
+    device; the same chain). ``x_wired``: for the numba
     backend, ``x`` as the compiled twins take it (``_subcluster_cpu.wired(x)``; made here when None: make
     it once outside a loop over sweeps, it is a copy of ``x``). Pure; not jitted."""
     n = x.shape[0]
@@ -969,7 +975,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     draws; :func:`_block_draw`). ``backend``: ``"auto"`` (default: ``"numba"`` when JAX runs on CPU with no
     ``mesh``, numba imports and the family is a float64 :class:`~ppclust.families.GaussianNIW`, else
     ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of the
-    split/merge moves, and the statistics for d > 4, on the compiled twins of
+    split/merge moves, the peel step's point, the unlinked block's draw and the statistics for d > 4, on
+    the compiled twins of
     :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the same chain up to float
     rounding). :func:`resolve_backend`.
 
