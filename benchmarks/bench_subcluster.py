@@ -311,32 +311,36 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
         st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
                         alpha=PRIOR.alpha)
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
-        mv = jax.jit(lambda k: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
-                                     "collapse", st.p, st.q, backend)[0])
+        xw = None
+        if backend == "numba":  # the data pre-converted for the callbacks, once, as sample() does
+            from ppclust.inference._subcluster_cpu import family_stats, wired
+
+            xw = jax.jit(wired)(xj)
+        mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
+                                         "collapse", st.p, st.q, backend, xw)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
         w = 16
         log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
-        lab = jax.jit(lambda k: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
-                                            jax.tree.map(lambda a: a[:w], theta), st.p, st.q))
+        lab = jax.jit(lambda k, xw: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
+                                                jax.tree.map(lambda a: a[:w], theta), st.p, st.q,
+                                                backend=backend, xw=xw))
         if backend == "numba" and d > subcluster._NUMBA_STATS_MIN_D:
-            from ppclust.inference._subcluster_cpu import family_stats
-
-            fin = jax.jit(lambda z: (family_stats(xj, z, k_max, fam), pair_counts(z, links)))
+            fin = jax.jit(lambda z, xw: (family_stats(xj, z, k_max, fam, xw), pair_counts(z, links)))
         else:
-            fin = jax.jit(lambda z: (fam.stats(xj, z, k_max), pair_counts(z, links)))
-        sw = jax.jit(lambda k: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4,
-                                               backend=backend)[0].labels)
+            fin = jax.jit(lambda z, xw: (fam.stats(xj, z, k_max), pair_counts(z, links)))
+        sw = jax.jit(lambda k, xw: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4,
+                                                   backend=backend, x_wired=xw)[0].labels)
         parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
                  ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
                  ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
                  ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
         rows = []
         for name, f, arg in parts:
-            jax.block_until_ready(f(arg(0)))
+            jax.block_until_ready(f(arg(0), xw))
             ts = []
             for i in range(1, reps + 1):
                 t0 = time.perf_counter()
-                jax.block_until_ready(f(arg(i)))
+                jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
     text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "

@@ -5,11 +5,13 @@ Why: XLA:CPU runs a split/merge move as about ten full passes over the points (b
 segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
 per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
 branch actually taken. The sweep stays one jitted program: the loops are called through
-:func:`jax.pure_callback` (chains in one call per kernel), everything O(K) (pair choice, the sub-cluster
-fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX, and so
-does the label step: a scalar compiled loop over the points (one libm exp per point and cluster) measured
-2.3x slower than XLA's fused draw with its vectorised exp (``benchmarks/results/subcluster.md``, profile
-``s8-tput``), so it was removed.
+:func:`jax.pure_callback` (chains in one call per kernel; the data cross as one pre-converted operand made
+once per chain, :func:`wired`), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size
+subsample, log joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked
+block (d <= 4) is :func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was
+2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one
+keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
+``cut`` nats of the largest, with an exact redraw when the left-out mass could matter.
 
 Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
 ``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin
@@ -20,27 +22,32 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
 =====================================  =====================================================================
 :func:`counter_uniform`                ``counter_uniform`` (the per-point uniforms of both paths)
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
-:func:`pick_subsample`                 the subsample indices of ``subcluster_responsibilities``
+:func:`pick_subsamples`                the four subsamples of ``_subcluster_fit`` (``_uniform_points``)
+:func:`peel_points`                    the points of ``_peel_move`` (``_pick_point``, ``argmax``)
+:func:`block_draw`                     the unlinked block of ``_label_step`` (``_block_draw``: data term,
+                                       inverse-CDF draw, slot counts)
 :func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
                                        Bernoulli sides and ``_log_q_pair`` of ``propose``, and the split
                                        side's ``GaussianNIW.weighted_stats`` sums
 =====================================  =====================================================================
 
 The Gaussian log density is :func:`ppclust._families_cpu.gaussian_loglik` (the twin of
-:func:`ppclust.families.gaussian_loglik`). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
+:func:`ppclust.families.gaussian_loglik`; :func:`_slot_logliks` is its loop over the slots, the same terms
+in the same order). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
 spherical) in float64; others (and float32) use the XLA path.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust._families_cpu import available, compile_kernel, family_code, gaussian_loglik
-from ppclust.families import GaussianNIW
+from ppclust._families_cpu import DIAG, FULL, available, compile_kernel, family_code, gaussian_loglik
+from ppclust.families import LOG_2PI, GaussianNIW
 from ppclust.inference._gibbs_cpu import _from_wire, _to_wire, _unwire, _wire, _wire_shape
 
 try:
@@ -48,7 +55,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsample", "move_sides"]
+__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
+           "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
@@ -133,34 +141,98 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
 
 
 @compile_kernel
-def pick_subsample(labels, ca, cb, is_split, u, idx):
-    """The subsample of ``subcluster_responsibilities``: with C the points labelled ``ca`` (and ``cb`` for
-    a merge), ``idx[j]`` is the t-th point of C for t = 1 + floor(u_j |C|) (``n - 1`` past the end, as
-    ``searchsorted`` of the cumulative count clipped). Returns |C|."""
-    n = labels.shape[0]
-    cnt = 0
-    for i in range(n):
-        if labels[i] == ca or (not is_split and labels[i] == cb):
-            cnt += 1
+def peel_points(labels, c, j, s, out):
+    """The points of the peel/absorb step (``subcluster._peel_move``) in one visit of the labels:
+    ``out[0]`` the (j+1)-th point labelled ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point
+    labelled ``s`` (the singleton's); 0 when there is none, as ``argmax`` of an all-False mask."""
+    out[0] = 0
+    out[1] = 0
+    seen = 0
+    found = False
+    need = True
+    for i in range(labels.shape[0]):
+        lab = labels[i]
+        if need and lab == c:
+            if seen == j:
+                out[0] = i
+                need = False
+            seen += 1
+        if not found and lab == s:
+            out[1] = i
+            found = True
+        if found and not need:
+            break
+
+
+@compile_kernel
+def _targets(u, cnt):
+    """The ranks 1 + floor(u_j cnt) of :func:`pick_subsamples` and their order."""
     m = u.shape[0]
     tgt = np.empty(m, np.int64)
     for j in range(m):
         tgt[j] = 1 + np.int64(math.floor(u[j] * cnt))
-    order = np.argsort(tgt, kind="mergesort")
-    r = 0
-    seen = 0
+    return tgt, np.argsort(tgt, kind="mergesort")
+
+
+@compile_kernel
+def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
+    """The four subsamples of a sub-cluster fit in one visit of the labels (after one counting pass): ``idx``
+    from ``u`` and ``li`` from ``u_lab`` among the points of C (``ca``, and ``cb`` for a merge), ``ia`` and
+    ``ib`` from ``u_lab`` among the points labelled ``ca`` and ``cb``. The t-th point of a set for each
+    uniform v, t = 1 + floor(v |set|) (``n - 1`` past the end, as ``searchsorted`` of the cumulative count
+    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``."""
+    n = labels.shape[0]
+    nc = 0
+    na = 0
+    nb = 0
     for i in range(n):
-        if r >= m:
+        lab = labels[i]
+        if lab == ca:
+            na += 1
+        if lab == cb:
+            nb += 1
+        if lab == ca or (not is_split and lab == cb):
+            nc += 1
+    counts[0] = nc
+    counts[1] = na
+    counts[2] = nb
+    t0, o0 = _targets(u, nc)
+    t1, o1 = _targets(u_lab, nc)
+    t2, o2 = _targets(u_lab, na)
+    t3, o3 = _targets(u_lab, nb)
+    m, ml = u.shape[0], u_lab.shape[0]
+    r0 = r1 = r2 = r3 = 0
+    sc = sa = sb = 0
+    for i in range(n):
+        if r0 >= m and r1 >= ml and r2 >= ml and r3 >= ml:
             break
-        if labels[i] == ca or (not is_split and labels[i] == cb):
-            seen += 1
-            while r < m and tgt[order[r]] == seen:
-                idx[order[r]] = i
-                r += 1
-    while r < m:
-        idx[order[r]] = n - 1
-        r += 1
-    return cnt
+        lab = labels[i]
+        if lab == ca or (not is_split and lab == cb):
+            sc += 1
+            while r0 < m and t0[o0[r0]] == sc:
+                idx[o0[r0]] = i
+                r0 += 1
+            while r1 < ml and t1[o1[r1]] == sc:
+                li[o1[r1]] = i
+                r1 += 1
+        if lab == ca:
+            sa += 1
+            while r2 < ml and t2[o2[r2]] == sa:
+                ia[o2[r2]] = i
+                r2 += 1
+        if lab == cb:
+            sb += 1
+            while r3 < ml and t3[o3[r3]] == sb:
+                ib[o3[r3]] = i
+                r3 += 1
+    for r in range(r0, m):
+        idx[o0[r]] = n - 1
+    for r in range(r1, ml):
+        li[o1[r]] = n - 1
+    for r in range(r2, ml):
+        ia[o2[r]] = n - 1
+    for r in range(r3, ml):
+        ib[o3[r]] = n - 1
 
 
 @_parallel_kernel
@@ -234,6 +306,184 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     res[3] = tot[4]
 
 
+@compile_kernel
+def _inverse_cdf(e, K, target):
+    """``(j, gap)``: the inverse-CDF index ``#{k: c_k <= target}`` (K when none exceeds) of the cumulative
+    sums ``c`` of ``e[:K]``, as ``subcluster._draw_rows`` counts it, and ``min_k |c_k - target|``."""
+    c = 0.0
+    j = 0
+    gap = np.inf
+    for k in range(K):
+        c += e[k]
+        if c <= target:
+            j += 1
+        g = abs(c - target)
+        if g < gap:
+            gap = g
+    return j, gap
+
+
+@partial(compile_kernel, inline="always")
+def _slot_logliks(x, i, M, Af, H, code, c0, q, w, out):
+    """``out[k] = c0 + half_k - q_k / 2 + log pi_k`` for every slot k, the terms of
+    :func:`ppclust._families_cpu.gaussian_loglik` in its order of operations, with the slots innermost
+    (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed, ``H`` (2, K) half log
+    determinants and log weights): the loops over k vectorise."""
+    d = x.shape[1]
+    K = H.shape[1]
+    if code == FULL and d == 2:  # one loop over the slots (the loops over r and j unrolled), same terms
+        x0, x1 = x[i, 0], x[i, 1]
+        for k in range(K):
+            u0 = x0 - M[0, k]
+            u1 = x1 - M[1, k]
+            w0 = 0.0 + Af[0, k] * u0
+            w0 += Af[2, k] * u1
+            w1 = 0.0 + Af[1, k] * u0
+            w1 += Af[3, k] * u1
+            out[k] = (c0 + H[0, k] - 0.5 * (0.0 + w0 * w0 + w1 * w1)) + H[1, k]
+        return
+    for k in range(K):
+        q[k] = 0.0
+    if code == FULL:
+        for r in range(d):
+            for k in range(K):
+                w[k] = 0.0
+            for j in range(d):
+                xj = x[i, j]
+                row = Af[j * d + r]
+                mu = M[j]
+                for k in range(K):
+                    w[k] += row[k] * (xj - mu[k])
+            for k in range(K):
+                q[k] += w[k] * w[k]
+    else:
+        for j in range(d):
+            xj = x[i, j]
+            row = Af[j] if code == DIAG else Af[0]
+            mu = M[j]
+            for k in range(K):
+                t = row[k] * (xj - mu[k])
+                q[k] += t * t
+    for k in range(K):
+        out[k] = (c0 + H[0, k] - 0.5 * q[k]) + H[1, k]
+
+
+@partial(compile_kernel, inline="always")
+def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
+    r""":func:`_slot_logliks` one slot at a time (``mean`` (K, d), ``A`` (K, m) as
+    :func:`ppclust._families_cpu.gaussian_loglik` takes them), slot ``start`` first, skipping the slots
+    whose upper bound :math:`c_0 + h_k - \tfrac12\lambda_k\|x_i - \mu_k\|^2 + \log\pi_k` (``lam`` a lower
+    bound on the precision's smallest eigenvalue, so the bound is O(d) where the density is O(d^2)) is at
+    least ``cut`` below the largest density so far (``skip[k]``, ``lk[k]`` then holds the bound). Returns
+    the index of the largest."""
+    d = x.shape[1]
+    K = H.shape[1]
+    lk[start] = gaussian_loglik(x, i, mean, A, H[0], start, code, sc) + H[1, start]
+    skip[start] = False
+    am = start
+    for k in range(K):
+        if k == start:
+            continue
+        dist = 0.0
+        for j in range(d):
+            t = x[i, j] - mean[k, j]
+            dist += t * t
+        ub = (c0 + H[0, k] - 0.5 * lam[k] * dist) + H[1, k]
+        if ub - lk[am] <= -cut:
+            skip[k] = True
+            lk[k] = ub
+        else:
+            skip[k] = False
+            lk[k] = gaussian_loglik(x, i, mean, A, H[0], k, code, sc) + H[1, k]
+            if lk[k] > lk[am]:
+                am = k
+    return am
+
+
+@_parallel_kernel
+def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, pos, bounded):
+    r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)): for each point without
+    ``keep``, :math:`z_i` by inverse CDF from :math:`\ell_k = \log\pi_k + \log p(x_i\mid\theta_k)` with
+    uniform ``counter_uniform(s0, s1, i)``; kept points keep ``labels``; ``cnt`` (K,) the new slot counts
+    (labels outside [0, K) count nowhere). The parameters are those of the slots ``act`` only (the slots
+    with :math:`\log\pi_k > -\infty`, in increasing order; the others are never drawn, their weight is 0)
+    in the slots-innermost layout of :func:`_slot_logliks` (:func:`draw_block` builds them); an index j
+    among them is slot ``act[j]``, as the count over all K slots gives (0 weights add nothing), and a
+    count past the last (rounding at u T = T) is K - 1, as in ``_draw_rows``.
+
+    The weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)` are computed only where :math:`\ell_k - \max > -`
+    ``cut`` (for separated clusters most points need none: the largest weight is 1). The draw is the count
+    of cumulative sums :math:`c_k \le u\,T`; leaving out :math:`m` terms each below :math:`e^{-\text{cut}}`
+    moves every :math:`c_k` and :math:`T` by at most :math:`D = m e^{-\text{cut}}` (and :math:`uT` by at
+    most :math:`uD < D`), so no comparison can change when every :math:`|c_k - uT| > D`: then the index is
+    the one of the full sum (in exact arithmetic). Otherwise (probability about :math:`2KD` per point) the
+    point is redrawn with every exp. So the draw is the full inverse-CDF draw, not an approximation (``cut``
+    trades exps for redraws only); the two backends still differ by float rounding only (the chain test
+    compares them label for label)."""
+    n, d = x.shape
+    ka = H.shape[1]
+    nc = _chunks(n)
+    per = -(-n // nc)
+    cc = np.zeros((nc, K), np.int64)
+    tiny = math.exp(-cut)
+    c0 = -0.5 * d * LOG_2PI
+    for c in prange(nc):
+        q = np.empty(ka)
+        w = np.empty(ka)
+        lk = np.empty(ka)
+        e = np.empty(ka)
+        skip = np.zeros(ka, np.bool_)
+        sc = np.empty(d)
+        for i in range(c * per, min(n, (c + 1) * per)):
+            if keep[i]:
+                k = labels[i]
+                z[i] = k
+                if k >= 0 and k < K:
+                    cc[c, k] += 1
+                continue
+            if bounded:
+                k0 = labels[i]
+                start = pos[k0] if k0 >= 0 and k0 < K else -1
+                am = _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, max(start, 0), sc, lk, skip)
+            else:
+                _slot_logliks(x, i, M, Af, H, code, c0, q, w, lk)
+                am = 0
+                for k in range(1, ka):
+                    if lk[k] > lk[am]:
+                        am = k
+            mx = lk[am]
+            tot = 0.0
+            dropped = 0
+            for k in range(ka):
+                t = lk[k] - mx
+                if k == am:
+                    e[k] = 1.0
+                    tot += 1.0
+                elif t > -cut and not (bounded and skip[k]):
+                    e[k] = math.exp(t)
+                    tot += e[k]
+                else:
+                    e[k] = 0.0
+                    if lk[k] > -np.inf:
+                        dropped += 1
+            target = counter_uniform(s0, s1, i) * tot
+            j, gap = _inverse_cdf(e, ka, target)
+            if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
+                tot = 0.0
+                for k in range(ka):
+                    if bounded and skip[k]:  # the density itself, not its bound
+                        lk[k] = gaussian_loglik(x, i, mean, A, H[0], k, code, sc) + H[1, k]
+                    e[k] = math.exp(lk[k] - mx)
+                    tot += e[k]
+                j, gap = _inverse_cdf(e, ka, counter_uniform(s0, s1, i) * tot)
+            j = act[j] if j < ka else K - 1
+            z[i] = j
+            cc[c, j] += 1
+    for c in range(nc):
+        for k in range(K):
+            cnt[k] += cc[c, k]
+
+
 # -- JAX side: operands, callbacks -----------------------------------------------------------------------
 def param_arrays(theta, code):
     """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened in
@@ -245,12 +495,38 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
+@jax.tree_util.register_pytree_node_class
+class Wired:
+    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types),
+    ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the centred sums, as
+    ``families._centered_scatter`` takes it)."""
+
+    def __init__(self, bits, dtype, centre):
+        self.bits, self.dtype, self.centre = bits, np.dtype(dtype), centre
+
+    def tree_flatten(self):
+        return (self.bits, self.centre), self.dtype
+
+    @classmethod
+    def tree_unflatten(cls, dtype, leaves):
+        return cls(leaves[0], dtype, leaves[1])
+
+
+def wired(x):
+    """The data ``x`` (n, d) in the form the callbacks take it (64-bit types as uint32 pairs,
+    :mod:`._gibbs_cpu`), with its column means: a :class:`Wired`. The conversion is a copy of ``x`` (about as
+    long as the callback's own operand copy) and the means a pass over it: the sampler makes both once per
+    chain, not once per call."""
+    return Wired(_wire(x), np.dtype(x.dtype), x.mean(0))
+
+
 def _call(host, outs, args):
-    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`). Under ``vmap`` the
-    chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and
-    ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
-    dtypes = [np.dtype(a.dtype) for a in args]
-    wired_args = [_wire(a) for a in args]
+    """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`; an operand given as
+    :class:`Wired` is passed as it is). Under ``vmap`` the chains come in one call (``expand_dims``: leading
+    batch axes, size 1 where an operand is shared) and ``host`` runs once per chain (each kernel is
+    multi-threaded over the points)."""
+    dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
+    wired_args = [a.bits if isinstance(a, Wired) else _wire(a) for a in args]
     core = [a.ndim for a in wired_args]
 
     def run(*wired):
@@ -275,10 +551,11 @@ def _seed(seed):
     return np.uint64(int(seed[0])), np.uint64(int(seed[1]))
 
 
-def family_stats(x, labels, k_max, family):
-    """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums`."""
+def family_stats(x, labels, k_max, family, xw=None):
+    """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
+    :func:`wired` ``x``, else made here)."""
     n, d = x.shape
-    centre = x.mean(0)  # the shift of families._centered_scatter (its own x.mean(0))
+    xw = wired(x) if xw is None else xw  # centre: the shift of families._centered_scatter (its x.mean(0))
 
     def host(x, centre, labels):
         n_out, s_out, o_out = np.zeros(k_max), np.zeros((k_max, d)), np.zeros((k_max, d, d))
@@ -287,30 +564,49 @@ def family_stats(x, labels, k_max, family):
 
     outs = (jax.ShapeDtypeStruct((k_max,), x.dtype), jax.ShapeDtypeStruct((k_max, d), x.dtype),
             jax.ShapeDtypeStruct((k_max, d, d), x.dtype))
-    cnt, s, outer = _call(host, outs, (x, centre, labels.astype(jnp.int32)))
-    return family._stats_from(x, None, cnt, s, lambda xc: outer)
+    cnt, s, outer = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32)))
+    # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
+    return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
 
-def subsample(labels, ca, cb, is_split, u):
-    """:func:`pick_subsample` from JAX: ``(idx (m,), |C|)``."""
-    m = u.shape[0]
+def peel_points_of(labels, c, j, s):
+    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)``."""
+    def host(labels, c, j, s):
+        out = np.zeros(2, np.int32)
+        peel_points(labels, int(c), int(j), int(s), out)
+        return (out,)
 
-    def host(labels, ca, cb, is_split, u):
-        idx = np.empty(m, np.int32)
-        cnt = pick_subsample(labels, int(ca), int(cb), bool(is_split), u, idx)
-        return idx, np.asarray(cnt, np.int32)
-
-    outs = (jax.ShapeDtypeStruct((m,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32))
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    return _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split), u))
+    (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels.astype(jnp.int32), i32(c), i32(j),
+                                                                   i32(s)))
+    return out[0], out[1]
 
 
-def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
-    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)``."""
+def subsamples(labels, ca, cb, is_split, u, u_lab):
+    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))``."""
+    m, ml = u.shape[0], u_lab.shape[0]
+
+    def host(labels, ca, cb, is_split, u, u_lab):
+        idx, li, ia, ib = (np.empty(k, np.int32) for k in (m, ml, ml, ml))
+        counts = np.zeros(3, np.int32)
+        pick_subsamples(labels, int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia, ib, counts)
+        return idx, li, ia, ib, counts
+
+    outs = (jax.ShapeDtypeStruct((m,), jnp.int32),) + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3 \
+        + (jax.ShapeDtypeStruct((3,), jnp.int32),)
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    idx, li, ia, ib, c = _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split),
+                                           u, u_lab))
+    return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
+
+
+def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None):
+    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
+    :func:`wired` ``x``, else made here)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n, d = x.shape
-    centre = x.mean(0)
+    xw = wired(x) if xw is None else xw
 
     def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed):
         prop = np.empty(n, np.int32)
@@ -324,7 +620,56 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip):
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
             jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
-    prop, res, s_b, o_b = _call(host, outs, (x, centre, labels.astype(jnp.int32), i32(ca), i32(cb), i32(new),
-                                             jnp.asarray(is_split), mean, A, half, lw, seed))
-    side_b = family._stats_from(x, None, res[3][None], s_b[None], lambda xc: o_b[None])
+    prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32), i32(ca), i32(cb),
+                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed))
+    # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
+    side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
+
+
+#: above this dimension :func:`block_draw` bounds each slot's density in O(d) before computing it in
+#: O(d^2) (:func:`_bounded_logliks`); at small d all K densities at once vectorise better
+_BOUND_MIN_D = 4
+
+
+def _precision_floor(A, code, d):
+    """A lower bound on the smallest eigenvalue of each precision :math:`A_k^\top A_k` (``A`` (K, m) as
+    :func:`param_arrays` lays it out): the smallest squared singular value (full), squared diagonal entry
+    (diag) or the square (spherical), less 1e-6 of it against rounding."""
+    K = A.shape[0]
+    if code == FULL:
+        sv = np.linalg.svd(A.reshape(K, d, d), compute_uv=False).min(1)  # transposes: same singular values
+    elif code == DIAG:
+        sv = np.abs(A).min(1)
+    else:
+        sv = np.abs(A[:, 0])
+    return sv * sv * (1.0 - 1e-6)
+
+
+def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
+    """:func:`block_draw` from JAX: ``(labels (n,), counts (K,))``, the twin of ``subcluster._block_draw``
+    on one device with uniforms ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else
+    made here)."""
+    code = family_code(family)
+    mean, A, half = param_arrays(theta, code)
+    n, d = x.shape
+    K = log_pi.shape[0]
+
+    def host(x, keep, labels, M, Af, H, seed):
+        act = np.flatnonzero(H[1] > -np.inf).astype(np.int32)  # the slots that can be drawn
+        z = np.empty(n, np.int32)
+        cnt = np.zeros(K, np.int64)
+        s0, s1 = _seed(seed)
+        mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
+        pos = np.full(K, -1, np.int32)
+        pos[act] = np.arange(len(act))
+        bounded = d > _BOUND_MIN_D
+        lam = _precision_floor(A, code, d) if bounded else np.zeros(len(act))
+        block_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]),
+                   np.ascontiguousarray(H[:, act]), act, K, code, s0, s1, float(cut), z, cnt, mean, A, lam,
+                   pos, bounded)
+        return z, cnt.astype(np.int32)
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
+    return _call(host, outs, (x if xw is None else xw, keep, labels.astype(jnp.int32), mean.T, A.T,
+                              jnp.stack([half, log_pi]), seed))

@@ -117,9 +117,13 @@ jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for
 (:mod:`ppclust.inference._subcluster_cpu`) called from the jitted program through
 :func:`jax.pure_callback`, only the branch taken (split or merge) and only for the points of the chosen
 cluster(s): the subsample of the sub-cluster fit, the final responsibilities, the Bernoulli sides,
-:math:`\log q` and the split side's statistics; for d > 4 the end-of-sweep statistics too. Everything
-O(K), the sub-cluster fit on its fixed-size subsample and the label step stay in JAX (the fused XLA draw
-is the faster there). Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
+:math:`\log q` and the split side's statistics (the fit's four subsamples in one visit of the labels);
+the peel/absorb step's point; the label step's unlinked block (:func:`ppclust.inference._subcluster_cpu.
+block_draw`: the K log densities vectorised over the slots, exps only within 20 nats of the largest weight
+with an exact redraw when the left-out mass could matter, and for d > 4 an O(d) bound that skips most
+O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data cross the callbacks as one operand
+converted once per chain. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
+classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
 per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
 decisions up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole
 chains label for label; the exact enumeration runs on both).
@@ -214,6 +218,15 @@ _SUB_FIT = 1024
 #: O(n d^2) segment sum dominates the sweep there; at small d it is the faster: profile section of
 #: ``benchmarks/results/subcluster.md``)
 _NUMBA_STATS_MIN_D = 4
+#: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
+#: dimension (XLA's fused matrix-product draw above it). Every d: at d = 30 the twin's O(d) bounds skip
+#: most O(d^2) densities (2.6x faster than XLA in a loaded A/B), at d = 2 the two ran level (profile
+#: sections of ``benchmarks/results/subcluster.md``)
+_NUMBA_DRAW_MAX_D = 1 << 30
+#: the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a point
+#: with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
+#: (``_subcluster_cpu.block_draw``: the same draws for any cut; about one redraw per 10^7 points)
+_DRAW_CUT = 20.0
 #: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
 #: their side labels y; a merge proposes y from the two pieces and pays log h(y) - log m(y) <= (m+1) log 2
 _LAB_FIT = 64
@@ -334,14 +347,15 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
     return fit._replace(log_r=log_r, log_1r=log_1r)
 
 
-def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=None):
+def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all=None):
     """Steps 1-3 of :func:`subcluster_responsibilities` on the subsamples (everything but the final O(n)
     pass): ``(fit, theta, log_weights)`` with ``fit`` a :class:`SubFit` whose ``log_r, log_1r`` are
-    placeholders. ``pick``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
-    from cumulative counts here) or a function ``(which, u) -> (idx, count)``, ``which`` in ``"C", "A",
-    "B"``, giving the same points from the uniforms ``u`` (the compiled twin
-    :func:`ppclust.inference._subcluster_cpu.pick_subsample`, which visits the labels once per call)."""
-    if pick is None:
+    placeholders. ``pick_all``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
+    from cumulative counts here) or a function ``(u, u_lab) -> ((idx, count), (li, count), (ia, n_a), (ib,
+    n_b))`` giving the same points: of C from the uniforms ``u`` and ``u_lab``, of A and of B from
+    ``u_lab`` (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsamples`, all four in one
+    visit of the labels)."""
+    if pick_all is None:
         members = {"C": lambda: mask, "A": lambda: mask & in_a, "B": lambda: mask & ~in_a}
         cums = {}  # each cumulative count once ("C" serves both subsamples)
 
@@ -353,7 +367,15 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     k_pick, k_iter, k_y, k_fit = jax.random.split(key, 4)
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
-    idx, count = pick("C", u)
+    ml = min(_LAB_FIT, m)
+    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
+    u_lab = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
+    if pick_all is None:
+        picked = (pick("C", u), pick("C", u_lab)) + ((pick("A", u_lab), pick("B", u_lab)) if in_a is not None
+                                                      else ())
+    else:
+        picked = pick_all(u, u_lab)
+    idx, count = picked[0]
     xs = x[idx]
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
@@ -368,14 +390,10 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick=Non
     st = family.stats(xs, side, 2, w)
     theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
     lw_em = jnp.log(st.n + 1.0)
-    ml = min(_LAB_FIT, m)
-    k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
-    u = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
-    li, _ = pick("C", u)  # the labelled subsample I: uniform points of C
+    li, _ = picked[1]  # the labelled subsample I: uniform points of C
     flip = jax.random.uniform(k_flip, (ml,), dtype=x.dtype) < _LAB_FLIP
     if in_a is not None:  # I from m(I | A, B): each point from A with probability beta_A, else from B
-        ia, n_a = pick("A", u)
-        ib, n_b = pick("B", u)
+        (ia, n_a), (ib, n_b) = picked[2], picked[3]
         from_a = jax.random.uniform(k_ab, (ml,), dtype=x.dtype) < _beta_a(n_a, n_b)
         li = jnp.where(from_pieces, jnp.where(from_a, ia, ib), li)
     ll = _loglik_matrix(family, theta_em, x[li]) + lw_em
@@ -551,9 +569,10 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
-    None)."""
+    None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._subcluster_cpu.wired`),
+    made once per chain (else per call)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -568,13 +587,11 @@ def _propose(key, is_split, labels, stats, x, family, backend):
     if backend == "numba":
         from ppclust.inference import _subcluster_cpu as cpu
 
-        def pick(which, u):
-            c1, c2, one = {"C": (ca, cb, is_split), "A": (ca, ca, True), "B": (cb, cb, True)}[which]
-            return cpu.subsample(labels, c1, c2, one, u)
-
-        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split), pick=pick)
+        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split),
+                                         pick_all=lambda u, u_lab: cpu.subsamples(labels, ca, cb, is_split, u,
+                                                                                  u_lab))
         proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
-                                                     family, _LOGIT_CLIP)
+                                                     family, _LOGIT_CLIP, xw)
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
@@ -594,12 +611,12 @@ def _propose(key, is_split, labels, stats, x, family, backend):
     return proposal, log_q, valid, full, pair, side_b
 
 
-def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend)
+    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw)
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -645,25 +662,40 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     return fwd, rev
 
 
-def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q):
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
     """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
-    MoveInfo)``."""
+    MoveInfo)``. Either proposal moves one point (the peeled point, or the singleton's point), so the
+    proposal is one scatter and the new slot's statistics are that point's; what remains O(n) is finding
+    the point (``backend="numba"``: one compiled visit of the labels, :func:`ppclust.inference.
+    _subcluster_cpu.peel_points`, the same point)."""
     k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     active = stats.n > 0
     new = jnp.argmin(active)
     c_peel = _pick_occupied(k_c, active)
-    i = _pick_point(k_i, labels == c_peel)
     single = stats.n == 1
     s_abs = _pick_occupied(k_s, single)
+    if backend == "numba":
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        # the draw of _pick_point: |c_peel| is its slot count (the statistics count the labels)
+        j = jax.random.randint(k_i, (), 0, jnp.maximum(stats.n[c_peel].astype(jnp.int32), 1))
+        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs)
+    else:
+        i = _pick_point(k_i, labels == c_peel)
+        i_abs = jnp.argmax(labels == s_abs)  # the singleton's point
     c_abs = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[s_abs])
     c = jnp.where(is_split, c_peel, c_abs)
     s = jnp.where(is_split, new, s_abs)
     full = is_split & active[new] & (stats.n[c_peel] >= 2)
     valid = jnp.where(is_split, (stats.n[c_peel] >= 2) & ~active[new], single.any() & (active.sum() >= 2))
-    prop = jnp.where(is_split, labels.at[i].set(new.astype(labels.dtype)),
-                     jnp.where(labels == s_abs, c_abs, labels).astype(labels.dtype))
-    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s)
+    i_sel = jnp.where(is_split, i, i_abs)
+    to = jnp.where(is_split, new, c_abs).astype(labels.dtype)
+    prop = labels.at[i_sel].set(to)  # (an invalid absorb moves one point of a non-singleton: rejected)
+    side_b = None  # a peel's new slot holds the one point
+    if hasattr(family, "weighted_stats"):
+        side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype))
+    st_new = _proposal_stats(family, stats, x, is_split, prop, c, s, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
     fwd, rev = peel_absorb_log_probs(is_split, c, s, stats, st_new)
@@ -671,8 +703,8 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
-    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
-            MoveInfo(is_split, log_h, acc))
+    return (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
+            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
 
 
 def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
@@ -779,19 +811,25 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
     return z[:n], cnt
 
 
-def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None):
+def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
+                backend="xla", xw=None):
     """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
     as a whole if it would empty an occupied cluster. Point i draws with uniform
-    ``counter_uniform(seed, i)``. On both backends (the fused XLA draw, matrix products and a vectorised
-    exp, ran 2.3x faster than a scalar compiled loop over the points: ``benchmarks/results/
-    subcluster.md``, profile ``s8-tput``)."""
+    ``counter_uniform(seed, i)``. The unlinked block: the fused XLA draw (:func:`_block_draw`), or with
+    ``backend="numba"`` (d <= ``_NUMBA_DRAW_MAX_D``) its compiled twin (the same draws up to rounding); the
+    colour classes (gathered rows, few) in XLA on both."""
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
     seed = counter_seed(key)
-    u = counter_uniform(seed, jnp.arange(n), x.dtype)
-    draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+    if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        draw, cnt = cpu.draw_block(x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT, xw)
+    else:
+        u = counter_uniform(seed, jnp.arange(n), x.dtype)
+        draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
     new_sizes = cnt.astype(sizes.dtype)
     ok = ~jnp.any(active & (new_sizes == 0))
     labels = jnp.where(ok, draw, labels)
@@ -825,14 +863,21 @@ def _widths(k_max):
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None,
-         backend="xla"):
+         backend="xla", x_wired=None):
     """One sweep: ``n_moves`` split/merge MH steps, one peel/absorb step, ``p, q``, augmentation,
     restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
     :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
     which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
-    or ``"numba"`` (the split/merge moves' O(n) passes, and the statistics for d > 4, on the compiled twins
-    of :mod:`ppclust.inference._subcluster_cpu`, one device; the same chain). Pure; not jitted."""
+    or ``"numba"`` (the split/merge moves' O(n) passes, the peel step's point, the unlinked block's draw
+    and the statistics for d > 4 on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
+    device; the same chain). ``x_wired``: for the numba
+    backend, ``x`` as the compiled twins take it (``_subcluster_cpu.wired(x)``; made here when None: make
+    it once outside a loop over sweeps, it is a copy of ``x``). Pure; not jitted."""
     n = x.shape[0]
+    if backend == "numba" and x_wired is None:
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        x_wired = cpu.wired(x)
     k_max = state.stats.n.shape[0]
     k_moves, k_p, k_pi, k_theta, k_lab, k_alpha = jax.random.split(key, 6)
     prior_now = prior._replace(alpha=state.alpha)
@@ -842,15 +887,15 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     def one(carry, k):
         labels, lj, stats, counts, full = carry
         labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
-                                                    prior_now, pq, state.p, state.q, backend)
+                                                    prior_now, pq, state.p, state.q, backend, x_wired)
         return (labels, lj, stats, counts, full | f), info
 
     (labels, lj, stats, counts, full), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
-    # (a'): one peel/absorb step per sweep (each costs about half a split/merge step's passes; XLA on both
-    # backends)
+    # (a'): one peel/absorb step per sweep (one point moves: O(1) but finding it)
     labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
-                                                  counts, x, links, family, prior_now, pq, state.p, state.q)
+                                                  counts, x, links, family, prior_now, pq, state.p, state.q,
+                                                  backend)
     full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
@@ -872,14 +917,15 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def block(w):
         return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], x, links, colouring, family,
-                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh)
+                                       log_pi[:w], jax.tree.map(lambda a: a[:w], theta), p, q, mesh, backend,
+                                       x_wired)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
     if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
         from ppclust.inference import _subcluster_cpu as cpu
 
-        stats = cpu.family_stats(x, labels, k_max, family)
+        stats = cpu.family_stats(x, labels, k_max, family, x_wired)
     else:
         stats = family.stats(x, labels, k_max)
     counts = pair_counts(labels, links).astype(x.dtype)
@@ -929,7 +975,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     draws; :func:`_block_draw`). ``backend``: ``"auto"`` (default: ``"numba"`` when JAX runs on CPU with no
     ``mesh``, numba imports and the family is a float64 :class:`~ppclust.families.GaussianNIW`, else
     ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of the
-    split/merge moves, and the statistics for d > 4, on the compiled twins of
+    split/merge moves, the peel step's point, the unlinked block's draw and the statistics for d > 4, on
+    the compiled twins of
     :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the same chain up to float
     rounding). :func:`resolve_backend`.
 
@@ -974,6 +1021,10 @@ def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples
          sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla"):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
               alpha_rate=alpha_rate, mesh=mesh, backend=backend)
+    if backend == "numba":  # x crosses the host callbacks as uint32 pairs: converted once, not per call
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        kw["x_wired"] = cpu.wired(x)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]

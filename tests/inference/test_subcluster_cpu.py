@@ -90,20 +90,41 @@ def test_stats_twin(cov):
     assert counts[2] == 0 and counts.sum() == len(z) - 3
 
 
-def test_pick_subsample_twin():
-    """The subsample indices of the sub-cluster fit equal the cumulative-count search, split (one
-    cluster) and merge (two), an empty cluster included."""
-    rng = np.random.default_rng(2)
+def test_pick_subsamples_twin():
+    """The four subsamples of a fit in one visit (C from two uniform vectors, A and B from the second)
+    equal the cumulative-count search of each set (split and merge, an empty cluster, cb = ca)."""
+    rng = np.random.default_rng(3)
     labels = rng.integers(0, 6, 3000).astype(np.int32)
-    u = rng.random(1024)
-    for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (5, 5, True)):
-        mask = (labels == ca) | ((labels == cb) & (not is_split))
+    u, u_lab = rng.random(1024), rng.random(64)
+
+    def ref(mask, v):
         cum = np.cumsum(mask)
-        ref = np.minimum(np.searchsorted(cum, 1 + np.floor(u * cum[-1]).astype(np.int32)), len(labels) - 1)
-        idx, cnt = cpu.subsample(jnp.asarray(labels), ca, cb, is_split, jnp.asarray(u))
-        np.testing.assert_array_equal(np.asarray(idx), ref)
-        assert int(cnt) == mask.sum()
-        assert np.all(mask[np.asarray(idx)]) == (mask.sum() > 0)
+        return np.minimum(np.searchsorted(cum, 1 + np.floor(v * cum[-1]).astype(np.int32)), len(labels) - 1)
+
+    for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (1, 7, False), (5, 5, False)):
+        mask = (labels == ca) | ((labels == cb) & (not is_split))
+        got = jax.jit(lambda s, a, b: cpu.subsamples(jnp.asarray(labels), a, b, s, jnp.asarray(u),
+                                                     jnp.asarray(u_lab)))(is_split, ca, cb)
+        for (idx, cnt), m_, v in zip(got, (mask, mask, labels == ca, labels == cb), (u, u_lab, u_lab, u_lab),
+                                     strict=True):
+            np.testing.assert_array_equal(np.asarray(idx), ref(m_, v))
+            assert int(cnt) == m_.sum()
+
+
+def test_peel_points_twin():
+    """The peel/absorb step's points equal ``_pick_point`` (the same draw j) and ``argmax`` of the
+    singleton's mask, also when a cluster is empty (0, as argmax of all-False)."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 6, 2000).astype(np.int32)
+    labels[1234] = 9  # a singleton
+    for c, s, seed in ((2, 9, 0), (5, 9, 1), (7, 9, 2), (3, 8, 3)):
+        key = jax.random.key(seed)
+        mask = jnp.asarray(labels == c)
+        ref = int(subcluster._pick_point(key, mask))
+        j = jax.random.randint(key, (), 0, max(int(mask.sum()), 1))
+        i, i_abs = cpu.peel_points_of(jnp.asarray(labels), c, j, s)
+        assert int(i) == ref and int(i_abs) == int(np.argmax(labels == s))
+        assert (labels[ref] == c) == (mask.sum() > 0)
 
 
 @pytest.mark.parametrize("cov", ["full", "diag"])
@@ -138,6 +159,39 @@ def test_move_twin(cov):
                 ref_b = fam.weighted_stats(xj, (ref_prop == new).astype(xj.dtype))
                 for a, b in zip(side_b, ref_b, strict=True):
                     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 3), ("diag", 20.0, 3), ("spherical", 20.0, 3),
+                                       ("full", 1.0, 3), ("full", 20.0, 6), ("diag", 20.0, 6),
+                                       ("spherical", 20.0, 6), ("full", 1.0, 6)])
+def test_block_draw_twin(cov, cut, d):
+    """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
+    products) label for label, with the same slot counts: overlapping and separated clusters, an inactive
+    slot between active ones (never drawn), kept points (their labels, counted). ``cut = 1`` leaves out
+    every weight below e^-1 of the largest, so most points need the exact redraw: a wrong bound on the
+    left-out mass changes draws here. d = 6 takes the bounded path (a slot skipped when an O(d) upper bound
+    of its density is ``cut`` below the largest; with ``cut = 1`` most are, and most draws need the
+    densities themselves: a wrong bound or a redraw from the bounds changes draws)."""
+    x, z = _data(3000, d)
+    x[:1500] *= 0.3  # half the points where all five clusters overlap
+    rng = np.random.default_rng(3)
+    keep = rng.random(len(x)) < 0.2
+    with x64():
+        xj = jnp.asarray(x)
+        fam = GaussianNIW.default(xj, cov)
+        theta = _theta(fam, xj, z, 6)
+        log_pi = jnp.log(jnp.asarray([0.1, 0.3, 0.2, 0.25, 0.15, 0.05])).at[2].set(-jnp.inf)
+        seed = subcluster.counter_seed(jax.random.key(3))
+        u = subcluster.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
+        lab = jnp.asarray(z)
+        ref, ref_cnt = subcluster._block_draw(xj, u, jnp.asarray(keep), lab, fam, log_pi, theta, None)
+        got, cnt = jax.jit(lambda: cpu.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam,
+                                                  cut))()
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    np.testing.assert_array_equal(np.asarray(cnt), np.asarray(ref_cnt))
+    got = np.asarray(got)
+    assert np.all(got[keep] == z[keep]) and not np.any(got[~keep] == 2) and np.any(got[~keep] == 5)
+    assert 0.05 < np.mean(got[~keep] != z[~keep]) < 0.9  # the draws are random, not the argmax
 
 
 def _chain_problem(n=240, seed=0):
