@@ -265,9 +265,9 @@ class CECIB(ClusterMixin, BaseEstimator):
             if first is None:
                 first, _, _ = solve(0.0, init)
             flip = partition_flip_rate(np.asarray(first.labels), yc, m)
-        best, costs, reg = solve(beta * label_channel_information(flip, m), init)
-        self.label_noise_ = flip
         beta = beta * label_channel_information(flip, m)
+        best, costs, reg = solve(beta, init)
+        self.label_noise_ = flip
         labels = np.asarray(best.labels)
         active = np.asarray(best.active)
         total = float(best.cost)

@@ -658,11 +658,12 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
         etas_eff = sorted({_effective_eta(e, c) for e in etas})
         grid = [(float(g), float(e)) for g in sorted(gammas) for e in etas_eff]
     cache: dict[bytes, float] = {}
-    rows, fits, kernels = [], [], []
+    rows, fits, kernels, kernel_of_t = [], [], [], []
     n_candidates = len(ts) * (len(grid) if supervised else 1)
     bar = _progress.bar(n_candidates, "SMIC model selection", "candidate", progress_bar)
     for t in ts:
         kern = _kernel_from_knn(x, dist, idx, t, nn)
+        kernel_of_t.append((t, kern))
         if supervised:
             results = threesmic_grid(kern, c, links, grid, assign=assign, sign=sign,
                                      dense_max=dense_max, tol=tol)
@@ -692,16 +693,23 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     Kp = modify_kernel(kern.K, links) if supervised else kern.K
     if not (supervised and link_folds):
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp)
-    none = select(x, c, None, ts=ts, lsmi=lsmi, seed=seed, dense_max=dense_max, tol=tol)
-    check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none.fit.labels,
+    # the no-link SMIC (select's unsupervised branch) on the kernels built above, LSMI from the same cache
+    none_fits = [smic_fit(k, c, dense_max=dense_max, tol=tol) for _, k in kernel_of_t]
+    for res in none_fits:
+        key = _canonical(res.labels).tobytes()
+        if key not in cache:
+            cache[key] = lsmi.estimate(res.labels)
+    none_lsmi = [cache[_canonical(res.labels).tobytes()] for res in none_fits]
+    nb = int(np.argmax(none_lsmi))  # ties to the smallest t, as in the unsupervised branch
+    none_fit, (none_t, none_kern) = none_fits[nb], kernel_of_t[nb]
+    check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none_fit.labels,
                        n_folds=link_folds, n_repeats=link_repeats, seed=seed, assign=assign, sign=sign,
                        dense_max=dense_max, tol=tol)
     if check["use_links"]:
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
-    r = dict(none.rows[none.best], gamma=0.0, eta=0.0, violations=count_violations(none.fit.labels, links),
-             score=float("nan"), links=False)
-    rows.append(r)
-    return SelectionResult(best=len(rows) - 1, rows=rows, fit=none.fit, kernel=none.kernel, Kp=none.kernel.K,
+    rows.append(dict(t=none_t, gamma=0.0, eta=0.0, lsmi=none_lsmi[nb],
+                     violations=count_violations(none_fit.labels, links), score=float("nan"), links=False))
+    return SelectionResult(best=len(rows) - 1, rows=rows, fit=none_fit, kernel=none_kern, Kp=none_kern.K,
                            link_check=check)
 
 
