@@ -130,7 +130,9 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path):
     assert set(cmp.index) == {"links", "no links"}
     posterior.save(dt, tmp_path / "post.nc")
     back = posterior.load(tmp_path / "post.nc")
-    assert back.attrs["param_pq"] == "collapse" and back.attrs["prior_b_p"] == 10.0
+    n_links = dt["observed_data"]["link_sign"].size  # default link prior: Beta(0.9 L, 0.1 L), L >= 11
+    assert back.attrs["param_pq"] == "collapse"
+    assert back.attrs["prior_b_p"] == pytest.approx(0.1 * max(11, n_links))
     assert "loo_log_predictive" in back.attrs["log_likelihood"]
     np.testing.assert_array_equal(back["clustering"]["point_estimate"].values, with_links.labels_)
     np.testing.assert_allclose(back["log_likelihood"]["x"].values, dt["log_likelihood"]["x"].values)

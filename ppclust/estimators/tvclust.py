@@ -56,14 +56,34 @@ class TVClust(ClusterMixin, BaseEstimator):
         by default: under a Gamma(1, 1) prior the resampled alpha rises to 2-4 on real data that the DP
         over-splits, which adds clusters (``benchmarks/results/tvclust_prior_study.md``).
     a_p, b_p, a_q, b_q : float
-        Beta priors of the link sensitivity p and specificity q (default Beta(1, 10), Beta(10, 1): spec
-        2.8's neutral prior, under which a link carries no information until the partition agrees with it).
-    link_noise : float in (0, 0.5] or None, default=None
-        The user's belief about the share of wrong links. When given, it replaces ``a_p, b_p, a_q, b_q``
-        by ``p ~ Beta(s (1 - link_noise), s link_noise)`` and the same for ``q`` (prior mean of both
-        ``1 - link_noise``), with the neutral prior's strength ``s = a_p + b_p = 11`` pseudo-links, so it
-        dominates only small link budgets (Khashabi et al. 2015, eq. 8: the collapsed p, q enter through
-        Beta functions of the four pair counts plus these pseudo-counts). ``link_noise=0.5`` is uninformative.
+        Beta priors of the link sensitivity p and specificity q when ``link_noise=None`` (default Beta(1, 10),
+        Beta(10, 1): spec 2.8's neutral prior, under which a link carries no information until the
+        partition agrees with it; also what ``algorithm="variational"`` uses under ``link_noise="auto"``,
+        the authors' values).
+    link_noise : float in (0, 0.5], "auto" or None, default="auto"
+        The user's belief about the share of wrong links (a flipped sign). A float replaces
+        ``a_p, b_p, a_q, b_q`` by ``p ~ Beta(s (1 - link_noise), s link_noise)`` and the same for ``q``
+        (prior mean of both ``1 - link_noise``; Khashabi et al. 2015, eq. 8: the collapsed p, q enter
+        through Beta functions of the four pair counts plus these pseudo-counts), with strength ``s`` from
+        ``link_strength``. ``"auto"``: 0.1 for the samplers ("links are mostly right": a link is right
+        9 times in 10, about the neutral prior's own mean of q, 10/11) and None for
+        ``algorithm="variational"`` (the authors' Beta(1, 10), Beta(10, 1)). None: the explicit
+        ``a_p, b_p, a_q, b_q`` (the default before session 10). ``link_noise=0.5`` is uninformative.
+        Why not the neutral prior: with it, clean links were explained as noise whenever the Gaussian
+        term prefers another partition -- at 3 clean random pairs per point the posterior p fell to
+        0.31-0.55 on vehicle, segment, penbased and satimage (a must-link is a third to a half of the
+        time across clusters) and the links hardly moved NMI; the model's log joint scores the chain's
+        partition hundreds of nats above the class partition there, so it is the prior, not mixing
+        (``benchmarks/results/tvclust_split_study.md``).
+    link_strength : "links" or float > 0, default="links"
+        Strength ``s`` (pseudo-links) of the ``link_noise`` prior. ``"links"``: ``s = max(11, L)`` with
+        ``L`` the number of linked pairs (weights summed), so the user's statement keeps its weight
+        against the evidence whatever the budget: p and q are learnt from the same links they judge,
+        and with ``s`` fixed at the neutral prior's 11 pseudo-links (the session-9 ``link_noise``) it is
+        negligible against hundreds of links. With ``s = L`` each posterior mean lies at least as
+        close to ``1 - link_noise`` as to the links' own share (p is informed only by the ~L/K
+        may-links, so it stays near ``1 - link_noise``), and wrong links still lower it: at 20% flipped
+        links p, q settle near 0.75-0.85 on the panel. A float fixes ``s`` (11: the session-9 prior).
     pq : {"collapse", "sample", "fixed"}, default="collapse"
     p, q : float, default=0.9
         Fixed values (``pq="fixed"``) or starting values.
@@ -183,7 +203,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         "b_p": POSITIVE_REAL,
         "a_q": POSITIVE_REAL,
         "b_q": POSITIVE_REAL,
-        "link_noise": [None, Interval(Real, 0, 0.5, closed="right")],
+        "link_noise": [None, StrOptions({"auto"}), Interval(Real, 0, 0.5, closed="right")],
+        "link_strength": [StrOptions({"links"}), Interval(Real, 0, None, closed="neither")],
         "pq": [StrOptions(set(gibbs.PQ_MODES))],
         "p": UNIT_OPEN,  # log p and log(1 - p) enter the link likelihood
         "q": UNIT_OPEN,
@@ -214,8 +235,8 @@ class TVClust(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
-                 a_q=10.0, b_q=1.0, link_noise=None, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
-                 covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0, standardize=True, k_max=64,
+                 a_q=10.0, b_q=1.0, link_noise="auto", link_strength="links", pq="collapse", p=0.9, q=0.9,
+                 sample_alpha=False, covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0, standardize=True, k_max=64,
                  point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
                  algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
                  n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
@@ -233,6 +254,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.a_q = a_q
         self.b_q = b_q
         self.link_noise = link_noise
+        self.link_strength = link_strength
         self.pq = pq
         self.p = p
         self.q = q
@@ -281,7 +303,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         if self.standardize:
             sd = X.std(0)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
-        prior = TVClustPrior(float(self.alpha), *self._link_prior())
+        prior = TVClustPrior(float(self.alpha), *self._link_prior(_link_mass(side)))
         with x64():
             xj = jnp.asarray(X)
             links = make_links(n, side=side) if side.n_links else make_links(n)
@@ -315,11 +337,17 @@ class TVClust(ClusterMixin, BaseEstimator):
         self._set_posterior(key, X, side, links, family, prior, res)
         return self
 
-    def _link_prior(self):
-        """(a_p, b_p, a_q, b_q): the explicit Beta parameters, or those implied by ``link_noise``."""
-        if self.link_noise is None:
+    def _link_prior(self, n_links=0.0):
+        """(a_p, b_p, a_q, b_q): the explicit Beta parameters, or those implied by ``link_noise`` and
+        ``link_strength`` for ``n_links`` linked pairs (weights summed)."""
+        eps = self.link_noise
+        if eps == "auto":
+            eps = None if self.algorithm == "variational" else 0.1  # see the docstring
+        if eps is None:
             return float(self.a_p), float(self.b_p), float(self.a_q), float(self.b_q)
-        s, eps = 11.0, float(self.link_noise)  # strength of spec 2.8's Beta(1, 10): 11 pseudo-links
+        # 11 = strength of spec 2.8's Beta(1, 10); "links": at least the links' own number (docstring)
+        s = max(11.0, float(n_links)) if self.link_strength == "links" else float(self.link_strength)
+        eps = float(eps)
         return s * (1 - eps), s * eps, s * (1 - eps), s * eps
 
     def _set_posterior(self, key, X, side, links, family, prior, res):
@@ -423,7 +451,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, "full")
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
             res = tvclust_vb.fit(jnp.asarray(X), means0, family, nbr, ev, valid, src, dst, e,
-                                 tuple(float(v) for v in self._link_prior()),
+                                 tuple(float(v) for v in self._link_prior(_link_mass(side))),
                                  float(self.alpha), max_iter=int(self.vb_max_iter), tol=float(self.vb_tol))
             res = jax.tree_util.tree_map(np.asarray, res)
         it = int(res.n_iter)
@@ -445,6 +473,14 @@ class TVClust(ClusterMixin, BaseEstimator):
     def fit_predict(self, X, y=None, **kw):
         """Fit (side information as in ``fit``) and return ``labels_``."""
         return self.fit(X, y, **kw).labels_
+
+
+def _link_mass(side):
+    """Number of linked pairs, weights summed (``link_strength="links"``)."""
+    if not side.n_links:
+        return 0.0
+    w = getattr(side, "weight", None)
+    return float(np.sum(w)) if w is not None else float(side.n_links)
 
 
 def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):

@@ -268,16 +268,61 @@ def test_kmeanspp_start_escapes_the_one_cluster_trap():
 
 
 def test_link_noise_prior_parameters():
-    """``link_noise=eps``: p, q ~ Beta(11 (1 - eps), 11 eps) (prior mean 1 - eps, the neutral prior's
-    strength 11); None keeps the explicit a_p, b_p, a_q, b_q; values above 0.5 are rejected."""
+    """``link_noise=eps``: p, q ~ Beta(s (1 - eps), s eps) (prior mean 1 - eps) with s = max(11, L) for L
+    links (``link_strength="links"``) or a fixed s; the default "auto" is eps = 0.1 for the samplers and
+    the explicit a_p, b_p, a_q, b_q (the authors') for the VB; None keeps those; values above 0.5 and
+    a non-positive strength are rejected."""
     from ppclust.estimators.tvclust import TVClust
 
     assert TVClust(link_noise=0.1)._link_prior() == pytest.approx((9.9, 1.1, 9.9, 1.1))
     assert TVClust(link_noise=0.5)._link_prior() == pytest.approx((5.5, 5.5, 5.5, 5.5))
-    assert TVClust()._link_prior() == (1.0, 10.0, 10.0, 1.0)
-    assert TVClust(a_p=2.0)._link_prior() == (2.0, 10.0, 10.0, 1.0)
+    assert TVClust()._link_prior(600) == pytest.approx((540.0, 60.0, 540.0, 60.0))
+    assert TVClust()._link_prior(5) == pytest.approx((9.9, 1.1, 9.9, 1.1))  # at least 11 pseudo-links
+    assert TVClust(link_strength=11.0)._link_prior(600) == pytest.approx((9.9, 1.1, 9.9, 1.1))
+    assert TVClust(link_noise=None)._link_prior(600) == (1.0, 10.0, 10.0, 1.0)
+    assert TVClust(algorithm="variational")._link_prior(600) == (1.0, 10.0, 10.0, 1.0)
+    assert TVClust(link_noise=None, a_p=2.0)._link_prior() == (2.0, 10.0, 10.0, 1.0)
     with pytest.raises(ValueError, match="link_noise"):
         TVClust(link_noise=0.7).fit(X5)
+    with pytest.raises(ValueError, match="link_strength"):
+        TVClust(link_strength=0.0).fit(X5)
+
+
+def _paired_classes(seed, d=6, n=25, off=3.0, sep=10.0):
+    """Six Gaussian classes in three well-separated pairs; the two classes of a pair overlap (means
+    ``off`` sd apart), so the Gaussian term alone prefers one cluster per pair."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for c in range(6):
+        centre = np.zeros(d)
+        centre[c // 2], centre[3] = sep, off * (c % 2)
+        X.append(centre + rng.normal(size=(n, d)))
+        y.append(np.full(n, c))
+    return np.concatenate(X), np.concatenate(y)
+
+
+def test_default_link_prior_keeps_clean_cannot_links_that_the_neutral_prior_explains_as_noise():
+    """Issue 20's mechanism on data built for it: with the neutral Beta(1, 10) / Beta(10, 1) prior
+    (``link_noise=None``) the chain merges overlapping classes and explains the clean may-not-links inside
+    the merged clusters as noise (posterior p near 0.5: each merge puts cannot-links inside clusters,
+    which lowers p, which makes the next merge cheaper); the default prior (``link_noise="auto"``: mean
+    0.9, strength = the number of links) keeps p near 0.9 and the six classes. 3 clean pairs per point."""
+    from ppclust import datasets, metrics
+    from ppclust.estimators.tvclust import TVClust
+
+    rows = []
+    for seed in range(4):
+        X, y = _paired_classes(seed)
+        si = datasets.sample_links(y, 3 * len(y), 0.0, seed=seed)
+        kw = dict(n_draws=100, n_warmup=100, n_chains=1, random_state=seed, progress_bar=False)
+        fits = [TVClust(link_noise=ln, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
+                for ln in (None, "auto")]
+        rows.append([(metrics.nmi(y, e.labels_), e.n_clusters_, e.p_) for e in fits])
+    old, new = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    assert new[:, 0].mean() > old[:, 0].mean() + 0.05, rows
+    assert np.all(new[:, 0] >= old[:, 0] - 0.01), rows
+    assert np.sum(new[:, 1] == 6) >= 3 and np.sum(old[:, 1] == 6) <= 1, rows
+    assert np.all(new[:, 2] > 0.85) and np.sum(old[:, 2] < 0.6) >= 3, rows
 
 
 @pytest.mark.slow
