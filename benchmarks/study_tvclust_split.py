@@ -86,7 +86,8 @@ def study(data, draw, level, noise, prior_name, seed_fit=None):
     for name, lab in (("chain", chain), ("point", est.labels_), ("merged", merged_by_class(chain, y)),
                       ("classes", y)):
         t = terms(lab, Xs, links, family, prior)
-        rows.append([data, draw, f"{level:g}/{noise:.0%}", prior_name, f"{est.p_:.2f} / {est.q_:.2f}", name, len(np.unique(lab)),
+        rows.append([data, draw, f"{level:g}/{noise:.0%}", prior_name, f"{est.p_:.2f} / {est.q_:.2f}", name,
+                     len(np.unique(lab)),
                      f"{metrics.nmi(y, lab):.3f}", *(f"{v:.1f}" for v in t)])
     print(*rows, sep="\n", flush=True)
     return rows, est
@@ -108,8 +109,8 @@ def main(argv=None):
     out = ["# TVClust: model or mixing? (issue 20)", "",
            f"Written by `benchmarks/study_tvclust_split.py`. {machine_info()}", "",
            __doc__.split("\n\n")[1], "",
-           md_table(["data", "draw", "pairs/noise", "prior", "p / q", "partition", "K", "NMI", "log CRP", "log data",
-                     "log links", "log joint"], rows), ""]
+           md_table(["data", "draw", "pairs/noise", "prior", "p / q", "partition", "K", "NMI", "log CRP",
+                     "log data", "log links", "log joint"], rows), ""]
     write_result(args.out, "\n".join(out))
 
 
