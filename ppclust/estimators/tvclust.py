@@ -237,8 +237,8 @@ class TVClust(ClusterMixin, BaseEstimator):
     def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
                  a_q=10.0, b_q=1.0, link_noise="auto", link_strength="links", pq="collapse", p=0.9, q=0.9,
                  sample_alpha=False, covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0,
-                 standardize=True, k_max=64, point_estimate="binder", loss_a=1.0, max_psm_n=5000, random_state=None,
-                 algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
+                 standardize=True, k_max=64, point_estimate="binder", loss_a=1.0, max_psm_n=5000,
+                 random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
                  n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
                  vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
         self.n_draws = n_draws
