@@ -238,9 +238,9 @@ class TVClust(ClusterMixin, BaseEstimator):
                  a_q=10.0, b_q=1.0, link_noise="auto", link_strength="links", pq="collapse", p=0.9, q=0.9,
                  sample_alpha=False, covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0,
                  standardize=True, k_max=64, point_estimate="binder", loss_a=1.0, max_psm_n=5000,
-                 random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto", progress_bar=True,
-                 n_samples="deprecated", covariance="deprecated", vb_truncation=15, vb_mask="symmetric",
-                 vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
+                 random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto",
+                 progress_bar=True, n_samples="deprecated", covariance="deprecated", vb_truncation=15,
+                 vb_mask="symmetric", vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
         self.n_draws = n_draws
         self.subcluster_moves = subcluster_moves
         self.devices = devices
