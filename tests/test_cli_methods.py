@@ -84,3 +84,24 @@ def test_fit_writes_labels_and_summary(files, method, capsys):
     else:
         assert ari(z, labels) > 0.8, (method, summary)
     assert method in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_tvclust_link_prior_reaches_the_cli(files):
+    """``--param link_noise=... --param link_strength=...`` reach TVClust (the session-10 default link
+    prior and the neutral one), and a non-positive strength is a CLI error naming the parameter."""
+    d, _ = files
+    base = ["fit", "--method", "tvclust", str(d / "x.csv"), "--links", str(d / "links.csv"), "--no-plots",
+            *(a for v in ("n_draws=5", "n_warmup=5", "n_chains=1", "random_state=0") for a in ("--param", v))]
+    p = {}
+    for name, extra in (("neutral", ["link_noise=null"]),
+                        ("strong", ["link_noise=0.2", "link_strength=1000"])):
+        argv = base + ["--out", str(d / f"out-prior-{name}")] + [a for e in extra for a in ("--param", e)]
+        assert cli.main(argv) == 0
+        summary = json.loads((d / f"out-prior-{name}" / "summary.json").read_text())
+        p[name] = summary["p_"]
+    assert summary["params"]["link_strength"] == 1000 and summary["params"]["link_noise"] == 0.2
+    # Beta(800, 200) holds p near its prior mean 0.8 whatever the partition
+    assert abs(p["strong"] - 0.8) < 0.03 and abs(p["neutral"] - 0.8) > 0.03, p
+    bad = base + ["--out", str(d / "out-prior-bad"), "--param", "link_strength=-1"]
+    assert cli.main(bad) != 0
