@@ -1,8 +1,10 @@
 """scikit-learn estimator for TVClust (Khashabi et al. 2015): collapsed Gibbs posterior over partitions.
 
 Validates, turns links and partial labels into a neighbour table, runs :func:`ppclust.inference.gibbs.sample`
-(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, Psi0 = I, nu0 = d + 2,
-p ~ Beta(1, 10), q ~ Beta(10, 1); kappa0 = 0.01 after Fraley & Raftery 2007, see ``kappa0``) and
+(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, Psi0 = I, nu0 = d + 2;
+kappa0 = 0.01 after Fraley & Raftery 2007, see ``kappa0``; p, q ~ Beta(0.9 L, 0.1 L) for L links since
+session 10 -- "links are mostly right", see ``link_noise`` -- instead of spec 2.8's Beta(1, 10),
+Beta(10, 1)) and
 summarises the draws with :mod:`ppclust.posterior`.
 """
 
