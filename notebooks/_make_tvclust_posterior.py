@@ -105,7 +105,10 @@ back = posterior.load(path)
 print({k: back.attrs[k] for k in ("model", "param_pq", "prior_a_p", "prior_b_p", "niw_nu0", "log_likelihood")})"""),
 md("""## Sensitivity to noisy links
 The posterior of $p$ (sensitivity) and $q$ (specificity) tracks the link noise: with more flipped links
-both fall, so the sampler trusts the links less (the prior Beta(1,10) / Beta(10,1) is neutral)."""),
+both fall, so the sampler trusts the links less. Under the default prior (`link_noise="auto"`: prior mean 0.9
+with the strength of as many pseudo-links as there are links) they fall less far than the flipped share
+says: the prior weighs as much as all the links. `link_noise=None` (the neutral Beta(1,10) / Beta(10,1)) lets the
+links alone decide."""),
 code("""rows = []
 for noise in ((0.0, 0.2, 0.4) if FULL else (0.35,)):
     s = datasets.sample_links(y, n_links, noise=noise, seed=1)
