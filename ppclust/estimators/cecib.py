@@ -33,8 +33,7 @@ from ppclust.estimators._base import (
 )
 from ppclust.inference import cecib as _cecib
 from ppclust.inference import hartigan as _hartigan
-from ppclust.models.ssgmm import label_noise_update
-from ppclust.sideinfo import label_channel_information
+from ppclust.sideinfo import label_channel_information, partition_flip_rate
 
 __all__ = ["CECIB"]
 
@@ -61,7 +60,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         \\varepsilon\\ln(m-1)` its capacity (:func:`ppclust.sideinfo.label_channel_information`; two
         categories at 20% wrong labels give 0.278, close to the paper's beta0 = 0.27 for noisy labels,
         Example 4.1). ``"auto"``: the rate read off the plain-CEC fit of the chosen start (the share of
-        labelled points outside their cluster's majority category, :func:`partition_flip_rate`;
+        labelled points outside their cluster's majority category,
+        :func:`ppclust.sideinfo.partition_flip_rate`;
         ``label_noise_`` holds it), then the weighted fit. Default 0 (the paper's E_beta): on the benefit
         panel neither the true rate nor ``"auto"`` made CEC-IB more robust to 20% wrong labels (within 0.02
         of plain CEC on 6 of 8 sets, as with 0; ``results/cec_start_study.md``) -- wrong labels act through
@@ -351,23 +351,6 @@ def _map_estimate(stats, rho):
     ridge = families.NIWPrior(jnp.ones((), dt), jnp.zeros(d, dt), jnp.zeros((), dt),
                               jnp.asarray(-(d + 2.0), dt), rho * jnp.eye(d, dtype=dt))
     return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
-
-
-def partition_flip_rate(labels, codes, m: int) -> float:
-    r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
-    their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
-    coarse labels). This is :func:`ppclust.models.ssgmm.label_noise_update` with one-hot responsibilities and
-    each cluster's class its majority category (clipped to (m-1)/m there)."""
-    labels = np.asarray(labels)
-    codes = np.asarray(codes)
-    lab = codes >= 0
-    if m < 2 or not lab.any():
-        return 0.0
-    _, slot = np.unique(labels, return_inverse=True)
-    k = int(slot.max()) + 1
-    counts = np.zeros((k, m))
-    np.add.at(counts, (slot[lab], codes[lab]), 1.0)
-    return label_noise_update(np.eye(k)[slot], codes, counts.argmax(1), m)
 
 
 _covariances = jax.jit(partial(families.covariances, cov_type="full"))
