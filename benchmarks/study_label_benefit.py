@@ -264,6 +264,27 @@ def _fmt(v):
     return f"{np.mean(v):+.3f} ({np.std(v):.3f})" if v else "-"
 
 
+def _summary(label, counts, names):
+    """Goal counts per setting: {(name, noise): [sets meeting the goal, sets, per-set mean changes]}."""
+    rows = []
+    for nm in names:
+        clean, wrong = counts.get((nm, 0.0)), counts.get((nm, 0.2))
+        if clean and clean[1] and wrong:
+            rows.append(
+                [
+                    nm,
+                    f"{clean[0]}/{clean[1]}",
+                    f"{np.mean(clean[2]):+.3f}",
+                    f"{wrong[0]}/{wrong[1]}",
+                    f"{np.mean(wrong[2]):+.3f}",
+                ]
+            )
+    return md_table(
+        [f"{label} setting", "clean gain >= 0.05", "mean clean", "20% wrong within 0.02", "mean 20% wrong"],
+        rows,
+    )
+
+
 def tables(args, cache):
     from ppclust.inference.cecib import min_size
 
@@ -347,20 +368,7 @@ def tables(args, cache):
         "Summary (data sets where the goal holds: gain >= 0.05 with clean labels, change >= -0.02 with 20% "
         "wrong labels; mean over sets of the mean change):",
         "",
-        md_table(
-            ["CEC-IB setting", "clean gain >= 0.05", "mean clean", "20% wrong within 0.02", "mean 20% wrong"],
-            [
-                [
-                    nm,
-                    f"{counts[(nm, 0.0)][0]}/{counts[(nm, 0.0)][1]}",
-                    f"{np.mean(counts[(nm, 0.0)][2]):+.3f}",
-                    f"{counts[(nm, 0.2)][0]}/{counts[(nm, 0.2)][1]}",
-                    f"{np.mean(counts[(nm, 0.2)][2]):+.3f}",
-                ]
-                for nm in names
-                if counts.get((nm, 0.0)) and counts[(nm, 0.0)][1]
-            ],
-        ),
+        _summary("CEC-IB", counts, names),
         "",
     ]
     # --- CEC-IB at n = N_LARGE
@@ -445,20 +453,7 @@ def tables(args, cache):
         "",
         md_table(hdr, rows),
         "",
-        md_table(
-            ["SSGMM setting", "clean gain >= 0.05", "mean clean", "20% wrong within 0.02", "mean 20% wrong"],
-            [
-                [
-                    nm,
-                    f"{summ[(nm, 0.0)][0]}/{summ[(nm, 0.0)][1]}",
-                    f"{np.mean(summ[(nm, 0.0)][2]):+.3f}",
-                    f"{summ[(nm, 0.2)][0]}/{summ[(nm, 0.2)][1]}",
-                    f"{np.mean(summ[(nm, 0.2)][2]):+.3f}",
-                ]
-                for nm in ss_names
-                if summ.get((nm, 0.0)) and summ[(nm, 0.0)][1]
-            ],
-        ),
+        _summary("SSGMM", summ, ss_names),
         "",
     ]
     # --- C3L
