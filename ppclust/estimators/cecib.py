@@ -128,10 +128,13 @@ class CECIB(ClusterMixin, BaseEstimator):
         both starts, the lower E_beta kept) with this plain-CEC choice: 4 of 8 sets with a clean gain >= 0.05
         for both (+0.037 against +0.029 mean), 7 of 8 within 0.02 at 20% wrong labels for both, and at
         n = 600 1 of 6 against 3 of 6 clean gains: the plain-CEC choice stays. Where labels gain little the
-        cause is the sample, not the start: the four sets that miss at n = 200 are those where a class holds
-        about the points a cluster needs, n / (K min_size) = 0.88 (satimage: no partition into its 6
-        classes passes the size rule, so every fit ends with 1-2 clusters), 1.11, 1.43, 1.67 (penbased,
-        segment, digits), against >= 2.5 on the four that gain.
+        start is not the cause: the four sets that miss at n = 200 are those where a class holds about the
+        points a cluster needs, n / (K min_size) = 0.88 (satimage: no partition into its 6 classes passes
+        the size rule, every fit ends with 1-2 clusters), 1.11, 1.43, 1.67 (penbased, segment, digits),
+        against >= 2.5 on the four that gain; with d lowered to 5 by PCA (a diagnostic) plain CEC finds
+        about K clusters on all four and 10% labels gain +0.051 on satimage, +0.026 on segment, and nothing
+        on digits and penbased (10 classes, two labelled points each: plain CEC already sits where the
+        labels would put it).
     reassign : {"lazy", "immediate"}, default="lazy"
         How points of a deleted cluster are reassigned (see ``ppclust.inference.hartigan``).
     max_iter : int, default=100
