@@ -308,6 +308,26 @@ def _fmt(v):
     return f"{np.mean(v):+.3f} ({np.std(v):.3f})" if v else "-"
 
 
+def _regime_row(cache, draws, data, X, y, pre, col):
+    """(first cells of a regime row: data, n or d, min_size, n / (K min_size), k and NMI of plain CEC;
+    {draw: plain-CEC record}) for the fits cached under ``pre``."""
+    from ppclust.inference.cecib import min_size
+
+    n, d = X.shape
+    K = int(y.max()) + 1
+    ms = min_size(n, d, 0.05)
+    none = {dr: r for dr in range(draws) if (r := _get(cache, f"{pre}|{dr}|CEC|none"))}
+    row = [
+        data,
+        n if col == "n" else d,
+        f"{ms:g}",
+        f"{n / (K * ms):.2f}",
+        f"{np.mean([r['k'] for r in none.values()]):.1f}" if none else "-",
+        f"{np.mean([r['nmi'] for r in none.values()]):.3f}" if none else "-",
+    ]
+    return row, none
+
+
 def _summary(label, counts, names):
     """Goal counts per setting: {(name, noise): [sets meeting the goal, sets, per-set mean changes]}."""
     rows = []
@@ -418,20 +438,8 @@ def tables(args, cache):
     # --- CEC-IB at n = N_LARGE
     rows, counts = [], {}
     for data in LARGE:
-        X, y = panel_sample(data, N_LARGE, 0)
-        n, d = X.shape
-        K = int(y.max()) + 1
-        ms = min_size(n, d, 0.05)
         pre = f"n{N_LARGE}|{data}"
-        none = {dr: r for dr in range(draws) if (r := _get(cache, f"{pre}|{dr}|CEC|none"))}
-        row = [
-            data,
-            n,
-            f"{ms:g}",
-            f"{n / (K * ms):.2f}",
-            f"{np.mean([r['k'] for r in none.values()]):.1f}" if none else "-",
-            f"{np.mean([r['nmi'] for r in none.values()]):.3f}" if none else "-",
-        ]
+        row, none = _regime_row(cache, draws, data, *panel_sample(data, N_LARGE, 0), pre, "n")
         for frac, noise in SETTINGS:
             for nm in ("default", "labels", "E_beta pick"):
                 v = []
@@ -473,20 +481,8 @@ def tables(args, cache):
     # --- CEC-IB with d lowered by PCA
     rows = []
     for data in PCA_SETS:
-        X, y = pca_sample(data, 0)
-        n, d = X.shape
-        K = int(y.max()) + 1
-        ms = min_size(n, d, 0.05)
         pre = f"pca{PCA_DIM}|{data}"
-        none = {dr: r for dr in range(draws) if (r := _get(cache, f"{pre}|{dr}|CEC|none"))}
-        row = [
-            data,
-            d,
-            f"{ms:g}",
-            f"{n / (K * ms):.2f}",
-            f"{np.mean([r['k'] for r in none.values()]):.1f}" if none else "-",
-            f"{np.mean([r['nmi'] for r in none.values()]):.3f}" if none else "-",
-        ]
+        row, none = _regime_row(cache, draws, data, *pca_sample(data, 0), pre, "d")
         for frac, noise in SETTINGS:
             v = [
                 a["nmi"] - b["nmi"]
