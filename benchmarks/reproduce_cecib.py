@@ -116,7 +116,8 @@ def cecib_fit(X, lab, C, beta, seed, n_init=10):
 def ssgmm_fit(X, lab, C, seed, label_noise=0.0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return SemiSupervisedGMM(n_clusters=C, label_noise=label_noise, random_state=seed).fit(X, lab)
+        return SemiSupervisedGMM(n_clusters=C, label_noise=label_noise, prior=None,  # ML: its saved results
+                                 random_state=seed).fit(X, lab)
 
 
 def exp_fractions(X, y, C, draws):

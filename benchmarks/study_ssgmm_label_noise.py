@@ -42,7 +42,8 @@ _LAST: dict = {}  # the learnt rate of the last fit (timed_labels passes the lab
 def _fit(K, seed, noise, X, lab):
     from ppclust.estimators.ssgmm import SemiSupervisedGMM
 
-    est = SemiSupervisedGMM(K, label_noise=noise, random_state=seed, progress_bar=False).fit(X, lab)
+    est = SemiSupervisedGMM(K, label_noise=noise, prior=None,  # ML, the default when its results were written
+                            random_state=seed, progress_bar=False).fit(X, lab)
     _LAST["eps"] = float(est.label_noise_)
     return est.labels_
 

@@ -34,7 +34,8 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_channel_information", "link_agreement", "link_folds"]
+           "labelled_means", "label_channel_information", "partition_flip_rate", "link_agreement",
+           "link_folds"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -539,6 +540,31 @@ def label_channel_information(eps: float, m: int) -> float:
         return 0.0
     h_b = -eps * np.log(eps) - (1.0 - eps) * np.log1p(-eps)
     return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
+
+
+def partition_flip_rate(labels, codes, m: int) -> float:
+    r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
+    their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
+    coarse labels),
+
+    .. math:: \hat\varepsilon = \frac{1}{|L|}\sum_{i\in L} [\,y_i \ne g(z_i)\,],\qquad
+              g(k) = \arg\max_j c_{kj},
+
+    clipped to :math:`(m-1)/m` where a label says nothing. It is the EM update of the flip rate
+    (:func:`ppclust.models.ssgmm.label_noise_update`) with one-hot responsibilities and each cluster's class
+    its majority category (ties: the lower category). ``labels`` (n,) cluster ids, ``codes`` (n,) label codes
+    0..m-1 (-1 = unlabelled; ``ppclust.inference.cecib.encode_labels``). 0 without labelled points or for
+    m < 2. CEC-IB's ``label_noise="auto"``. Host scalar."""
+    labels = np.asarray(labels)
+    codes = np.asarray(codes)
+    lab = codes >= 0
+    if m < 2 or not lab.any():
+        return 0.0
+    _, slot = np.unique(labels, return_inverse=True)
+    counts = np.zeros((int(slot.max()) + 1, m))
+    np.add.at(counts, (slot[lab], codes[lab]), 1.0)
+    off = float(np.mean(counts.argmax(1)[slot[lab]] != codes[lab]))
+    return min(off, (m - 1) / m)
 
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:

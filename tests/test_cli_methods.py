@@ -105,3 +105,21 @@ def test_tvclust_link_prior_reaches_the_cli(files):
     assert abs(p["strong"] - 0.8) < 0.03 and abs(p["neutral"] - 0.8) > 0.03, p
     bad = base + ["--out", str(d / "out-prior-bad"), "--param", "link_strength=-1"]
     assert cli.main(bad) != 0
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_ssgmm_prior_reaches_the_cli(files):
+    """``SemiSupervisedGMM(prior=...)`` from the command line: the default is the MAP fit (objective = log
+    likelihood + log prior), ``--param prior=null`` the ML fit (objective = log likelihood)."""
+    d, _ = files
+    objective = {}
+    for extra in ([], ["--param", "prior=null"]):
+        out = d / f"out-prior-{len(extra)}"
+        argv = ["fit", "--method", "ssgmm", str(d / "x.csv"), "--out", str(out), "--no-plots",
+                "--labels", str(d / "labels.csv"), *extra]
+        for p in PLAN["ssgmm"][0]:  # the settings of the plan's ssgmm run (its compiled programs)
+            argv += ["--param", p]
+        assert cli.main(argv) == 0
+        s = json.loads((out / "summary.json").read_text())
+        objective[len(extra)] = s["objective_"] - s["log_likelihood_"]
+    assert objective[2] == 0.0 and objective[0] != 0.0

@@ -1,5 +1,6 @@
 """CEC-IB / C3L defaults of issue 20 (session 9): the capped start (``cap_clusters``) and the label-noise
-weight (``label_noise``: ``sideinfo.label_channel_information``, the flip rate read off a partition)."""
+weight (``label_noise``: ``sideinfo.label_channel_information``, the flip rate read off a partition,
+``sideinfo.partition_flip_rate``, tested in ``tests/test_sideinfo.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from ppclust import metrics
 from ppclust.errors import InvalidParameterError
 from ppclust.estimators.c3l import C3L
-from ppclust.estimators.cecib import CECIB, partition_flip_rate
+from ppclust.estimators.cecib import CECIB
 from ppclust.inference import c3l, cecib, hartigan
 from ppclust.sideinfo import label_channel_information
 
@@ -70,20 +71,6 @@ def test_label_channel_information_limits():
     assert label_channel_information(0.3, 1) == 1.0
     # two categories, 20% wrong: close to the paper's beta0 = 0.27 for noisy labels (Example 4.1)
     assert label_channel_information(0.2, 2) == pytest.approx(0.2781, abs=1e-4)
-
-
-def test_partition_flip_rate_recovers_a_known_rate():
-    """Labels flipped at rate 0.2 uniformly to another category; on the true partition the rate read off
-    (labelled points off their cluster's majority category) is the realised flip share exactly."""
-    rng = np.random.default_rng(1)
-    z = np.repeat(np.arange(4), 100)
-    lab = np.where(rng.random(400) < 0.5, z, -1)
-    flip = (lab >= 0) & (rng.random(400) < 0.2)
-    lab[flip] = (lab[flip] + rng.integers(1, 4, flip.sum())) % 4
-    realised = flip.sum() / (lab >= 0).sum()
-    codes, m = cecib.encode_labels(lab, 400)
-    assert partition_flip_rate(z, codes, m) == pytest.approx(realised, abs=1e-12)
-    assert partition_flip_rate(z, np.full(400, -1), 0) == 0.0
 
 
 def test_label_noise_scales_beta_and_auto_learns_the_rate():

@@ -76,7 +76,7 @@ def runs(request):
         lab = sample_labels(y, 0.3, noise=0.3, seed=2000 + r)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            g = SemiSupervisedGMM(n_clusters=C, random_state=r, label_noise=0.0).fit(X, lab)
+            g = SemiSupervisedGMM(n_clusters=C, random_state=r, label_noise=0.0, prior=None).fit(X, lab)
         out["noisy"].append((_fit(X, lab, C, 1.0, r), _fit(X, lab, C, BETA0, r), g))
     return out
 

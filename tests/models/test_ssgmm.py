@@ -43,7 +43,7 @@ def _load(shared_dir, name, labelled_file):
 @pytest.mark.parametrize("cov_type", COV_TYPES)
 def test_all_labelled_is_per_class_ml(cov_type):
     X, z = _blobs(1)
-    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, label_noise=0.0,
+    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, label_noise=0.0, prior=None,
                           random_state=0).fit(X, z)
     assert np.array_equal(g.labels_, z)
     w = np.bincount(z) / len(z)
@@ -289,7 +289,7 @@ def test_against_mclust_ssc(shared_dir, name, labelled_file):
     )
     fits = {
         ct: SemiSupervisedGMM(3, covariance_type=ct, n_init=5, tol=1e-10, max_iter=1000, reg_covar=0.0,
-                              label_noise=0.0, random_state=0).fit(X, y)  # MclustSSC trusts the labels
+                              label_noise=0.0, prior=None, random_state=0).fit(X, y)  # mclust: ML, trusts y
         for ct in (COV_TYPES if name == "iris" else ("full", "diag"))
     }  # wine: fewer compiles
     for ct, g in fits.items():
@@ -574,3 +574,29 @@ def test_learnt_label_noise_finds_the_flip_rate_and_keeps_clean_labels():
     assert abs(auto.label_noise_ - true_rate) < 0.05
     assert adjusted_rand_score(z, auto.labels_) > 0.95
     assert adjusted_rand_score(z, hard.labels_) < adjusted_rand_score(z, auto.labels_) - 0.1
+
+
+def test_default_prior_keeps_a_small_class_covariance_positive_definite():
+    """The default ``prior="default"`` (session 10): MAP under ``families.mixture_niw_prior``, so every
+    component's covariance is at least Psi0 / (n_k + nu0 + d + 2) = diag var(X) / (n_k + 2d + 4). A class
+    with fewer points than dimensions has a singular ML covariance (``prior=None``: only the ridge
+    ``reg_covar`` keeps it invertible)."""
+    rng = np.random.default_rng(0)
+    d, sizes = 8, (6, 40, 40)
+    X = np.concatenate([rng.normal(3.0 * c, 1.0, (m, d)) for c, m in enumerate(sizes)])
+    z = np.repeat(np.arange(3), sizes)
+    kw = dict(label_noise=0.0, random_state=0, progress_bar=False)
+    g = SemiSupervisedGMM(3, **kw).fit(X, z)
+    assert g.prior == "default"
+    ml = SemiSupervisedGMM(3, prior=None, **kw).fit(X, z)
+    assert np.array_equal(g.labels_, z) and np.array_equal(ml.labels_, z)
+    small = int(np.flatnonzero(np.bincount(g.labels_) == sizes[0])[0])
+    floor = X.var(0).min() / (sizes[0] + 2 * d + 4)
+    assert np.linalg.eigvalsh(g.covariances_[small]).min() >= floor * (1 - 1e-9)
+    assert np.linalg.eigvalsh(ml.covariances_[small]).min() < 1e-3 * floor
+    # the MAP covariance in closed form (Fraley & Raftery 2007; families.gaussian_map_estimate)
+    xs = X[z == 0]
+    mu0, n0 = X.mean(0), len(xs)
+    S = (xs - xs.mean(0)).T @ (xs - xs.mean(0)) + n0 / (1 + n0) * np.outer(xs.mean(0) - mu0, xs.mean(0) - mu0)
+    want = (S + np.diag(X.var(0))) / (n0 + (d + 2) + d + 2)
+    np.testing.assert_allclose(g.covariances_[small], want + g.reg_covar_ * np.eye(d), rtol=1e-6, atol=1e-9)
