@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.neighbors import NearestNeighbors
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ppclust import _progress
 from ppclust._jax import LABEL_DTYPE, x64
@@ -78,6 +78,23 @@ DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems onl
 # n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
 # Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
 DENSE_MAX = 200
+_BLAS: ThreadpoolController | None = None
+
+
+def one_blas_thread():
+    """Context manager: BLAS/LAPACK (scipy's OpenBLAS, which NumPy and JAX's CPU eigh call) on one thread.
+
+    Used around the dense eigenproblems (n <= ``DENSE_MAX``) and LSMI's many small solves. On small
+    matrices a second BLAS thread gains little on an idle machine and costs a great deal on a busy one: a
+    LAPACK call is many small BLAS calls, each a fork/join of threads that spin or wait for a core another
+    process holds. Measured on the 2-core development machine with one other job running: ``eigh`` of a
+    178 x 178 matrix 0.150 s with two threads against 0.012 s with one; a 3SMIC fit on wine with 356
+    links 25.3 s against 4.6 s (session 10). The controller is built once (building one scans the loaded
+    libraries, ~5 ms)."""
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 # repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
 # wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
 # segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
@@ -351,7 +368,7 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
     if n <= dense_max:
-        with x64():
+        with x64(), one_blas_thread():
             lam, vec = _dense_eigh(jnp.asarray(K.toarray()))
             lam, vec = np.asarray(lam), np.asarray(vec)
     else:
@@ -383,8 +400,9 @@ def threesmic_grid(kernel_or_K, c, links: LinkMatrices, grid, *, assign="model",
     grid = [(float(g), _effective_eta(e, c)) for g, e in grid]
     out = []
     if n <= dense_max:
-        parts = _u_parts(Kp, links)
-        with x64():
+        with one_blas_thread():
+            parts = _u_parts(Kp, links)
+        with x64(), one_blas_thread():
             lams, vecs = _dense_top_grid(jnp.asarray(parts), jnp.asarray([g for g, _ in grid]),
                                          jnp.asarray([e for _, e in grid]), c)
             lams, vecs = np.asarray(lams), np.asarray(vecs)
@@ -510,7 +528,7 @@ class LSMIEstimator:
     def estimate(self, labels, return_params=False):
         """LSMI of ``labels``: 5-fold CV over (kappa, delta), then the closed form on all data."""
         # many small (b/c x b/c) solves: threaded BLAS only adds contention here
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return self._estimate(labels, return_params)
 
     def _estimate(self, labels, return_params):

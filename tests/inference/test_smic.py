@@ -428,3 +428,27 @@ def test_c7_scaling_near_linear():
     assert times[20000] < 60
     # eigensolve: 4x data must cost well below quadratic (16x); floor against timer noise on tiny times
     assert eig[20000] < 12 * max(eig[5000], 0.25), eig
+
+
+def test_dense_eigenproblems_run_on_one_blas_thread(monkeypatch):
+    """The dense path (n <= DENSE_MAX) and LSMI run BLAS/LAPACK on one thread (``one_blas_thread``: on a
+    busy machine a second thread made a 178-point 3SMIC fit 5x slower), and the limit is lifted after."""
+    from threadpoolctl import ThreadpoolController
+
+    ctl = ThreadpoolController()
+    if not ctl.select(user_api="blas").lib_controllers:
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    seen = []
+    orig = S._dense_top_grid
+
+    def spy(*a, **k):
+        seen.append(max(c["num_threads"] for c in ctl.select(user_api="blas").info()))
+        return orig(*a, **k)
+
+    monkeypatch.setattr(S, "_dense_top_grid", spy)
+    X, y = make_blobs(60, centers=3, random_state=0)
+    must = np.array([[i, j] for i in range(60) for j in range(i + 1, 60) if y[i] == y[j]][:20])
+    before = max(c["num_threads"] for c in ctl.select(user_api="blas").info())
+    SMIC(3, random_state=0, progress_bar=False, link_folds=0).fit(X, must_link=must)
+    assert seen and set(seen) == {1}
+    assert max(c["num_threads"] for c in ctl.select(user_api="blas").info()) == before
