@@ -294,6 +294,15 @@ def panel_sample(data, n_max, draw):
     return load(data, n_max, seed=1000 + draw)
 
 
+def panel_draws(draws, n_max, data_sets=DATASETS):
+    """The study scripts' loop over the panel: ``(draw, data, X, y, K)`` for every draw and data set, on the
+    panel's own subsample (:func:`panel_sample`) with K its number of classes."""
+    for draw in range(draws):
+        for data in data_sets:
+            X, y = panel_sample(data, n_max, draw)
+            yield draw, data, X, y, int(y.max()) + 1
+
+
 def panel_seed(draw, level, noise):
     """Seed of the side-information draw (links or labels) for one (draw, level, noise) cell of the panel;
     the study scripts call it too, so they fit on the panel's own draws."""

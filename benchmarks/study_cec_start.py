@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
-from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_draws, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -114,37 +114,35 @@ def run(args, cache):
     from ppclust.estimators.cecib import CECIB
 
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            n, d = X.shape
-            K = int(y.max()) + 1
-            cap_ib, _ = caps(n, d, K)
-            for tag, k in {"2K": 2 * K, "cap": min(2 * K, cap_ib)}.items():
-                key = f"{data}|{draw}|CEC {tag}"
-                if key not in cache:
-                    pred, rec = _fit(CECIB(k, beta=0.0, random_state=draw, progress_bar=False), X, None)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred), n_clusters=k)
-                    cache[key] = rec
-            for frac, noise in SETTINGS:
-                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
-                lab = lab.astype(np.int64)
-                n_cat = len(np.unique(lab[lab >= 0]))
-                todo, _ = configs(K, n, d, n_cat)
-                for name, factory in todo:
-                    key = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
-                    if key in cache:
-                        continue
-                    if time.time() - t0 > args.budget_s:
-                        print("budget reached", flush=True)
-                        return
-                    pred, rec = _fit(factory(draw), X, lab)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred))
-                    cache[key] = rec
-                print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
-                CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+    for draw, data, X, y, _K in panel_draws(args.draws, N_MAX):
+        n, d = X.shape
+        K = int(y.max()) + 1
+        cap_ib, _ = caps(n, d, K)
+        for tag, k in {"2K": 2 * K, "cap": min(2 * K, cap_ib)}.items():
+            key = f"{data}|{draw}|CEC {tag}"
+            if key not in cache:
+                pred, rec = _fit(CECIB(k, beta=0.0, random_state=draw, progress_bar=False), X, None)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred), n_clusters=k)
+                cache[key] = rec
+        for frac, noise in SETTINGS:
+            lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
+            lab = lab.astype(np.int64)
+            n_cat = len(np.unique(lab[lab >= 0]))
+            todo, _ = configs(K, n, d, n_cat)
+            for name, factory in todo:
+                key = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
+                if key in cache:
+                    continue
+                if time.time() - t0 > args.budget_s:
+                    print("budget reached", flush=True)
+                    return
+                pred, rec = _fit(factory(draw), X, lab)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred))
+                cache[key] = rec
+            print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
+            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
     run_large(cache, t0, args.budget_s)
 
 

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
-from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_draws, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -76,31 +76,28 @@ def _fit(factory, K, draw, X, labels):
 
 def run(args, cache):
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            K = int(y.max()) + 1
-            for frac, noise in SETTINGS:
-                # the panel's label draw for this (draw, level, noise)
-                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
-                lab = lab.astype(np.int64)
-                m = lab >= 0
-                for name, factory, needs in configs():
-                    if not needs and (frac, noise) != SETTINGS[0]:
-                        continue
-                    k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}" if needs else f"{data}|{draw}|{name}"
-                    if k in cache:
-                        continue
-                    if time.time() - t0 > args.budget_s:
-                        print("budget reached", flush=True)
-                        return
-                    pred, rec = timed_labels(_fit, factory, K, draw, X, lab if needs else None)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred), nmi_unl=metrics.nmi(y[~m], pred[~m]),
-                                   nmi_lab=metrics.nmi(y[m], pred[m]), k=int(len(np.unique(pred))))
-                    cache[k] = rec
-                print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
-                CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+    for draw, data, X, y, K in panel_draws(args.draws, N_MAX):
+        for frac, noise in SETTINGS:
+            # the panel's label draw for this (draw, level, noise)
+            lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
+            lab = lab.astype(np.int64)
+            m = lab >= 0
+            for name, factory, needs in configs():
+                if not needs and (frac, noise) != SETTINGS[0]:
+                    continue
+                k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}" if needs else f"{data}|{draw}|{name}"
+                if k in cache:
+                    continue
+                if time.time() - t0 > args.budget_s:
+                    print("budget reached", flush=True)
+                    return
+                pred, rec = timed_labels(_fit, factory, K, draw, X, lab if needs else None)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred), nmi_unl=metrics.nmi(y[~m], pred[~m]),
+                               nmi_lab=metrics.nmi(y[m], pred[m]), k=int(len(np.unique(pred))))
+                cache[k] = rec
+            print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
+            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
 
 def _get(cache, data, draw, name, frac, noise):

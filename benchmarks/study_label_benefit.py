@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
-from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_draws, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -135,60 +135,57 @@ def run(args, cache):
     from ppclust.estimators.ssgmm import SemiSupervisedGMM
 
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            K = int(y.max()) + 1
-            base = [
-                ("CEC", lambda s, K=K: CECIB(2 * K, beta=0.0, random_state=s, progress_bar=False)),
-                (
-                    "SSGMM prior=None",
-                    lambda s, K=K: SemiSupervisedGMM(K, random_state=s, prior=None, progress_bar=False),
+    for draw, data, X, y, K in panel_draws(args.draws, N_MAX):
+        base = [
+            ("CEC", lambda s, K=K: CECIB(2 * K, beta=0.0, random_state=s, progress_bar=False)),
+            (
+                "SSGMM prior=None",
+                lambda s, K=K: SemiSupervisedGMM(K, random_state=s, prior=None, progress_bar=False),
+            ),
+            (
+                'SSGMM prior="default"',
+                lambda s, K=K: SemiSupervisedGMM(K, random_state=s, prior="default", progress_bar=False),
+            ),
+            (
+                "SSGMM n_init=5",
+                lambda s, K=K: SemiSupervisedGMM(
+                    K, random_state=s, prior=None, n_init=5, progress_bar=False
                 ),
-                (
-                    'SSGMM prior="default"',
-                    lambda s, K=K: SemiSupervisedGMM(K, random_state=s, prior="default", progress_bar=False),
-                ),
-                (
-                    "SSGMM n_init=5",
-                    lambda s, K=K: SemiSupervisedGMM(
-                        K, random_state=s, prior=None, n_init=5, progress_bar=False
-                    ),
-                ),
-            ]
-            for name, factory in base:
-                key = f"{data}|{draw}|{name}|none"
-                if key not in cache:
-                    pred, rec = _fit(factory(draw), X, None)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred))
-                    cache[key] = rec
-            key = f"{data}|{draw}|beta0_true"
+            ),
+        ]
+        for name, factory in base:
+            key = f"{data}|{draw}|{name}|none"
             if key not in cache:
-                cache[key] = {"beta0": _beta0_true(X, y)}
-            for frac, noise in SETTINGS:
-                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise)).astype(
-                    np.int64
-                )
-                for method, name, factory in configs(K):
-                    if method == "C3L" and (
-                        data not in C3L_SETS or (name.startswith("J=") and data != "iris")
-                    ):
-                        continue
-                    key = f"{data}|{draw}|{method} {name}|{frac:g}|{noise:g}"
-                    if key in cache:
-                        continue
-                    if time.time() - t0 > args.budget_s:
-                        print("budget reached", flush=True)
-                        return
-                    pred, rec = _fit(factory(draw), X, lab)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred))
-                    cache[key] = rec
-            print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
-            import json
+                pred, rec = _fit(factory(draw), X, None)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred))
+                cache[key] = rec
+        key = f"{data}|{draw}|beta0_true"
+        if key not in cache:
+            cache[key] = {"beta0": _beta0_true(X, y)}
+        for frac, noise in SETTINGS:
+            lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise)).astype(
+                np.int64
+            )
+            for method, name, factory in configs(K):
+                if method == "C3L" and (
+                    data not in C3L_SETS or (name.startswith("J=") and data != "iris")
+                ):
+                    continue
+                key = f"{data}|{draw}|{method} {name}|{frac:g}|{noise:g}"
+                if key in cache:
+                    continue
+                if time.time() - t0 > args.budget_s:
+                    print("budget reached", flush=True)
+                    return
+                pred, rec = _fit(factory(draw), X, lab)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred))
+                cache[key] = rec
+        print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
+        import json
 
-            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
     run_large(args, cache, t0)
     run_pca(args, cache, t0)
 
@@ -203,33 +200,30 @@ def run_large(args, cache, t0):
 
     from ppclust.estimators.cecib import CECIB
 
-    for draw in range(args.draws):
-        for data in LARGE:
-            X, y = panel_sample(data, N_LARGE, draw)
-            K = int(y.max()) + 1
-            todo = [("CEC", None, {"beta": 0.0})]
-            for frac, noise in SETTINGS:
-                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise)).astype(
-                    np.int64
+    for draw, data, X, y, K in panel_draws(args.draws, N_LARGE, LARGE):
+        todo = [("CEC", None, {"beta": 0.0})]
+        for frac, noise in SETTINGS:
+            lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise)).astype(
+                np.int64
+            )
+            todo += [
+                (f"CECIB {nm}|{frac:g}|{noise:g}", lab, kw)
+                for nm, kw in (
+                    ("default", {}),
+                    ("labels", {"init": "labels"}),
+                    ("kmeans++", {"init": "kmeans++"}),
                 )
-                todo += [
-                    (f"CECIB {nm}|{frac:g}|{noise:g}", lab, kw)
-                    for nm, kw in (
-                        ("default", {}),
-                        ("labels", {"init": "labels"}),
-                        ("kmeans++", {"init": "kmeans++"}),
-                    )
-                ]
-            for name, lab, kw in todo:
-                key = f"n{N_LARGE}|{data}|{draw}|{name}" + ("|none" if lab is None else "")
-                if key in cache or time.time() - t0 > args.budget_s:
-                    continue
-                pred, rec = _fit(CECIB(2 * K, random_state=draw, progress_bar=False, **kw), X, lab)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred))
-                cache[key] = rec
-            print(f"n={N_LARGE}", data, draw, f"{time.time() - t0:.0f}s", flush=True)
-            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+            ]
+        for name, lab, kw in todo:
+            key = f"n{N_LARGE}|{data}|{draw}|{name}" + ("|none" if lab is None else "")
+            if key in cache or time.time() - t0 > args.budget_s:
+                continue
+            pred, rec = _fit(CECIB(2 * K, random_state=draw, progress_bar=False, **kw), X, lab)
+            if pred is not None:
+                rec.update(nmi=metrics.nmi(y, pred))
+            cache[key] = rec
+        print(f"n={N_LARGE}", data, draw, f"{time.time() - t0:.0f}s", flush=True)
+        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
 
 PCA_SETS = ("digits", "segment", "satimage", "penbased")

@@ -41,7 +41,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
-from benchmarks.bench_benefit import DATASETS, _ms, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, _ms, panel_draws, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -80,28 +80,26 @@ def _fit(name, X, draw, side):
 
 def run(args, cache):
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            n = len(y)
-            for level, noise in SETTINGS:
-                side = None
-                if level > 0:  # the panel's link draw for this (draw, level, noise)
-                    side = datasets.sample_links(y, int(round(level * n)), noise,
-                                                 seed=panel_seed(draw, level, noise))
-                for name in CONFIGS:
-                    k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
-                    if k in cache:
-                        continue
-                    if time.time() - t0 > args.budget_s:
-                        print("budget reached", flush=True)
-                        return
-                    pred, rec = timed_labels(_fit, name, X, draw, side)
-                    if pred is not None:
-                        rec.update(nmi=metrics.nmi(y, pred), k=int(len(np.unique(pred))))
-                    cache[k] = rec
-            print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
-            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
+    for draw, data, X, y, _K in panel_draws(args.draws, N_MAX):
+        n = len(y)
+        for level, noise in SETTINGS:
+            side = None
+            if level > 0:  # the panel's link draw for this (draw, level, noise)
+                side = datasets.sample_links(y, int(round(level * n)), noise,
+                                             seed=panel_seed(draw, level, noise))
+            for name in CONFIGS:
+                k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
+                if k in cache:
+                    continue
+                if time.time() - t0 > args.budget_s:
+                    print("budget reached", flush=True)
+                    return
+                pred, rec = timed_labels(_fit, name, X, draw, side)
+                if pred is not None:
+                    rec.update(nmi=metrics.nmi(y, pred), k=int(len(np.unique(pred))))
+                cache[k] = rec
+        print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
+        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
 
 def tables(args, cache):

@@ -42,7 +42,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
-from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_draws, panel_seed
 from ppclust import datasets, metrics
 from ppclust.sideinfo import SideInfo
 
@@ -76,35 +76,32 @@ def _fit(K, seed, cfg, X, side):
 
 def run(args, cache):
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            K = int(y.max()) + 1
-            todo = [("none", 0.0, 0.0)] + [(c, LEVEL, nz) for nz in NOISES for c in CONFIGS
-                                           if c in ("certain", "checked", "checked1") or nz == NOISES[-1]]
-            for name, level, noise in todo:
-                k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
-                if k in cache:
-                    continue
-                if time.time() - t0 > args.budget_s:
-                    print("budget reached", flush=True)
-                    return
-                side, extra = None, {}
-                if level > 0:
-                    side = datasets.sample_links(y, int(round(level * len(y))), noise,
-                                                 seed=panel_seed(draw, level, noise))
-                    right = (y[side.pairs[:, 0]] == y[side.pairs[:, 1]]) == (side.sign > 0)
-                    must = side.sign > 0
-                    extra = dict(n_must=int(must.sum()), must_right=float(right[must].mean()) if must.any()
-                                 else float("nan"), n_links=int(side.n_links))
-                    if name == "oracle":
-                        side = SideInfo.from_pairs(side.n, side.pairs[right], side.sign[right])
-                pred, rec = timed_labels(_fit, K, draw, name, X, side)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred), **dict(_LAST), **extra)
-                cache[k] = rec
-            CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))  # an interrupted run keeps its fits
-            print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
+    for draw, data, X, y, K in panel_draws(args.draws, N_MAX):
+        todo = [("none", 0.0, 0.0)] + [(c, LEVEL, nz) for nz in NOISES for c in CONFIGS
+                                       if c in ("certain", "checked", "checked1") or nz == NOISES[-1]]
+        for name, level, noise in todo:
+            k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
+            if k in cache:
+                continue
+            if time.time() - t0 > args.budget_s:
+                print("budget reached", flush=True)
+                return
+            side, extra = None, {}
+            if level > 0:
+                side = datasets.sample_links(y, int(round(level * len(y))), noise,
+                                             seed=panel_seed(draw, level, noise))
+                right = (y[side.pairs[:, 0]] == y[side.pairs[:, 1]]) == (side.sign > 0)
+                must = side.sign > 0
+                extra = dict(n_must=int(must.sum()), must_right=float(right[must].mean()) if must.any()
+                             else float("nan"), n_links=int(side.n_links))
+                if name == "oracle":
+                    side = SideInfo.from_pairs(side.n, side.pairs[right], side.sign[right])
+            pred, rec = timed_labels(_fit, K, draw, name, X, side)
+            if pred is not None:
+                rec.update(nmi=metrics.nmi(y, pred), **dict(_LAST), **extra)
+            cache[k] = rec
+        CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))  # an interrupted run keeps its fits
+        print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
 
 
 def tables(args, cache):

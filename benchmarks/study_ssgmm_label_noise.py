@@ -29,7 +29,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
-from benchmarks.bench_benefit import DATASETS, panel_sample, panel_seed
+from benchmarks.bench_benefit import DATASETS, panel_draws, panel_seed
 from ppclust import datasets, metrics
 
 N_MAX = 200
@@ -50,27 +50,24 @@ def _fit(K, seed, noise, X, lab):
 
 def run(args, cache):
     t0 = time.time()
-    for draw in range(args.draws):
-        for data in DATASETS:
-            X, y = panel_sample(data, N_MAX, draw)
-            K = int(y.max()) + 1
-            todo = [("none", 0.0, 0.0, None)] + [(str(c), f, nz, c) for f, nz in SETTINGS for c in CONFIGS]
-            for name, frac, noise, cfg in todo:
-                k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
-                if k in cache:
-                    continue
-                if time.time() - t0 > args.budget_s:
-                    print("budget reached", flush=True)
-                    return
-                lab = None
-                if cfg is not None:
-                    lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
-                    lab = lab.astype(np.int64)
-                pred, rec = timed_labels(_fit, K, draw, 0.0 if cfg is None else cfg, X, lab)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred), eps=_LAST["eps"])
-                cache[k] = rec
-            print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
+    for draw, data, X, y, K in panel_draws(args.draws, N_MAX):
+        todo = [("none", 0.0, 0.0, None)] + [(str(c), f, nz, c) for f, nz in SETTINGS for c in CONFIGS]
+        for name, frac, noise, cfg in todo:
+            k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
+            if k in cache:
+                continue
+            if time.time() - t0 > args.budget_s:
+                print("budget reached", flush=True)
+                return
+            lab = None
+            if cfg is not None:
+                lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
+                lab = lab.astype(np.int64)
+            pred, rec = timed_labels(_fit, K, draw, 0.0 if cfg is None else cfg, X, lab)
+            if pred is not None:
+                rec.update(nmi=metrics.nmi(y, pred), eps=_LAST["eps"])
+            cache[k] = rec
+        print(data, draw, f"{time.time() - t0:.0f}s", flush=True)
 
 
 def tables(args, cache):
