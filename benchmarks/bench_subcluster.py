@@ -32,6 +32,7 @@ Usage: python -m benchmarks.bench_subcluster [--n N] [--quick]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -311,11 +312,12 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
         st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
                         alpha=PRIOR.alpha)
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
-        xw = None
-        if backend == "numba":  # the data pre-converted for the callbacks, once, as sample() does
-            from ppclust.inference._subcluster_cpu import family_stats, wired
+        xw, held = None, contextlib.nullcontext()
+        if backend == "numba":  # the data held on the host for the callbacks, once, as sample() does
+            from ppclust.inference._subcluster_cpu import family_stats, hold, wired
 
-            xw = jax.jit(wired)(xj)
+            held = hold(xj)
+            xw = jax.jit(wired)(xj, held.__enter__())
         mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
                                          "collapse", st.p, st.q, backend, xw)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
@@ -343,6 +345,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
                 jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
+        held.__exit__(None, None, None)
     text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "
             f"median of {reps} calls after the compiling one, each part jitted on its own\n\n")
     return text + md_table(["part", "ms"], rows)

@@ -39,7 +39,9 @@ spherical) in float64; others (and float32) use the XLA path.
 
 from __future__ import annotations
 
+import itertools
 import math
+from contextlib import contextmanager
 from functools import partial
 
 import jax
@@ -55,7 +57,7 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
+__all__ = ["available", "supports", "hold", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
            "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -495,50 +497,81 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
+#: host copies of the data by token (:func:`hold`): a callback given a held :class:`Wired` reads ``x`` here
+#: instead of receiving it as an operand, which ``pure_callback`` copies on every call (about 4 ms per
+#: call for the (10^6, 2) float64 data, 10 ms for (10^5, 30): ``benchmarks/results/subcluster.md``,
+#: profile "s10")
+_HELD: dict[int, np.ndarray] = {}
+_TOKENS = itertools.count(1)
+
+
+@contextmanager
+def hold(x):
+    """Hold a host copy of the data ``x`` for the duration of a ``with`` block; yields its token (an int) for
+    :func:`wired`. The sampler holds its data around one compiled call (``subcluster.sample``): the token is
+    an operand of the program (no recompilation per data set) and the callbacks look the data up by it."""
+    token = next(_TOKENS)
+    _HELD[token] = np.array(x, copy=True)  # owned, writable, C-contiguous
+    try:
+        yield token
+    finally:
+        _HELD.pop(token, None)
+
+
 @jax.tree_util.register_pytree_node_class
 class Wired:
-    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types),
-    ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the centred sums, as
-    ``families._centered_scatter`` takes it)."""
+    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types; None
+    when held), ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the
+    centred sums, as ``families._centered_scatter`` takes it), ``token`` (a () int32 array, or None) the
+    :func:`hold` token of the data: the callbacks then read the held host copy (``x`` never crosses them).
+    """
 
-    def __init__(self, bits, dtype, centre):
-        self.bits, self.dtype, self.centre = bits, np.dtype(dtype), centre
+    def __init__(self, bits, dtype, centre, token=None):
+        self.bits, self.dtype, self.centre, self.token = bits, np.dtype(dtype), centre, token
 
     def tree_flatten(self):
-        return (self.bits, self.centre), self.dtype
+        return (self.bits, self.centre, self.token), self.dtype
 
     @classmethod
     def tree_unflatten(cls, dtype, leaves):
-        return cls(leaves[0], dtype, leaves[1])
+        return cls(leaves[0], dtype, leaves[1], leaves[2])
 
 
-def wired(x):
-    """The data ``x`` (n, d) in the form the callbacks take it (64-bit types as uint32 pairs,
-    :mod:`._gibbs_cpu`), with its column means: a :class:`Wired`. The conversion is a copy of ``x`` (about as
-    long as the callback's own operand copy) and the means a pass over it: the sampler makes both once per
-    chain, not once per call."""
+def wired(x, token=None):
+    """The data ``x`` (n, d) in the form the callbacks take it, with its column means: a :class:`Wired`.
+    Without ``token``, 64-bit types as uint32 pairs (:mod:`._gibbs_cpu`): the conversion is a copy of ``x``
+    (about as long as the callback's own operand copy) and the means a pass over it, so the sampler makes
+    both once per chain, not once per call. With the ``token`` of :func:`hold` (the sampler's path), only
+    the token crosses the callbacks."""
+    if token is not None:
+        return Wired(None, x.dtype, x.mean(0), jnp.asarray(token, jnp.int32))
     return Wired(_wire(x), np.dtype(x.dtype), x.mean(0))
 
 
 def _call(host, outs, args):
     """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`; an operand given as
-    :class:`Wired` is passed as it is). Under ``vmap`` the chains come in one call (``expand_dims``: leading
-    batch axes, size 1 where an operand is shared) and ``host`` runs once per chain (each kernel is
-    multi-threaded over the points)."""
+    :class:`Wired` is passed as it is, or as its :func:`hold` token, the callback reading the held data).
+    Under ``vmap`` the chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand
+    is shared) and ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
     dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
-    wired_args = [a.bits if isinstance(a, Wired) else _wire(a) for a in args]
+    held = [isinstance(a, Wired) and a.token is not None for a in args]
+    wired_args = [a.token if h else a.bits if isinstance(a, Wired) else _wire(a)
+                  for a, h in zip(args, held, strict=True)]
     core = [a.ndim for a in wired_args]
+
+    def unwire(a, t, h):
+        return _HELD[int(a)] if h else _unwire(a, t)
 
     def run(*wired):
         nb = wired[0].ndim - core[0]
         batch = np.broadcast_shapes(*(a.shape[:nb] for a in wired))
         if not batch:
-            res = host(*[_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)])
+            res = host(*[unwire(a, t, h) for a, t, h in zip(wired, dtypes, held, strict=True)])
             return tuple(_to_wire(np.asarray(r)) for r in res)
         per = []
         for ix in np.ndindex(*batch):
             one = [a[tuple(j if a.shape[m] > 1 else 0 for m, j in enumerate(ix))] for a in wired]
-            res = host(*[_unwire(a, t) for a, t in zip(one, dtypes, strict=True)])
+            res = host(*[unwire(a, t, h) for a, t, h in zip(one, dtypes, held, strict=True)])
             per.append([np.asarray(r) for r in res])
         return tuple(_to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
                      for r in range(len(outs)))

@@ -1000,11 +1000,20 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         state = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), init_state._replace(theta=None))
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
-    state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
-                      n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
-                      sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                      store_labels=bool(store_labels), mesh=mesh, backend=backend)
-    out = jax.device_get(out)
+    run = partial(_run, keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
+                  n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
+                  sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+                  store_labels=bool(store_labels), mesh=mesh, backend=backend)
+    if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        with cpu.hold(x) as token:
+            state, out = run(x_token=token)
+            out = jax.device_get(out)
+            state = jax.block_until_ready(state)
+    else:
+        state, out = run()
+        out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
@@ -1018,13 +1027,13 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
                                    "store_labels", "mesh", "backend"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla"):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla", x_token=None):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
               alpha_rate=alpha_rate, mesh=mesh, backend=backend)
-    if backend == "numba":  # x crosses the host callbacks as uint32 pairs: converted once, not per call
-        from ppclust.inference import _subcluster_cpu as cpu
+    if backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
+        from ppclust.inference import _subcluster_cpu as cpu  # (else as uint32 pairs, converted once)
 
-        kw["x_wired"] = cpu.wired(x)
+        kw["x_wired"] = cpu.wired(x, x_token)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]
