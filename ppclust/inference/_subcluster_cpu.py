@@ -43,6 +43,7 @@ import itertools
 import math
 from contextlib import contextmanager
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,7 +58,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "hold", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
+__all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "counting_sort",
+           "merge_segments", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
            "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -143,27 +145,79 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
 
 
 @compile_kernel
-def peel_points(labels, c, j, s, out):
-    """The points of the peel/absorb step (``subcluster._peel_move``) in one visit of the labels:
-    ``out[0]`` the (j+1)-th point labelled ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point
-    labelled ``s`` (the singleton's); 0 when there is none, as ``argmax`` of an all-False mask."""
+def peel_points(labels, cand_c, cand_s, c, j, s, out):
+    """The points of the peel/absorb step (``subcluster._peel_move``): ``out[0]`` the (j+1)-th point labelled
+    ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point labelled ``s`` (the singleton's); 0 when
+    there is none, as ``argmax`` of an all-False mask. ``cand_c`` / ``cand_s``: increasing point indices
+    holding every point labelled ``c`` / ``s`` (:func:`candidates`), the only points visited."""
     out[0] = 0
     out[1] = 0
     seen = 0
-    found = False
-    need = True
-    for i in range(labels.shape[0]):
-        lab = labels[i]
-        if need and lab == c:
+    for t in range(cand_c.shape[0]):
+        i = cand_c[t]
+        if labels[i] == c:
             if seen == j:
                 out[0] = i
-                need = False
+                break
             seen += 1
-        if not found and lab == s:
+    for t in range(cand_s.shape[0]):
+        i = cand_s[t]
+        if labels[i] == s:
             out[1] = i
-            found = True
-        if found and not need:
             break
+
+
+@compile_kernel
+def counting_sort(labels, order, off):
+    """The cluster index of ``labels`` (:class:`ClusterIndex`): ``order`` the
+    points sorted by label, stably (each slot's points in increasing index order), slot k's points
+    ``order[off[k]:off[k + 1]]``; labels outside [0, K) (K = ``off.size - 1``) are left out."""
+    n = labels.shape[0]
+    K = off.shape[0] - 1
+    cnt = np.zeros(K + 1, np.int64)
+    for i in range(n):
+        k = labels[i]
+        if k >= 0 and k < K:
+            cnt[k + 1] += 1
+    off[0] = 0
+    for k in range(K):
+        off[k + 1] = off[k] + cnt[k + 1]
+    pos = np.empty(K, np.int64)
+    for k in range(K):
+        pos[k] = off[k]
+    for i in range(n):
+        k = labels[i]
+        if k >= 0 and k < K:
+            order[pos[k]] = i
+            pos[k] += 1
+
+
+@compile_kernel
+def merge_segments(order, off, js, out):
+    """The union of the index segments of slots ``js`` (each increasing) in increasing order into ``out``
+    (a k-way merge, O(len(out) len(js))); returns the count."""
+    m = js.shape[0]
+    pos = np.empty(m, np.int64)
+    end = np.empty(m, np.int64)
+    for r in range(m):
+        pos[r] = off[js[r]]
+        end[r] = off[js[r] + 1]
+    t = 0
+    while True:
+        best = -1
+        bv = 0
+        for r in range(m):
+            if pos[r] < end[r]:
+                v = order[pos[r]]
+                if best < 0 or v < bv:
+                    best = r
+                    bv = v
+        if best < 0:
+            break
+        out[t] = bv
+        t += 1
+        pos[best] += 1
+    return t
 
 
 @compile_kernel
@@ -177,18 +231,19 @@ def _targets(u, cnt):
 
 
 @compile_kernel
-def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
+def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
     """The four subsamples of a sub-cluster fit in one visit of the labels (after one counting pass): ``idx``
     from ``u`` and ``li`` from ``u_lab`` among the points of C (``ca``, and ``cb`` for a merge), ``ia`` and
     ``ib`` from ``u_lab`` among the points labelled ``ca`` and ``cb``. The t-th point of a set for each
     uniform v, t = 1 + floor(v |set|) (``n - 1`` past the end, as ``searchsorted`` of the cumulative count
-    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``."""
+    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``. ``cand``: increasing point
+    indices holding every point labelled ``ca`` or ``cb`` (:func:`candidates`), the only points visited."""
     n = labels.shape[0]
     nc = 0
     na = 0
     nb = 0
-    for i in range(n):
-        lab = labels[i]
+    for t in range(cand.shape[0]):
+        lab = labels[cand[t]]
         if lab == ca:
             na += 1
         if lab == cb:
@@ -205,9 +260,10 @@ def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts)
     m, ml = u.shape[0], u_lab.shape[0]
     r0 = r1 = r2 = r3 = 0
     sc = sa = sb = 0
-    for i in range(n):
+    for t in range(cand.shape[0]):
         if r0 >= m and r1 >= ml and r2 >= ml and r3 >= ml:
             break
+        i = cand[t]
         lab = labels[i]
         if lab == ca or (not is_split and lab == cb):
             sc += 1
@@ -238,7 +294,7 @@ def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts)
 
 
 @_parallel_kernel
-def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
+def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
                res, s_b, outer_b):
     """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
     merge): ``r_i = sigmoid(clip(l_iA - l_iB))`` of the sub-cluster fit (``mean, A, half`` of its two
@@ -246,10 +302,13 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     counter_uniform(seed, i)``, for a merge side A = the points of ``ca``; the proposal ``prop`` (side B to
     ``new`` for a split, to ``ca`` for a merge); ``res = [log q, |C|, |A|, |B|]`` with ``log q`` the
     probability of the unordered bipartition (``_log_q_pair``); for a split, side B's count, sum and
-    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``)."""
-    n, d = x.shape
-    nc = _chunks(n)
-    per = -(-n // nc)
+    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``). ``cand``: increasing
+    point indices holding every point of C (:func:`candidates`), the only points visited; ``prop`` comes in
+    as a copy of ``labels`` and only points of C are written."""
+    d = x.shape[1]
+    nm = cand.shape[0]
+    nc = _chunks(nm)
+    per = -(-nm // nc)
     acc = np.zeros((nc, 5))  # o1, o2, |C|, |A|, |B|
     cs = np.zeros((nc, d))
     co = np.zeros((nc, d, d))
@@ -257,9 +316,9 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     for c in prange(nc):
         xc = np.empty(d)
         sc = np.empty(d)
-        for i in range(c * per, min(n, (c + 1) * per)):
+        for t in range(c * per, min(nm, (c + 1) * per)):
+            i = cand[t]
             li = labels[i]
-            prop[i] = li
             if not (li == ca or (not is_split and li == cb)):
                 continue
             lg = (gaussian_loglik(x, i, mean, A, half, 0, code, sc) + lw[0]) \
@@ -602,59 +661,128 @@ def family_stats(x, labels, k_max, family, xw=None):
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
 
-def peel_points_of(labels, c, j, s):
-    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)``."""
-    def host(labels, c, j, s):
+class ClusterIndex(NamedTuple):
+    """The points of each slot, built once per sweep before the moves (:func:`cluster_index`), so that a move
+    visits the points of its clusters only. ``order`` (n,) the points sorted by their label at that time
+    (stable), ``off`` (K + 1,) the segment offsets of the slots, ``cover`` (K, K) bool: slot k's points now
+    lie in the union of the segments j with ``cover[k, j]`` (the identity when built; a move accepted
+    since updates it: a split's or peel's new slot covers what the split slot covered, a merge's or absorb's
+    kept slot covers both). A cover is a superset, never a miss, so the kernels filter by the current
+    labels and give exactly what a visit of all n points gives."""
+
+    order: jax.Array
+    off: jax.Array
+    cover: jax.Array
+
+    def moved(self, acc, is_split, a, b):
+        """The index after a move of slots ``a`` (kept) and ``b`` (a split's or peel's new slot, or the
+        slot merged / absorbed into ``a``), accepted iff ``acc``."""
+        cov = self.cover
+        new = jnp.where(is_split, cov.at[b].set(cov[a]), cov.at[a].set(cov[a] | cov[b]))
+        return self._replace(cover=jnp.where(acc, new, cov))
+
+
+def cluster_index(labels, k_max):
+    """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort`, one callback)."""
+    n = labels.shape[0]
+
+    def host(labels):
+        order, off = np.empty(n, np.int32), np.empty(k_max + 1, np.int32)
+        counting_sort(labels, order, off)
+        return order, off
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((k_max + 1,), jnp.int32))
+    order, off = _call(host, outs, (labels.astype(jnp.int32),))
+    return ClusterIndex(order, off, jnp.eye(k_max, dtype=bool))
+
+
+def candidates(n, order=None, off=None, rows=None):
+    """Host side: increasing point indices holding every point of the slots whose covers are the rows of
+    ``rows`` (the union of their segments, :func:`merge_segments`); all n points without an index."""
+    if order is None:
+        return np.arange(n, dtype=np.int32)
+    js = np.flatnonzero(np.any(rows, 0)).astype(np.int64)
+    if len(js) == 1:
+        return order[off[js[0]]:off[js[0] + 1]]
+    out = np.empty(int(sum(off[j + 1] - off[j] for j in js)), np.int32)
+    merge_segments(order, off, js, out)
+    return out
+
+
+def _index_args(index, *rows):
+    """The operands of a kernel's candidates: ``(order, off, cover rows)``, none without an index."""
+    if index is None:
+        return ()
+    return index.order, index.off, jnp.stack(rows)
+
+
+def peel_points_of(labels, c, j, s, index=None):
+    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)`` (``index``: a :class:`ClusterIndex` valid for
+    ``labels``, or None: every point visited)."""
+    n = labels.shape[0]
+
+    def host(labels, c, j, s, *ix):
         out = np.zeros(2, np.int32)
-        peel_points(labels, int(c), int(j), int(s), out)
+        if ix:
+            cand_c, cand_s = candidates(n, ix[0], ix[1], ix[2][:1]), candidates(n, ix[0], ix[1], ix[2][1:])
+        else:
+            cand_c = cand_s = candidates(n)
+        peel_points(labels, cand_c, cand_s, int(c), int(j), int(s), out)
         return (out,)
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    ix = () if index is None else _index_args(index, index.cover[c], index.cover[s])
     (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels.astype(jnp.int32), i32(c), i32(j),
-                                                                   i32(s)))
+                                                                   i32(s)) + ix)
     return out[0], out[1]
 
 
-def subsamples(labels, ca, cb, is_split, u, u_lab):
-    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))``."""
+def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
+    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))`` (``index``: a
+    :class:`ClusterIndex` valid for ``labels``, or None: every point visited)."""
     m, ml = u.shape[0], u_lab.shape[0]
+    n = labels.shape[0]
 
-    def host(labels, ca, cb, is_split, u, u_lab):
+    def host(labels, ca, cb, is_split, u, u_lab, *ix):
         idx, li, ia, ib = (np.empty(k, np.int32) for k in (m, ml, ml, ml))
         counts = np.zeros(3, np.int32)
-        pick_subsamples(labels, int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia, ib, counts)
+        pick_subsamples(labels, candidates(n, *ix), int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia,
+                        ib, counts)
         return idx, li, ia, ib, counts
 
     outs = (jax.ShapeDtypeStruct((m,), jnp.int32),) + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3 \
         + (jax.ShapeDtypeStruct((3,), jnp.int32),)
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    ix = () if index is None else _index_args(index, index.cover[ca], index.cover[cb])
     idx, li, ia, ib, c = _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split),
-                                           u, u_lab))
+                                           u, u_lab) + ix)
     return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
 
 
-def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None):
+def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None, index=None):
     """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
-    :func:`wired` ``x``, else made here)."""
+    :func:`wired` ``x``, else made here; ``index``: a :class:`ClusterIndex` valid for ``labels``, or None:
+    every point visited)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n, d = x.shape
     xw = wired(x) if xw is None else xw
 
-    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed):
-        prop = np.empty(n, np.int32)
+    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed, *ix):
+        prop = np.array(labels, np.int32)  # a copy: move_sides writes the points of C only
         res = np.zeros(4)
         s_b, o_b = np.zeros(d), np.zeros((d, d))
         s0, s1 = _seed(seed)
-        move_sides(x, centre, labels, int(ca), int(cb), int(new), bool(is_split), mean, A, half, lw, code,
-                   float(clip), s0, s1, prop, res, s_b, o_b)
+        move_sides(x, centre, labels, candidates(n, *ix), int(ca), int(cb), int(new), bool(is_split), mean, A,
+                   half, lw, code, float(clip), s0, s1, prop, res, s_b, o_b)
         return prop, res, s_b, o_b
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
             jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
+    ix = () if index is None else _index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
     prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32), i32(ca), i32(cb),
-                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed))
+                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed) + ix)
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b

@@ -569,10 +569,12 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
     None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._subcluster_cpu.wired`),
-    made once per chain (else per call)."""
+    made once per chain (else per call); ``index``: the sweep's
+    :class:`~ppclust.inference._subcluster_cpu.ClusterIndex` (numba: the twins visit the points of the
+    chosen clusters only; None: all n)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -589,9 +591,9 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
 
         fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split),
                                          pick_all=lambda u, u_lab: cpu.subsamples(labels, ca, cb, is_split, u,
-                                                                                  u_lab))
+                                                                                  u_lab, index))
         proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
-                                                     family, _LOGIT_CLIP, xw)
+                                                     family, _LOGIT_CLIP, xw, index)
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
@@ -611,12 +613,15 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
     return proposal, log_q, valid, full, pair, side_b
 
 
-def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None):
-    """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None,
+          index=None):
+    """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``, and the updated
+    ``index`` (:class:`~ppclust.inference._subcluster_cpu.ClusterIndex`) when one is given."""
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw)
+    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw,
+                                                     index)
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -624,9 +629,10 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, bac
     log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
-    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
-    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
-            MoveInfo(is_split, log_h, acc))
+    pick = lambda u, v: jax.tree.map(lambda u_, v_: jnp.where(acc, u_, v_), u, v)  # noqa: E731
+    out = (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
+           MoveInfo(is_split, log_h, acc))
+    return out if index is None else out + (index.moved(acc, is_split, a, b),)
 
 
 def _pick_point(key, mask):
@@ -662,7 +668,7 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     return fwd, rev
 
 
-def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", index=None):
     """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
     MoveInfo)``. Either proposal moves one point (the peeled point, or the singleton's point), so the
     proposal is one scatter and the new slot's statistics are that point's; what remains O(n) is finding
@@ -680,7 +686,7 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
 
         # the draw of _pick_point: |c_peel| is its slot count (the statistics count the labels)
         j = jax.random.randint(k_i, (), 0, jnp.maximum(stats.n[c_peel].astype(jnp.int32), 1))
-        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs)
+        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs, index)
     else:
         i = _pick_point(k_i, labels == c_peel)
         i_abs = jnp.argmax(labels == s_abs)  # the singleton's point
@@ -704,7 +710,7 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
     return (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
-            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
+            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))  # (the index is not used after it)
 
 
 def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
@@ -884,18 +890,25 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     labels, stats, counts = state.labels, state.stats, state.counts
     lj = _log_joint_given(stats, counts, family, prior_now, pq, state.p, state.q)
 
-    def one(carry, k):
-        labels, lj, stats, counts, full = carry
-        labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
-                                                    prior_now, pq, state.p, state.q, backend, x_wired)
-        return (labels, lj, stats, counts, full | f), info
+    index = None
+    if backend == "numba":  # the points of each slot, once per sweep: a move visits its clusters' points only
+        from ppclust.inference import _subcluster_cpu as cpu
 
-    (labels, lj, stats, counts, full), moves = jax.lax.scan(
-        one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
+        index = cpu.cluster_index(labels, k_max)
+
+    def one(carry, k):
+        labels, lj, stats, counts, full, index = carry
+        labels, lj, stats, counts, f, info, *rest = _move(k, labels, lj, stats, counts, x, links, family,
+                                                           prior_now, pq, state.p, state.q, backend, x_wired,
+                                                           index)
+        return (labels, lj, stats, counts, full | f, index if index is None else rest[0]), info
+
+    (labels, lj, stats, counts, full, index), moves = jax.lax.scan(
+        one, (labels, lj, stats, counts, jnp.asarray(False), index), jax.random.split(k_moves, n_moves))
     # (a'): one peel/absorb step per sweep (one point moves: O(1) but finding it)
     labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
                                                   counts, x, links, family, prior_now, pq, state.p, state.q,
-                                                  backend)
+                                                  backend, index)
     full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
