@@ -518,6 +518,7 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
             mx = lk[am]
             tot = 0.0
             dropped = 0
+            kept = 0
             for k in range(ka):
                 t = lk[k] - mx
                 if k == am:
@@ -526,12 +527,17 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
                 elif t > -cut and not (bounded and skip[k]):
                     e[k] = math.exp(t)
                     tot += e[k]
+                    kept += 1
                 else:
                     e[k] = 0.0
                     if lk[k] > -np.inf:
                         dropped += 1
             target = counter_uniform(s0, s1, i) * tot
-            j, gap = _inverse_cdf(e, ka, target)
+            if kept == 0:  # e = [0.., 1 at am, 0..]: the sums are 0 before am and 1 from it, and u < 1
+                j = am  # (what _inverse_cdf returns for these e, without its loop)
+                gap = 1.0 - target if am == 0 else min(target, 1.0 - target)
+            else:
+                j, gap = _inverse_cdf(e, ka, target)
             if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
                 tot = 0.0
                 for k in range(ka):
