@@ -293,12 +293,25 @@ def section_sklearn(n, sweeps):
     return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
 
 
+def _numba_threads(k):
+    """Set numba's thread count to ``k`` (None: leave it); returns the previous count (None without numba)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    old = numba.get_num_threads()
+    if k is not None:
+        numba.set_num_threads(k)
+    return old
+
+
 def section_profile(n, d, reps=3, k_max=32, backend="numba"):
     """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
     compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
-    over its 50/50 split/merge draws), the block label step at width 16 (``_label_step``), the
-    statistics and pair counts of the end of the sweep, and the whole sweep (``step``, 4 moves); the O(n)
-    passes on ``backend``."""
+    over its 50/50 split/merge draws, from the sweep's cluster index on numba), the block label step at
+    width 16 (``_label_step``, on numba also with one thread: how its loop scales), the statistics and pair
+    counts of the end of the sweep, and the whole sweep (``step``, 4 moves); the O(n) passes on
+    ``backend``."""
     from ppclust.inference.subcluster import _label_step, _move
     from ppclust.models.tvclust import log_joint_from_stats
     from ppclust.sideinfo import pair_counts
@@ -318,8 +331,14 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
 
             held = hold(xj)
             xw = jax.jit(wired)(xj, held.__enter__())
+        index = None
+        if backend == "numba":  # the sweep's cluster index, built once per sweep before the moves
+            from ppclust.inference._subcluster_cpu import cluster_index
+
+            index = jax.jit(lambda z: cluster_index(z, k_max))(st.labels)
+            idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).order)
         mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
-                                         "collapse", st.p, st.q, backend, xw)[0])
+                                         "collapse", st.p, st.q, backend, xw, index)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
         w = 16
         log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
@@ -334,16 +353,23 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
                                                    backend=backend, x_wired=xw)[0].labels)
         parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
                  ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
+                 ("block label step, one numba thread", lab, lambda i: jax.random.key(i)),
                  ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
                  ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
+        if backend == "numba":
+            parts.insert(1, ("cluster index of the moves (once per sweep)", idx_f, lambda i: st.labels))
         rows = []
         for name, f, arg in parts:
+            if "one numba thread" in name and backend != "numba":
+                continue
+            threads = _numba_threads(1 if "one numba thread" in name else None)
             jax.block_until_ready(f(arg(0), xw))
             ts = []
             for i in range(1, reps + 1):
                 t0 = time.perf_counter()
                 jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
+            _numba_threads(threads)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
         held.__exit__(None, None, None)
     text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "

@@ -177,7 +177,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from ppclust.errors import KMaxExhaustedError
-from ppclust.families import gamma_draws
+from ppclust.families import GaussianNIW, gamma_draws
 from ppclust.inference.gibbs import (
     PQ_MODES,
     ChainResult,
@@ -698,9 +698,8 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     i_sel = jnp.where(is_split, i, i_abs)
     to = jnp.where(is_split, new, c_abs).astype(labels.dtype)
     prop = labels.at[i_sel].set(to)  # (an invalid absorb moves one point of a non-singleton: rejected)
-    side_b = None  # a peel's new slot holds the one point
-    if hasattr(family, "weighted_stats"):
-        side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype))
+    # a peel's new slot holds the one point: its statistics are that point's (families that pool)
+    side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype)) if _pools(family) else None
     st_new = _proposal_stats(family, stats, x, is_split, prop, c, s, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -713,15 +712,22 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
             pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))  # (the index is not used after it)
 
 
+def _pools(family) -> bool:
+    """The one capability test of the moves' statistics: :class:`~ppclust.families.GaussianNIW` pools two
+    groups' statistics (``pool``) and weighs points' statistics (``weighted_stats``), so a move updates two
+    slots without a pass over the points; other families recompute every slot (``family.stats``)."""
+    return isinstance(family, GaussianNIW)
+
+
 def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
     """The statistics of a proposed partition: only its two slots ``a`` (kept) and ``b`` (the split's new
-    slot / the merged slot, emptied) change. With ``family.pool`` (:class:`~ppclust.families.GaussianNIW`)
-    a merge pools the two slots' statistics (O(d^3), no pass over the points) and a split computes its
-    side B's statistics in one weighted pass (``family.weighted_stats``, a matrix product) and side A's as
-    the old slot minus side B; other families recompute every slot (``family.stats``). ``side_b``: side B's
+    slot / the merged slot, emptied) change. When the family pools (:func:`_pools`) a merge pools the two
+    slots' statistics (O(d^3), no pass over the points) and a split computes its side B's statistics in one
+    weighted pass (``family.weighted_stats``, a matrix product) and side A's as the old slot minus side B;
+    other families recompute every slot (``family.stats``). ``side_b``: side B's
     statistics when already computed (the compiled twin's pass)."""
     k_max = stats.n.shape[0]
-    if not (hasattr(family, "pool") and hasattr(family, "weighted_stats")):
+    if not _pools(family):
         return family.stats(x, prop, k_max)
     one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
     if side_b is None:
