@@ -5,13 +5,27 @@ Why: XLA:CPU runs a split/merge move as about ten full passes over the points (b
 segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
 per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
 branch actually taken. The sweep stays one jitted program: the loops are called through
-:func:`jax.pure_callback` (chains in one call per kernel; the data cross as one pre-converted operand made
-once per chain, :func:`wired`), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size
-subsample, log joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked
-block (d <= 4) is :func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was
-2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one
-keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
-``cut`` nats of the largest, with an exact redraw when the left-out mass could matter.
+:func:`jax.pure_callback` (chains in one call per kernel), and everything O(K) (pair choice, the
+sub-cluster fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in
+JAX. The label step's unlinked block is :func:`block_draw`: session 8's scalar loop (one libm exp per
+point and cluster) was 2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile
+``s8-tput``); this one keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
+``cut`` nats of the largest, with an exact redraw when the left-out mass could matter (and, for a point
+whose only weight within the cut is the largest, the inverse-CDF index in closed form).
+
+What crosses the callbacks (``pure_callback`` copies every operand on every call: about 4 ms for the
+(10^6, 2) float64 data, 10 ms for (10^5, 30), ``benchmarks/results/subcluster.md``, profile "s10"):
+
+* the data never: ``subcluster.sample`` holds a host copy for the duration of its compiled call
+  (:func:`hold`) and passes its token (:func:`wired`); the callbacks read the held copy. Without a token
+  (``subcluster.step`` called directly) the data cross as one operand converted once per chain;
+* the labels (int32) in, a move's proposal out;
+* a *cluster index* (:class:`ClusterIndex`), built once per sweep before the moves (:func:`cluster_index`,
+  a counting sort): each slot's points in increasing order, with covers updated by accepted moves. The
+  moves' kernels (:func:`pick_subsamples`, :func:`move_sides`, :func:`peel_points`) visit only the points
+  of the chosen clusters' covers (:func:`candidates`), filtered by the current labels, which gives exactly
+  what a visit of all n points gives (each twin's parity test runs both ways). A move then costs
+  O(points of its clusters) in the kernels instead of O(n).
 
 Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
 ``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin

@@ -121,8 +121,11 @@ cluster(s): the subsample of the sub-cluster fit, the final responsibilities, th
 the peel/absorb step's point; the label step's unlinked block (:func:`ppclust.inference._subcluster_cpu.
 block_draw`: the K log densities vectorised over the slots, exps only within 20 nats of the largest weight
 with an exact redraw when the left-out mass could matter, and for d > 4 an O(d) bound that skips most
-O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data cross the callbacks as one operand
-converted once per chain. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
+O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data never cross the callbacks
+(:func:`sample` holds a host copy for its compiled call, :func:`ppclust.inference._subcluster_cpu.hold`),
+and a per-sweep cluster index (a counting sort of the labels before the moves, its covers updated by
+accepted moves, :class:`ppclust.inference._subcluster_cpu.ClusterIndex`) lets a move's kernels visit the
+points of its clusters only. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
 classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
 per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
 decisions up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole
@@ -132,8 +135,10 @@ Cost of a move: the proposal's statistics change in two slots only (:func:`_prop
 pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
 computes its new side's statistics in one weighted pass (``GaussianNIW.weighted_stats``, a matrix
 product) and the kept side's as the difference; the pair counts are :math:`O(m)`. What remains
-:math:`O(n)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the Bernoulli
-sides), the price of exactness here: see the next paragraph.
+:math:`O(n_C)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the
+Bernoulli sides), the price of exactness here: see the next paragraph (:math:`O(n)` on the XLA backend,
+which evaluates them for every point; on numba the kernels visit the clusters' points through the cluster
+index, leaving the labels' O(n) copies in and out of the callbacks).
 
 Why not Chang & Fisher's augmented moves (sub-cluster labels kept in the state, the split proposing
 exactly the current sub-clusters, the merge setting the merged cluster's sub-clusters to the two old
