@@ -1,17 +1,17 @@
 r"""The O(n) passes of the sub-cluster sampler (:mod:`ppclust.inference.subcluster`) compiled for the CPU.
 
-Why: XLA:CPU runs a split/merge move as about ten full passes over the points (both branches under
-``where``, n uniforms, log-sigmoids of every point) and the end-of-sweep statistics as an O(n d^2)
-segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
-per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
-branch actually taken. The sweep stays one jitted program: the loops are called through
-:func:`jax.pure_callback` (chains in one call per kernel), and everything O(K) (pair choice, the
-sub-cluster fit on its fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in
-JAX. The label step's unlinked block is :func:`block_draw`: session 8's scalar loop (one libm exp per
-point and cluster) was 2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile
-``s8-tput``); this one keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
-``cut`` nats of the largest, with an exact redraw when the left-out mass could matter (and, for a point
-whose only weight within the cut is the largest, the inverse-CDF index in closed form).
+Why: XLA:CPU runs a split/merge move as about ten full passes over the points (both branches under ``where``,
+n uniforms, log-sigmoids of every point) and the end-of-sweep statistics as an O(n d^2) segment sum; here
+each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with per-chunk
+accumulators) that touches only what the move needs: the points of the chosen cluster(s), the branch actually
+taken. The sweep stays one jitted program: the loops are called through :func:`jax.pure_callback` (chains in
+one call per kernel), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size subsample, log
+joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked block is
+:func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was 2.3x slower than XLA's
+fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one keeps the slots innermost
+(the K log densities vectorise) and computes an exp only for the weights within ``cut`` nats of the largest,
+with an exact redraw when the left-out mass could matter (and, for a point whose only weight within the cut
+is the largest, the inverse-CDF index in closed form).
 
 What crosses the callbacks (``pure_callback`` copies every operand on every call: about 4 ms for the
 (10^6, 2) float64 data, 10 ms for (10^5, 30), ``benchmarks/results/subcluster.md``, profile "s10"):
