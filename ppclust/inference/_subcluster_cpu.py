@@ -13,8 +13,8 @@ fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one
 with an exact redraw when the left-out mass could matter (and, for a point whose only weight within the cut
 is the largest, the inverse-CDF index in closed form).
 
-What crosses the callbacks (``pure_callback`` copies every operand on every call: about 4 ms for the
-(10^6, 2) float64 data, 10 ms for (10^5, 30), ``benchmarks/results/subcluster.md``, profile "s10"):
+What crosses the callbacks (``pure_callback`` copies every operand on every call, in time proportional to
+its size: for the data, several ms per call at n = 10^6, d = 2):
 
 * the data never: ``subcluster.sample`` holds a host copy for the duration of its compiled call
   (:func:`hold`) and passes its token (:func:`wired`); the callbacks read the held copy. Without a token
@@ -580,9 +580,7 @@ def param_arrays(theta, code):
 
 
 #: host copies of the data by token (:func:`hold`): a callback given a held :class:`Wired` reads ``x`` here
-#: instead of receiving it as an operand, which ``pure_callback`` copies on every call (about 4 ms per
-#: call for the (10^6, 2) float64 data, 10 ms for (10^5, 30): ``benchmarks/results/subcluster.md``,
-#: profile "s10")
+#: instead of receiving it as an operand, which ``pure_callback`` copies on every call
 _HELD: dict[int, np.ndarray] = {}
 _TOKENS = itertools.count(1)
 
