@@ -336,7 +336,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
             from ppclust.inference._subcluster_cpu import cluster_index
 
             index = jax.jit(lambda z: cluster_index(z, k_max))(st.labels)
-            idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).order)
+            idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).token)
         mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
                                          "collapse", st.p, st.q, backend, xw, index)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)

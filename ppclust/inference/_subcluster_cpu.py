@@ -72,7 +72,7 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "counting_sort",
+__all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "held_index", "counting_sort",
            "merge_segments", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
            "move_sides", "block_draw"]
 
@@ -684,15 +684,16 @@ def family_stats(x, labels, k_max, family, xw=None):
 
 class ClusterIndex(NamedTuple):
     """The points of each slot, built once per sweep before the moves (:func:`cluster_index`), so that a move
-    visits the points of its clusters only. ``order`` (n,) the points sorted by their label at that time
-    (stable), ``off`` (K + 1,) the segment offsets of the slots, ``cover`` (K, K) bool: slot k's points now
-    lie in the union of the segments j with ``cover[k, j]`` (the identity when built; a move accepted
-    since updates it: a split's or peel's new slot covers what the split slot covered, a merge's or absorb's
-    kept slot covers both). A cover is a superset, never a miss, so the kernels filter by the current
-    labels and give exactly what a visit of all n points gives."""
+    visits the points of its clusters only. ``token`` () int32 names the host-held ``(order, off)``
+    (:func:`held_index`): ``order`` (n,) the points sorted by their label at that time (stable), ``off``
+    (K + 1,) the segment offsets of the slots (held on the host: they never cross the callbacks, whose
+    operands are copied on every call). ``cover`` (K, K) bool: slot k's points now lie in the union of the
+    segments j with ``cover[k, j]`` (the identity when built; a move accepted since updates it: a split's or
+    peel's new slot covers what the split slot covered, a merge's or absorb's kept slot covers both). A cover
+    is a superset, never a miss, so the kernels filter by the current labels and give exactly what a visit
+    of all n points gives; so does a token no longer held (the kernels then visit all n points)."""
 
-    order: jax.Array
-    off: jax.Array
+    token: jax.Array
     cover: jax.Array
 
     def moved(self, acc, is_split, a, b):
@@ -703,25 +704,45 @@ class ClusterIndex(NamedTuple):
         return self._replace(cover=jnp.where(acc, new, cov))
 
 
+#: the host-held ``(order, off)`` of the latest cluster indices by token (oldest dropped first, at most
+#: ``_INDEX_KEEP`` of them and ``_INDEX_POINTS`` points in all; a dropped one only costs full visits)
+_INDEX: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_INDEX_IDS = itertools.count(1)
+_INDEX_KEEP = 64
+_INDEX_POINTS = 1 << 26
+
+
+def held_index(token):
+    """``(order, off)`` of a :class:`ClusterIndex` token, or None when no longer held."""
+    return _INDEX.get(int(token))
+
+
 def cluster_index(labels, k_max):
-    """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort`, one callback)."""
+    """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort` in one callback; its arrays held on the
+    host under a fresh token)."""
     n = labels.shape[0]
 
     def host(labels):
         order, off = np.empty(n, np.int32), np.empty(k_max + 1, np.int32)
         counting_sort(labels, order, off)
-        return order, off
+        token = next(_INDEX_IDS) & 0x7FFFFFFF
+        _INDEX[token] = (order, off)
+        while len(_INDEX) > _INDEX_KEEP or (len(_INDEX) > 1 and len(_INDEX) * n > _INDEX_POINTS):
+            _INDEX.pop(next(iter(_INDEX)))
+        return (np.asarray(token, np.int32),)
 
-    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((k_max + 1,), jnp.int32))
-    order, off = _call(host, outs, (labels.astype(jnp.int32),))
-    return ClusterIndex(order, off, jnp.eye(k_max, dtype=bool))
+    (token,) = _call(host, (jax.ShapeDtypeStruct((), jnp.int32),), (labels.astype(jnp.int32),))
+    return ClusterIndex(token, jnp.eye(k_max, dtype=bool))
 
 
-def candidates(n, order=None, off=None, rows=None):
+def candidates(n, token=None, rows=None):
     """Host side: increasing point indices holding every point of the slots whose covers are the rows of
-    ``rows`` (the union of their segments, :func:`merge_segments`); all n points without an index."""
-    if order is None:
+    ``rows`` (the union of their index segments, :func:`merge_segments`); all n points without an index
+    (``token`` None, or no longer held)."""
+    held = None if token is None else held_index(token)
+    if held is None:
         return np.arange(n, dtype=np.int32)
+    order, off = held
     js = np.flatnonzero(np.any(rows, 0)).astype(np.int64)
     if len(js) == 1:
         return order[off[js[0]]:off[js[0] + 1]]
@@ -731,10 +752,10 @@ def candidates(n, order=None, off=None, rows=None):
 
 
 def _index_args(index, *rows):
-    """The operands of a kernel's candidates: ``(order, off, cover rows)``, none without an index."""
+    """The operands of a kernel's candidates: ``(token, cover rows)``, none without an index."""
     if index is None:
         return ()
-    return index.order, index.off, jnp.stack(rows)
+    return index.token, jnp.stack(rows)
 
 
 def peel_points_of(labels, c, j, s, index=None):
@@ -745,7 +766,7 @@ def peel_points_of(labels, c, j, s, index=None):
     def host(labels, c, j, s, *ix):
         out = np.zeros(2, np.int32)
         if ix:
-            cand_c, cand_s = candidates(n, ix[0], ix[1], ix[2][:1]), candidates(n, ix[0], ix[1], ix[2][1:])
+            cand_c, cand_s = candidates(n, ix[0], ix[1][:1]), candidates(n, ix[0], ix[1][1:])
         else:
             cand_c = cand_s = candidates(n)
         peel_points(labels, cand_c, cand_s, int(c), int(j), int(s), out)

@@ -154,15 +154,18 @@ def test_cluster_index_covers_every_point():
     z = rng.integers(0, 6, 3000).astype(np.int32)
     with x64():
         index = cpu.cluster_index(jnp.asarray(z), 8)
-    np.testing.assert_array_equal(np.asarray(index.order), np.argsort(z, kind="stable"))
-    np.testing.assert_array_equal(np.asarray(index.off), np.r_[0, np.cumsum(np.bincount(z, minlength=8))])
+    order, off = cpu.held_index(index.token)
+    np.testing.assert_array_equal(order, np.argsort(z, kind="stable"))
+    np.testing.assert_array_equal(off, np.r_[0, np.cumsum(np.bincount(z, minlength=8))])
     lab, index = _moved_labels(rng, z)
-    order, off, cover = (np.asarray(a) for a in index)
+    cover = np.asarray(index.cover)
     for k in range(8):
-        cand = cpu.candidates(len(lab), order, off, cover[k][None])
+        cand = cpu.candidates(len(lab), index.token, cover[k][None])
         assert np.all(np.diff(cand) > 0)  # increasing
         assert set(np.flatnonzero(lab == k)) <= set(cand.tolist())
     assert cover[5].sum() == 1 and cover[5, 5]  # the rejected split left slot 5's cover alone
+    assert cpu.held_index(0) is None  # a token not (or no longer) held: every point is a candidate
+    np.testing.assert_array_equal(cpu.candidates(len(lab), 0, cover[:1]), np.arange(len(lab)))
     assert cover[1, 4] and cover[6, 2] and cover[7, 3]
 
 
