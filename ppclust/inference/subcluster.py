@@ -386,13 +386,13 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
 
     def body(t, side):
-        st = family.stats(xs, side, 2, w)
+        st = _two_slot_stats(family, xs, side, w)
         theta = family.sample_posterior(jax.random.fold_in(k_iter, t), st)
         ll = _loglik_matrix(family, theta, xs) + jnp.log(st.n + 1.0)
         return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
-    st = family.stats(xs, side, 2, w)
+    st = _two_slot_stats(family, xs, side, w)
     theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
     lw_em = jnp.log(st.n + 1.0)
     li, _ = picked[1]  # the labelled subsample I: uniform points of C
@@ -410,11 +410,23 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
         y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
         y = jnp.where(from_pieces, y_pieces, y)
     n_c = count.astype(x.dtype)
-    st = family.stats(x[li], y.astype(jnp.int32), 2, jnp.broadcast_to(n_c / ml, (ml,)))
+    st = _two_slot_stats(family, x[li], y.astype(jnp.int32), jnp.broadcast_to(n_c / ml, (ml,)))
     theta = family.sample_posterior(k_fit, st)
     log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
     empty = jnp.zeros((0,), x.dtype)
     return SubFit(empty, empty, li, y, em, log_h), theta, jnp.log(st.n + 1.0)
+
+
+def _two_slot_stats(family, x, side, w):
+    """``family.stats(x, side, 2, w)`` of a sub-cluster fit's subsample. For d > ``_NUMBA_STATS_MIN_D`` with a
+    pooling family (:func:`_pools`), the two slots as ``family.weighted_stats`` (each scatter one (d, m) x
+    (m, d) product; ``stats`` forms the (m, d, d) outer products, and the fit's six such calls were most of
+    a move at d = 30): the same statistics up to float rounding."""
+    if x.shape[1] > _NUMBA_STATS_MIN_D and _pools(family):
+        a = family.weighted_stats(x, w * (side == 0))
+        b = family.weighted_stats(x, w * (side == 1))
+        return jax.tree.map(lambda u, v: jnp.concatenate([u, v]), a, b)
+    return family.stats(x, side, 2, w)
 
 
 def _responsibilities(family, theta, lw, x):
