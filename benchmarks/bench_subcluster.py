@@ -293,25 +293,13 @@ def section_sklearn(n, sweeps):
     return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
 
 
-def _numba_threads(k):
-    """Set numba's thread count to ``k`` (None: leave it); returns the previous count (None without numba)."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    old = numba.get_num_threads()
-    if k is not None:
-        numba.set_num_threads(k)
-    return old
-
-
 def section_profile(n, d, reps=3, k_max=32, backend="numba"):
     """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
     compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
     over its 50/50 split/merge draws, from the sweep's cluster index on numba), the block label step at
-    width 16 (``_label_step``, on numba also with one thread: how its loop scales), the statistics and pair
-    counts of the end of the sweep, and the whole sweep (``step``, 4 moves); the O(n) passes on
-    ``backend``."""
+    width 16 (``_label_step``), the statistics and pair counts of the end of the sweep, and the whole sweep
+    (``step``, 4 moves); the O(n) passes on ``backend``. The numba threads: ``NUMBA_NUM_THREADS`` (the
+    callbacks run on XLA's threads, so ``numba.set_num_threads`` in this one would not reach them)."""
     from ppclust.inference.subcluster import _label_step, _move
     from ppclust.models.tvclust import log_joint_from_stats
     from ppclust.sideinfo import pair_counts
@@ -353,23 +341,18 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
                                                    backend=backend, x_wired=xw)[0].labels)
         parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
                  ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
-                 ("block label step, one numba thread", lab, lambda i: jax.random.key(i)),
                  ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
                  ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
         if backend == "numba":
             parts.insert(1, ("cluster index of the moves (once per sweep)", idx_f, lambda i: st.labels))
         rows = []
         for name, f, arg in parts:
-            if "one numba thread" in name and backend != "numba":
-                continue
-            threads = _numba_threads(1 if "one numba thread" in name else None)
             jax.block_until_ready(f(arg(0), xw))
             ts = []
             for i in range(1, reps + 1):
                 t0 = time.perf_counter()
                 jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
-            _numba_threads(threads)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
         held.__exit__(None, None, None)
     text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "
