@@ -32,6 +32,7 @@ Usage: python -m benchmarks.bench_subcluster [--n N] [--quick]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -295,9 +296,10 @@ def section_sklearn(n, sweeps):
 def section_profile(n, d, reps=3, k_max=32, backend="numba"):
     """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
     compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
-    over its 50/50 split/merge draws), the block label step at width 16 (``_label_step``), the
-    statistics and pair counts of the end of the sweep, and the whole sweep (``step``, 4 moves); the O(n)
-    passes on ``backend``."""
+    over its 50/50 split/merge draws, from the sweep's cluster index on numba), the block label step at
+    width 16 (``_label_step``), the statistics and pair counts of the end of the sweep, and the whole sweep
+    (``step``, 4 moves); the O(n) passes on ``backend``. The numba threads: ``NUMBA_NUM_THREADS`` (the
+    callbacks run on XLA's threads, so ``numba.set_num_threads`` in this one would not reach them)."""
     from ppclust.inference.subcluster import _label_step, _move
     from ppclust.models.tvclust import log_joint_from_stats
     from ppclust.sideinfo import pair_counts
@@ -311,13 +313,20 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
         st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
                         alpha=PRIOR.alpha)
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
-        xw = None
-        if backend == "numba":  # the data pre-converted for the callbacks, once, as sample() does
-            from ppclust.inference._subcluster_cpu import family_stats, wired
+        xw, held = None, contextlib.nullcontext()
+        if backend == "numba":  # the data held on the host for the callbacks, once, as sample() does
+            from ppclust.inference._subcluster_cpu import family_stats, hold, wired
 
-            xw = jax.jit(wired)(xj)
+            held = hold(xj)
+            xw = jax.jit(wired)(xj, held.__enter__())
+        index = None
+        if backend == "numba":  # the sweep's cluster index, built once per sweep before the moves
+            from ppclust.inference._subcluster_cpu import cluster_index
+
+            index = jax.jit(lambda z: cluster_index(z, k_max))(st.labels)
+            idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).token)
         mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
-                                         "collapse", st.p, st.q, backend, xw)[0])
+                                         "collapse", st.p, st.q, backend, xw, index)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
         w = 16
         log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
@@ -334,6 +343,8 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
                  ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
                  ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
                  ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
+        if backend == "numba":
+            parts.insert(1, ("cluster index of the moves (once per sweep)", idx_f, lambda i: st.labels))
         rows = []
         for name, f, arg in parts:
             jax.block_until_ready(f(arg(0), xw))
@@ -343,6 +354,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
                 jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
             rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
+        held.__exit__(None, None, None)
     text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "
             f"median of {reps} calls after the compiling one, each part jitted on its own\n\n")
     return text + md_table(["part", "ms"], rows)

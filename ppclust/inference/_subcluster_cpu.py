@@ -1,17 +1,31 @@
 r"""The O(n) passes of the sub-cluster sampler (:mod:`ppclust.inference.subcluster`) compiled for the CPU.
 
-Why: XLA:CPU runs a split/merge move as about ten full passes over the points (both branches under
-``where``, n uniforms, log-sigmoids of every point) and the end-of-sweep statistics as an O(n d^2)
-segment sum; here each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with
-per-chunk accumulators) that touches only what the move needs: the points of the chosen cluster(s), the
-branch actually taken. The sweep stays one jitted program: the loops are called through
-:func:`jax.pure_callback` (chains in one call per kernel; the data cross as one pre-converted operand made
-once per chain, :func:`wired`), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size
-subsample, log joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked
-block (d <= 4) is :func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was
-2.3x slower than XLA's fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one
-keeps the slots innermost (the K log densities vectorise) and computes an exp only for the weights within
-``cut`` nats of the largest, with an exact redraw when the left-out mass could matter.
+Why: XLA:CPU runs a split/merge move as about ten full passes over the points (both branches under ``where``,
+n uniforms, log-sigmoids of every point) and the end-of-sweep statistics as an O(n d^2) segment sum; here
+each is one multi-threaded loop (numba ``parallel=True``, ``prange`` over row chunks with per-chunk
+accumulators) that touches only what the move needs: the points of the chosen cluster(s), the branch actually
+taken. The sweep stays one jitted program: the loops are called through :func:`jax.pure_callback` (chains in
+one call per kernel), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size subsample, log
+joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked block is
+:func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was 2.3x slower than XLA's
+fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one keeps the slots innermost
+(the K log densities vectorise) and computes an exp only for the weights within ``cut`` nats of the largest,
+with an exact redraw when the left-out mass could matter (and, for a point whose only weight within the cut
+is the largest, the inverse-CDF index in closed form).
+
+What crosses the callbacks (``pure_callback`` copies every operand on every call, in time proportional to
+its size: for the data, several ms per call at n = 10^6, d = 2):
+
+* the data never: ``subcluster.sample`` holds a host copy for the duration of its compiled call
+  (:func:`hold`) and passes its token (:func:`wired`); the callbacks read the held copy. Without a token
+  (``subcluster.step`` called directly) the data cross as one operand converted once per chain;
+* the labels (int32) in, a move's proposal out;
+* a *cluster index* (:class:`ClusterIndex`), built once per sweep before the moves (:func:`cluster_index`,
+  a counting sort): each slot's points in increasing order, with covers updated by accepted moves. The
+  moves' kernels (:func:`pick_subsamples`, :func:`move_sides`, :func:`peel_points`) visit only the points
+  of the chosen clusters' covers (:func:`candidates`), filtered by the current labels, which gives exactly
+  what a visit of all n points gives (each twin's parity test runs both ways). A move then costs
+  O(points of its clusters) in the kernels instead of O(n).
 
 Each kernel twins one JAX function and consumes the same random numbers, so ``backend="numba"`` and
 ``backend="xla"`` run the same chain up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin
@@ -39,8 +53,11 @@ spherical) in float64; others (and float32) use the XLA path.
 
 from __future__ import annotations
 
+import itertools
 import math
+from contextlib import contextmanager
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -55,7 +72,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
+__all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "held_index", "counting_sort",
+           "merge_segments", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
            "move_sides", "block_draw"]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -102,10 +120,23 @@ def _chunks(n):
     return max(1, min(-(-n // 4096), 64))
 
 
+@partial(compile_kernel, inline="always")
+def _add_outer(out, v):
+    """``out += v v^T`` (d, d), every entry (row by row, the inner loop contiguous: it vectorises, 2.3x
+    the upper triangle alone at d = 30); entry (m, j) is the same product as (j, m), so the result is
+    symmetric and equal to the mirrored upper triangle bit for bit."""
+    d = v.shape[0]
+    for j in range(d):
+        a = v[j]
+        row = out[j]
+        for m in range(d):
+            row[m] += a * v[m]
+
+
 @_parallel_kernel
 def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     """The per-slot sums of ``GaussianNIW.stats``: counts, sums of the points and sums of the outer
-    products of the centred points ``x - centre`` (upper triangle, mirrored); labels outside [0, K) count
+    products of the centred points ``x - centre`` (:func:`_add_outer`); labels outside [0, K) count
     nowhere."""
     n, d = x.shape
     K = n_out.shape[0]
@@ -124,44 +155,90 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
             for j in range(d):
                 cs[c, k, j] += x[i, j]
                 xc[j] = x[i, j] - centre[j]
-            for j in range(d):
-                for m in range(j, d):
-                    co[c, k, j, m] += xc[j] * xc[m]
+            _add_outer(co[c, k], xc)
     for c in range(nc):
         for k in range(K):
             n_out[k] += cn[c, k]
             for j in range(d):
                 s_out[k, j] += cs[c, k, j]
-                for m in range(j, d):
+                for m in range(d):
                     outer_out[k, j, m] += co[c, k, j, m]
-    for k in range(K):
-        for j in range(d):
-            for m in range(j + 1, d):
-                outer_out[k, m, j] = outer_out[k, j, m]
 
 
 @compile_kernel
-def peel_points(labels, c, j, s, out):
-    """The points of the peel/absorb step (``subcluster._peel_move``) in one visit of the labels:
-    ``out[0]`` the (j+1)-th point labelled ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point
-    labelled ``s`` (the singleton's); 0 when there is none, as ``argmax`` of an all-False mask."""
+def peel_points(labels, cand_c, cand_s, c, j, s, out):
+    """The points of the peel/absorb step (``subcluster._peel_move``): ``out[0]`` the (j+1)-th point labelled
+    ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point labelled ``s`` (the singleton's); 0 when
+    there is none, as ``argmax`` of an all-False mask. ``cand_c`` / ``cand_s``: increasing point indices
+    holding every point labelled ``c`` / ``s`` (:func:`candidates`), the only points visited."""
     out[0] = 0
     out[1] = 0
     seen = 0
-    found = False
-    need = True
-    for i in range(labels.shape[0]):
-        lab = labels[i]
-        if need and lab == c:
+    for t in range(cand_c.shape[0]):
+        i = cand_c[t]
+        if labels[i] == c:
             if seen == j:
                 out[0] = i
-                need = False
+                break
             seen += 1
-        if not found and lab == s:
+    for t in range(cand_s.shape[0]):
+        i = cand_s[t]
+        if labels[i] == s:
             out[1] = i
-            found = True
-        if found and not need:
             break
+
+
+@compile_kernel
+def counting_sort(labels, order, off):
+    """The cluster index of ``labels`` (:class:`ClusterIndex`): ``order`` the
+    points sorted by label, stably (each slot's points in increasing index order), slot k's points
+    ``order[off[k]:off[k + 1]]``; labels outside [0, K) (K = ``off.size - 1``) are left out."""
+    n = labels.shape[0]
+    K = off.shape[0] - 1
+    cnt = np.zeros(K + 1, np.int64)
+    for i in range(n):
+        k = labels[i]
+        if k >= 0 and k < K:
+            cnt[k + 1] += 1
+    off[0] = 0
+    for k in range(K):
+        off[k + 1] = off[k] + cnt[k + 1]
+    pos = np.empty(K, np.int64)
+    for k in range(K):
+        pos[k] = off[k]
+    for i in range(n):
+        k = labels[i]
+        if k >= 0 and k < K:
+            order[pos[k]] = i
+            pos[k] += 1
+
+
+@compile_kernel
+def merge_segments(order, off, js, out):
+    """The union of the index segments of slots ``js`` (each increasing) in increasing order into ``out``
+    (a k-way merge, O(len(out) len(js))); returns the count."""
+    m = js.shape[0]
+    pos = np.empty(m, np.int64)
+    end = np.empty(m, np.int64)
+    for r in range(m):
+        pos[r] = off[js[r]]
+        end[r] = off[js[r] + 1]
+    t = 0
+    while True:
+        best = -1
+        bv = 0
+        for r in range(m):
+            if pos[r] < end[r]:
+                v = order[pos[r]]
+                if best < 0 or v < bv:
+                    best = r
+                    bv = v
+        if best < 0:
+            break
+        out[t] = bv
+        t += 1
+        pos[best] += 1
+    return t
 
 
 @compile_kernel
@@ -175,21 +252,23 @@ def _targets(u, cnt):
 
 
 @compile_kernel
-def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
+def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts):
     """The four subsamples of a sub-cluster fit in one visit of the labels (after one counting pass): ``idx``
     from ``u`` and ``li`` from ``u_lab`` among the points of C (``ca``, and ``cb`` for a merge), ``ia`` and
-    ``ib`` from ``u_lab`` among the points labelled ``ca`` and ``cb``. The t-th point of a set for each
+    ``ib`` from ``u_lab`` among the points of the pieces A = ``ca`` and B = ``cb`` (a split's B is empty, as
+    the JAX fit's ``mask & ~in_a``: the pieces matter to merges only). The t-th point of a set for each
     uniform v, t = 1 + floor(v |set|) (``n - 1`` past the end, as ``searchsorted`` of the cumulative count
-    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``."""
+    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``. ``cand``: increasing point
+    indices holding every point of C (:func:`candidates`), the only points visited."""
     n = labels.shape[0]
     nc = 0
     na = 0
     nb = 0
-    for i in range(n):
-        lab = labels[i]
+    for t in range(cand.shape[0]):
+        lab = labels[cand[t]]
         if lab == ca:
             na += 1
-        if lab == cb:
+        if lab == cb and lab != ca and not is_split:
             nb += 1
         if lab == ca or (not is_split and lab == cb):
             nc += 1
@@ -203,9 +282,10 @@ def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts)
     m, ml = u.shape[0], u_lab.shape[0]
     r0 = r1 = r2 = r3 = 0
     sc = sa = sb = 0
-    for i in range(n):
+    for t in range(cand.shape[0]):
         if r0 >= m and r1 >= ml and r2 >= ml and r3 >= ml:
             break
+        i = cand[t]
         lab = labels[i]
         if lab == ca or (not is_split and lab == cb):
             sc += 1
@@ -220,7 +300,7 @@ def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts)
             while r2 < ml and t2[o2[r2]] == sa:
                 ia[o2[r2]] = i
                 r2 += 1
-        if lab == cb:
+        if lab == cb and lab != ca and not is_split:
             sb += 1
             while r3 < ml and t3[o3[r3]] == sb:
                 ib[o3[r3]] = i
@@ -236,7 +316,7 @@ def pick_subsamples(labels, ca, cb, is_split, u, u_lab, idx, li, ia, ib, counts)
 
 
 @_parallel_kernel
-def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
+def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
                res, s_b, outer_b):
     """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
     merge): ``r_i = sigmoid(clip(l_iA - l_iB))`` of the sub-cluster fit (``mean, A, half`` of its two
@@ -244,10 +324,13 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     counter_uniform(seed, i)``, for a merge side A = the points of ``ca``; the proposal ``prop`` (side B to
     ``new`` for a split, to ``ca`` for a merge); ``res = [log q, |C|, |A|, |B|]`` with ``log q`` the
     probability of the unordered bipartition (``_log_q_pair``); for a split, side B's count, sum and
-    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``)."""
-    n, d = x.shape
-    nc = _chunks(n)
-    per = -(-n // nc)
+    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``). ``cand``: increasing
+    point indices holding every point of C (:func:`candidates`), the only points visited; ``prop`` comes in
+    as a copy of ``labels`` and only points of C are written."""
+    d = x.shape[1]
+    nm = cand.shape[0]
+    nc = _chunks(nm)
+    per = -(-nm // nc)
     acc = np.zeros((nc, 5))  # o1, o2, |C|, |A|, |B|
     cs = np.zeros((nc, d))
     co = np.zeros((nc, d, d))
@@ -255,9 +338,9 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
     for c in prange(nc):
         xc = np.empty(d)
         sc = np.empty(d)
-        for i in range(c * per, min(n, (c + 1) * per)):
+        for t in range(c * per, min(nm, (c + 1) * per)):
+            i = cand[t]
             li = labels[i]
-            prop[i] = li
             if not (li == ca or (not is_split and li == cb)):
                 continue
             lg = (gaussian_loglik(x, i, mean, A, half, 0, code, sc) + lw[0]) \
@@ -284,20 +367,15 @@ def move_sides(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, code
                     for j in range(d):
                         cs[c, j] += x[i, j]
                         xc[j] = x[i, j] - centre[j]
-                    for j in range(d):
-                        for m in range(j, d):
-                            co[c, j, m] += xc[j] * xc[m]
+                    _add_outer(co[c], xc)
     tot = np.zeros(5)
     for c in range(nc):
         for t in range(5):
             tot[t] += acc[c, t]
         for j in range(d):
             s_b[j] += cs[c, j]
-            for m in range(j, d):
+            for m in range(d):
                 outer_b[j, m] += co[c, j, m]
-    for j in range(d):
-        for m in range(j + 1, d):
-            outer_b[m, j] = outer_b[j, m]
     o1, o2 = tot[0], tot[1]
     hi = max(o1, o2)
     res[0] = hi + math.log1p(math.exp(min(o1, o2) - hi)) if hi > -np.inf else -np.inf
@@ -454,6 +532,7 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
             mx = lk[am]
             tot = 0.0
             dropped = 0
+            kept = 0
             for k in range(ka):
                 t = lk[k] - mx
                 if k == am:
@@ -462,12 +541,17 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
                 elif t > -cut and not (bounded and skip[k]):
                     e[k] = math.exp(t)
                     tot += e[k]
+                    kept += 1
                 else:
                     e[k] = 0.0
                     if lk[k] > -np.inf:
                         dropped += 1
             target = counter_uniform(s0, s1, i) * tot
-            j, gap = _inverse_cdf(e, ka, target)
+            if kept == 0:  # e = [0.., 1 at am, 0..]: the sums are 0 before am and 1 from it, and u < 1
+                j = am  # (what _inverse_cdf returns for these e, without its loop)
+                gap = 1.0 - target if am == 0 else min(target, 1.0 - target)
+            else:
+                j, gap = _inverse_cdf(e, ka, target)
             if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
                 tot = 0.0
                 for k in range(ka):
@@ -495,50 +579,79 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
 
 
+#: host copies of the data by token (:func:`hold`): a callback given a held :class:`Wired` reads ``x`` here
+#: instead of receiving it as an operand, which ``pure_callback`` copies on every call
+_HELD: dict[int, np.ndarray] = {}
+_TOKENS = itertools.count(1)
+
+
+@contextmanager
+def hold(x):
+    """Hold a host copy of the data ``x`` for the duration of a ``with`` block; yields its token (an int) for
+    :func:`wired`. The sampler holds its data around one compiled call (``subcluster.sample``): the token is
+    an operand of the program (no recompilation per data set) and the callbacks look the data up by it."""
+    token = next(_TOKENS)
+    _HELD[token] = np.array(x, copy=True)  # owned, writable, C-contiguous
+    try:
+        yield token
+    finally:
+        _HELD.pop(token, None)
+
+
 @jax.tree_util.register_pytree_node_class
 class Wired:
-    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types),
-    ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the centred sums, as
-    ``families._centered_scatter`` takes it)."""
+    """The data already in its callback form (:func:`wired`): ``bits`` (uint32 pairs for 64-bit types; None
+    when held), ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the
+    centred sums, as ``families._centered_scatter`` takes it), ``token`` (a () int32 array, or None) the
+    :func:`hold` token of the data: the callbacks then read the held host copy (``x`` never crosses them).
+    """
 
-    def __init__(self, bits, dtype, centre):
-        self.bits, self.dtype, self.centre = bits, np.dtype(dtype), centre
+    def __init__(self, bits, dtype, centre, token=None):
+        self.bits, self.dtype, self.centre, self.token = bits, np.dtype(dtype), centre, token
 
     def tree_flatten(self):
-        return (self.bits, self.centre), self.dtype
+        return (self.bits, self.centre, self.token), self.dtype
 
     @classmethod
     def tree_unflatten(cls, dtype, leaves):
-        return cls(leaves[0], dtype, leaves[1])
+        return cls(leaves[0], dtype, leaves[1], leaves[2])
 
 
-def wired(x):
-    """The data ``x`` (n, d) in the form the callbacks take it (64-bit types as uint32 pairs,
-    :mod:`._gibbs_cpu`), with its column means: a :class:`Wired`. The conversion is a copy of ``x`` (about as
-    long as the callback's own operand copy) and the means a pass over it: the sampler makes both once per
-    chain, not once per call."""
+def wired(x, token=None):
+    """The data ``x`` (n, d) in the form the callbacks take it, with its column means: a :class:`Wired`.
+    Without ``token``, 64-bit types as uint32 pairs (:mod:`._gibbs_cpu`): the conversion is a copy of ``x``
+    (about as long as the callback's own operand copy) and the means a pass over it, so the sampler makes
+    both once per chain, not once per call. With the ``token`` of :func:`hold` (the sampler's path), only
+    the token crosses the callbacks."""
+    if token is not None:
+        return Wired(None, x.dtype, x.mean(0), jnp.asarray(token, jnp.int32))
     return Wired(_wire(x), np.dtype(x.dtype), x.mean(0))
 
 
 def _call(host, outs, args):
     """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`; an operand given as
-    :class:`Wired` is passed as it is). Under ``vmap`` the chains come in one call (``expand_dims``: leading
-    batch axes, size 1 where an operand is shared) and ``host`` runs once per chain (each kernel is
-    multi-threaded over the points)."""
+    :class:`Wired` is passed as it is, or as its :func:`hold` token, the callback reading the held data).
+    Under ``vmap`` the chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand
+    is shared) and ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
     dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
-    wired_args = [a.bits if isinstance(a, Wired) else _wire(a) for a in args]
+    held = [isinstance(a, Wired) and a.token is not None for a in args]
+    wired_args = [a.token if h else a.bits if isinstance(a, Wired) else _wire(a)
+                  for a, h in zip(args, held, strict=True)]
     core = [a.ndim for a in wired_args]
+
+    def unwire(a, t, h):
+        return _HELD[int(a)] if h else _unwire(a, t)
 
     def run(*wired):
         nb = wired[0].ndim - core[0]
         batch = np.broadcast_shapes(*(a.shape[:nb] for a in wired))
         if not batch:
-            res = host(*[_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)])
+            res = host(*[unwire(a, t, h) for a, t, h in zip(wired, dtypes, held, strict=True)])
             return tuple(_to_wire(np.asarray(r)) for r in res)
         per = []
         for ix in np.ndindex(*batch):
             one = [a[tuple(j if a.shape[m] > 1 else 0 for m, j in enumerate(ix))] for a in wired]
-            res = host(*[_unwire(a, t) for a, t in zip(one, dtypes, strict=True)])
+            res = host(*[unwire(a, t, h) for a, t, h in zip(one, dtypes, held, strict=True)])
             per.append([np.asarray(r) for r in res])
         return tuple(_to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
                      for r in range(len(outs)))
@@ -569,59 +682,149 @@ def family_stats(x, labels, k_max, family, xw=None):
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
 
-def peel_points_of(labels, c, j, s):
-    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)``."""
-    def host(labels, c, j, s):
+class ClusterIndex(NamedTuple):
+    """The points of each slot, built once per sweep before the moves (:func:`cluster_index`), so that a move
+    visits the points of its clusters only. ``token`` () int32 names the host-held ``(order, off)``
+    (:func:`held_index`): ``order`` (n,) the points sorted by their label at that time (stable), ``off``
+    (K + 1,) the segment offsets of the slots (held on the host: they never cross the callbacks, whose
+    operands are copied on every call). ``cover`` (K, K) bool: slot k's points now lie in the union of the
+    segments j with ``cover[k, j]`` (the identity when built; a move accepted since updates it: a split's or
+    peel's new slot covers what the split slot covered, a merge's or absorb's kept slot covers both). A cover
+    is a superset, never a miss, so the kernels filter by the current labels and give exactly what a visit
+    of all n points gives; so does a token no longer held (the kernels then visit all n points)."""
+
+    token: jax.Array
+    cover: jax.Array
+
+    def moved(self, acc, is_split, a, b):
+        """The index after a move of slots ``a`` (kept) and ``b`` (a split's or peel's new slot, or the
+        slot merged / absorbed into ``a``), accepted iff ``acc``."""
+        cov = self.cover
+        new = jnp.where(is_split, cov.at[b].set(cov[a]), cov.at[a].set(cov[a] | cov[b]))
+        return self._replace(cover=jnp.where(acc, new, cov))
+
+
+#: the host-held ``(order, off)`` of the latest cluster indices by token (oldest dropped first, at most
+#: ``_INDEX_KEEP`` of them and ``_INDEX_POINTS`` points in all; a dropped one only costs full visits)
+_INDEX: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_INDEX_IDS = itertools.count(1)
+_INDEX_KEEP = 64
+_INDEX_POINTS = 1 << 26
+
+
+def held_index(token):
+    """``(order, off)`` of a :class:`ClusterIndex` token, or None when no longer held."""
+    return _INDEX.get(int(token))
+
+
+def cluster_index(labels, k_max):
+    """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort` in one callback; its arrays held on the
+    host under a fresh token)."""
+    n = labels.shape[0]
+
+    def host(labels):
+        order, off = np.empty(n, np.int32), np.empty(k_max + 1, np.int32)
+        counting_sort(labels, order, off)
+        token = next(_INDEX_IDS) & 0x7FFFFFFF
+        _INDEX[token] = (order, off)
+        while len(_INDEX) > _INDEX_KEEP or (len(_INDEX) > 1 and len(_INDEX) * n > _INDEX_POINTS):
+            _INDEX.pop(next(iter(_INDEX)))
+        return (np.asarray(token, np.int32),)
+
+    (token,) = _call(host, (jax.ShapeDtypeStruct((), jnp.int32),), (labels.astype(jnp.int32),))
+    return ClusterIndex(token, jnp.eye(k_max, dtype=bool))
+
+
+def candidates(n, token=None, rows=None):
+    """Host side: increasing point indices holding every point of the slots whose covers are the rows of
+    ``rows`` (the union of their index segments, :func:`merge_segments`); all n points without an index
+    (``token`` None, or no longer held)."""
+    held = None if token is None else held_index(token)
+    if held is None:
+        return np.arange(n, dtype=np.int32)
+    order, off = held
+    js = np.flatnonzero(np.any(rows, 0)).astype(np.int64)
+    if len(js) == 1:
+        return order[off[js[0]]:off[js[0] + 1]]
+    out = np.empty(int(sum(off[j + 1] - off[j] for j in js)), np.int32)
+    merge_segments(order, off, js, out)
+    return out
+
+
+def _index_args(index, *rows):
+    """The operands of a kernel's candidates: ``(token, cover rows)``, none without an index."""
+    if index is None:
+        return ()
+    return index.token, jnp.stack(rows)
+
+
+def peel_points_of(labels, c, j, s, index=None):
+    """:func:`peel_points` from JAX: ``(i_peel, i_absorb)`` (``index``: a :class:`ClusterIndex` valid for
+    ``labels``, or None: every point visited)."""
+    n = labels.shape[0]
+
+    def host(labels, c, j, s, *ix):
         out = np.zeros(2, np.int32)
-        peel_points(labels, int(c), int(j), int(s), out)
+        if ix:
+            cand_c, cand_s = candidates(n, ix[0], ix[1][:1]), candidates(n, ix[0], ix[1][1:])
+        else:
+            cand_c = cand_s = candidates(n)
+        peel_points(labels, cand_c, cand_s, int(c), int(j), int(s), out)
         return (out,)
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    ix = () if index is None else _index_args(index, index.cover[c], index.cover[s])
     (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels.astype(jnp.int32), i32(c), i32(j),
-                                                                   i32(s)))
+                                                                   i32(s)) + ix)
     return out[0], out[1]
 
 
-def subsamples(labels, ca, cb, is_split, u, u_lab):
-    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))``."""
+def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
+    """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))`` (``index``: a
+    :class:`ClusterIndex` valid for ``labels``, or None: every point visited)."""
     m, ml = u.shape[0], u_lab.shape[0]
+    n = labels.shape[0]
 
-    def host(labels, ca, cb, is_split, u, u_lab):
+    def host(labels, ca, cb, is_split, u, u_lab, *ix):
         idx, li, ia, ib = (np.empty(k, np.int32) for k in (m, ml, ml, ml))
         counts = np.zeros(3, np.int32)
-        pick_subsamples(labels, int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia, ib, counts)
+        pick_subsamples(labels, candidates(n, *ix), int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia,
+                        ib, counts)
         return idx, li, ia, ib, counts
 
     outs = (jax.ShapeDtypeStruct((m,), jnp.int32),) + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3 \
         + (jax.ShapeDtypeStruct((3,), jnp.int32),)
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    ix = () if index is None else _index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
     idx, li, ia, ib, c = _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split),
-                                           u, u_lab))
+                                           u, u_lab) + ix)
     return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
 
 
-def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None):
+def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None, index=None):
     """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
-    :func:`wired` ``x``, else made here)."""
+    :func:`wired` ``x``, else made here; ``index``: a :class:`ClusterIndex` valid for ``labels``, or None:
+    every point visited)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n, d = x.shape
     xw = wired(x) if xw is None else xw
 
-    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed):
-        prop = np.empty(n, np.int32)
+    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed, *ix):
+        prop = np.array(labels, np.int32)  # a copy: move_sides writes the points of C only
         res = np.zeros(4)
         s_b, o_b = np.zeros(d), np.zeros((d, d))
         s0, s1 = _seed(seed)
-        move_sides(x, centre, labels, int(ca), int(cb), int(new), bool(is_split), mean, A, half, lw, code,
-                   float(clip), s0, s1, prop, res, s_b, o_b)
+        move_sides(x, centre, labels, candidates(n, *ix), int(ca), int(cb), int(new), bool(is_split), mean, A,
+                   half, lw, code, float(clip), s0, s1, prop, res, s_b, o_b)
         return prop, res, s_b, o_b
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
             jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
+    ix = () if index is None else _index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
     prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32), i32(ca), i32(cb),
-                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed))
+                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed) + ix)
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b

@@ -121,8 +121,11 @@ cluster(s): the subsample of the sub-cluster fit, the final responsibilities, th
 the peel/absorb step's point; the label step's unlinked block (:func:`ppclust.inference._subcluster_cpu.
 block_draw`: the K log densities vectorised over the slots, exps only within 20 nats of the largest weight
 with an exact redraw when the left-out mass could matter, and for d > 4 an O(d) bound that skips most
-O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data cross the callbacks as one operand
-converted once per chain. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
+O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data never cross the callbacks
+(:func:`sample` holds a host copy for its compiled call, :func:`ppclust.inference._subcluster_cpu.hold`),
+and a per-sweep cluster index (a counting sort of the labels before the moves, its covers updated by
+accepted moves, :class:`ppclust.inference._subcluster_cpu.ClusterIndex`) lets a move's kernels visit the
+points of its clusters only. Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
 classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
 per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
 decisions up to float rounding (``tests/inference/test_subcluster_cpu.py``: twin by twin, and whole
@@ -132,8 +135,10 @@ Cost of a move: the proposal's statistics change in two slots only (:func:`_prop
 pools the two slots' statistics (``GaussianNIW.pool``, :math:`O(d^3)`, no pass over the points), a split
 computes its new side's statistics in one weighted pass (``GaussianNIW.weighted_stats``, a matrix
 product) and the kept side's as the difference; the pair counts are :math:`O(m)`. What remains
-:math:`O(n)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the Bernoulli
-sides), the price of exactness here: see the next paragraph.
+:math:`O(n_C)` per proposal is the fresh sub-cluster fit's responsibilities (and, for a split, the
+Bernoulli sides), the price of exactness here: see the next paragraph (:math:`O(n)` on the XLA backend,
+which evaluates them for every point; on numba the kernels visit the clusters' points through the cluster
+index, leaving the labels' O(n) copies in and out of the callbacks).
 
 Why not Chang & Fisher's augmented moves (sub-cluster labels kept in the state, the split proposing
 exactly the current sub-clusters, the merge setting the merged cluster's sub-clusters to the two old
@@ -177,7 +182,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from ppclust.errors import KMaxExhaustedError
-from ppclust.families import gamma_draws
+from ppclust.families import GaussianNIW, gamma_draws
 from ppclust.inference.gibbs import (
     PQ_MODES,
     ChainResult,
@@ -381,13 +386,13 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
 
     def body(t, side):
-        st = family.stats(xs, side, 2, w)
+        st = _two_slot_stats(family, xs, side, w)
         theta = family.sample_posterior(jax.random.fold_in(k_iter, t), st)
         ll = _loglik_matrix(family, theta, xs) + jnp.log(st.n + 1.0)
         return (ll[:, 0] < ll[:, 1]).astype(jnp.int32)
 
     side = jax.lax.fori_loop(0, _SUB_ITERS, body, side)
-    st = family.stats(xs, side, 2, w)
+    st = _two_slot_stats(family, xs, side, w)
     theta_em = family.sample_posterior(jax.random.fold_in(k_iter, _SUB_ITERS), st)
     lw_em = jnp.log(st.n + 1.0)
     li, _ = picked[1]  # the labelled subsample I: uniform points of C
@@ -405,11 +410,23 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
         y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
         y = jnp.where(from_pieces, y_pieces, y)
     n_c = count.astype(x.dtype)
-    st = family.stats(x[li], y.astype(jnp.int32), 2, jnp.broadcast_to(n_c / ml, (ml,)))
+    st = _two_slot_stats(family, x[li], y.astype(jnp.int32), jnp.broadcast_to(n_c / ml, (ml,)))
     theta = family.sample_posterior(k_fit, st)
     log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
     empty = jnp.zeros((0,), x.dtype)
     return SubFit(empty, empty, li, y, em, log_h), theta, jnp.log(st.n + 1.0)
+
+
+def _two_slot_stats(family, x, side, w):
+    """``family.stats(x, side, 2, w)`` of a sub-cluster fit's subsample. For d > ``_NUMBA_STATS_MIN_D`` with a
+    pooling family (:func:`_pools`), the two slots as ``family.weighted_stats`` (each scatter one (d, m) x
+    (m, d) product; ``stats`` forms the (m, d, d) outer products, and the fit's six such calls were most of
+    a move at d = 30): the same statistics up to float rounding."""
+    if x.shape[1] > _NUMBA_STATS_MIN_D and _pools(family):
+        a = family.weighted_stats(x, w * (side == 0))
+        b = family.weighted_stats(x, w * (side == 1))
+        return jax.tree.map(lambda u, v: jnp.concatenate([u, v]), a, b)
+    return family.stats(x, side, 2, w)
 
 
 def _responsibilities(family, theta, lw, x):
@@ -569,10 +586,12 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
     None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._subcluster_cpu.wired`),
-    made once per chain (else per call)."""
+    made once per chain (else per call); ``index``: the sweep's
+    :class:`~ppclust.inference._subcluster_cpu.ClusterIndex` (numba: the twins visit the points of the
+    chosen clusters only; None: all n)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -589,9 +608,9 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
 
         fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split),
                                          pick_all=lambda u, u_lab: cpu.subsamples(labels, ca, cb, is_split, u,
-                                                                                  u_lab))
+                                                                                  u_lab, index))
         proposal, log_q, n_c, n_a, side_b = cpu.move(x, labels, ca, cb, new, is_split, theta, lw, side_seed,
-                                                     family, _LOGIT_CLIP, xw)
+                                                     family, _LOGIT_CLIP, xw, index)
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
@@ -611,12 +630,15 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None):
     return proposal, log_q, valid, full, pair, side_b
 
 
-def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None):
-    """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``."""
+def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", xw=None,
+          index=None):
+    """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``, and the updated
+    ``index`` (:class:`~ppclust.inference._subcluster_cpu.ClusterIndex`) when one is given."""
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw)
+    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw,
+                                                     index)
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -624,9 +646,10 @@ def _move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, bac
     log_h = split_merge_log_ratio(is_split, lj_new, lj, n_act, log_q, log_pair)
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
-    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)
-    return (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
-            MoveInfo(is_split, log_h, acc))
+    pick = lambda u, v: jax.tree.map(lambda u_, v_: jnp.where(acc, u_, v_), u, v)  # noqa: E731
+    out = (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
+           MoveInfo(is_split, log_h, acc))
+    return out if index is None else out + (index.moved(acc, is_split, a, b),)
 
 
 def _pick_point(key, mask):
@@ -662,7 +685,7 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     return fwd, rev
 
 
-def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla"):
+def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q, backend="xla", index=None):
     """One peel-or-absorb MH step (module docstring, (a')). Returns ``(labels, lj, stats, counts, full,
     MoveInfo)``. Either proposal moves one point (the peeled point, or the singleton's point), so the
     proposal is one scatter and the new slot's statistics are that point's; what remains O(n) is finding
@@ -680,7 +703,7 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
 
         # the draw of _pick_point: |c_peel| is its slot count (the statistics count the labels)
         j = jax.random.randint(k_i, (), 0, jnp.maximum(stats.n[c_peel].astype(jnp.int32), 1))
-        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs)
+        i, i_abs = cpu.peel_points_of(labels, c_peel, j, s_abs, index)
     else:
         i = _pick_point(k_i, labels == c_peel)
         i_abs = jnp.argmax(labels == s_abs)  # the singleton's point
@@ -692,9 +715,8 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     i_sel = jnp.where(is_split, i, i_abs)
     to = jnp.where(is_split, new, c_abs).astype(labels.dtype)
     prop = labels.at[i_sel].set(to)  # (an invalid absorb moves one point of a non-singleton: rejected)
-    side_b = None  # a peel's new slot holds the one point
-    if hasattr(family, "weighted_stats"):
-        side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype))
+    # a peel's new slot holds the one point: its statistics are that point's (families that pool)
+    side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype)) if _pools(family) else None
     st_new = _proposal_stats(family, stats, x, is_split, prop, c, s, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = _log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -704,18 +726,25 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
     return (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
-            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
+            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))  # (the index is not used after it)
+
+
+def _pools(family) -> bool:
+    """The one capability test of the moves' statistics: :class:`~ppclust.families.GaussianNIW` pools two
+    groups' statistics (``pool``) and weighs points' statistics (``weighted_stats``), so a move updates two
+    slots without a pass over the points; other families recompute every slot (``family.stats``)."""
+    return isinstance(family, GaussianNIW)
 
 
 def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
     """The statistics of a proposed partition: only its two slots ``a`` (kept) and ``b`` (the split's new
-    slot / the merged slot, emptied) change. With ``family.pool`` (:class:`~ppclust.families.GaussianNIW`)
-    a merge pools the two slots' statistics (O(d^3), no pass over the points) and a split computes its
-    side B's statistics in one weighted pass (``family.weighted_stats``, a matrix product) and side A's as
-    the old slot minus side B; other families recompute every slot (``family.stats``). ``side_b``: side B's
+    slot / the merged slot, emptied) change. When the family pools (:func:`_pools`) a merge pools the two
+    slots' statistics (O(d^3), no pass over the points) and a split computes its side B's statistics in one
+    weighted pass (``family.weighted_stats``, a matrix product) and side A's as the old slot minus side B;
+    other families recompute every slot (``family.stats``). ``side_b``: side B's
     statistics when already computed (the compiled twin's pass)."""
     k_max = stats.n.shape[0]
-    if not (hasattr(family, "pool") and hasattr(family, "weighted_stats")):
+    if not _pools(family):
         return family.stats(x, prop, k_max)
     one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
     if side_b is None:
@@ -884,18 +913,25 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     labels, stats, counts = state.labels, state.stats, state.counts
     lj = _log_joint_given(stats, counts, family, prior_now, pq, state.p, state.q)
 
-    def one(carry, k):
-        labels, lj, stats, counts, full = carry
-        labels, lj, stats, counts, f, info = _move(k, labels, lj, stats, counts, x, links, family,
-                                                    prior_now, pq, state.p, state.q, backend, x_wired)
-        return (labels, lj, stats, counts, full | f), info
+    index = None
+    if backend == "numba":  # the points of each slot, once per sweep: a move visits its clusters' points only
+        from ppclust.inference import _subcluster_cpu as cpu
 
-    (labels, lj, stats, counts, full), moves = jax.lax.scan(
-        one, (labels, lj, stats, counts, jnp.asarray(False)), jax.random.split(k_moves, n_moves))
+        index = cpu.cluster_index(labels, k_max)
+
+    def one(carry, k):
+        labels, lj, stats, counts, full, index = carry
+        labels, lj, stats, counts, f, info, *rest = _move(k, labels, lj, stats, counts, x, links, family,
+                                                           prior_now, pq, state.p, state.q, backend, x_wired,
+                                                           index)
+        return (labels, lj, stats, counts, full | f, index if index is None else rest[0]), info
+
+    (labels, lj, stats, counts, full, index), moves = jax.lax.scan(
+        one, (labels, lj, stats, counts, jnp.asarray(False), index), jax.random.split(k_moves, n_moves))
     # (a'): one peel/absorb step per sweep (one point moves: O(1) but finding it)
     labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
                                                   counts, x, links, family, prior_now, pq, state.p, state.q,
-                                                  backend)
+                                                  backend, index)
     full = full | f2
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
@@ -1000,11 +1036,20 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
         state = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), init_state._replace(theta=None))
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
-    state, out = _run(keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
-                      n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
-                      sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                      store_labels=bool(store_labels), mesh=mesh, backend=backend)
-    out = jax.device_get(out)
+    run = partial(_run, keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
+                  n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
+                  sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
+                  store_labels=bool(store_labels), mesh=mesh, backend=backend)
+    if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
+        from ppclust.inference import _subcluster_cpu as cpu
+
+        with cpu.hold(x) as token:
+            state, out = run(x_token=token)
+            out = jax.device_get(out)
+            state = jax.block_until_ready(state)
+    else:
+        state, out = run()
+        out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
@@ -1018,13 +1063,13 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
                                    "store_labels", "mesh", "backend"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla"):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla", x_token=None):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
               alpha_rate=alpha_rate, mesh=mesh, backend=backend)
-    if backend == "numba":  # x crosses the host callbacks as uint32 pairs: converted once, not per call
-        from ppclust.inference import _subcluster_cpu as cpu
+    if backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
+        from ppclust.inference import _subcluster_cpu as cpu  # (else as uint32 pairs, converted once)
 
-        kw["x_wired"] = cpu.wired(x)
+        kw["x_wired"] = cpu.wired(x, x_token)
 
     def sweep(key, st):
         return step(key, st, x, links, colouring, family, prior, **kw)[0]

@@ -207,6 +207,25 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
 
 
+@pytest.mark.parametrize("cov", ["full", "diag", "spherical"])
+def test_two_slot_stats_equal_family_stats(cov):
+    """The sub-cluster fit's two-slot statistics (above d = 4 as two weighted products) equal
+    ``family.stats`` with the same weights, slot by slot (a swapped side or a missing weight fails)."""
+    from ppclust.families import GaussianNIW
+
+    rng = np.random.default_rng(11)
+    for d in (2, 7):
+        x = rng.normal(size=(300, d)) + 3.0 * (rng.random(300) < 0.3)[:, None]
+        side, w = (rng.random(300) < 0.4).astype(np.int32), rng.random(300) + 0.5
+        with x64():
+            xj, side, w = jnp.asarray(x), jnp.asarray(side), jnp.asarray(w)
+            fam = GaussianNIW.default(xj, cov)
+            got = jax.jit(subcluster._two_slot_stats)(fam, xj, side, w)
+            ref = fam.stats(xj, side, 2, w)
+        for u, v in zip(got, ref, strict=True):
+            np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-10)
+
+
 def test_proposal_stats_equal_recomputed_stats():
     """The move's statistics of the proposed partition (two slots updated: a merge pools the pair, a
     split computes one side by a weighted pass and the other as the difference) equal the statistics

@@ -92,7 +92,8 @@ def test_stats_twin(cov):
 
 def test_pick_subsamples_twin():
     """The four subsamples of a fit in one visit (C from two uniform vectors, A and B from the second)
-    equal the cumulative-count search of each set (split and merge, an empty cluster, cb = ca)."""
+    equal the cumulative-count search of each set (split and merge, an empty cluster, cb = ca; a split's
+    B is empty, as the JAX fit's)."""
     rng = np.random.default_rng(3)
     labels = rng.integers(0, 6, 3000).astype(np.int32)
     u, u_lab = rng.random(1024), rng.random(64)
@@ -105,8 +106,8 @@ def test_pick_subsamples_twin():
         mask = (labels == ca) | ((labels == cb) & (not is_split))
         got = jax.jit(lambda s, a, b: cpu.subsamples(jnp.asarray(labels), a, b, s, jnp.asarray(u),
                                                      jnp.asarray(u_lab)))(is_split, ca, cb)
-        for (idx, cnt), m_, v in zip(got, (mask, mask, labels == ca, labels == cb), (u, u_lab, u_lab, u_lab),
-                                     strict=True):
+        pieces = (mask & (labels == ca), mask & (labels != ca))  # the JAX fit's mask & in_a, mask & ~in_a
+        for (idx, cnt), m_, v in zip(got, (mask, mask) + pieces, (u, u_lab, u_lab, u_lab), strict=True):
             np.testing.assert_array_equal(np.asarray(idx), ref(m_, v))
             assert int(cnt) == m_.sum()
 
@@ -125,6 +126,83 @@ def test_peel_points_twin():
         i, i_abs = cpu.peel_points_of(jnp.asarray(labels), c, j, s)
         assert int(i) == ref and int(i_abs) == int(np.argmax(labels == s))
         assert (labels[ref] == c) == (mask.sum() > 0)
+
+
+def _moved_labels(rng, z, k_max=8):
+    """Labels after accepted moves since a cluster index of ``z`` was built (a split of 2 into 6, a merge of
+    4 into 1, a peel of a point of 3 into 7, then a rejected split of 0 into 5), with the index's covers
+    updated as the sampler updates them."""
+    with x64():
+        index = cpu.cluster_index(jnp.asarray(z), k_max)
+    lab = z.copy()
+    side = (lab == 2) & (rng.random(len(lab)) < 0.4)
+    lab[side] = 6
+    index = index.moved(True, True, 2, 6)
+    lab[lab == 4] = 1
+    index = index.moved(True, False, 1, 4)
+    lab[np.flatnonzero(lab == 3)[5]] = 7
+    index = index.moved(True, True, 3, 7)
+    index = index.moved(False, True, 0, 5)  # rejected: nothing changes
+    return lab.astype(np.int32), index
+
+
+def test_cluster_index_covers_every_point():
+    """The counting sort equals a stable argsort by label with the slots' offsets; after accepted moves
+    the covers of every slot hold all its points (what the kernels need), and a rejected move changes no
+    cover."""
+    rng = np.random.default_rng(5)
+    z = rng.integers(0, 6, 3000).astype(np.int32)
+    with x64():
+        index = cpu.cluster_index(jnp.asarray(z), 8)
+    order, off = cpu.held_index(index.token)
+    np.testing.assert_array_equal(order, np.argsort(z, kind="stable"))
+    np.testing.assert_array_equal(off, np.r_[0, np.cumsum(np.bincount(z, minlength=8))])
+    lab, index = _moved_labels(rng, z)
+    cover = np.asarray(index.cover)
+    for k in range(8):
+        cand = cpu.candidates(len(lab), index.token, cover[k][None])
+        assert np.all(np.diff(cand) > 0)  # increasing
+        assert set(np.flatnonzero(lab == k)) <= set(cand.tolist())
+    assert cover[5].sum() == 1 and cover[5, 5]  # the rejected split left slot 5's cover alone
+    assert cpu.held_index(0) is None  # a token not (or no longer) held: every point is a candidate
+    np.testing.assert_array_equal(cpu.candidates(len(lab), 0, cover[:1]), np.arange(len(lab)))
+    assert cover[1, 4] and cover[6, 2] and cover[7, 3]
+
+
+def test_twins_with_cluster_index_equal_full_visits():
+    """Subsamples, peel points and the move's O(n) part from a cluster index with updated covers (the points
+    of the chosen clusters only) equal the same kernels visiting all n points (the XLA twins' results,
+    tested above), for splits and merges of slots whose covers span one and several segments."""
+    rng = np.random.default_rng(6)
+    x, z = _data(3000, 3)
+    z = rng.integers(0, 6, 3000).astype(np.int32)
+    lab, index = _moved_labels(rng, z)
+    u, u_lab = rng.random(1024), rng.random(64)
+    with x64():
+        xj, labj = jnp.asarray(x), jnp.asarray(lab)
+        fam = GaussianNIW.default(xj, "full")
+        sub = _theta(fam, xj, (lab == 1).astype(np.int32), 2, seed=4)
+        lw = jnp.log(jnp.asarray([40.0, 60.0]))
+        seed = subcluster.counter_seed(jax.random.key(9))
+        uj, ulj = jnp.asarray(u), jnp.asarray(u_lab)
+        pick = jax.jit(lambda s, a, b, ix: cpu.subsamples(labj, a, b, s, uj, ulj, ix))
+        mv = jax.jit(lambda s, a, b, ix: cpu.move(xj, labj, a, b, 5, s, sub, lw, seed, fam, 30.0, None, ix))
+        pp = jax.jit(lambda c, j, s, ix: cpu.peel_points_of(labj, c, j, s, ix))
+        for ca, cb, is_split in ((2, 6, False), (1, 3, True), (1, 6, False), (6, 0, True), (7, 3, False),
+                                 (5, 1, True)):
+            for (i1, c1), (i2, c2) in zip(pick(is_split, ca, cb, index), pick(is_split, ca, cb, None),
+                                          strict=True):
+                np.testing.assert_array_equal(np.asarray(i1), np.asarray(i2))
+                assert int(c1) == int(c2)
+            got, ref = mv(is_split, ca, cb, index), mv(is_split, ca, cb, None)
+            np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(ref[0]))
+            np.testing.assert_allclose(float(got[1]), float(ref[1]), rtol=1e-12)
+            assert int(got[2]) == int(ref[2]) and int(got[3]) == int(ref[3])
+            for a, b in zip(got[4], ref[4], strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+            for j in (0, 7, 10 ** 6):
+                assert [int(v) for v in pp(ca, j, 7, index)] == [int(v) for v in pp(ca, j, 7, None)]
+        assert int(mv(False, 2, 6, index)[2]) == int(((lab == 2) | (lab == 6)).sum())
 
 
 @pytest.mark.parametrize("cov", ["full", "diag"])
