@@ -140,6 +140,15 @@ def timed_labels(fit: Callable, *args, **kwargs):
         return None, {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
 
 
+def budget_spent(t0: float, budget_s: float) -> bool:
+    """True once a study script has run ``budget_s`` seconds since ``t0`` (it then starts no more fits; what
+    is cached stays and the tables use it), and says so."""
+    if time.time() - t0 > budget_s:
+        print("budget reached", flush=True)
+        return True
+    return False
+
+
 def study_row(cache, data, draw, name, level, noise):
     """The cached fit ``data|draw|name|level|noise`` of a study script, or None (missing or failed)."""
     r = cache.get(f"{data}|{draw}|{name}|{level:g}|{noise:g}")

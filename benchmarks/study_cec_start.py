@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, write_result
+from benchmarks._common import RESULTS, budget_spent, cached_study_main, machine_info, md_table, write_result
 from benchmarks.bench_benefit import DATASETS, panel_draws, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
@@ -134,8 +134,7 @@ def run(args, cache):
                 key = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
                 if key in cache:
                     continue
-                if time.time() - t0 > args.budget_s:
-                    print("budget reached", flush=True)
+                if budget_spent(t0, args.budget_s):
                     return
                 pred, rec = _fit(factory(draw), X, lab)
                 if pred is not None:

@@ -32,7 +32,15 @@ import time
 
 import numpy as np
 
-from benchmarks._common import RESULTS, cached_study_main, machine_info, md_table, timed_labels, write_result
+from benchmarks._common import (
+    RESULTS,
+    budget_spent,
+    cached_study_main,
+    machine_info,
+    md_table,
+    timed_labels,
+    write_result,
+)
 from benchmarks.bench_benefit import DATASETS, panel_draws, panel_seed
 from ppclust import datasets, metrics
 
@@ -88,8 +96,7 @@ def run(args, cache):
                 k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}" if needs else f"{data}|{draw}|{name}"
                 if k in cache:
                     continue
-                if time.time() - t0 > args.budget_s:
-                    print("budget reached", flush=True)
+                if budget_spent(t0, args.budget_s):
                     return
                 pred, rec = timed_labels(_fit, factory, K, draw, X, lab if needs else None)
                 if pred is not None:

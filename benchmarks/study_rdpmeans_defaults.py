@@ -34,6 +34,7 @@ import numpy as np
 
 from benchmarks._common import (
     RESULTS,
+    budget_spent,
     cached_study_main,
     machine_info,
     md_table,
@@ -91,8 +92,7 @@ def run(args, cache):
                 k = f"{data}|{draw}|{name}|{level:g}|{noise:g}"
                 if k in cache:
                     continue
-                if time.time() - t0 > args.budget_s:
-                    print("budget reached", flush=True)
+                if budget_spent(t0, args.budget_s):
                     return
                 pred, rec = timed_labels(_fit, name, X, draw, side)
                 if pred is not None:

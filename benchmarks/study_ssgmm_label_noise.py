@@ -22,6 +22,7 @@ import numpy as np
 
 from benchmarks._common import (
     RESULTS,
+    budget_spent,
     cached_study_main,
     machine_info,
     md_table,
@@ -56,8 +57,7 @@ def run(args, cache):
             k = f"{data}|{draw}|{name}|{frac:g}|{noise:g}"
             if k in cache:
                 continue
-            if time.time() - t0 > args.budget_s:
-                print("budget reached", flush=True)
+            if budget_spent(t0, args.budget_s):
                 return
             lab = None
             if cfg is not None:
