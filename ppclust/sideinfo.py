@@ -34,8 +34,8 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_channel_information", "partition_flip_rate", "link_agreement",
-           "link_folds"]
+           "labelled_means", "label_channel_information", "label_noise_update", "partition_flip_rate",
+           "link_agreement", "link_folds"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -525,7 +525,7 @@ def label_channel_information(eps: float, m: int) -> float:
 
     An observed label equals the true category with probability :math:`1 - \varepsilon` and is otherwise
     uniform over the :math:`m - 1` others (the label-noise model of ``SemiSupervisedGMM(label_noise=...)``,
-    :func:`ppclust.models.ssgmm.label_noise_update`). With uniform categories the mutual information between
+    :func:`label_noise_update`). With uniform categories the mutual information between
     the true and the observed label is the channel's capacity
 
     .. math:: C(\varepsilon) = \ln m - H_b(\varepsilon) - \varepsilon \ln(m - 1)
@@ -542,6 +542,30 @@ def label_channel_information(eps: float, m: int) -> float:
     return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
 
 
+def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
+    r"""EM update of the label-flip rate :math:`\varepsilon`, the M-step of the semi-supervised GMM's label
+    model (:mod:`ppclust.models.ssgmm`: a labelled point shows its component's class with probability
+    :math:`1-\varepsilon`, else one of the other C - 1 uniformly):
+
+    .. math::
+
+        \hat\varepsilon = \frac{1}{|L|} \sum_{i \in L} \sum_{k:\, g(k) \ne y_i} r_{ik},
+
+    the expected share of labelled points ``L`` whose component is not of their observed class, under the
+    responsibilities ``resp`` (n, k) (the maximiser over eps of the expected complete log-likelihood
+    :math:`\sum_{i\in L}[(1 - w_i)\log(1-\varepsilon) + w_i \log(\varepsilon / (C-1))]`, :math:`w_i` the
+    mass off the observed class). Clipped to :math:`(C-1)/C`, where a label says nothing (uniform over the
+    classes); 0 without labelled points or with one class. Host NumPy."""
+    y_codes = np.asarray(y_codes)
+    lab = y_codes >= 0
+    if n_classes < 2 or not lab.any():
+        return 0.0
+    g = np.asarray(component_classes)
+    off = (g[None, :] != y_codes[lab][:, None])
+    eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
+    return min(max(eps, 0.0), (n_classes - 1) / n_classes)
+
+
 def partition_flip_rate(labels, codes, m: int) -> float:
     r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
     their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
@@ -550,11 +574,11 @@ def partition_flip_rate(labels, codes, m: int) -> float:
     .. math:: \hat\varepsilon = \frac{1}{|L|}\sum_{i\in L} [\,y_i \ne g(z_i)\,],\qquad
               g(k) = \arg\max_j c_{kj},
 
-    clipped to :math:`(m-1)/m` where a label says nothing. It is the EM update of the flip rate
-    (:func:`ppclust.models.ssgmm.label_noise_update`) with one-hot responsibilities and each cluster's class
-    its majority category (ties: the lower category). ``labels`` (n,) cluster ids, ``codes`` (n,) label codes
-    0..m-1 (-1 = unlabelled; ``ppclust.inference.cecib.encode_labels``). 0 without labelled points or for
-    m < 2. CEC-IB's ``label_noise="auto"``. Host scalar."""
+    clipped to :math:`(m-1)/m` where a label says nothing: the EM update of the flip rate
+    (:func:`label_noise_update`) with one-hot responsibilities (of the labelled points) and each cluster's
+    class its majority category (ties: the lower category). ``labels`` (n,) cluster ids, ``codes`` (n,) label
+    codes 0..m-1 (-1 = unlabelled; ``ppclust.inference.cecib.encode_labels``). 0 without labelled points or
+    for m < 2. CEC-IB's ``label_noise="auto"``. Host scalar."""
     labels = np.asarray(labels)
     codes = np.asarray(codes)
     lab = codes >= 0
@@ -563,8 +587,7 @@ def partition_flip_rate(labels, codes, m: int) -> float:
     _, slot = np.unique(labels, return_inverse=True)
     counts = np.zeros((int(slot.max()) + 1, m))
     np.add.at(counts, (slot[lab], codes[lab]), 1.0)
-    off = float(np.mean(counts.argmax(1)[slot[lab]] != codes[lab]))
-    return min(off, (m - 1) / m)
+    return label_noise_update(np.eye(counts.shape[0])[slot[lab]], codes[lab], counts.argmax(1), m)
 
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:

@@ -30,6 +30,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
 from ppclust.families import log_gaussian_prob
+from ppclust.sideinfo import label_noise_update  # the M-step for eps (side-information math)
 
 __all__ = ["default_component_classes", "label_log_mask", "label_noise_update", "ssgmm_model",
            "ssgmm_log_likelihood"]
@@ -57,28 +58,6 @@ def label_log_mask(y_codes, component_classes, n_classes, eps=0.0):
     log_mask = np.where(labelled[:, None], np.where(same, keep, other), 0.0)
     allowed = np.where(labelled[:, None], same, True)
     return log_mask, allowed
-
-
-def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
-    r"""EM update of the label-flip rate :math:`\varepsilon` (the M-step of the label model above):
-
-    .. math::
-
-        \hat\varepsilon = \frac{1}{|L|} \sum_{i \in L} \sum_{k:\, g(k) \ne y_i} r_{ik},
-
-    the expected share of labelled points ``L`` whose component is not of their observed class, under the
-    responsibilities ``resp`` (n, k) (the maximiser over eps of the expected complete log-likelihood
-    :math:`\sum_{i\in L}[(1 - w_i)\log(1-\varepsilon) + w_i \log(\varepsilon / (C-1))]`, :math:`w_i` the
-    mass off the observed class). Clipped to :math:`(C-1)/C`, where a label says nothing (uniform over the
-    classes); 0 without labelled points or with one class. Host NumPy."""
-    y_codes = np.asarray(y_codes)
-    lab = y_codes >= 0
-    if n_classes < 2 or not lab.any():
-        return 0.0
-    g = np.asarray(component_classes)
-    off = (g[None, :] != y_codes[lab][:, None])
-    eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
-    return min(max(eps, 0.0), (n_classes - 1) / n_classes)
 
 
 def ssgmm_log_likelihood(x, weights, means, prec_chol, log_mask=None, cov_type="full"):
