@@ -486,11 +486,8 @@ class TVClust(ClusterMixin, BaseEstimator):
 
 
 def _link_mass(side):
-    """Number of linked pairs, weights summed (``link_strength="links"``)."""
-    if not side.n_links:
-        return 0.0
-    w = getattr(side, "weight", None)
-    return float(np.sum(w)) if w is not None else float(side.n_links)
+    """Number of linked pairs, weights summed (``link_strength="links"``; unit weights by default)."""
+    return float(np.sum(side.weight)) if side.n_links else 0.0
 
 
 def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import partial
+from functools import cache, partial
 from typing import NamedTuple
 
 import jax
@@ -78,7 +78,16 @@ DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems onl
 # n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
 # Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
 DENSE_MAX = 200
-_BLAS: ThreadpoolController | None = None
+# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
+# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
+# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
+DEFAULT_LINK_REPEATS = 3
+
+
+@cache
+def _blas_controller() -> ThreadpoolController:
+    """The process's BLAS controller, built once (building one scans the loaded libraries, ~5 ms)."""
+    return ThreadpoolController()
 
 
 def one_blas_thread():
@@ -89,16 +98,8 @@ def one_blas_thread():
     LAPACK call is many small BLAS calls, each a fork/join of threads that spin or wait for a core another
     process holds. Measured on the 2-core development machine with one other job running: ``eigh`` of a
     178 x 178 matrix 0.150 s with two threads against 0.012 s with one; a 3SMIC fit on wine with 356
-    links 25.3 s against 4.6 s (session 10). The controller is built once (building one scans the loaded
-    libraries, ~5 ms)."""
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
-# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
-# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
-DEFAULT_LINK_REPEATS = 3
+    links 25.3 s against 4.6 s (session 10)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 class Kernel(NamedTuple):
@@ -400,9 +401,8 @@ def threesmic_grid(kernel_or_K, c, links: LinkMatrices, grid, *, assign="model",
     grid = [(float(g), _effective_eta(e, c)) for g, e in grid]
     out = []
     if n <= dense_max:
-        with one_blas_thread():
-            parts = _u_parts(Kp, links)
         with x64(), one_blas_thread():
+            parts = _u_parts(Kp, links)
             lams, vecs = _dense_top_grid(jnp.asarray(parts), jnp.asarray([g for g, _ in grid]),
                                          jnp.asarray([e for _, e in grid]), c)
             lams, vecs = np.asarray(lams), np.asarray(vecs)

@@ -1043,13 +1043,11 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         from ppclust.inference import _subcluster_cpu as cpu
 
-        with cpu.hold(x) as token:
-            state, out = run(x_token=token)
-            out = jax.device_get(out)
-            state = jax.block_until_ready(state)
+        with cpu.hold(x) as token:  # the callbacks run before the block releases the copy
+            state, out = jax.block_until_ready(run(x_token=token))
     else:
         state, out = run()
-        out = jax.device_get(out)
+    out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
