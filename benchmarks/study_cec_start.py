@@ -40,11 +40,18 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 
 import numpy as np
 
-from benchmarks._common import RESULTS, budget_spent, cached_study_main, machine_info, md_table, write_result
+from benchmarks._common import (
+    RESULTS,
+    budget_spent,
+    cached_study_main,
+    machine_info,
+    md_table,
+    timed_labels,
+    write_result,
+)
 from benchmarks.bench_benefit import DATASETS, panel_draws, panel_sample, panel_seed
 from ppclust import datasets, metrics
 
@@ -96,18 +103,15 @@ def configs(K, n, d, n_cat):
     return out, ks
 
 
-def _fit(est, X, lab):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.time()
-        try:
-            est.fit(X, lab)
-        except Exception as e:  # recorded
-            return None, {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
-        rec = {"s": time.time() - t0, "cost": float(est.cost_), "k": int(est.n_clusters_)}
+def _fit(est, X, lab, y):
+    """The cache record of one fit (``timed_labels``): its NMI against the classes ``y``, cost, number of
+    clusters and learnt flip rate."""
+    pred, rec = timed_labels(lambda: est.fit(X, lab).labels_)
+    if pred is not None:
+        rec.update(nmi=metrics.nmi(y, pred), cost=float(est.cost_), k=int(est.n_clusters_))
         if hasattr(est, "label_noise_"):
             rec["label_noise"] = float(est.label_noise_)
-        return est.labels_, rec
+    return rec
 
 
 def run(args, cache):
@@ -121,10 +125,8 @@ def run(args, cache):
         for tag, k in {"2K": 2 * K, "cap": min(2 * K, cap_ib)}.items():
             key = f"{data}|{draw}|CEC {tag}"
             if key not in cache:
-                pred, rec = _fit(CECIB(k, beta=0.0, random_state=draw, progress_bar=False), X, None)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred), n_clusters=k)
-                cache[key] = rec
+                rec = _fit(CECIB(k, beta=0.0, random_state=draw, progress_bar=False), X, None, y)
+                cache[key] = rec if "error" in rec else dict(rec, n_clusters=k)
         for frac, noise in SETTINGS:
             lab = datasets.sample_labels(y, frac, noise, seed=panel_seed(draw, frac, noise))
             lab = lab.astype(np.int64)
@@ -136,10 +138,7 @@ def run(args, cache):
                     continue
                 if budget_spent(t0, args.budget_s):
                     return
-                pred, rec = _fit(factory(draw), X, lab)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred))
-                cache[key] = rec
+                cache[key] = _fit(factory(draw), X, lab, y)
             print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
             CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
     run_large(cache, t0, args.budget_s)
@@ -162,10 +161,8 @@ def run_large(cache, t0, budget_s):
                 key = f"n{N_LARGE}|{data}|{draw}|{name}"
                 if key in cache or time.time() - t0 > budget_s:
                     continue
-                pred, rec = _fit(CECIB(2 * K, beta=beta, random_state=draw, progress_bar=False), X, labels)
-                if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred))
-                cache[key] = rec
+                est = CECIB(2 * K, beta=beta, random_state=draw, progress_bar=False)
+                cache[key] = _fit(est, X, labels, y)
             print(f"n={N_LARGE}", data, draw, f"{time.time() - t0:.0f}s", flush=True)
             CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
 
