@@ -20,7 +20,9 @@ timed sweeps). Sections written to benchmarks/results/subcluster.md:
    their majority true blob, the change of the log joint when they merge, the log probability that the
    sub-cluster fit of the union, proposed from the two pieces, splits it back into exactly this pair,
    log h - log m of that fit (best sum of 5 fits), and the sum (the merge's log Hastings ratio up to the
-   pair-choice term, about log K); the same counts after 5 sweeps of label updates only.
+   pair-choice term, about log K); the same counts after 5 sweeps of label updates only;
+6. mixing from one cluster: both samplers from one cluster at n = 20,000 (4 seeds, sweep caps 60 and
+   400), sweeps and seconds until ARI > 0.95, until K = 12 with ARI > 0.95, and until ARI > 0.99.
 
 The process sees 2 host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set below
 before jax is imported, unless XLA_FLAGS is set already) so that section 1 also times the data-parallel
@@ -258,10 +260,64 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=4, moves=(4, 16)):
     trace.sort(key=lambda r: r[0].split(", seed")[0])
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
             f"{sweeps} sweeps, {seeds} seeds of each sampler (subcluster: n_moves split/merge steps and "
-            f"one peel/absorb step per sweep; the default n_moves is 4)\n\n")
+            f"max(1, n_moves) peel/absorb steps per sweep; the default n_moves is 4)\n\n")
     return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95",
                              "sweeps to ARI > 0.99 (x s/sweep)", "K (last)", "ARI (last)", "s/sweep"], rows)
             + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace))
+
+
+def section_from_one(n, sub_cap=60, col_cap=400, k_max=48, seeds=4, n_moves=4):
+    """Section 6 of the module docstring: both samplers from one cluster, sweeps (and seconds: sweeps
+    times the s/sweep of a timed continuation) until ARI > 0.95, until K = 12 with ARI > 0.95, until
+    ARI > 0.99, within a sweep cap each."""
+    x, truth, pairs, sign = blobs(n, 2, seed=1)
+    rows, trace = [], []
+    marks = [t for t in (1, 2, 5, 10, 20, 30, 60, 100, 200, 400) if t <= max(sub_cap, col_cap)]
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(2)
+        col = subcluster.colour_links(links, n)
+        one = jnp.zeros(n, jnp.int32)
+        for seed in range(seeds):
+            tr, _, ts, _ = run_sub(xj, links, fam, col, sub_cap, k_max, init_labels=one, seed=seed,
+                                   n_moves=n_moves)
+            trc, _, tc = run_col(xj, links, fam, col_cap, k_max, init_labels=one, seed=seed)
+            for name, t, s_, cap in ((f"subcluster n_moves={n_moves}", tr, ts, sub_cap),
+                                     ("collapsed (numba)", trc, tc, col_cap)):
+                hits = [first_hit(t.labels[0], truth), first_hit(t.labels[0], truth, 12, t.n_clusters[0]),
+                        first_hit(t.labels[0], truth, thresh=0.99)]
+                rows.append([f"{name}, seed {seed}"]
+                            + [f"{h} ({h * s_:.1f} s)" if h else f"> {cap}" for h in hits]
+                            + [int(t.n_clusters[0, -1]), f"{ari(truth, t.labels[0, -1]):.3f}", f"{s_:.4f}"])
+                trace.append([f"{name}, seed {seed}"] + [int(t.n_clusters[0, m - 1]) if m <= cap else "-"
+                                                         for m in marks])
+        # reference: where the chains stay when started from the true partition (the posterior's own K)
+        ref = []
+        for seed in range(2):
+            kw = dict(init_labels=jnp.asarray(truth, jnp.int32), seed=seed)
+            for name, t in ((f"subcluster n_moves={n_moves}", run_sub(xj, links, fam, col, sub_cap, k_max,
+                                                                      n_moves=n_moves, **kw)[0]),
+                            ("collapsed (numba)", run_col(xj, links, fam, sub_cap, k_max, **kw)[0])):
+                k = t.n_clusters[0]
+                small = [int(np.sum((c > 0) & (c < 100))) for c in map(np.bincount, t.labels[0])]
+                ref.append([f"{name}, seed {seed}", f"{k.min()}-{k.max()}", f"{np.mean(k == 12):.2f}",
+                            f"{np.mean(small):.1f}", f"{min(ari(truth, r) for r in t.labels[0]):.3f}"])
+    rows.sort(key=lambda r: r[0].split(", seed")[0])
+    trace.sort(key=lambda r: r[0].split(", seed")[0])
+    ref.sort(key=lambda r: r[0].split(", seed")[0])
+    text = (f"n = {n:,}, d = 2, 12 true clusters, {n // 100:,} links (10% flipped), both samplers started "
+            f"from one cluster, {seeds} seeds each; sweep caps: sub-cluster {sub_cap}, collapsed {col_cap}. "
+            f"Seconds = sweeps x the s/sweep of a timed continuation of the same chain (compile "
+            f"excluded).\n\n")
+    return (text + md_table(["sampler", "sweeps to ARI > 0.95 (s)", "sweeps to K = 12 and ARI > 0.95 (s)",
+                             "sweeps to ARI > 0.99 (s)", "K (last)", "ARI (last)", "s/sweep"], rows)
+            + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace)
+            + f"\n\nReference: both samplers started from the true partition, {sub_cap} sweeps (2 seeds): "
+            f"the K they hold, the share of sweeps at K = 12, the mean number of clusters under 100 points, "
+            f"the lowest ARI.\n\n"
+            + md_table(["sampler", "K (min-max)", "share at K = 12", "clusters < 100 points (mean)",
+                        "ARI (min)"], ref))
 
 
 def section_sklearn(n, sweeps):
@@ -293,14 +349,67 @@ def section_sklearn(n, sweeps):
     return text + md_table(["method", "time to stable K", "K", "ARI"], rows)
 
 
-def section_profile(n, d, reps=3, k_max=32, backend="numba"):
+def section_chains(n, d=2, n_chains=2, sweeps=10, k_max=64, rounds=2):
+    """Section 7: several chains in one call (``vmap``), as ``TVClust`` runs them (2 chains, k_max = 64):
+    s/sweep with the chains agreeing on one label-block width per sweep (``step``'s ``chain_axis``, the
+    default) against the anchor ``subcluster._AGREE_WIDTH = False`` (a batched width index: ``lax.switch``
+    runs every width's label step), in alternating rounds of ``sweeps`` sweeps continued from the state
+    after ``sweeps`` sweeps from one cluster; and whether both draw the same labels in the first round."""
+    x, truth, pairs, sign = blobs(n, d)
+    kw = dict(n_draws=sweeps, n_warmup=0, n_chains=n_chains, k_max=k_max, pq="collapse", n_moves=4,
+              backend="numba")
+    times = {True: [], False: []}
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(d)
+        kw["colouring"] = subcluster.colour_links(links, n)
+        start = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, **kw).state
+        labels = {}
+        try:
+            for r in range(rounds):
+                for agree in (True, False):
+                    subcluster._AGREE_WIDTH = agree
+                    if r == 0:  # compiles
+                        subcluster.sample(jax.random.key(9), xj, links, fam, PRIOR, init_state=start, **kw)
+                    t0 = time.perf_counter()
+                    res = subcluster.sample(jax.random.key(1 + r), xj, links, fam, PRIOR, init_state=start,
+                                            **kw)
+                    jax.block_until_ready(res.state.labels)
+                    times[agree].append((time.perf_counter() - t0) / sweeps)
+                    if r == 0:
+                        labels[agree] = (np.asarray(res.labels), res.n_clusters)
+        finally:
+            subcluster._AGREE_WIDTH = True
+    same = float(np.mean(labels[True][0] == labels[False][0]))
+    ks = labels[True][1]
+    rows = [[name, f"{np.median(times[a]):.3f}", ", ".join(f"{t:.3f}" for t in times[a]),
+             f"{n * n_chains / np.median(times[a]):,.0f}"]
+            for name, a in (("one width per sweep (default)", True), ("every width (anchor)", False))]
+    ratio = [f"{b / a:.2f}x" for a, b in zip(times[True], times[False], strict=True)]
+    text = (f"n = {n:,}, d = {d}, {n_chains} chains (vmap), k_max = {k_max} (widths "
+            f"{', '.join(str(w) for w in subcluster._widths(k_max))}), 4 moves; {sweeps} sweeps per round, "
+            f"continued from the state after {sweeps} sweeps from one cluster; K over the first round's "
+            f"draws {int(ks.min())}-{int(ks.max())}\n\n")
+    return (text + md_table(["chains' label block", "s/sweep (median)", "per round", "point-updates/s"], rows)
+            + f"\n\nratio anchor / default per round: {', '.join(ratio)}; labels equal in the first round: "
+            f"{same:.4f} of all draws\n")
+
+
+def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chain_sweeps=30):
     """Section 6: one sweep's parts timed one by one (jitted separately, median of ``reps`` calls after a
-    compiling call), from the true partition (12 clusters): a split/merge MH step (``_move``, the mean
-    over its 50/50 split/merge draws, from the sweep's cluster index on numba), the block label step at
-    width 16 (``_label_step``), the statistics and pair counts of the end of the sweep, and the whole sweep
-    (``step``, 4 moves); the O(n) passes on ``backend``. The numba threads: ``NUMBA_NUM_THREADS`` (the
-    callbacks run on XLA's threads, so ``numba.set_num_threads`` in this one would not reach them)."""
-    from ppclust.inference.subcluster import _label_step, _move
+    compiling call) from a state: ``start="truth"`` the true partition (12 clusters), ``"chain"`` the state of
+    the throughput sections' timed chain (``chain_sweeps`` sweeps of ``backend`` from one cluster, seed 0, as
+    :func:`section_throughput` runs it first). Parts: a split/merge MH step (``_move``, the mean over 4
+    ``reps`` keys, 50/50 split/merge draws, from the sweep's cluster index on numba), the peel/absorb step
+    (the mean over 4 ``reps`` keys; a sweep makes max(1, n_moves) = 4 since session 11),
+    the block label step at the width the sweep uses (``_label_step``; on numba also its unlinked block's draw
+    alone, the callback), the statistics and pair counts of the end of the sweep, and the whole sweep
+    (``step``, 4 moves); the last row is the whole sweep less the parts (the sum with 4 moves: the O(K) and
+    O(n) work between the parts: parameter draws, the relabelling, the branch switch). The O(n) passes on
+    ``backend``. The numba threads: ``NUMBA_NUM_THREADS`` (the callbacks run on XLA's threads, so
+    ``numba.set_num_threads`` in this one would not reach them)."""
+    from ppclust.inference.subcluster import _label_step, _move, _peel_move, _widths
     from ppclust.models.tvclust import log_joint_from_stats
     from ppclust.sideinfo import pair_counts
 
@@ -310,12 +419,20 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
         links = make_links(n, pairs, sign)
         fam = family(d)
         col = subcluster.colour_links(links, n)
-        st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
-                        alpha=PRIOR.alpha)
+        if start == "chain":
+            tr = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_draws=chain_sweeps, n_warmup=0,
+                                   n_chains=1, k_max=k_max, pq="collapse", n_moves=4, colouring=col,
+                                   backend=backend)
+            st = jax.tree.map(lambda a: a[0], tr.state)
+        else:
+            st = gibbs.init(xj, links, fam, k_max=k_max, labels=jnp.asarray(truth), p=0.9, q=0.9,
+                            alpha=PRIOR.alpha)
+        sizes = np.asarray(st.stats.n)
+        n_act = int((sizes > 0).sum())
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
         xw, held = None, contextlib.nullcontext()
         if backend == "numba":  # the data held on the host for the callbacks, once, as sample() does
-            from ppclust.inference._subcluster_cpu import family_stats, hold, wired
+            from ppclust.inference._subcluster_cpu import draw_block, family_stats, hold, wired
 
             held = hold(xj)
             xw = jax.jit(wired)(xj, held.__enter__())
@@ -327,11 +444,17 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
             idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).token)
         mv = jax.jit(lambda k, xw: _move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
                                          "collapse", st.p, st.q, backend, xw, index)[0])
+        peel = jax.jit(lambda k, xw: _peel_move(k, st.labels, lj, st.stats, st.counts, xj, links, fam, PRIOR,
+                                                "collapse", st.p, st.q, backend, index)[0])
         theta = fam.sample_posterior(jax.random.key(1), st.stats)
-        w = 16
-        log_pi = jnp.log(jnp.maximum(st.stats.n[:w], 1e-300))
-        lab = jax.jit(lambda k, xw: _label_step(k, st.labels, st.stats.n[:w], xj, links, col, fam, log_pi,
-                                                jax.tree.map(lambda a: a[:w], theta), st.p, st.q,
+        # the label step as the sweep runs it: occupied slots first, the smallest width holding them
+        order = jnp.argsort(~(st.stats.n > 0), stable=True)
+        w = min(v for v in _widths(k_max) if v >= n_act)
+        n_w = st.stats.n[order][:w]
+        log_pi = jnp.where(n_w > 0, jnp.log(jnp.maximum(n_w, 1e-300)), -jnp.inf)
+        th_w = jax.tree.map(lambda a: a[order][:w], theta)
+        lab_w = jnp.argsort(order).astype(st.labels.dtype)[st.labels]
+        lab = jax.jit(lambda k, xw: _label_step(k, lab_w, n_w, xj, links, col, fam, log_pi, th_w, st.p, st.q,
                                                 backend=backend, xw=xw))
         if backend == "numba" and d > subcluster._NUMBA_STATS_MIN_D:
             fin = jax.jit(lambda z, xw: (family_stats(xj, z, k_max, fam, xw), pair_counts(z, links)))
@@ -339,24 +462,37 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba"):
             fin = jax.jit(lambda z, xw: (fam.stats(xj, z, k_max), pair_counts(z, links)))
         sw = jax.jit(lambda k, xw: subcluster.step(k, st, xj, links, col, fam, PRIOR, n_moves=4,
                                                    backend=backend, x_wired=xw)[0].labels)
-        parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i)),
-                 ("block label step, width 16 (_label_step)", lab, lambda i: jax.random.key(i)),
-                 ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels),
-                 ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i))]
+        parts = [("one split/merge MH step (_move)", mv, lambda i: jax.random.key(i), 4),
+                 ("peel/absorb step (_peel_move)", peel, lambda i: jax.random.key(i), 4),
+                 (f"block label step, width {w} (_label_step)", lab, lambda i: jax.random.key(i), 1),
+                 ("end-of-sweep statistics + pair counts", fin, lambda i: st.labels, 1),
+                 ("whole sweep (step, 4 moves)", sw, lambda i: jax.random.key(i), 0)]
         if backend == "numba":
-            parts.insert(1, ("cluster index of the moves (once per sweep)", idx_f, lambda i: st.labels))
-        rows = []
-        for name, f, arg in parts:
+            parts.insert(1, ("cluster index of the moves (once per sweep)", idx_f, lambda i: st.labels, 1))
+            drw = jax.jit(lambda s, xw: draw_block(xj, col.linked, lab_w, log_pi, th_w, s, fam,
+                                                   subcluster._DRAW_CUT, xw)[0])
+            parts.insert(4, ("  of which: the unlinked block's draw (callback)", drw,
+                             lambda i: jnp.asarray([i, 7], jnp.uint32), 0))
+        rows, total = [], 0.0
+        for name, f, arg, times in parts:
             jax.block_until_ready(f(arg(0), xw))
             ts = []
-            for i in range(1, reps + 1):
+            for i in range(1, (4 * reps if times == 4 else reps) + 1):
                 t0 = time.perf_counter()
                 jax.block_until_ready(f(arg(i), xw))
                 ts.append(time.perf_counter() - t0)
-            rows.append([name, f"{1e3 * float(np.median(ts)):.1f}"])
+            ms = 1e3 * float(np.mean(ts) if times == 4 else np.median(ts))  # move, peel: mean of 4 reps keys
+            total += times * ms
+            rows.append([name, f"{ms:.1f}"])
+        rows.append(["whole sweep less the parts (4 moves, 4 peel/absorb steps)",
+                     f"{1e3 * float(np.median(ts)) - total:.1f}"])
         held.__exit__(None, None, None)
-    text = (f"backend {backend}; n = {n:,}, d = {d}, the true partition (12 clusters), k_max = {k_max}; "
-            f"median of {reps} calls after the compiling one, each part jitted on its own\n\n")
+    where = ("the true partition (12 clusters)" if start == "truth" else
+             f"the state after {chain_sweeps} sweeps from one cluster (seed 0: the throughput chain's)")
+    text = (f"backend {backend}; n = {n:,}, d = {d}, {where}: K = {n_act}, cluster sizes "
+            f"{', '.join(str(int(v)) for v in sorted(sizes[sizes > 0], reverse=True))}; k_max = {k_max}; "
+            f"median of {reps} calls after the compiling one (a move or a peel/absorb step: the mean of "
+            f"{4 * reps} keys), each part jitted on its own\n\n")
     return text + md_table(["part", "ms"], rows)
 
 
@@ -365,13 +501,17 @@ def main():
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
     ap.add_argument("--skip", default="",
-                    help="comma-separated sections to skip: d2,d30,wrongk,merge,sklearn,profile")
+                    help="comma-separated sections to skip: "
+                         "d2,d30,wrongk,merge,fromone,chains,sklearn,profile")
     ap.add_argument("--mesh-sweeps", type=int, default=5,
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
     ap.add_argument("--xla-sweeps", type=int, default=5,
                     help="timed sweeps of the backend='xla' row of sections 1-2 (0: no such row)")
     ap.add_argument("--backends", default="numba,xla", help="backends of the profile section")
     ap.add_argument("--label", default="current", help="names the code version in the profile section")
+    ap.add_argument("--profile-start", default="truth",
+                    help="states of the profile section: truth (the true partition), chain (the throughput "
+                         "chain's state), or both comma-separated")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.n
     skip = set(args.skip.split(","))
@@ -401,10 +541,18 @@ def main():
         write_section(out, "subcluster-merge" + ("-quick" if args.quick else ""),
                       "## Why merges from a wrong K are rejected\n\n" + head
                       + section_merge_diagnosis(min(n, 20_000)))
+    if "fromone" not in skip:
+        write_section(out, "subcluster-fromone" + ("-quick" if args.quick else ""),
+                      "## Mixing from one cluster\n\n" + head + section_from_one(min(n, 20_000)))
+    if "chains" not in skip:
+        write_section(out, "subcluster-chains" + ("-quick" if args.quick else ""),
+                      "## Several chains: one label-block width per sweep\n\n" + head
+                      + section_chains(min(n, 200_000), sweeps=3 if args.quick else 10))
     if "profile" not in skip:
-        text = "\n\n".join(f"### d = {d}, backend {b}\n\n" + section_profile(nn, d, backend=b)
-                             for nn, d in ((n, 2), (max(n // 10, 10_000), 30))
-                             for b in args.backends.split(","))
+        text = "\n\n".join(f"### d = {d}, backend {b}, from {st}\n\n"
+                             + section_profile(nn, d, backend=b, start=st, chain_sweeps=cs)
+                             for nn, d, cs in ((n, 2, sweeps), (max(n // 10, 10_000), 30, sweeps // 2))
+                             for b in args.backends.split(",") for st in args.profile_start.split(","))
         write_section(out, "subcluster-profile-" + args.label.split()[0] + ("-quick" if args.quick else ""),
                       f"## Where a sweep's time goes (code {args.label})\n\n" + head + text)
     if "sklearn" not in skip:

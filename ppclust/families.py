@@ -185,9 +185,16 @@ def _slot_sum(v: Array, z: Array, K: int, w: Array | None) -> Array:
     return jnp.tensordot(r, v, axes=(0, 0))
 
 
-def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None):
-    """``(slot_sum, n, s)``: the per-slot summing function of this labelling, counts and sums."""
-    summ = lambda v: _slot_sum(v, z, K, w)  # noqa: E731
+def _one_hot_stats(x: Array, z: Array, K: int, w: Array | None, reduce=None):
+    """``(slot_sum, n, s)``: the per-slot summing function of this labelling, counts and sums.
+
+    ``reduce``: None, or a function applied to every per-slot sum, e.g. ``lambda t: jax.lax.psum(t,
+    "data")`` when ``x`` holds one device's rows of a sharded data set (the sums are then the data set's;
+    the families' ``stats(..., reduce=)``)."""
+    if reduce is None:
+        summ = lambda v: _slot_sum(v, z, K, w)  # noqa: E731
+    else:
+        summ = lambda v: reduce(_slot_sum(v, z, K, w))  # noqa: E731
     n = summ(jnp.ones(x.shape[:1], x.dtype))
     return summ, n, summ(x)
 
@@ -206,11 +213,12 @@ def _triangle_outer_sum(summ):
     return outer_sum
 
 
-def _centered_scatter(x: Array, summ, n: Array, s: Array, outer_sum=None) -> Array:
+def _centered_scatter(x: Array, summ, n: Array, s: Array, outer_sum=None, reduce=None) -> Array:
     """Per-slot scatter sum_i r_ik (x_i - xbar_k)(x_i - xbar_k)^T, shift-stabilised (``summ`` from
     :func:`_one_hot_stats`; ``outer_sum(xc)``, if given, sums the outer products of the shifted points
-    itself, e.g. as one matrix product)."""
-    c = x.mean(0)
+    itself, e.g. as one matrix product). The shift is the mean of the rows, of all devices' rows under
+    ``reduce`` (any shift gives the same scatter in exact arithmetic; all devices must use one)."""
+    c = x.mean(0) if reduce is None else reduce(x.sum(0)) / reduce(jnp.asarray(x.shape[0], x.dtype))
     xc = x - c
     sc = s - n[:, None] * c
     outer = summ(xc[:, :, None] * xc[:, None, :]) if outer_sum is None else outer_sum(xc)
@@ -427,9 +435,13 @@ class GaussianNIW:
         sc = self._psi0_scale().astype(dtype)
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.broadcast_to(sc, (K,) + sc.shape))
 
-    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        summ, n, s = _one_hot_stats(x, z, K, w)
-        return self._stats_from(x, summ, n, s, _triangle_outer_sum(summ))
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None, reduce=None) -> Stats:
+        """Sufficient statistics of labelling ``z`` over ``K`` slots (labels outside [0, K) count
+        nowhere), point weights ``w``. ``reduce``: for one device's rows of a sharded data set, the
+        cross-device sum (``lambda t: jax.lax.psum(t, "data")``) applied to every per-slot sum before
+        the statistics are finished, so every device returns the whole data set's statistics."""
+        summ, n, s = _one_hot_stats(x, z, K, w, reduce)
+        return self._stats_from(x, summ, n, s, _triangle_outer_sum(summ), reduce)
 
     def soft_stats(self, x: Array, r: Array) -> Stats:
         """Posterior statistics from soft assignments ``r`` (n, K) (responsibilities; one-hot rows give
@@ -437,9 +449,9 @@ class GaussianNIW:
         2006, eqs. 10.60-10.63: beta_k = kappa_n, m_k = mu_n, nu_k = nu_n)."""
         return self._stats_from(x, lambda v: jnp.tensordot(r, v, axes=(0, 0)), r.sum(0), r.T @ x)
 
-    def _stats_from(self, x: Array, summ, n: Array, s: Array, outer_sum=None) -> Stats:
+    def _stats_from(self, x: Array, summ, n: Array, s: Array, outer_sum=None, reduce=None) -> Stats:
         """Shared body of :meth:`stats` and :meth:`soft_stats`: ``summ`` sums a per-point array into slots."""
-        S = _centered_scatter(x, summ, n, s, outer_sum)
+        S = _centered_scatter(x, summ, n, s, outer_sum, reduce)
         kn = self.kappa0 + n
         dev = s / jnp.maximum(n, 1e-300)[:, None] - self.mu0
         shrink = (self.kappa0 * n / kn)
@@ -768,8 +780,8 @@ class SphericalGaussian:
         dtype = self.mu0.dtype if dtype is None else dtype
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros(K, dtype))
 
-    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        r, n, s = _one_hot_stats(x, z, K, w)
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None, reduce=None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w, reduce)
         return Stats(n, s, r(jnp.sum(x * x, -1)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
@@ -876,8 +888,8 @@ class Multinomial:
         dtype = self.alpha.dtype if dtype is None else dtype
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros(K, dtype))
 
-    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        r, n, s = _one_hot_stats(x, z, K, w)
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None, reduce=None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w, reduce)
         return Stats(n, s, r(log_multinomial_coef(x)))
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
@@ -969,9 +981,9 @@ class GaussianML:
     def empty(self, K: int, d: int, dtype=jnp.float64) -> Stats:
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros((K, d, d), dtype))
 
-    def stats(self, x: Array, z: Array, K: int, w: Array | None = None) -> Stats:
-        r, n, s = _one_hot_stats(x, z, K, w)
-        return Stats(n, s, jnp.linalg.cholesky(_centered_scatter(x, r, n, s)))
+    def stats(self, x: Array, z: Array, K: int, w: Array | None = None, reduce=None) -> Stats:
+        r, n, s = _one_hot_stats(x, z, K, w, reduce)
+        return Stats(n, s, jnp.linalg.cholesky(_centered_scatter(x, r, n, s, reduce=reduce)))
 
     def mean(self, stats: Stats) -> Array:
         return stats.s / jnp.maximum(stats.n, 1e-300)[:, None]

@@ -108,6 +108,25 @@ def test_tvclust_link_prior_reaches_the_cli(files):
 
 
 @pytest.mark.filterwarnings("ignore")
+def test_rdpmeans_link_reliability_reaches_the_cli(files):
+    """``--param link_reliability=...`` reaches RDPMeans: the default reads p, q off the first fit (in the
+    summary, clean links: shares <= 1 and p, q high), ``null`` weighs every link fully (no estimate); a bad
+    value is a CLI error."""
+    d, _ = files
+    base = ["fit", "--method", "rdpmeans", str(d / "x.csv"), "--links", str(d / "links.csv"), "--no-plots",
+            "--param", "lam=8.0", "--param", "random_state=0"]
+    out = {}
+    for name, extra in (("auto", []), ("off", ["--param", "link_reliability=null"])):
+        assert cli.main(base + ["--out", str(d / f"out-rel-{name}"), *extra]) == 0
+        out[name] = json.loads((d / f"out-rel-{name}" / "summary.json").read_text())
+    rel = out["auto"]["link_reliability_"]
+    assert set(rel) == {"p", "q"} and min(rel.values()) > 0.8, rel
+    assert set(out["auto"]["link_weight_share_"]) == {"may_link", "may_not_link"}
+    assert out["off"]["link_reliability_"] is None and out["off"]["params"]["link_reliability"] is None
+    assert cli.main(base + ["--out", str(d / "out-rel-bad"), "--param", "link_reliability=\"yes\""]) != 0
+
+
+@pytest.mark.filterwarnings("ignore")
 def test_ssgmm_prior_reaches_the_cli(files):
     """``SemiSupervisedGMM(prior=...)`` from the command line: the default is the MAP fit (objective = log
     likelihood + log prior), ``--param prior=null`` the ML fit (objective = log likelihood)."""

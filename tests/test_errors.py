@@ -120,8 +120,11 @@ def _blobs():
 
 
 def _rdp(X, side=None, **links):
-    # the authors' uncapped schedule, so a single link is enforced however far its points lie
-    est = ppclust.RDPMeans(lam=20.0, xi_max=1e12, random_state=0, n_init=1, max_iter=200)
+    # the authors' uncapped schedule, so a single link is enforced however far its points lie; every link at
+    # its given weight (the reliability weighting reads a pair given with both signs as two pair counts, as
+    # TVClust does, so it would weigh the net link and the two entries differently)
+    est = ppclust.RDPMeans(lam=20.0, xi_max=1e12, link_reliability=None, random_state=0, n_init=1,
+                           max_iter=200)
     return est.fit(X, must_link=side, **links) if side is not None else est.fit(X, **links)
 
 

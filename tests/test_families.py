@@ -105,6 +105,38 @@ def test_niw_pool_and_weighted_stats_equal_recomputed(cov, d):
             np.testing.assert_allclose(L @ L.T, psin, rtol=1e-10)
 
 
+@pytest.mark.parametrize("fam_name", ["niw-full", "niw-diag", "niw-spherical", "spherical", "multinomial",
+                                      "ml"])
+def test_stats_reduced_over_shards_equal_whole_data_stats(fam_name):
+    """``stats(..., reduce=psum)`` on each of 3 shards of the rows (``vmap`` with a named axis stands in for
+    devices) returns the whole data set's statistics on every shard, padding rows (label K) counted
+    nowhere: what the sub-cluster sampler's sharded sweep relies on. A reduce missed on any per-slot
+    sum, or a per-shard shift of the scatter, gives shard-local or wrongly centred statistics."""
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(5)
+        n, d, K = 47, 3, 5
+        x = rng.normal(size=(n, d)) * 2 + 5.0  # far from 0: a shift that differs per shard would show
+        if fam_name == "multinomial":
+            x = rng.integers(0, 6, size=(n, d)).astype(float)
+        fam = {"niw-full": _niw(d, "full"), "niw-diag": _niw(d, "diag"),
+               "niw-spherical": _niw(d, "spherical"),
+               "spherical": SphericalGaussian(jnp.asarray(0.5), jnp.zeros(d), jnp.asarray(2.0)),
+               "multinomial": Multinomial(jnp.ones(d)), "ml": GaussianML()}[fam_name]
+        z = rng.integers(0, K, n)
+        z[:K] = np.arange(K)
+        if fam_name == "ml":  # every slot needs d + 1 points for a Cholesky factor of its scatter
+            z = np.repeat(np.arange(K), -(-n // K))[:n]
+        ref = fam.stats(jnp.asarray(x), jnp.asarray(z), K)
+        pad = 3 * 16 - n
+        xs = jnp.asarray(np.pad(x, ((0, pad), (0, 0))).reshape(3, 16, d))
+        zs = jnp.asarray(np.pad(z, (0, pad), constant_values=K).reshape(3, 16))
+        red = jax.vmap(lambda a, b: fam.stats(a, b, K, reduce=lambda t: jax.lax.psum(t, "shard")),
+                       axis_name="shard")(xs, zs)
+        for shard in range(3):
+            for a, b in zip(jax.tree.map(lambda t, i=shard: t[i], red), ref, strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
 def test_niw_full_predictive_is_scipy_multivariate_t():
     with jax.enable_x64(True):
         rng = np.random.default_rng(2)

@@ -27,7 +27,7 @@ from ppclust.estimators._base import (
     validate_X,
 )
 from ppclust.inference import dpmeans as _dp
-from ppclust.sideinfo import link_weight_per_point
+from ppclust.sideinfo import link_reliability_share, link_weight_per_point, pair_counts, weigh_link_kinds
 
 __all__ = ["DPMeans", "RDPMeans"]
 
@@ -35,12 +35,13 @@ _DIVERGENCES = ("sqeuclidean", "euclidean", "kl")
 
 
 def _side_table(n, y, must_link, cannot_link):
-    """Neighbour table from links and/or partial labels (labels -> all pairs among labelled points).
+    """Links and their neighbour table from links and/or partial labels (labels -> all pairs among
+    labelled points): ``(side, table)``, table None without links.
 
     Links are soft penalties (``link_model="soft"``): a pair given with both signs keeps both entries,
     whose terms add up in :math:`-\\xi_1 f^i_k + \\xi_2 s^i_k` (with ``xi_ratio=1``: the net weight)."""
     side = link_side_info(n, y, must_link, cannot_link, link_model="soft")
-    return side.neighbour_table() if side.n_links else None
+    return side, (side.neighbour_table() if side.n_links else None)
 
 
 class _Base(ClusterMixin, BaseEstimator):
@@ -99,10 +100,10 @@ class _Base(ClusterMixin, BaseEstimator):
             X = X / X.sum(axis=1, keepdims=True)
         return X
 
-    def _run(self, X, table, xi0):
+    def _run(self, X, table, xi0, xi_max=None):
         n = X.shape[0]
         lam = self._lambda(X)
-        xi_max = self._xi_cap(lam, table, xi0)
+        xi_max = self._xi_cap(lam, table, xi0) if xi_max is None else xi_max
         kw = dict(xi0=xi0, xi_rate=getattr(self, "xi_rate", 1.0), xi_ratio=getattr(self, "xi_ratio", 1.0),
                   xi_max=xi_max, k_max=min(int(self.k_max), n), max_iter=self.max_iter,
                   divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
@@ -225,6 +226,30 @@ class RDPMeans(_Base):
     still gained >= 0.05 NMI with clean links on 8 of 8 (mean NMI with clean links 0.619 against 0.669
     uncapped). Pass ``xi_max=1e12`` for the authors' schedule.
 
+    ``link_reliability="auto"`` (default; None: every link at full weight, the session-10 default) weighs
+    each kind of link by the evidence the data give it, as TVClust does with its learned link
+    sensitivity ``p`` and specificity ``q`` (Khashabi et al. 2015; in the small-variance limit the weight
+    of a violated may-link / may-not-link is :math:`2\\sigma^2` times its log-odds
+    :math:`\\ln\\frac{p}{1-q}` / :math:`\\ln\\frac{q}{1-p}`, ``models.tvclust.small_variance_hyper``). After
+    a first fit, ``p, q`` are read off its partition: posterior means given its pair counts under
+    TVClust's "links are mostly right" prior Beta(9.9, 1.1) (``TVClust(link_noise=0.1, link_strength=11)``,
+    :func:`ppclust.sideinfo.link_reliability`; held in ``link_reliability_``, a dict with keys ``p``, ``q``).
+    Each may-link's weight is multiplied by :math:`r_+ = \\min\\{1, \\max(0, \\ln\\frac{p}{1-q}) / \\ln 9\\}`,
+    each may-not-link's by :math:`r_- = \\min\\{1, \\max(0, \\ln\\frac{q}{1-p}) / \\ln 9\\}`
+    (:func:`ppclust.sideinfo.link_reliability_share`; held in ``link_weight_share_``, keys ``may_link``,
+    ``may_not_link``; both attributes None without links), and the fit is repeated with the same
+    ``xi_max_`` (not repeated when both shares are 1). :math:`\\ln 9` is the log-odds of both kinds at the
+    prior mean ``p = q = 0.9``: links that the first partition does not contradict (or too few links to
+    say) keep the cap above; a kind the partition often violates loses weight in proportion to its
+    log-odds, and a kind violated as often as
+    kept counts for nothing. Where it comes from: with C classes a random pair is a may-link with
+    probability about 1/C, so 20% flipped signs make about 2/3 of the may-links wrong on the 10-class sets
+    (``benchmarks/study_rdpmeans_noise.py`` -> ``results/rdpmeans_noise_study.md``, which also gives the
+    numbers with and without this default); at full weight they cost RDP-means 0.040 NMI on penbased. One
+    estimate, not an iteration to a fixed point: the first partition under-splits the 10-class sets
+    (RDP-means' ``lam``), so clean may-not-links inside its clusters look wrong, and a second re-estimate
+    lowered the clean gain further in the study.
+
     ``init``: the default ``"mean"`` starts from one cluster at the global mean (Kulis & Jordan 2012,
     Algorithm 1, the DP-means algorithm); ``"bbox_random"`` is the authors' start (a random point of the
     bounding box; the reproductions pass it). Where the default comes from: in more than a few dimensions
@@ -243,10 +268,12 @@ class RDPMeans(_Base):
         "xi_rate": POSITIVE_REAL,
         "xi_ratio": NONNEG_REAL,
         "xi_max": [StrOptions({"auto"}), *POSITIVE_REAL],
+        "link_reliability": [StrOptions({"auto"}), None],
     }
 
-    def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max="auto", lam_k=3,
-                 lam_method="kth_farthest_from_mean", divergence="sqeuclidean", k_max=64, n_init=1,
+    def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max="auto",
+                 link_reliability="auto", lam_k=3, lam_method="kth_farthest_from_mean",
+                 divergence="sqeuclidean", k_max=64, n_init=1,
                  init="mean", order="random", tie="first", variant="sequential", compat=False,
                  patience=20, max_iter=1000, smoothing=0.3, random_state=None, devices=None):
         self.lam = lam
@@ -254,6 +281,7 @@ class RDPMeans(_Base):
         self.xi_rate = xi_rate
         self.xi_ratio = xi_ratio
         self.xi_max = xi_max
+        self.link_reliability = link_reliability
         self.lam_k = lam_k
         self.lam_method = lam_method
         self.divergence = divergence
@@ -276,5 +304,14 @@ class RDPMeans(_Base):
         ``cannot_link`` (pair arrays or :class:`~ppclust.sideinfo.RowPairs`) and from the labelled
         pairs of the partial labels (``partial_labels`` if given, else ``y``; -1 = unlabelled)."""
         X = self._prepare(X, reset=True)
-        table = _side_table(X.shape[0], side_labels(y, partial_labels), must_link, cannot_link)
-        return self._run(X, table, float(self.xi0))
+        side, table = _side_table(X.shape[0], side_labels(y, partial_labels), must_link, cannot_link)
+        self._run(X, table, float(self.xi0))
+        self.link_reliability_ = self.link_weight_share_ = None
+        if table is None or self.link_reliability is None:
+            return self
+        share, (p, q) = link_reliability_share(pair_counts(self.labels_, side, xp=np))
+        self.link_reliability_ = {"p": p, "q": q}
+        self.link_weight_share_ = {"may_link": share[0], "may_not_link": share[1]}
+        if share == (1.0, 1.0):
+            return self
+        return self._run(X, weigh_link_kinds(table, share), float(self.xi0), xi_max=self.xi_max_)

@@ -145,7 +145,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         ``credible_ball_``, ``expected_loss_``, ``samples_`` and ``log_joint_`` are None.
     subcluster_moves : int, default=4
         ``algorithm="subcluster"`` only: split/merge proposals per sweep (``n_moves`` of
-        :func:`ppclust.inference.subcluster.sample`; each sweep also makes one peel/absorb proposal). The
+        :func:`ppclust.inference.subcluster.sample`; each sweep also makes as many peel/absorb proposals). The
         default keeps a sweep's time near its label step's (``benchmarks/results/subcluster.md``,
         throughput sections); from a start with surplus clusters, 16 sheds them in far fewer sweeps
         (section "Mixing from a wrong K"), at about twice the time per sweep at n = 10^6.

@@ -7,11 +7,13 @@ accumulators) that touches only what the move needs: the points of the chosen cl
 taken. The sweep stays one jitted program: the loops are called through :func:`jax.pure_callback` (chains in
 one call per kernel), and everything O(K) (pair choice, the sub-cluster fit on its fixed-size subsample, log
 joints, the Hastings ratio, parameter draws) stays in JAX. The label step's unlinked block is
-:func:`block_draw`: session 8's scalar loop (one libm exp per point and cluster) was 2.3x slower than XLA's
-fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); this one keeps the slots innermost
-(the K log densities vectorise) and computes an exp only for the weights within ``cut`` nats of the largest,
-with an exact redraw when the left-out mass could matter (and, for a point whose only weight within the cut
-is the largest, the inverse-CDF index in closed form).
+:func:`dense_draw` up to d = 4: session 8's scalar loop (one libm exp per point and cluster) was 2.3x slower
+than XLA's fused draw (``benchmarks/results/subcluster.md``, profile ``s8-tput``); session 10's kept the slots
+innermost and computed exps within a cut of the largest weight only, but its per-point maxima, branches and
+libm calls still dominated; this one takes blocks of points with the points innermost in every loop (vector
+loops, no reduction across lanes) and a branch-free exp (:func:`fexp`, within 3 ulp of libm's). Above d = 4
+it is :func:`block_draw`: per point, an O(d) bound of each slot's density skips the O(d^2) densities (and
+exps) that lie ``cut`` nats below the largest, with an exact redraw when the left-out mass could matter.
 
 What crosses the callbacks (``pure_callback`` copies every operand on every call, in time proportional to
 its size: for the data, several ms per call at n = 10^6, d = 2):
@@ -38,16 +40,18 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
 :func:`pick_subsamples`                the four subsamples of ``_subcluster_fit`` (``_uniform_points``)
 :func:`peel_points`                    the points of ``_peel_move`` (``_pick_point``, ``argmax``)
-:func:`block_draw`                     the unlinked block of ``_label_step`` (``_block_draw``: data term,
+:func:`dense_draw`                     the unlinked block of ``_label_step`` (``_block_draw``: data term,
                                        inverse-CDF draw, slot counts)
+:func:`block_draw`                     the same for d > 4 (each density bounded in O(d) first)
+:func:`accept_sub_blocks`              ``accept_sub_blocks`` (the unlinked block's acceptance by sub-blocks)
 :func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
                                        Bernoulli sides and ``_log_q_pair`` of ``propose``, and the split
                                        side's ``GaussianNIW.weighted_stats`` sums
 =====================================  =====================================================================
 
 The Gaussian log density is :func:`ppclust._families_cpu.gaussian_loglik` (the twin of
-:func:`ppclust.families.gaussian_loglik`; :func:`_slot_logliks` is its loop over the slots, the same terms
-in the same order). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
+:func:`ppclust.families.gaussian_loglik`; :func:`_rows_logliks` is its loop over the slots and a block of
+points, the same terms in the same order). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
 spherical) in float64; others (and float32) use the XLA path.
 """
 
@@ -71,10 +75,16 @@ try:
     from numba import prange
 except ImportError:  # pragma: no cover
     prange = range
+try:
+    from llvmlite import ir as _ir
+    from numba import types as _types
+    from numba.extending import intrinsic as _intrinsic
+except ImportError:  # pragma: no cover - without numba the kernels run as Python
+    _intrinsic = None
 
 __all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "held_index", "counting_sort",
-           "merge_segments", "counter_uniform", "stats_sums", "pick_subsamples", "peel_points",
-           "move_sides", "block_draw"]
+           "merge_segments", "merge_two", "fexp", "counter_uniform", "stats_sums", "pick_subsamples",
+           "peel_points", "move_sides", "dense_draw", "block_draw", "accept_sub_blocks"]
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
@@ -111,6 +121,58 @@ def counter_uniform(s0, s1, i):
     a = _mix32(_mix32(np.uint64(i) ^ s0) ^ s1)
     b = _mix32(_mix32(np.uint64(i) ^ s1 ^ _H3) + s0)
     return ((a >> _S5) * 67108864.0 + (b >> _S6) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+# -- exp that vectorises ---------------------------------------------------------------------------------
+if _intrinsic is not None:
+    @_intrinsic
+    def _bits_f64(typingctx, v):
+        """The float64 whose bits are the int64 ``v`` (an LLVM bit cast: vectorises)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], _ir.DoubleType())
+        return _types.float64(_types.int64), codegen
+
+    @_intrinsic
+    def _f64_bits(typingctx, v):
+        """The int64 holding the bits of the float64 ``v``."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], _ir.IntType(64))
+        return _types.int64(_types.float64), codegen
+else:  # pragma: no cover
+    def _bits_f64(v):
+        return float(np.array(v, np.int64).view(np.float64))
+
+    def _f64_bits(v):
+        return int(np.array(v, np.float64).view(np.int64))
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # Cody & Waite's split of ln 2
+_ROUND = 6755399441055744.0  # 1.5 * 2^52: adding it rounds to an integer held in the low mantissa bits
+_ROUND_BITS = int(np.array(_ROUND).view(np.int64))
+_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12 = (1.0 / math.factorial(i)
+                                                                     for i in range(13))
+
+
+@partial(compile_kernel, fastmath={"contract"})
+def fexp(t):
+    """``exp(t)`` for ``t <= 0`` within 3 ulp of libm's (``t < -708`` gives ``exp(-708)`` ~ 3e-308 instead
+    of a subnormal or 0: below rounding of any sum holding a 1), branch free so that a loop of it
+    vectorises (libm's ``exp`` is a call per element): ``t = n ln 2 + r`` with ``|r| <= ln 2 / 2`` (n by the
+    1.5 2^52 rounding trick, r by Cody & Waite's two-part ln 2), ``e^r`` by its Taylor polynomial of degree
+    12 (remainder below 2e-16 relative) in Estrin's scheme (a short dependency chain), ``2^n`` written into
+    the exponent bits."""
+    t = max(t, -708.0)
+    nm = t * _LOG2E + _ROUND
+    n = nm - _ROUND
+    r = (t - n * _LN2_HI) - n * _LN2_LO
+    r2 = r * r
+    r4 = r2 * r2
+    b0 = (_E0 + _E1 * r) + (_E2 + _E3 * r) * r2
+    b1 = (_E4 + _E5 * r) + (_E6 + _E7 * r) * r2
+    b2 = (_E8 + _E9 * r) + (_E10 + _E11 * r) * r2
+    p = (b0 + b1 * r4) + (b2 + _E12 * r4) * (r4 * r4)
+    return p * _bits_f64((_f64_bits(nm) - _ROUND_BITS + 1023) << 52)
 
 
 # -- kernels ---------------------------------------------------------------------------------------------
@@ -242,6 +304,20 @@ def merge_segments(order, off, js, out):
 
 
 @compile_kernel
+def merge_two(a, b, out):
+    """The union of two increasing, disjoint index arrays in increasing order into ``out``
+    (:func:`merge_segments` for two segments, without branches in the loop: a merge's two slots)."""
+    na, nb = a.shape[0], b.shape[0]
+    i = 0
+    j = 0
+    for t in range(na + nb):
+        take_a = j >= nb or (i < na and a[min(i, na - 1)] < b[min(j, nb - 1)])
+        out[t] = a[min(i, na - 1)] if take_a else b[min(j, nb - 1)]
+        i += take_a
+        j += not take_a
+
+
+@compile_kernel
 def _targets(u, cnt):
     """The ranks 1 + floor(u_j cnt) of :func:`pick_subsamples` and their order."""
     m = u.shape[0]
@@ -315,6 +391,10 @@ def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, c
         ib[o3[r]] = n - 1
 
 
+#: candidates per block of :func:`move_sides` (gathered first, then their two densities as vector loops)
+_MOVE_ROWS = 128
+
+
 @_parallel_kernel
 def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
                res, s_b, outer_b):
@@ -335,39 +415,58 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
     cs = np.zeros((nc, d))
     co = np.zeros((nc, d, d))
     target = new if is_split else ca
+    M = np.ascontiguousarray(mean[:2].T)  # the two components in the layout of _rows_logliks
+    Af = np.ascontiguousarray(A[:2].T)
+    H = np.empty((2, 2))
+    for k in range(2):
+        H[0, k] = half[k]
+        H[1, k] = lw[k]
+    c0 = -0.5 * d * LOG_2PI
     for c in prange(nc):
         xc = np.empty(d)
-        sc = np.empty(d)
-        for t in range(c * per, min(nm, (c + 1) * per)):
-            i = cand[t]
-            li = labels[i]
-            if not (li == ca or (not is_split and li == cb)):
-                continue
-            lg = (gaussian_loglik(x, i, mean, A, half, 0, code, sc) + lw[0]) \
-                - (gaussian_loglik(x, i, mean, A, half, 1, code, sc) + lw[1])
-            lg = min(max(lg, -clip), clip)
-            l1p = math.log1p(math.exp(-abs(lg)))  # jax.nn.log_sigmoid(+-lg) = -(max(-+lg, 0) + l1p)
-            lr = -(max(-lg, 0.0) + l1p)
-            l1r = -(max(lg, 0.0) + l1p)
-            if is_split:
-                side_a = math.log(counter_uniform(s0, s1, i)) < lr
-            else:
-                side_a = li == ca
-            acc[c, 2] += 1.0
-            if side_a:
-                acc[c, 0] += lr
-                acc[c, 1] += l1r
-                acc[c, 3] += 1.0
-            else:
-                acc[c, 0] += l1r
-                acc[c, 1] += lr
-                acc[c, 4] += 1.0
-                prop[i] = target
+        xt = np.empty((d, _MOVE_ROWS))  # a block of candidates gathered (independent loads), then visited
+        lab = np.empty(_MOVE_ROWS, np.int32)
+        lk = np.empty((2, _MOVE_ROWS))
+        q = np.empty(_MOVE_ROWS)
+        w = np.empty(_MOVE_ROWS)
+        end = min(nm, (c + 1) * per)
+        for t0 in range(c * per, end, _MOVE_ROWS):
+            m = min(_MOVE_ROWS, end - t0)
+            for b in range(m):
+                i = cand[t0 + b]
+                lab[b] = labels[i]
+                for j in range(d):
+                    xt[j, b] = x[i, j]
+            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk)  # gaussian_loglik + lw, the same terms
+            for b in range(m):
+                li = lab[b]
+                if not (li == ca or (not is_split and li == cb)):
+                    continue
+                i = cand[t0 + b]
+                lg = lk[0, b] - lk[1, b]
+                lg = min(max(lg, -clip), clip)
+                l1p = math.log1p(math.exp(-abs(lg)))  # jax.nn.log_sigmoid(+-lg) = -(max(-+lg, 0) + l1p)
+                lr = -(max(-lg, 0.0) + l1p)
+                l1r = -(max(lg, 0.0) + l1p)
                 if is_split:
-                    for j in range(d):
-                        cs[c, j] += x[i, j]
-                        xc[j] = x[i, j] - centre[j]
-                    _add_outer(co[c], xc)
+                    side_a = math.log(counter_uniform(s0, s1, i)) < lr
+                else:
+                    side_a = li == ca
+                acc[c, 2] += 1.0
+                if side_a:
+                    acc[c, 0] += lr
+                    acc[c, 1] += l1r
+                    acc[c, 3] += 1.0
+                else:
+                    acc[c, 0] += l1r
+                    acc[c, 1] += lr
+                    acc[c, 4] += 1.0
+                    prop[i] = target
+                    if is_split:
+                        for j in range(d):
+                            cs[c, j] += xt[j, b]
+                            xc[j] = xt[j, b] - centre[j]
+                        _add_outer(co[c], xc)
     tot = np.zeros(5)
     for c in range(nc):
         for t in range(5):
@@ -402,54 +501,158 @@ def _inverse_cdf(e, K, target):
 
 
 @partial(compile_kernel, inline="always")
-def _slot_logliks(x, i, M, Af, H, code, c0, q, w, out):
-    """``out[k] = c0 + half_k - q_k / 2 + log pi_k`` for every slot k, the terms of
-    :func:`ppclust._families_cpu.gaussian_loglik` in its order of operations, with the slots innermost
-    (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed, ``H`` (2, K) half log
-    determinants and log weights): the loops over k vectorise."""
-    d = x.shape[1]
+def _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk):
+    """``lk[k, b] = c0 + half_k - q_kb / 2 + log pi_k`` for the slots k and the ``m`` rows b of ``xt``
+    (d, rows: a block of points transposed), the terms of :func:`ppclust._families_cpu.gaussian_loglik` in
+    its order of operations (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed,
+    ``H`` (2, K) half log determinants and log weights), with the rows innermost: every loop over b
+    vectorises (no reduction across lanes)."""
+    d = xt.shape[0]
     K = H.shape[1]
-    if code == FULL and d == 2:  # one loop over the slots (the loops over r and j unrolled), same terms
-        x0, x1 = x[i, 0], x[i, 1]
-        for k in range(K):
-            u0 = x0 - M[0, k]
-            u1 = x1 - M[1, k]
-            w0 = 0.0 + Af[0, k] * u0
-            w0 += Af[2, k] * u1
-            w1 = 0.0 + Af[1, k] * u0
-            w1 += Af[3, k] * u1
-            out[k] = (c0 + H[0, k] - 0.5 * (0.0 + w0 * w0 + w1 * w1)) + H[1, k]
-        return
     for k in range(K):
-        q[k] = 0.0
-    if code == FULL:
-        for r in range(d):
-            for k in range(K):
-                w[k] = 0.0
+        lrow = lk[k]
+        h0, h1 = H[0, k], H[1, k]
+        if code == FULL and d == 2:  # the loops over r and j unrolled, the same terms
+            m0, m1 = M[0, k], M[1, k]
+            a0, a1, a2, a3 = Af[0, k], Af[1, k], Af[2, k], Af[3, k]
+            for b in range(m):
+                u0 = xt[0, b] - m0
+                u1 = xt[1, b] - m1
+                w0 = 0.0 + a0 * u0
+                w0 += a2 * u1
+                w1 = 0.0 + a1 * u0
+                w1 += a3 * u1
+                lrow[b] = (c0 + h0 - 0.5 * (0.0 + w0 * w0 + w1 * w1)) + h1
+            continue
+        for b in range(m):
+            q[b] = 0.0
+        if code == FULL:
+            for r in range(d):
+                for b in range(m):
+                    w[b] = 0.0
+                for j in range(d):
+                    a = Af[j * d + r, k]
+                    mu = M[j, k]
+                    xr = xt[j]
+                    for b in range(m):
+                        w[b] += a * (xr[b] - mu)
+                for b in range(m):
+                    q[b] += w[b] * w[b]
+        else:
             for j in range(d):
-                xj = x[i, j]
-                row = Af[j * d + r]
-                mu = M[j]
-                for k in range(K):
-                    w[k] += row[k] * (xj - mu[k])
-            for k in range(K):
-                q[k] += w[k] * w[k]
-    else:
-        for j in range(d):
-            xj = x[i, j]
-            row = Af[j] if code == DIAG else Af[0]
-            mu = M[j]
-            for k in range(K):
-                t = row[k] * (xj - mu[k])
-                q[k] += t * t
-    for k in range(K):
-        out[k] = (c0 + H[0, k] - 0.5 * q[k]) + H[1, k]
+                a = Af[j, k] if code == DIAG else Af[0, k]
+                mu = M[j, k]
+                xr = xt[j]
+                for b in range(m):
+                    t = a * (xr[b] - mu)
+                    q[b] += t * t
+        for b in range(m):
+            lrow[b] = (c0 + h0 - 0.5 * q[b]) + h1
+
+
+@partial(compile_kernel, inline="always")
+def _put_kept(labels, i, K, z, cc):
+    """A kept point of the label draw keeps its label, counted in ``cc`` when in [0, K)."""
+    k = labels[i]
+    z[i] = k
+    if k >= 0 and k < K:
+        cc[k] += 1
+
+
+@partial(compile_kernel, inline="always")
+def _put_drawn(act, j, i, K, z, cc):
+    """Point i of the label draw takes the j-th drawable slot ``act[j]`` (K - 1 for a count past the last,
+    as ``subcluster._draw_rows`` clips it), counted in ``cc``."""
+    k = act[j] if j < act.shape[0] else K - 1
+    z[i] = k
+    cc[k] += 1
+
+
+#: rows per block of :func:`dense_draw` (its (K, rows) log densities stay in the L1/L2 cache)
+_ROWS = 256
+
+
+@_parallel_kernel
+def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
+    r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)) with every weight: for each
+    point without ``keep``, :math:`z_i` = the count of cumulative sums :math:`c_k \le u_i T` of the
+    weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)`, :math:`\ell_k = \log\pi_k + \log p(x_i\mid
+    \theta_k)`, :math:`T` their sum and :math:`u_i` = ``counter_uniform(s0, s1, i)`` (``_draw_rows``'s
+    inverse CDF, summed in slot order); kept points keep ``labels``; ``cnt`` (K,) the new slot counts
+    (labels outside [0, K) count nowhere). The parameters are those of the slots ``act`` only (the slots
+    with :math:`\log\pi_k > -\infty`, in increasing order; the others are never drawn, their weight is
+    0), in the slots-by-rows layout of :func:`_rows_logliks` (:func:`draw_block` builds it); an index j
+    among them is slot ``act[j]``, as the count over all K slots gives (0 weights add nothing), and a count
+    past the last (rounding at u T = T) is K - 1, as in ``_draw_rows``.
+
+    Points go in blocks of ``_ROWS``, the rows innermost in every loop (log densities, maxima, :func:`fexp`,
+    sums, counts), so each loop is a vector loop over points: at d = 2 it takes about half the CPU time of
+    the per-point loop of session 10 (slots innermost, exps only within a cut of the largest, libm's ``exp``:
+    its scalar maxima, branches and calls cost more than the densities). The exps differ from libm's (and
+    XLA's) by rounding only, so the draws are the XLA draws up to rounding (the parity test compares them
+    label for label)."""
+    n, d = x.shape
+    ka = H.shape[1]
+    nb = -(-n // _ROWS)
+    nc = _chunks(n)
+    per = -(-nb // nc)
+    cc = np.zeros((nc, K), np.int64)
+    c0 = -0.5 * d * LOG_2PI
+    for c in prange(nc):
+        lk = np.empty((ka, _ROWS))
+        xt = np.empty((d, _ROWS))
+        q = np.empty(_ROWS)
+        w = np.empty(_ROWS)
+        mx = np.empty(_ROWS)
+        tot = np.empty(_ROWS)
+        cs = np.empty(_ROWS)
+        tg = np.empty(_ROWS)
+        jj = np.empty(_ROWS, np.int64)
+        for blk in range(c * per, min(nb, (c + 1) * per)):
+            i0 = blk * _ROWS
+            m = min(_ROWS, n - i0)
+            for j in range(d):
+                for b in range(m):
+                    xt[j, b] = x[i0 + b, j]
+            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk)
+            for b in range(m):
+                mx[b] = lk[0, b]
+            for k in range(1, ka):
+                lrow = lk[k]
+                for b in range(m):
+                    mx[b] = max(mx[b], lrow[b])
+            for b in range(m):
+                tot[b] = 0.0
+            for k in range(ka):
+                lrow = lk[k]
+                for b in range(m):
+                    e = fexp(lrow[b] - mx[b])
+                    lrow[b] = e
+                    tot[b] += e
+            for b in range(m):
+                tg[b] = counter_uniform(s0, s1, i0 + b) * tot[b]
+                cs[b] = 0.0
+                jj[b] = 0
+            for k in range(ka):
+                lrow = lk[k]
+                for b in range(m):
+                    cs[b] += lrow[b]
+                    jj[b] += cs[b] <= tg[b]
+            for b in range(m):
+                if keep[i0 + b]:
+                    _put_kept(labels, i0 + b, K, z, cc[c])
+                else:
+                    _put_drawn(act, jj[b], i0 + b, K, z, cc[c])
+    for c in range(nc):
+        for k in range(K):
+            cnt[k] += cc[c, k]
 
 
 @partial(compile_kernel, inline="always")
 def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
-    r""":func:`_slot_logliks` one slot at a time (``mean`` (K, d), ``A`` (K, m) as
-    :func:`ppclust._families_cpu.gaussian_loglik` takes them), slot ``start`` first, skipping the slots
+    r"""The log densities plus log weights of the slots (``mean`` (K, d), ``A`` (K, m) as
+    :func:`ppclust._families_cpu.gaussian_loglik` takes them, ``H`` (2, K) as :func:`_rows_logliks`) one
+    slot at a time, slot ``start`` first, skipping the slots
     whose upper bound :math:`c_0 + h_k - \tfrac12\lambda_k\|x_i - \mu_k\|^2 + \log\pi_k` (``lam`` a lower
     bound on the precision's smallest eigenvalue, so the bound is O(d) where the density is O(d^2)) is at
     least ``cut`` below the largest density so far (``skip[k]``, ``lk[k]`` then holds the bound). Returns
@@ -479,15 +682,13 @@ def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
 
 
 @_parallel_kernel
-def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, pos, bounded):
-    r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)): for each point without
-    ``keep``, :math:`z_i` by inverse CDF from :math:`\ell_k = \log\pi_k + \log p(x_i\mid\theta_k)` with
-    uniform ``counter_uniform(s0, s1, i)``; kept points keep ``labels``; ``cnt`` (K,) the new slot counts
-    (labels outside [0, K) count nowhere). The parameters are those of the slots ``act`` only (the slots
-    with :math:`\log\pi_k > -\infty`, in increasing order; the others are never drawn, their weight is 0)
-    in the slots-innermost layout of :func:`_slot_logliks` (:func:`draw_block` builds them); an index j
-    among them is slot ``act[j]``, as the count over all K slots gives (0 weights add nothing), and a
-    count past the last (rounding at u T = T) is K - 1, as in ``_draw_rows``.
+def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, pos):
+    r"""The unlinked block's draw of :func:`dense_draw` (the same draws up to rounding) for d >
+    ``_BOUND_MIN_D``, one point at a time, skipping densities: a slot whose O(d) upper bound
+    (:func:`_bounded_logliks`: smallest precision eigenvalue ``lam`` times the squared distance to the mean)
+    is ``cut`` below the largest density so far is not computed in O(d^2). Parameters of the slots ``act``
+    only, ``mean`` (K, d), ``A`` (K, m), ``H`` (2, K) (:func:`draw_block` builds them), ``pos[k]`` slot k's
+    index among them (the point's current slot is computed first).
 
     The weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)` are computed only where :math:`\ell_k - \max > -`
     ``cut`` (for separated clusters most points need none: the largest weight is 1). The draw is the count
@@ -495,9 +696,9 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
     moves every :math:`c_k` and :math:`T` by at most :math:`D = m e^{-\text{cut}}` (and :math:`uT` by at
     most :math:`uD < D`), so no comparison can change when every :math:`|c_k - uT| > D`: then the index is
     the one of the full sum (in exact arithmetic). Otherwise (probability about :math:`2KD` per point) the
-    point is redrawn with every exp. So the draw is the full inverse-CDF draw, not an approximation (``cut``
-    trades exps for redraws only); the two backends still differ by float rounding only (the chain test
-    compares them label for label)."""
+    point is redrawn with every density and exp. So the draw is the full inverse-CDF draw, not an
+    approximation (``cut`` trades exps and densities for redraws only); the two backends still differ by
+    float rounding only (the chain test compares them label for label)."""
     n, d = x.shape
     ka = H.shape[1]
     nc = _chunks(n)
@@ -506,29 +707,17 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
     tiny = math.exp(-cut)
     c0 = -0.5 * d * LOG_2PI
     for c in prange(nc):
-        q = np.empty(ka)
-        w = np.empty(ka)
         lk = np.empty(ka)
         e = np.empty(ka)
         skip = np.zeros(ka, np.bool_)
         sc = np.empty(d)
         for i in range(c * per, min(n, (c + 1) * per)):
             if keep[i]:
-                k = labels[i]
-                z[i] = k
-                if k >= 0 and k < K:
-                    cc[c, k] += 1
+                _put_kept(labels, i, K, z, cc[c])
                 continue
-            if bounded:
-                k0 = labels[i]
-                start = pos[k0] if k0 >= 0 and k0 < K else -1
-                am = _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, max(start, 0), sc, lk, skip)
-            else:
-                _slot_logliks(x, i, M, Af, H, code, c0, q, w, lk)
-                am = 0
-                for k in range(1, ka):
-                    if lk[k] > lk[am]:
-                        am = k
+            k0 = labels[i]
+            start = pos[k0] if k0 >= 0 and k0 < K else -1
+            am = _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, max(start, 0), sc, lk, skip)
             mx = lk[am]
             tot = 0.0
             dropped = 0
@@ -538,7 +727,7 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
                 if k == am:
                     e[k] = 1.0
                     tot += 1.0
-                elif t > -cut and not (bounded and skip[k]):
+                elif t > -cut and not skip[k]:
                     e[k] = math.exp(t)
                     tot += e[k]
                     kept += 1
@@ -555,14 +744,12 @@ def block_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, cut, z, cnt, mea
             if dropped > 0 and gap <= dropped * tiny:  # a left-out term could matter: every exp
                 tot = 0.0
                 for k in range(ka):
-                    if bounded and skip[k]:  # the density itself, not its bound
+                    if skip[k]:  # the density itself, not its bound
                         lk[k] = gaussian_loglik(x, i, mean, A, H[0], k, code, sc) + H[1, k]
                     e[k] = math.exp(lk[k] - mx)
                     tot += e[k]
                 j, gap = _inverse_cdf(e, ka, counter_uniform(s0, s1, i) * tot)
-            j = act[j] if j < ka else K - 1
-            z[i] = j
-            cc[c, j] += 1
+            _put_drawn(act, j, i, K, z, cc[c])
     for c in range(nc):
         for k in range(K):
             cnt[k] += cc[c, k]
@@ -746,9 +933,21 @@ def candidates(n, token=None, rows=None):
     js = np.flatnonzero(np.any(rows, 0)).astype(np.int64)
     if len(js) == 1:
         return order[off[js[0]]:off[js[0] + 1]]
+    key = (int(token), js.tobytes())
+    if _LAST_UNION[0] == key:  # a move's fit and its sides visit the same union: merged once
+        return _LAST_UNION[1]
     out = np.empty(int(sum(off[j + 1] - off[j] for j in js)), np.int32)
-    merge_segments(order, off, js, out)
+    if len(js) == 2:
+        a, b = order[off[js[0]]:off[js[0] + 1]], order[off[js[1]]:off[js[1] + 1]]
+        merge_two(a, b, out)
+    else:
+        merge_segments(order, off, js, out)
+    _LAST_UNION[:] = [key, out]
     return out
+
+
+#: the latest union of index segments (:func:`candidates`): ``[(token, slots), points]`` (read-only)
+_LAST_UNION: list = [None, None]
 
 
 def _index_args(index, *rows):
@@ -830,8 +1029,9 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
 
 
-#: above this dimension :func:`block_draw` bounds each slot's density in O(d) before computing it in
-#: O(d^2) (:func:`_bounded_logliks`); at small d all K densities at once vectorise better
+#: above this dimension :func:`draw_block` runs :func:`block_draw` (each slot's density bounded in O(d)
+#: before it is computed in O(d^2), :func:`_bounded_logliks`); up to it :func:`dense_draw` (every density
+#: and weight, vector loops over points)
 _BOUND_MIN_D = 4
 
 
@@ -850,9 +1050,9 @@ def _precision_floor(A, code, d):
 
 
 def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
-    """:func:`block_draw` from JAX: ``(labels (n,), counts (K,))``, the twin of ``subcluster._block_draw``
-    on one device with uniforms ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else
-    made here)."""
+    """:func:`dense_draw` (d <= ``_BOUND_MIN_D``) or :func:`block_draw` from JAX: ``(labels (n,), counts
+    (K,))``, the twin of ``subcluster._block_draw`` on one device with uniforms
+    ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here)."""
     code = family_code(family)
     mean, A, half = param_arrays(theta, code)
     n, d = x.shape
@@ -863,16 +1063,81 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         z = np.empty(n, np.int32)
         cnt = np.zeros(K, np.int64)
         s0, s1 = _seed(seed)
+        Ha = np.ascontiguousarray(H[:, act])
+        if d <= _BOUND_MIN_D:
+            dense_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]), Ha,
+                       act, K, code, s0, s1, z, cnt)
+            return z, cnt.astype(np.int32)
         mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
         pos = np.full(K, -1, np.int32)
         pos[act] = np.arange(len(act))
-        bounded = d > _BOUND_MIN_D
-        lam = _precision_floor(A, code, d) if bounded else np.zeros(len(act))
-        block_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]),
-                   np.ascontiguousarray(H[:, act]), act, K, code, s0, s1, float(cut), z, cnt, mean, A, lam,
-                   pos, bounded)
+        block_draw(x, keep, labels, Ha, act, K, code, s0, s1, float(cut), z, cnt, mean, A,
+                   _precision_floor(A, code, d), pos)
         return z, cnt.astype(np.int32)
 
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
     return _call(host, outs, (x if xw is None else xw, keep, labels.astype(jnp.int32), mean.T, A.T,
                               jnp.stack([half, log_pi]), seed))
+
+
+# -- the unlinked block's acceptance by sub-blocks (twin of ``subcluster.accept_sub_blocks``) -------------
+@_parallel_kernel
+def sub_block_deltas(labels, z, B, delta):
+    """``delta[b, k]``: the change of slot k's size if sub-block b (the points ``i mod B == b``) took its
+    draws ``z`` (rows with ``z == labels`` count nowhere). Labels outside the K slots are skipped: under
+    ``vmap`` with a batched width index (a vmapped ``subcluster.step`` without ``chain_axis``) the label
+    step's ``lax.switch`` runs every width, and a branch narrower than the occupied slots (its result
+    discarded) must not write out of bounds."""
+    n, K = labels.shape[0], delta.shape[1]
+    for b in prange(B):
+        for i in range(b, n, B):
+            a, c = labels[i], z[i]
+            if a != c and 0 <= a < K and 0 <= c < K:
+                delta[b, a] -= 1
+                delta[b, c] += 1
+
+
+@compile_kernel
+def scan_sub_blocks(sizes, delta, acc):
+    """In the order 0, 1, ...: sub-block b is accepted (``acc[b]``, ``sizes`` updated in place) iff no slot
+    occupied at the start empties."""
+    K = sizes.shape[0]
+    act = sizes > 0
+    for b in range(delta.shape[0]):
+        ok = True
+        for k in range(K):
+            if act[k] and sizes[k] + delta[b, k] == 0:
+                ok = False
+                break
+        acc[b] = ok
+        if ok:
+            for k in range(K):
+                sizes[k] += delta[b, k]
+
+
+@_parallel_kernel
+def apply_sub_blocks(labels, z, acc, out):
+    B = acc.shape[0]
+    for i in prange(labels.shape[0]):  # (writes out[i] only)
+        out[i] = z[i] if acc[i % B] else labels[i]
+
+
+def accept_sub_blocks(labels, draw, sizes, n_blocks):
+    """``subcluster.accept_sub_blocks`` on the compiled kernels: ``(labels (n,), sizes (K,))``, ``sizes``
+    in its own dtype (whole numbers)."""
+    n, K = labels.shape[0], sizes.shape[0]
+
+    def host(labels, z, sizes):
+        delta = np.zeros((n_blocks, K), np.int64)
+        sub_block_deltas(labels, z, n_blocks, delta)
+        now = sizes.astype(np.int64)
+        acc = np.zeros(n_blocks, np.bool_)
+        scan_sub_blocks(now, delta, acc)
+        out = np.empty(n, np.int32)
+        apply_sub_blocks(labels, z, acc, out)
+        return out, now.astype(np.int32)
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
+    z, now = _call(host, outs, (labels.astype(jnp.int32), draw.astype(jnp.int32),
+                                jnp.round(sizes).astype(jnp.int32)))
+    return z.astype(labels.dtype), now.astype(sizes.dtype)

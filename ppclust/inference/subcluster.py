@@ -57,14 +57,18 @@ sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
     :math:`(I, y)` against :math:`m`, and the whole sampler against the exact posterior over all
     partitions of 5 and 6 points.
 
-(a') **Peel/absorb Metropolis-Hastings** (one step per sweep, after the split/merge steps): with
+(a') **Peel/absorb Metropolis-Hastings** (``max(1, n_moves)`` steps per sweep, after the split/merge
+    steps; each step moves one point and costs O(1) besides finding it): with
     probability 1/2 a *peel* (a uniform cluster with :math:`\ge 2` points, a uniform point of it, split
     off alone), else an *absorb* (a uniform singleton cluster joins a partner drawn as the merge's
     informed partner, :func:`_neighbour_log_probs`). The Hastings ratio is :math:`\Delta\log p` plus the
     log ratio of the reverse and forward proposal probabilities (:func:`peel_absorb_log_probs`, counting
     the two ways a 2-point cluster peels, or two singletons absorb, into the same partition). A
     singleton costs the split/merge fit an unlikely bipartition; the peel proposes it with probability
-    :math:`1/(K n_C)`, so singletons left by (d) are absorbed quickly.
+    :math:`1/(K n_C)`, so singletons left by (d) are absorbed quickly. (d) shrinks a small cluster whose
+    points belong elsewhere to its last point (see its sub-blocks), so absorbs are needed about as often
+    as merges: one step per sweep left singletons and 2-point clusters alive for tens of sweeps from a
+    wrong K (``benchmarks/results/subcluster.md``, "Mixing from a wrong K").
 
 (b) **Link parameters:** ``"sample"``: :math:`p\sim\mathrm{Beta}(a_p+N_{11}, b_p+N_{01})`,
     :math:`q\sim\mathrm{Beta}(a_q+N_{00}, b_q+N_{10})` (spec 2.5). ``"collapse"``: the same draw, used by
@@ -95,10 +99,29 @@ sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
     "no occupied cluster empties", so the block's draw is an independence Metropolis-Hastings proposal
     from the unrestricted product, accepted iff no cluster empties (acceptance ratio 1 inside the
     support, 0 outside). Clusters are created only by splits and removed only by merges.
+    *Sub-blocks of the unlinked block* (:func:`accept_sub_blocks`): the unlinked points are cut into
+    :math:`B = \min(64, n)` sub-blocks (point i in sub-block :math:`i \bmod B`), visited in the order
+    :math:`0, 1, \dots, B-1`, each one such independence MH step on its own: sub-block b takes its
+    points' draws iff, given the labels of every other point as they are at that moment (the sub-blocks
+    before it updated, the ones after it not yet), no occupied cluster empties. This is again a
+    systematic scan over blocks, now over B + (number of colour classes) blocks: the conditional of
+    sub-block b given all other labels is the product over its points restricted to the labellings that
+    leave the K clusters occupied given the others, and the unrestricted product is a valid independence
+    proposal for it (ratio 1 inside that support, 0 outside). The proposal of an unlinked point depends
+    on :math:`\pi, \theta` only, never on other labels, so the draws of all sub-blocks can be made at once
+    before the scan (the fused draw) and only the acceptance runs in sequence: drawing sub-block b's
+    proposal when it is visited would give the same joint law. Why: with one block, a tiny cluster
+    (few points, small weight) is almost always emptied by the unrestricted draw, which rejected the whole
+    unlinked block; now only the sub-blocks holding its last points are rejected. The strided cut
+    (rather than contiguous index ranges) spreads the points of a small cluster over different
+    sub-blocks even when the data are sorted, so it can shrink to one point before a sub-block is
+    rejected. At n <= 6 every point is its own sub-block, so the exact enumeration checks this scan.
 
 Each kernel commutes with relabelling the slots, so the induced kernels on partitions are well defined
 and the slot labels are bookkeeping only (before (d) the occupied slots are moved to the front and the
-label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch``). Array-shaped
+label block runs at the smallest width 8, 16, 32, ... holding them, ``lax.switch``; several chains take
+the widest any of them needs, so that the switch runs one branch under ``vmap``: ``step``'s
+``chain_axis``). Array-shaped
 throughout: the unlinked block's data term and draw run fused over chunks of ``_DRAW_CHUNK`` rows
 (``family.log_likelihood_matrix``, matrix products; no (n, width) array is stored), a colour class is one
 gather of its neighbour-table rows and of its points, a split/merge proposal a few O(n) passes (the
@@ -107,9 +130,10 @@ XLA program, chains a ``vmap`` axis.
 Data parallel (``mesh``, :func:`_block_draw`): the unlinked block, the (n, width) part of a sweep, is
 drawn with ``jax.shard_map`` over a 1-D mesh of the points, its slot counts reduced with ``psum``; every
 point's draw depends on its own row and the replicated weights and parameters only, so the chain is the
-single-device chain (``tests/test_subcluster_multidevice.py``). The split/merge moves, the colour
-classes and the statistics still run replicated (their sums, the family statistics and pair counts,
-are the ones a fully sharded sweep would ``psum``).
+single-device chain (``tests/test_subcluster_multidevice.py``). The end-of-sweep family statistics and
+pair counts are sharded too (:func:`_sharded_stats_counts`: each device sums its rows and its share of
+the link pairs, ``psum`` adds them). The split/merge moves (O(n_C) per move on a subsample-fitted
+proposal) and the colour classes (the linked points, few) still run replicated.
 
 Two backends (``sample(backend=...)``, :func:`resolve_backend`), one chain. ``"xla"``: every pass in the
 jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for float64
@@ -118,10 +142,11 @@ jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for
 :func:`jax.pure_callback`, only the branch taken (split or merge) and only for the points of the chosen
 cluster(s): the subsample of the sub-cluster fit, the final responsibilities, the Bernoulli sides,
 :math:`\log q` and the split side's statistics (the fit's four subsamples in one visit of the labels);
-the peel/absorb step's point; the label step's unlinked block (:func:`ppclust.inference._subcluster_cpu.
-block_draw`: the K log densities vectorised over the slots, exps only within 20 nats of the largest weight
-with an exact redraw when the left-out mass could matter, and for d > 4 an O(d) bound that skips most
-O(d^2) densities); for d > 4 the end-of-sweep statistics too. The data never cross the callbacks
+the peel/absorb step's point; the label step's unlinked block (up to d = 4
+:func:`ppclust.inference._subcluster_cpu.dense_draw`: blocks of points, every density and weight in vector
+loops over the points; above, :func:`ppclust.inference._subcluster_cpu.block_draw`: an O(d) bound that skips
+most O(d^2) densities and exps within 20 nats of the largest weight only, with an exact redraw when the
+left-out mass could matter); for d > 4 the end-of-sweep statistics too. The data never cross the callbacks
 (:func:`sample` holds a host copy for its compiled call, :func:`ppclust.inference._subcluster_cpu.hold`),
 and a per-sweep cluster index (a counting sort of the labels before the moves, its covers updated by
 accepted moves, :class:`ppclust.inference._subcluster_cpu.ClusterIndex`) lets a move's kernels visit the
@@ -153,19 +178,24 @@ as the fresh fit's :math:`\log q`. The exact enumeration detects a ratio that le
 (``tests/inference/test_subcluster.py``, ``test_enumeration_detects_a_ratio_without_the_proposal_
 probability``).
 
-Known weakness (measured in ``benchmarks/results/subcluster.md``, "Mixing from a wrong K" and "Why merges
-from a wrong K are rejected"): from a k-means++ start with K = 30 for 12 blobs the merges of two pieces
-of one blob are now mostly acceptable (their fit is fitted to the pieces; what remains is the penalty
-:math:`\log h - \log m` of up to ~45 nats for 64 labels and the entropy of a blurred boundary), but the
-chain with the default 4 moves per sweep does not reach K = 12 in 30 sweeps (with 16 moves per sweep it
-reaches ARI > 0.99 in 8-21 sweeps). Besides the two merge attempts per sweep, two reasons: (i) a small
-piece (a few to tens of points) inside a blob is fitted from a handful of labelled points and its merge
-is often rejected; (ii) (d) rejects the whole unlinked block whenever the unrestricted draw empties an
-occupied cluster, which a tiny cluster (few points, small weight) almost always does, so while one
-exists the unlinked labels are frozen (about half of the 30 sweeps of an instrumented wrong-K chain).
-Splitting the unlinked block into several blocks (each accepted or rejected on its own, in turn) would
-address (ii); not done here. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed)
-avoids both.
+Known weakness (measured in ``benchmarks/results/subcluster.md``, "Mixing from a wrong K", "Mixing from
+one cluster" and "Why merges from a wrong K are rejected"). From one cluster the chain reaches the blobs'
+partition (ARI > 0.95) in a few tens of sweeps where the collapsed sampler has not in hundreds. From a
+k-means++ start with K = 30 for 12 blobs the merges of two pieces of one blob are mostly acceptable
+(their fit is fitted to the pieces; what remains is the penalty :math:`\log h - \log m` of up to ~45
+nats for 64 labels and the entropy of a blurred boundary), but with the default 4 moves per sweep the
+surplus pieces of a few hundred points go slowly: two merge attempts per sweep, a pair proposed with
+probability about :math:`1/K` each, and the boundary between two pieces of one blob blurred by (d), so
+that the reverse split of a merge is unlikely. With 16 moves per sweep the chain reaches ARI > 0.99 in
+far fewer sweeps than the collapsed sampler. Two causes named in session 10 are addressed: (d) used to
+reject the whole unlinked block whenever the unrestricted draw emptied an occupied cluster, which froze
+every unlinked label while a tiny cluster existed (about half the sweeps of an instrumented wrong-K
+chain); it now accepts sub-blocks in turn. And the tiny clusters that (d) then shrinks to one point are
+absorbed by ``max(1, n_moves)`` peel/absorb steps per sweep instead of one. K = 12 exactly is not the
+stationary state here: started from the true partition both samplers hold a few clusters of 1-3 points
+(tail points of the blobs; "Mixing from one cluster", reference table), so ARI is the measure of
+reaching the partition. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) is the
+faster start.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
@@ -228,8 +258,8 @@ _NUMBA_STATS_MIN_D = 4
 #: most O(d^2) densities (2.6x faster than XLA in a loaded A/B), at d = 2 the two ran level (profile
 #: sections of ``benchmarks/results/subcluster.md``)
 _NUMBA_DRAW_MAX_D = 1 << 30
-#: the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a point
-#: with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
+#: above d = 4 the compiled block draw computes exp(l_k - max) only for l_k - max > -_DRAW_CUT and redraws a
+#: point with every exp when the left-out mass (< K e^-20 ~ 3e-8 of the total) could change its draw
 #: (``_subcluster_cpu.block_draw``: the same draws for any cut; about one redraw per 10^7 points)
 _DRAW_CUT = 20.0
 #: labelled subsample of a sub-cluster fit (its first points): the sub-cluster parameters are fitted to
@@ -725,8 +755,9 @@ def _peel_move(key, labels, lj, stats, counts, x, links, family, prior, pq, p, q
     log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
-    return (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
-            pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))  # (the index is not used after it)
+    out = (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
+           pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
+    return out if index is None else out + (index.moved(acc, is_split, c, s),)
 
 
 def _pools(family) -> bool:
@@ -840,10 +871,78 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
     return z[:n], cnt
 
 
+def _sharded_stats_counts(x, labels, links, family, k_max, mesh):
+    """The end-of-sweep family statistics and pair counts, data parallel over the 1-D ``mesh``
+    (``jax.shard_map``): each device sums its rows of ``x`` (``family.stats(..., reduce=psum)``: counts,
+    sums and shifted outer products per slot, reduced before the statistics are finished) and its share
+    of the link pairs (:func:`ppclust.sideinfo.pair_counts` on its pairs, the labels replicated), and the
+    partial sums are added with ``psum``. Padding rows carry label ``k_max`` (counted in no slot) and
+    padding pairs weight 0. The same statistics as the single-device pass up to the order of the float
+    additions."""
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS, pad_rows
+
+    n = x.shape[0]
+    pad = pad_rows(n, mesh) - n
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    lp = jnp.pad(labels, (0, pad), constant_values=k_max)
+    m = links.pairs.shape[0]
+    mpad = pad_rows(m, mesh) - m
+    pairs = jnp.pad(links.pairs, ((0, mpad), (0, 0)))
+    sign = jnp.pad(links.sign, (0, mpad))
+    weight = jnp.pad(links.weight, (0, mpad))  # weight 0: a padding pair adds to no count
+
+    def per_device(xb, lb, pb, sb, wb, lab_all):
+        psum = partial(jax.lax.psum, axis_name=AXIS)
+        st = family.stats(xb, lb, k_max, reduce=psum)
+        local = Links(pairs=pb, sign=sb, weight=wb, nbr=None, sgn=None, wgt=None)  # pair_counts reads these
+        return st, psum(pair_counts(lab_all, local))
+
+    st, counts = jax.shard_map(per_device, mesh=mesh,
+                               in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(AXIS), P()),
+                               out_specs=(P(), P()), check_vma=False)(xp, lp, pairs, sign, weight, labels)
+    return st, counts.astype(x.dtype)
+
+
+#: sub-blocks of the unlinked block of (d), each accepted or rejected on its own, in turn (point i is in
+#: sub-block i mod B, B = min(_SUB_BLOCKS, n)): a tiny cluster then freezes the sub-block(s) of its last
+#: point(s) only, not the whole block (module docstring (d))
+_SUB_BLOCKS = 64
+
+
+def _n_sub_blocks(n):
+    return max(1, min(_SUB_BLOCKS, int(n)))
+
+
+def accept_sub_blocks(labels, draw, sizes, n_blocks):
+    """Acceptance of the unlinked block's draw sub-block by sub-block (module docstring (d)): point i is in
+    sub-block ``i mod n_blocks``; in the order 0, 1, ..., sub-block b takes its points' ``draw`` iff, given
+    the labels after the sub-blocks before it, no slot occupied in ``sizes`` (the slot sizes of ``labels``)
+    empties. Returns ``(labels, sizes)`` after the scan. Rows whose draw equals their label (the kept,
+    linked rows) count nowhere. Twin: ``_subcluster_cpu.accept_sub_blocks``."""
+    n, w = labels.shape[0], sizes.shape[0]
+    blk = jnp.arange(n, dtype=jnp.int32) % n_blocks
+    chg = (draw != labels).astype(sizes.dtype)
+    seg = blk * w
+    delta = (jax.ops.segment_sum(chg, seg + draw, n_blocks * w)
+             - jax.ops.segment_sum(chg, seg + labels, n_blocks * w)).reshape(n_blocks, w)
+    active = sizes > 0
+
+    def visit(now, d):
+        trial = now + d
+        ok = ~jnp.any(active & (trial == 0))
+        return jnp.where(ok, trial, now), ok
+
+    sizes, acc = jax.lax.scan(visit, sizes, delta)
+    return jnp.where(acc[blk], draw, labels), sizes
+
+
 def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, p, q, mesh=None,
                 backend="xla", xw=None):
-    """(d) of the module docstring: unlinked block, then each colour class; each block is rejected
-    as a whole if it would empty an occupied cluster. Point i draws with uniform
+    """(d) of the module docstring: unlinked block, then each colour class. The unlinked block is accepted
+    sub-block by sub-block (:func:`accept_sub_blocks`), a colour class as a whole, each iff it empties no
+    occupied cluster. Point i draws with uniform
     ``counter_uniform(seed, i)``. The unlinked block: the fused XLA draw (:func:`_block_draw`), or with
     ``backend="numba"`` (d <= ``_NUMBA_DRAW_MAX_D``) its compiled twin (the same draws up to rounding); the
     colour classes (gathered rows, few) in XLA on both."""
@@ -859,10 +958,11 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
     else:
         u = counter_uniform(seed, jnp.arange(n), x.dtype)
         draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
-    new_sizes = cnt.astype(sizes.dtype)
-    ok = ~jnp.any(active & (new_sizes == 0))
-    labels = jnp.where(ok, draw, labels)
-    sizes = jnp.where(ok, new_sizes, sizes)
+    del cnt  # the unlinked block is accepted sub-block by sub-block (module docstring (d))
+    if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
+        labels, sizes = cpu.accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
+    else:
+        labels, sizes = accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
     xi1 = jnp.log(p) - jnp.log1p(-q)
     xi2 = jnp.log(q) - jnp.log1p(-p)
     for c in range(colouring.classes.shape[0]):
@@ -881,6 +981,14 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
     return labels
 
 
+#: the name of the vmapped chain axis of :func:`_run` (``step``'s ``chain_axis``)
+_CHAINS = "chains"
+#: whether vmapped chains agree on one label-block width per sweep (``step``'s ``chain_axis``); False only
+#: as the anchor of ``benchmarks/bench_subcluster.py``'s "chains" section (every width runs, as before).
+#: Read by ``sample`` and passed to the jitted ``_run`` as a static argument (part of its cache key)
+_AGREE_WIDTH = True
+
+
 def _widths(k_max):
     """Static widths of the label block: 8, 16, 32, ... (below k_max), and k_max."""
     out, w = [], 8
@@ -892,8 +1000,8 @@ def _widths(k_max):
 
 def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior, *,
          pq="collapse", n_moves=1, sample_alpha=False, alpha_shape=1.0, alpha_rate=1.0, mesh=None,
-         backend="xla", x_wired=None):
-    """One sweep: ``n_moves`` split/merge MH steps, one peel/absorb step, ``p, q``, augmentation,
+         backend="xla", x_wired=None, chain_axis=None):
+    """One sweep: ``n_moves`` split/merge, max(1, n_moves) peel/absorb MH steps, ``p, q``, augmentation,
     restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
     :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
     which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
@@ -901,7 +1009,12 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     and the statistics for d > 4 on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
     device; the same chain). ``x_wired``: for the numba
     backend, ``x`` as the compiled twins take it (``_subcluster_cpu.wired(x)``; made here when None: make
-    it once outside a loop over sweeps, it is a copy of ``x``). Pure; not jitted."""
+    it once outside a loop over sweeps, it is a copy of ``x``). ``chain_axis``: under ``jax.vmap`` over
+    chains, the vmapped axis' name: the chains then agree on one label-block width, the widest any of them
+    needs (``lax.pmax``), so the width ``switch`` keeps an unbatched index and runs one branch (a batched
+    index turns it into a select that runs every width's label step, callbacks included). A chain drawn at
+    a wider width than its own draws the same labels up to float rounding: the extra slots are empty, with
+    weight exp(-inf) = 0. Pure; not jitted."""
     n = x.shape[0]
     if backend == "numba" and x_wired is None:
         from ppclust.inference import _subcluster_cpu as cpu
@@ -928,11 +1041,16 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     (labels, lj, stats, counts, full, index), moves = jax.lax.scan(
         one, (labels, lj, stats, counts, jnp.asarray(False), index), jax.random.split(k_moves, n_moves))
-    # (a'): one peel/absorb step per sweep (one point moves: O(1) but finding it)
-    labels, lj, stats, counts, f2, _ = _peel_move(jax.random.fold_in(k_moves, n_moves), labels, lj, stats,
-                                                  counts, x, links, family, prior_now, pq, state.p, state.q,
-                                                  backend, index)
-    full = full | f2
+    # (a'): max(1, n_moves) peel/absorb steps per sweep (one point moves: O(1) but finding it)
+    def peel(carry, k):
+        labels, lj, stats, counts, full, index = carry
+        labels, lj, stats, counts, f, _, *rest = _peel_move(k, labels, lj, stats, counts, x, links, family,
+                                                            prior_now, pq, state.p, state.q, backend, index)
+        return (labels, lj, stats, counts, full | f, index if index is None else rest[0]), None
+
+    peel_keys = jax.vmap(lambda j: jax.random.fold_in(k_moves, j))(n_moves + jnp.arange(max(1, n_moves)))
+    (labels, lj, stats, counts, full, index), _ = jax.lax.scan(peel, (labels, lj, stats, counts, full, index),
+                                                               peel_keys)
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
         g = gamma_draws(k_p, jnp.stack([prior.a_p + counts[0], prior.b_p + counts[1], prior.a_q + counts[3],
@@ -957,14 +1075,19 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
                                        x_wired)
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
+    if chain_axis is not None:  # one width for all chains: an unbatched index, one branch runs
+        branch = jax.lax.pmax(branch, chain_axis)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
-    if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
+    if mesh is not None:  # the points' and the links' sums per device, reduced with psum
+        stats, counts = _sharded_stats_counts(x, labels, links, family, k_max, mesh)
+    elif backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
         from ppclust.inference import _subcluster_cpu as cpu
 
         stats = cpu.family_stats(x, labels, k_max, family, x_wired)
+        counts = pair_counts(labels, links).astype(x.dtype)
     else:
         stats = family.stats(x, labels, k_max)
-    counts = pair_counts(labels, links).astype(x.dtype)
+        counts = pair_counts(labels, links).astype(x.dtype)
     if pq == "collapse":  # report E[p | z, E], E[q | z, E] as the collapsed sampler does
         p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
         q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
@@ -1039,7 +1162,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     run = partial(_run, keys, state, x, links, colouring, family, prior, n_warmup=int(n_warmup),
                   n_samples=int(n_draws), thin=int(thin), pq=pq, n_moves=int(n_moves),
                   sample_alpha=bool(sample_alpha), alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-                  store_labels=bool(store_labels), mesh=mesh, backend=backend)
+                  store_labels=bool(store_labels), mesh=mesh, backend=backend, agree_width=_AGREE_WIDTH)
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         from ppclust.inference import _subcluster_cpu as cpu
 
@@ -1059,9 +1182,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
 
 @partial(jax.jit, static_argnames=("n_warmup", "n_samples", "thin", "pq", "n_moves", "sample_alpha",
-                                   "store_labels", "mesh", "backend"))
+                                   "store_labels", "mesh", "backend", "agree_width"))
 def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples, thin, pq, n_moves,
-         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla", x_token=None):
+         sample_alpha, alpha_shape, alpha_rate, store_labels, mesh, backend="xla", x_token=None,
+         agree_width=True):
     kw = dict(pq=pq, n_moves=n_moves, sample_alpha=sample_alpha, alpha_shape=alpha_shape,
               alpha_rate=alpha_rate, mesh=mesh, backend=backend)
     if backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
@@ -1087,4 +1211,6 @@ def _run(keys, state, x, links, colouring, family, prior, *, n_warmup, n_samples
         # (a batched branch index turns switch and cond into a select that runs every branch)
         out = chain(keys[0], jax.tree.map(lambda a: a[0], state))
         return jax.tree.map(lambda a: a[None], out)
-    return jax.vmap(chain)(keys, state)
+    if agree_width:  # several chains: they agree on one width per sweep (see `step`)
+        kw["chain_axis"] = _CHAINS
+    return jax.vmap(chain, axis_name=_CHAINS)(keys, state)

@@ -311,3 +311,33 @@ def test_rdpmeans_auto_xi_cap_is_lam_over_links_per_point():
     np.testing.assert_array_equal(m.labels_, explicit.labels_)
     big = RDPMeans(**kw, xi0=1e6, xi_rate=1.0).fit(X, must_link=ml, cannot_link=cl)
     assert big.xi_max_ == 1e6  # an explicit constant weight above the cap is kept
+
+
+def test_rdpmeans_link_reliability_recovers_a_known_flip_rate_and_keeps_clean_links():
+    """``link_reliability="auto"``: on four far-apart blobs (the first fit finds them) with 20% of the link
+    signs flipped, the sensitivity and specificity read off the partition are about 0.8 (TVClust's p =
+    P(may-link | same cluster), q = P(may-not-link | different): the share of may-links kept would be
+    about 0.57 and of may-not-links about 0.92 here), each kind's weight is scaled by its log-odds over
+    ln 9, and the refit keeps the blobs; with clean links both shares are 1 and the fit is the full-weight
+    fit."""
+    from ppclust import datasets
+    from ppclust.sideinfo import link_log_odds
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 60)
+    X = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0], [12.0, 12.0]])[y] + rng.normal(size=(240, 2))
+    noisy = datasets.sample_links(y, 1500, 0.2, seed=1)
+    m = RDPMeans(random_state=0).fit(X, must_link=noisy.must_link, cannot_link=noisy.cannot_link)
+    p, q = m.link_reliability_["p"], m.link_reliability_["q"]
+    assert abs(p - 0.8) < 0.06 and abs(q - 0.8) < 0.04, (p, q)
+    lp, lm = link_log_odds(p, q)
+    assert m.link_weight_share_ == pytest.approx({"may_link": lp / np.log(9), "may_not_link": lm / np.log(9)})
+    assert m.n_clusters_ == 4 and len({(a, b) for a, b in zip(m.labels_, y, strict=True)}) == 4
+    clean = datasets.sample_links(y, 1500, 0.0, seed=1)
+    kw = dict(must_link=clean.must_link, cannot_link=clean.cannot_link)
+    auto = RDPMeans(random_state=0).fit(X, **kw)
+    assert auto.link_weight_share_ == {"may_link": 1.0, "may_not_link": 1.0}
+    assert auto.link_reliability_["p"] > 0.95
+    full = RDPMeans(random_state=0, link_reliability=None).fit(X, **kw)
+    np.testing.assert_array_equal(auto.labels_, full.labels_)
+    assert RDPMeans(random_state=0).fit(X).link_reliability_ is None  # no links, nothing to read

@@ -52,6 +52,19 @@ def test_matches_exact_enumeration(pq, backend):
 
 
 @pytest.mark.slow
+def test_matches_exact_enumeration_with_chains_sharing_a_width(monkeypatch):
+    """The chains of one call agree on the widest label-block width any of them needs (``step``'s
+    ``chain_axis``): a chain then draws with empty slots beyond its own width. Widths 2, 4, 5 instead of
+    the one width 5 of k_max = 5, so that the 1500 vmapped chains' widths differ and the shared one is
+    often wider than a chain's own: the partition frequencies still match the exact posterior."""
+    monkeypatch.setattr(subcluster, "_widths", lambda k_max: [2, 4, k_max])
+    res, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
+    assert tv < 0.03, tv
+    assert pval > 1e-3, (pval, tv)
+    assert res.n_clusters.min() <= 2 < res.n_clusters.max()  # chains at different widths
+
+
+@pytest.mark.slow
 def test_enumeration_detects_a_ratio_without_the_proposal_probability(monkeypatch):
     """Power of the enumeration test: the same run with a Hastings ratio that leaves out log q (the
     probability that the sub-cluster fit proposes this very bipartition: what a ratio treating the
@@ -526,3 +539,62 @@ def test_estimator_passes_subcluster_moves(monkeypatch):
     assert seen == [4, 7]
     with pytest.raises(ValueError, match="subcluster_moves"):
         TVClust(algorithm="subcluster", subcluster_moves=0).fit(X)
+
+
+def _sub_block_transition(accept, n, k, n_blocks, w):
+    """Exact transition matrix of the unlinked block's kernel on n points and k occupied slots: every
+    point proposes slot j with probability w[i, j] independently, then ``accept(labels, draw, sizes,
+    n_blocks)`` keeps or takes the draws. States: every labelling with all k slots occupied."""
+    grid = np.array(np.meshgrid(*[np.arange(k)] * n, indexing="ij")).reshape(n, -1).T.astype(np.int32)
+    states = grid[[len(np.unique(g)) == k for g in grid]]
+    index = {tuple(s): j for j, s in enumerate(states)}
+    prop = np.prod(w[np.arange(n), grid], axis=1)  # probability of each draw vector
+    sizes = np.stack([np.bincount(s, minlength=k) for s in states]).astype(float)
+    run = jax.jit(jax.vmap(jax.vmap(lambda z, y, s: accept(z, y, s, n_blocks)[0], (None, 0, None)),
+                           (0, None, 0)))
+    out = np.asarray(run(jnp.asarray(states), jnp.asarray(grid), jnp.asarray(sizes)))
+    trans = np.zeros((len(states), len(states) + 1))  # last column: left the support (a cluster emptied)
+    for a in range(len(states)):
+        for y, z in enumerate(out[a]):
+            trans[a, index.get(tuple(z), len(states))] += prop[y]
+    target = np.prod(w[np.arange(n), states], axis=1)
+    return trans, target / target.sum()
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3, 5])
+def test_sub_block_acceptance_leaves_the_restricted_target_invariant(n_blocks):
+    """Brute force on 5 points and 3 slots (150 labellings with every slot occupied, 243 draw vectors):
+    the sub-block scan of the unlinked block (module docstring (d)) leaves the restricted product
+    p(z) ~ prod_i w[i, z_i] on {all slots occupied} exactly invariant and never leaves that set, for one
+    sub-block (the old whole-block rule), strided pairs and triples, and one point per sub-block (what the
+    enumeration tests run at n <= 6); and with several sub-blocks it accepts draws the whole-block rule
+    rejects."""
+    n, k = 5, 3
+    rng = np.random.default_rng(0)
+    w = rng.dirichlet(np.ones(k) * 0.7, size=n)
+    trans, target = _sub_block_transition(subcluster.accept_sub_blocks, n, k, n_blocks, w)
+    np.testing.assert_allclose(trans.sum(1), 1.0, atol=1e-12)
+    assert np.all(trans[:, -1] < 1e-15)
+    np.testing.assert_allclose(target @ trans[:, :-1], target, atol=1e-12)
+    stay = float(target @ np.diag(trans[:, :-1]))
+    if n_blocks > 1:  # fewer proposals wasted than with one block (the reason for the sub-blocks)
+        one, _ = _sub_block_transition(subcluster.accept_sub_blocks, n, k, 1, w)
+        assert stay < float(target @ np.diag(one[:, :-1])) - 0.01
+
+
+def test_sub_block_brute_force_detects_acceptance_against_the_start_sizes():
+    """Power of the brute-force check above: the same scan that tests each sub-block against the slot sizes
+    at the start of the block (not after the sub-blocks before it) can empty a cluster and is caught."""
+
+    def wrong(labels, draw, sizes, n_blocks):
+        n, w = labels.shape[0], sizes.shape[0]
+        blk = jnp.arange(n) % n_blocks
+        ok = jnp.stack([~jnp.any((sizes > 0) & (sizes + jnp.sum(jnp.where(blk[:, None] == b, (
+            draw[:, None] == jnp.arange(w)).astype(sizes.dtype) - (labels[:, None] == jnp.arange(w)), 0), 0)
+            == 0)) for b in range(n_blocks)])
+        return jnp.where(ok[blk], draw, labels), sizes
+
+    n, k = 5, 3
+    w = np.random.default_rng(0).dirichlet(np.ones(k) * 0.7, size=n)
+    trans, target = _sub_block_transition(wrong, n, k, 5, w)
+    assert trans[:, -1].max() > 0.01  # a cluster emptied

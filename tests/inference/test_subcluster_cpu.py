@@ -146,6 +146,22 @@ def _moved_labels(rng, z, k_max=8):
     return lab.astype(np.int32), index
 
 
+def test_merge_two_equals_sorted_union():
+    """The two-segment merge of a merge move's candidates: the sorted union, empty sides and interleaved
+    runs included, and equal to the k-way merge of the same index segments."""
+    rng = np.random.default_rng(0)
+    for na, nb in ((0, 5), (5, 0), (1, 1), (3, 7), (200, 31)):
+        r = rng.permutation(400)[:na + nb]
+        a, b = np.sort(r[:na]).astype(np.int32), np.sort(r[na:]).astype(np.int32)
+        out = np.empty(na + nb, np.int32)
+        cpu.merge_two(a, b, out)
+        np.testing.assert_array_equal(out, np.sort(r))
+        order, off = np.concatenate([a, b]), np.array([0, na, na + nb], np.int32)
+        ref = np.empty(na + nb, np.int32)
+        cpu.merge_segments(order, off, np.array([0, 1], np.int64), ref)
+        np.testing.assert_array_equal(out, ref)
+
+
 def test_cluster_index_covers_every_point():
     """The counting sort equals a stable argsort by label with the slots' offsets; after accepted moves
     the covers of every slot hold all its points (what the kernels need), and a rejected move changes no
@@ -239,15 +255,28 @@ def test_move_twin(cov):
                     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 3), ("diag", 20.0, 3), ("spherical", 20.0, 3),
-                                       ("full", 1.0, 3), ("full", 20.0, 6), ("diag", 20.0, 6),
+def test_fexp_matches_libm_exp():
+    """The branch-free exp of the dense label draw: within 3 ulp of libm's exp over the range the draw
+    uses (t <= 0), exact at 0, and exp(-708) for every t below -708 (a wrong polynomial, range reduction or
+    exponent write is off by far more)."""
+    rng = np.random.default_rng(0)
+    t = np.concatenate([-rng.random(20000) * 40, -rng.random(2000) * 708, [0.0, -1e-300, -np.log(2) / 2,
+                                                                          -np.log(2), -700.0]])
+    got = np.array([cpu.fexp(v) for v in t])
+    assert got[-5] == 1.0
+    np.testing.assert_array_less(np.abs(got - np.exp(t)), 3 * np.finfo(float).eps * np.exp(t))
+    assert cpu.fexp(-745.0) == cpu.fexp(-1e10) == pytest.approx(np.exp(-708.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 2), ("full", 20.0, 3), ("diag", 20.0, 3),
+                                       ("spherical", 20.0, 3), ("full", 20.0, 6), ("diag", 20.0, 6),
                                        ("spherical", 20.0, 6), ("full", 1.0, 6)])
 def test_block_draw_twin(cov, cut, d):
     """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
     products) label for label, with the same slot counts: overlapping and separated clusters, an inactive
-    slot between active ones (never drawn), kept points (their labels, counted). ``cut = 1`` leaves out
-    every weight below e^-1 of the largest, so most points need the exact redraw: a wrong bound on the
-    left-out mass changes draws here. d = 6 takes the bounded path (a slot skipped when an O(d) upper bound
+    slot between active ones (never drawn), kept points (their labels, counted). d <= 4 takes the dense
+    draw (every weight, blocks of points; d = 2 its unrolled densities; 3000 rows end in a partial block).
+    d = 6 takes the bounded path (a slot skipped when an O(d) upper bound
     of its density is ``cut`` below the largest; with ``cut = 1`` most are, and most draws need the
     densities themselves: a wrong bound or a redraw from the bounds changes draws)."""
     x, z = _data(3000, d)
@@ -296,7 +325,31 @@ def test_chain_numba_equals_xla():
         assert subcluster.resolve_backend("auto", fam, xj.dtype) == "numba"
     np.testing.assert_array_equal(res["numba"].labels, res["xla"].labels)
     np.testing.assert_allclose(res["numba"].log_joint, res["xla"].log_joint, rtol=1e-9)
-    assert res["xla"].n_clusters[:, -1].min() >= 3  # the chains moved: splits were accepted
+    # the chains moved: splits were accepted (and peel/absorb steps may merge a chain back to 2)
+    assert res["xla"].n_clusters.max() >= 3 and res["xla"].n_clusters[:, -1].min() >= 2
+
+
+def test_chains_run_one_label_block_width_per_sweep(monkeypatch):
+    """Several chains (``vmap``) agree on one label-block width per sweep (``step``'s ``chain_axis``), so the
+    unlinked block's compiled draw runs once per chain and sweep. With a batched width index ``lax.switch``
+    becomes a select over every width (8, 16 and 32 at k_max = 32): three draws per chain and sweep."""
+    calls = []
+    real = cpu.dense_draw
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(cpu, "dense_draw", counted)
+    x, pairs, sign = _chain_problem()
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(len(x), pairs, sign)
+        fam = GaussianNIW.default(xj, "full")
+        res = subcluster.sample(jax.random.key(2), xj, links, fam, TVClustPrior(), n_draws=3, n_warmup=0,
+                                n_chains=2, k_max=32, n_moves=2, backend="numba")
+    assert len(calls) == 2 * 3
+    assert res.labels.shape == (2, 3, len(x)) and res.n_clusters.min() >= 1
 
 
 def test_backend_argument_is_checked():
@@ -310,3 +363,41 @@ def test_backend_argument_is_checked():
         with pytest.raises(ValueError, match="no mesh"):
             subcluster.resolve_backend("numba", fam, jnp.float64, mesh=object())
     assert subcluster.resolve_backend("auto", fam, jnp.float32) == "xla"
+
+
+@pytest.mark.parametrize("n, n_blocks", [(6, 6), (3001, 64), (3001, 1)])
+def test_accept_sub_blocks_twin(n, n_blocks):
+    """The compiled sub-block acceptance equals ``subcluster.accept_sub_blocks`` (labels and sizes): a slot
+    of three points and a singleton that every draw empties (so with several sub-blocks some are rejected,
+    others accepted), an unoccupied slot (2), kept rows (draw = label)."""
+    rng = np.random.default_rng(n)
+    lab = rng.integers(0, 2, n).astype(np.int32)
+    small = rng.choice(n, 4, replace=False)
+    lab[small[:3]], lab[small[3]] = 3, 4
+    draw = np.where(rng.random(n) < 0.5, rng.integers(0, 2, n), lab)
+    draw[small] = 0  # the small clusters' points all leave, none joins
+    draw = draw.astype(np.int32)
+    sizes = np.bincount(lab, minlength=5).astype(float)
+    with x64():
+        args = (jnp.asarray(lab), jnp.asarray(draw), jnp.asarray(sizes), n_blocks)
+        ref = subcluster.accept_sub_blocks(*args)
+        got = jax.jit(cpu.accept_sub_blocks, static_argnums=3)(*args)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(ref[0]))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(ref[1]))
+    out = np.asarray(ref[0])
+    np.testing.assert_array_equal(np.asarray(ref[1]), np.bincount(out, minlength=5))
+    assert np.all(np.bincount(out, minlength=5)[sizes > 0] > 0)  # no occupied slot emptied
+    took = (out == draw) & (draw != lab)
+    assert np.any(took) == (n_blocks > 1)  # one block: rejected (small clusters empty); several: some taken
+    assert np.any(out != draw)
+
+
+def test_sub_block_deltas_skip_labels_outside_the_slots():
+    """Under ``vmap`` the label step runs every width of its ``lax.switch``, so the compiled sub-block
+    deltas see labels beyond their K slots in the discarded branches: those rows are skipped (no write
+    out of bounds; before, a batched chain corrupted the heap), the others counted."""
+    lab = np.array([0, 1, 5, 9, 2, 1], np.int32)
+    z = np.array([1, 1, 0, 2, 0, 7], np.int32)
+    delta = np.zeros((2, 3), np.int64)
+    cpu.sub_block_deltas(lab, z, 2, delta)
+    np.testing.assert_array_equal(delta, [[-1 + 1, 1, -1], [0, 0, 0]])
