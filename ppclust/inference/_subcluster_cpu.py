@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from contextlib import contextmanager
 from functools import partial
 from typing import NamedTuple
@@ -897,6 +898,7 @@ _INDEX: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 _INDEX_IDS = itertools.count(1)
 _INDEX_KEEP = 64
 _INDEX_POINTS = 1 << 26
+_INDEX_LOCK = threading.Lock()
 
 
 def held_index(token):
@@ -912,10 +914,11 @@ def cluster_index(labels, k_max):
     def host(labels):
         order, off = np.empty(n, np.int32), np.empty(k_max + 1, np.int32)
         counting_sort(labels, order, off)
-        token = next(_INDEX_IDS) & 0x7FFFFFFF
-        _INDEX[token] = (order, off)
-        while len(_INDEX) > _INDEX_KEEP or (len(_INDEX) > 1 and len(_INDEX) * n > _INDEX_POINTS):
-            _INDEX.pop(next(iter(_INDEX)))
+        with _INDEX_LOCK:  # callbacks of one program, or of two devices, may run on two threads at once
+            token = next(_INDEX_IDS) & 0x7FFFFFFF
+            _INDEX[token] = (order, off)
+            while len(_INDEX) > _INDEX_KEEP or (len(_INDEX) > 1 and len(_INDEX) * n > _INDEX_POINTS):
+                _INDEX.pop(next(iter(_INDEX)))
         return (np.asarray(token, np.int32),)
 
     (token,) = _call(host, (jax.ShapeDtypeStruct((), jnp.int32),), (labels.astype(jnp.int32),))
@@ -934,20 +937,22 @@ def candidates(n, token=None, rows=None):
     if len(js) == 1:
         return order[off[js[0]]:off[js[0] + 1]]
     key = (int(token), js.tobytes())
-    if _LAST_UNION[0] == key:  # a move's fit and its sides visit the same union: merged once
-        return _LAST_UNION[1]
+    last = _LAST_UNION[0]  # one read of the (key, points) pair: another thread may replace it meanwhile
+    if last is not None and last[0] == key:  # a move's fit and its sides visit the same union: merged once
+        return last[1]
     out = np.empty(int(sum(off[j + 1] - off[j] for j in js)), np.int32)
     if len(js) == 2:
         a, b = order[off[js[0]]:off[js[0] + 1]], order[off[js[1]]:off[js[1] + 1]]
         merge_two(a, b, out)
     else:
         merge_segments(order, off, js, out)
-    _LAST_UNION[:] = [key, out]
+    _LAST_UNION[0] = (key, out)  # one store of the pair
     return out
 
 
-#: the latest union of index segments (:func:`candidates`): ``[(token, slots), points]`` (read-only)
-_LAST_UNION: list = [None, None]
+#: the latest union of index segments (:func:`candidates`): ``[((token, slots), points)]`` (read-only), a
+#: pair stored and read as one object (host callbacks may run on several threads)
+_LAST_UNION: list = [None]
 
 
 def _index_args(index, *rows):
