@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -12,6 +13,40 @@ _CACHE = Path(__file__).resolve().parent.parent / ".jax_cache"
 jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def _private_numba_cache() -> None:
+    """Give each pytest-xdist worker its own copy of the numba disk cache.
+
+    numba's cache index is not safe against two processes saving into it at once (numba/numba#4807:
+    each picks the next data-file number from its own view of the index, so two workers compiling two
+    signatures of one kernel can leave an index entry pointing at the other signature's machine code,
+    which the next process loads without checking). The workers therefore start from a copy of the
+    shared cache (what ``ppclust warmup`` compiled at install) and write only their own; the test
+    subprocesses a worker starts inherit its folder.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or os.environ.get("NUMBA_CACHE_DIR"):
+        return  # a single process, or a folder the user chose
+    import shutil
+
+    from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR to the shared per-user folder)
+
+    shared = os.environ.pop("NUMBA_CACHE_DIR", None)
+    private = _CACHE.parent / ".pytest_cache" / "numba" / worker
+    try:
+        if shared and Path(shared).is_dir():
+            shutil.copytree(shared, private, dirs_exist_ok=True)
+        private.mkdir(parents=True, exist_ok=True)
+    except OSError:  # not writable: numba's own default (next to the sources)
+        return
+    os.environ["NUMBA_CACHE_DIR"] = str(private)
+    numba_config = sys.modules.get("numba.core.config")
+    if numba_config is not None:  # imported already (not by ppclust._jax): tell it too
+        numba_config.CACHE_DIR = str(private)
+
+
+_private_numba_cache()
 
 
 

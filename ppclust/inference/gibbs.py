@@ -350,6 +350,12 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
                              f"{point_logprior.shape}")
         if init_labels is None:
             init_labels = jnp.argmax(point_logprior, axis=1).astype(jnp.int32)
+    if init_labels is not None and not isinstance(init_labels, jax.core.Tracer):
+        lab = np.asarray(init_labels)  # the compiled sweep indexes its slot arrays by these labels unchecked
+        if lab.shape[-1:] != (n,) or (lab.size and (lab.min() < 0 or lab.max() >= k_max)):
+            raise ValueError(f"init_labels must be {n} slot indices in [0, k_max={k_max}), got shape "
+                             f"{lab.shape} with values in [{lab.min() if lab.size else None}, "
+                             f"{lab.max() if lab.size else None}]")
     if init_state is None:
         state = _init_chains(x, links, family, init_labels, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
         if algorithm == "explicit":

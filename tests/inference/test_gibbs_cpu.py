@@ -238,3 +238,17 @@ def test_compiled_loo_log_predictive_equals_the_xla_program(family, pq, partitio
     # collapsed p, q: jax.scipy.special.betaln is accurate to ~1e-8 here (the compiled side uses lgamma)
     tol = 1e-7 if pq == "collapse" else 1e-10
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("bad", [-1, 6])
+def test_init_labels_outside_the_slots_are_refused(bad):
+    """The compiled sweep indexes its per-slot arrays by the labels without a check: a label outside
+    [0, k_max) would write past them, so ``sample`` refuses it with the range in the message."""
+    with x64():
+        x, links = _problem(n=30, d=2, seed=2)
+        x = jnp.asarray(x)
+        labels = np.zeros(30, np.int32)
+        labels[7] = bad
+        with pytest.raises(ValueError, match=r"init_labels must be 30 slot indices in \[0, k_max=6\)"):
+            gibbs.sample(jax.random.key(0), x, links, GaussianNIW.default(x, "full"), TVClustPrior(),
+                         n_draws=2, n_warmup=0, n_chains=1, k_max=6, init_labels=labels, progress_bar=False)
