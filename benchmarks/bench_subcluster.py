@@ -359,6 +359,77 @@ def section_sklearn(ns, sweeps):
     return text + md_table(["n", "method", "time to stable K", "time to ARI > 0.95", "K", "ARI"], rows)
 
 
+def _mesh_rows(n, mesh, sweeps, rounds, anchor):
+    """The rows of :func:`section_mesh` for one n."""
+    x, _, pairs, sign = blobs(n, 2, seed=3)
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(n, pairs, sign)
+        fam = family(2)
+        col = subcluster.colour_links(links, n)
+        kw = dict(n_warmup=0, n_chains=1, k_max=32, pq="collapse", colouring=col, backend="xla")
+        start = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_draws=10, **kw).state
+        kinds = [("one device", None, True), ("2 CPU devices (shard_map)", mesh, True)]
+        if anchor:
+            kinds.append(("2 CPU devices, no fence (the code before session 13)", mesh, False))
+        times = {name: [] for name, _, _ in kinds}
+        labels = {}
+
+        def timed(name, m, r):
+            t0 = time.perf_counter()
+            res = subcluster.sample(jax.random.key(1), xj, links, fam, PRIOR, n_draws=sweeps,
+                                    init_state=start, mesh=m, **kw)
+            jax.block_until_ready(res.state.labels)
+            if r:  # round 0 compiles
+                times[name].append((time.perf_counter() - t0) / sweeps)
+            labels[name] = np.asarray(res.labels[0, -1])
+
+        for r in range(rounds + 1):  # the fenced rows alternate
+            for name, m, fence in kinds:
+                if fence:
+                    timed(name, m, r)
+        for name, m, fence in kinds:
+            if fence:
+                continue
+            # the fence is read when the sampler is traced: the unfenced program needs its own compile
+            keep = subcluster._replicated
+            subcluster._replicated = lambda mesh, *t: t[0] if len(t) == 1 else t
+            jax.clear_caches()
+            try:
+                for r in range(rounds + 1):
+                    timed(name, m, r)
+            finally:
+                subcluster._replicated = keep
+                jax.clear_caches()
+    rows = []
+    for name, _, _ in kinds:
+        t = float(np.median(times[name]))
+        rows.append([f"{n:,}", name, f"{n / t:,.0f}", f"{t:.3f}", " / ".join(f"{v:.3f}" for v in times[name]),
+                     "yes" if np.array_equal(labels[name], labels["one device"]) else "no"])
+    return rows
+
+
+def section_mesh(ns, sweeps=5, rounds=2):
+    """The data-parallel path (``mesh`` over the process's 2 CPU devices, ``backend="xla"``) against the
+    same chain on one device, per n in ``ns``: both continue one state (10 sweeps from one cluster on one
+    device) in alternating timed rounds of ``sweeps`` sweeps. At the smallest n also the mesh without the
+    sharding fence of ``subcluster._replicated`` (session 13's fix; monkeypatched to the identity), the
+    anchor that shows what the fence changed."""
+    from ppclust._devices import resolve_mesh
+
+    mesh = resolve_mesh(2)
+    rows = [r for n in ns for r in _mesh_rows(n, mesh, sweeps, rounds, anchor=n == min(ns))]
+    text = (f"backend xla, d = 2, 12 blobs, 1% of points linked (10% noisy); each row continues the same "
+            f"state (10 sweeps from one cluster on one device) with the same key for {sweeps} sweeps, "
+            f"{rounds} timed rounds after a compiling one (the fenced rows alternate; the unfenced row runs "
+            f"after them, as it needs its own compile); the rate is n / (median s per sweep). \"same "
+            f"labels\": the last draw equals the one-device chain's. The two simulated devices share the "
+            f"machine's 2 cores, so the mesh cannot be faster here: the rows measure the path's cost, not a "
+            f"speed-up.\n\n")
+    return text + md_table(["n", "devices", "point-updates/s", "s/sweep", "rounds (s/sweep)",
+                            "same labels"], rows)
+
+
 def section_chains(n, d=2, n_chains=2, sweeps=10, k_max=64, rounds=2):
     """Section 7: several chains in one call (``vmap``), as ``TVClust`` runs them (2 chains, k_max = 64):
     s/sweep with the chains agreeing on one label-block width per sweep (``step``'s ``chain_axis``, the
@@ -512,7 +583,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
     ap.add_argument("--skip", default="",
                     help="comma-separated sections to skip: "
-                         "d2,d30,wrongk,merge,fromone,chains,sklearn,profile")
+                         "d2,d30,wrongk,merge,fromone,chains,mesh,sklearn,profile")
     ap.add_argument("--mesh-sweeps", type=int, default=5,
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
     ap.add_argument("--xla-sweeps", type=int, default=5,
@@ -562,6 +633,10 @@ def main():
         write_section(out, "subcluster-chains" + ("-quick" if args.quick else ""),
                       "## Several chains: one label-block width per sweep\n\n" + head
                       + section_chains(min(n, 200_000), sweeps=3 if args.quick else 10))
+    if "mesh" not in skip:
+        write_section(out, "subcluster-mesh" + ("-quick" if args.quick else ""),
+                      "## Data parallel over 2 CPU devices (mesh)\n\n" + head
+                      + section_mesh(sorted({min(n, 100_000), n}) if not args.quick else [n]))
     if "profile" not in skip:
         text = "\n\n".join(f"### d = {d}, backend {b}, from {st}\n\n"
                              + section_profile(nn, d, backend=b, start=st, chain_sweeps=cs)
