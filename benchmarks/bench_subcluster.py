@@ -75,6 +75,13 @@ def family(d):
     return GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d))
 
 
+def problem(x, pairs, sign):
+    """``(x, links, family, colouring)`` of a :func:`blobs` draw, the sampler's inputs (call under x64)."""
+    n, d = x.shape
+    links = make_links(n, pairs, sign)
+    return jnp.asarray(x), links, family(d), subcluster.colour_links(links, n)
+
+
 def first_hit(labels, truth, k_true=None, n_clusters=None, thresh=0.95):
     for t, row in enumerate(labels):
         if ari(truth, row) > thresh and (k_true is None or n_clusters[t] == k_true):
@@ -274,10 +281,7 @@ def section_from_one(n, sub_cap=60, col_cap=400, k_max=48, seeds=4, n_moves=4):
     rows, trace = [], []
     marks = [t for t in (1, 2, 5, 10, 20, 30, 60, 100, 200, 400) if t <= max(sub_cap, col_cap)]
     with x64():
-        xj = jnp.asarray(x)
-        links = make_links(n, pairs, sign)
-        fam = family(2)
-        col = subcluster.colour_links(links, n)
+        xj, links, fam, col = problem(x, pairs, sign)
         one = jnp.zeros(n, jnp.int32)
         for seed in range(seeds):
             tr, _, ts, _ = run_sub(xj, links, fam, col, sub_cap, k_max, init_labels=one, seed=seed,
@@ -329,10 +333,7 @@ def section_sklearn(ns, sweeps):
     for n in ns:
         x, truth, pairs, sign = blobs(n, 2, seed=2)
         with x64():
-            xj = jnp.asarray(x)
-            links = make_links(n, pairs, sign)
-            fam = family(2)
-            col = subcluster.colour_links(links, n)
+            xj, links, fam, col = problem(x, pairs, sign)
             tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, 32)
         k = tr.n_clusters[0]
         stable = next((t for t in range(len(k)) if (k[t:] == k[-1]).all()), len(k) - 1) + 1
@@ -363,10 +364,7 @@ def _mesh_rows(n, mesh, sweeps, rounds, anchor):
     """The rows of :func:`section_mesh` for one n."""
     x, _, pairs, sign = blobs(n, 2, seed=3)
     with x64():
-        xj = jnp.asarray(x)
-        links = make_links(n, pairs, sign)
-        fam = family(2)
-        col = subcluster.colour_links(links, n)
+        xj, links, fam, col = problem(x, pairs, sign)
         kw = dict(n_warmup=0, n_chains=1, k_max=32, pq="collapse", colouring=col, backend="xla")
         start = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_draws=10, **kw).state
         kinds = [("one device", None, True), ("2 CPU devices (shard_map)", mesh, True)]
@@ -496,10 +494,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chai
 
     x, truth, pairs, sign = blobs(n, d)
     with x64():
-        xj = jnp.asarray(x)
-        links = make_links(n, pairs, sign)
-        fam = family(d)
-        col = subcluster.colour_links(links, n)
+        xj, links, fam, col = problem(x, pairs, sign)
         if start == "chain":
             tr = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_draws=chain_sweeps, n_warmup=0,
                                    n_chains=1, k_max=k_max, pq="collapse", n_moves=4, colouring=col,
