@@ -166,6 +166,10 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))
     else:
         k_max = point_logprior.shape[1]
+        lo, hi = int(np.min(np.asarray(labels))), int(np.max(np.asarray(labels)))
+        if lo < 0 or hi >= k_max:  # the compiled pass indexes the K components by these labels unchecked
+            raise ValueError(f"labels of partition='finite' must be component ids in [0, K={k_max}) (K: the "
+                             f"columns of point_logprior), got values in [{lo}, {hi}]")
     if backend == "auto":
         from ppclust.inference import _gibbs_cpu
 

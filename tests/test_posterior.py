@@ -61,6 +61,19 @@ def test_loo_log_predictive_equals_brute_force(pq, backend):
             np.testing.assert_allclose(got[0, s], want, rtol=0, atol=1e-9)
 
 
+
+@pytest.mark.parametrize("bad", [-1, 3])
+def test_loo_of_a_finite_mixture_refuses_labels_outside_its_components(bad):
+    """With ``partition="finite"`` the labels index the K columns of ``point_logprior`` (and the compiled
+    pass's slot arrays) unchecked: a label outside [0, K) is a ValueError naming the range."""
+    with x64():
+        x = jnp.asarray(X5)
+        links = make_links(5, PAIRS5, SIGN5)
+        z = np.array([[[0, 0, 1, 2, bad]]])
+        with pytest.raises(ValueError, match=r"component ids in \[0, K=3\)"):
+            posterior.loo_log_predictive(z, x, links, _family(2), PRIOR, partition="finite",
+                                         point_logprior=np.zeros((5, 3)))
+
 def test_link_parameter_draws_are_beta_given_the_partition():
     with x64():
         links = make_links(5, PAIRS5, SIGN5)
