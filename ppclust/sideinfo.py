@@ -495,14 +495,15 @@ def link_reliability(counts, a=1.0, b=1.0) -> tuple[float, float]:
     return (n11 + a) / (n11 + n01 + a + b), (n00 + a) / (n10 + n00 + a + b)
 
 
-def link_log_odds(p, q) -> tuple[float, float]:
+def link_log_odds(p, q, xp=np):
     r"""The log-likelihood ratios of a may-link and of a may-not-link for "same cluster" against "different
     clusters" under TVClust's link model (sensitivity ``p``, specificity ``q``, :func:`link_reliability`):
     :math:`\ell_+ = \ln\frac{p}{1-q}`, :math:`\ell_- = \ln\frac{q}{1-p}`. They are the link weights of
-    TVClust's Gibbs conditionals and, times :math:`2\sigma^2`, RDP-means' :math:`\xi_1, \xi_2` in the
-    small-variance limit (``models.tvclust.small_variance_hyper``). Host scalars."""
-    p, q = float(p), float(q)
-    return float(np.log(p) - np.log1p(-q)), float(np.log(q) - np.log1p(-p))
+    TVClust's Gibbs conditionals (``xp=jax.numpy`` there, traced) and, times :math:`2\sigma^2`, RDP-means'
+    :math:`\xi_1, \xi_2` in the small-variance limit (``models.tvclust.small_variance_hyper``). With the
+    default ``xp=numpy``: host floats."""
+    l_plus, l_minus = xp.log(p) - xp.log1p(-q), xp.log(q) - xp.log1p(-p)
+    return (float(l_plus), float(l_minus)) if xp is np else (l_plus, l_minus)
 
 
 def link_reliability_share(counts, reference=0.9, strength=11.0):

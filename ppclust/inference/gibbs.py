@@ -66,7 +66,7 @@ from ppclust import _progress
 from ppclust._devices import axis_sharding
 from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
 from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
-from ppclust.sideinfo import Links, link_counts, pair_counts
+from ppclust.sideinfo import Links, link_counts, link_log_odds, pair_counts
 
 __all__ = [
     "GibbsState",
@@ -621,8 +621,7 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
         v = betaln(a, b)
         v = v[:fk.shape[0]] + v[fk.shape[0]:]
         return jnp.where(hot.any(0), v[1:][jnp.argmax(hot, 0)], v[0])
-    xi1 = jnp.log(p) - jnp.log1p(-q)
-    xi2 = jnp.log(q) - jnp.log1p(-p)
+    xi1, xi2 = link_log_odds(p, q, xp=jnp)
     return f * xi1 - s * xi2
 
 

@@ -223,7 +223,7 @@ from ppclust.inference.gibbs import (
     renamed_n_samples,
 )
 from ppclust.models.tvclust import TVClustPrior, log_joint_from_stats
-from ppclust.sideinfo import Links, link_counts, pair_counts
+from ppclust.sideinfo import Links, link_counts, link_log_odds, pair_counts
 
 __all__ = [
     "Colouring",
@@ -981,8 +981,7 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
         labels, sizes = cpu.accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
     else:
         labels, sizes = accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
-    xi1 = jnp.log(p) - jnp.log1p(-q)
-    xi2 = jnp.log(q) - jnp.log1p(-p)
+    xi1, xi2 = link_log_odds(p, q, xp=jnp)
     for c in range(colouring.classes.shape[0]):
         idx = colouring.classes[c]
         real = idx < n
@@ -1098,13 +1097,13 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
     if mesh is not None:  # the points' and the links' sums per device, reduced with psum
         stats, counts = _sharded_stats_counts(x, labels, links, family, k_max, mesh)
-    elif backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
-        from ppclust.inference import _subcluster_cpu as cpu
-
-        stats = cpu.family_stats(x, labels, k_max, family, x_wired)
-        counts = pair_counts(labels, links).astype(x.dtype)
     else:
-        stats = family.stats(x, labels, k_max)
+        if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
+            from ppclust.inference import _subcluster_cpu as cpu
+
+            stats = cpu.family_stats(x, labels, k_max, family, x_wired)
+        else:
+            stats = family.stats(x, labels, k_max)
         counts = pair_counts(labels, links).astype(x.dtype)
     if pq == "collapse":  # report E[p | z, E], E[q | z, E] as the collapsed sampler does
         p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
