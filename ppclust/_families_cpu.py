@@ -43,10 +43,13 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 __all__ = [
     "FULL", "DIAG", "SPHERICAL", "KNOWN_VAR", "available", "family_code", "family_arrays", "compile_kernel",
     "inline_kernel", "chol_rank_one", "solve_sq", "rank_one", "predictive_log_norm", "predictive_cache_slot",
-    "log_predictive_cached", "log_predictive_loo", "gaussian_loglik",
+    "log_predictive_cached", "log_predictive_loo", "gaussian_loglik", "UPPER",
 ]
 
 FULL, DIAG, SPHERICAL, KNOWN_VAR = 0, 1, 2, 3
+#: full covariance whose precision factor is upper triangular (``A[k, j * d + r] = 0`` for r > j): the
+#: kernels skip the zeros (the compiled twins' layout of explicit parameters, never a family's code)
+UPPER = 4
 
 
 def available() -> bool:
@@ -326,17 +329,19 @@ def gaussian_loglik(x, i, mean, A, half, k, code, w):
     r""":func:`ppclust.families.gaussian_loglik` of point ``x[i]`` in slot k of explicit parameters
     (:class:`~ppclust.families.GaussianParams`): :math:`-\tfrac d2\ln 2\pi + h_k - \tfrac12\|A_k(x-\mu_k)\|^2`
     with ``A`` (K, m) the precision factor flattened: m = d * d column-major (``code`` FULL: ``A[k, j * d +
-    r]`` = :math:`(A_k)_{rj}`), d (DIAG) or 1 (SPHERICAL). ``w``: scratch of length d. Full covariance
+    r]`` = :math:`(A_k)_{rj}`; UPPER the same layout of an upper-triangular factor, whose zeros are
+    skipped: half the products), d (DIAG) or 1 (SPHERICAL). ``w``: scratch of length d. Full covariance
     accumulates :math:`A_k u` column by column (each row's sum in the order j = 0..d-1, as a row-wise dot
     product, while the loop over rows vectorises)."""
     d = x.shape[1]
     q = 0.0
-    if code == FULL:
+    if code == FULL or code == UPPER:
         for r in range(d):
             w[r] = 0.0
         for j in range(d):
             u = x[i, j] - mean[k, j]
-            for r in range(d):
+            top = j + 1 if code == UPPER else d
+            for r in range(top):
                 w[r] += A[k, j * d + r] * u
         for r in range(d):
             q += w[r] * w[r]

@@ -69,7 +69,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppclust import _families_cpu
-from ppclust._families_cpu import DIAG, FULL, available, family_code, gaussian_loglik
+from ppclust._families_cpu import DIAG, FULL, UPPER, available, family_code, gaussian_loglik
 from ppclust.families import LOG_2PI, GaussianNIW
 from ppclust.inference._gibbs_cpu import _from_wire, _to_wire, _unwire, _wire, _wire_shape
 
@@ -201,11 +201,18 @@ def _add_outer(out, v):
             row[m] += a * v[m]
 
 
+#: points per register block of :func:`stats_sums`' outer products
+_OUTER_ROWS = 4
+
+
 @_parallel_kernel
 def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     """The per-slot sums of ``GaussianNIW.stats``: counts, sums of the points and sums of the outer
-    products of the centred points ``x - centre`` (:func:`_add_outer`); labels outside [0, K) count
-    nowhere."""
+    products of the centred points ``x - centre``; labels outside [0, K) count nowhere. Each chunk of points
+    is sorted by slot (a counting sort), then a slot's points enter its outer-product sum
+    ``_OUTER_ROWS`` at a time: one pass over the d x d sum adds the four products of each entry (every
+    row a vector loop, a quarter of the loads and stores of one point at a time; entry (j, m) and (m, j)
+    add the same products in the same order, so the sum is symmetric bit for bit)."""
     n, d = x.shape
     K = n_out.shape[0]
     nc = _chunks(n)
@@ -213,17 +220,47 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     cn = np.zeros((nc, K))
     cs = np.zeros((nc, K, d))
     co = np.zeros((nc, K, d, d))
+    R = _OUTER_ROWS
     for c in prange(nc):
-        xc = np.empty(d)
-        for i in range(c * per, min(n, (c + 1) * per)):
+        lo, hi = c * per, min(n, (c + 1) * per)
+        off = np.zeros(K + 1, np.int64)
+        for i in range(lo, hi):
             k = labels[i]
-            if k < 0 or k >= K:
-                continue
-            cn[c, k] += 1.0
-            for j in range(d):
-                cs[c, k, j] += x[i, j]
-                xc[j] = x[i, j] - centre[j]
-            _add_outer(co[c, k], xc)
+            if k >= 0 and k < K:
+                off[k + 1] += 1
+        for k in range(K):
+            off[k + 1] += off[k]
+        pos = off[:K].copy()
+        order = np.empty(max(hi - lo, 1), np.int64)
+        for i in range(lo, hi):
+            k = labels[i]
+            if k >= 0 and k < K:
+                order[pos[k]] = i
+                pos[k] += 1
+        blk = np.zeros((R, d))
+        for k in range(K):
+            t, end = off[k], off[k + 1]
+            cn[c, k] += end - t
+            out = co[c, k]
+            sk = cs[c, k]
+            while t < end:
+                g = min(R, end - t)
+                for r in range(R):
+                    if r < g:
+                        i = order[t + r]
+                        for j in range(d):
+                            sk[j] += x[i, j]
+                            blk[r, j] = x[i, j] - centre[j]
+                    else:
+                        for j in range(d):
+                            blk[r, j] = 0.0
+                b0, b1, b2, b3 = blk[0], blk[1], blk[2], blk[3]
+                for j in range(d):
+                    a0, a1, a2, a3 = b0[j], b1[j], b2[j], b3[j]
+                    row = out[j]
+                    for m in range(d):
+                        row[m] += (a0 * b0[m] + a1 * b1[m]) + (a2 * b2[m] + a3 * b3[m])
+                t += g
     for c in range(nc):
         for k in range(K):
             n_out[k] += cn[c, k]
@@ -431,6 +468,7 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
     for c in prange(nc):
         xc = np.empty(d)
         xt = np.empty((d, _MOVE_ROWS))  # a block of candidates gathered (independent loads), then visited
+        ut = np.empty((d, _MOVE_ROWS))
         lab = np.empty(_MOVE_ROWS, np.int32)
         lk = np.empty((2, _MOVE_ROWS))
         q = np.empty(_MOVE_ROWS)
@@ -443,7 +481,7 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
                 lab[b] = labels[i]
                 for j in range(d):
                     xt[j, b] = x[i, j]
-            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk)  # gaussian_loglik + lw, the same terms
+            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk)  # gaussian_loglik + lw, the same terms
             for b in range(m):
                 li = lab[b]
                 if not (li == ca or (not is_split and li == cb)):
@@ -507,12 +545,14 @@ def _inverse_cdf(e, K, target):
 
 
 @partial(compile_kernel, inline="always")
-def _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk):
+def _rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     """``lk[k, b] = c0 + half_k - q_kb / 2 + log pi_k`` for the slots k and the ``m`` rows b of ``xt``
     (d, rows: a block of points transposed), the terms of :func:`ppclust._families_cpu.gaussian_loglik` in
     its order of operations (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed,
     ``H`` (2, K) half log determinants and log weights), with the rows innermost: every loop over b
-    vectorises (no reduction across lanes)."""
+    vectorises (no reduction across lanes). ``q``, ``w`` (rows,) and ``ut`` (d, rows): scratch (``ut`` the
+    centred rows of one slot, so the d^2 loop is one multiply-add per term; ``code`` UPPER skips the
+    factor's zeros below the diagonal)."""
     d = xt.shape[0]
     K = H.shape[1]
     for k in range(K):
@@ -532,16 +572,21 @@ def _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk):
             continue
         for b in range(m):
             q[b] = 0.0
-        if code == FULL:
+        if code == FULL or code == UPPER:
+            for j in range(d):
+                mu = M[j, k]
+                xr = xt[j]
+                ur = ut[j]
+                for b in range(m):
+                    ur[b] = xr[b] - mu
             for r in range(d):
                 for b in range(m):
                     w[b] = 0.0
-                for j in range(d):
+                for j in range(r if code == UPPER else 0, d):
                     a = Af[j * d + r, k]
-                    mu = M[j, k]
-                    xr = xt[j]
+                    ur = ut[j]
                     for b in range(m):
-                        w[b] += a * (xr[b] - mu)
+                        w[b] += a * ur[b]
                 for b in range(m):
                     q[b] += w[b] * w[b]
         else:
@@ -607,6 +652,7 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
     for c in prange(nc):
         lk = np.empty((ka, _ROWS))
         xt = np.empty((d, _ROWS))
+        ut = np.empty((d, _ROWS))
         q = np.empty(_ROWS)
         w = np.empty(_ROWS)
         mx = np.empty(_ROWS)
@@ -620,7 +666,7 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
             for j in range(d):
                 for b in range(m):
                     xt[j, b] = x[i0 + b, j]
-            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, lk)
+            _rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk)
             for b in range(m):
                 mx[b] = lk[0, b]
             for k in range(1, ka):
@@ -655,14 +701,16 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
 
 
 @partial(compile_kernel, inline="always")
-def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
+def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, skip):
     r"""The log densities plus log weights of the slots (``mean`` (K, d), ``A`` (K, m) as
     :func:`ppclust._families_cpu.gaussian_loglik` takes them, ``H`` (2, K) as :func:`_rows_logliks`) one
-    slot at a time, slot ``start`` first, skipping the slots
-    whose upper bound :math:`c_0 + h_k - \tfrac12\lambda_k\|x_i - \mu_k\|^2 + \log\pi_k` (``lam`` a lower
-    bound on the precision's smallest eigenvalue, so the bound is O(d) where the density is O(d^2)) is at
-    least ``cut`` below the largest density so far (``skip[k]``, ``lk[k]`` then holds the bound). Returns
-    the index of the largest."""
+    slot at a time, slot ``start`` first, skipping the slots whose upper bound
+    :math:`c_0 + h_k - \tfrac12 b_k + \log\pi_k` is at least ``cut`` below the largest density so far
+    (``skip[k]``, ``lk[k]`` then holds the bound). :math:`b_k \le u^\top P_k u` (:math:`u = x_i - \mu_k`)
+    is :func:`_precision_bound`'s: ``lam[k] = (c, c - \lambda_1, c - \lambda_2)`` and ``V[k]`` (2, d) the
+    eigenvectors of the precision's two smallest eigenvalues, :math:`b_k = c\|u\|^2 - \sum_t (c -
+    \lambda_t)(v_t^\top u)^2`: one O(d) pass (three sums) where the density is O(d^2). Returns the index
+    of the largest."""
     d = x.shape[1]
     K = H.shape[1]
     lk[start] = gaussian_loglik(x, i, mean, A, H[0], start, code, sc) + H[1, start]
@@ -672,10 +720,15 @@ def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
         if k == start:
             continue
         dist = 0.0
+        p0 = 0.0
+        p1 = 0.0
         for j in range(d):
             t = x[i, j] - mean[k, j]
             dist += t * t
-        ub = (c0 + H[0, k] - 0.5 * lam[k] * dist) + H[1, k]
+            p0 += V[k, 0, j] * t
+            p1 += V[k, 1, j] * t
+        bq = lam[k, 0] * dist - lam[k, 1] * (p0 * p0) - lam[k, 2] * (p1 * p1)
+        ub = (c0 + H[0, k] - 0.5 * bq) + H[1, k]
         if ub - lk[am] <= -cut:
             skip[k] = True
             lk[k] = ub
@@ -687,12 +740,12 @@ def _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, start, sc, lk, skip):
     return am
 
 
-@_parallel_kernel
-def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, pos):
+@partial(compile_kernel, parallel=True, fastmath={'reassoc', 'contract'})
+def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, V, pos):
     r"""The unlinked block's draw of :func:`dense_draw` (the same draws up to rounding) for d >
     ``_BOUND_MIN_D``, one point at a time, skipping densities: a slot whose O(d) upper bound
-    (:func:`_bounded_logliks`: smallest precision eigenvalue ``lam`` times the squared distance to the mean)
-    is ``cut`` below the largest density so far is not computed in O(d^2). Parameters of the slots ``act``
+    (:func:`_bounded_logliks`, from :func:`_precision_bound`'s ``lam``, ``V``) is ``cut`` below the
+    largest density so far is not computed in O(d^2). Parameters of the slots ``act``
     only, ``mean`` (K, d), ``A`` (K, m), ``H`` (2, K) (:func:`draw_block` builds them), ``pos[k]`` slot k's
     index among them (the point's current slot is computed first).
 
@@ -723,7 +776,7 @@ def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, l
                 continue
             k0 = labels[i]
             start = pos[k0] if k0 >= 0 and k0 < K else -1
-            am = _bounded_logliks(x, i, mean, A, H, lam, code, c0, cut, max(start, 0), sc, lk, skip)
+            am = _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, max(start, 0), sc, lk, skip)
             mx = lk[am]
             tot = 0.0
             dropped = 0
@@ -763,13 +816,19 @@ def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, l
 
 # -- JAX side: operands, callbacks -----------------------------------------------------------------------
 def param_arrays(theta, code):
-    """``(mean (K, d), A (K, m), half (K,))`` of :class:`~ppclust.families.GaussianParams`, A flattened in
-    the layout of :func:`ppclust._families_cpu.gaussian_loglik` (full: column-major)."""
+    r"""``(mean (K, d), A (K, m), half (K,), code)`` of :class:`~ppclust.families.GaussianParams`, A
+    flattened in the layout of :func:`ppclust._families_cpu.gaussian_loglik` (full: column-major), and the
+    layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each factor
+    (:math:`R^\top R = A^\top Q^\top Q A = A^\top A`, the same precision: the same densities up to
+    rounding) and the code UPPER, so every density skips R's zeros: d(d+1)/2 products in place of d^2
+    (d = 2 keeps its unrolled full product)."""
     K = theta.mean.shape[0]
     A = theta.prec_factor
     if A.ndim == 3:
+        if A.shape[-1] > 2:
+            A, code = jnp.linalg.qr(A, mode="r"), UPPER
         A = jnp.swapaxes(A, 1, 2)
-    return theta.mean, A.reshape(K, -1), theta.half_logdet_prec
+    return theta.mean, A.reshape(K, -1), theta.half_logdet_prec, code
 
 
 #: host copies of the data by token (:func:`hold`): a callback given a held :class:`Wired` reads ``x`` here
@@ -1014,8 +1073,7 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
     """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
     :func:`wired` ``x``, else made here; ``index``: a :class:`ClusterIndex` valid for ``labels``, or None:
     every point visited)."""
-    code = family_code(family)
-    mean, A, half = param_arrays(theta, code)
+    mean, A, half, code = param_arrays(theta, family_code(family))
     n, d = x.shape
     xw = wired(x) if xw is None else xw
 
@@ -1045,26 +1103,43 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
 _BOUND_MIN_D = 4
 
 
-def _precision_floor(A, code, d):
-    """A lower bound on the smallest eigenvalue of each precision :math:`A_k^\top A_k` (``A`` (K, m) as
-    :func:`param_arrays` lays it out): the smallest squared singular value (full), squared diagonal entry
-    (diag) or the square (spherical), less 1e-6 of it against rounding."""
+def _precision_bound(A, code, d):
+    r"""``(lam (K, 3), V (K, 2, d))``: the terms of a lower bound on each quadratic form
+    :math:`u^\top P_k u`, :math:`P_k = A_k^\top A_k` (``A`` (K, m) as :func:`param_arrays` lays it
+    out), of :func:`_bounded_logliks`: with the eigenvalues :math:`\lambda_1 \le \lambda_2 \le
+    \lambda_3 \le \dots` of :math:`P_k` and the eigenvectors :math:`v_1, v_2` of the two smallest,
+    and any :math:`c \le \lambda_3`,
+
+    .. math:: P_k - cI = \sum_t (\lambda_t - c) v_t v_t^\top \succeq \sum_{t \le 2} (\lambda_t - c)
+              v_t v_t^\top,
+
+    since every dropped term has :math:`\lambda_t \ge \lambda_3 \ge c`. So :math:`u^\top P_k u \ge
+    c\|u\|^2 - \sum_{t\le2} (c - \lambda_t)(v_t^\top u)^2`, exact on the span of :math:`v_1, v_2`:
+    tight for a cluster stretched along one or two directions (say two blobs the chain holds merged),
+    where the smallest eigenvalue alone (:math:`c = \lambda_1`, the bound before session 14) bounds every
+    direction by the stretched one. ``lam[k] = (c, c - \lambda_1, c - \lambda_2)`` with :math:`c =
+    \lambda_3 - 10^{-9}\lambda_{max}` (against the rounding of the decomposition and of the O(d) sums;
+    below 0 it is 0, :math:`P_k \succeq 0`)."""
     K = A.shape[0]
-    if code == FULL:
-        sv = np.linalg.svd(A.reshape(K, d, d), compute_uv=False).min(1)  # transposes: same singular values
-    elif code == DIAG:
-        sv = np.abs(A).min(1)
+    if code == FULL or code == UPPER:
+        F = A.reshape(K, d, d)  # the factor transposed (column-major layout): F F^T = A^T A
+        P = F @ np.swapaxes(F, 1, 2)
     else:
-        sv = np.abs(A[:, 0])
-    return sv * sv * (1.0 - 1e-6)
+        diag = np.abs(A) if code == DIAG else np.repeat(np.abs(A[:, :1]), d, 1)
+        P = np.zeros((K, d, d))
+        P[:, np.arange(d), np.arange(d)] = diag * diag
+    ev, vec = np.linalg.eigh(P)
+    c = np.maximum(ev[:, 2] - 1e-9 * np.abs(ev).max(1), 0.0)
+    lam = np.stack([c, c - ev[:, 0], c - ev[:, 1]], 1)
+    lam[:, 1:] = np.maximum(lam[:, 1:], 0.0)  # c - lambda_t >= 0 (rounding)
+    return np.ascontiguousarray(lam), np.ascontiguousarray(np.swapaxes(vec[:, :, :2], 1, 2))
 
 
 def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     """:func:`dense_draw` (d <= ``_BOUND_MIN_D``) or :func:`block_draw` from JAX: ``(labels (n,), counts
     (K,))``, the twin of ``subcluster._block_draw`` on one device with uniforms
     ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here)."""
-    code = family_code(family)
-    mean, A, half = param_arrays(theta, code)
+    mean, A, half, code = param_arrays(theta, family_code(family))
     n, d = x.shape
     K = log_pi.shape[0]
 
@@ -1082,7 +1157,7 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         pos = np.full(K, -1, np.int32)
         pos[act] = np.arange(len(act))
         block_draw(x, keep, labels, Ha, act, K, code, s0, s1, float(cut), z, cnt, mean, A,
-                   _precision_floor(A, code, d), pos)
+                   *_precision_bound(A, code, d), pos)
         return z, cnt.astype(np.int32)
 
     outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))

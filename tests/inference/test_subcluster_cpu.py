@@ -65,7 +65,8 @@ def test_gaussian_loglik_twin(cov):
         th = _theta(fam, jnp.asarray(x), z, 5)
         ref = np.asarray(jax.vmap(gaussian_loglik, (None, 0))(th, jnp.asarray(x)))
     code = _families_cpu.family_code(fam)
-    mean, A, half = (np.asarray(a) for a in cpu.param_arrays(th, code))
+    mean, A, half, code = cpu.param_arrays(th, code)
+    mean, A, half = np.asarray(mean), np.asarray(A), np.asarray(half)
     w = np.empty(x.shape[1])
     got = np.array([[_families_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
                     for i in range(len(x))])
@@ -300,6 +301,48 @@ def test_block_draw_twin(cov, cut, d):
     assert np.all(got[keep] == z[keep]) and not np.any(got[~keep] == 2) and np.any(got[~keep] == 5)
     assert 0.05 < np.mean(got[~keep] != z[~keep]) < 0.9  # the draws are random, not the argmax
 
+
+
+@pytest.mark.parametrize("cov", COVS)
+def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
+    r"""The O(d) bound of the bounded draw (``_precision_bound``, summed as ``_bounded_logliks`` does) never
+    exceeds the quadratic form :math:`u^\top A^\top A u`, for random u and precisions stretched along two
+    directions; it equals the form on the span of the two smallest eigenvectors and is at least the
+    third eigenvalue times :math:`\|u\|^2` off it (the smallest eigenvalue alone, or a sign slip in the
+    correction terms, fails one of these)."""
+    d, K = 9, 5
+    rng = np.random.default_rng(4)
+    if cov == "full":
+        Q = np.linalg.qr(rng.normal(size=(K, d, d)))[0]
+        ev = np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)])
+        A = np.sqrt(ev)[None, :, None] * np.swapaxes(Q, 1, 2)  # A^T A = Q diag(ev) Q^T
+        code = _families_cpu.FULL
+        Af = np.swapaxes(A, 1, 2).reshape(K, -1)  # param_arrays' column-major layout
+    elif cov == "diag":
+        Af = np.sqrt(rng.permuted(np.tile(np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]),
+                                          (K, 1)), axis=1))
+        code, A = _families_cpu.DIAG, None
+    else:
+        Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _families_cpu.SPHERICAL, None
+    lam, V = cpu._precision_bound(Af, code, d)
+    P = (np.swapaxes(A, 1, 2) @ A if cov == "full"
+         else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af]))
+
+    def bound(u):
+        p0, p1 = np.einsum("kj,nkj->nk", V[:, 0], u), np.einsum("kj,nkj->nk", V[:, 1], u)
+        return lam[:, 0] * (u * u).sum(-1) - lam[:, 1] * p0 ** 2 - lam[:, 2] * p1 ** 2
+
+    u = rng.normal(size=(2000, K, d)) * rng.uniform(0.1, 10.0, (2000, 1, 1))
+    q = np.einsum("nkj,kjl,nkl->nk", u, P, u)
+    assert np.all(bound(u) <= q * (1 + 1e-12))
+    evs, vecs = np.linalg.eigh(P)
+    in_span = np.einsum("nkt,klt->nkl", rng.normal(size=(50, K, 2)), vecs[:, :, :2])
+    np.testing.assert_allclose(bound(in_span), np.einsum("nkj,kjl,nkl->nk", in_span, P, in_span),
+                               rtol=1e-6, atol=1e-12)
+    off = u - np.einsum("nkj,kjt,klt->nkl", u, vecs[:, :, :2], vecs[:, :, :2])
+    assert np.all(bound(off) >= evs[:, 2] * (off * off).sum(-1) * (1 - 1e-6))
+    if cov != "spherical":
+        assert np.all(evs[:, 2] > 10 * evs[:, 0])  # the smallest eigenvalue alone would be far weaker
 
 def _chain_problem(n=240, seed=0):
     rng = np.random.default_rng(seed)
