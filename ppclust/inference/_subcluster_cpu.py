@@ -880,36 +880,107 @@ def wired(x, token=None):
     return Wired(_wire(x), np.dtype(x.dtype), x.mean(0))
 
 
+#: operands and results of at most this many 32-bit words cross a callback packed into one uint32 vector
+#: each way (:func:`_call`): every array crossing costs a fixed ~45 us (a device put or a host view), about
+#: a millisecond per move with its dozen scalars and small parameter arrays
+_PACK_MAX = 1 << 12
+
+
+def _as_words(a):
+    """A wired array (:func:`_wire`: no 64-bit types) as uint32 words, in JAX."""
+    if a.dtype == jnp.bool_:
+        return a.astype(jnp.uint32)
+    return a if a.dtype == jnp.uint32 else jax.lax.bitcast_convert_type(a, jnp.uint32)
+
+
+def _from_words(w, dtype):
+    """Inverse of :func:`_as_words`, in JAX."""
+    if dtype == jnp.bool_:
+        return w != 0
+    return w if dtype == jnp.uint32 else jax.lax.bitcast_convert_type(w, dtype)
+
+
+def _np_from_words(w, dtype):
+    """Inverse of :func:`_as_words`, on the host."""
+    return w != 0 if dtype == np.bool_ else np.ascontiguousarray(w).view(dtype)
+
+
+def _np_as_words(a):
+    """:func:`_as_words` on the host."""
+    a = np.ascontiguousarray(a)
+    return a.astype(np.uint32) if a.dtype == np.bool_ else a.view(np.uint32)
+
+
 def _call(host, outs, args):
     """``pure_callback`` with 64-bit operands as uint32 pairs (see :mod:`._gibbs_cpu`; an operand given as
     :class:`Wired` is passed as it is, or as its :func:`hold` token, the callback reading the held data).
-    Under ``vmap`` the chains come in one call (``expand_dims``: leading batch axes, size 1 where an operand
-    is shared) and ``host`` runs once per chain (each kernel is multi-threaded over the points)."""
+    Operands of at most ``_PACK_MAX`` words cross packed into one uint32 vector, results likewise (the
+    sizes are static: JAX slices and bitcasts them back, the host views them). Under ``vmap`` the chains
+    come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and ``host``
+    runs once per chain (each kernel is multi-threaded over the points)."""
     dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
     held = [isinstance(a, Wired) and a.token is not None for a in args]
     wired_args = [a.token if h else a.bits if isinstance(a, Wired) else _wire(a)
                   for a, h in zip(args, held, strict=True)]
     core = [a.ndim for a in wired_args]
+    shapes = [tuple(a.shape) for a in wired_args]
+    wdt = [np.dtype(a.dtype) for a in wired_args]
+    packed = [i for i, a in enumerate(wired_args) if a.size <= _PACK_MAX]
+    big = [i for i in range(len(wired_args)) if i not in packed]
+    sizes = [int(np.prod(shapes[i], dtype=np.int64)) for i in packed]
+    wire_outs = [_wire_shape(o) for o in outs]
+    out_small = [r for r, o in enumerate(wire_outs) if int(np.prod(o.shape, dtype=np.int64)) <= _PACK_MAX]
+    out_big = [r for r in range(len(outs)) if r not in out_small]
+    out_sizes = [int(np.prod(wire_outs[r].shape, dtype=np.int64)) for r in out_small]
 
     def unwire(a, t, h):
         return _HELD[int(a)] if h else _unwire(a, t)
 
-    def run(*wired):
+    def unpack(words, rest):
+        """The operands (batch axes in front) from the packed words and the big operands."""
+        nb = words.ndim - 1
+        ops = [None] * len(wired_args)
+        o = 0
+        for i, m in zip(packed, sizes, strict=True):
+            ops[i] = _np_from_words(words[..., o:o + m], wdt[i]).reshape(words.shape[:nb] + shapes[i])
+            o += m
+        for i, a in zip(big, rest, strict=True):
+            ops[i] = a
+        return ops
+
+    def run_all(*wired):
         nb = wired[0].ndim - core[0]
         batch = np.broadcast_shapes(*(a.shape[:nb] for a in wired))
         if not batch:
             res = host(*[unwire(a, t, h) for a, t, h in zip(wired, dtypes, held, strict=True)])
-            return tuple(_to_wire(np.asarray(r)) for r in res)
+            return [_to_wire(np.asarray(r)) for r in res], ()
         per = []
         for ix in np.ndindex(*batch):
             one = [a[tuple(j if a.shape[m] > 1 else 0 for m, j in enumerate(ix))] for a in wired]
             res = host(*[unwire(a, t, h) for a, t, h in zip(one, dtypes, held, strict=True)])
             per.append([np.asarray(r) for r in res])
-        return tuple(_to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
-                     for r in range(len(outs)))
+        return [_to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
+                for r in range(len(outs))], batch
 
-    res = jax.pure_callback(run, tuple(_wire_shape(o) for o in outs), *wired_args, vmap_method="expand_dims")
-    return tuple(_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
+    def run(words, *rest):  # (the operands arrive as jax Arrays: slicing them would dispatch XLA ops)
+        res, batch = run_all(*unpack(np.asarray(words), [np.asarray(a) for a in rest]))
+        flat = [_np_as_words(res[r]).reshape(batch + (-1,)) for r in out_small]
+        small = np.concatenate(flat, -1) if flat else np.zeros(batch + (0,), np.uint32)
+        return (small,) + tuple(res[r] for r in out_big)
+
+    words = (jnp.concatenate([_as_words(wired_args[i]).reshape(-1) for i in packed]) if packed
+             else jnp.zeros((0,), jnp.uint32))
+    res = jax.pure_callback(run, (jax.ShapeDtypeStruct((sum(out_sizes),), jnp.uint32),)
+                            + tuple(wire_outs[r] for r in out_big), words, *[wired_args[i] for i in big],
+                            vmap_method="expand_dims")
+    got = [None] * len(outs)
+    o = 0
+    for r, m in zip(out_small, out_sizes, strict=True):
+        got[r] = _from_words(res[0][o:o + m], wire_outs[r].dtype).reshape(wire_outs[r].shape)
+        o += m
+    for r, a in zip(out_big, res[1:], strict=True):
+        got[r] = a
+    return tuple(_from_wire(r, o.dtype) for r, o in zip(got, outs, strict=True))
 
 
 def _seed(seed):
