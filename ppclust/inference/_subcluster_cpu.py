@@ -208,11 +208,12 @@ _OUTER_ROWS = 4
 @_parallel_kernel
 def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     """The per-slot sums of ``GaussianNIW.stats``: counts, sums of the points and sums of the outer
-    products of the centred points ``x - centre``; labels outside [0, K) count nowhere. Each chunk of points
-    is sorted by slot (a counting sort), then a slot's points enter its outer-product sum
-    ``_OUTER_ROWS`` at a time: one pass over the d x d sum adds the four products of each entry (every
-    row a vector loop, a quarter of the loads and stores of one point at a time; entry (j, m) and (m, j)
-    add the same products in the same order, so the sum is symmetric bit for bit)."""
+    products of the centred points ``x - centre``; labels outside [0, K) count nowhere. Up to d =
+    ``_OUTER_ROWS`` one point at a time; above, each chunk of points is sorted by slot (a counting sort),
+    then a slot's points enter its outer-product sum ``_OUTER_ROWS`` at a time: one pass over the d x d
+    sum adds the four products of each entry (every row a vector loop, a quarter of the loads and stores
+    of one point at a time; entry (j, m) and (m, j) add the same products in the same order, so the sum is
+    symmetric bit for bit)."""
     n, d = x.shape
     K = n_out.shape[0]
     nc = _chunks(n)
@@ -223,6 +224,18 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     R = _OUTER_ROWS
     for c in prange(nc):
         lo, hi = c * per, min(n, (c + 1) * per)
+        if d <= _OUTER_ROWS:  # a d x d sum this small stays in registers: one point at a time, unsorted
+            xc = np.empty(d)
+            for i in range(lo, hi):
+                k = labels[i]
+                if k < 0 or k >= K:
+                    continue
+                cn[c, k] += 1.0
+                for j in range(d):
+                    cs[c, k, j] += x[i, j]
+                    xc[j] = x[i, j] - centre[j]
+                _add_outer(co[c, k], xc)
+            continue
         off = np.zeros(K + 1, np.int64)
         for i in range(lo, hi):
             k = labels[i]

@@ -146,7 +146,7 @@ the peel/absorb step's point; the label step's unlinked block (up to d = 4
 :func:`ppclust.inference._subcluster_cpu.dense_draw`: blocks of points, every density and weight in vector
 loops over the points; above, :func:`ppclust.inference._subcluster_cpu.block_draw`: an O(d) bound that skips
 most O(d^2) densities and exps within 20 nats of the largest weight only, with an exact redraw when the
-left-out mass could matter); for d > 4 the end-of-sweep statistics too. The data never cross the callbacks
+left-out mass could matter); the end-of-sweep statistics too. The data never cross the callbacks
 (:func:`sample` holds a host copy for its compiled call, :func:`ppclust.inference._subcluster_cpu.hold`),
 and a per-sweep cluster index (a counting sort of the labels before the moves, its covers updated by
 accepted moves, :class:`ppclust.inference._subcluster_cpu.ClusterIndex`) lets a move's kernels visit the
@@ -249,10 +249,13 @@ _SUB_ITERS = 4
 #: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
 #: groups, independent of n (the final responsibilities are computed for every point of the cluster)
 _SUB_FIT = 1024
-#: the numba backend sums the end-of-sweep statistics on the compiled twin above this dimension (XLA's
-#: O(n d^2) segment sum dominates the sweep there; at small d it is the faster: profile section of
-#: ``benchmarks/results/subcluster.md``)
-_NUMBA_STATS_MIN_D = 4
+#: the numba backend sums the end-of-sweep statistics on the compiled twin above this dimension: every d
+#: since session 14 (XLA's segment sums ran as three unfused scatters, about 8 ms of a 90 ms sweep at n =
+#: 10^6, d = 2, against 2.4 ms for the twin's loop; XLA's O(n d^2) sums dominate the sweep at d = 30)
+_NUMBA_STATS_MIN_D = 0
+#: a sub-cluster fit's two-slot statistics as two weighted matrix products above this dimension
+#: (:func:`_two_slot_stats`)
+_WEIGHTED_STATS_MIN_D = 4
 #: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
 #: dimension (XLA's fused matrix-product draw above it). Every d: at d = 30 the twin's O(d) bounds skip
 #: most O(d^2) densities (2.6x faster than XLA in a loaded A/B), at d = 2 the two ran level (profile
@@ -448,11 +451,11 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
 
 
 def _two_slot_stats(family, x, side, w):
-    """``family.stats(x, side, 2, w)`` of a sub-cluster fit's subsample. For d > ``_NUMBA_STATS_MIN_D`` with a
-    pooling family (:func:`_pools`), the two slots as ``family.weighted_stats`` (each scatter one (d, m) x
-    (m, d) product; ``stats`` forms the (m, d, d) outer products, and the fit's six such calls were most of
-    a move at d = 30): the same statistics up to float rounding."""
-    if x.shape[1] > _NUMBA_STATS_MIN_D and _pools(family):
+    """``family.stats(x, side, 2, w)`` of a sub-cluster fit's subsample. For d > ``_WEIGHTED_STATS_MIN_D``
+    with a pooling family (:func:`_pools`), the two slots as ``family.weighted_stats`` (each scatter one
+    (d, m) x (m, d) product; ``stats`` forms the (m, d, d) outer products, and the fit's six such calls were
+    most of a move at d = 30): the same statistics up to float rounding."""
+    if x.shape[1] > _WEIGHTED_STATS_MIN_D and _pools(family):
         a = family.weighted_stats(x, w * (side == 0))
         b = family.weighted_stats(x, w * (side == 1))
         return jax.tree.map(lambda u, v: jnp.concatenate([u, v]), a, b)
@@ -1023,7 +1026,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     :class:`MoveInfo` of shape (n_moves,) (the split/merge steps). ``mesh``: None, or a 1-D data mesh over
     which the unlinked block of (d) is drawn (:func:`_block_draw`; the same draws). ``backend``: ``"xla"``
     or ``"numba"`` (the split/merge moves' O(n) passes, the peel step's point, the unlinked block's draw
-    and the statistics for d > 4 on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
+    and the end-of-sweep statistics on the compiled twins of :mod:`ppclust.inference._subcluster_cpu`, one
     device; the same chain). ``x_wired``: for the numba
     backend, ``x`` as the compiled twins take it (``_subcluster_cpu.wired(x)``; made here when None: make
     it once outside a loop over sweeps, it is a copy of ``x``). ``chain_axis``: under ``jax.vmap`` over
@@ -1151,7 +1154,7 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
     draws; :func:`_block_draw`). ``backend``: ``"auto"`` (default: ``"numba"`` when JAX runs on CPU with no
     ``mesh``, numba imports and the family is a float64 :class:`~ppclust.families.GaussianNIW`, else
     ``"xla"``), ``"xla"`` (every pass in the jitted program) or ``"numba"`` (the O(n) passes of the
-    split/merge moves, the peel step's point, the unlinked block's draw and the statistics for d > 4, on
+    split/merge moves, the peel step's point, the unlinked block's draw and the end-of-sweep statistics, on
     the compiled twins of
     :mod:`ppclust.inference._subcluster_cpu`, called from the jitted program; the same chain up to float
     rounding). :func:`resolve_backend`.
