@@ -108,6 +108,12 @@ def _parallel_kernel(fn):
     return compile_kernel(fn, parallel=True)
 
 
+def _contracted_kernel(fn):
+    """:func:`_parallel_kernel` whose multiply-adds may fuse (fastmath ``contract``: one rounding instead of
+    two; about 10% off the outer-product and density loops). No reassociation: every sum keeps its order."""
+    return compile_kernel(fn, parallel=True, fastmath={"contract"})
+
+
 # -- counter-based uniforms ------------------------------------------------------------------------------
 @compile_kernel
 def _mix32(h):
@@ -205,7 +211,7 @@ def _add_outer(out, v):
 _OUTER_ROWS = 4
 
 
-@_parallel_kernel
+@_contracted_kernel
 def stats_sums(x, centre, labels, n_out, s_out, outer_out):
     """The per-slot sums of ``GaussianNIW.stats``: counts, sums of the points and sums of the outer
     products of the centred points ``x - centre``; labels outside [0, K) count nowhere. Up to d =
@@ -281,6 +287,10 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
                 s_out[k, j] += cs[c, k, j]
                 for m in range(d):
                     outer_out[k, j, m] += co[c, k, j, m]
+    for k in range(K):  # symmetric whatever the vector and remainder loops fused
+        for j in range(d):
+            for m in range(j + 1, d):
+                outer_out[k, m, j] = outer_out[k, j, m]
 
 
 @compile_kernel
@@ -451,7 +461,7 @@ def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, c
 _MOVE_ROWS = 128
 
 
-@_parallel_kernel
+@_contracted_kernel
 def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
                res, s_b, outer_b):
     """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
@@ -636,7 +646,7 @@ def _put_drawn(act, j, i, K, z, cc):
 _ROWS = 256
 
 
-@_parallel_kernel
+@_contracted_kernel
 def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
     r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)) with every weight: for each
     point without ``keep``, :math:`z_i` = the count of cumulative sums :math:`c_k \le u_i T` of the
