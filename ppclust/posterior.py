@@ -106,9 +106,9 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
     counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
-    n11, n01, n10, n00 = counts.T
-    ap, bp = prior.a_p + n11, prior.b_p + n01
-    aq, bq = prior.a_q + n00, prior.b_q + n10
+    from ppclust.sideinfo import link_beta_params
+
+    ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
     # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
     out = {"p": rng.beta(ap, bp), "q": rng.beta(aq, bq), "p_cond_mean": ap / (ap + bp),

@@ -480,19 +480,35 @@ def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, 
     return out
 
 
-def link_reliability(counts, a=1.0, b=1.0) -> tuple[float, float]:
-    r"""Posterior means of TVClust's link sensitivity and specificity given a partition's pair counts.
+def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
+    r"""The Beta posteriors of TVClust's link sensitivity and specificity given a partition's pair counts:
+    ``(a_p + N11, b_p + N01, a_q + N00, b_q + N10)``.
 
     TVClust (Khashabi et al. 2015, Section 3; spec 2.5): a pair in one cluster is observed as a may-link
     with probability :math:`p`, a pair across clusters as a may-not-link with probability :math:`q`. With
-    ``counts`` :math:`[N_{11}, N_{01}, N_{10}, N_{00}]` (:func:`pair_counts`) and Beta(``a``, ``b``) priors
-    on both, :math:`p \mid z \sim \mathrm{Beta}(a + N_{11}, b + N_{01})`,
-    :math:`q \mid z \sim \mathrm{Beta}(a + N_{00}, b + N_{10})`; returns their means
-    :math:`\hat p = (N_{11} + a) / (N_{11} + N_{01} + a + b)`, :math:`\hat q = (N_{00} + a) / (N_{10} +
-    N_{00} + a + b)` (``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``). Host
-    scalars."""
-    n11, n01, n10, n00 = (float(c) for c in np.asarray(counts, np.float64))
-    return (n11 + a) / (n11 + n01 + a + b), (n00 + a) / (n10 + n00 + a + b)
+    ``counts`` :math:`[N_{11}, N_{01}, N_{10}, N_{00}]` (:func:`pair_counts`, last axis) and priors
+    :math:`p \sim \mathrm{Beta}(a_p, b_p)`, :math:`q \sim \mathrm{Beta}(a_q, b_q)` (``a_q``, ``b_q``
+    default to ``a_p``, ``b_p``), :math:`p \mid z \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})` and
+    :math:`q \mid z \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`. Arrays of any namespace (traced in
+    the samplers' sweeps, NumPy in ``posterior``)."""
+    a_q = a_p if a_q is None else a_q
+    b_q = b_p if b_q is None else b_q
+    n11, n01, n10, n00 = counts[..., 0], counts[..., 1], counts[..., 2], counts[..., 3]
+    return a_p + n11, b_p + n01, a_q + n00, b_q + n10
+
+
+def link_reliability(counts, a=1.0, b=1.0, *, a_q=None, b_q=None, xp=np):
+    r"""Posterior means of TVClust's link sensitivity and specificity given a partition's pair counts:
+    :math:`\hat p = (N_{11} + a) / (N_{11} + N_{01} + a + b)`, :math:`\hat q = (N_{00} + a_q) / (N_{10} +
+    N_{00} + a_q + b_q)` of :func:`link_beta_params` (Beta(``a``, ``b``) on p; on q too unless ``a_q``,
+    ``b_q`` are given). The collapsed samplers report these each sweep (``xp=jax.numpy``, traced;
+    ``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``); with the default
+    ``xp=numpy``, host floats."""
+    if xp is np:
+        counts = np.asarray(counts, np.float64)
+    ap, bp, aq, bq = link_beta_params(counts, a, b, a_q, b_q)
+    p, q = ap / (ap + bp), aq / (aq + bq)
+    return (float(p), float(q)) if xp is np else (p, q)
 
 
 def link_log_odds(p, q, xp=np):

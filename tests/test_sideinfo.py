@@ -414,6 +414,13 @@ def test_link_reliability_is_the_beta_posterior_mean_of_brute_force_pair_counts(
     prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=2.0, b_q=0.5)
     d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
     assert (p, q) == pytest.approx((float(d["p_cond_mean"][0, 0]), float(d["q_cond_mean"][0, 0])), rel=1e-12)
+    # separate priors on q (the samplers' TVClustPrior), traced as the sweeps call it
+    p2, q2 = link_reliability(jax.numpy.asarray(counts, float), 2.0, 0.5, a_q=3.0, b_q=0.25, xp=jax.numpy)
+    assert (float(p2), float(q2)) == pytest.approx(((n11 + 2.0) / (n11 + n01 + 2.5),
+                                                    (n00 + 3.0) / (n00 + n10 + 3.25)), rel=1e-6)
+    prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=3.0, b_q=0.25)
+    d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
+    assert float(d["q_cond_mean"][0, 0]) == pytest.approx((n00 + 3.0) / (n00 + n10 + 3.25), rel=1e-12)
 
 
 def test_link_log_odds_inverts_the_small_variance_map():

@@ -66,7 +66,14 @@ from ppclust import _progress
 from ppclust._devices import axis_sharding
 from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
 from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
-from ppclust.sideinfo import Links, link_counts, link_log_odds, pair_counts
+from ppclust.sideinfo import (
+    Links,
+    link_beta_params,
+    link_counts,
+    link_log_odds,
+    link_reliability,
+    pair_counts,
+)
 
 __all__ = [
     "GibbsState",
@@ -248,11 +255,11 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
                                                  point_logprior)
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
-        p = jax.random.beta(key_p, prior.a_p + counts[0], prior.b_p + counts[1], dtype=x.dtype)
-        q = jax.random.beta(key_q, prior.a_q + counts[3], prior.b_q + counts[2], dtype=x.dtype)
+        ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
+        p = jax.random.beta(key_p, ap, bp, dtype=x.dtype)
+        q = jax.random.beta(key_q, aq, bq, dtype=x.dtype)
     elif pq == "collapse":
-        p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
-        q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
+        p, q = link_reliability(counts, prior.a_p, prior.b_p, a_q=prior.a_q, b_q=prior.b_q, xp=jnp)
     if sample_alpha:
         n_clusters = (stats.n > 0).sum()
         alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)

@@ -223,7 +223,14 @@ from ppclust.inference.gibbs import (
     renamed_n_samples,
 )
 from ppclust.models.tvclust import TVClustPrior, log_joint_from_stats
-from ppclust.sideinfo import Links, link_counts, link_log_odds, pair_counts
+from ppclust.sideinfo import (
+    Links,
+    link_beta_params,
+    link_counts,
+    link_log_odds,
+    link_reliability,
+    pair_counts,
+)
 
 __all__ = [
     "Colouring",
@@ -1073,8 +1080,8 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
                                                                peel_keys)
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
-        g = gamma_draws(k_p, jnp.stack([prior.a_p + counts[0], prior.b_p + counts[1], prior.a_q + counts[3],
-                                        prior.b_q + counts[2]]).astype(x.dtype), (4,), x.dtype)
+        g = gamma_draws(k_p, jnp.stack(link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q,
+                                                        prior.b_q)).astype(x.dtype), (4,), x.dtype)
         p, q = g[0] / (g[0] + g[1]), g[2] / (g[2] + g[3])
     # (c): pi_k ~ Dir(n_1..n_K, alpha) up to normalisation (pi_{K+1} is not needed), theta_k | x_k
     active = stats.n > 0
@@ -1109,8 +1116,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
             stats = family.stats(x, labels, k_max)
         counts = pair_counts(labels, links).astype(x.dtype)
     if pq == "collapse":  # report E[p | z, E], E[q | z, E] as the collapsed sampler does
-        p = (prior.a_p + counts[0]) / (prior.a_p + prior.b_p + counts[0] + counts[1])
-        q = (prior.a_q + counts[3]) / (prior.a_q + prior.b_q + counts[3] + counts[2])
+        p, q = link_reliability(counts, prior.a_p, prior.b_p, a_q=prior.a_q, b_q=prior.b_q, xp=jnp)
     alpha = state.alpha
     if sample_alpha:
         alpha = _escobar_west(k_alpha, alpha, (stats.n > 0).sum(), n, alpha_shape, alpha_rate)
