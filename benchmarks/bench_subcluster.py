@@ -583,6 +583,8 @@ def main():
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
     ap.add_argument("--xla-sweeps", type=int, default=5,
                     help="timed sweeps of the backend='xla' row of sections 1-2 (0: no such row)")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="interleaved timing rounds (sub-cluster, collapsed) of sections d2 and d30")
     ap.add_argument("--backends", default="numba,xla", help="backends of the profile section")
     ap.add_argument("--sklearn-n", default="100000,1000000",
                     help="comma-separated n of the sklearn section (capped at --n)")
@@ -606,14 +608,15 @@ def main():
                       "## Throughput and mixing, d = 2" + (" (smoke run, --quick)" if args.quick else "")
                       + "\n\n" + head
                       + section_throughput(n, 2, sweeps, 3 if args.quick else 5,
-                                           mesh_sweeps=args.mesh_sweeps, xla_sweeps=args.xla_sweeps))
+                                           mesh_sweeps=args.mesh_sweeps, xla_sweeps=args.xla_sweeps,
+                                           rounds=args.rounds))
         print(out.read_text())
     if "d30" not in skip:
         n30 = max(n // 10, 10_000)
         write_section(out, "subcluster-d30" + ("-quick" if args.quick else ""),
                       "## Throughput, d = 30\n\n" + head
                       + section_throughput(n30, 30, sweeps // 2, 2 if args.quick else 3,
-                                           xla_sweeps=min(args.xla_sweeps, 3)))
+                                           xla_sweeps=min(args.xla_sweeps, 3), rounds=args.rounds))
     if "wrongk" not in skip:
         write_section(out, "subcluster-wrongk" + ("-quick" if args.quick else ""),
                       "## Mixing from a wrong K\n\n" + head + section_wrong_k(min(n, 20_000), sweeps))
