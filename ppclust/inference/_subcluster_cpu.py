@@ -745,11 +745,21 @@ def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, ski
         dist = 0.0
         p0 = 0.0
         p1 = 0.0
-        for j in range(d):
-            t = x[i, j] - mean[k, j]
-            dist += t * t
-            p0 += V[k, 0, j] * t
-            p1 += V[k, 1, j] * t
+        if lam[k, 2] > 0.0:  # two directions
+            for j in range(d):
+                t = x[i, j] - mean[k, j]
+                dist += t * t
+                p0 += V[k, 0, j] * t
+                p1 += V[k, 1, j] * t
+        elif lam[k, 1] > 0.0:  # one
+            for j in range(d):
+                t = x[i, j] - mean[k, j]
+                dist += t * t
+                p0 += V[k, 0, j] * t
+        else:  # a round cluster: the smallest eigenvalue
+            for j in range(d):
+                t = x[i, j] - mean[k, j]
+                dist += t * t
         bq = lam[k, 0] * dist - lam[k, 1] * (p0 * p0) - lam[k, 2] * (p1 * p1)
         ub = (c0 + H[0, k] - 0.5 * bq) + H[1, k]
         if ub - lk[am] <= -cut:
@@ -1197,6 +1207,11 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
 _BOUND_MIN_D = 4
 
 
+#: a slot's precision bound uses fewer than two eigen-directions when its smallest eigenvalues are at
+#: least this fraction of the third (:func:`_precision_bound`)
+_BOUND_ROUND = 0.5
+
+
 def _precision_bound(A, code, d):
     r"""``(lam (K, 3), V (K, 2, d))``: the terms of a lower bound on each quadratic form
     :math:`u^\top P_k u`, :math:`P_k = A_k^\top A_k` (``A`` (K, m) as :func:`param_arrays` lays it
@@ -1213,7 +1228,14 @@ def _precision_bound(A, code, d):
     where the smallest eigenvalue alone (:math:`c = \lambda_1`, the bound before session 14) bounds every
     direction by the stretched one. ``lam[k] = (c, c - \lambda_1, c - \lambda_2)`` with :math:`c =
     \lambda_3 - 10^{-9}\lambda_{max}` (against the rounding of the decomposition and of the O(d) sums;
-    below 0 it is 0, :math:`P_k \succeq 0`)."""
+    below 0 it is 0, :math:`P_k \succeq 0`).
+
+    A slot whose smallest eigenvalues are not far below the third needs fewer directions: with
+    :math:`m` the fewest such that :math:`\lambda_{m+1} \ge` ``_BOUND_ROUND`` :math:`\lambda_3`
+    (m = 0 for a round cluster), :math:`c = \lambda_{m+1}` and only directions t <= m enter (the same
+    inequality with :math:`c \le \lambda_{m+1}`); the zero entries of ``lam[k, 1:]`` tell
+    :func:`_bounded_logliks` which of its sums to skip. The bound then gives up at most that factor of
+    its third-eigenvalue term for one O(d) sum instead of three."""
     K = A.shape[0]
     if code == FULL or code == UPPER:
         F = A.reshape(K, d, d)  # the factor transposed (column-major layout): F F^T = A^T A
@@ -1223,8 +1245,9 @@ def _precision_bound(A, code, d):
         P = np.zeros((K, d, d))
         P[:, np.arange(d), np.arange(d)] = diag * diag
     ev, vec = np.linalg.eigh(P)
-    c = np.maximum(ev[:, 2] - 1e-9 * np.abs(ev).max(1), 0.0)
-    lam = np.stack([c, c - ev[:, 0], c - ev[:, 1]], 1)
+    m = np.where(ev[:, 0] >= _BOUND_ROUND * ev[:, 2], 0, np.where(ev[:, 1] >= _BOUND_ROUND * ev[:, 2], 1, 2))
+    c = np.maximum(ev[np.arange(K), m] - 1e-9 * np.abs(ev).max(1), 0.0)
+    lam = np.stack([c, np.where(m >= 1, c - ev[:, 0], 0.0), np.where(m >= 2, c - ev[:, 1], 0.0)], 1)
     lam[:, 1:] = np.maximum(lam[:, 1:], 0.0)  # c - lambda_t >= 0 (rounding)
     return np.ascontiguousarray(lam), np.ascontiguousarray(np.swapaxes(vec[:, :, :2], 1, 2))
 

@@ -303,18 +303,20 @@ def test_block_draw_twin(cov, cut, d):
 
 
 
-@pytest.mark.parametrize("cov", COVS)
+@pytest.mark.parametrize("cov", COVS + ["round"])
 def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
     r"""The O(d) bound of the bounded draw (``_precision_bound``, summed as ``_bounded_logliks`` does) never
     exceeds the quadratic form :math:`u^\top A^\top A u`, for random u and precisions stretched along two
     directions; it equals the form on the span of the two smallest eigenvectors and is at least the
     third eigenvalue times :math:`\|u\|^2` off it (the smallest eigenvalue alone, or a sign slip in the
-    correction terms, fails one of these)."""
+    correction terms, fails one of these). A round precision ("round": every eigenvalue within a factor
+    1.5) takes the smallest eigenvalue alone (no correction sums) and still bounds the form."""
     d, K = 9, 5
     rng = np.random.default_rng(4)
-    if cov == "full":
+    if cov in ("full", "round"):
         Q = np.linalg.qr(rng.normal(size=(K, d, d)))[0]
-        ev = np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)])
+        ev = (np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]) if cov == "full"
+              else rng.uniform(1.0, 1.5, d))
         A = np.sqrt(ev)[None, :, None] * np.swapaxes(Q, 1, 2)  # A^T A = Q diag(ev) Q^T
         code = _families_cpu.FULL
         Af = np.swapaxes(A, 1, 2).reshape(K, -1)  # param_arrays' column-major layout
@@ -325,7 +327,7 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
     else:
         Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _families_cpu.SPHERICAL, None
     lam, V = cpu._precision_bound(Af, code, d)
-    P = (np.swapaxes(A, 1, 2) @ A if cov == "full"
+    P = (np.swapaxes(A, 1, 2) @ A if A is not None
          else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af]))
 
     def bound(u):
@@ -336,6 +338,10 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
     q = np.einsum("nkj,kjl,nkl->nk", u, P, u)
     assert np.all(bound(u) <= q * (1 + 1e-12))
     evs, vecs = np.linalg.eigh(P)
+    if cov == "round":
+        assert np.all(lam[:, 1:] == 0.0)  # one O(d) sum
+        assert np.all(bound(u) >= evs[:, 0] * (u * u).sum(-1) * (1 - 1e-6))
+        return
     in_span = np.einsum("nkt,klt->nkl", rng.normal(size=(50, K, 2)), vecs[:, :, :2])
     np.testing.assert_allclose(bound(in_span), np.einsum("nkj,kjl,nkl->nk", in_span, P, in_span),
                                rtol=1e-6, atol=1e-12)
