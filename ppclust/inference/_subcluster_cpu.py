@@ -242,20 +242,9 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
                     xc[j] = x[i, j] - centre[j]
                 _add_outer(co[c, k], xc)
             continue
-        off = np.zeros(K + 1, np.int64)
-        for i in range(lo, hi):
-            k = labels[i]
-            if k >= 0 and k < K:
-                off[k + 1] += 1
-        for k in range(K):
-            off[k + 1] += off[k]
-        pos = off[:K].copy()
-        order = np.empty(max(hi - lo, 1), np.int64)
-        for i in range(lo, hi):
-            k = labels[i]
-            if k >= 0 and k < K:
-                order[pos[k]] = i
-                pos[k] += 1
+        off = np.empty(K + 1, np.int64)
+        order = np.empty(max(hi - lo, 1), np.int64)  # the chunk's points by slot, offsets from lo
+        counting_sort(labels[lo:hi], order, off)
         blk = np.zeros((R, d))
         for k in range(K):
             t, end = off[k], off[k + 1]
@@ -266,7 +255,7 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
                 g = min(R, end - t)
                 for r in range(R):
                     if r < g:
-                        i = order[t + r]
+                        i = lo + order[t + r]
                         for j in range(d):
                             sk[j] += x[i, j]
                             blk[r, j] = x[i, j] - centre[j]
@@ -773,7 +762,7 @@ def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, ski
     return am
 
 
-@partial(compile_kernel, parallel=True, fastmath={'reassoc', 'contract'})
+@partial(compile_kernel, parallel=True, fastmath={"reassoc", "contract"})
 def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, V, pos):
     r"""The unlinked block's draw of :func:`dense_draw` (the same draws up to rounding) for d >
     ``_BOUND_MIN_D``, one point at a time, skipping densities: a slot whose O(d) upper bound
