@@ -532,7 +532,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chai
         lab_w = jnp.argsort(order).astype(st.labels.dtype)[st.labels]
         lab = jax.jit(lambda k, xw: _label_step(k, lab_w, n_w, xj, links, col, fam, log_pi, th_w, st.p, st.q,
                                                 backend=backend, xw=xw))
-        if backend == "numba" and d > subcluster._NUMBA_STATS_MIN_D:
+        if backend == "numba":
             fin = jax.jit(lambda z, xw: (family_stats(xj, z, k_max, fam, xw), pair_counts(z, links)))
         else:
             fin = jax.jit(lambda z, xw: (fam.stats(xj, z, k_max), pair_counts(z, links)))

@@ -256,10 +256,6 @@ _SUB_ITERS = 4
 #: points of a cluster (drawn with replacement) that a sub-cluster fit sees: enough for two well-separated
 #: groups, independent of n (the final responsibilities are computed for every point of the cluster)
 _SUB_FIT = 1024
-#: the numba backend sums the end-of-sweep statistics on the compiled twin above this dimension: every d
-#: since session 14 (XLA's segment sums ran as three unfused scatters, about 8 ms of a 90 ms sweep at n =
-#: 10^6, d = 2, against 2.4 ms for the twin's loop; XLA's O(n d^2) sums dominate the sweep at d = 30)
-_NUMBA_STATS_MIN_D = 0
 #: a sub-cluster fit's two-slot statistics as two weighted matrix products above this dimension
 #: (:func:`_two_slot_stats`)
 _WEIGHTED_STATS_MIN_D = 4
@@ -1108,7 +1104,9 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     if mesh is not None:  # the points' and the links' sums per device, reduced with psum
         stats, counts = _sharded_stats_counts(x, labels, links, family, k_max, mesh)
     else:
-        if backend == "numba" and x.shape[1] > _NUMBA_STATS_MIN_D:
+        if backend == "numba":  # at every d: XLA's segment sums ran as three unfused scatters (about 8 ms
+            # of a 90 ms sweep at n = 10^6, d = 2, against 2.4 ms for the twin), its O(n d^2) sums dominate
+            # the sweep at d = 30
             from ppclust.inference import _subcluster_cpu as cpu
 
             stats = cpu.family_stats(x, labels, k_max, family, x_wired)
