@@ -239,7 +239,9 @@ def section_merge_diagnosis(n, k0=30, k_max=48, n_fits=5, blur_sweeps=5):
                             "log h - log m", "sum"], rows)
 
 
-def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=4, moves=(4, 16)):
+def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=8, moves=(4, 16), old_pairs=True):
+    """Both samplers from a k-means++ partition with K = k0; ``old_pairs``: also n_moves = 4 with the merge
+    pair choice before session 15 (``_MERGE_UNIFORM`` 1/2, ``_MERGE_SHARPNESS`` 1), the same seeds."""
     x, truth, pairs, sign = blobs(n, 2, seed=1)
     rows, trace = [], []
     marks = [t for t in (1, 2, 5, 10, 15, 20, 25, 30) if t <= sweeps]
@@ -255,6 +257,17 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=4, moves=(4, 16)):
                 tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, k_max, init_labels=init, seed=seed,
                                             n_moves=nm)
                 runs.append((f"subcluster n_moves={nm}", tr, t_sweep))
+            if old_pairs:
+                now = subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS
+                subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS = 0.5, 1.0
+                jax.clear_caches()  # the jitted sampler read the constants when traced: trace it again
+                try:
+                    tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, k_max, init_labels=init,
+                                                seed=seed, n_moves=4)
+                finally:
+                    subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS = now
+                    jax.clear_caches()
+                runs.append(("subcluster n_moves=4, old pair choice", tr, t_sweep))
             trc, _, tc = run_col(xj, links, fam, sweeps, k_max, init_labels=init, seed=seed)
             for name, t, s_ in runs + [("collapsed (numba)", trc, tc)]:
                 hit = first_hit(t.labels[0], truth, 12, t.n_clusters[0])
@@ -267,7 +280,11 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=4, moves=(4, 16)):
     trace.sort(key=lambda r: r[0].split(", seed")[0])
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
             f"{sweeps} sweeps, {seeds} seeds of each sampler (subcluster: n_moves split/merge steps and "
-            f"max(1, n_moves) peel/absorb steps per sweep; the default n_moves is 4)\n\n")
+            f"max(1, n_moves) peel/absorb steps per sweep; the default n_moves is 4). Merge pairs: "
+            f"{subcluster._MERGE_UNIFORM:g} uniform, else a uniform cluster and a partner with weight "
+            f"exp(-{subcluster._MERGE_SHARPNESS:g} D / min D) (D: squared distance of the means)"
+            + ("; \"old pair choice\": 1/2 uniform and exp(-D / min D), the choice before session 15, "
+               "the same seeds" if old_pairs else "") + "\n\n")
     return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95",
                              "sweeps to ARI > 0.99 (x s/sweep)", "K (last)", "ARI (last)", "s/sweep"], rows)
             + "\n\nK after sweep t:\n\n" + md_table(["sampler"] + [f"t = {t}" for t in marks], trace))

@@ -15,7 +15,8 @@ sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
     :math:`i\in C` to side A with probability :math:`r_i` independently (:math:`r_i` clipped to
     :math:`[\sigma(-30), \sigma(30)]`, so every bipartition has positive probability). Otherwise a *merge*
     of a pair of clusters chosen with probability :math:`P_m(\{a,b\}\mid z)` (:func:`merge_pair_log_prob`:
-    half uniform, :math:`2/(K(K-1))`, half a uniform cluster and a partner with near means likelier). With
+    1/8 a uniform pair, :math:`2/(K(K-1))`, 7/8 a uniform cluster and a partner with near means
+    likelier). With
     :math:`q(\{A,B\}\mid C,\phi)=\prod_A r_i\prod_B(1-r_i)+\prod_A(1-r_i)\prod_B r_i` (the split is an
     unordered pair), the Hastings ratios are
 
@@ -184,17 +185,27 @@ partition (ARI > 0.95) in a few tens of sweeps where the collapsed sampler has n
 k-means++ start with K = 30 for 12 blobs the merges of two pieces of one blob are mostly acceptable
 (their fit is fitted to the pieces; what remains is the penalty :math:`\log h - \log m` of up to ~45
 nats for 64 labels and the entropy of a blurred boundary), but with the default 4 moves per sweep the
-surplus pieces of a few hundred points go slowly: two merge attempts per sweep, a pair proposed with
-probability about :math:`1/K` each, and the boundary between two pieces of one blob blurred by (d), so
-that the reverse split of a merge is unlikely. With 16 moves per sweep the chain reaches ARI > 0.99 in
-far fewer sweeps than the collapsed sampler. Two causes named in session 10 are addressed: (d) used to
-reject the whole unlinked block whenever the unrestricted draw emptied an occupied cluster, which froze
-every unlinked label while a tiny cluster existed (about half the sweeps of an instrumented wrong-K
-chain); it now accepts sub-blocks in turn. And the tiny clusters that (d) then shrinks to one point are
-absorbed by ``max(1, n_moves)`` peel/absorb steps per sweep instead of one. K = 12 exactly is not the
-stationary state here: started from the true partition both samplers hold a few clusters of 1-3 points
-(tail points of the blobs; "Mixing from one cluster", reference table), so ARI is the measure of
-reaching the partition. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) is the
+surplus pieces of a few hundred points go slowly: two merge attempts per sweep, and the boundary between
+two pieces of one blob blurred by (d), so that the reverse split of a merge is unlikely. Since session
+15 the merge pair is informed 7/8 of the time with a sharper partner weight (``_MERGE_UNIFORM``,
+``_MERGE_SHARPNESS``): with 4 moves every seed of the section reaches ARI > 0.99 within 30 sweeps (one
+in eight did before), about as soon as or sooner than the collapsed sampler; with 16 moves per sweep the
+chain reaches it in far fewer sweeps than the collapsed sampler. The pieces that stay longest are
+duplicates rather than spatial pieces: a cluster of about a hundred points scattered over the same blob
+as a big one, with the same mean and spread, which the label step (d) keeps when two clusters hold
+near-identical parameters. Merging them raises :math:`\log p` by hundreds of nats, but the reverse split
+must propose that scattered subset, so :math:`\log q` is about minus its entropy, nearly as large, and the
+ratio is near 1 at best (an interactive diagnosis in session 15). A random-allocation split/merge pair
+(:math:`\rho` uniform, each point to the new side with probability :math:`\rho`, :math:`q =
+2B(n_a+1, n_b+1)`), which proposes such subsets as well as any proposal can, was tried (exact, with its
+own Hastings ratio) and not kept: it did not shorten the chains in a 4-seed check. Two causes named in
+session 10 are addressed: (d) used to reject the whole unlinked block whenever the unrestricted draw
+emptied an occupied cluster, which froze every unlinked label while a tiny cluster existed (about half
+the sweeps of an instrumented wrong-K chain); it now accepts sub-blocks in turn. And the tiny clusters that
+(d) then shrinks to one point are absorbed by ``max(1, n_moves)`` peel/absorb steps per sweep instead of one.
+K = 12 exactly is not the stationary state here: started from the true partition both samplers hold a few
+clusters of 1-3 points (tail points of the blobs; "Mixing from one cluster", reference table), so ARI is the
+measure of reaching the partition. ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) is the
 faster start.
 
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
@@ -280,6 +291,15 @@ _LAB_SUBSET = 0.1
 _LAB_FLIP = 0.02
 #: a merge's labelled subsample takes at least this share of its points from the smaller piece
 _LAB_MIN = 1.0 / 16.0
+#: share of merge pairs drawn uniformly (:func:`merge_pair_log_prob`); the rest take a uniform cluster and
+#: a partner with near means likelier. Any value in (0, 1] is exact; 1/8 (it was 1/2) proposes the merges
+#: of adjacent surplus pieces 1.75x as often while every pair stays possible ("Mixing from a wrong K" in
+#: ``benchmarks/results/subcluster.md``: with 4 moves a sweep, 8 of 8 seeds reach ARI > 0.99 within 30
+#: sweeps, against 1 of 8 with 1/2 and sharpness 1)
+_MERGE_UNIFORM = 0.125
+#: the informed partner's weight exp(-_MERGE_SHARPNESS D_ab / min_c D_ac) (:func:`_neighbour_log_probs`):
+#: 3 (it was 1) makes the nearest cluster e^2 times likelier than one at sqrt(2) times its distance
+_MERGE_SHARPNESS = 3.0
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -571,29 +591,32 @@ def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=
 
 def _neighbour_log_probs(stats):
     r"""(k_max, k_max) :math:`\log P(b\mid a)` of the informed merge partner: among the other occupied
-    slots, :math:`P(b\mid a)\propto\exp(-D_{ab}/\min_{c\ne a}D_{ac})` with :math:`D` the squared distance
-    of the cluster means (the nearest cluster has weight :math:`e^{-1}`, far ones decay)."""
+    slots, :math:`P(b\mid a)\propto\exp(-s D_{ab}/\min_{c\ne a}D_{ac})` with :math:`D` the squared distance
+    of the cluster means and :math:`s` = ``_MERGE_SHARPNESS`` (the nearest cluster has weight :math:`e^{-s}`,
+    far ones decay)."""
     active = stats.n > 0
     m = stats.s / jnp.maximum(stats.n, 1.0)[:, None]
     D = jnp.sum((m[:, None, :] - m[None, :, :]) ** 2, -1)
     other = active[:, None] & active[None, :] & ~jnp.eye(active.shape[0], dtype=bool)
     dmin = jnp.min(jnp.where(other, D, jnp.inf), 1, keepdims=True)
-    logw = jnp.where(other, -D / jnp.maximum(dmin, 1e-300), -jnp.inf)
+    logw = jnp.where(other, -_MERGE_SHARPNESS * D / jnp.maximum(dmin, 1e-300), -jnp.inf)
     return logw - jax.nn.logsumexp(logw, 1, keepdims=True)
 
 
 def merge_pair_log_prob(a, b, stats):
     r"""log probability that a merge picks the unordered pair of occupied slots {a, b} from ``stats``.
 
-    The merge pair is a mixture: with probability 1/2 a uniform pair, :math:`2/(K(K-1))`; else a uniform
-    cluster a and its partner from :func:`_neighbour_log_probs` (nearest means likelier), so the pair has
-    :math:`(P(b\mid a)+P(a\mid b))/K`. Informed choices propose the merges of adjacent surplus clusters
-    that a uniform choice rarely tries (``benchmarks/results/subcluster.md``); the uniform half keeps
-    every pair possible."""
+    The merge pair is a mixture: with probability :math:`u` = ``_MERGE_UNIFORM`` (1/8) a uniform pair,
+    :math:`2/(K(K-1))`; else a uniform cluster a and its partner from :func:`_neighbour_log_probs` (nearest
+    means likelier), so the pair has :math:`u\,2/(K(K-1)) + (1-u)(P(b\mid a)+P(a\mid b))/K`. Informed
+    choices propose the merges of adjacent surplus clusters that a uniform choice rarely tries
+    (``benchmarks/results/subcluster.md``, "Mixing from a wrong K"); the uniform share keeps every pair
+    possible."""
     k = (stats.n > 0).sum().astype(stats.s.dtype)
     lp = _neighbour_log_probs(stats)
     informed = jnp.logaddexp(lp[a, b], lp[b, a]) - jnp.log(k)
-    return jnp.logaddexp(jnp.log(0.5) + jnp.log(2.0 / (k * (k - 1.0))), jnp.log(0.5) + informed)
+    return jnp.logaddexp(jnp.log(_MERGE_UNIFORM) + jnp.log(2.0 / (k * (k - 1.0))),
+                         jnp.log1p(-_MERGE_UNIFORM) + informed)
 
 
 def _pick_occupied(key, active, exclude=None):
@@ -634,7 +657,7 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
     ca = _pick_occupied(k_a, active)
     cb_uniform = _pick_occupied(k_b, active, exclude=ca)
     cb_near = jax.random.categorical(k_nb, _neighbour_log_probs(stats)[ca])
-    cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < 0.5, cb_uniform, cb_near)
+    cb = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < _MERGE_UNIFORM, cb_uniform, cb_near)
     new = jnp.argmin(active)
     side_seed = counter_seed(k_side)  # side A iff log u_i < log r_i, u_i = counter_uniform(side_seed, i)
     side_b = None

@@ -98,8 +98,9 @@ _LOG_JOINT = jax.jit(log_joint)
 
 def _brute_pair_prob(z, x, a, b):
     """P(the merge move picks {a, b}) from labels z by enumerating its two-stage choice: a uniform first
-    cluster, then with probability 1/2 a uniform other cluster, else one with weight
-    exp(-D / min D) (D: squared distance of the cluster means)."""
+    cluster, then with probability u = _MERGE_UNIFORM a uniform other cluster, else one with weight
+    exp(-s D / min D) (D: squared distance of the cluster means, s = _MERGE_SHARPNESS)."""
+    u, s = subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS
     occ = np.unique(z)
     k = len(occ)
     means = {c: x[z == c].mean(0) for c in occ}
@@ -107,10 +108,10 @@ def _brute_pair_prob(z, x, a, b):
     def near(c, e):
         dist = {o: np.sum((means[c] - means[o]) ** 2) for o in occ if o != c}
         dmin = min(dist.values())
-        w = {o: np.exp(-v / dmin) for o, v in dist.items()}
+        w = {o: np.exp(-s * v / dmin) for o, v in dist.items()}
         return w[e] / sum(w.values())
 
-    return sum(1.0 / k * (0.5 / (k - 1) + 0.5 * near(c, e)) for c, e in ((a, b), (b, a)))
+    return sum(1.0 / k * (u / (k - 1) + (1.0 - u) * near(c, e)) for c, e in ((a, b), (b, a)))
 
 
 def _brute_log_h_minus_m(fit, mask, side_a):
@@ -293,7 +294,7 @@ def test_merge_pair_frequencies_match_their_probability():
     freq = np.array([np.mean(((a == c) & (b == e)) | ((a == e) & (b == c))) for c, e in pairs])
     se = np.sqrt(prob * (1 - prob) / len(a))
     assert np.all(np.abs(freq - prob) < 4.5 * se), (freq, prob)
-    assert prob.max() > 1.5 / len(pairs)  # the informed half makes the near pair likelier than uniform
+    assert prob.max() > 1.5 / len(pairs)  # the informed choice makes the near pair likelier than uniform
 
 
 def test_colouring_is_proper_and_covers_linked_points():
@@ -410,8 +411,8 @@ def _partition(z):
 def _brute_peel_absorb(z, x):
     """Probabilities of the partitions the peel and the absorb move propose from labels z, by enumerating
     their choices: peel = a uniform cluster of >= 2 points, then a uniform point of it, split off alone;
-    absorb = a uniform singleton, then a partner with probability exp(-D / min D) (as the merge's informed
-    partner), the singleton joining it."""
+    absorb = a uniform singleton, then a partner with probability exp(-s D / min D) (s = _MERGE_SHARPNESS; as
+    the merge's informed partner), the singleton joining it."""
     occ = np.unique(z)
     sizes = {c: int((z == c).sum()) for c in occ}
     means = {c: x[z == c].mean(0) for c in occ}
@@ -427,7 +428,7 @@ def _brute_peel_absorb(z, x):
     for s in singles:
         dist = {o: np.sum((means[s] - means[o]) ** 2) for o in occ if o != s}
         dmin = min(dist.values())
-        w = {o: np.exp(-v / dmin) for o, v in dist.items()}
+        w = {o: np.exp(-subcluster._MERGE_SHARPNESS * v / dmin) for o, v in dist.items()}
         for c in dist:
             zz = np.where(z == s, c, z)
             absorb[_partition(zz)] = absorb.get(_partition(zz), 0.0) + w[c] / sum(w.values()) / len(singles)
