@@ -11,8 +11,9 @@ timed sweeps). Sections written to benchmarks/results/subcluster.md:
    split/merge moves included) and of ``gibbs.sample(backend="numba")``; ARI against the truth of
    the final state, both started from one cluster; sweeps until ARI > 0.95 (mixing from one cluster);
 2. throughput at d = 30 (blobs with random centres N(0, 3^2 I)), 12 clusters;
-3. mixing from a wrong K: k-means++ start with 30 clusters, sweeps until K = 12 and ARI > 0.95, 4 seeds
-   of each sampler (sub-cluster sampler with 4 and 16 moves per sweep), K after sweep t;
+3. mixing from a wrong K: k-means++ start with 30 clusters, sweeps until K = 12 and ARI > 0.95, 8 seeds
+   of each sampler (sub-cluster sampler with 4 and 16 moves per sweep, and 4 with the merge-pair choice
+   before session 15), K after sweep t;
 4. time to a stable K and ARI vs sklearn ``BayesianGaussianMixture(weight_concentration_prior_type=
    "dirichlet_process")`` (n_components = 30, its default tolerance), no links for sklearn.
 
@@ -22,7 +23,10 @@ timed sweeps). Sections written to benchmarks/results/subcluster.md:
    log h - log m of that fit (best sum of 5 fits), and the sum (the merge's log Hastings ratio up to the
    pair-choice term, about log K); the same counts after 5 sweeps of label updates only;
 6. mixing from one cluster: both samplers from one cluster at n = 20,000 (4 seeds, sweep caps 60 and
-   400), sweeps and seconds until ARI > 0.95, until K = 12 with ARI > 0.95, and until ARI > 0.99.
+   400), sweeps and seconds until ARI > 0.95, until K = 12 with ARI > 0.95, and until ARI > 0.99;
+7. ("callbacks") the fixed cost of a ``jax.pure_callback`` crossing on this host: per call, in a jitted
+   scan, with a scalar operand, with an n-sized int32 operand (the labels every move's callbacks take)
+   and with an n-sized operand and result (a move's proposal), the host side doing nothing else.
 
 The process sees 2 host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=2``, set below
 before jax is imported, unless XLA_FLAGS is set already) so that section 1 also times the data-parallel
@@ -445,6 +449,38 @@ def section_mesh(ns, sweeps=5, rounds=2):
                             "same labels"], rows)
 
 
+def section_callbacks(ns=(100_000, 1_000_000), calls=50, reps=5):
+    """Section 7: ms per ``pure_callback`` call (median of ``reps`` jitted scans of ``calls`` calls)."""
+    rows = []
+    for n in ns:
+        lab = jnp.zeros(n, jnp.int32)
+
+        def small_out(c, _):  # the operand's size is the carry's: a scalar or n labels
+            return c + jax.pure_callback(lambda a: np.zeros(4, np.int32),
+                                         jax.ShapeDtypeStruct((4,), jnp.int32), c)[0], None
+
+        def big_out(c, _):
+            return jax.pure_callback(lambda a: np.array(a, np.int32), jax.ShapeDtypeStruct(c.shape, c.dtype),
+                                     c), None
+
+        for name, body, start in (("scalar operand, 4-word result", small_out, jnp.int32(0)),
+                                  ("n-sized int32 operand, 4-word result", small_out, lab),
+                                  ("n-sized int32 operand and result (a copy)", big_out, lab)):
+            run = jax.jit(lambda s0, body=body: jax.lax.scan(body, s0, None, length=calls)[0])
+            jax.block_until_ready(run(start))
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                jax.block_until_ready(run(start))
+                ts.append((time.perf_counter() - t0) / calls)
+            rows.append([f"{n:,}", name, f"{np.median(ts) * 1e3:.3f}"])
+    text = (f"One `jax.pure_callback` per step of a jitted `lax.scan` of {calls} steps, the host function "
+            f"doing nothing but build its result; median of {reps} scans. Every split/merge move of the "
+            f"numba backend passes the labels (n int32) into two callbacks and gets its proposal (n int32) "
+            f"back from one; each peel/absorb step passes them into one.\n\n")
+    return text + md_table(["n", "callback", "ms per call"], rows)
+
+
 def section_chains(n, d=2, n_chains=2, sweeps=10, k_max=64, rounds=2):
     """Section 7: several chains in one call (``vmap``), as ``TVClust`` runs them (2 chains, k_max = 64):
     s/sweep with the chains agreeing on one label-block width per sweep (``step``'s ``chain_axis``, the
@@ -595,7 +631,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="n = 20,000, fewer sweeps (smoke run)")
     ap.add_argument("--skip", default="",
                     help="comma-separated sections to skip: "
-                         "d2,d30,wrongk,merge,fromone,chains,mesh,sklearn,profile")
+                         "d2,d30,wrongk,merge,fromone,chains,mesh,sklearn,profile,callbacks")
     ap.add_argument("--mesh-sweeps", type=int, default=5,
                     help="timed sweeps of the 2-device row of section 1 (0: no such row)")
     ap.add_argument("--xla-sweeps", type=int, default=5,
@@ -644,6 +680,9 @@ def main():
     if "fromone" not in skip:
         write_section(out, "subcluster-fromone" + ("-quick" if args.quick else ""),
                       "## Mixing from one cluster\n\n" + head + section_from_one(min(n, 20_000)))
+    if "callbacks" not in skip:
+        write_section(out, "subcluster-callbacks" + ("-quick" if args.quick else ""),
+                      "## The fixed cost of a callback crossing\n\n" + head + section_callbacks())
     if "chains" not in skip:
         write_section(out, "subcluster-chains" + ("-quick" if args.quick else ""),
                       "## Several chains: one label-block width per sweep\n\n" + head
