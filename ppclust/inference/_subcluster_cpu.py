@@ -909,8 +909,9 @@ _PACK_MAX = 1 << 12
 
 
 def _as_words(a):
-    """A wired array (:func:`_wire`: no 64-bit types) as uint32 words, in JAX."""
-    if a.dtype == jnp.bool_:
+    """A wired array (:func:`_wire`: no 64-bit types) as uint32 words, in JAX (bool and uint8: one word per
+    element)."""
+    if a.dtype in (jnp.bool_, jnp.uint8):
         return a.astype(jnp.uint32)
     return a if a.dtype == jnp.uint32 else jax.lax.bitcast_convert_type(a, jnp.uint32)
 
@@ -919,18 +920,22 @@ def _from_words(w, dtype):
     """Inverse of :func:`_as_words`, in JAX."""
     if dtype == jnp.bool_:
         return w != 0
+    if dtype == jnp.uint8:
+        return w.astype(jnp.uint8)
     return w if dtype == jnp.uint32 else jax.lax.bitcast_convert_type(w, dtype)
 
 
 def _np_from_words(w, dtype):
     """Inverse of :func:`_as_words`, on the host."""
-    return w != 0 if dtype == np.bool_ else np.ascontiguousarray(w).view(dtype)
+    if dtype == np.bool_:
+        return w != 0
+    return w.astype(np.uint8) if dtype == np.uint8 else np.ascontiguousarray(w).view(dtype)
 
 
 def _np_as_words(a):
     """:func:`_as_words` on the host."""
     a = np.ascontiguousarray(a)
-    return a.astype(np.uint32) if a.dtype == np.bool_ else a.view(np.uint32)
+    return a.astype(np.uint32) if a.dtype in (np.bool_, np.uint8) else a.view(np.uint32)
 
 
 def _call(host, outs, args):
@@ -1022,7 +1027,7 @@ def family_stats(x, labels, k_max, family, xw=None):
 
     outs = (jax.ShapeDtypeStruct((k_max,), x.dtype), jax.ShapeDtypeStruct((k_max, d), x.dtype),
             jax.ShapeDtypeStruct((k_max, d, d), x.dtype))
-    cnt, s, outer = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32)))
+    cnt, s, outer = _call(host, outs, (xw, xw.centre, labels_operand(labels)))
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 
@@ -1063,6 +1068,14 @@ def held_index(token):
     return _INDEX.get(int(token))
 
 
+def labels_operand(labels):
+    """``labels`` as a callback operand: uint8 labels as they are (within a sweep of :func:`ppclust.inference.
+    subcluster.step`: a quarter of the bytes of int32, and the fixed cost of a crossing grows with them;
+    ``benchmarks/results/subcluster.md``, "The fixed cost of a callback crossing"), else int32. The
+    kernels compile for either."""
+    return labels if labels.dtype == jnp.uint8 else labels.astype(jnp.int32)
+
+
 def cluster_index(labels, k_max):
     """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort` in one callback; its arrays held on the
     host under a fresh token)."""
@@ -1078,7 +1091,7 @@ def cluster_index(labels, k_max):
                 _INDEX.pop(next(iter(_INDEX)))
         return (np.asarray(token, np.int32),)
 
-    (token,) = _call(host, (jax.ShapeDtypeStruct((), jnp.int32),), (labels.astype(jnp.int32),))
+    (token,) = _call(host, (jax.ShapeDtypeStruct((), jnp.int32),), (labels_operand(labels),))
     return ClusterIndex(token, jnp.eye(k_max, dtype=bool))
 
 
@@ -1135,7 +1148,7 @@ def peel_points_of(labels, c, j, s, index=None):
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     ix = () if index is None else _index_args(index, index.cover[c], index.cover[s])
-    (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels.astype(jnp.int32), i32(c), i32(j),
+    (out,) = _call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels_operand(labels), i32(c), i32(j),
                                                                    i32(s)) + ix)
     return out[0], out[1]
 
@@ -1157,7 +1170,7 @@ def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
         + (jax.ShapeDtypeStruct((3,), jnp.int32),)
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     ix = () if index is None else _index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
-    idx, li, ia, ib, c = _call(host, outs, (labels.astype(jnp.int32), i32(ca), i32(cb), jnp.asarray(is_split),
+    idx, li, ia, ib, c = _call(host, outs, (labels_operand(labels), i32(ca), i32(cb), jnp.asarray(is_split),
                                            u, u_lab) + ix)
     return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
 
@@ -1171,7 +1184,7 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
     xw = wired(x) if xw is None else xw
 
     def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed, *ix):
-        prop = np.array(labels, np.int32)  # a copy: move_sides writes the points of C only
+        prop = np.array(labels)  # a copy (int32 or uint8, as given): move_sides writes the points of C only
         res = np.zeros(4)
         s_b, o_b = np.zeros(d), np.zeros((d, d))
         s0, s1 = _seed(seed)
@@ -1180,11 +1193,12 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
         return prop, res, s_b, o_b
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((4,), x.dtype),
+    lab = labels_operand(labels)
+    outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((4,), x.dtype),
             jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
     ix = () if index is None else _index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
-    prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, labels.astype(jnp.int32), i32(ca), i32(cb),
-                                             i32(new), jnp.asarray(is_split), mean, A, half, lw, seed) + ix)
+    prop, res, s_b, o_b = _call(host, outs, (xw, xw.centre, lab, i32(ca), i32(cb), i32(new),
+                                             jnp.asarray(is_split), mean, A, half, lw, seed) + ix)
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b
@@ -1251,7 +1265,7 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
 
     def host(x, keep, labels, M, Af, H, seed):
         act = np.flatnonzero(H[1] > -np.inf).astype(np.int32)  # the slots that can be drawn
-        z = np.empty(n, np.int32)
+        z = np.empty(n, labels.dtype)
         cnt = np.zeros(K, np.int64)
         s0, s1 = _seed(seed)
         Ha = np.ascontiguousarray(H[:, act])
@@ -1266,9 +1280,10 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
                    *_precision_bound(A, code, d), pos)
         return z, cnt.astype(np.int32)
 
-    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
-    return _call(host, outs, (x if xw is None else xw, keep, labels.astype(jnp.int32), mean.T, A.T,
-                              jnp.stack([half, log_pi]), seed))
+    lab = labels_operand(labels)
+    outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((K,), jnp.int32))
+    return _call(host, outs, (x if xw is None else xw, keep, lab, mean.T, A.T, jnp.stack([half, log_pi]),
+                              seed))
 
 
 # -- the unlinked block's acceptance by sub-blocks (twin of ``subcluster.accept_sub_blocks``) -------------
@@ -1324,11 +1339,11 @@ def accept_sub_blocks(labels, draw, sizes, n_blocks):
         now = sizes.astype(np.int64)
         acc = np.zeros(n_blocks, np.bool_)
         scan_sub_blocks(now, delta, acc)
-        out = np.empty(n, np.int32)
+        out = np.empty(n, labels.dtype)
         apply_sub_blocks(labels, z, acc, out)
         return out, now.astype(np.int32)
 
-    outs = (jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((K,), jnp.int32))
-    z, now = _call(host, outs, (labels.astype(jnp.int32), draw.astype(jnp.int32),
-                                jnp.round(sizes).astype(jnp.int32)))
+    lab = labels_operand(labels)
+    outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((K,), jnp.int32))
+    z, now = _call(host, outs, (lab, draw.astype(lab.dtype), jnp.round(sizes).astype(jnp.int32)))
     return z.astype(labels.dtype), now.astype(sizes.dtype)

@@ -300,6 +300,10 @@ _MERGE_UNIFORM = 0.125
 #: the informed partner's weight exp(-_MERGE_SHARPNESS D_ab / min_c D_ac) (:func:`_neighbour_log_probs`):
 #: 3 (it was 1) makes the nearest cluster e^2 times likelier than one at sqrt(2) times its distance
 _MERGE_SHARPNESS = 3.0
+#: the numba backend's move phase carries the labels as uint8 when k_max is at most this (the fixed cost of
+#: a callback crossing grows with its bytes: ``benchmarks/results/subcluster.md``, "The fixed cost of a
+#: callback crossing"); the same draws
+_UINT8_SLOTS = 256
 #: rows per chunk of the (n, K) data-term block (bounds the (chunk, K d) intermediate of full covariances)
 _CHUNK = 1 << 15
 
@@ -1017,7 +1021,7 @@ def _label_step(key, labels, sizes, x, links, colouring, family, log_pi, theta, 
         ii = jnp.where(real, idx, 0)
         f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
         logw = _loglik_matrix(family, theta, x[ii]) + log_pi  # the class's rows only (gathered)
-        zc = _draw_rows(logw + f * xi1 - s * xi2, counter_uniform(seed, ii, x.dtype))
+        zc = _draw_rows(logw + f * xi1 - s * xi2, counter_uniform(seed, ii, x.dtype)).astype(labels.dtype)
         old = labels[ii]
         w = real.astype(sizes.dtype)
         trial = sizes.at[old].add(-w).at[zc].add(w)
@@ -1076,6 +1080,9 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     if backend == "numba":  # the points of each slot, once per sweep: a move visits its clusters' points only
         from ppclust.inference import _subcluster_cpu as cpu
 
+        if k_max <= _UINT8_SLOTS and mesh is None:  # the sweep carries uint8 labels: each of its callbacks
+            labels = labels.astype(jnp.uint8)  # takes them (and returns a proposal or a draw) in a quarter of
+            # the bytes; the same draws (tests/inference/test_subcluster_cpu.py: numba chain == xla chain)
         index = cpu.cluster_index(labels, k_max)
 
     def one(carry, k):
@@ -1141,6 +1148,7 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     alpha = state.alpha
     if sample_alpha:
         alpha = _escobar_west(k_alpha, alpha, (stats.n > 0).sum(), n, alpha_shape, alpha_rate)
+    labels = labels.astype(state.labels.dtype)
     new = GibbsState(labels, stats, counts, p, q, alpha, state.overflow | full, None)
     return new, moves
 

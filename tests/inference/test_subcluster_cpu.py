@@ -378,6 +378,43 @@ def test_chain_numba_equals_xla():
     assert res["xla"].n_clusters.max() >= 3 and res["xla"].n_clusters[:, -1].min() >= 2
 
 
+def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
+    """With k_max <= 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
+    of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
+    labels draw (``_UINT8_SLOTS = 0``); the state's labels stay int32."""
+    seen = []
+    real_sides, real_draw = cpu.move_sides, cpu.dense_draw
+
+    def sides(x, centre, labels, *rest):
+        seen.append(("move", labels.dtype))
+        return real_sides(x, centre, labels, *rest)
+
+    def draw(x, keep, labels, *rest):
+        seen.append(("draw", labels.dtype))
+        return real_draw(x, keep, labels, *rest)
+
+    monkeypatch.setattr(cpu, "move_sides", sides)
+    monkeypatch.setattr(cpu, "dense_draw", draw)
+    x, pairs, sign = _chain_problem()
+    res = {}
+    with x64():
+        xj = jnp.asarray(x)
+        links = make_links(len(x), pairs, sign)
+        fam = GaussianNIW.default(xj, "full")
+        kw = dict(n_draws=5, n_warmup=0, n_chains=1, k_max=12, n_moves=3, backend="numba")
+        for slots in (256, 0):
+            monkeypatch.setattr(subcluster, "_UINT8_SLOTS", slots)
+            jax.clear_caches()  # the sweep reads the constant when traced
+            seen.clear()
+            res[slots] = subcluster.sample(jax.random.key(6), xj, links, fam, TVClustPrior(), **kw)
+            assert {t for _, t in seen} == {np.dtype(np.uint8 if slots else np.int32)}
+            assert {k for k, _ in seen} == {"move", "draw"}
+    jax.clear_caches()
+    np.testing.assert_array_equal(res[256].labels, res[0].labels)
+    assert res[256].state.labels.dtype == res[0].state.labels.dtype == jnp.int32
+    assert res[0].n_clusters.max() >= 2  # the moves and draws changed the partition
+
+
 def test_chains_run_one_label_block_width_per_sweep(monkeypatch):
     """Several chains (``vmap``) agree on one label-block width per sweep (``step``'s ``chain_axis``), so the
     unlinked block's compiled draw runs once per chain and sweep. With a batched width index ``lax.switch``
