@@ -119,11 +119,14 @@ def run_col(x, links, fam, sweeps, k_max, init_labels=None, seed=0, init_state=N
     return tr, res, (time.perf_counter() - t0) / sweeps
 
 
-def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0, xla_sweeps=0, rounds=2):
+def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0, xla_sweeps=0, rounds=2,
+                       int32_rounds=0):
     """Rows: the sub-cluster sampler with ``backend="numba"`` (mixing trace of ``sweeps`` from one
     cluster, then ``rounds`` timed rounds of ``sweeps`` continued sweeps, interleaved with ``rounds`` timed
     rounds of the numba collapsed sweep, A/B/A/B: the ratio is per round), ``backend="xla"`` and the
-    2-device mesh (continued from the numba chain's state, ``xla_sweeps`` / ``mesh_sweeps`` timed)."""
+    2-device mesh (continued from the numba chain's state, ``xla_sweeps`` / ``mesh_sweeps`` timed).
+    ``int32_rounds``: that many pairs of ``sweeps`` continued sweeps with the labels crossing the callbacks
+    as int32 (``subcluster._UINT8_SLOTS = 0``, the sweep before session 15) and as uint8, alternating."""
     x, truth, pairs, sign = blobs(n, d)
     rows = []
     with x64():
@@ -149,6 +152,25 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0, xla_sw
         rows.append(["subcluster, backend numba (split/merge + block Gibbs)", f"{sub_rate:,.0f}",
                      f"{t_sweep:.3f}", int(res.n_clusters[0, -1]), f"{ari(truth, res.labels[0, -1]):.3f}",
                      hit if hit else f"> {sweeps}"])
+        if int32_rounds:
+            t32, t8 = [], []
+            for _ in range(int32_rounds):
+                for slots, acc in ((0, t32), (subcluster._UINT8_SLOTS, t8)):
+                    now = subcluster._UINT8_SLOTS
+                    subcluster._UINT8_SLOTS = slots
+                    jax.clear_caches()  # the sweep reads the constant when traced
+                    try:
+                        acc.append(run_sub(xj, links, fam, col, sweeps, k_max, init_state=res.state,
+                                           backend="numba")[2])
+                    finally:
+                        subcluster._UINT8_SLOTS = now
+            jax.clear_caches()
+            m32, m8 = float(np.median(t32)), float(np.median(t8))
+            rows.append([f"subcluster, backend numba, int32 labels in the callbacks (before session 15; "
+                         f"{int32_rounds} rounds alternating with uint8)", f"{n / m32:,.0f}", f"{m32:.3f}",
+                         "-", "-", "-"])
+            rows.append([f"subcluster, backend numba, uint8 labels (the same {int32_rounds} rounds)",
+                         f"{n / m8:,.0f}", f"{m8:.3f}", "-", "-", "-"])
         if xla_sweeps:
             _, resx, tx, _ = run_sub(xj, links, fam, col, xla_sweeps, k_max, init_state=res.state,
                                      backend="xla")
@@ -638,6 +660,8 @@ def main():
                     help="timed sweeps of the backend='xla' row of sections 1-2 (0: no such row)")
     ap.add_argument("--rounds", type=int, default=2,
                     help="interleaved timing rounds (sub-cluster, collapsed) of sections d2 and d30")
+    ap.add_argument("--int32-rounds", type=int, default=0,
+                    help="rounds of int32 against uint8 labels in the callbacks (sections d2 and d30)")
     ap.add_argument("--backends", default="numba,xla", help="backends of the profile section")
     ap.add_argument("--sklearn-n", default="100000,1000000",
                     help="comma-separated n of the sklearn section (capped at --n)")
@@ -662,14 +686,15 @@ def main():
                       + "\n\n" + head
                       + section_throughput(n, 2, sweeps, 3 if args.quick else 5,
                                            mesh_sweeps=args.mesh_sweeps, xla_sweeps=args.xla_sweeps,
-                                           rounds=args.rounds))
+                                           rounds=args.rounds, int32_rounds=args.int32_rounds))
         print(out.read_text())
     if "d30" not in skip:
         n30 = max(n // 10, 10_000)
         write_section(out, "subcluster-d30" + ("-quick" if args.quick else ""),
                       "## Throughput, d = 30\n\n" + head
                       + section_throughput(n30, 30, sweeps // 2, 2 if args.quick else 3,
-                                           xla_sweeps=min(args.xla_sweeps, 3), rounds=args.rounds))
+                                           xla_sweeps=min(args.xla_sweeps, 3), rounds=args.rounds,
+                                           int32_rounds=args.int32_rounds))
     if "wrongk" not in skip:
         write_section(out, "subcluster-wrongk" + ("-quick" if args.quick else ""),
                       "## Mixing from a wrong K\n\n" + head + section_wrong_k(min(n, 20_000), sweeps))
