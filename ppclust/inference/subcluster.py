@@ -151,10 +151,11 @@ left-out mass could matter); the end-of-sweep statistics too. The data never cro
 (:func:`sample` holds a host copy for its compiled call, :func:`ppclust.inference._subcluster_cpu.hold`),
 and a per-sweep cluster index (a counting sort of the labels before the moves, its covers updated by
 accepted moves, :class:`ppclust.inference._subcluster_cpu.ClusterIndex`) lets a move's kernels visit the
-points of its clusters only. The labels do cross, into about three callbacks per move and four per label
-step, at a fixed cost that grows with their bytes (``benchmarks/results/subcluster.md``, "The fixed cost of
-a callback crossing": about 0.9 ms for 10^6 int32 labels into a callback, 1.5 ms in and out), so within
-a sweep the numba backend carries them as uint8 when ``k_max`` <= 256 (``_UINT8_SLOTS``; the same draws).
+points of its clusters only. The labels do cross, into two callbacks per split/merge move (one returns the
+proposal), one per peel/absorb step and four more per sweep, at a fixed cost that grows with their bytes
+(``benchmarks/results/subcluster.md``, "The fixed cost of a callback crossing": about 0.9 ms for 10^6 int32
+labels into a callback, 1.5 ms in and out), so within a sweep the numba backend carries them as uint8 when
+``k_max`` <= 256 (``_UINT8_SLOTS``; the same draws).
 Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
 classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
 per-draw seed and i), so a loop draws the uniforms of the points it visits only, and both take the same
