@@ -58,6 +58,23 @@ from ppclust.models.tvclust import TVClustPrior, make_links  # noqa: E402
 PRIOR = TVClustPrior()
 
 
+@contextlib.contextmanager
+def retraced(**attrs):
+    """``subcluster``'s module attributes set to ``attrs`` inside the block (restored after). The jitted
+    sampler reads them when it is traced, so the compile caches are cleared on entry and on exit: the block
+    compiles its own program and the code after it gets the usual one back."""
+    keep = {k: getattr(subcluster, k) for k in attrs}
+    for k, v in attrs.items():
+        setattr(subcluster, k, v)
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        for k, v in keep.items():
+            setattr(subcluster, k, v)
+        jax.clear_caches()
+
+
 def blobs(n, d, seed=0, k=12):
     rng = np.random.default_rng(seed)
     if d == 2:
@@ -156,15 +173,9 @@ def section_throughput(n, d, sweeps, col_sweeps, k_max=32, mesh_sweeps=0, xla_sw
             t32, t8 = [], []
             for _ in range(int32_rounds):
                 for slots, acc in ((0, t32), (subcluster._UINT8_SLOTS, t8)):
-                    now = subcluster._UINT8_SLOTS
-                    subcluster._UINT8_SLOTS = slots
-                    jax.clear_caches()  # the sweep reads the constant when traced
-                    try:
+                    with retraced(_UINT8_SLOTS=slots):
                         acc.append(run_sub(xj, links, fam, col, sweeps, k_max, init_state=res.state,
                                            backend="numba")[2])
-                    finally:
-                        subcluster._UINT8_SLOTS = now
-            jax.clear_caches()
             m32, m8 = float(np.median(t32)), float(np.median(t8))
             rows.append([f"subcluster, backend numba, int32 labels in the callbacks (before session 15; "
                          f"{int32_rounds} rounds alternating with uint8)", f"{n / m32:,.0f}", f"{m32:.3f}",
@@ -284,15 +295,9 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=8, moves=(4, 16), old_pair
                                             n_moves=nm)
                 runs.append((f"subcluster n_moves={nm}", tr, t_sweep))
             if old_pairs:
-                now = subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS
-                subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS = 0.5, 1.0
-                jax.clear_caches()  # the jitted sampler read the constants when traced: trace it again
-                try:
+                with retraced(_MERGE_UNIFORM=0.5, _MERGE_SHARPNESS=1.0):
                     tr, _, t_sweep, _ = run_sub(xj, links, fam, col, sweeps, k_max, init_labels=init,
                                                 seed=seed, n_moves=4)
-                finally:
-                    subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS = now
-                    jax.clear_caches()
                 runs.append(("subcluster n_moves=4, old pair choice", tr, t_sweep))
             trc, _, tc = run_col(xj, links, fam, sweeps, k_max, init_labels=init, seed=seed)
             for name, t, s_ in runs + [("collapsed (numba)", trc, tc)]:
@@ -433,15 +438,9 @@ def _mesh_rows(n, mesh, sweeps, rounds, anchor):
             if fence:
                 continue
             # the fence is read when the sampler is traced: the unfenced program needs its own compile
-            keep = subcluster._replicated
-            subcluster._replicated = lambda mesh, *t: t[0] if len(t) == 1 else t
-            jax.clear_caches()
-            try:
+            with retraced(_replicated=lambda mesh, *t: t[0] if len(t) == 1 else t):
                 for r in range(rounds + 1):
                     timed(name, m, r)
-            finally:
-                subcluster._replicated = keep
-                jax.clear_caches()
     rows = []
     for name, _, _ in kinds:
         t = float(np.median(times[name]))
