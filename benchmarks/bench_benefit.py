@@ -79,6 +79,12 @@ REFERENCES = ("GaussianMixture", "BayesianGaussianMixture")
 # --------------------------------------------------------------------------- data
 
 
+def standardise(X):
+    """Every column to zero mean and unit sd (a constant column stays at zero)."""
+    sd = X.std(0)
+    return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+
+
 def load(name, n_max, seed):
     X, y = datasets.load(name)
     if name == "digits":
@@ -90,7 +96,7 @@ def load(name, n_max, seed):
     if len(y) > n_max:
         idx = rng.choice(len(y), n_max, replace=False)
         X, y = X[idx], y[idx]
-    X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    X = standardise(X)
     _, y = np.unique(y, return_inverse=True)
     return X, y.astype(np.int64)
 

@@ -46,6 +46,7 @@ from benchmarks._common import (
     timed_labels,
     write_result,
 )
+from benchmarks.bench_benefit import load, standardise
 from ppclust import datasets, metrics
 
 N_DIGITS, PCA_DIM, N_SAT, LABEL_FRACTION = 1500, 6, 3000, 0.10
@@ -60,11 +61,6 @@ CEC_SETTINGS = {"old": dict(beta=1.0, init="kmeans++", cap_clusters=False), "now
 CACHE = RESULTS / "issue_cases_study.json"
 
 
-def standardise(X):
-    X = X[:, X.std(0) > 0]
-    return (X - X.mean(0)) / X.std(0)
-
-
 def digits_draw(draw):
     from sklearn.decomposition import PCA
 
@@ -75,9 +71,8 @@ def digits_draw(draw):
 
 
 def satimage_draw(draw):
-    X, y = datasets.load("satimage")
-    idx = np.random.default_rng(3000 + draw).choice(len(y), N_SAT, replace=False)
-    return standardise(X[idx].astype(float)), np.unique(y[idx], return_inverse=True)[1].astype(np.int64)
+    """The panel's loader (uniform subsample, every column standardised) at n = N_SAT."""
+    return load("satimage", N_SAT, seed=3000 + draw)
 
 
 #: what the last fit reported besides its labels (TVClust's posterior means of p and q)
@@ -155,10 +150,11 @@ def run(args, cache):
         fit_cell(cache, k, y, fit, *fit_args)
 
 
-def _cell(cache, data, method, setting, name, draws, metric):
-    v = [r[metric] for d in range(draws) if (r := cache.get(f"{data}|{d}|{method}|{setting}|{name}"))
-         and "error" not in r and r.get(metric) is not None]
-    return v
+def cell_values(cache, data, method, setting, name, draws, metric):
+    """The values of ``metric`` in one cell over the draws present (failed fits left out); the notebook
+    reads the study's JSON through it."""
+    return [r[metric] for d in range(draws) if (r := cache.get(f"{data}|{d}|{method}|{setting}|{name}"))
+            and "error" not in r and r.get(metric) is not None]
 
 
 _METRICS = ("nmi", "ari", "k", "p", "q", "s")
@@ -193,7 +189,7 @@ def tables(args, cache):
     rows = []
     for setting in TV_SETTINGS:
         for name, _, _ in LINK_CELLS:
-            c = {m: _cell(cache, "digits", "TVClust", setting, name, draws, m) for m in _METRICS}
+            c = {m: cell_values(cache, "digits", "TVClust", setting, name, draws, m) for m in _METRICS}
             gain = _gain(cache, "digits", "TVClust", setting, name, "none", draws) if name != "none" else ""
             rows.append([setting, name, _fmt(c["ari"]), _fmt(c["nmi"]), gain, _fmt(c["k"], 1), _fmt(c["p"]),
                          _fmt(c["q"]), _fmt(c["s"], 1)])
@@ -208,7 +204,7 @@ def tables(args, cache):
     for method, settings in (("CECIB", CEC_SETTINGS), ("SemiSupervisedGMM", ("now",)), ("C3L", ("now",))):
         for setting in settings:
             for name, _, _ in LABEL_CELLS:
-                c = {m: _cell(cache, "satimage", method, setting, name, draws, m) for m in _METRICS}
+                c = {m: cell_values(cache, "satimage", method, setting, name, draws, m) for m in _METRICS}
                 gain = _gain(cache, "satimage", method, setting, name, "none", draws)
                 gain = "" if name == "none" else gain
                 rows.append([method, setting, name, _fmt(c["nmi"]), _fmt(c["ari"]), gain, _fmt(c["k"], 1),

@@ -230,7 +230,7 @@ cases = json.loads((ROOT / "results" / "issue_cases_study.json").read_text())
 def case_bars(ax, data, groups, cells, title):
     width = 0.8 / len(cells)
     for j, (name, *_) in enumerate(cells):
-        vals = [ic._cell(cases, data, m, s, name, 100, "nmi") for m, s in groups]
+        vals = [ic.cell_values(cases, data, m, s, name, 100, "nmi") for m, s in groups]
         ax.bar(np.arange(len(groups)) + j * width, [np.mean(v) if v else np.nan for v in vals], width,
                yerr=[np.std(v) if v else 0 for v in vals], label=name)
     ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [f"{m}\\n{s}" for m, s in groups], fontsize=7)
