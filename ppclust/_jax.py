@@ -105,6 +105,64 @@ def _writable(folder: Path) -> bool:
 enable_compilation_cache()
 
 
+#: :func:`release_compiled_programs` clears JAX's in-memory caches once the process holds more than this
+#: fraction of the kernel's limit on memory mappings (``vm.max_map_count``)
+MAP_FRACTION = 0.5
+_MAP_LIMIT: list[int | None] = []
+
+
+def memory_maps() -> int | None:
+    """How many memory mappings this process holds (lines of ``/proc/self/maps``); ``None`` where the
+    count cannot be read (not Linux). Costs about 1 ms per 10,000 mappings."""
+    try:
+        with open("/proc/self/maps", "rb", buffering=0) as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except OSError:
+        return None
+
+
+def memory_map_limit() -> int | None:
+    """The kernel's limit on one process's memory mappings (``/proc/sys/vm/max_map_count``, 65530 by
+    default), or ``None`` where there is none to read."""
+    if not _MAP_LIMIT:
+        try:
+            _MAP_LIMIT.append(int(Path("/proc/sys/vm/max_map_count").read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            _MAP_LIMIT.append(None)
+    return _MAP_LIMIT[0]
+
+
+def release_compiled_programs(fraction: float | None = None) -> bool:
+    """Clear JAX's in-memory compilation caches when the process's memory mappings near the kernel's limit.
+
+    Why: XLA:CPU keeps every compiled program in its own memory mappings (code, constants and unwind
+    tables of each kernel: about 15 mappings for a three-operation program, ~300 for one fit of a
+    TVClust sampler), and JAX keeps every program it compiled for as long as the jitted function lives.
+    Fitting many data sizes in one process (one new program per shape) therefore grows the count by
+    ~1,300 per size for four estimators (measured), and Linux refuses new mappings past
+    ``vm.max_map_count`` (65,530 by default). XLA's JIT then fails half-way through loading a program
+    and leaves the unwind table of freed code registered with the C++ runtime, so the next C++
+    exception in the process -- the very error that reports the failure -- dies of a segmentation fault
+    (the crash of ``make test``'s workers, session 17: ``_Unwind_Find_FDE`` reading an unmapped page).
+
+    What: past ``fraction`` (default :data:`MAP_FRACTION`) of the limit, ``jax.clear_caches()`` drops the
+    compiled programs (their mappings are unmapped and their unwind tables deregistered); later calls
+    compile again or load from the persistent cache. Arrays and results are untouched. Every estimator's
+    ``fit`` calls this first. Returns whether it cleared.
+    """
+    limit = memory_map_limit()
+    if limit is None:
+        return False
+    count = memory_maps()
+    if count is None or count <= (MAP_FRACTION if fraction is None else fraction) * limit:
+        return False
+    jax.clear_caches()
+    logging.getLogger("ppclust").info(
+        "ppclust: the process held %d memory mappings (limit %d, vm.max_map_count); cleared JAX's "
+        "in-memory compiled programs (%d mappings now)", count, limit, memory_maps() or -1)
+    return True
+
+
 def x64():
     """Context manager enabling float64 for a solver call without touching the user's global config.
 

@@ -67,6 +67,25 @@ def pytest_configure(config):
             os.environ["XLA_FLAGS"] = (flags + " --xla_backend_optimization_level=0").strip()
 
 
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+    """After each test, drop JAX's compiled programs once the worker holds a quarter of the kernel's limit
+    on memory mappings (:func:`ppclust._jax.release_compiled_programs`; estimators' fits do it at half).
+
+    A worker runs ~500 tests that compile thousands of programs (one per shape) and XLA:CPU keeps each in
+    its own mappings: without this a worker passed ``vm.max_map_count`` (65,530) in about two minutes of
+    the suite, and the next XLA load failed half-way and crashed the worker (segmentation fault in the C++
+    unwinder: CI's intermittent "worker crashed" in test_demo, test_posterior, the C3L tests). Programs
+    dropped here load again from the persistent cache when a later test needs them.
+    ``PPCLUST_TEST_KEEP_PROGRAMS=1`` turns this off (``benchmarks/suite_memory_maps.py`` measures both)."""
+    yield
+    if os.environ.get("PPCLUST_TEST_KEEP_PROGRAMS") == "1":
+        return
+    from ppclust._jax import release_compiled_programs
+
+    release_compiled_programs(fraction=0.25)
+
+
 SHARED = Path(os.environ.get("PPCLUST_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
 
 

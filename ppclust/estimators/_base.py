@@ -76,6 +76,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
+from ppclust._jax import release_compiled_programs
 from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
@@ -90,7 +91,9 @@ __all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "chec
 def fit_context(*, prefer_skip_nested_validation: bool):
     """scikit-learn's ``_fit_context`` (validate every parameter against ``_parameter_constraints``
     before ``fit`` runs), raising :class:`ppclust.errors.InvalidParameterError` -- a ``PPClustError``
-    naming the parameter -- instead of scikit-learn's class (its base class, so both catch it)."""
+    naming the parameter -- instead of scikit-learn's class (its base class, so both catch it). Each fit
+    first calls :func:`ppclust._jax.release_compiled_programs` (compiled programs of many fits near the
+    kernel's limit on memory mappings are released instead of crashing the process)."""
     sk = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
 
     def decorator(fit_method):
@@ -98,6 +101,7 @@ def fit_context(*, prefer_skip_nested_validation: bool):
 
         @functools.wraps(fit_method)
         def wrapper(estimator, *args, **kwargs):
+            release_compiled_programs()  # a long session of many shapes stays clear of the mapping limit
             if get_config()["skip_parameter_validation"]:
                 return inner(estimator, *args, **kwargs)
             try:
