@@ -109,6 +109,18 @@ enable_compilation_cache()
 #: fraction of the kernel's limit on memory mappings (``vm.max_map_count``)
 MAP_FRACTION = 0.5
 _MAP_LIMIT: list[int | None] = []
+#: programs compiled or loaded in this process (JAX's backend-compile event), and that count at the last
+#: look at the mappings: no new program, no new mappings, and the check costs nothing
+_PROGRAMS = [0, -1]
+_BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+def _count_program(event: str, duration: float, **kwargs) -> None:
+    if event == _BACKEND_COMPILE_EVENT:
+        _PROGRAMS[0] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_program)
 
 
 def memory_maps() -> int | None:
@@ -132,7 +144,7 @@ def memory_map_limit() -> int | None:
     return _MAP_LIMIT[0]
 
 
-def release_compiled_programs(fraction: float | None = None) -> bool:
+def release_compiled_programs(fraction: float | None = None, force: bool = False) -> bool:
     """Clear JAX's in-memory compilation caches when the process's memory mappings near the kernel's limit.
 
     Why: XLA:CPU keeps every compiled program in its own memory mappings (code, constants and unwind
@@ -148,11 +160,14 @@ def release_compiled_programs(fraction: float | None = None) -> bool:
     What: past ``fraction`` (default :data:`MAP_FRACTION`) of the limit, ``jax.clear_caches()`` drops the
     compiled programs (their mappings are unmapped and their unwind tables deregistered); later calls
     compile again or load from the persistent cache. Arrays and results are untouched. Every estimator's
-    ``fit`` calls this first. Returns whether it cleared.
+    ``fit`` calls this first; it reads ``/proc/self/maps`` (1-2 ms for a thousand mappings) only when JAX
+    has compiled or loaded a program since its last look, or when ``force`` is true. Returns whether it
+    cleared.
     """
     limit = memory_map_limit()
-    if limit is None:
-        return False
+    if limit is None or (not force and _PROGRAMS[0] == _PROGRAMS[1]):
+        return False  # (no program compiled or loaded since the last look: the count cannot have grown much)
+    _PROGRAMS[1] = _PROGRAMS[0]
     count = memory_maps()
     if count is None or count <= (MAP_FRACTION if fraction is None else fraction) * limit:
         return False

@@ -7,7 +7,10 @@ assertion) turned a CI run into a 90-minute timeout with no summary. Here worker
 (``--max-worker-restart=0``): a crash ends the run at once, with the crashed test named and the dying
 worker's stack printed (faulthandler). When every failure of the run is such a crash, the whole suite
 runs once more in fresh processes and its result is the result, with a banner saying so; any real
-failure (an assertion, an error) is final. Usage: ``python tests/run_suite.py <pytest arguments>``.
+failure (an assertion, an error) is final. (The crashes seen up to session 16 had one cause, fixed in
+session 17: a worker's compiled XLA programs passed the kernel's limit on memory mappings; see the
+``_release_compiled_programs`` fixture in ``tests/conftest.py``. The retry stays as a net.)
+Usage: ``python tests/run_suite.py <pytest arguments>``.
 """
 
 from __future__ import annotations
