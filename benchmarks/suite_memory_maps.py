@@ -5,10 +5,11 @@ Two measurements, written to ``benchmarks/results/suite_memory_maps.{md,json}``:
 1. *Per fit*: in a fresh process, a semi-supervised GMM fitted on 10 data sizes (n = 60, 70, ..., 150):
    the growth of ``/proc/self/maps`` per new size (each size compiles or loads its own programs).
 2. *The fast test suite*: ``pytest -m "not slow" -n 2 --dist loadfile`` (``make test``'s run) twice, with
-   the test fixture that clears compiled programs after each test turned off
-   (``PPCLUST_TEST_KEEP_PROGRAMS=1``) and on; every 2 s the script counts the mappings of each worker
-   process. Reported: each run's peak per worker, against the kernel's limit (``vm.max_map_count``), its
-   time, its exit code and whether a worker crashed.
+   the test fixture that clears compiled programs after each test, and the estimators' own check, turned
+   off (``PPCLUST_TEST_KEEP_PROGRAMS=1``, ``PPCLUST_MAP_FRACTION=off``: the suite as it ran before) and
+   on; every 2 s the script counts the mappings of each worker process. Reported: each run's peak per
+   worker, against the kernel's limit (``vm.max_map_count``), its time, its exit code and whether a
+   worker crashed.
 
 Linux only (it reads ``/proc``). Usage: ``python -m benchmarks.suite_memory_maps [--skip-suite]``
 (about 15 minutes on 2 cores; ``--skip-suite`` runs part 1 only and keeps the last suite numbers).
@@ -68,6 +69,8 @@ def per_fit() -> dict:
 
 def suite(keep: bool) -> dict:
     env = {**os.environ, "PPCLUST_TEST_KEEP_PROGRAMS": "1" if keep else "0"}
+    if keep:  # and the estimators' own check off: the suite as it ran before session 17
+        env["PPCLUST_MAP_FRACTION"] = "off"
     cmd = [sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2", "--dist", "loadfile", "-q",
            "--max-worker-restart=0", "-p", "no:cacheprovider"]
     t0 = time.perf_counter()
@@ -139,8 +142,9 @@ def main(argv=None) -> int:
     for s in res["suite"]:
         pk = s["peak_per_worker"]
         lines.append("| {} | {} | {} | {} | {} | {:.0%} |".format(
-            "no" if s["keep_programs"] else "yes (at 1/4 of the limit)", s["seconds"], s["returncode"],
-            "yes" if s["worker_crashed"] else "no", ", ".join(f"{p:,}" for p in pk), max(pk or [0]) / limit))
+            "no (nor in fits)" if s["keep_programs"] else "yes (at 1/4 of the limit)", s["seconds"],
+            s["returncode"], "yes" if s["worker_crashed"] else "no", ", ".join(f"{p:,}" for p in pk),
+            max(pk or [0]) / limit))
     lines += ["", "Last line of each run: " + " / ".join(f"`{s['summary']}`" for s in res["suite"]), ""]
     (OUT / "suite_memory_maps.md").write_text("\n".join(lines))
     print("\n".join(lines))

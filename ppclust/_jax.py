@@ -105,9 +105,28 @@ def _writable(folder: Path) -> bool:
 enable_compilation_cache()
 
 
+def _map_fraction() -> float | None:
+    """``PPCLUST_MAP_FRACTION``: a number in (0, 1], or ``off`` (never clear); 0.5 when unset."""
+    value = os.environ.get("PPCLUST_MAP_FRACTION", "").strip().lower()
+    if not value:
+        return 0.5
+    if value in _OFF:
+        return None
+    try:
+        fraction = float(value)
+        if 0.0 < fraction <= 1.0:
+            return fraction
+    except ValueError:
+        pass
+    warnings.warn(f"PPCLUST_MAP_FRACTION={value!r} is neither a number in (0, 1] nor 'off'; using 0.5",
+                  RuntimeWarning, stacklevel=2)
+    return 0.5
+
+
 #: :func:`release_compiled_programs` clears JAX's in-memory caches once the process holds more than this
-#: fraction of the kernel's limit on memory mappings (``vm.max_map_count``)
-MAP_FRACTION = 0.5
+#: fraction of the kernel's limit on memory mappings (``vm.max_map_count``); ``None``: never
+#: (``PPCLUST_MAP_FRACTION=off``)
+MAP_FRACTION = _map_fraction()
 _MAP_LIMIT: list[int | None] = []
 #: programs compiled or loaded in this process (JAX's backend-compile event), and that count at the last
 #: look at the mappings: no new program, no new mappings, and the check costs nothing
@@ -147,29 +166,30 @@ def memory_map_limit() -> int | None:
 def release_compiled_programs(fraction: float | None = None, force: bool = False) -> bool:
     """Clear JAX's in-memory compilation caches when the process's memory mappings near the kernel's limit.
 
-    Why: XLA:CPU keeps every compiled program in its own memory mappings (code, constants and unwind
-    tables of each kernel: about 15 mappings for a three-operation program, ~300 for one fit of a
-    TVClust sampler), and JAX keeps every program it compiled for as long as the jitted function lives.
-    Fitting many data sizes in one process (one new program per shape) therefore grows the count by
-    ~1,300 per size for four estimators (measured), and Linux refuses new mappings past
+    Why: XLA:CPU keeps every compiled program in memory mappings of its own (code, constants and unwind
+    tables of each kernel), and JAX keeps every program it compiled for as long as the jitted function
+    lives. Fitting many data sizes in one process (new programs per shape) therefore grows the count
+    (``benchmarks/results/suite_memory_maps.md``: 489 mappings per new size for a semi-supervised GMM),
+    and Linux refuses new mappings past
     ``vm.max_map_count`` (65,530 by default). XLA's JIT then fails half-way through loading a program
     and leaves the unwind table of freed code registered with the C++ runtime, so the next C++
     exception in the process -- the very error that reports the failure -- dies of a segmentation fault
     (the crash of ``make test``'s workers, session 17: ``_Unwind_Find_FDE`` reading an unmapped page).
 
-    What: past ``fraction`` (default :data:`MAP_FRACTION`) of the limit, ``jax.clear_caches()`` drops the
-    compiled programs (their mappings are unmapped and their unwind tables deregistered); later calls
-    compile again or load from the persistent cache. Arrays and results are untouched. Every estimator's
-    ``fit`` calls this first; it reads ``/proc/self/maps`` (1-2 ms for a thousand mappings) only when JAX
-    has compiled or loaded a program since its last look, or when ``force`` is true. Returns whether it
-    cleared.
+    What: past ``fraction`` of the limit (default :data:`MAP_FRACTION`: 0.5, or ``PPCLUST_MAP_FRACTION``;
+    ``off`` never clears), ``jax.clear_caches()`` drops the compiled programs (their mappings are unmapped
+    and their unwind tables deregistered); later calls compile again or load from the persistent cache.
+    Arrays and results are untouched. Every estimator's ``fit`` calls this first; it reads
+    ``/proc/self/maps`` (1-2 ms for a thousand mappings) only when JAX has compiled or loaded a program
+    since its last look, or when ``force`` is true. Returns whether it cleared.
     """
+    fraction = MAP_FRACTION if fraction is None else fraction
     limit = memory_map_limit()
-    if limit is None or (not force and _PROGRAMS[0] == _PROGRAMS[1]):
+    if fraction is None or limit is None or (not force and _PROGRAMS[0] == _PROGRAMS[1]):
         return False  # (no program compiled or loaded since the last look: the count cannot have grown much)
     _PROGRAMS[1] = _PROGRAMS[0]
     count = memory_maps()
-    if count is None or count <= (MAP_FRACTION if fraction is None else fraction) * limit:
+    if count is None or count <= fraction * limit:
         return False
     jax.clear_caches()
     logging.getLogger("ppclust").info(
