@@ -96,3 +96,22 @@ def test_a_process_fitting_many_shapes_stays_under_a_mapping_limit():
     assert on["peak"] < on["limit"] + 800  # at most one fit's programs past the limit
     assert off["peak"] > on["limit"] + 2000  # without it the count kept growing
     assert on["labels"] == off["labels"]  # and clearing changed no result
+
+
+@pytest.mark.parametrize(("value", "expected"),
+                         [("", 0.5), ("0.3", 0.3), ("off", None), ("0", None), ("1", 1.0)])
+def test_map_fraction_from_the_environment(monkeypatch, value, expected):
+    monkeypatch.setenv("PPCLUST_MAP_FRACTION", value)
+    assert _jax._map_fraction() == expected
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "-0.2"])
+def test_a_bad_map_fraction_warns_and_keeps_the_default(monkeypatch, value):
+    monkeypatch.setenv("PPCLUST_MAP_FRACTION", value)
+    with pytest.warns(RuntimeWarning, match="PPCLUST_MAP_FRACTION"):
+        assert _jax._map_fraction() == 0.5
+
+
+def test_map_fraction_off_never_clears(monkeypatch):
+    monkeypatch.setattr(_jax, "MAP_FRACTION", None)
+    assert not _jax.release_compiled_programs(force=True)
