@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
+from ppclust._jax import memory_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results"
@@ -49,12 +49,18 @@ _PER_FIT = textwrap.dedent("""
 """)
 
 
-def maps_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/maps", "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except OSError:
-        return None
+def children(ppid: int) -> list[int]:
+    """The processes whose parent is ``ppid`` (field 4 of ``/proc/<pid>/stat``)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
+                out.append(int(entry.name))
+    return out
 
 
 def per_fit() -> dict:
@@ -81,17 +87,12 @@ def suite(keep: bool) -> dict:
     done = threading.Event()
 
     def sample():
-        parent = psutil.Process(proc.pid)
         while not done.is_set():
-            try:
-                kids = parent.children(recursive=False)
-            except psutil.Error:
-                break
-            for k in kids:
-                m = maps_of(k.pid)
+            for pid in children(proc.pid):
+                m = memory_maps(pid)
                 if m is not None:
-                    peaks[k.pid] = max(peaks.get(k.pid, 0), m)
-                    samples.append((round(time.perf_counter() - t0, 1), k.pid, m))
+                    peaks[pid] = max(peaks.get(pid, 0), m)
+                    samples.append((round(time.perf_counter() - t0, 1), pid, m))
             done.wait(2.0)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-suite", action="store_true")
     args = ap.parse_args(argv)
-    if maps_of(os.getpid()) is None:
+    if memory_maps(os.getpid()) is None:
         print("needs Linux (/proc/<pid>/maps)", file=sys.stderr)
         return 2
     jpath = OUT / "suite_memory_maps.json"

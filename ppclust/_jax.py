@@ -142,11 +142,11 @@ def _count_program(event: str, duration: float, **kwargs) -> None:
 jax.monitoring.register_event_duration_secs_listener(_count_program)
 
 
-def memory_maps() -> int | None:
-    """How many memory mappings this process holds (lines of ``/proc/self/maps``); ``None`` where the
-    count cannot be read (not Linux). Costs about 1 ms per 10,000 mappings."""
+def memory_maps(pid: int | None = None) -> int | None:
+    """How many memory mappings this process (or process ``pid``) holds: the lines of
+    ``/proc/<pid>/maps``; ``None`` where the count cannot be read (not Linux, or no such process)."""
     try:
-        with open("/proc/self/maps", "rb", buffering=0) as f:
+        with open(f"/proc/{'self' if pid is None else int(pid)}/maps", "rb", buffering=0) as f:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
     except OSError:
         return None
