@@ -6,10 +6,9 @@ Two measurements, written to ``benchmarks/results/suite_memory_maps.{md,json}``:
    the growth of ``/proc/self/maps`` per new size (each size compiles or loads its own programs).
 2. *The fast test suite*: ``pytest -m "not slow" -n 2 --dist loadfile`` (``make test``'s run) twice, with
    the test fixture that clears compiled programs after each test, and the estimators' own check, turned
-   off (``PPCLUST_TEST_KEEP_PROGRAMS=1``, ``PPCLUST_MAP_FRACTION=off``: the suite as it ran before) and
-   on; every 2 s the script counts the mappings of each worker process. Reported: each run's peak per
-   worker, against the kernel's limit (``vm.max_map_count``), its time, its exit code and whether a
-   worker crashed.
+   off (``PPCLUST_MAP_FRACTION=off``: the suite as it ran before) and on; every 2 s the script counts the
+   mappings of each worker process. Reported: each run's peak per worker, against the kernel's limit
+   (``vm.max_map_count``), its time, its exit code and whether a worker crashed.
 
 Linux only (it reads ``/proc``). Usage: ``python -m benchmarks.suite_memory_maps [--skip-suite]``
 (about 15 minutes on 2 cores; ``--skip-suite`` runs part 1 only and keeps the last suite numbers).
@@ -74,8 +73,8 @@ def per_fit() -> dict:
 
 
 def suite(keep: bool) -> dict:
-    env = {**os.environ, "PPCLUST_TEST_KEEP_PROGRAMS": "1" if keep else "0"}
-    if keep:  # and the estimators' own check off: the suite as it ran before session 17
+    env = {k: v for k, v in os.environ.items() if k != "PPCLUST_MAP_FRACTION"}
+    if keep:  # the test fixture's and the estimators' check off: the suite as it ran before session 17
         env["PPCLUST_MAP_FRACTION"] = "off"
     cmd = [sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2", "--dist", "loadfile", "-q",
            "--max-worker-restart=0", "-p", "no:cacheprovider"]

@@ -77,13 +77,13 @@ def _release_compiled_programs():
     the suite, and the next XLA load failed half-way and crashed the worker (segmentation fault in the C++
     unwinder: CI's intermittent "worker crashed" in test_demo, test_posterior, the C3L tests). Programs
     dropped here load again from the persistent cache when a later test needs them.
-    ``PPCLUST_TEST_KEEP_PROGRAMS=1`` turns this off (``benchmarks/suite_memory_maps.py`` measures both)."""
+    ``PPCLUST_MAP_FRACTION=off`` turns this off with the fits' own check (``benchmarks/suite_memory_maps.py``
+    measures both)."""
     yield
-    if os.environ.get("PPCLUST_TEST_KEEP_PROGRAMS") == "1":
-        return
-    from ppclust._jax import release_compiled_programs
+    from ppclust import _jax
 
-    release_compiled_programs(fraction=0.25)
+    if _jax.MAP_FRACTION is not None:
+        _jax.release_compiled_programs(fraction=0.25)
 
 
 SHARED = Path(os.environ.get("PPCLUST_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
