@@ -32,7 +32,6 @@ and the projection-pursuit pipeline of the paper's Sec. 6.3 (:func:`min_kurtosis
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -40,77 +39,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import ndtr
 
 from ppclust.families import (
     LOG_2PI,
-    ML_SING_TOL,
-    GaussianML,
-    Stats,
     chol_logdet,
     gaussian_logpdf_chol,
-    ml_degenerate,
     ml_entropy,
-    ml_logdet,
     normal_logpdf,
 )
 from ppclust.inference import hartigan
+from ppclust.inference.cec import CECCost, CECStats, constrained_cost_1d, constrained_fit_1d, quantile
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
-           "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels", "C3LStats",
-           "C3LCost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
+           "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels",
+           "make_cost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
            "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "default_card_min"]
 
 Array = jax.Array
-#: A cluster's r-scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
-SING_TOL = ML_SING_TOL
 
 
 # ---------------------------------------------------------------------------------------------
 # Theorem 1: the leakage-constrained 1-D Gaussian
 # ---------------------------------------------------------------------------------------------
-
-
-def quantile(alpha) -> Array:
-    r""":math:`p^\alpha=\Phi^{-1}(1-\alpha)`, computed as ``-ndtri(alpha)`` (no cancellation for tiny alpha).
-
-    ``alpha >= 1/2`` gives ``p <= 0``: the constraint is void.
-    """
-    return -ndtri(jnp.asarray(alpha, dtype=jnp.result_type(float)))
-
-
-def constrained_fit_1d(mu, s2, p):
-    r"""Leakage-constrained ML fit of a 1-D Gaussian (Theorem 1, spec §1.5).
-
-    Minimises the cross-entropy :math:`h(m,\sigma)=\tfrac12\ln(2\pi\sigma^2)+((\mu-m)^2+s^2)/(2\sigma^2)`
-    of a sample with mean ``mu`` and MLE variance ``s2`` subject to :math:`|m|\ge p\,\sigma`
-    (leakage :math:`\Phi(-|m|/\sigma)\le\alpha`, ``p = quantile(alpha)``). Broadcasts.
-
-    Returns ``(m, sigma, E1, active)``. Inactive (``p <= 0`` or :math:`|\mu|\ge p s`): the MLE,
-    :math:`E_1=\tfrac12(1+\ln 2\pi s^2)`. Active: :math:`m=\mathrm{sgn}(\mu)\,2p(s^2+\mu^2)/(p|\mu|
-    +\sqrt{(p^2+4)\mu^2+4s^2})` (the quadratic's same-sign root, Vieta form without cancellation),
-    :math:`\sigma=|m|/p`, :math:`E_1=\tfrac12(1+p^2-p^2\mu/m+\ln(2\pi m^2/p^2))`; ``sgn(0) = +1``.
-    """
-    mu, s2, p = jnp.broadcast_arrays(*map(jnp.asarray, (mu, s2, p)))
-    s = jnp.sqrt(s2)
-    active = (p > 0) & (jnp.abs(mu) < p * s)
-    pa = jnp.where(active, p, 1.0)  # safe p inside the active branch
-    amu = jnp.abs(mu)
-    sgn = jnp.where(mu < 0, -1.0, 1.0)
-    disc = (pa * pa + 4.0) * mu * mu + 4.0 * s2
-    m_act = sgn * 2.0 * pa * (s2 + mu * mu) / (pa * amu + jnp.sqrt(disc))
-    m_safe = jnp.where(active, m_act, 1.0)
-    e_act = 0.5 * (1.0 + pa * pa - pa * pa * mu / m_safe + LOG_2PI + 2.0 * jnp.log(jnp.abs(m_safe))
-                   - 2.0 * jnp.log(pa))
-    e_mle = 0.5 * (1.0 + LOG_2PI + jnp.log(s2))
-    m = jnp.where(active, m_act, mu)
-    sigma = jnp.where(active, jnp.abs(m_act) / pa, s)
-    return m, sigma, jnp.where(active, e_act, e_mle), active
-
-
-def constrained_cost_1d(mu, s2, p):
-    """E1 only (see :func:`constrained_fit_1d`)."""
-    return constrained_fit_1d(mu, s2, p)[2]
 
 
 def cross_entropy_1d(mu, s2, m, sigma):
@@ -208,150 +159,7 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
 # ---------------------------------------------------------------------------------------------
 
 
-class C3LStats(NamedTuple):
-    """Per-slot sufficient statistics. n (K,); t_mean, t_m2 (K, J) mean and centred sum of squares of
-    the decision coordinates (Welford); r : :class:`ppclust.families.Stats` of ``GaussianML`` (scale =
-    Cholesky of the r-scatter)."""
-
-    n: Array
-    t_mean: Array
-    t_m2: Array
-    r: Stats
-
-
-@dataclass(frozen=True)
-class C3LCost:
-    """C3L per-cluster cost :math:`p_k(-\\ln p_k + E(Y_k))` for :mod:`ppclust.inference.hartigan`.
-
-    ``x`` passed to the engine is ``z = transform(X, hp)`` (n, J + d); ``side`` is unused (pass ``None``).
-    p : (J,) quantiles ``quantile(alpha_j)``; n_total : n; var_floor : (J,) floor on the 1-D MLE
-    variance (spec §7.3); n_dec : J, dim_r : d (static).
-    """
-
-    p: Array
-    n_total: Array
-    var_floor: Array
-    n_dec: int
-    dim_r: int
-    ridge: Array = 0.0
-
-    # -- engine interface --------------------------------------------------------------------
-    def stats(self, x, side, labels, K):
-        J = self.n_dec
-        r1 = jax.nn.one_hot(labels, K, dtype=x.dtype)
-        n = r1.sum(0)
-        t = x[:, :J]
-        t_mean = (r1.T @ t) / jnp.maximum(n, 1.0)[:, None]
-        dev = t[:, None, :] - t_mean[None]  # (n, K, J) two-pass
-        t_m2 = jnp.einsum("nk,nkj->kj", r1, dev * dev)
-        if self.dim_r > 0:
-            xr = x[:, J:]
-
-            def regularised(_):  # two-pass scatter + pseudo-scatter ridge * I (hartigan.ridge)
-                s = r1.T @ xr
-                xc = xr[:, None, :] - (s / jnp.maximum(n, 1.0)[:, None])[None]
-                scatter = jnp.einsum("nk,nki,nkj->kij", r1, xc, xc) + self.ridge * jnp.eye(self.dim_r)
-                return Stats(n, s, jnp.linalg.cholesky(scatter))
-
-            # only when asked for: unregularised fits keep GaussianML's statistics bit for bit
-            rs = jax.lax.cond(self.ridge > 0, regularised, lambda _: GaussianML().stats(xr, labels, K), None)
-        else:
-            rs = Stats(n, jnp.zeros((K, 0), x.dtype), jnp.zeros((K, 0, 0), x.dtype))
-        return C3LStats(n, t_mean, t_m2, rs)
-
-    def count(self, stats):
-        return stats.n
-
-    def cost(self, stats):
-        return self._cluster_cost(stats.n, stats.t_mean, stats.t_m2, self._logdet(stats.r))
-
-    def degenerate(self, stats):
-        if self.dim_r > 0:
-            return ml_degenerate(stats.r.scale, stats.n, self.dim_r + 2)
-        return stats.n < self.dim_r + 2
-
-    def cost_add(self, stats, x_i, side_i):
-        J = self.n_dec
-        n = stats.n
-        t = x_i[:J]
-        delta = t - stats.t_mean
-        n1 = n + 1.0
-        mean = stats.t_mean + delta / n1[:, None]
-        m2 = stats.t_m2 + (n / n1)[:, None] * delta * delta
-        if self.dim_r > 0:
-            logdet = GaussianML().logdet_after_add(stats.r, x_i[J:])
-        else:
-            logdet = jnp.zeros_like(n)
-        return self._cluster_cost(n1, mean, m2, logdet)
-
-    def cost_slot(self, stats, k):
-        logdet = ml_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
-        return self._cluster_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet)
-
-    def add(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, 1.0)
-
-    def remove(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, -1.0)
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _move(self, stats, k, x_i, sign):
-        J = self.n_dec
-        n = stats.n[k]
-        n1 = n + sign
-        t = x_i[:J]
-        delta = t - stats.t_mean[k]
-        if sign > 0:
-            mean = stats.t_mean[k] + delta / n1
-            m2 = stats.t_m2[k] + n / n1 * delta * delta
-        else:
-            mean = jnp.where(n1 > 0, stats.t_mean[k] - delta / jnp.maximum(n1, 1.0), 0.0)
-            m2 = jnp.maximum(stats.t_m2[k] - n / jnp.maximum(n1, 1.0) * delta * delta, 0.0)
-        if self.dim_r > 0:
-            fam = GaussianML()
-            r = fam.add(stats.r, k, x_i[J:]) if sign > 0 else fam.remove(stats.r, k, x_i[J:])
-        else:
-            r = stats.r._replace(n=stats.r.n.at[k].add(sign))
-        return C3LStats(stats.n.at[k].add(sign), stats.t_mean.at[k].set(mean), stats.t_m2.at[k].set(m2), r)
-
-    def _logdet(self, r: Stats):
-        if self.dim_r == 0:
-            return jnp.zeros_like(r.n)
-        return ml_logdet(r.scale)
-
-    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
-    def to_cpu(self, stats):
-        K = stats.n.shape[0]
-        zero = jnp.zeros(K, stats.t_mean.dtype)
-        return hartigan.CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
-                        jnp.zeros((K, 0), stats.t_mean.dtype), zero, zero)
-
-    def from_cpu(self, cs):
-        return C3LStats(cs.n, cs.t_mean, cs.t_m2, Stats(cs.n, cs.s, cs.scale))
-
-    def cpu_params(self):
-        return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
-                "sing_tol": SING_TOL, "ridge": self.ridge}
-
-    def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
-        return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,
-                             logdet_scatter)
-
-
-jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor", "ridge"],
-                                 meta_fields=["n_dec", "dim_r"])
-
-
-def _cluster_cost(p, n_total, var_floor, d, nk, t_mean, t_m2, logdet_scatter):
-    r"""Per-cluster cost (8): :func:`ppclust.inference.hartigan.cluster_cost` with the constrained 1-D
-    terms :math:`\sum_j E_1` (Theorem 1) as the method's own term; 0 empty, +inf singular."""
-    safe = jnp.maximum(nk, 1.0)
-    s2 = jnp.maximum(t_m2 / safe[..., None], var_floor)
-    e1 = constrained_cost_1d(t_mean, s2, p).sum(-1)
-    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, e1)
-
-
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> C3LCost:
+def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> CECCost:
     """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,). ``reg`` > 0 adds the
     ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
     z = jnp.asarray(z)
@@ -359,8 +167,9 @@ def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0
     tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n (issue 18)
     floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
     rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
-    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec,
-                   jnp.asarray(rho, z.dtype))
+    d = z.shape[1] - n_dec
+    return CECCost(jnp.asarray(z.shape[0], z.dtype), jnp.asarray(0.0, z.dtype), quantile(alpha), floor,
+                   jnp.asarray(rho, z.dtype), n_labels=0, n_dec=n_dec, dim=d, min_count=d + 2.0)
 
 
 def default_card_min(n: int, d_r: int, frac: float = 0.05) -> int:
@@ -395,17 +204,17 @@ class ClusterParams(NamedTuple):
     er: Array
 
 
-def cluster_params(cost: C3LCost, stats: C3LStats) -> ClusterParams:
+def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
     safe = jnp.maximum(stats.n, 1.0)
     s2 = jnp.maximum(stats.t_m2 / safe[:, None], cost.var_floor)
     m, sig, e1, act = constrained_fit_1d(stats.t_mean, s2, cost.p)
     s = jnp.sqrt(s2)
     nat = ndtr(-jnp.abs(stats.t_mean) / s)
     leak = ndtr(-jnp.abs(m) / sig)
-    d = cost.dim_r
+    d = cost.dim
     if d > 0:
-        r_mean = stats.r.s / safe[:, None]
-        L = stats.r.scale
+        r_mean = stats.s / safe[:, None]
+        L = stats.scale
         r_cov = (L @ jnp.swapaxes(L, -1, -2)) / safe[:, None, None]
         er = ml_entropy(safe, chol_logdet(L), d)
     else:
@@ -574,7 +383,7 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+def fit(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
         max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto",
         centres=None):
     """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
@@ -590,7 +399,7 @@ def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str 
                         centres=centres)
 
 
-def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+def fit_batch(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
               max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
               backend: str = "auto", mesh=None, centres=None):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes

@@ -30,19 +30,18 @@ A candidate move is O(K N^2) (matrix determinant lemma) + O(K) for the label ter
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlogy
 
-from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_entropy, ml_logdet
+from ppclust.families import LOG_2PIE, ML_SING_TOL, ml_entropy
 from ppclust.inference import hartigan
+from ppclust.inference.cec import CECCost
 from ppclust.sideinfo import labelled_means
 
-__all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
+__all__ = ["CostParts", "make_cost", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
            "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
 
 Array = jax.Array
@@ -50,15 +49,6 @@ Array = jax.Array
 BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
 #: A cluster is numerically singular when lambda_min <= SING_TOL * lambda_max (reference README).
 SING_TOL = ML_SING_TOL
-
-
-class CECIBStats(NamedTuple):
-    n: Array  # (K,) counts
-    s: Array  # (K, d) sums
-    scale: Array  # (K, d, d) lower Cholesky of scatter (+ ridge)
-    counts: Array  # (K, m) label counts c_kj
-    n_lab: Array  # (K,) L_k
-    clogc: Array  # (K,) sum_j c_kj ln c_kj
 
 
 class CostParts(NamedTuple):
@@ -72,124 +62,16 @@ class CostParts(NamedTuple):
     sizes: Array  # (K,)
 
 
-@dataclass(frozen=True)
-class CECIBCost:
-    """CEC-IB per-cluster cost for :mod:`ppclust.inference.hartigan` (see its interface).
-
-    beta : label-term weight (0 = plain CEC).  n_total : n in p_i = n_i / n.
-    ridge : pseudo-scatter added to every cluster (0 = none).  n_labels : m, dim : N (static).
-    """
-
-    beta: Array
-    n_total: Array
-    ridge: Array
-    n_labels: int
-    dim: int
-
-    # -- engine interface --------------------------------------------------------------------
-    def stats(self, x, side, labels, K):
-        d = x.shape[1]
-        r = jax.nn.one_hot(labels, K, dtype=x.dtype)
-        n = r.sum(0)
-        s = r.T @ x
-        mean = s / jnp.maximum(n, 1.0)[:, None]
-        xc = x[:, None, :] - mean[None]  # (n, K, d), two-pass (no cancellation)
-        scatter = jnp.einsum("nk,nki,nkj->kij", r, xc, xc) + self.ridge * jnp.eye(d)
-        scale = jnp.linalg.cholesky(scatter)
-        lab = jax.nn.one_hot(side, self.n_labels, dtype=x.dtype)  # -1 -> zero row
-        counts = r.T @ lab
-        return CECIBStats(n, s, scale, counts, counts.sum(1), xlogy(counts, counts).sum(1))
-
-    def count(self, stats):
-        return stats.n
-
-    def cost(self, stats):
-        return jax.vmap(self._slot_cost)(stats.n, stats.scale, stats.n_lab, stats.clogc)
-
-    def cost_slot(self, stats, k):
-        return self._slot_cost(stats.n[k], stats.scale[k], stats.n_lab[k], stats.clogc[k])
-
-    def degenerate(self, stats):
-        return ml_degenerate(stats.scale, stats.n, self.dim + 1)
-
-    def cost_add(self, stats, x_i, side_i):
-        n = stats.n
-        logdet = _ML.logdet_after_add(Stats(n, stats.s, stats.scale), x_i)  # determinant lemma, O(K d^2)
-        n_lab, clogc = self._label_change(stats.counts, stats.n_lab, stats.clogc, side_i, 1.0)
-        return self._cluster_cost(n + 1.0, logdet, n_lab, clogc)
-
-    def add(self, stats, k, x_i, side_i):
-        L = _ML.add(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # rank-one update, O(d^2)
-        return self._move(stats, k, x_i, side_i, L, 1.0)
-
-    def remove(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, side_i, self._downdated(stats, k, x_i), -1.0)
-
-    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
-    def to_cpu(self, stats):
-        K = stats.n.shape[0]
-        empty = jnp.zeros((K, 0), stats.s.dtype)
-        return hartigan.CPUStats(stats.n, stats.s, stats.scale, empty, empty, stats.counts, stats.n_lab,
-                                 stats.clogc)
-
-    def from_cpu(self, cs):
-        return CECIBStats(cs.n, cs.s, cs.scale, cs.counts, cs.n_lab, cs.clogc)
-
-    def cpu_params(self):
-        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL,
-                "ridge": self.ridge, "n_labels": self.n_labels}
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _slot_cost(self, n, L, n_lab, clogc):
-        return self._cluster_cost(n, ml_logdet(L), n_lab, clogc)
-
-    def _downdated(self, stats, k, x_i):
-        return _ML.remove(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # O(d^2) downdate
-
-    def _move(self, stats, k, x_i, side_i, L, sign):
-        lab = side_i >= 0
-        j = jnp.maximum(side_i, 0)
-        c = stats.counts[k, j]
-        c_new = c + jnp.where(lab, sign, 0.0)
-        return CECIBStats(stats.n.at[k].add(sign), stats.s.at[k].add(sign * x_i), stats.scale.at[k].set(L),
-                          stats.counts.at[k, j].set(c_new), stats.n_lab.at[k].add(jnp.where(lab, sign, 0.0)),
-                          stats.clogc.at[k].add(xlogy(c_new, c_new) - xlogy(c, c)))
-
-    def _label_change(self, counts, n_lab, clogc, side_i, sign):
-        lab = side_i >= 0
-        c = counts[..., jnp.maximum(side_i, 0)]
-        c_new = c + sign
-        clogc_new = clogc + xlogy(c_new, c_new) - xlogy(c, c)
-        return jnp.where(lab, n_lab + sign, n_lab), jnp.where(lab, clogc_new, clogc)
-
-    def _cluster_cost(self, nk, logdet_scatter, n_lab, clogc):
-        return _cluster_cost(self.beta, self.n_total, self.dim, nk, logdet_scatter, n_lab, clogc)
-
-
-def _cluster_cost(beta, n_total, d, nk, logdet_scatter, n_lab, clogc):
-    r"""Per-cluster E_beta(Y_k) in counts (spec 1.4, eq. 11): :func:`hartigan.cluster_cost` with the
-    label term :math:`\beta H(Z\mid Y_k\cap X_l)` (:func:`label_entropy`)."""
-    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, beta * label_entropy(n_lab, clogc))
-
-
-def label_entropy(n_lab, clogc):
-    r""":math:`H(Z\mid Y_k\cap X_l) = \ln L_k - \tfrac1{L_k}\sum_j c_{kj}\ln c_{kj}`, 0 when
-    :math:`L_k = 0` (spec 1.3, count form of eq. 10)."""
-    safe_l = jnp.maximum(n_lab, 1.0)
-    return jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)
-
-
-jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "ridge"],
-                                 meta_fields=["n_labels", "dim"])
-
-
-def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECIBCost:
-    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge
-    :func:`ppclust.inference.hartigan.ridge` ``= reg·tr(Σ_X)/N``)."""
+def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECCost:
+    """The CEC-IB cost for data ``x`` with ``n_labels`` categories: :class:`~ppclust.inference.cec.CECCost`
+    with the label term and no leakage term (ridge :func:`ppclust.inference.hartigan.ridge`
+    ``= reg·tr(Σ_X)/N``)."""
     n, d = x.shape
     ridge = hartigan.ridge(x, reg)
-    return CECIBCost(jnp.asarray(beta, x.dtype), jnp.asarray(float(n), x.dtype), jnp.asarray(ridge, x.dtype),
-                     max(int(n_labels), 1), int(d))
+    dt = x.dtype
+    return CECCost(jnp.asarray(float(n), dt), jnp.asarray(beta, dt), jnp.zeros(0, dt), jnp.zeros(0, dt),
+                   jnp.asarray(ridge, dt), n_labels=max(int(n_labels), 1), n_dec=0, dim=int(d),
+                   min_count=d + 1.0)
 
 
 def min_size(n: int, d: int, eps: float) -> float:
@@ -348,8 +230,3 @@ def beta0_from_labels(X, y) -> float:
     cats = [c for c in np.unique(y) if c != -1]
     return beta0([X[y == c] for c in cats])
 
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-_ML = GaussianML()

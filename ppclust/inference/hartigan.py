@@ -23,32 +23,17 @@ Every point always ends in a live cluster and at least one cluster survives: whe
 usable all points start in one cluster, and orphans left by ``max_passes`` after a deletion are
 reinserted at the end of the run.
 
-Per-cluster cost interface (what a method must provide)
--------------------------------------------------------
-The typed form is :class:`HartiganCost`; the shared per-cluster form of every cost is
-:func:`cluster_cost` (Gaussian-ML term + the method's own term). A *cost object* is a JAX pytree
-(e.g. a dataclass registered with ``jax.tree_util.register_dataclass``; hyperparameters such as
-``beta`` are leaves, shapes are static metadata). ``side`` is any pytree of per-point arrays with
-leading axis ``n`` (CEC-IB: the int32 category of each point, -1 = unlabelled; C3L: None). ``K``
-slots of statistics live in a pytree ``stats`` of fixed shape. The engine calls only::
-
-    cost.stats(x, side, labels, K)            -> stats     # from scratch (labels (n,) int32 in 0..K-1)
-    cost.count(stats)                         -> (K,)      # n_k, float
-    cost.cost(stats)                          -> (K,)      # E(Y_k); 0 for empty, +inf for degenerate
-    cost.degenerate(stats)                    -> (K,) bool # e.g. numerically singular covariance
-    cost.cost_add(stats, x_i, side_i)         -> (K,)      # E(Y_k ∪ {x_i}) for every slot k
-    cost.cost_slot(stats, k)                  -> ()        # E(Y_k) of slot k alone
-    cost.add(stats, k, x_i, side_i)           -> stats     # rank-one update of slot k
-    cost.remove(stats, k, x_i, side_i)        -> stats
-    cost.to_cpu(stats) / cost.from_cpu(cpu_stats) / cost.cpu_params()   # the compiled engine's layout
-
-``cost_add`` must cost O(K d^2) (matrix determinant lemma on a cached Cholesky factor, see
-``ppclust.inference.cecib.CECIBCost``) and ``add``/``remove``/``cost_slot`` O(d^2) (rank-one Cholesky
-up/down-date); the engine then does O(K d^2) work per visited point: for point i in slot a it
-computes ``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost
-of a without i), and ``cost.cost_add(stats, x_i, side_i)``; an accepted move to b stores
-``cost.add(removed, b, x_i, side_i)``. ``side_i`` is ``side`` indexed at point i. Per-cluster costs
-are cached; ``cost.cost`` is called only at initialisation. Slots are fixed (K); a dead slot's
+The cost
+--------
+The engine minimises one concrete cost, :class:`ppclust.inference.cec.CECCost` (the CEC cost with the
+optional label term of CEC-IB and leakage term of C3L; :mod:`ppclust.inference.cecib` and
+:mod:`ppclust.inference.c3l` configure it). ``side`` is the (n,) int32 label category of every point
+(-1 = unlabelled) or None. ``K`` slots of statistics (:class:`ppclust.inference.cec.CECStats`) have a
+fixed shape. Per visited point the XLA engine does O(K d^2) work: for point i in slot a it computes
+``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost of a
+without i), and ``cost.cost_add(stats, x_i, side_i)`` (every slot, matrix determinant lemma on the cached
+Cholesky factors); an accepted move to b stores ``cost.add(removed, b, x_i, side_i)`` (rank-one
+update). Per-cluster costs are cached; ``cost.cost`` is called only at initialisation. A dead slot's
 statistics are never read again, so ``remove`` on it may return garbage (NaN) that the engine drops.
 
 Move rule (exactly the authors' Java demo, ``reference/cecib/README.md`` "Optimiser semantics")
@@ -82,7 +67,7 @@ remaining slots by k-means++ D^2 sampling given them, then the nearest-centre pa
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -90,11 +75,11 @@ import numpy as np
 from jax import lax
 
 from ppclust._devices import axis_sharding
-from ppclust.families import ml_entropy
+from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 
-__all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
-           "build", "BatchResult", "cluster_cost", "run",
+__all__ = ["HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
+           "build", "BatchResult", "run",
            "fit", "fit_batch", "assignment_costs",
            "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
            "JITTER", "ridge", "singular_data", "bucket", "max_start_clusters"]
@@ -151,91 +136,6 @@ class _State(NamedTuple):
     stats: Any
     costs: Array
     moved: Array
-
-
-class CPUStats(NamedTuple):
-    """The statistics every cost shares with the compiled engine (:mod:`._hartigan_cpu`), per slot.
-
-    n (K,) counts; s (K, d) sums and scale (K, d, d) lower Cholesky factor of the scatter of the
-    Gaussian-ML coordinates (the last d columns of x); t_mean, t_m2 (K, J) mean and centred sum of
-    squares of the J leading decision coordinates (C3L; J = 0 for CEC-IB); counts (K, m), n_lab (K,),
-    clogc (K,) label counts c_kj, L_k and sum_j c_kj ln c_kj (CEC-IB; m = 0 for C3L).
-    """
-
-    n: Array
-    s: Array
-    scale: Array
-    t_mean: Array
-    t_m2: Array
-    counts: Array
-    n_lab: Array
-    clogc: Array
-
-
-class HartiganCost(Protocol):
-    r"""Per-cluster cost minimised by the engine: :math:`E(Y)=\sum_k E(Y_k)`.
-
-    Every cost of ppclust has the form of :func:`cluster_cost`, a Gaussian-ML term (count, rank-one
-    add/remove of the scatter's Cholesky factor, degeneracy, the weight :math:`n_k/n`) shared through
-    :class:`ppclust.families.GaussianML`, plus the method's own term (CEC-IB: the label entropy; C3L:
-    the leakage-constrained 1-D fits). A cost is a JAX pytree (hyperparameters are leaves, shapes
-    static). ``side_i`` is ``side`` indexed at one point. Shapes: ``stats`` holds K slots.
-    """
-
-    def stats(self, x: Array, side: Any, labels: Array, K: int) -> Any:
-        """Statistics of the partition ``labels`` (n,) int32 in 0..K-1, from scratch (two-pass)."""
-
-    def count(self, stats: Any) -> Array:
-        """(K,) points per slot."""
-
-    def cost(self, stats: Any) -> Array:
-        """(K,) E(Y_k): 0 for an empty slot, +inf for a degenerate one."""
-
-    def degenerate(self, stats: Any) -> Array:
-        """(K,) bool: the slot's model is unusable (too few points, numerically singular scatter)."""
-
-    def cost_add(self, stats: Any, x_i: Array, side_i: Any) -> Array:
-        """(K,) E(Y_k with x_i) for every slot, O(K d^2) (matrix determinant lemma)."""
-
-    def cost_slot(self, stats: Any, k: Array) -> Array:
-        """() E(Y_k) of slot k alone."""
-
-    def add(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
-        """Rank-one update of slot k with x_i, O(d^2)."""
-
-    def remove(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
-        """Rank-one down-date of slot k without x_i, O(d^2)."""
-
-    def to_cpu(self, stats: Any) -> CPUStats:
-        """The statistics in the compiled engine's layout."""
-
-    def from_cpu(self, stats: CPUStats) -> Any:
-        """Inverse of :meth:`to_cpu`."""
-
-    def cpu_params(self) -> dict:
-        """Parameters of the compiled engine and the batch mode (scalars or arrays, possibly traced):
-        ``n_total``, ``beta`` (label term), ``p``/``floor`` (J,) (C3L), ``min_count`` (slots with fewer
-        points are degenerate), ``sing_tol``; for the batch mode also ``ridge`` (pseudo-scatter added to
-        every slot's scatter) and ``n_labels`` (static int, label categories; absent = none)."""
-
-
-def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
-    r"""Per-cluster cost of every CEC method (CEC-IB eq. 11, C3L eq. 8), in counts:
-
-    .. math:: E(Y_k) = \frac{n_k}{n}\Big(\ln n - \ln n_k + H(\mathcal N(\mu_k,\Sigma_k)) + e_k\Big),
-
-    with :math:`H` the ML Gaussian entropy of the d-dimensional part (:func:`ppclust.families.ml_entropy`
-    of the scatter's log-determinant; absent when ``d == 0``) and ``extra`` :math:`e_k` the method's own
-    term (CEC-IB: :math:`\beta H(Z\mid Y_k\cap X_l)`; C3L: :math:`\sum_j E_1`). 0 for an empty slot;
-    +inf when the scatter is singular (``logdet_scatter`` NaN or -inf).
-    """
-    safe = jnp.maximum(nk, 1.0)
-    val = jnp.log(n_total) - jnp.log(safe)
-    if d > 0:
-        ent = ml_entropy(safe, logdet_scatter, d)
-        val = val + jnp.where(jnp.isnan(ent) | (ent == -jnp.inf), jnp.inf, ent)
-    val = safe / n_total * (val + extra)
-    return jnp.where(nk > 0, val, 0.0)
 
 
 #: Relative jitter of the covariance regularisation used when the data need it (see :func:`ridge`).
@@ -356,7 +256,7 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
 
     Parameters
     ----------
-    cost : a :class:`HartiganCost`.
+    cost : :class:`ppclust.inference.cec.CECCost`.
     x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
     labels0 : (n,) initial slots.  K : number of slots (static).
     min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
@@ -655,17 +555,16 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     def own(a, dtype=f64):
         return np.array(a, dtype=dtype, order="C", copy=True)
 
-    prm_d = cost.cpu_params()
     prm = np.zeros(6)
-    prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
-    prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
+    prm[cpu.P_NTOTAL] = float(cost.n_total)
+    prm[cpu.P_BETA] = float(cost.beta) if cost.n_labels > 0 else 0.0
     prm[cpu.P_MINSIZE] = float(min_size)
     prm[cpu.P_TOL] = float(tol)
-    prm[cpu.P_MINCOUNT] = float(prm_d["min_count"])
-    prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
-    p = own(np.atleast_1d(np.asarray(prm_d.get("p", np.zeros(0)))))
-    floor = own(np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)))))
-    m = int(prm_d.get("n_labels", 0))
+    prm[cpu.P_MINCOUNT] = float(cost.min_count)
+    prm[cpu.P_SINGTOL] = float(SING_TOL)
+    p = own(np.atleast_1d(np.asarray(cost.p)))
+    floor = own(np.atleast_1d(np.asarray(cost.var_floor)))
+    m = cost.n_labels
     J = p.shape[0]
     x_np = own(x)  # a writable copy: one numba signature whether x came from JAX (read-only) or NumPy
     n_ml = x_np.shape[1] - J
@@ -681,7 +580,7 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     tmean, tm2 = np.zeros((R, Kp, J)), np.zeros((R, Kp, J))
     counts, nlab, clogc = np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp))
     cst = np.zeros((R, Kp))
-    _init_cpu.init_states(x_np, side_np, labels, K, float(prm_d.get("ridge", 0.0)), prm, p, floor, nn, sT, L,
+    _init_cpu.init_states(x_np, side_np, labels, K, float(cost.ridge), prm, p, floor, nn, sT, L,
                           tmean, tm2, counts, nlab, clogc, cst, act)
     L = np.where(np.isfinite(L), L, 0.0)  # singular initial slots are dead (the loop gives them identity)
     trace = np.full((R, max_passes + 1), np.nan)
@@ -694,11 +593,10 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
         _kernel_args.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     cpu.run_batch(*args)
     scale = L.transpose(0, 3, 1, 2)[:, :K]
-    out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
+    out = CECStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
                    nlab[:, :K], clogc[:, :K])
-    out = CPUStats(*(_put(v) for v in out))
+    stats = CECStats(*(_put(v) for v in out))
     act, cst = act[:, :K], cst[:, :K]
-    stats = jax.vmap(cost.from_cpu)(out)
     cst_j = _put(cst)
     act_j = _put(act)
     energy = _put(np.sum(np.where(act, cst, 0.0), -1))
@@ -824,15 +722,15 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     for all K slots at once as ``(x - g) @ [L_1^{-T} ... L_K^{-T}] - (mu_k - g) L_k^{-T}`` (g the data mean,
     so no cancellation), BLAS-shaped on any device.
     """
-    return _assignment_costs(cost.to_cpu(stats), cost.cpu_params(), x, side, active, chunk)
+    return _assignment_costs(stats, cost, x, side, active, chunk)
 
 
-def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, chunk: int) -> Array:
+def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int) -> Array:
     """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
     ``shard_map`` every device computes its own rows from the replicated statistics)."""
     from ppclust.families import gaussian_log_normaliser_chol
 
-    n_total = prm["n_total"]
+    n_total = cost.n_total
     K = cs.n.shape[0]
     J = cs.t_mean.shape[1]
     d = cs.s.shape[1]
@@ -849,10 +747,8 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
         M = jnp.transpose(Linv, (2, 0, 1)).reshape(d, K * d)  # column block k = L_k^{-T}
         off = jnp.einsum("kc,kec->ke", mu - g[None], Linv)
     if J > 0:
-        from ppclust.inference.c3l import constrained_fit_1d
-
-        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(prm["floor"], x.dtype))
-        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(prm["p"], x.dtype))
+        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(cost.var_floor, x.dtype))
+        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(cost.p, x.dtype))
         base = base + jnp.sum(gaussian_log_normaliser_chol(sig[..., None, None]), -1)  # 1-D factors sigma
     n = x.shape[0]
     b = min(chunk, n)
@@ -869,7 +765,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
 
     maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
     tot = maha + base[None]
-    beta = prm.get("beta", 0.0)
+    beta = cost.beta
     if cs.counts.shape[1] > 0:
         from jax.scipy.special import xlogy
 
@@ -887,7 +783,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
     return jnp.where(active[None], tot, jnp.inf)
 
 
-def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CPUStats:
+def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CECStats:
     """Statistics of the partition ``labels`` in the compiled engine's layout, BLAS-shaped.
 
     Two passes (means, then scatters of the centred points, as every cost's ``stats``): the K scatters
@@ -900,9 +796,9 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
     def total(v):
         return v if axis is None else lax.psum(v, axis)
 
-    J = int(np.shape(prm.get("p", np.zeros(0)))[0])
+    J = cost.n_dec
     d = x.shape[1] - J
-    m = int(prm.get("n_labels", 0))
+    m = cost.n_labels
     n = x.shape[0]
     r = jax.nn.one_hot(labels, K, dtype=x.dtype)  # label K (padding): a zero row
     nk = total(r.sum(0))
@@ -923,7 +819,7 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
             return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq, None
 
         scatter, _ = lax.scan(body, jnp.zeros((K * d, d), x.dtype), (xcb, rb))
-        scatter = total(scatter).reshape(K, d, d) + prm.get("ridge", 0.0) * jnp.eye(d, dtype=x.dtype)
+        scatter = total(scatter).reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
         scale = jnp.linalg.cholesky(scatter)
     else:
         scale = jnp.zeros((K, 0, 0), x.dtype)
@@ -931,7 +827,7 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
         counts = total(r.T @ jax.nn.one_hot(side, m, dtype=x.dtype))  # -1 -> zero row
     else:
         counts = jnp.zeros((K, 0), x.dtype)
-    return CPUStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
+    return CECStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
 
 
 def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
@@ -991,19 +887,17 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
 def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, axis=None) -> BatchResult:
     """Batch restarts over the rows this device holds (all rows when ``axis`` is None); ``valid`` marks
     the real rows (padding rows keep label K and count nowhere)."""
-    prm = cost.cpu_params()
-
     def one(l0):
         def stats_of(labels):
-            cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
-            active = (cs.n >= min_size) & ~cost.degenerate(cost.from_cpu(cs))
+            cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+            active = (cs.n >= min_size) & ~cost.degenerate(cs)
             keep = jnp.zeros(K, bool).at[jnp.argmax(cs.n)].set(True)  # never remove the last slot
             return cs, jnp.where(jnp.any(active), active, keep)
 
         def body(carry):
             labels, _, it = carry
             cs, active = stats_of(labels)
-            new = jnp.argmin(_assignment_costs(cs, prm, x, side, active, chunk), 1).astype(jnp.int32)
+            new = jnp.argmin(_assignment_costs(cs, cost, x, side, active, chunk), 1).astype(jnp.int32)
             new = jnp.where(valid, new, K)
             changed = jnp.any(new != labels)
             if axis is not None:
@@ -1016,8 +910,8 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
 
         l0 = jnp.where(valid, l0.astype(jnp.int32), K)
         labels, changed, it = lax.while_loop(cond, body, (l0, jnp.asarray(True), 0))
-        cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
-        costs = cost.cost(cost.from_cpu(cs))
+        cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+        costs = cost.cost(cs)
         active = cs.n > 0
         return BatchResult(labels, active, jnp.sum(jnp.where(active, costs, 0.0)), it, ~changed)
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ppclust.inference import _hartigan_cpu as cpu
-from ppclust.inference import c3l, cecib, hartigan, init
+from ppclust.inference import c3l, cec, cecib, hartigan, init
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
 
@@ -107,16 +107,15 @@ def test_initial_labels_twin():
 def _compare_states(cost, x, side, labels0, K, min_size=0.0):
     """_init_cpu.init_states against hartigan._init_states (JAX) on the same partitions."""
     R, n = labels0.shape
-    prm_d = cost.cpu_params()
     prm = np.zeros(6)
-    prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
-    prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
+    prm[cpu.P_NTOTAL] = float(cost.n_total)
+    prm[cpu.P_BETA] = float(cost.beta)
     prm[cpu.P_MINSIZE] = min_size
-    prm[cpu.P_MINCOUNT] = float(prm_d["min_count"])
-    prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
-    p = np.atleast_1d(np.asarray(prm_d.get("p", np.zeros(0)), np.float64))
-    floor = np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)), np.float64))
-    m = int(prm_d.get("n_labels", 0))
+    prm[cpu.P_MINCOUNT] = float(cost.min_count)
+    prm[cpu.P_SINGTOL] = float(cec.SING_TOL)
+    p = np.atleast_1d(np.asarray(cost.p, np.float64))
+    floor = np.atleast_1d(np.asarray(cost.var_floor, np.float64))
+    m = cost.n_labels
     J, d, Kp = p.shape[0], x.shape[1] - p.shape[0], K + 3
     out = dict(n=np.zeros((R, Kp)), sT=np.zeros((R, d, Kp)), L=np.zeros((R, d, d, Kp)),
                tmean=np.zeros((R, Kp, J)), tm2=np.zeros((R, Kp, J)), counts=np.zeros((R, Kp, m)),
@@ -124,9 +123,9 @@ def _compare_states(cost, x, side, labels0, K, min_size=0.0):
                active=np.zeros((R, Kp), bool))
     labels = labels0.astype(np.int32).copy()
     side_np = np.full(n, -1, np.int32) if side is None else np.asarray(side, np.int32)
-    _cpu().init_states(x, side_np, labels, K, float(prm_d.get("ridge", 0.0)), prm, p, floor, *out.values())
+    _cpu().init_states(x, side_np, labels, K, float(cost.ridge), prm, p, floor, *out.values())
     lab_j, st_j, costs_j, act_j = hartigan._init_states(cost, jnp.asarray(x), side, jnp.asarray(labels0), K=K)
-    cs = jax.vmap(cost.to_cpu)(st_j)
+    cs = st_j
     act = np.asarray(act_j)
     np.testing.assert_array_equal(labels, np.asarray(lab_j))
     np.testing.assert_array_equal(out["active"][:, :K], act)
