@@ -65,7 +65,7 @@ def caps(n, d, n_cat):
     from ppclust.inference import c3l, cecib
 
     J = 1 if n_cat <= 2 else n_cat  # C3L: one hyperplane for two categories, one per category beyond
-    return int(n // cecib.min_size(n, d, 0.05)), int(n // c3l.default_card_min(n, d - J))
+    return int(n // cecib.min_size(n, d, 0.05)), int(n // c3l.min_size(n, d - J))
 
 
 def configs(K, n, d, n_cat):

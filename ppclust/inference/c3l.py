@@ -11,9 +11,9 @@ basis of :math:`h^\perp`. Every cluster gets a *product* Gaussian
 
 with :math:`E_1` the closed-form constrained 1-D cross-entropy of Theorem 1
 (:func:`constrained_fit_1d`, in the numerically stable Vieta form of spec §1.5). The partition is
-optimised by the generic online Hartigan engine :mod:`ppclust.inference.hartigan`; :class:`C3LCost` is
-the per-cluster cost object it needs. For ``alpha >= 1/2`` the constraint is void and C3L is plain
-CEC with the product family (spec §3.3).
+optimised by the online Hartigan engine :mod:`ppclust.inference.hartigan`; :func:`make_cost`
+configures the shared CEC cost :class:`ppclust.inference.cec.CECCost` with its leakage term. For
+``alpha >= 1/2`` the constraint is void and C3L is plain CEC with the product family (spec §3.3).
 
 **Extension beyond the paper [ours].** With ``J > 1`` decision hyperplanes (e.g. one-vs-rest
 discriminants of ``J`` categories) ``z = (t_1..t_J, r)`` with ``t_j`` the signed distance to ``H_j``
@@ -54,7 +54,9 @@ from ppclust.inference.cec import CECCost, CECStats, constrained_cost_1d, constr
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
            "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels",
            "make_cost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
-           "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "default_card_min"]
+           "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "min_size",
+           "standardization", "standardized_hyperplane", "x_space_gaussians", "log_jacobian", "fit",
+           "fit_batch"]
 
 Array = jax.Array
 
@@ -79,6 +81,14 @@ class Hyperplane(NamedTuple):
 
     normals : (J, N) as given; offsets : (J,); basis : (N, N - J) orthonormal basis of the
     complement of span(normals) (the ``r`` coordinates).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> hp.normals.shape, hp.basis.shape
+    ((1, 2), (2, 1))
     """
 
     normals: np.ndarray
@@ -87,7 +97,16 @@ class Hyperplane(NamedTuple):
 
 
 def make_hyperplane(normal, offset) -> Hyperplane:
-    """Validate ``(normal, offset)`` (normal (N,) or (J, N); offset scalar or (J,)) and build the basis."""
+    """Validate ``(normal, offset)`` (normal (N,) or (J, N); offset scalar or (J,)) and build the basis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> hp.offsets.tolist()
+    [1.0]
+    """
     h = np.atleast_2d(np.asarray(normal, dtype=np.float64))
     a = np.atleast_1d(np.asarray(offset, dtype=np.float64)).reshape(-1)
     if h.ndim != 2 or a.shape[0] != h.shape[0]:
@@ -104,7 +123,16 @@ def make_hyperplane(normal, offset) -> Hyperplane:
 
 
 def transform(X, hp: Hyperplane) -> np.ndarray:
-    """``z = (t_1..t_J, r)``: signed distances ``(h_j^T x - a_j)/||h_j||`` then ``r = Q^T x`` (n, N)."""
+    """``z = (t_1..t_J, r)``: signed distances ``(h_j^T x - a_j)/||h_j||`` then ``r = Q^T x`` (n, N).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> c3l.transform(np.array([[3.0, 5.0]]), hp)[:, 0].tolist()  # signed distance 3 - 1
+    [2.0]
+    """
     X = np.asarray(X, dtype=np.float64)
     norms = np.linalg.norm(hp.normals, axis=1)
     t = (X @ hp.normals.T - hp.offsets) / norms
@@ -112,13 +140,107 @@ def transform(X, hp: Hyperplane) -> np.ndarray:
 
 
 def inverse_transform(hp: Hyperplane):
-    """Affine map ``x = A z + b`` inverting :func:`transform`; returns ``(A (N, N), b (N,))``."""
+    """Affine map ``x = A z + b`` inverting :func:`transform`; returns ``(A (N, N), b (N,))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> A, b = c3l.inverse_transform(hp)
+    >>> x = np.array([3.0, 5.0])
+    >>> bool(np.allclose(A @ c3l.transform(x[None], hp)[0] + b, x))
+    True
+    """
     norms = np.linalg.norm(hp.normals, axis=1)
     # rows of M z-coordinates: t = (h/||h||) x - a/||h||, r = Q^T x
     M = np.concatenate([hp.normals / norms[:, None], hp.basis.T], axis=0)
     c = np.concatenate([-hp.offsets / norms, np.zeros(hp.basis.shape[1])])
     A = np.linalg.inv(M)
     return A, -A @ c
+
+
+def standardization(X, standardize: bool):
+    """``(center, scale)`` of the optional standardisation ``x = center + scale * xs``.
+
+    The columns' means and standard deviations (1 where a column is constant), or zeros and ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import standardization
+    >>> c, s = standardization(np.array([[0.0, 1.0], [2.0, 1.0]]), True)
+    >>> c.tolist(), s.tolist()
+    ([1.0, 1.0], [1.0, 1.0])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    N = X.shape[1]
+    center = X.mean(0) if standardize else np.zeros(N)
+    sd = X.std(0) if standardize else np.ones(N)
+    return center, np.where(sd > 0, sd, 1.0)
+
+
+def standardized_hyperplane(hp: Hyperplane, center, scale) -> Hyperplane:
+    """The hyperplane ``h^T x = a`` in standardised coordinates ``xs = (x - center) / scale``.
+
+    ``h^T x = a`` <=> ``(h scale)^T xs = a - h^T center``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import make_hyperplane, standardized_hyperplane
+    >>> hp0 = make_hyperplane([1.0, 0.0], 3.0)
+    >>> hp = standardized_hyperplane(hp0, np.array([1.0, 0.0]), np.array([2.0, 1.0]))
+    >>> hp.normals.tolist(), hp.offsets.tolist()
+    ([[2.0, 0.0]], [2.0])
+    """
+    return make_hyperplane(hp.normals * scale, hp.offsets - hp.normals @ center)
+
+
+def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
+    """``(means (k, N), covariances (k, N, N))`` of the fitted product Gaussians mapped back to X space.
+
+    ``params`` holds the live clusters (in z space of the standardised hyperplane ``hp``);
+    ``x = center + scale * (A z + b)`` with ``(A, b)`` = :func:`inverse_transform`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import ClusterParams, make_hyperplane, x_space_gaussians
+    >>> one = np.ones((1, 1))
+    >>> params = ClusterParams(np.ones(1), 2 * one, one, one, one, one, one, one, np.zeros((1, 1)),
+    ...                        np.ones((1, 1, 1)), np.zeros(1), np.zeros(1))
+    >>> means, covs = x_space_gaussians(params, make_hyperplane([1.0, 0.0], 0.0), np.zeros(2), np.ones(2))
+    >>> means.tolist(), covs.shape
+    ([[2.0, 0.0]], (1, 2, 2))
+    """
+    A, b = inverse_transform(hp)
+    J = hp.normals.shape[0]
+    N = A.shape[0]
+    k = params.t_loc.shape[0]
+    zmean = np.concatenate([params.t_loc, params.r_mean], axis=1)
+    zcov = np.zeros((k, N, N))
+    zcov[:, np.arange(J), np.arange(J)] = params.t_scale**2
+    zcov[:, J:, J:] = params.r_cov
+    means = center + scale * (zmean @ A.T + b)
+    AS = scale[:, None] * A
+    return means, np.einsum("ij,kjl,ml->kim", AS, zcov, AS)
+
+
+def log_jacobian(hp: Hyperplane, scale) -> float:
+    """ln |det| of the Jacobian of ``x -> z`` (standardisation by ``scale``, then :func:`transform`).
+
+    Adds to a log-density in z space to give one in X space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import log_jacobian, make_hyperplane
+    >>> round(log_jacobian(make_hyperplane([1.0, 0.0], 0.0), np.ones(2)), 12)
+    0.0
+    """
+    A, _ = inverse_transform(hp)
+    return float(-np.linalg.slogdet(A)[1] - np.sum(np.log(scale)))
 
 
 def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
@@ -129,6 +251,15 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
     ``y`` uses two categories ``{0, 1}`` (``-1`` = unlabelled); the + side is category 1. With ``J > 2``
     categories one-vs-rest hyperplanes are returned ((J, N) normals; the extension in the module
     docstring). Raises ``ValueError`` if fewer than two categories have labelled points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [4.0, 0.0], [4.0, 1.0]])
+    >>> normal, offset = c3l.hyperplane_from_labels(X, np.array([0, 0, 1, 1]))
+    >>> bool(normal[0] > 0 and 0 < offset / normal[0] < 4)
+    True
     """
     from sklearn.svm import LinearSVC
 
@@ -159,22 +290,53 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
 # ---------------------------------------------------------------------------------------------
 
 
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> CECCost:
-    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,). ``reg`` > 0 adds the
-    ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
+def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: float = 0.0) -> CECCost:
+    """The C3L cost: :class:`~ppclust.inference.cec.CECCost` with the leakage term, no label term.
+
+    Parameters
+    ----------
+    z : array of shape (n, J + d)
+        Transformed data (:func:`transform`).
+    n_dec : int
+        J, decision coordinates.
+    alpha : float or array of shape (J,)
+        Leakage bounds.
+    var_floor_rel : float, default=1e-10
+        Floor on the 1-D variances, relative to each decision coordinate's variance (spec §7.3).
+    reg_covar : float, default=0.0
+        Relative covariance regulariser: the ridge :func:`ppclust.inference.hartigan.ridge` of the r-part
+        is added to every cluster's r-scatter.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.c3l import make_cost
+    >>> cost = make_cost(jnp.ones((10, 3)), 1, 0.05)
+    >>> cost.n_dec, cost.dim, cost.n_labels
+    (1, 2, 0)
+    """
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
-    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n (issue 18)
+    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n
     floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
-    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
+    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg_covar) if z.shape[1] > n_dec else 0.0
     d = z.shape[1] - n_dec
     return CECCost(jnp.asarray(z.shape[0], z.dtype), jnp.asarray(0.0, z.dtype), quantile(alpha), floor,
                    jnp.asarray(rho, z.dtype), n_labels=0, n_dec=n_dec, dim=d, min_count=d + 2.0)
 
 
-def default_card_min(n: int, d_r: int, frac: float = 0.05) -> int:
-    """``max(ceil(frac * n), d + 3)`` (spec §2.5, after the R CEC package's ``card.min = "5%"``)."""
-    return int(max(math.ceil(frac * n), d_r + 3))
+def min_size(n: int, d_r: int, min_cluster_fraction: float = 0.05) -> int:
+    """Deletion threshold ``max(ceil(min_cluster_fraction * n), d_r + 3)`` (spec §2.5).
+
+    After the R CEC package's ``card.min = "5%"``.
+
+    Examples
+    --------
+    >>> from ppclust.inference.c3l import min_size
+    >>> min_size(150, 19), min_size(1000, 2)
+    (22, 50)
+    """
+    return int(max(math.ceil(min_cluster_fraction * n), d_r + 3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +350,12 @@ class ClusterParams(NamedTuple):
     weight (K,) p_k; t_loc, t_scale (K, J) the constrained 1-D fits; t_mu, t_s (K, J) the data mean / MLE
     std of t; active_constraint (K, J) bool; natural_leakage (K, J) Phi(-|mu|/s); leakage (K, J)
     Phi(-|m|/sigma) (<= alpha); r_mean (K, d); r_cov (K, d, d) MLE covariance; entropy parts (K,) e1, er.
+
+    Examples
+    --------
+    >>> from ppclust.inference.c3l import ClusterParams
+    >>> len(ClusterParams._fields)
+    12
     """
 
     weight: Array
@@ -226,7 +394,20 @@ def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
 
 
 class CostParts(NamedTuple):
-    """Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest."""
+    """Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> np.asarray(params.weight).tolist()
+    [0.5, 0.5]
+    """
 
     total: Array
     complexity: Array  # sum -p ln p
@@ -244,7 +425,33 @@ def cost_parts(params: ClusterParams, active) -> CostParts:
 
 
 def log_density(z, params: ClusterParams, n_dec: int) -> Array:
-    """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K)."""
+    """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> parts = c3l.cost_parts(params, jnp.ones(2, bool))
+    >>> round(float(parts.complexity), 6)  # ln 2
+    0.693147
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> c3l.log_density(z, params, 1).shape
+    (40, 2)
+    """
     z = jnp.asarray(z)
     t, r = z[:, :n_dec], z[:, n_dec:]
     lt = normal_logpdf(t[:, None, :], params.t_loc[None], params.t_scale[None]).sum(-1)
@@ -259,6 +466,13 @@ def gaussian_leakage(mean, cov, normal, offset):
     r"""Leakage :math:`\Phi(-|h^\top m-a|/\sqrt{h^\top\Sigma h})` of N(mean, cov) w.r.t. ``h^T x = a``.
 
     Broadcasts over leading axes of ``mean`` (..., N) and ``cov`` (..., N, N) (spec §1.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import gaussian_leakage
+    >>> float(gaussian_leakage(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 0.0))  # centred on the plane
+    0.5
     """
     mean = np.asarray(mean, dtype=np.float64)
     cov = np.asarray(cov, dtype=np.float64)
@@ -308,6 +522,15 @@ def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int =
     (``xs = (x - mean) W`` with ``W = Sigma^{-1/2}``) and the kurtosis is minimised over the unit sphere
     by projected gradient from ``n_starts`` random starts. Returns ``(h, kurtosis, W, mean)`` with
     ``h = W w`` the direction in the original space (projection ``h^T (x - mean)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import min_kurtosis_direction
+    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
+    >>> h, k, W, mean = min_kurtosis_direction(X, n_starts=4, n_steps=50)
+    >>> bool(abs(h[0]) > 5 * abs(h[1]))  # the bimodal axis
+    True
     """
     from ppclust._jax import as_key, x64
 
@@ -329,7 +552,18 @@ def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int =
 def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
     """Two-component 1-D Gaussian mixture by EM (init: the two halves split at the median) and the crossing
     point of the weighted densities between the two means (spec §7.2). Returns ``(tau, params, labels)``
-    with params = (weights, means, variances) and labels the MAP component (0 = lower mean)."""
+    with params = (weights, means, variances) and labels the MAP component (0 = lower mean).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import gmm_1d_threshold
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.r_[rng.normal(size=50) - 4.0, rng.normal(size=50) + 4.0]
+    >>> tau, _, labels = gmm_1d_threshold(y)
+    >>> bool(-2.0 < tau < 2.0), int(labels.sum())
+    (True, 50)
+    """
     y = np.asarray(y, dtype=np.float64)
     med = np.median(y)
     lo, hi = y[y <= med], y[y > med]
@@ -371,7 +605,17 @@ def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
 def pp_hyperplane(X, random_state=0, n_starts: int = 50):
     """Projection-pursuit categorisation (paper Sec. 6.3): minimum-kurtosis direction, 2-component 1-D
     GMM, boundary at the density crossing. Returns ``(normal, offset, pp_labels)`` in the original space;
-    then run C3L with ``hyperplane=(normal, offset)`` to refine (see :class:`ppclust.C3L`)."""
+    then run C3L with ``hyperplane=(normal, offset)`` to refine (see :class:`ppclust.C3L`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import pp_hyperplane
+    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
+    >>> normal, offset, labels = pp_hyperplane(X, n_starts=4)
+    >>> normal.shape, sorted(np.bincount(labels).tolist())
+    ((2,), [50, 50])
+    """
     h, _, _, mean = min_kurtosis_direction(X, random_state=random_state, n_starts=n_starts)
     proj = (np.asarray(X, dtype=np.float64) - mean) @ h
     tau, _, labels = gmm_1d_threshold(proj)
@@ -393,6 +637,18 @@ def fit(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
     reinserted at once. ``devices``, ``backend``, ``centres`` (``init="labels"``): see
     :func:`ppclust.inference.hartigan.fit`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-4.0, 4.0], 20), rng.normal(size=40)])
+    >>> with jax.enable_x64(True):
+    ...     out = c3l.fit(jax.random.key(0), z, c3l.make_cost(z, 1, 0.05), K=2, min_size=5, n_init=2,
+    ...                   init="k-means++")
+    >>> int(out.best.active.sum())
+    2
     """
     return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                         max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
@@ -404,7 +660,20 @@ def fit_batch(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init
               backend: str = "auto", mesh=None, centres=None):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
     (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
-    :class:`~ppclust.inference.hartigan.HartiganFit`."""
+    :class:`~ppclust.inference.hartigan.HartiganFit`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-4.0, 4.0], 20), rng.normal(size=40)])
+    >>> with jax.enable_x64(True):
+    ...     out = c3l.fit_batch(jax.random.key(0), z, c3l.make_cost(z, 1, 0.05), K=2, min_size=5, n_init=2,
+    ...                         init="k-means++")
+    >>> int(out.best.active.sum())
+    2
+    """
     fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
                                    reassign=reassign, backend=backend, mesh=mesh, centres=centres)

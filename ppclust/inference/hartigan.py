@@ -1,4 +1,8 @@
-r"""Generic online Hartigan engine for cross-entropy clustering (CEC, CEC-IB, C3L, ...).
+r"""The online Hartigan engine of cross-entropy clustering (CEC, CEC-IB, C3L) and its batch steps.
+
+Kept whole although over 700 lines: the online engine (XLA and compiled backends), its initialisation
+and the batch steps share one state, one set-up of the initial partitions and one result type; split,
+each part would import the private helpers of the others.
 
 The engine minimises a total cost :math:`E(Y) = \sum_k E(Y_k)` over hard partitions by the modified
 Hartigan algorithm of Śmieja & Geiger (2017, Sec. 3.4; spec ``cecib.md`` §2): visit the points in
@@ -57,7 +61,7 @@ Points of a deactivated cluster ("orphans") are handled by ``reassign``:
 A forced move of an orphan counts as a move, so the pass after a deletion always runs. Accepted
 moves strictly decrease the cost; deletions may increase it (spec C8).
 
-Initialisation: ``init="kmeans++"`` (default, as in the authors' code: D^2 sampling of K distinct
+Initialisation: ``init="k-means++"`` (default, as in the authors' code: D^2 sampling of K distinct
 points, then each point to its nearest seed in Euclidean distance, ties to the earlier seed),
 ``init="random"`` (uniform random partition, the paper's wording) or ``init="labels"`` with given
 ``centres`` (:func:`seeded_partitions`: those centres fixed -- e.g. the labelled classes' means -- the
@@ -79,7 +83,7 @@ from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 
 __all__ = ["HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
-           "build", "BatchResult", "run",
+           "build", "BatchResult", "run", "seeded_partitions",
            "fit", "fit_batch", "assignment_costs",
            "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
            "JITTER", "ridge", "singular_data", "bucket", "max_start_clusters"]
@@ -103,6 +107,12 @@ class HartiganResult(NamedTuple):
     trace : (max_passes + 1,) total cost after initialisation (index 0) and after each pass
         (before the end-of-pass degeneracy check); NaN beyond ``n_passes``.
     n_clusters_trace : (max_passes + 1,) int32 active clusters at the same moments.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganResult
+    >>> HartiganResult._fields[:3]
+    ('labels', 'active', 'stats')
     """
 
     labels: Array
@@ -122,6 +132,12 @@ class HartiganFit(NamedTuple):
     best : :class:`HartiganResult` of the first restart with the lowest final cost.
     costs : (n_init,) final cost of every restart (NaN/inf where a restart failed).
     n_passes : (n_init,) int32 passes.  n_clusters : (n_init,) int32 active clusters at the end.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganFit
+    >>> HartiganFit._fields
+    ('best', 'costs', 'n_passes', 'n_clusters')
     """
 
     best: HartiganResult
@@ -142,38 +158,60 @@ class _State(NamedTuple):
 JITTER = 1e-6
 
 
-def ridge(x, reg: float) -> float:
-    r"""The pseudo-scatter :math:`\rho I` added to every cluster's scatter for a relative regulariser
-    ``reg``: :math:`\rho = \texttt{reg}\cdot\operatorname{tr}(\Sigma_X)/d`, i.e. ``reg`` times the
+def ridge(x, reg_covar: float) -> float:
+    r"""The pseudo-scatter :math:`\rho I` added to every cluster's scatter for a relative regulariser.
+
+    :math:`\rho = \texttt{reg\_covar}\cdot\operatorname{tr}(\Sigma_X)/d`, i.e. ``reg_covar`` times the
     data's mean variance (so it scales with the data's units; 1 if every feature is constant). A fixed
     ridge keeps the rank-one updates exact; a cluster of :math:`n_k` points then has covariance
-    :math:`(S_k + \rho I)/n_k`. 0 for ``reg = 0``.
+    :math:`(S_k + \rho I)/n_k`. 0 for ``reg_covar = 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.hartigan import ridge
+    >>> ridge(np.array([[0.0, 0.0], [2.0, 4.0]]), 0.1)  # mean variance (1 + 4) / 2
+    0.25
     """
-    if reg <= 0:
+    if reg_covar <= 0:
         return 0.0
     x = np.asarray(x, np.float64)
     tr = float(np.sum(np.var(x, axis=0)))
-    return float(reg) * (tr / x.shape[1] if tr > 0 else 1.0)
+    return float(reg_covar) * (tr / x.shape[1] if tr > 0 else 1.0)
 
 
 def max_start_clusters(n_clusters: int, n: int, min_size: float) -> int:
     r"""The initial number of clusters, lowered to :math:`\lfloor n / \texttt{min\_size}\rfloor` (at least 1).
 
     A cluster below ``min_size`` points is deleted (its ML covariance needs ``d + 1`` points; CEC-IB's rule
-    ``max(eps n, d + 2)``, C3L's ``card_min``), so a start with more clusters than
-    :math:`n / \texttt{min\_size}` has an *average* cluster that cannot exist. With every initial cluster
-    too small the engine falls back to one cluster (:func:`_init_state`): on the benefit panel's satimage
-    subsample (n = 200, d = 36, min_size 38) the paper's 2K = 12 initial clusters of ~17 points ended as one
-    cluster in 4 of 5 draws. Where the rule comes from: the size rule itself (the start should be a
-    partition the model can represent), not a tuned value; ``benchmarks/study_cec_start.py`` ->
-    ``results/cec_start_study.md`` measures it (plain CEC on the panel: satimage NMI 0.084 -> 0.197,
-    penbased 0.427 -> 0.611, the other sets within 0.02)."""
+    ``max(min_cluster_fraction n, d + 2)``, C3L's ``max(ceil(min_cluster_fraction n), d + 3)``), so a start
+    with more clusters than :math:`n / \texttt{min\_size}` has an *average* cluster that cannot exist, and
+    with every initial cluster too small the engine falls back to one cluster (:func:`_init_state`). The
+    rule follows from the size rule itself (the start should be a partition the model can represent); see
+    docs/decisions/ for the evidence.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import max_start_clusters
+    >>> max_start_clusters(12, 200, 38.0), max_start_clusters(6, 150, 7.5)
+    (5, 6)
+    """
     return int(max(1, min(int(n_clusters), int(n // float(min_size)))))
 
 
 def singular_data(x) -> bool:
     """Whether the data's own ML covariance is numerically singular (a constant feature, collinear or
-    one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge."""
+    one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.hartigan import singular_data
+    >>> singular_data(np.c_[np.arange(5.0), np.ones(5)])  # a constant feature
+    True
+    >>> singular_data(np.random.default_rng(0).normal(size=(10, 2)))
+    False
+    """
     x = np.asarray(x, np.float64)
     if x.shape[1] == 0:
         return False
@@ -186,7 +224,14 @@ def singular_data(x) -> bool:
 
 
 def resolve_backend(backend: str) -> str:
-    """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``."""
+    """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import resolve_backend
+    >>> resolve_backend("xla")
+    'xla'
+    """
     from ppclust.inference import _hartigan_cpu
 
     if backend not in BACKENDS:
@@ -212,7 +257,19 @@ def kmeanspp_partition(key: Array, x, K: int, backend: str = "auto") -> Array:
     """(n,) int32 partition of ``x`` by its nearest k-means++ seed, ``voronoi(x, init_kmeanspp(key, x, K))``
     (the Gibbs / TVClust start). With the compiled backend (``"auto"`` on CPU) by the numba twins from
     draws whose shape does not depend on n (:mod:`._init_cpu`; no program traced per data set, the same
-    seeds as the JAX function), else as one jitted program."""
+    seeds as the JAX function), else as one jitted program.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     labels = hartigan.kmeanspp_partition(jax.random.key(0), jnp.asarray(x), 2)
+    >>> sorted(np.bincount(np.asarray(labels)).tolist())
+    [20, 20]
+    """
     if resolve_backend(backend) == "numba":
         from ppclust.inference import _init_cpu
 
@@ -233,14 +290,30 @@ def _kmeanspp_partition(key, x, *, K):
 
 
 def voronoi(x: Array, centre_idx: Array) -> Array:
-    """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels."""
+    """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.hartigan import voronoi
+    >>> voronoi(jnp.array([[0.0], [1.0], [9.0]]), jnp.array([0, 2])).tolist()
+    [0, 0, 1]
+    """
     c = x[centre_idx]
     d2 = jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1)
     return jnp.argmin(d2, axis=1).astype(jnp.int32)
 
 
 def init_random(key: Array, n: int, K: int) -> Array:
-    """Uniform random partition into K slots -> (n,) int32 labels."""
+    """Uniform random partition into K slots -> (n,) int32 labels.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from ppclust.inference.hartigan import init_random
+    >>> init_random(jax.random.key(0), 5, 3).shape
+    (5,)
+    """
     return jax.random.randint(key, (n,), 0, K, dtype=jnp.int32)
 
 
@@ -259,7 +332,7 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     cost : :class:`ppclust.inference.cec.CECCost`.
     x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
     labels0 : (n,) initial slots.  K : number of slots (static).
-    min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
+    min_size : a cluster with fewer points is deleted (CEC-IB: :func:`ppclust.inference.cecib.min_size`).
     max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
     tol : a move needs ``Δ < -tol``.
     order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
@@ -267,6 +340,19 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
         take the same decisions (``tests/inference/test_hartigan_cpu.py``). ``"numba"`` needs concrete
         inputs (not
         under ``jit``/``vmap``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     res = hartigan.run(cecib.make_cost(X, 0), X, None, jnp.asarray(np.arange(40) % 2, jnp.int32), K=2,
+    ...                        min_size=4.0)
+    >>> sorted(np.bincount(np.asarray(res.labels)).tolist()), bool(res.converged)
+    ([20, 20], True)
     """
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
@@ -280,7 +366,14 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
 
 class HartiganInfo(NamedTuple):
     """Per-pass diagnostics of :func:`build`'s ``step``: total cost and active clusters after the pass's
-    moves (before its end-of-pass degeneracy check)."""
+    moves (before its end-of-pass degeneracy check).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganInfo
+    >>> HartiganInfo._fields
+    ('cost', 'n_clusters')
+    """
 
     cost: Array
     n_clusters: Array
@@ -290,7 +383,14 @@ class HartiganAlgorithm(NamedTuple):
     """``init(labels0) -> state`` and ``step(key, state) -> (state, HartiganInfo)``, one pass over the data
     (BlackJAX's shape; the moves are deterministic, ``key`` is accepted for the common signature and not
     used). The state has ``labels``, ``active``, ``stats``, ``costs`` and ``moved`` (a move or a deletion in
-    the last pass)."""
+    the last pass).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganAlgorithm
+    >>> HartiganAlgorithm._fields
+    ('init', 'step')
+    """
 
     init: Any
     step: Any
@@ -299,7 +399,21 @@ class HartiganAlgorithm(NamedTuple):
 def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol: float = 0.0,
           order: Array | None = None) -> HartiganAlgorithm:
     """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
-    over (arguments as :func:`run`)."""
+    over (arguments as :func:`run`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     alg = hartigan.build(cecib.make_cost(X, 0), X, None, K=2, min_size=4.0)
+    ...     state, info = alg.step(None, alg.init(jnp.asarray(np.arange(40) % 2, jnp.int32)))
+    >>> int(info.n_clusters)
+    2
+    """
     n = x.shape[0]
     order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
 
@@ -381,7 +495,7 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
     return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, converged, trace, ktrace)
 
 
-def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
+def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "k-means++",
         max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto",
         backend: str = "auto", centres=None) -> HartiganFit:
     """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
@@ -399,6 +513,18 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     backend : ``"auto"`` | ``"numba"`` | ``"xla"`` (see :func:`run`). With ``"numba"`` the initial
         partitions are drawn by the same jitted code and all restarts run in one compiled call (on one
         core). ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     out = hartigan.fit(jax.random.key(0), cecib.make_cost(X, 0), X, None, K=2, min_size=4.0, n_init=2)
+    >>> out.costs.shape, int(out.best.active.sum())
+    ((2,), 2)
     """
     _check_init(init, centres)
     if reassign not in ("lazy", "immediate"):
@@ -421,7 +547,7 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         # (the same seeds as the XLA engine's), initial statistics in _run_cpu; only init="random" draws
         # per point, jitted on n padded to a size bucket (the labels of the real rows do not depend on it)
         n = x.shape[0]
-        if init == "kmeans++":
+        if init == "k-means++":
             from ppclust.inference import _init_cpu
 
             first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
@@ -438,8 +564,8 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
 
 
 def _check_init(init, centres):
-    if init not in ("kmeans++", "random", "labels"):
-        raise ValueError(f"init must be 'kmeans++', 'random' or 'labels', got {init!r}")
+    if init not in ("k-means++", "random", "labels"):
+        raise ValueError(f"init must be 'k-means++', 'random' or 'labels', got {init!r}")
     if (init == "labels") != (centres is not None):
         raise ValueError("init='labels' needs centres, and centres are only used with init='labels'")
 
@@ -450,9 +576,19 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     The m rows of ``centres`` (m <= K; e.g. the means of the labelled points of each label category) are
     the first m centres of every restart; the other K - m are drawn by k-means++ D^2 sampling given them
     (:func:`ppclust.inference.init.kmeanspp_from_uniforms` with those rows fixed, through its compiled twin,
-    from the draws :func:`_kmeanspp_draws` makes for ``init="kmeans++"``: any n without a new program);
+    from the draws :func:`_kmeanspp_draws` makes for ``init="k-means++"``: any n without a new program);
     every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties).
-    With m = K every restart starts from the same partition."""
+    With m = K every restart starts from the same partition.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> hartigan.seeded_partitions(jax.random.key(0), x, x[[0, 39]], 2, 3).shape
+    (3, 40)
+    """
     from ppclust.inference import _init_cpu
 
     x_np = np.array(x, np.float64)
@@ -484,7 +620,14 @@ def _kmeanspp_draws(key, m, *, K, n_init, dtype):
 
 def bucket(n: int) -> int:
     """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
-    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic)."""
+    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import bucket
+    >>> bucket(10), bucket(300)
+    (128, 512)
+    """
     return max(128, 1 << max(int(n) - 1, 0).bit_length())
 
 
@@ -496,7 +639,7 @@ def _initial_labels(key, x, *, K, n_init, init, sharding, n_valid=None):
     n = x.shape[0]
     if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
         keys = lax.with_sharding_constraint(keys, sharding)
-    if init == "kmeans++":
+    if init == "k-means++":
         labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K, n_valid)))(keys)
     else:
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
@@ -541,67 +684,63 @@ def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol
 _fit_from = partial(jax.jit, static_argnames=("K", "max_passes", "reassign", "sharding"))(_runs_best)
 
 
+def _cpu_inputs(cost, x, side, order, *, min_size, tol, max_passes, reassign):
+    """The compiled engine's ``(Data, Config)`` (:mod:`._hartigan_cpu`) for a cost and its data."""
+    from ppclust.inference import _hartigan_cpu as cpu
+
+    def own(a, dtype=np.float64):
+        return np.array(a, dtype=dtype, order="C", copy=True)
+
+    n = np.shape(x)[0]
+    # a writable copy of x: one numba signature whether x came from JAX (read-only) or NumPy
+    data = cpu.Data(own(x), np.full(n, -1, np.int32) if side is None else own(side, np.int32),
+                    np.arange(n, dtype=np.int64) if order is None else own(order, np.int64),
+                    own(np.atleast_1d(np.asarray(cost.p))), own(np.atleast_1d(np.asarray(cost.var_floor))),
+                    np.zeros(n + 2))
+    cfg = cpu.Config(float(cost.n_total), float(cost.beta) if cost.n_labels > 0 else 0.0, float(min_size),
+                     float(tol), float(cost.min_count), float(SING_TOL), int(cpu.BLOCK), int(max_passes),
+                     reassign == "immediate")
+    return data, cfg
+
+
 def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order,
              _kernel_args: list | None = None) -> HartiganResult:
-    """The compiled engine for a batch of R initial partitions ``labels0`` (R, n): initial statistics,
+    """The compiled engine for R initial partitions ``labels0`` (R, n): initial statistics,
     costs and live slots by :func:`._init_cpu.init_states` (the compiled twin of :func:`_init_states`, any n
-    without a new program), then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
+    without a new program), then :func:`._hartigan_cpu.run_restarts`, then back to pytrees.
+    ``_kernel_args``: a list that receives copies of ``run_restarts``'s arguments (to time the loop alone)."""
     from ppclust.inference import _hartigan_cpu as cpu
     from ppclust.inference import _init_cpu
 
     R, n = np.shape(labels0)
-    f64 = np.float64
-
-    def own(a, dtype=f64):
-        return np.array(a, dtype=dtype, order="C", copy=True)
-
-    prm = np.zeros(6)
-    prm[cpu.P_NTOTAL] = float(cost.n_total)
-    prm[cpu.P_BETA] = float(cost.beta) if cost.n_labels > 0 else 0.0
-    prm[cpu.P_MINSIZE] = float(min_size)
-    prm[cpu.P_TOL] = float(tol)
-    prm[cpu.P_MINCOUNT] = float(cost.min_count)
-    prm[cpu.P_SINGTOL] = float(SING_TOL)
-    p = own(np.atleast_1d(np.asarray(cost.p)))
-    floor = own(np.atleast_1d(np.asarray(cost.var_floor)))
+    data, cfg = _cpu_inputs(cost, x, side, order, min_size=min_size, tol=tol, max_passes=max_passes,
+                            reassign=reassign)
+    J = cost.n_dec
+    d = data.x.shape[1] - J
     m = cost.n_labels
-    J = p.shape[0]
-    x_np = own(x)  # a writable copy: one numba signature whether x came from JAX (read-only) or NumPy
-    n_ml = x_np.shape[1] - J
-    side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
-    order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
     # the compiled loop takes slots in tiles: K padded to Kp with dead slots (identity factor, count 1)
     Kp = -(-K // cpu.TILE) * cpu.TILE
-    labels = own(labels0, np.int32)
-    act = np.zeros((R, Kp), np.bool_)
-    nn = np.zeros((R, Kp))
-    sT = np.zeros((R, n_ml, Kp))
-    L = np.zeros((R, n_ml, n_ml, Kp))
-    tmean, tm2 = np.zeros((R, Kp, J)), np.zeros((R, Kp, J))
-    counts, nlab, clogc = np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp))
-    cst = np.zeros((R, Kp))
-    _init_cpu.init_states(x_np, side_np, labels, K, float(cost.ridge), prm, p, floor, nn, sT, L,
-                          tmean, tm2, counts, nlab, clogc, cst, act)
-    L = np.where(np.isfinite(L), L, 0.0)  # singular initial slots are dead (the loop gives them identity)
-    trace = np.full((R, max_passes + 1), np.nan)
-    ktrace = np.zeros((R, max_passes + 1), np.int32)
-    n_passes = np.zeros(R, np.int32)
-    converged = np.zeros(R, np.bool_)
-    args = (x_np, side_np, order_np, labels, act, nn, sT, L, tmean, tm2, counts, nlab, clogc, cst, prm, p,
-            floor, int(max_passes), reassign == "immediate", trace, ktrace, n_passes, converged)
-    if _kernel_args is not None:  # benchmarks time the compiled loop alone on copies of these
-        _kernel_args.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
-    cpu.run_batch(*args)
-    scale = L.transpose(0, 3, 1, 2)[:, :K]
-    out = CECStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
-                   nlab[:, :K], clogc[:, :K])
-    stats = CECStats(*(_put(v) for v in out))
-    act, cst = act[:, :K], cst[:, :K]
-    cst_j = _put(cst)
-    act_j = _put(act)
+    state = cpu.Slots(np.array(labels0, np.int32, order="C", copy=True), np.zeros((R, Kp), np.bool_),
+                      np.zeros((R, Kp)), np.zeros((R, d, Kp)), np.zeros((R, d, d, Kp)), np.zeros((R, Kp, J)),
+                      np.zeros((R, Kp, J)), np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp)),
+                      np.zeros((R, Kp)))
+    _init_cpu.init_states(data, cfg, state, K, float(cost.ridge))
+    # singular initial slots are dead (the loop gives them identity)
+    state = state._replace(L=np.where(np.isfinite(state.L), state.L, 0.0))
+    out = cpu.Trace(np.full((R, max_passes + 1), np.nan), np.zeros((R, max_passes + 1), np.int32),
+                    np.zeros(R, np.int32), np.zeros(R, np.bool_))
+    if _kernel_args is not None:
+        _kernel_args.append(tuple(type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
+                                  for t in (data, cfg, state, out)))
+    cpu.run_restarts(data, cfg, state, out)
+    stats = CECStats(*(_put(v) for v in (state.n[:, :K], np.swapaxes(state.sT, 1, 2)[:, :K],
+                                         state.L.transpose(0, 3, 1, 2)[:, :K], state.tmean[:, :K],
+                                         state.tm2[:, :K], state.counts[:, :K], state.nlab[:, :K],
+                                         state.clogc[:, :K])))
+    act, cst = state.active[:, :K], state.costs[:, :K]
     energy = _put(np.sum(np.where(act, cst, 0.0), -1))
-    return HartiganResult(_put(labels), act_j, stats, cst_j, energy, _put(n_passes), _put(converged),
-                          _put(trace, x_np.dtype), _put(ktrace))
+    return HartiganResult(_put(state.labels), _put(act), stats, _put(cst), energy, _put(out.n_passes),
+                          _put(out.converged), _put(out.trace, data.x.dtype), _put(out.ktrace))
 
 
 def _put(a, dtype=None):
@@ -697,6 +836,12 @@ class BatchResult(NamedTuple):
     labels : (n_init, n) int32 slots.  active : (n_init, K) bool live slots.
     cost : (n_init,) total cost E(Y) of the final partition (the same objective as the Hartigan engine).
     n_iter : (n_init,) int32 assignment steps.  converged : (n_init,) bool, no label changed in the last step.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import BatchResult
+    >>> BatchResult._fields
+    ('labels', 'active', 'cost', 'n_iter', 'converged')
     """
 
     labels: Array
@@ -721,6 +866,20 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     The Mahalanobis terms are one GEMM per chunk of ``chunk`` points: :math:`w_{ik} = L_k^{-1}(x_i-\mu_k)`
     for all K slots at once as ``(x - g) @ [L_1^{-T} ... L_K^{-T}] - (mu_k - g) L_k^{-T}`` (g the data mean,
     so no cancellation), BLAS-shaped on any device.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     cost = cecib.make_cost(X, 0)
+    ...     labels = jnp.asarray(np.arange(40) >= 20, jnp.int32)
+    ...     c = hartigan.assignment_costs(cost, X, None, cost.stats(X, None, labels, 2), jnp.ones(2, bool))
+    >>> c.shape, bool((np.argmin(np.asarray(c), 1) == np.asarray(labels)).all())
+    ((40, 2), True)
     """
     return _assignment_costs(stats, cost, x, side, active, chunk)
 
@@ -830,9 +989,9 @@ def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: in
     return CECStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
 
 
-def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
-              max_iter: int = 100, polish: bool = True, polish_passes: int = 100, reassign: str = "lazy",
-              backend: str = "auto", mesh=None, chunk: int = 1024,
+def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
+              init: str = "k-means++", max_iter: int = 100, polish: bool = True, polish_passes: int = 100,
+              reassign: str = "lazy", backend: str = "auto", mesh=None, chunk: int = 1024,
               centres=None) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
@@ -859,6 +1018,19 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     ``init="labels"`` with ``centres``: the restarts start from :func:`seeded_partitions` (see :func:`fit`).
 
     Returns ``(HartiganFit, BatchResult)``: the first holds the polished (or best batch) result.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     fitted, runs = hartigan.fit_batch(jax.random.key(0), cecib.make_cost(X, 0), X, None, K=2,
+    ...                                       min_size=4.0, n_init=2)
+    >>> runs.labels.shape, int(fitted.best.active.sum())
+    ((2, 40), 2)
     """
     _check_init(init, centres)
     if init == "labels":

@@ -176,7 +176,7 @@ def test_engine_matches_xla_c3l(J):
         Z = jnp.asarray(z)
         cost = c3l.make_cost(Z, J, 0.05)
         labels0 = jnp.asarray(rng.integers(0, 5, len(x)), jnp.int32)
-        kw = dict(K=5, min_size=c3l.default_card_min(len(x), 4 - J), reassign="immediate")
+        kw = dict(K=5, min_size=c3l.min_size(len(x), 4 - J), reassign="immediate")
         a = hartigan.run(cost, Z, None, labels0, backend="numba", **kw)
         b = hartigan.run(cost, Z, None, labels0, backend="xla", **kw)
         _assert_same_run(a, b, cost)
@@ -194,7 +194,7 @@ def test_fit_restarts_match_xla():
     with jax.enable_x64(True):
         X = jnp.asarray(x)
         yc, m = cecib.encode_labels(y, len(y))
-        kw = dict(n_clusters=6, n_init=3, eps=0.05)
+        kw = dict(n_clusters=6, n_init=3, min_cluster_fraction=0.05)
         a = cecib.fit(jax.random.key(0), X, yc, m, backend="numba", **kw)
         b = cecib.fit(jax.random.key(0), X, yc, m, backend="xla", **kw)
     assert isinstance(a, hartigan.HartiganFit) and isinstance(a.best, hartigan.HartiganResult)
@@ -263,14 +263,17 @@ def test_blocked_visits_same_run_as_point_visits(reassign):
                           max_passes=100, reassign=reassign, tol=0.0, order=None, _kernel_args=captured)
     runs = []
     for block in (0, 32, 5):
-        args = [a.copy() if isinstance(a, np.ndarray) else a for a in captured[0]]
-        args[14] = np.append(args[14], block)  # prm[P_BLOCK]
-        cpu.run_batch(*args)
-        runs.append(args)
-    assert int(runs[0][21].min()) > 2 and int(runs[0][4].sum()) < 2 * 7  # several passes and a deletion
-    for other in runs[1:]:
-        for i in (3, 4, 5, 6, 7, 13, 19, 20, 21, 22):  # labels, active, n, sums, factors, costs, traces
-            np.testing.assert_array_equal(other[i], runs[0][i])
+        data, cfg, state, out = (type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
+                                 for t in captured[0])
+        cpu.run_restarts(data, cfg._replace(block=block), state, out)
+        runs.append((state, out))
+    state0, out0 = runs[0]
+    assert int(out0.n_passes.min()) > 2 and int(state0.active.sum()) < 2 * 7  # several passes and a deletion
+    for state, out in runs[1:]:
+        for f in ("labels", "active", "n", "sT", "L", "costs"):
+            np.testing.assert_array_equal(getattr(state, f), getattr(state0, f), err_msg=f)
+        for f in ("trace", "ktrace", "n_passes"):
+            np.testing.assert_array_equal(getattr(out, f), getattr(out0, f), err_msg=f)
 
 
 def test_well_conditioned_shortcut_never_contradicts_the_eigenvalue_test():
