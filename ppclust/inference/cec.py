@@ -59,8 +59,8 @@ def quantile(alpha) -> Array:
     Examples
     --------
     >>> from ppclust.inference.cec import quantile
-    >>> round(float(quantile(0.5)), 6)
-    0.0
+    >>> float(quantile(0.5)) == 0.0  # alpha = 1/2: no constraint
+    True
     """
     return -ndtri(jnp.asarray(alpha, dtype=jnp.result_type(float)))
 
@@ -118,8 +118,8 @@ def constrained_cost_1d(mu, s2, p):
     --------
     >>> import math
     >>> from ppclust.inference.cec import constrained_cost_1d
-    >>> round(float(constrained_cost_1d(3.0, 1.0, 1.0)) - 0.5 * (1 + math.log(2 * math.pi)), 12)
-    0.0
+    >>> abs(float(constrained_cost_1d(3.0, 1.0, 1.0)) - 0.5 * (1 + math.log(2 * math.pi))) < 1e-6
+    True
     """
     return constrained_fit_1d(mu, s2, p)[2]
 
@@ -140,8 +140,8 @@ def label_entropy(n_lab, clogc):
     --------
     >>> import math
     >>> from ppclust.inference.cec import label_entropy
-    >>> round(float(label_entropy(2.0, 0.0)) - math.log(2), 12)  # two labels, one of each category
-    0.0
+    >>> abs(float(label_entropy(2.0, 0.0)) - math.log(2)) < 1e-6  # two labels, one of each category
+    True
     """
     safe_l = jnp.maximum(n_lab, 1.0)
     return jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)

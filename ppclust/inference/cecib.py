@@ -148,8 +148,8 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
     >>> from ppclust.inference.cecib import cecib_cost
     >>> x = np.random.default_rng(0).normal(size=(20, 2))
     >>> parts = cecib_cost(x, np.zeros(20, int))
-    >>> float(parts.model_complexity), float(parts.side_information)
-    (-0.0, 0.0)
+    >>> float(parts.model_complexity) == 0.0, float(parts.side_information) == 0.0  # one cluster, no labels
+    (True, True)
     """
     x = np.asarray(x, np.float64)
     n, d = x.shape
@@ -451,7 +451,7 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
     >>> x = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0]])
     >>> with jax.enable_x64(True):
     ...     g = cluster_gaussians(x, np.zeros(4, int), 0.0, 1)
-    >>> np.asarray(g.means).tolist(), np.asarray(g.covariances).round(6).tolist()
+    >>> np.asarray(g.means).round(6).tolist(), np.asarray(g.covariances).round(6).tolist()
     ([[1.0, 1.0]], [[[1.0, 0.0], [0.0, 1.0]]])
     """
     x = np.asarray(x, np.float64)

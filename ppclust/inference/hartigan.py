@@ -409,7 +409,8 @@ def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol
     >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
     >>> with jax.enable_x64(True):
     ...     X = jnp.asarray(x)
-    ...     alg = hartigan.build(cecib.make_cost(X, 0), X, None, K=2, min_size=4.0)
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     alg = hartigan.build(cecib.make_cost(X, 0), X, side, K=2, min_size=4.0)
     ...     state, info = alg.step(None, alg.init(jnp.asarray(np.arange(40) % 2, jnp.int32)))
     >>> int(info.n_clusters)
     2
@@ -877,7 +878,8 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     ...     X = jnp.asarray(x)
     ...     cost = cecib.make_cost(X, 0)
     ...     labels = jnp.asarray(np.arange(40) >= 20, jnp.int32)
-    ...     c = hartigan.assignment_costs(cost, X, None, cost.stats(X, None, labels, 2), jnp.ones(2, bool))
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     c = hartigan.assignment_costs(cost, X, side, cost.stats(X, side, labels, 2), jnp.ones(2, bool))
     >>> c.shape, bool((np.argmin(np.asarray(c), 1) == np.asarray(labels)).all())
     ((40, 2), True)
     """
@@ -1027,7 +1029,8 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
     >>> with jax.enable_x64(True):
     ...     X = jnp.asarray(x)
-    ...     fitted, runs = hartigan.fit_batch(jax.random.key(0), cecib.make_cost(X, 0), X, None, K=2,
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     fitted, runs = hartigan.fit_batch(jax.random.key(0), cecib.make_cost(X, 0), X, side, K=2,
     ...                                       min_size=4.0, n_init=2)
     >>> runs.labels.shape, int(fitted.best.active.sum())
     ((2, 40), 2)

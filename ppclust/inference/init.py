@@ -30,9 +30,9 @@ def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):
 
     Examples
     --------
-    >>> import jax
+    >>> import jax, jax.numpy as jnp
     >>> from ppclust.inference.init import kmeanspp_uniforms
-    >>> first, u = kmeanspp_uniforms(jax.random.key(0), 3, 10)
+    >>> first, u = kmeanspp_uniforms(jax.random.key(0), 3, 10, jnp.float32)
     >>> u.shape, bool(0 <= int(first) < 10)
     ((3,), True)
     """
