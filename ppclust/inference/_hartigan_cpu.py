@@ -608,7 +608,7 @@ def pack_factors(L):
     return Lp
 
 
-@_njit
+@_inline
 def _slot_summary(s, c, k):
     """Refresh slot k's cached mean, log-determinant, pivot summary and packed copy of the factor (rows
     of the lower triangle, for :func:`_solve_block`) after its factor changed."""
@@ -676,7 +676,7 @@ def _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J):
         addc[k] = _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, n_total, log_n, beta, p, floor, d)
 
 
-@_njit
+@_inline
 def _apply(sign, k, xr, ti, cat, s, v, xlx, d, J):
     """Rank-one add (sign = +1) / remove (sign = -1) of the point to slot k (``cost.add``/``remove``)."""
     n = s.n
