@@ -106,7 +106,7 @@ def replays(ref, datasets=DATASETS) -> dict:
             x, y = _load(ref, r.dataset)
             yc, m = cecib.encode_labels(y, len(y))
             centres = [int(v) for v in r.init_centres.split(";")]
-            res = cecib.replay(jnp.asarray(x), yc, m, centres, beta=r.beta, eps=r.eps)
+            res = cecib.replay(jnp.asarray(x), yc, m, centres, beta=r.beta, min_cluster_fraction=r.eps)
             z = np.loadtxt(ref / r.partition_file).astype(int)
             tr = traces[traces.run_id == r.run_id].sort_values("pass")
             ours = np.asarray(res.trace)[: len(tr)]

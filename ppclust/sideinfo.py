@@ -34,7 +34,7 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_channel_information", "label_noise_update", "partition_flip_rate",
+           "labelled_means", "label_noise_update", "partition_flip_rate",
            "link_agreement", "link_folds", "link_reliability", "link_log_odds", "link_weight_shares",
            "link_reliability_share", "weigh_link_kinds"]
 
@@ -596,28 +596,6 @@ def labelled_means(x, codes, m: int) -> np.ndarray:
     sums = np.zeros((m, x.shape[1]))
     np.add.at(sums, codes[lab], x[lab])
     return sums / counts
-
-
-def label_channel_information(eps: float, m: int) -> float:
-    r"""The share of a label's information about its category that survives a symmetric flip channel.
-
-    An observed label equals the true category with probability :math:`1 - \varepsilon` and is otherwise
-    uniform over the :math:`m - 1` others (the label-noise model of ``SemiSupervisedGMM(label_noise=...)``,
-    :func:`label_noise_update`). With uniform categories the mutual information between
-    the true and the observed label is the channel's capacity
-
-    .. math:: C(\varepsilon) = \ln m - H_b(\varepsilon) - \varepsilon \ln(m - 1)
-
-    (Cover & Thomas, Sec. 7.1.5, for the m-ary symmetric channel), and the share is
-    :math:`C(\varepsilon) / \ln m`: 1 for clean labels, 0 at :math:`\varepsilon = (m-1)/m` where a label says
-    nothing (0 beyond). 1 for m < 2 (one category carries no label term). Host scalar."""
-    eps = float(eps)
-    if m < 2 or eps <= 0.0:
-        return 1.0
-    if eps >= (m - 1) / m:
-        return 0.0
-    h_b = -eps * np.log(eps) - (1.0 - eps) * np.log1p(-eps)
-    return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
 
 
 def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:

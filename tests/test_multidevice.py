@@ -85,8 +85,8 @@ CHILD = textwrap.dedent(
     ce = {}
     for dev in (None, 2, "auto"):
         m = CECIB(n_clusters=5, n_init=2, random_state=0, devices=dev).fit(xc, yc)
-        ce[str(dev)] = dict(labels=m.labels_.tolist(), cost=m.cost_, restart_costs=m.restart_costs_.tolist(),
-                            n_iter=m.n_iter_)
+        ce[str(dev)] = dict(labels=m.labels_.tolist(), cost=m.objective_,
+                            restart_costs=m.restart_objectives_.tolist(), n_iter=m.n_iter_)
     with x64():
         codes, n_lab = _cecib.encode_labels(yc, len(xc))
         _, costs, _, _ = _cecib.fit(jax.random.key(0), jax.numpy.asarray(xc), codes, n_lab, n_clusters=5,

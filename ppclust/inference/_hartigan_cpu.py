@@ -1,10 +1,13 @@
 r"""The Hartigan engine of :mod:`ppclust.inference.hartigan` compiled as one CPU loop (numba).
 
-Why a second implementation: a Hartigan pass is a sequential loop over points whose body is a few
-dozen tiny operations (K triangular solves, K logs, an argmin, sometimes two rank-one updates).
-XLA:CPU runs such a body as a chain of small kernels (~0.1-0.3 us each), about 100 us per visit at
-d = 36 where the arithmetic needs ~1 us. Here every restart is one compiled loop. This is the same
-approach as the compiled Gibbs sweep (:mod:`ppclust.inference._gibbs_cpu`).
+Kept whole although over 700 lines: it is one compiled program, the visit loop (:func:`run_restarts`) and
+the kernels it inlines (solves, rank-one updates, the per-cluster cost), whose element-for-element
+arithmetic must stay in step for the decisions to be those of the XLA engine.
+
+Why a second implementation: a Hartigan pass is a sequential loop over points whose body is a few dozen
+tiny operations (K triangular solves, K logs, an argmin, sometimes two rank-one updates); XLA:CPU runs
+such a body as a chain of small kernels, while here every restart is one compiled loop (as the compiled
+Gibbs sweep, :mod:`ppclust.inference._gibbs_cpu`).
 
 What one visit of point i costs (K slots, d the dimension of the Gaussian part):
 
@@ -23,20 +26,19 @@ What one visit of point i costs (K slots, d the dimension of the Gaussian part):
   w_a^\top w_a` (:math:`S' \succeq f S`), so when :math:`f\,\min_j L_{jj}^2 > \text{SING\_TOL}\,\max_j
   S_{jj}` the downdated factor cannot fail the singularity test of
   :func:`ppclust.families.chol_singular`; only otherwise is the downdate computed to decide it;
-* label / leakage terms in O(K) from cached per-slot statistics and tables of ``log c`` and
-  ``c log c`` for integer counts.
+* label / leakage terms in O(K) from cached per-slot statistics and tables of ``c log c`` for integer
+  counts.
 
-Cholesky factors change only when a point moves (two rank-one updates,
-:func:`ppclust.families.chol_update` / :func:`~ppclust.families.chol_downdate`).
+Cholesky factors change only when a point moves (two rank-one updates). The kernels take their arrays
+grouped in NamedTuples (:class:`Data`, :class:`Config`, :class:`Slots`, :class:`Trace`).
 
 The decisions are those of the XLA engine (same candidate set, same tie-breaking, same deletion and
 degeneracy rules, lazy or immediate reassignment); costs agree to rounding. Numba twins carry the
-name of the JAX function they mirror and are checked one by one to 1e-12 in
-``tests/inference/test_hartigan_cpu.py``; the engine as a whole replays the authors' jar
-(``tests/inference/test_cecib.py``)
-and is compared label for label with the XLA engine.
+name of the JAX function they mirror and are checked one by one in ``tests/inference/test_hartigan_cpu.py``;
+the engine as a whole replays the authors' program (``tests/inference/test_cecib.py``) and is compared
+label for label with the XLA engine.
 
-The cost is the shared form of CEC-IB and C3L (:class:`ppclust.inference.hartigan.HartiganCost`):
+The cost is :class:`ppclust.inference.cec.CECCost`:
 
 .. math::  E(Y_k) = \frac{n_k}{n}\Big(\ln n - \ln n_k + H_{ML}(n_k, \ln\det S_k)
            + \sum_{j<J} E_1(\mu_{kj}, s^2_{kj}; \alpha_j) + \beta\,H(Z\mid Y_k\cap X_l)\Big)
@@ -47,6 +49,7 @@ The cost is the shared form of CEC-IB and C3L (:class:`ppclust.inference.hartiga
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,27 +64,29 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     U = int
 
 __all__ = ["available", "chol_update", "chol_downdate", "chol_logdet", "chol_singular", "ml_entropy",
-           "constrained_cost_1d", "logdet_after_add", "cluster_cost", "pack_factors", "run_batch"]
+           "constrained_cost_1d", "logdet_after_add", "cluster_cost", "slot_logdet", "degenerate",
+           "pack_factors", "Data", "Config", "Slots", "Trace", "run_restarts", "njit", "TILE", "BLOCK"]
 
 _LOG_2PIE = float(LOG_2PIE)  # plain Python floats: numba freezes them as compile-time constants
 _LOG_2PI = float(LOG_2PI)
 _BIG = float(np.finfo(np.float64).max)  # the jar's stand-in for an infinite candidate cost
 
-# indices into the float parameter vector of run_batch
-P_NTOTAL, P_BETA, P_MINSIZE, P_TOL, P_MINCOUNT, P_SINGTOL = range(6)
-#: optional 7th entry of the parameter vector: points per block of the visit loop's solves (0 = one point
-#: at a time with :func:`_solve_all`); absent, :data:`BLOCK`
-P_BLOCK = 6
 #: the engine's slot count is padded to a multiple of this (whole SIMD vectors in :func:`_solve_all`)
 TILE = 4
 #: points whose forward substitutions :func:`_solve_block` computes together (speculatively, see
-#: :func:`run_batch`); 64 measured best (against 32, 48, 128) at d = 36 (one pass without moves), as fast as
-#: 32 in whole runs
+#: :func:`run_restarts`; docs/decisions/ for the choice)
 BLOCK = 64
 
 
 def available() -> bool:
-    """True when numba imports (the compiled CPU engine can run)."""
+    """True when numba imports (the compiled CPU engine can run).
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import available
+    >>> isinstance(available(), bool)
+    True
+    """
     return numba is not None
 
 
@@ -94,8 +99,21 @@ def _compile(fn, **options):
         return numba.njit(nogil=True, error_model="numpy", **options)(fn)
 
 
-def _njit(fn):
+def njit(fn):
+    """``numba.njit`` with the engine's options: compiled code cached on disk, no GIL, NumPy's error model.
+
+    The decorator of every kernel here and in :mod:`._init_cpu`.
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import njit
+    >>> int(njit(lambda a: a + 1)(1))
+    2
+    """
     return _compile(fn)
+
+
+_njit = njit
 
 
 def _inline(fn):
@@ -197,7 +215,14 @@ def _ml_entropy(n, logdet_scatter, d):
 
 @_njit
 def ml_entropy(n, logdet_scatter, d):
-    """Twin of :func:`ppclust.families.ml_entropy` (scalar)."""
+    """Twin of :func:`ppclust.families.ml_entropy` (scalar).
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import ml_entropy
+    >>> round(float(ml_entropy(1.0, 0.0, 1)), 6)  # entropy of N(0, 1)
+    1.418939
+    """
     return _ml_entropy(n, logdet_scatter, d)
 
 
@@ -216,13 +241,29 @@ def _e1(mu, s2, p):
 
 @_njit
 def constrained_cost_1d(mu, s2, p):
-    """Twin of :func:`ppclust.inference.c3l.constrained_cost_1d` (scalar)."""
+    """Twin of :func:`ppclust.inference.cec.constrained_cost_1d` (scalar).
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import constrained_cost_1d
+    >>> round(float(constrained_cost_1d(3.0, 1.0, 1.0)), 6)  # constraint inactive: the MLE's entropy
+    1.418939
+    """
     return _e1(mu, s2, p)
 
 
 @_njit
 def logdet_after_add(n, s, L, x):
-    """Twin of :meth:`ppclust.families.GaussianML.logdet_after_add`: n (K,), s (K, d), L (K, d, d)."""
+    """Twin of :meth:`ppclust.families.GaussianML.logdet_after_add`: n (K,), s (K, d), L (K, d, d).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import logdet_after_add
+    >>> ld = logdet_after_add(np.array([1.0]), np.zeros((1, 1)), np.ones((1, 1, 1)), np.array([2.0]))
+    >>> round(float(ld[0]), 6)  # scatter 1 + (1/2) * 2^2 = 3
+    1.098612
+    """
     K, d = s.shape
     Kp = (K + TILE - 1) // TILE * TILE
     Ls = np.zeros((d, d, Kp))
@@ -366,9 +407,126 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, nb):
                 Q[up] += v * v
 
 
+# ---------------------------------------------------------------------------------------------------
+# the arguments of the compiled engine
+# ---------------------------------------------------------------------------------------------------
+
+
+class Data(NamedTuple):
+    """The inputs of a run that the engine reads (and the ``c ln c`` table :func:`run_restarts` fills).
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import Data
+    >>> Data._fields
+    ('x', 'side', 'order', 'p', 'floor', 'xlx')
+    """
+
+    x: np.ndarray  #: (n, J + d) float64, the J decision coordinates first
+    side: np.ndarray  #: (n,) int32 label category of every point, -1 = none
+    order: np.ndarray  #: (n,) int64 visiting order of the points in every pass
+    p: np.ndarray  #: (J,) leakage quantiles (:func:`ppclust.inference.cec.quantile`)
+    floor: np.ndarray  #: (J,) floors on the 1-D variances
+    xlx: np.ndarray  #: (n + 2,) table of c ln c for integer counts c (filled by run_restarts)
+
+
+class Config(NamedTuple):
+    """The scalar parameters of a run.
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import Config
+    >>> Config(100.0, 1.0, 5.0, 0.0, 3.0, 1e-12, 64, 100, False).block
+    64
+    """
+
+    n_total: float  #: n in the weights n_k / n
+    beta: float  #: weight of the label term (0 without one)
+    min_size: float  #: a cluster with fewer points is deleted
+    tol: float  #: a move needs a cost change below -tol
+    min_count: float  #: a slot with fewer points is degenerate
+    sing_tol: float  #: lambda_min <= sing_tol * lambda_max is singular
+    block: int  #: points per block of the visit loop's solves (0: one point at a time, :func:`_solve_all`)
+    max_passes: int  #: safety cap on passes
+    immediate: bool  #: reassign the points of a deleted cluster at once (else lazily)
+
+
+class Slots(NamedTuple):
+    """The state of a run (of every restart, with a leading restart axis R in :func:`run_restarts`).
+
+    labels (n,) int32; active (K,) bool; n (K,) counts; sT (d, K) sums; L (d, d, K) slot-major lower
+    Cholesky factors of the scatters; tmean, tm2 (K, J) means and centred sums of squares of the decision
+    coordinates; counts (K, m) label counts; nlab, clogc (K,) labelled points and sum_j c ln c; costs (K,)
+    per-cluster costs.
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import Slots
+    >>> len(Slots._fields)
+    11
+    """
+
+    labels: np.ndarray
+    active: np.ndarray
+    n: np.ndarray
+    sT: np.ndarray
+    L: np.ndarray
+    tmean: np.ndarray
+    tm2: np.ndarray
+    counts: np.ndarray
+    nlab: np.ndarray
+    clogc: np.ndarray
+    costs: np.ndarray
+
+
+class Trace(NamedTuple):
+    """Outputs per restart: trace/ktrace (R, max_passes + 1) total cost and live clusters after the start
+    and after each pass; n_passes (R,) int32; converged (R,) bool.
+
+    Examples
+    --------
+    >>> from ppclust.inference._hartigan_cpu import Trace
+    >>> Trace._fields
+    ('trace', 'ktrace', 'n_passes', 'converged')
+    """
+
+    trace: np.ndarray
+    ktrace: np.ndarray
+    n_passes: np.ndarray
+    converged: np.ndarray
+
+
+class _Cache(NamedTuple):
+    """Per-slot values derived from a slot's factor (:func:`_slot_summary`)."""
+
+    mT: np.ndarray  # (d, K) means
+    logdet: np.ndarray  # (K,)
+    minpiv: np.ndarray  # (K,) min_j L_jj^2
+    maxdiag: np.ndarray  # (K,) max_j S_jj
+    finite: np.ndarray  # (K,) bool
+    Lp: np.ndarray  # (K, d (d + 1) / 2) factors packed by rows
+
+
+class _Work(NamedTuple):
+    """Scratch buffers of a run."""
+
+    w: np.ndarray  # (d, K) solutions
+    quad: np.ndarray  # (K,) squared norms of the solutions
+    addc: np.ndarray  # (K,) insertion costs
+    v: np.ndarray  # (d,) rank-one vector
+    tbuf: np.ndarray  # (2, J) decision statistics after a move
+    scratch: np.ndarray  # (d, d, 1) a downdated factor
+
+
+# ---------------------------------------------------------------------------------------------------
+# the per-cluster cost
+# ---------------------------------------------------------------------------------------------------
+
+
 @_inline
-def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, floor, d, J):
-    """Twin of ``hartigan.cluster_cost``: (n_k/n)(ln n - ln n_k + H_ML + sum E1 + beta H_lab)."""
+def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, floor, d):
+    """Twin of ``CECCost.slot_cost``: (n_k/n)(ln n - ln n_k + H_ML + sum_j E1 + beta H_lab), J = len(tmean).
+    """
     if nk <= 0.0:
         return 0.0
     safe = max(nk, 1.0)
@@ -379,7 +537,7 @@ def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, 
         if er != er or er == -np.inf:
             er = np.inf
         val += er
-    for j in range(J):
+    for j in range(tmean.shape[0]):
         s2 = max(tm2[j] / safe, floor[j])
         val += _e1(tmean[j], s2, p[j])
     if nlab > 0.0:
@@ -390,9 +548,31 @@ def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, 
 
 @_njit
 def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d):
-    """Twin of :func:`ppclust.inference.hartigan.cluster_cost` (one slot; ``tmean``/``tm2`` (J,))."""
-    return _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, math.log(n_total), beta, p, floor, d,
-                         tmean.shape[0])
+    """Twin of :meth:`ppclust.inference.cec.CECCost.slot_cost` (one slot; ``tmean``/``tm2`` (J,)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import cluster_cost
+    >>> float(cluster_cost(10.0, 0.0, np.zeros(0), np.zeros(0), 0.0, 0.0, 10.0, 0.0, np.zeros(0),
+    ...                    np.zeros(0), 0))
+    0.0
+    """
+    return _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, math.log(n_total), beta, p, floor, d)
+
+
+@_njit
+def slot_logdet(L, k):
+    """ln det of slot k's scatter from the slot-major factors ``L (d, d, K)`` (-inf/NaN when singular).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import slot_logdet
+    >>> round(float(slot_logdet(2.0 * np.eye(2)[:, :, None], 0)), 6)  # det(4 I) = 16
+    2.772589
+    """
+    return _logdet_slot(L, k)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -412,7 +592,15 @@ def _pack_slot(L, k, Lp):
 
 @_njit
 def pack_factors(L):
-    """Slot-major factors ``(d, d, K)`` in :func:`_solve_block`'s layout ``(K, d (d + 1) / 2)``."""
+    """Slot-major factors ``(d, d, K)`` in :func:`_solve_block`'s layout ``(K, d (d + 1) / 2)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import pack_factors
+    >>> pack_factors(np.arange(4.0).reshape(2, 2, 1)).tolist()
+    [[0.0, 2.0, 3.0]]
+    """
     d, _, K = L.shape
     Lp = np.zeros((K, d * (d + 1) // 2))
     for k in range(K):
@@ -420,18 +608,19 @@ def pack_factors(L):
     return Lp
 
 
-@_njit
-def _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp):
+@_inline
+def _slot_summary(s, c, k):
     """Refresh slot k's cached mean, log-determinant, pivot summary and packed copy of the factor (rows
     of the lower triangle, for :func:`_solve_block`) after its factor changed."""
-    for r in range(mT.shape[0]):
-        mT[r, k] = sT[r, k] / max(n[k], 1e-300)
-    _pack_slot(L, k, Lp)
+    L = s.L
+    for r in range(c.mT.shape[0]):
+        c.mT[r, k] = s.sT[r, k] / max(s.n[k], 1e-300)
+    _pack_slot(L, k, c.Lp)
     mn, mx, fin = _pivots_slot(L, k)
-    minpiv[k] = mn
-    maxdiag[k] = mx
-    finite[k] = fin
-    logdet[k] = _logdet_slot(L, k)
+    c.minpiv[k] = mn
+    c.maxdiag[k] = mx
+    c.finite[k] = fin
+    c.logdet[k] = _logdet_slot(L, k)
 
 
 @_inline
@@ -443,26 +632,33 @@ def _xlogx(c, tab):
 
 
 @_inline
-def _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
-               xlx, d, J, tbuf):
+def _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J):
     """addc[k] = E(Y_k with the point) for every slot (``cost.cost_add``)."""
-    K = n.shape[0]
+    K = s.n.shape[0]
     if d > 0:
-        _solve_all(L.reshape(d * d * K), mT.reshape(d * K), xr, w.reshape(d * K), quad, addc, d, K)
-    _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor, xlx, d, J,
-                 tbuf)
+        _solve_all(s.L.reshape(d * d * K), c.mT.reshape(d * K), xr, wk.w.reshape(d * K), wk.quad, wk.addc, d,
+                   K)
+    _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J)
 
 
 @_inline
-def _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor, xlx, d, J,
-                 tbuf):
-    """:func:`_add_costs` given the point's squared solutions ``quad[k]`` of every slot."""
+def _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J):
+    """:func:`_add_costs` given the point's squared solutions ``wk.quad[k]`` of every slot."""
+    n = s.n
+    tmean = s.tmean
+    tm2 = s.tm2
+    quad = wk.quad
+    addc = wk.addc
+    xlx = data.xlx
+    p = data.p
+    floor = data.floor
+    logdet = c.logdet
     K = n.shape[0]
-    n_total = prm[P_NTOTAL]
+    n_total = cfg.n_total
     log_n = math.log(n_total)
-    beta = prm[P_BETA]
-    tm_new = tbuf[0]
-    t2_new = tbuf[1]
+    beta = cfg.beta
+    tm_new = wk.tbuf[0]
+    t2_new = wk.tbuf[1]
     for k in range(K):
         nk = n[k]
         n1 = nk + 1.0
@@ -471,25 +667,29 @@ def _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc
             delta = ti[j] - tmean[k, j]
             tm_new[j] = tmean[k, j] + delta / n1
             t2_new[j] = tm2[k, j] + nk / n1 * delta * delta
-        nl = nlab[k]
-        cl = clogc[k]
+        nl = s.nlab[k]
+        cl = s.clogc[k]
         if cat >= 0:
-            c = counts[k, cat]
+            cnt = s.counts[k, cat]
             nl = nl + 1.0
-            cl = cl + _xlogx(c + 1.0, xlx) - _xlogx(c, xlx)
-        addc[k] = _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, n_total, log_n, beta, p, floor, d, J)
+            cl = cl + _xlogx(cnt + 1.0, xlx) - _xlogx(cnt, xlx)
+        addc[k] = _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, n_total, log_n, beta, p, floor, d)
 
 
-@_njit
-def _apply(sign, k, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J):
+@_inline
+def _apply(sign, k, xr, ti, cat, s, v, xlx, d, J):
     """Rank-one add (sign = +1) / remove (sign = -1) of the point to slot k (``cost.add``/``remove``)."""
+    n = s.n
+    sT = s.sT
+    tmean = s.tmean
+    tm2 = s.tm2
     nk = n[k]
     n1 = nk + sign
     if d > 0:
         f = math.sqrt(nk / n1) if sign > 0 else math.sqrt(nk / (nk - 1.0))
         for r in range(d):
             v[r] = f * (xr[r] - sT[r, k] / max(nk, 1e-300))
-        _rank_one_slot(L, k, v, sign)
+        _rank_one_slot(s.L, k, v, sign)
         for r in range(d):
             sT[r, k] += sign * xr[r]
     for j in range(J):
@@ -501,18 +701,19 @@ def _apply(sign, k, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, x
             tmean[k, j] = tmean[k, j] - delta / max(n1, 1.0) if n1 > 0 else 0.0
             tm2[k, j] = max(tm2[k, j] - nk / max(n1, 1.0) * delta * delta, 0.0)
     if cat >= 0:
-        c = counts[k, cat]
+        c = s.counts[k, cat]
         cn = c + sign
-        counts[k, cat] = cn
-        nlab[k] += sign
-        clogc[k] += _xlogx(cn, xlx) - _xlogx(c, xlx)
+        s.counts[k, cat] = cn
+        s.nlab[k] += sign
+        s.clogc[k] += _xlogx(cn, xlx) - _xlogx(c, xlx)
     n[k] = n1
 
 
 @_inline
-def _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, counts, nlab, clogc, quad,
-                 scratch, v, prm, p, floor, xlx, d, J, tbuf):
+def _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J):
     """E(Y_a without the point) (``cost.cost_slot(cost.remove(...))``) without touching slot a."""
+    n = s.n
+    quad = wk.quad
     nk = n[a]
     n1 = nk - 1.0
     if n1 <= 0.0:
@@ -520,41 +721,43 @@ def _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, 
     ld = 0.0
     if d > 0:
         fac = 1.0 - nk / n1 * quad[a]
-        sing_tol = prm[P_SINGTOL]
-        if fac > 0.0 and fac * minpiv[a] > sing_tol * maxdiag[a] and np.isfinite(logdet[a]):
-            ld = logdet[a] + math.log1p(-nk / n1 * quad[a])
+        sing_tol = cfg.sing_tol
+        if fac > 0.0 and fac * c.minpiv[a] > sing_tol * c.maxdiag[a] and np.isfinite(c.logdet[a]):
+            ld = c.logdet[a] + math.log1p(-nk / n1 * quad[a])
         else:  # near-singular: decide on the downdated factor itself, as the JAX cost does
+            scratch = wk.scratch
+            v = wk.v
             for r in range(d):
-                for c in range(d):
-                    scratch[r, c, 0] = L[r, c, a]
+                for q in range(d):
+                    scratch[r, q, 0] = s.L[r, q, a]
             f = math.sqrt(nk / n1)
             for r in range(d):
-                v[r] = f * (xr[r] - sT[r, a] / nk)
+                v[r] = f * (xr[r] - s.sT[r, a] / nk)
             _rank_one_slot(scratch, 0, v, -1.0)
             mn, mx, fin = _pivots_slot(scratch, 0)
             if (not fin) or mn <= sing_tol * mx:
                 ld = -np.inf
             else:
                 ld = _logdet_slot(scratch, 0)
-    tm_new = tbuf[0]
-    t2_new = tbuf[1]
+    tm_new = wk.tbuf[0]
+    t2_new = wk.tbuf[1]
     for j in range(J):
-        delta = ti[j] - tmean[a, j]
-        tm_new[j] = tmean[a, j] - delta / max(n1, 1.0)
-        t2_new[j] = max(tm2[a, j] - nk / max(n1, 1.0) * delta * delta, 0.0)
-    nl = nlab[a]
-    cl = clogc[a]
+        delta = ti[j] - s.tmean[a, j]
+        tm_new[j] = s.tmean[a, j] - delta / max(n1, 1.0)
+        t2_new[j] = max(s.tm2[a, j] - nk / max(n1, 1.0) * delta * delta, 0.0)
+    nl = s.nlab[a]
+    cl = s.clogc[a]
     if cat >= 0:
-        c = counts[a, cat]
+        cnt = s.counts[a, cat]
         nl = nl - 1.0
-        cl = cl + _xlogx(c - 1.0, xlx) - _xlogx(c, xlx)
-    return _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, prm[P_NTOTAL], math.log(prm[P_NTOTAL]), prm[P_BETA],
-                         p, floor, d, J)
+        cl = cl + _xlogx(cnt - 1.0, data.xlx) - _xlogx(cnt, data.xlx)
+    return _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, cfg.n_total, math.log(cfg.n_total), cfg.beta,
+                         data.p, data.floor, d)
 
 
 @_njit
 def _well_conditioned(L, k, d, tol):
-    """True when S = L_k L_k^T is provably far from the eigenvalue test of :func:`_degenerate`, so that test
+    """True when S = L_k L_k^T is provably far from the eigenvalue test of :func:`degenerate`, so that test
     (an O(d^3) eigendecomposition per slot and pass) would say "not degenerate" too: lambda_max <= tr S and
     lambda_min >= 1 / ||L^{-1}||_F^2, with a margin of 4 x (tol + 8 d eps) for the rounding of both sides
     (the eigenvalues come out of LAPACK within ~d eps ||S|| of the exact ones). False decides nothing."""
@@ -579,13 +782,27 @@ def _well_conditioned(L, k, d, tol):
 
 
 @_njit
-def _degenerate(k, n, L, d, prm):
-    """``cost.degenerate`` for slot k: too few points, non-finite factor, or lambda_min <= tol lambda_max."""
-    if n[k] < prm[P_MINCOUNT]:
+def degenerate(k, n, L, min_count, sing_tol):
+    """``CECCost.degenerate`` for slot k: too few points, non-finite factor, or lambda_min <= tol lambda_max.
+
+    ``n`` (K,) counts and ``L`` (d, d, K) slot-major factors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import degenerate
+    >>> L = np.eye(2)[:, :, None]
+    >>> bool(degenerate(0, np.array([5.0]), L, 3.0, 1e-12))
+    False
+    >>> bool(degenerate(0, np.array([2.0]), L, 3.0, 1e-12))  # fewer than 3 points
+    True
+    """
+    if n[k] < min_count:
         return True
+    d = L.shape[0]
     if d == 0:
         return False
-    if _well_conditioned(L, k, d, prm[P_SINGTOL]):
+    if _well_conditioned(L, k, d, sing_tol):
         return False
     S = np.zeros((d, d))
     for r in range(d):
@@ -597,61 +814,71 @@ def _degenerate(k, n, L, d, prm):
     if not np.all(np.isfinite(S)):
         return True
     ev = np.linalg.eigvalsh(S)
-    return ev[0] <= prm[P_SINGTOL] * ev[d - 1]
+    return ev[0] <= sing_tol * ev[d - 1]
 
 
 @_njit
-def _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
-            counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
+def _insert(i, s, c, wk, data, cfg, d, J):
     """Insert point i (in no live slot) where the insertion cost is smallest (``hartigan._insert``)."""
-    K = n.shape[0]
-    xr = x[i, J:]
-    ti = x[i, :J]
-    cat = side[i]
-    _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm, p, floor,
-               xlx, d, J, tbuf)
+    K = s.n.shape[0]
+    xr = data.x[i, J:]
+    ti = data.x[i, :J]
+    cat = data.side[i]
+    _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J)
     b = -1
     best = np.inf
     for k in range(K):
-        if active[k]:
-            dl = addc[k] - costs[k]
+        if s.active[k]:
+            dl = wk.addc[k] - s.costs[k]
             if not np.isfinite(dl):
                 dl = _BIG
             if b < 0 or dl < best:
                 best = dl
                 b = k
-    _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
+    _apply(1.0, b, xr, ti, cat, s, wk.v, data.xlx, d, J)
     if d > 0:
-        _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
-    costs[b] = addc[b]
-    labels[i] = b
+        _slot_summary(s, c, b)
+    s.costs[b] = wk.addc[b]
+    s.labels[i] = b
 
 
 @_njit
-def run_batch(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab, clogc, costs, prm, p, floor,
-              max_passes, immediate, trace, ktrace, n_passes, converged):
-    """Twin of :func:`ppclust.inference.hartigan.run` for R restarts (state arrays updated in place).
+def run_restarts(data, cfg, state, out):
+    """Twin of :func:`ppclust.inference.hartigan.run` for R restarts (``state`` and ``out`` updated in place).
 
-    The slot axis K must be a multiple of :data:`TILE` (pad with inactive slots holding an identity
-    factor and count 1).
+    Parameters
+    ----------
+    data : Data
+        The points (decision coordinates first), their label categories, the visiting order, the leakage
+        parameters; ``data.xlx`` (n + 2,) is filled here.
+    cfg : Config
+        The scalar parameters.
+    state : Slots
+        Every field with a leading restart axis R. The slot axis K must be a multiple of :data:`TILE` (pad
+        with inactive slots holding an identity factor and count 1).
+    out : Trace
+        Filled per restart.
 
-    x (n, J + d) float64 (decision coordinates first); side (n,) int32 category (-1 none); order (n,);
-    per restart r: labels (R, n), active (R, K), n (R, K), sT (R, d, K) sums, L (R, d, d, K) slot-major
-    factors, tmean/tm2 (R, K, J), counts (R, K, m), nlab/clogc/costs (R, K); prm: float parameters
-    (``P_*``); p, floor (J,); outputs trace/ktrace (R, max_passes + 1), n_passes/converged (R,).
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._hartigan_cpu import run_restarts
+    >>> callable(run_restarts)
+    True
     """
-    R = labels.shape[0]
-    npts = x.shape[0]
-    K = n.shape[1]
-    J = p.shape[0]
-    d = x.shape[1] - J
-    xlx = np.zeros(npts + 2)
+    R = state.labels.shape[0]
+    npts = data.x.shape[0]
+    K = state.n.shape[1]
+    J = data.p.shape[0]
+    d = data.x.shape[1] - J
+    xlx = data.xlx
+    xlx[0] = 0.0
     for c in range(1, npts + 2):
         xlx[c] = c * math.log(c)
     for r in range(R):
-        _run_one(x, side, order, labels[r], active[r], n[r], sT[r], L[r], tmean[r], tm2[r], counts[r],
-                 nlab[r], clogc[r], costs[r], prm, p, floor, max_passes, immediate, trace[r], ktrace[r],
-                 n_passes, converged, r, xlx, K, J, d)
+        s = Slots(state.labels[r], state.active[r], state.n[r], state.sT[r], state.L[r], state.tmean[r],
+                  state.tm2[r], state.counts[r], state.nlab[r], state.clogc[r], state.costs[r])
+        _run_one(s, data, cfg, out, r, K, J, d)
 
 
 @_njit
@@ -673,48 +900,49 @@ def _n_active(active):
 
 
 @_njit
-def _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
-                  counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf):
+def _reassign_all(s, c, wk, data, cfg, d, J):
     """Reinsert every orphan in index order (``hartigan._reassign_all``); returns whether any moved."""
     moved = False
-    if _n_active(active) == 0:
+    if _n_active(s.active) == 0:
         return moved
-    for i in range(x.shape[0]):
-        if not active[labels[i]]:
-            _insert(i, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean,
-                    tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+    for i in range(data.x.shape[0]):
+        if not s.active[s.labels[i]]:
+            _insert(i, s, c, wk, data, cfg, d, J)
             moved = True
     return moved
 
 
 @_njit
-def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab, clogc, costs, prm, p, floor,
-             max_passes, immediate, trace, ktrace, n_passes, converged, r, xlx, K, J, d):
+def _run_one(s, data, cfg, out, r, K, J, d):
+    x = data.x
+    order = data.order
+    side = data.side
+    labels = s.labels
+    active = s.active
+    n = s.n
+    L = s.L
+    costs = s.costs
+    trace = out.trace[r]
+    ktrace = out.ktrace[r]
     npts = x.shape[0]
-    logdet = np.zeros(K)
-    mT = np.zeros((max(d, 1), K))
-    minpiv = np.zeros(K)
-    maxdiag = np.zeros(K)
-    finite = np.ones(K, np.bool_)
-    Lp = np.zeros((K, max(d * (d + 1) // 2, 1)))
+    c = _Cache(np.zeros((max(d, 1), K)), np.zeros(K), np.zeros(K), np.zeros(K), np.ones(K, np.bool_),
+               np.zeros((K, max(d * (d + 1) // 2, 1))))
     for k in range(K):
         if not active[k] and d > 0:  # dead from the start: a harmless factor (never read for decisions)
             for a in range(d):
                 for b in range(d):
                     L[a, b, k] = 1.0 if a == b else 0.0
         if d > 0:
-            _slot_summary(L, k, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
-    w = np.zeros((max(d, 1), K))
-    quad = np.zeros(K)
-    tbuf = np.empty((2, J))
-    addc = np.empty(K)
-    v = np.empty(max(d, 1))
-    scratch = np.empty((max(d, 1), max(d, 1), 1))
-    min_size = prm[P_MINSIZE]
-    tol = prm[P_TOL]
+            _slot_summary(s, c, k)
+    wk = _Work(np.zeros((max(d, 1), K)), np.zeros(K), np.empty(K), np.empty(max(d, 1)), np.empty((2, J)),
+               np.empty((max(d, 1), max(d, 1), 1)))
+    quad = wk.quad
+    min_size = cfg.min_size
+    tol = cfg.tol
+    immediate = cfg.immediate
     # blocked solves: XB/W (d, B) the block's points and solutions, Qb[k, p] their squared norms for slot k,
     # computed ahead for the block's points while slot k is unchanged (stale[k] once it moves)
-    B = int(prm[P_BLOCK]) if prm.shape[0] > P_BLOCK else BLOCK
+    B = cfg.block
     blocked = B > 0 and d > 0
     B = max(B, 1)
     XB = np.zeros(max(d, 1) * B)
@@ -723,13 +951,12 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
     Qb = np.zeros((K, B))
     stale = np.ones(K, np.bool_)
     if immediate:
-        _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean,
-                      tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+        _reassign_all(s, c, wk, data, cfg, d, J)
     trace[0] = _energy(active, costs)
     ktrace[0] = _n_active(active)
     npass = 0
     moved = False
-    while npass == 0 or (moved and npass < max_passes):
+    while npass == 0 or (moved and npass < cfg.max_passes):
         moved = False
         t0 = -B
         n_moves = 0  # moves in the current block
@@ -758,19 +985,17 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                 for k in range(K):
                     if active[k]:
                         if stale[k]:  # slot k changed (or a new block): its solves from this point on
-                            _solve_block(Lp[k], mT, k, XB[j:], W[j:], A[j:], Qb[k, j:], d, B, B - j)
+                            _solve_block(c.Lp[k], c.mT, k, XB[j:], W[j:], A[j:], Qb[k, j:], d, B, B - j)
                             stale[k] = False
                         quad[k] = Qb[k, j]
-                _add_costs_q(ti, cat, n, logdet, tmean, tm2, counts, nlab, clogc, quad, addc, prm, p, floor,
-                             xlx, d, J, tbuf)
+                _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J)
             else:
-                _add_costs(xr, ti, cat, n, mT, L, logdet, tmean, tm2, counts, nlab, clogc, w, quad, addc, prm,
-                           p, floor, xlx, d, J, tbuf)
+                _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J)
+            addc = wk.addc
             rem_c = 0.0
             base = 0.0
             if not orphan:
-                rem_c = _remove_cost(a, xr, ti, cat, n, sT, L, logdet, minpiv, maxdiag, tmean, tm2, counts,
-                                     nlab, clogc, quad, scratch, v, prm, p, floor, xlx, d, J, tbuf)
+                rem_c = _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J)
                 base = rem_c - costs[a]
             b = -1
             best = np.inf
@@ -784,13 +1009,13 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                         b = k
             if b >= 0 and (orphan or best < -tol):
                 if not orphan:
-                    _apply(-1.0, a, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
+                    _apply(-1.0, a, xr, ti, cat, s, wk.v, data.xlx, d, J)
                     if d > 0:
-                        _slot_summary(L, a, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
+                        _slot_summary(s, c, a)
                     costs[a] = rem_c
-                _apply(1.0, b, xr, ti, cat, n, sT, L, tmean, tm2, counts, nlab, clogc, v, xlx, d, J)
+                _apply(1.0, b, xr, ti, cat, s, wk.v, data.xlx, d, J)
                 if d > 0:
-                    _slot_summary(L, b, logdet, minpiv, maxdiag, finite, mT, sT, n, Lp)
+                    _slot_summary(s, c, b)
                 costs[b] = addc[b]
                 labels[i] = b
                 moved = True
@@ -803,9 +1028,7 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                     for j in range(npts):
                         if labels[j] == a:
                             moved = True
-                            _insert(j, x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag,
-                                    finite, Lp, tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm,
-                                    p, floor, xlx, d, J, tbuf)
+                            _insert(j, s, c, wk, data, cfg, d, J)
                     stale[:] = True  # reinsertions changed other slots
         npass += 1
         trace[npass] = _energy(active, costs)
@@ -813,7 +1036,7 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
         n_deg = 0
         degen = np.zeros(K, np.bool_)
         for k in range(K):
-            if active[k] and (_degenerate(k, n, L, d, prm) or not np.isfinite(costs[k])):
+            if active[k] and (degenerate(k, n, L, cfg.min_count, cfg.sing_tol) or not np.isfinite(costs[k])):
                 degen[k] = True
                 n_deg += 1
         if _n_active(active) > n_deg and n_deg > 0:
@@ -822,12 +1045,9 @@ def _run_one(x, side, order, labels, active, n, sT, L, tmean, tm2, counts, nlab,
                     active[k] = False
             moved = True
         if immediate:
-            if _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp,
-                             tmean, tm2, counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d,
-                             J, tbuf):
+            if _reassign_all(s, c, wk, data, cfg, d, J):
                 moved = True
-    n_passes[r] = npass
-    converged[r] = not moved
+    out.n_passes[r] = npass
+    out.converged[r] = not moved
     # orphans left when max_passes stopped the run right after a deletion: every point gets a cluster
-    _reassign_all(x, side, labels, active, n, sT, mT, L, logdet, minpiv, maxdiag, finite, Lp, tmean, tm2,
-                  counts, nlab, clogc, costs, w, quad, addc, v, prm, p, floor, xlx, d, J, tbuf)
+    _reassign_all(s, c, wk, data, cfg, d, J)

@@ -1,20 +1,19 @@
 r"""Compiled (numba) twins of the set-up of the compiled Hartigan engine (:mod:`._hartigan_cpu`).
 
-The engine's loop takes any n, but its set-up used to be jitted JAX: the k-means++ partitions and the
-initial statistics of every restart, one XLA program per size of the data (per power-of-two bucket),
-seconds of compilation for a fraction of a millisecond of work (``benchmarks/results/first_fit.md``).
-Here the set-up is compiled once per argument *types* (numba, cached on disk) and runs for any n:
+The set-up of a run (the k-means++ partitions and the initial statistics of every restart) compiled once
+per argument *types* (numba, cached on disk), so it runs for any n without a program compiled per size of
+the data:
 
 * :func:`kmeanspp_from_uniforms`: twin of :func:`ppclust.inference.init.kmeanspp_from_uniforms`, fed
   with the draws of :func:`ppclust.inference.init.kmeanspp_uniforms` (a shape that does not depend on
   n), so both engines pick the same seeds;
 * :func:`voronoi`: twin of :func:`ppclust.inference.hartigan.voronoi`;
+* :func:`initial_labels`: the k-means++ partitions of R restarts;
 * :func:`init_states`: twin of ``hartigan._init_states`` (the cost's ``stats``, ``cost``, ``degenerate``
-  and the one-cluster fallback of ``hartigan._init_state``) written straight into the engine's layout,
-  for the shared statistics of every cost (:class:`ppclust.inference.hartigan.CPUStats`): two-pass
-  means and scatters (+ ridge) with their Cholesky factors, the decision coordinates' means and centred
-  sums of squares, the label counts; costs and degeneracy by the engine's own twins
-  (:func:`._hartigan_cpu.cluster_cost`, ``_degenerate``).
+  and the one-cluster fallback of ``hartigan._init_state``) written straight into the engine's layout
+  (:class:`._hartigan_cpu.Slots`): two-pass means and scatters (+ ridge) with their Cholesky factors, the
+  decision coordinates' means and centred sums of squares, the label counts; costs and degeneracy by the
+  engine's own twins (:func:`._hartigan_cpu.cluster_cost`, :func:`._hartigan_cpu.degenerate`).
 
 Values agree with the JAX functions to rounding (``tests/inference/test_init_cpu.py``); every twin
 carries the name of the JAX function it mirrors.
@@ -30,13 +29,24 @@ from ppclust.inference import _hartigan_cpu as _h
 
 __all__ = ["kmeanspp_from_uniforms", "voronoi", "initial_labels", "init_states"]
 
-_njit = _h._njit
+_njit = _h.njit
 
 
 @_njit
 def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
-    """Twin of :func:`ppclust.inference.init.kmeanspp_from_uniforms` (``n_valid`` an int, the real rows)
-    -> ``(idx (k,) int32, centres (k, d))``."""
+    """Twin of :func:`ppclust.inference.init.kmeanspp_from_uniforms` (``n_valid`` an int, the real rows).
+
+    Returns ``(idx (k,) int32, centres (k, d))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._init_cpu import kmeanspp_from_uniforms
+    >>> x = np.array([[0.0], [1.0], [10.0]])
+    >>> idx, _ = kmeanspp_from_uniforms(0, np.array([0.0, 0.5]), x, np.zeros((2, 1)), np.zeros(2, bool), 3)
+    >>> idx.tolist()
+    [0, 2]
+    """
     n, d = x.shape
     k = centres.shape[0]
     m = n_valid
@@ -98,7 +108,15 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
 
 @_njit
 def voronoi(x, centre_idx):
-    """Twin of :func:`ppclust.inference.hartigan.voronoi`: nearest seed (ties to the earlier), (n,) int32."""
+    """Twin of :func:`ppclust.inference.hartigan.voronoi`: nearest seed (ties to the earlier), (n,) int32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._init_cpu import voronoi
+    >>> voronoi(np.array([[0.0], [1.0], [9.0]]), np.array([0, 2])).tolist()
+    [0, 0, 1]
+    """
     n, d = x.shape
     k = centre_idx.shape[0]
     out = np.zeros(n, np.int32)
@@ -117,8 +135,18 @@ def voronoi(x, centre_idx):
 
 @_njit
 def initial_labels(first, u, x, K):
-    """(R, n) int32 k-means++ partitions of R restarts from their draws ``first`` (R,), ``u`` (R, K) (the
-    compiled ``hartigan._initial_labels``)."""
+    """(R, n) int32 k-means++ partitions of R restarts from their draws ``first`` (R,), ``u`` (R, K).
+
+    The compiled ``hartigan._initial_labels``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference._init_cpu import initial_labels
+    >>> x = np.array([[0.0], [1.0], [10.0]])
+    >>> initial_labels(np.array([0]), np.array([[0.0, 0.5]]), x, 2).tolist()
+    [[0, 0, 1]]
+    """
     R = first.shape[0]
     n, d = x.shape
     out = np.empty((R, n), np.int32)
@@ -156,8 +184,18 @@ def _cholesky_slot(S, L, k):
 
 
 @_njit
-def _stats_one(x, side, labels, K, J, ridge, n, sT, L, tmean, tm2, counts, nlab, clogc):
-    """The statistics of one partition (slot-major factors), two-pass; label K (or more): no slot."""
+def _stats_one(x, side, s, K, J, ridge):
+    """The statistics of one partition ``s.labels`` into ``s`` (slot-major factors), two-pass; label K (or
+    more): no slot."""
+    labels = s.labels
+    n = s.n
+    sT = s.sT
+    L = s.L
+    tmean = s.tmean
+    tm2 = s.tm2
+    counts = s.counts
+    nlab = s.nlab
+    clogc = s.clogc
     npts = x.shape[0]
     d = x.shape[1] - J
     m = counts.shape[1]
@@ -220,56 +258,75 @@ def _stats_one(x, side, labels, K, J, ridge, n, sT, L, tmean, tm2, counts, nlab,
 
 
 @_njit
-def _costs_one(K, J, n, L, tmean, tm2, nlab, clogc, prm, p, floor, costs, active):
+def _costs_one(s, K, data, cfg):
     """``cost.cost`` and the live slots (non-empty, not degenerate, finite cost) of ``_init_state``."""
+    n = s.n
+    L = s.L
+    costs = s.costs
+    active = s.active
     d = L.shape[0]
     any_live = False
     for k in range(K):
-        logdet = _h._logdet_slot(L, k) if d > 0 else 0.0
-        costs[k] = _h.cluster_cost(n[k], logdet, tmean[k], tm2[k], nlab[k], clogc[k], prm[_h.P_NTOTAL],
-                                   prm[_h.P_BETA], p, floor, d)
+        logdet = _h.slot_logdet(L, k) if d > 0 else 0.0
+        costs[k] = _h.cluster_cost(n[k], logdet, s.tmean[k], s.tm2[k], s.nlab[k], s.clogc[k], cfg.n_total,
+                                   cfg.beta, data.p, data.floor, d)
         live = n[k] > 0 and np.isfinite(costs[k])
         if live:
-            live = not _h._degenerate(k, n, L, d, prm)
+            live = not _h.degenerate(k, n, L, cfg.min_count, cfg.sing_tol)
         active[k] = live
         any_live = any_live or live
     return any_live
 
 
 @_njit
-def init_states(x, side, labels, K, ridge, prm, p, floor, n, sT, L, tmean, tm2, counts, nlab, clogc, costs,
-                active):
+def init_states(data, cfg, state, K, ridge):
     """Twin of ``hartigan._init_states`` for R restarts, in the engine's layout (arrays filled in place).
 
-    x (n, J + d) (decision coordinates first); side (n,) int32 category (-1 none); labels (R, n) int32
-    initial slots in 0..K-1 (set to 0 where no slot of a restart is live: the one-cluster fallback);
-    ridge: pseudo-scatter on every slot's scatter; prm, p, floor: the engine's parameters
-    (``_hartigan_cpu.P_*``). Outputs, slot axis Kp >= K (slots from K on: dead, count 1, identity factor):
-    n (R, Kp), sT (R, d, Kp), L (R, d, d, Kp) slot-major lower factors (NaN where singular), tmean/tm2
-    (R, Kp, J), counts (R, Kp, m), nlab/clogc/costs (R, Kp), active (R, Kp).
+    Parameters
+    ----------
+    data : ppclust.inference._hartigan_cpu.Data
+        The points (n, J + d) (decision coordinates first), their label categories (-1 none) and the
+        leakage parameters.
+    cfg : ppclust.inference._hartigan_cpu.Config
+        The engine's scalar parameters (``n_total``, ``beta``, ``min_count``, ``sing_tol`` are read).
+    state : ppclust.inference._hartigan_cpu.Slots
+        Every field with a leading restart axis R. ``labels`` (R, n) int32 initial slots in 0..K-1 (set to
+        0 where no slot of a restart is live: the one-cluster fallback); the other fields are outputs on a
+        slot axis Kp >= K (slots from K on: dead, count 1, identity factor); ``L`` holds NaN where a
+        scatter is singular.
+    K : int
+        Slots of the partitions.
+    ridge : float
+        Pseudo-scatter added to every slot's scatter diagonal.
+
+    Examples
+    --------
+    >>> from ppclust.inference._init_cpu import init_states
+    >>> callable(init_states)
+    True
     """
+    labels = state.labels
     R = labels.shape[0]
-    J = p.shape[0]
+    J = data.p.shape[0]
+    x = data.x
     d = x.shape[1] - J
-    Kp = n.shape[1]
+    Kp = state.n.shape[1]
     for r in range(R):
-        _stats_one(x, side, labels[r], K, J, ridge, n[r], sT[r], L[r], tmean[r], tm2[r], counts[r], nlab[r],
-                   clogc[r])
-        if not _costs_one(K, J, n[r], L[r], tmean[r], tm2[r], nlab[r], clogc[r], prm, p, floor, costs[r],
-                          active[r]):
+        s = _h.Slots(labels[r], state.active[r], state.n[r], state.sT[r], state.L[r], state.tmean[r],
+                     state.tm2[r], state.counts[r], state.nlab[r], state.clogc[r], state.costs[r])
+        _stats_one(x, data.side, s, K, J, ridge)
+        if not _costs_one(s, K, data, cfg):
             for i in range(labels.shape[1]):
                 if labels[r, i] < K:
                     labels[r, i] = 0
-            _stats_one(x, side, labels[r], K, J, ridge, n[r], sT[r], L[r], tmean[r], tm2[r], counts[r],
-                       nlab[r], clogc[r])
-            _costs_one(K, J, n[r], L[r], tmean[r], tm2[r], nlab[r], clogc[r], prm, p, floor, costs[r],
-                       active[r])
+            _stats_one(x, data.side, s, K, J, ridge)
+            _costs_one(s, K, data, cfg)
             for k in range(K):
-                active[r, k] = k == 0
+                s.active[k] = k == 0
         for k in range(K, Kp):
-            n[r, k] = 1.0
-            active[r, k] = False
-            costs[r, k] = 0.0
+            s.n[k] = 1.0
+            s.active[k] = False
+            s.costs[k] = 0.0
             for a in range(d):
                 for b in range(d):
-                    L[r, a, b, k] = 1.0 if a == b else 0.0
+                    s.L[a, b, k] = 1.0 if a == b else 0.0

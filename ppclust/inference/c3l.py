@@ -11,9 +11,9 @@ basis of :math:`h^\perp`. Every cluster gets a *product* Gaussian
 
 with :math:`E_1` the closed-form constrained 1-D cross-entropy of Theorem 1
 (:func:`constrained_fit_1d`, in the numerically stable Vieta form of spec §1.5). The partition is
-optimised by the generic online Hartigan engine :mod:`ppclust.inference.hartigan`; :class:`C3LCost` is
-the per-cluster cost object it needs. For ``alpha >= 1/2`` the constraint is void and C3L is plain
-CEC with the product family (spec §3.3).
+optimised by the online Hartigan engine :mod:`ppclust.inference.hartigan`; :func:`make_cost`
+configures the shared CEC cost :class:`ppclust.inference.cec.CECCost` with its leakage term. For
+``alpha >= 1/2`` the constraint is void and C3L is plain CEC with the product family (spec §3.3).
 
 **Extension beyond the paper [ours].** With ``J > 1`` decision hyperplanes (e.g. one-vs-rest
 discriminants of ``J`` categories) ``z = (t_1..t_J, r)`` with ``t_j`` the signed distance to ``H_j``
@@ -32,7 +32,6 @@ and the projection-pursuit pipeline of the paper's Sec. 6.3 (:func:`min_kurtosis
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -40,77 +39,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import ndtr
 
 from ppclust.families import (
     LOG_2PI,
-    ML_SING_TOL,
-    GaussianML,
-    Stats,
     chol_logdet,
     gaussian_logpdf_chol,
-    ml_degenerate,
     ml_entropy,
-    ml_logdet,
     normal_logpdf,
 )
 from ppclust.inference import hartigan
+from ppclust.inference.cec import CECCost, CECStats, constrained_cost_1d, constrained_fit_1d, quantile
 
 __all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
-           "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels", "C3LStats",
-           "C3LCost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
-           "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "default_card_min"]
+           "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels",
+           "make_cost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
+           "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "min_size",
+           "standardization", "standardized_hyperplane", "x_space_gaussians", "log_jacobian", "fit",
+           "fit_batch"]
 
 Array = jax.Array
-#: A cluster's r-scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
-SING_TOL = ML_SING_TOL
 
 
 # ---------------------------------------------------------------------------------------------
 # Theorem 1: the leakage-constrained 1-D Gaussian
 # ---------------------------------------------------------------------------------------------
-
-
-def quantile(alpha) -> Array:
-    r""":math:`p^\alpha=\Phi^{-1}(1-\alpha)`, computed as ``-ndtri(alpha)`` (no cancellation for tiny alpha).
-
-    ``alpha >= 1/2`` gives ``p <= 0``: the constraint is void.
-    """
-    return -ndtri(jnp.asarray(alpha, dtype=jnp.result_type(float)))
-
-
-def constrained_fit_1d(mu, s2, p):
-    r"""Leakage-constrained ML fit of a 1-D Gaussian (Theorem 1, spec §1.5).
-
-    Minimises the cross-entropy :math:`h(m,\sigma)=\tfrac12\ln(2\pi\sigma^2)+((\mu-m)^2+s^2)/(2\sigma^2)`
-    of a sample with mean ``mu`` and MLE variance ``s2`` subject to :math:`|m|\ge p\,\sigma`
-    (leakage :math:`\Phi(-|m|/\sigma)\le\alpha`, ``p = quantile(alpha)``). Broadcasts.
-
-    Returns ``(m, sigma, E1, active)``. Inactive (``p <= 0`` or :math:`|\mu|\ge p s`): the MLE,
-    :math:`E_1=\tfrac12(1+\ln 2\pi s^2)`. Active: :math:`m=\mathrm{sgn}(\mu)\,2p(s^2+\mu^2)/(p|\mu|
-    +\sqrt{(p^2+4)\mu^2+4s^2})` (the quadratic's same-sign root, Vieta form without cancellation),
-    :math:`\sigma=|m|/p`, :math:`E_1=\tfrac12(1+p^2-p^2\mu/m+\ln(2\pi m^2/p^2))`; ``sgn(0) = +1``.
-    """
-    mu, s2, p = jnp.broadcast_arrays(*map(jnp.asarray, (mu, s2, p)))
-    s = jnp.sqrt(s2)
-    active = (p > 0) & (jnp.abs(mu) < p * s)
-    pa = jnp.where(active, p, 1.0)  # safe p inside the active branch
-    amu = jnp.abs(mu)
-    sgn = jnp.where(mu < 0, -1.0, 1.0)
-    disc = (pa * pa + 4.0) * mu * mu + 4.0 * s2
-    m_act = sgn * 2.0 * pa * (s2 + mu * mu) / (pa * amu + jnp.sqrt(disc))
-    m_safe = jnp.where(active, m_act, 1.0)
-    e_act = 0.5 * (1.0 + pa * pa - pa * pa * mu / m_safe + LOG_2PI + 2.0 * jnp.log(jnp.abs(m_safe))
-                   - 2.0 * jnp.log(pa))
-    e_mle = 0.5 * (1.0 + LOG_2PI + jnp.log(s2))
-    m = jnp.where(active, m_act, mu)
-    sigma = jnp.where(active, jnp.abs(m_act) / pa, s)
-    return m, sigma, jnp.where(active, e_act, e_mle), active
-
-
-def constrained_cost_1d(mu, s2, p):
-    """E1 only (see :func:`constrained_fit_1d`)."""
-    return constrained_fit_1d(mu, s2, p)[2]
 
 
 def cross_entropy_1d(mu, s2, m, sigma):
@@ -128,6 +81,14 @@ class Hyperplane(NamedTuple):
 
     normals : (J, N) as given; offsets : (J,); basis : (N, N - J) orthonormal basis of the
     complement of span(normals) (the ``r`` coordinates).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> hp.normals.shape, hp.basis.shape
+    ((1, 2), (2, 1))
     """
 
     normals: np.ndarray
@@ -136,7 +97,16 @@ class Hyperplane(NamedTuple):
 
 
 def make_hyperplane(normal, offset) -> Hyperplane:
-    """Validate ``(normal, offset)`` (normal (N,) or (J, N); offset scalar or (J,)) and build the basis."""
+    """Validate ``(normal, offset)`` (normal (N,) or (J, N); offset scalar or (J,)) and build the basis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> hp.offsets.tolist()
+    [1.0]
+    """
     h = np.atleast_2d(np.asarray(normal, dtype=np.float64))
     a = np.atleast_1d(np.asarray(offset, dtype=np.float64)).reshape(-1)
     if h.ndim != 2 or a.shape[0] != h.shape[0]:
@@ -153,7 +123,16 @@ def make_hyperplane(normal, offset) -> Hyperplane:
 
 
 def transform(X, hp: Hyperplane) -> np.ndarray:
-    """``z = (t_1..t_J, r)``: signed distances ``(h_j^T x - a_j)/||h_j||`` then ``r = Q^T x`` (n, N)."""
+    """``z = (t_1..t_J, r)``: signed distances ``(h_j^T x - a_j)/||h_j||`` then ``r = Q^T x`` (n, N).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> c3l.transform(np.array([[3.0, 5.0]]), hp)[:, 0].tolist()  # signed distance 3 - 1
+    [2.0]
+    """
     X = np.asarray(X, dtype=np.float64)
     norms = np.linalg.norm(hp.normals, axis=1)
     t = (X @ hp.normals.T - hp.offsets) / norms
@@ -161,13 +140,107 @@ def transform(X, hp: Hyperplane) -> np.ndarray:
 
 
 def inverse_transform(hp: Hyperplane):
-    """Affine map ``x = A z + b`` inverting :func:`transform`; returns ``(A (N, N), b (N,))``."""
+    """Affine map ``x = A z + b`` inverting :func:`transform`; returns ``(A (N, N), b (N,))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
+    >>> A, b = c3l.inverse_transform(hp)
+    >>> x = np.array([3.0, 5.0])
+    >>> bool(np.allclose(A @ c3l.transform(x[None], hp)[0] + b, x))
+    True
+    """
     norms = np.linalg.norm(hp.normals, axis=1)
     # rows of M z-coordinates: t = (h/||h||) x - a/||h||, r = Q^T x
     M = np.concatenate([hp.normals / norms[:, None], hp.basis.T], axis=0)
     c = np.concatenate([-hp.offsets / norms, np.zeros(hp.basis.shape[1])])
     A = np.linalg.inv(M)
     return A, -A @ c
+
+
+def standardization(X, standardize: bool):
+    """``(center, scale)`` of the optional standardisation ``x = center + scale * xs``.
+
+    The columns' means and standard deviations (1 where a column is constant), or zeros and ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import standardization
+    >>> c, s = standardization(np.array([[0.0, 1.0], [2.0, 1.0]]), True)
+    >>> c.tolist(), s.tolist()
+    ([1.0, 1.0], [1.0, 1.0])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    N = X.shape[1]
+    center = X.mean(0) if standardize else np.zeros(N)
+    sd = X.std(0) if standardize else np.ones(N)
+    return center, np.where(sd > 0, sd, 1.0)
+
+
+def standardized_hyperplane(hp: Hyperplane, center, scale) -> Hyperplane:
+    """The hyperplane ``h^T x = a`` in standardised coordinates ``xs = (x - center) / scale``.
+
+    ``h^T x = a`` <=> ``(h scale)^T xs = a - h^T center``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import make_hyperplane, standardized_hyperplane
+    >>> hp0 = make_hyperplane([1.0, 0.0], 3.0)
+    >>> hp = standardized_hyperplane(hp0, np.array([1.0, 0.0]), np.array([2.0, 1.0]))
+    >>> hp.normals.tolist(), hp.offsets.tolist()
+    ([[2.0, 0.0]], [2.0])
+    """
+    return make_hyperplane(hp.normals * scale, hp.offsets - hp.normals @ center)
+
+
+def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
+    """``(means (k, N), covariances (k, N, N))`` of the fitted product Gaussians mapped back to X space.
+
+    ``params`` holds the live clusters (in z space of the standardised hyperplane ``hp``);
+    ``x = center + scale * (A z + b)`` with ``(A, b)`` = :func:`inverse_transform`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import ClusterParams, make_hyperplane, x_space_gaussians
+    >>> one = np.ones((1, 1))
+    >>> params = ClusterParams(np.ones(1), 2 * one, one, one, one, one, one, one, np.zeros((1, 1)),
+    ...                        np.ones((1, 1, 1)), np.zeros(1), np.zeros(1))
+    >>> means, covs = x_space_gaussians(params, make_hyperplane([1.0, 0.0], 0.0), np.zeros(2), np.ones(2))
+    >>> means.tolist(), covs.shape
+    ([[2.0, 0.0]], (1, 2, 2))
+    """
+    A, b = inverse_transform(hp)
+    J = hp.normals.shape[0]
+    N = A.shape[0]
+    k = params.t_loc.shape[0]
+    zmean = np.concatenate([params.t_loc, params.r_mean], axis=1)
+    zcov = np.zeros((k, N, N))
+    zcov[:, np.arange(J), np.arange(J)] = params.t_scale**2
+    zcov[:, J:, J:] = params.r_cov
+    means = center + scale * (zmean @ A.T + b)
+    AS = scale[:, None] * A
+    return means, np.einsum("ij,kjl,ml->kim", AS, zcov, AS)
+
+
+def log_jacobian(hp: Hyperplane, scale) -> float:
+    """ln |det| of the Jacobian of ``x -> z`` (standardisation by ``scale``, then :func:`transform`).
+
+    Adds to a log-density in z space to give one in X space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import log_jacobian, make_hyperplane
+    >>> abs(log_jacobian(make_hyperplane([1.0, 0.0], 0.0), np.ones(2))) < 1e-12
+    True
+    """
+    A, _ = inverse_transform(hp)
+    return float(-np.linalg.slogdet(A)[1] - np.sum(np.log(scale)))
 
 
 def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
@@ -178,6 +251,15 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
     ``y`` uses two categories ``{0, 1}`` (``-1`` = unlabelled); the + side is category 1. With ``J > 2``
     categories one-vs-rest hyperplanes are returned ((J, N) normals; the extension in the module
     docstring). Raises ``ValueError`` if fewer than two categories have labelled points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference import c3l
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [4.0, 0.0], [4.0, 1.0]])
+    >>> normal, offset = c3l.hyperplane_from_labels(X, np.array([0, 0, 1, 1]))
+    >>> bool(normal[0] > 0 and 0 < offset / normal[0] < 4)
+    True
     """
     from sklearn.svm import LinearSVC
 
@@ -208,164 +290,53 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
 # ---------------------------------------------------------------------------------------------
 
 
-class C3LStats(NamedTuple):
-    """Per-slot sufficient statistics. n (K,); t_mean, t_m2 (K, J) mean and centred sum of squares of
-    the decision coordinates (Welford); r : :class:`ppclust.families.Stats` of ``GaussianML`` (scale =
-    Cholesky of the r-scatter)."""
+def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: float = 0.0) -> CECCost:
+    """The C3L cost: :class:`~ppclust.inference.cec.CECCost` with the leakage term, no label term.
 
-    n: Array
-    t_mean: Array
-    t_m2: Array
-    r: Stats
+    Parameters
+    ----------
+    z : array of shape (n, J + d)
+        Transformed data (:func:`transform`).
+    n_dec : int
+        J, decision coordinates.
+    alpha : float or array of shape (J,)
+        Leakage bounds.
+    var_floor_rel : float, default=1e-10
+        Floor on the 1-D variances, relative to each decision coordinate's variance (spec §7.3).
+    reg_covar : float, default=0.0
+        Relative covariance regulariser: the ridge :func:`ppclust.inference.hartigan.ridge` of the r-part
+        is added to every cluster's r-scatter.
 
-
-@dataclass(frozen=True)
-class C3LCost:
-    """C3L per-cluster cost :math:`p_k(-\\ln p_k + E(Y_k))` for :mod:`ppclust.inference.hartigan`.
-
-    ``x`` passed to the engine is ``z = transform(X, hp)`` (n, J + d); ``side`` is unused (pass ``None``).
-    p : (J,) quantiles ``quantile(alpha_j)``; n_total : n; var_floor : (J,) floor on the 1-D MLE
-    variance (spec §7.3); n_dec : J, dim_r : d (static).
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.c3l import make_cost
+    >>> cost = make_cost(jnp.ones((10, 3)), 1, 0.05)
+    >>> cost.n_dec, cost.dim, cost.n_labels
+    (1, 2, 0)
     """
-
-    p: Array
-    n_total: Array
-    var_floor: Array
-    n_dec: int
-    dim_r: int
-    ridge: Array = 0.0
-
-    # -- engine interface --------------------------------------------------------------------
-    def stats(self, x, side, labels, K):
-        J = self.n_dec
-        r1 = jax.nn.one_hot(labels, K, dtype=x.dtype)
-        n = r1.sum(0)
-        t = x[:, :J]
-        t_mean = (r1.T @ t) / jnp.maximum(n, 1.0)[:, None]
-        dev = t[:, None, :] - t_mean[None]  # (n, K, J) two-pass
-        t_m2 = jnp.einsum("nk,nkj->kj", r1, dev * dev)
-        if self.dim_r > 0:
-            xr = x[:, J:]
-
-            def regularised(_):  # two-pass scatter + pseudo-scatter ridge * I (hartigan.ridge)
-                s = r1.T @ xr
-                xc = xr[:, None, :] - (s / jnp.maximum(n, 1.0)[:, None])[None]
-                scatter = jnp.einsum("nk,nki,nkj->kij", r1, xc, xc) + self.ridge * jnp.eye(self.dim_r)
-                return Stats(n, s, jnp.linalg.cholesky(scatter))
-
-            # only when asked for: unregularised fits keep GaussianML's statistics bit for bit
-            rs = jax.lax.cond(self.ridge > 0, regularised, lambda _: GaussianML().stats(xr, labels, K), None)
-        else:
-            rs = Stats(n, jnp.zeros((K, 0), x.dtype), jnp.zeros((K, 0, 0), x.dtype))
-        return C3LStats(n, t_mean, t_m2, rs)
-
-    def count(self, stats):
-        return stats.n
-
-    def cost(self, stats):
-        return self._cluster_cost(stats.n, stats.t_mean, stats.t_m2, self._logdet(stats.r))
-
-    def degenerate(self, stats):
-        if self.dim_r > 0:
-            return ml_degenerate(stats.r.scale, stats.n, self.dim_r + 2)
-        return stats.n < self.dim_r + 2
-
-    def cost_add(self, stats, x_i, side_i):
-        J = self.n_dec
-        n = stats.n
-        t = x_i[:J]
-        delta = t - stats.t_mean
-        n1 = n + 1.0
-        mean = stats.t_mean + delta / n1[:, None]
-        m2 = stats.t_m2 + (n / n1)[:, None] * delta * delta
-        if self.dim_r > 0:
-            logdet = GaussianML().logdet_after_add(stats.r, x_i[J:])
-        else:
-            logdet = jnp.zeros_like(n)
-        return self._cluster_cost(n1, mean, m2, logdet)
-
-    def cost_slot(self, stats, k):
-        logdet = ml_logdet(stats.r.scale[k]) if self.dim_r > 0 else jnp.zeros_like(stats.n[k])
-        return self._cluster_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet)
-
-    def add(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, 1.0)
-
-    def remove(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, -1.0)
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _move(self, stats, k, x_i, sign):
-        J = self.n_dec
-        n = stats.n[k]
-        n1 = n + sign
-        t = x_i[:J]
-        delta = t - stats.t_mean[k]
-        if sign > 0:
-            mean = stats.t_mean[k] + delta / n1
-            m2 = stats.t_m2[k] + n / n1 * delta * delta
-        else:
-            mean = jnp.where(n1 > 0, stats.t_mean[k] - delta / jnp.maximum(n1, 1.0), 0.0)
-            m2 = jnp.maximum(stats.t_m2[k] - n / jnp.maximum(n1, 1.0) * delta * delta, 0.0)
-        if self.dim_r > 0:
-            fam = GaussianML()
-            r = fam.add(stats.r, k, x_i[J:]) if sign > 0 else fam.remove(stats.r, k, x_i[J:])
-        else:
-            r = stats.r._replace(n=stats.r.n.at[k].add(sign))
-        return C3LStats(stats.n.at[k].add(sign), stats.t_mean.at[k].set(mean), stats.t_m2.at[k].set(m2), r)
-
-    def _logdet(self, r: Stats):
-        if self.dim_r == 0:
-            return jnp.zeros_like(r.n)
-        return ml_logdet(r.scale)
-
-    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
-    def to_cpu(self, stats):
-        K = stats.n.shape[0]
-        zero = jnp.zeros(K, stats.t_mean.dtype)
-        return hartigan.CPUStats(stats.n, stats.r.s, stats.r.scale, stats.t_mean, stats.t_m2,
-                        jnp.zeros((K, 0), stats.t_mean.dtype), zero, zero)
-
-    def from_cpu(self, cs):
-        return C3LStats(cs.n, cs.t_mean, cs.t_m2, Stats(cs.n, cs.s, cs.scale))
-
-    def cpu_params(self):
-        return {"n_total": self.n_total, "p": self.p, "floor": self.var_floor, "min_count": self.dim_r + 2.0,
-                "sing_tol": SING_TOL, "ridge": self.ridge}
-
-    def _cluster_cost(self, nk, t_mean, t_m2, logdet_scatter):
-        return _cluster_cost(self.p, self.n_total, self.var_floor, self.dim_r, nk, t_mean, t_m2,
-                             logdet_scatter)
-
-
-jax.tree_util.register_dataclass(C3LCost, data_fields=["p", "n_total", "var_floor", "ridge"],
-                                 meta_fields=["n_dec", "dim_r"])
-
-
-def _cluster_cost(p, n_total, var_floor, d, nk, t_mean, t_m2, logdet_scatter):
-    r"""Per-cluster cost (8): :func:`ppclust.inference.hartigan.cluster_cost` with the constrained 1-D
-    terms :math:`\sum_j E_1` (Theorem 1) as the method's own term; 0 empty, +inf singular."""
-    safe = jnp.maximum(nk, 1.0)
-    s2 = jnp.maximum(t_m2 / safe[..., None], var_floor)
-    e1 = constrained_cost_1d(t_mean, s2, p).sum(-1)
-    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, e1)
-
-
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg: float = 0.0) -> C3LCost:
-    """Cost object for transformed data ``z`` (n, J + d); ``alpha`` scalar or (J,). ``reg`` > 0 adds the
-    ridge :func:`ppclust.inference.hartigan.ridge` of the r-part to every cluster's r-scatter."""
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
-    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n (issue 18)
+    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n
     floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
-    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg) if z.shape[1] > n_dec else 0.0
-    return C3LCost(quantile(alpha), jnp.asarray(z.shape[0], z.dtype), floor, n_dec, z.shape[1] - n_dec,
-                   jnp.asarray(rho, z.dtype))
+    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg_covar) if z.shape[1] > n_dec else 0.0
+    d = z.shape[1] - n_dec
+    return CECCost(jnp.asarray(z.shape[0], z.dtype), jnp.asarray(0.0, z.dtype), quantile(alpha), floor,
+                   jnp.asarray(rho, z.dtype), n_labels=0, n_dec=n_dec, dim=d, min_count=d + 2.0)
 
 
-def default_card_min(n: int, d_r: int, frac: float = 0.05) -> int:
-    """``max(ceil(frac * n), d + 3)`` (spec §2.5, after the R CEC package's ``card.min = "5%"``)."""
-    return int(max(math.ceil(frac * n), d_r + 3))
+def min_size(n: int, d_r: int, min_cluster_fraction: float = 0.05) -> int:
+    """Deletion threshold ``max(ceil(min_cluster_fraction * n), d_r + 3)`` (spec §2.5).
+
+    After the R CEC package's ``card.min = "5%"``.
+
+    Examples
+    --------
+    >>> from ppclust.inference.c3l import min_size
+    >>> min_size(150, 19), min_size(1000, 2)
+    (22, 50)
+    """
+    return int(max(math.ceil(min_cluster_fraction * n), d_r + 3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +350,12 @@ class ClusterParams(NamedTuple):
     weight (K,) p_k; t_loc, t_scale (K, J) the constrained 1-D fits; t_mu, t_s (K, J) the data mean / MLE
     std of t; active_constraint (K, J) bool; natural_leakage (K, J) Phi(-|mu|/s); leakage (K, J)
     Phi(-|m|/sigma) (<= alpha); r_mean (K, d); r_cov (K, d, d) MLE covariance; entropy parts (K,) e1, er.
+
+    Examples
+    --------
+    >>> from ppclust.inference.c3l import ClusterParams
+    >>> len(ClusterParams._fields)
+    12
     """
 
     weight: Array
@@ -395,17 +372,17 @@ class ClusterParams(NamedTuple):
     er: Array
 
 
-def cluster_params(cost: C3LCost, stats: C3LStats) -> ClusterParams:
+def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
     safe = jnp.maximum(stats.n, 1.0)
     s2 = jnp.maximum(stats.t_m2 / safe[:, None], cost.var_floor)
     m, sig, e1, act = constrained_fit_1d(stats.t_mean, s2, cost.p)
     s = jnp.sqrt(s2)
     nat = ndtr(-jnp.abs(stats.t_mean) / s)
     leak = ndtr(-jnp.abs(m) / sig)
-    d = cost.dim_r
+    d = cost.dim
     if d > 0:
-        r_mean = stats.r.s / safe[:, None]
-        L = stats.r.scale
+        r_mean = stats.s / safe[:, None]
+        L = stats.scale
         r_cov = (L @ jnp.swapaxes(L, -1, -2)) / safe[:, None, None]
         er = ml_entropy(safe, chol_logdet(L), d)
     else:
@@ -417,7 +394,20 @@ def cluster_params(cost: C3LCost, stats: C3LStats) -> ClusterParams:
 
 
 class CostParts(NamedTuple):
-    """Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest."""
+    """Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> np.asarray(params.weight).tolist()
+    [0.5, 0.5]
+    """
 
     total: Array
     complexity: Array  # sum -p ln p
@@ -435,7 +425,33 @@ def cost_parts(params: ClusterParams, active) -> CostParts:
 
 
 def log_density(z, params: ClusterParams, n_dec: int) -> Array:
-    """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K)."""
+    """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> parts = c3l.cost_parts(params, jnp.ones(2, bool))
+    >>> round(float(parts.complexity), 6)  # ln 2
+    0.693147
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> params = c3l.cluster_params(cost, stats)
+    >>> c3l.log_density(z, params, 1).shape
+    (40, 2)
+    """
     z = jnp.asarray(z)
     t, r = z[:, :n_dec], z[:, n_dec:]
     lt = normal_logpdf(t[:, None, :], params.t_loc[None], params.t_scale[None]).sum(-1)
@@ -450,6 +466,13 @@ def gaussian_leakage(mean, cov, normal, offset):
     r"""Leakage :math:`\Phi(-|h^\top m-a|/\sqrt{h^\top\Sigma h})` of N(mean, cov) w.r.t. ``h^T x = a``.
 
     Broadcasts over leading axes of ``mean`` (..., N) and ``cov`` (..., N, N) (spec §1.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import gaussian_leakage
+    >>> float(gaussian_leakage(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 0.0))  # centred on the plane
+    0.5
     """
     mean = np.asarray(mean, dtype=np.float64)
     cov = np.asarray(cov, dtype=np.float64)
@@ -499,6 +522,15 @@ def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int =
     (``xs = (x - mean) W`` with ``W = Sigma^{-1/2}``) and the kurtosis is minimised over the unit sphere
     by projected gradient from ``n_starts`` random starts. Returns ``(h, kurtosis, W, mean)`` with
     ``h = W w`` the direction in the original space (projection ``h^T (x - mean)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import min_kurtosis_direction
+    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
+    >>> h, k, W, mean = min_kurtosis_direction(X, n_starts=4, n_steps=50)
+    >>> h.shape, W.shape, bool(k < 3.0)  # a bimodal projection has kurtosis below the normal's 3
+    ((2,), (2, 2), True)
     """
     from ppclust._jax import as_key, x64
 
@@ -520,7 +552,18 @@ def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int =
 def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
     """Two-component 1-D Gaussian mixture by EM (init: the two halves split at the median) and the crossing
     point of the weighted densities between the two means (spec §7.2). Returns ``(tau, params, labels)``
-    with params = (weights, means, variances) and labels the MAP component (0 = lower mean)."""
+    with params = (weights, means, variances) and labels the MAP component (0 = lower mean).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import gmm_1d_threshold
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.r_[rng.normal(size=50) - 4.0, rng.normal(size=50) + 4.0]
+    >>> tau, _, labels = gmm_1d_threshold(y)
+    >>> bool(-2.0 < tau < 2.0), int(labels.sum())
+    (True, 50)
+    """
     y = np.asarray(y, dtype=np.float64)
     med = np.median(y)
     lo, hi = y[y <= med], y[y > med]
@@ -562,7 +605,17 @@ def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
 def pp_hyperplane(X, random_state=0, n_starts: int = 50):
     """Projection-pursuit categorisation (paper Sec. 6.3): minimum-kurtosis direction, 2-component 1-D
     GMM, boundary at the density crossing. Returns ``(normal, offset, pp_labels)`` in the original space;
-    then run C3L with ``hyperplane=(normal, offset)`` to refine (see :class:`ppclust.C3L`)."""
+    then run C3L with ``hyperplane=(normal, offset)`` to refine (see :class:`ppclust.C3L`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.c3l import pp_hyperplane
+    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
+    >>> normal, offset, labels = pp_hyperplane(X, n_starts=4)
+    >>> normal.shape, sorted(np.bincount(labels).tolist())
+    ((2,), [50, 50])
+    """
     h, _, _, mean = min_kurtosis_direction(X, random_state=random_state, n_starts=n_starts)
     proj = (np.asarray(X, dtype=np.float64) - mean) @ h
     tau, _, labels = gmm_1d_threshold(proj)
@@ -574,7 +627,7 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+def fit(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
         max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto",
         centres=None):
     """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
@@ -584,18 +637,43 @@ def fit(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str 
     ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
     reinserted at once. ``devices``, ``backend``, ``centres`` (``init="labels"``): see
     :func:`ppclust.inference.hartigan.fit`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-4.0, 4.0], 20), rng.normal(size=40)])
+    >>> with jax.enable_x64(True):
+    ...     out = c3l.fit(jax.random.key(0), z, c3l.make_cost(z, 1, 0.05), K=2, min_size=5, n_init=2,
+    ...                   init="k-means++")
+    >>> int(out.best.active.sum())
+    2
     """
     return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                         max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
                         centres=centres)
 
 
-def fit_batch(key, z, cost: C3LCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
+def fit_batch(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
               max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
               backend: str = "auto", mesh=None, centres=None):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
     (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
-    :class:`~ppclust.inference.hartigan.HartiganFit`."""
+    :class:`~ppclust.inference.hartigan.HartiganFit`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-4.0, 4.0], 20), rng.normal(size=40)])
+    >>> with jax.enable_x64(True):
+    ...     out = c3l.fit_batch(jax.random.key(0), z, c3l.make_cost(z, 1, 0.05), K=2, min_size=5, n_init=2,
+    ...                         init="k-means++")
+    >>> int(out.best.active.sum())
+    2
+    """
     fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
                                    reassign=reassign, backend=backend, mesh=mesh, centres=centres)

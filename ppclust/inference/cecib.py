@@ -13,37 +13,42 @@ with :math:`\Sigma_i` the MLE covariance of :math:`Y_i` and
 computed from the :math:`L_i` labelled members only, but weighted by the full :math:`p_i`. So moving an
 *unlabelled* point still changes the label term by :math:`\pm\beta H_i/n` (the spec's correction to the
 paper's Sec. 3.4, which says these terms cancel). With complete labels this is eq. (4); with
-``beta = 0`` or no labels it is plain CEC (eq. 2).
+``beta = 0`` or no labels it is plain CEC (eq. 2). The cost is :class:`ppclust.inference.cec.CECCost`
+with its label term (:func:`make_cost`), minimised by :mod:`ppclust.inference.hartigan`.
 
-Degenerate clusters (spec §7.3 / reference README): a cluster whose MLE covariance is numerically
-singular (smallest eigenvalue <= 1e-12 x largest, or a removal that shrinks det S by more than 1e12)
-costs +inf, so no move creates one, and it is deleted after initialisation and after each pass; the
-engine also deletes clusters below ``min_size = max(eps * n, N + 2)`` points. Optional regularisation
-(``reg > 0``, off by default): every cluster's scatter gets a pseudo-scatter ``reg * tr(Σ_X)/N * I``
-(a fixed ridge, so the rank-one updates stay exact). It breaks the affine invariance slightly.
+Degenerate clusters (spec §7.3): a cluster whose MLE covariance is numerically singular (smallest
+eigenvalue <= 1e-12 x largest) costs +inf, so no move creates one, and it is deleted after
+initialisation and after each pass; the engine also deletes clusters below
+``min_size = max(min_cluster_fraction * n, N + 2)`` points (:func:`min_size`). Optional regularisation
+(``reg_covar > 0``, off by default): every cluster's scatter gets a pseudo-scatter
+``reg_covar * tr(Σ_X)/N * I`` (a fixed ridge, so the rank-one updates stay exact); it breaks the affine
+invariance slightly.
 
-Statistics per slot (``CECIBStats``): ``n``, sums ``s``, ``scale`` = lower Cholesky of the scatter
-:math:`S_k` (+ ridge), label counts ``counts`` (K, m), ``n_lab`` = L, ``clogc`` = :math:`\sum_j c\ln c`.
-A candidate move is O(K N^2) (matrix determinant lemma) + O(K) for the label term.
+Also here: the clusters' Gaussians of a partition (:func:`cluster_gaussians`), the automatic start and
+label-noise weighting of the estimator (:func:`choose_start`, :func:`label_channel_information`), and
+the critical beta of Theorem 4.2 (:func:`beta0`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlogy
 
-from ppclust.families import LOG_2PIE, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_entropy, ml_logdet
+from ppclust import families
+from ppclust.families import LOG_2PIE, ML_SING_TOL, ml_entropy
 from ppclust.inference import hartigan
-from ppclust.sideinfo import labelled_means
+from ppclust.inference.cec import CECCost
+from ppclust.sideinfo import labelled_means, partition_flip_rate
 
-__all__ = ["CECIBStats", "CECIBCost", "CostParts", "cecib_cost", "fit", "fit_batch", "replay", "beta0",
-           "beta0_from_labels", "encode_labels", "LOG_2PIE", "BETA0_HALF_NORMAL"]
+__all__ = ["CostParts", "make_cost", "min_size", "cecib_cost", "encode_labels", "fit", "fit_batch", "replay",
+           "label_channel_information", "choose_start", "ClusterGaussians", "cluster_gaussians",
+           "log_weighted_densities", "beta0", "beta0_from_labels", "LOG_2PIE", "BETA0_HALF_NORMAL",
+           "SING_TOL"]
 
 Array = jax.Array
 #: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
@@ -52,17 +57,15 @@ BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
 SING_TOL = ML_SING_TOL
 
 
-class CECIBStats(NamedTuple):
-    n: Array  # (K,) counts
-    s: Array  # (K, d) sums
-    scale: Array  # (K, d, d) lower Cholesky of scatter (+ ridge)
-    counts: Array  # (K, m) label counts c_kj
-    n_lab: Array  # (K,) L_k
-    clogc: Array  # (K,) sum_j c_kj ln c_kj
-
-
 class CostParts(NamedTuple):
-    """Cost of a partition, with the paper's three parts (the jar's columns)."""
+    """Cost of a partition, with the paper's three parts (the columns of the authors' program).
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import CostParts
+    >>> CostParts._fields[:4]
+    ('total', 'model_complexity', 'accuracy', 'side_information')
+    """
 
     total: Array  # E_beta
     model_complexity: Array  # H(Y) = sum_i -p_i ln p_i
@@ -72,129 +75,49 @@ class CostParts(NamedTuple):
     sizes: Array  # (K,)
 
 
-@dataclass(frozen=True)
-class CECIBCost:
-    """CEC-IB per-cluster cost for :mod:`ppclust.inference.hartigan` (see its interface).
+def make_cost(x: Array, n_labels: int, beta=1.0, reg_covar: float = 0.0) -> CECCost:
+    """The CEC-IB cost: :class:`~ppclust.inference.cec.CECCost` with the label term, no leakage term.
 
-    beta : label-term weight (0 = plain CEC).  n_total : n in p_i = n_i / n.
-    ridge : pseudo-scatter added to every cluster (0 = none).  n_labels : m, dim : N (static).
+    Parameters
+    ----------
+    x : array of shape (n, N)
+        The points.
+    n_labels : int
+        Label categories m (at least one slot of label counts is kept).
+    beta : float, default=1.0
+        Weight of the label term.
+    reg_covar : float, default=0.0
+        Relative covariance regulariser: the ridge :func:`ppclust.inference.hartigan.ridge`
+        ``= reg_covar · tr(Σ_X) / N`` is added to every cluster's scatter.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.cecib import make_cost
+    >>> cost = make_cost(jnp.zeros((10, 3)), 2, beta=0.5)
+    >>> cost.n_labels, cost.n_dec, cost.dim
+    (2, 0, 3)
     """
-
-    beta: Array
-    n_total: Array
-    ridge: Array
-    n_labels: int
-    dim: int
-
-    # -- engine interface --------------------------------------------------------------------
-    def stats(self, x, side, labels, K):
-        d = x.shape[1]
-        r = jax.nn.one_hot(labels, K, dtype=x.dtype)
-        n = r.sum(0)
-        s = r.T @ x
-        mean = s / jnp.maximum(n, 1.0)[:, None]
-        xc = x[:, None, :] - mean[None]  # (n, K, d), two-pass (no cancellation)
-        scatter = jnp.einsum("nk,nki,nkj->kij", r, xc, xc) + self.ridge * jnp.eye(d)
-        scale = jnp.linalg.cholesky(scatter)
-        lab = jax.nn.one_hot(side, self.n_labels, dtype=x.dtype)  # -1 -> zero row
-        counts = r.T @ lab
-        return CECIBStats(n, s, scale, counts, counts.sum(1), xlogy(counts, counts).sum(1))
-
-    def count(self, stats):
-        return stats.n
-
-    def cost(self, stats):
-        return jax.vmap(self._slot_cost)(stats.n, stats.scale, stats.n_lab, stats.clogc)
-
-    def cost_slot(self, stats, k):
-        return self._slot_cost(stats.n[k], stats.scale[k], stats.n_lab[k], stats.clogc[k])
-
-    def degenerate(self, stats):
-        return ml_degenerate(stats.scale, stats.n, self.dim + 1)
-
-    def cost_add(self, stats, x_i, side_i):
-        n = stats.n
-        logdet = _ML.logdet_after_add(Stats(n, stats.s, stats.scale), x_i)  # determinant lemma, O(K d^2)
-        n_lab, clogc = self._label_change(stats.counts, stats.n_lab, stats.clogc, side_i, 1.0)
-        return self._cluster_cost(n + 1.0, logdet, n_lab, clogc)
-
-    def add(self, stats, k, x_i, side_i):
-        L = _ML.add(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # rank-one update, O(d^2)
-        return self._move(stats, k, x_i, side_i, L, 1.0)
-
-    def remove(self, stats, k, x_i, side_i):
-        return self._move(stats, k, x_i, side_i, self._downdated(stats, k, x_i), -1.0)
-
-    # -- compiled CPU engine (ppclust.inference._hartigan_cpu) --------------------------------
-    def to_cpu(self, stats):
-        K = stats.n.shape[0]
-        empty = jnp.zeros((K, 0), stats.s.dtype)
-        return hartigan.CPUStats(stats.n, stats.s, stats.scale, empty, empty, stats.counts, stats.n_lab,
-                                 stats.clogc)
-
-    def from_cpu(self, cs):
-        return CECIBStats(cs.n, cs.s, cs.scale, cs.counts, cs.n_lab, cs.clogc)
-
-    def cpu_params(self):
-        return {"n_total": self.n_total, "beta": self.beta, "min_count": self.dim + 1.0, "sing_tol": SING_TOL,
-                "ridge": self.ridge, "n_labels": self.n_labels}
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _slot_cost(self, n, L, n_lab, clogc):
-        return self._cluster_cost(n, ml_logdet(L), n_lab, clogc)
-
-    def _downdated(self, stats, k, x_i):
-        return _ML.remove(Stats(stats.n, stats.s, stats.scale), k, x_i).scale[k]  # O(d^2) downdate
-
-    def _move(self, stats, k, x_i, side_i, L, sign):
-        lab = side_i >= 0
-        j = jnp.maximum(side_i, 0)
-        c = stats.counts[k, j]
-        c_new = c + jnp.where(lab, sign, 0.0)
-        return CECIBStats(stats.n.at[k].add(sign), stats.s.at[k].add(sign * x_i), stats.scale.at[k].set(L),
-                          stats.counts.at[k, j].set(c_new), stats.n_lab.at[k].add(jnp.where(lab, sign, 0.0)),
-                          stats.clogc.at[k].add(xlogy(c_new, c_new) - xlogy(c, c)))
-
-    def _label_change(self, counts, n_lab, clogc, side_i, sign):
-        lab = side_i >= 0
-        c = counts[..., jnp.maximum(side_i, 0)]
-        c_new = c + sign
-        clogc_new = clogc + xlogy(c_new, c_new) - xlogy(c, c)
-        return jnp.where(lab, n_lab + sign, n_lab), jnp.where(lab, clogc_new, clogc)
-
-    def _cluster_cost(self, nk, logdet_scatter, n_lab, clogc):
-        return _cluster_cost(self.beta, self.n_total, self.dim, nk, logdet_scatter, n_lab, clogc)
-
-
-def _cluster_cost(beta, n_total, d, nk, logdet_scatter, n_lab, clogc):
-    r"""Per-cluster E_beta(Y_k) in counts (spec 1.4, eq. 11): :func:`hartigan.cluster_cost` with the
-    label term :math:`\beta H(Z\mid Y_k\cap X_l)` (:func:`label_entropy`)."""
-    return hartigan.cluster_cost(n_total, d, nk, logdet_scatter, beta * label_entropy(n_lab, clogc))
-
-
-def label_entropy(n_lab, clogc):
-    r""":math:`H(Z\mid Y_k\cap X_l) = \ln L_k - \tfrac1{L_k}\sum_j c_{kj}\ln c_{kj}`, 0 when
-    :math:`L_k = 0` (spec 1.3, count form of eq. 10)."""
-    safe_l = jnp.maximum(n_lab, 1.0)
-    return jnp.where(n_lab > 0, jnp.log(safe_l) - clogc / safe_l, 0.0)
-
-
-jax.tree_util.register_dataclass(CECIBCost, data_fields=["beta", "n_total", "ridge"],
-                                 meta_fields=["n_labels", "dim"])
-
-
-def make_cost(x: Array, n_labels: int, beta=1.0, reg: float = 0.0) -> CECIBCost:
-    """The CEC-IB cost object for data ``x`` with ``n_labels`` categories (ridge
-    :func:`ppclust.inference.hartigan.ridge` ``= reg·tr(Σ_X)/N``)."""
     n, d = x.shape
-    ridge = hartigan.ridge(x, reg)
-    return CECIBCost(jnp.asarray(beta, x.dtype), jnp.asarray(float(n), x.dtype), jnp.asarray(ridge, x.dtype),
-                     max(int(n_labels), 1), int(d))
+    ridge = hartigan.ridge(x, reg_covar)
+    dt = x.dtype
+    return CECCost(jnp.asarray(float(n), dt), jnp.asarray(beta, dt), jnp.zeros(0, dt), jnp.zeros(0, dt),
+                   jnp.asarray(ridge, dt), n_labels=max(int(n_labels), 1), n_dec=0, dim=int(d),
+                   min_count=d + 1.0)
 
 
-def min_size(n: int, d: int, eps: float) -> float:
-    """Deletion threshold: a cluster with fewer than ``max(eps * n, d + 2)`` points dies (ref-impl rule)."""
-    return max(eps * n, d + 2.0)
+def min_size(n: int, d: int, min_cluster_fraction: float) -> float:
+    """Deletion threshold: a cluster with fewer than ``max(min_cluster_fraction * n, d + 2)`` points dies.
+
+    The rule of the authors' program.
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import min_size
+    >>> min_size(200, 36, 0.05), min_size(1000, 2, 0.05)
+    (38.0, 50.0)
+    """
+    return max(min_cluster_fraction * n, d + 2.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,10 +128,28 @@ def min_size(n: int, d: int, eps: float) -> float:
 def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> CostParts:
     """E_beta of the partition ``labels`` (any ints; one cluster per distinct value, in sorted order).
 
-    ``y``: partial labels (any ints, -1 = unlabelled) or None. Host-side NumPy with fresh two-pass
-    statistics and ``slogdet``; a numerically singular cluster makes the accuracy term (and the
-    total) +inf. Matches the authors' jar to ~1e-13 on its demo data (tests/inference/test_cecib.py).
-    ``ridge``: pseudo-scatter added to every cluster's scatter (:func:`hartigan.ridge`; 0 = none).
+    Host-side NumPy with fresh two-pass statistics and ``slogdet``; a numerically singular cluster makes
+    the accuracy term (and the total) +inf. Checked against the authors' program on its demo data
+    (``tests/inference/test_cecib.py``).
+
+    Parameters
+    ----------
+    x : array of shape (n, N)
+    labels : array of shape (n,)
+    y : array of shape (n,) or None
+        Partial labels (any ints, -1 = unlabelled).
+    beta : float, default=1.0
+    ridge : float, default=0.0
+        Pseudo-scatter added to every cluster's scatter (:func:`ppclust.inference.hartigan.ridge`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.cecib import cecib_cost
+    >>> x = np.random.default_rng(0).normal(size=(20, 2))
+    >>> parts = cecib_cost(x, np.zeros(20, int))
+    >>> float(parts.model_complexity) == 0.0, float(parts.side_information) == 0.0  # one cluster, no labels
+    (True, True)
     """
     x = np.asarray(x, np.float64)
     n, d = x.shape
@@ -236,7 +177,15 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
 
 
 def encode_labels(y, n: int):
-    """Map partial labels (any ints, -1 = unlabelled; None = no labels) to 0..m-1 / -1 -> (codes, m)."""
+    """Map partial labels (any ints, -1 = unlabelled; None = no labels) to 0..m-1 / -1 -> (codes, m).
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import encode_labels
+    >>> codes, m = encode_labels([7, -1, 3, 7], 4)
+    >>> codes.tolist(), m
+    ([1, -1, 0, 1], 2)
+    """
     if y is None:
         return np.full(n, -1, np.int32), 0
     y = np.asarray(y)
@@ -252,24 +201,47 @@ def encode_labels(y, n: int):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05, n_init: int = 10,
-        init: str = "kmeans++", max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0, tol=0.0,
-        devices="auto", backend: str = "auto") -> hartigan.HartiganFit:
+def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, min_cluster_fraction: float = 0.05,
+        n_init: int = 10, init: str = "k-means++", max_passes: int = 100, reassign: str = "lazy",
+        reg_covar: float = 0.0, devices="auto", backend: str = "auto") -> hartigan.HartiganFit:
     """CEC-IB by Hartigan moves with ``n_init`` restarts; call inside ``jax.enable_x64(True)``.
 
-    Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes, n_clusters)``.
-    ``backend``: ``"auto"`` | ``"numba"`` | ``"xla"`` (:func:`ppclust.inference.hartigan.run`).
-    ``init="labels"``: the first ``n_labels`` initial centres are the labelled categories' means
-    (:func:`ppclust.sideinfo.labelled_means`), the others k-means++ given them
-    (:func:`ppclust.inference.hartigan.seeded_partitions`); ``n_clusters`` is raised to ``n_labels`` if
-    smaller.
+    Parameters
+    ----------
+    key : JAX key
+    x : array of shape (n, N)
+    y_codes, n_labels : label codes 0..m-1 / -1 and m (:func:`encode_labels`).
+    n_clusters : int
+        Initial clusters (slots); with ``init="labels"`` raised to ``n_labels`` if smaller.
+    beta, min_cluster_fraction, reg_covar : see :func:`make_cost` and :func:`min_size`.
+    n_init, init, max_passes, reassign, devices, backend : see :func:`ppclust.inference.hartigan.fit`.
+        ``init="labels"``: the first ``n_labels`` initial centres are the labelled categories' means
+        (:func:`ppclust.sideinfo.labelled_means`), the others k-means++ given them.
+
+    Returns
+    -------
+    HartiganFit
+        ``(best, costs, n_passes, n_clusters)``.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.inference import cecib
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     res = cecib.fit(jax.random.key(0), jax.numpy.asarray(x), np.full(40, -1), 0, n_clusters=2,
+    ...                     n_init=2)
+    >>> int(res.best.active.sum())
+    2
     """
     n, d = x.shape
-    cost = make_cost(x, n_labels, beta, reg)
+    cost = make_cost(x, n_labels, beta, reg_covar)
     K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
     return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
-                        min_size=min_size(n, d, eps), n_init=n_init, init=init, max_passes=max_passes,
-                        reassign=reassign, tol=tol, devices=devices, backend=backend, centres=centres)
+                        min_size=min_size(n, d, min_cluster_fraction), n_init=n_init, init=init,
+                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
+                        centres=centres)
 
 
 def _seeding(x, y_codes, n_labels, n_clusters, init):
@@ -281,34 +253,244 @@ def _seeding(x, y_codes, n_labels, n_clusters, init):
     return max(n_clusters, n_labels), labelled_means(x, y_codes, n_labels)
 
 
-def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, eps: float = 0.05,
-              n_init: int = 10, init: str = "kmeans++", max_iter: int = 100, polish: bool = True,
-              max_passes: int = 100, reassign: str = "lazy", reg: float = 0.0,
-              backend: str = "auto", mesh=None) -> hartigan.HartiganFit:
-    """CEC-IB by batch (Lloyd-type) steps, then Hartigan passes (:func:`hartigan.fit_batch`, which says
-    when to prefer it); call inside ``jax.enable_x64(True)``. Returns the :class:`hartigan.HartiganFit`
-    of the polished run (restart arrays: the batch restarts). ``mesh``: points split over a 1-D data
-    mesh (see :func:`hartigan.fit_batch`)."""
+def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0,
+              min_cluster_fraction: float = 0.05, n_init: int = 10, init: str = "k-means++",
+              max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "lazy",
+              reg_covar: float = 0.0, backend: str = "auto", mesh=None) -> hartigan.HartiganFit:
+    """CEC-IB by batch steps, then Hartigan passes; call inside ``jax.enable_x64(True)``.
+
+    Batch steps reassign every point at once (:func:`ppclust.inference.hartigan.fit_batch`, which says
+    when to prefer them; at most ``max_iter`` steps, then with ``polish`` at most ``max_passes`` Hartigan
+    passes). Other arguments as :func:`fit`; ``mesh``: points split over a 1-D data mesh. Returns the
+    :class:`~ppclust.inference.hartigan.HartiganFit` of the polished run (restart arrays: the batch
+    restarts).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.inference import cecib
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     res = cecib.fit_batch(jax.random.key(0), jax.numpy.asarray(x), np.full(40, -1), 0, n_clusters=2,
+    ...                           n_init=2)
+    >>> int(res.best.active.sum())
+    2
+    """
     n, d = x.shape
-    cost = make_cost(x, n_labels, beta, reg)
+    cost = make_cost(x, n_labels, beta, reg_covar)
     K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
     fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
-                                   min_size=min_size(n, d, eps), n_init=n_init, init=init,
+                                   min_size=min_size(n, d, min_cluster_fraction), n_init=n_init, init=init,
                                    max_iter=max_iter, polish=polish, polish_passes=max_passes,
                                    reassign=reassign, backend=backend, mesh=mesh, centres=centres)
     return fitted
 
 
-def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, eps: float = 0.05, max_passes: int = 100,
-           reassign: str = "lazy", reg: float = 0.0, backend: str = "auto") -> hartigan.HartiganResult:
-    """One deterministic run seeded by given centre indices (nearest-centre partition), as the
-    reference's ``fixed_centres`` runs. Call inside ``jax.enable_x64(True)``."""
+def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, min_cluster_fraction: float = 0.05,
+           max_passes: int = 100, reassign: str = "lazy", reg_covar: float = 0.0,
+           backend: str = "auto") -> hartigan.HartiganResult:
+    """One deterministic run from the nearest-centre partition of given centre indices.
+
+    As the ``fixed_centres`` runs of the authors' program. Call inside ``jax.enable_x64(True)``.
+    Arguments as :func:`fit`.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.inference import cecib
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     res = cecib.replay(jax.numpy.asarray(x), np.full(40, -1), 0, [0, 39])
+    >>> np.asarray(res.labels)[[0, 39]].tolist()
+    [0, 1]
+    """
     n, d = x.shape
-    cost = make_cost(x, n_labels, beta, reg)
+    cost = make_cost(x, n_labels, beta, reg_covar)
     labels0 = hartigan.voronoi(x, jnp.asarray(centre_idx, jnp.int32))
     return hartigan.run(cost, x, jnp.asarray(y_codes, jnp.int32), labels0, K=len(centre_idx),
-                        min_size=min_size(n, d, eps), max_passes=max_passes, reassign=reassign,
-                        backend=backend)
+                        min_size=min_size(n, d, min_cluster_fraction), max_passes=max_passes,
+                        reassign=reassign, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------
+# the estimator's automatic choices and fitted Gaussians
+# ---------------------------------------------------------------------------------------------
+
+
+def label_channel_information(eps: float, m: int) -> float:
+    r"""The share of a label's information about its category that survives a symmetric flip channel.
+
+    An observed label equals the true category with probability :math:`1 - \varepsilon` and is otherwise
+    uniform over the :math:`m - 1` others (the label-noise model of ``SemiSupervisedGMM(label_noise=...)``).
+    With uniform categories the mutual information between the true and the observed label is the
+    channel's capacity
+
+    .. math:: C(\varepsilon) = \ln m - H_b(\varepsilon) - \varepsilon \ln(m - 1)
+
+    (Cover & Thomas, Sec. 7.1.5, for the m-ary symmetric channel), and the share is
+    :math:`C(\varepsilon) / \ln m`: 1 for clean labels, 0 at :math:`\varepsilon = (m-1)/m` where a label
+    says nothing (0 beyond). 1 for m < 2 (one category carries no label term). CEC-IB weighs its label
+    term by it.
+
+    Parameters
+    ----------
+    eps : float
+        Flip rate in [0, 1).
+    m : int
+        Label categories.
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import label_channel_information
+    >>> label_channel_information(0.0, 3), label_channel_information(0.5, 2)
+    (1.0, 0.0)
+    >>> round(label_channel_information(0.2, 2), 4)
+    0.2781
+    """
+    eps = float(eps)
+    if m < 2 or eps <= 0.0:
+        return 1.0
+    if eps >= (m - 1) / m:
+        return 0.0
+    h_b = -eps * np.log(eps) - (1.0 - eps) * np.log1p(-eps)
+    return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
+
+
+def choose_start(solve, init: str, y_codes, n_labels: int, beta: float, label_noise):
+    """The start, label-term weight and flip rate of a CEC-IB fit (the estimator's ``"auto"`` choices).
+
+    ``init="auto"``: with labels and ``beta > 0``, plain CEC (``beta = 0``) is fitted from the
+    label-seeded start and from k-means++, and the start whose fit has the lower cost is taken (the labels
+    on a tie); else ``"k-means++"``. ``label_noise="auto"`` (with at least two categories and
+    ``beta > 0``): the flip rate is read off the plain-CEC fit of the chosen start
+    (:func:`ppclust.sideinfo.partition_flip_rate`). The weight is ``beta`` times
+    :func:`label_channel_information` of the rate.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(beta, init)`` fits and returns the best :class:`~ppclust.inference.hartigan.HartiganResult`.
+    init : str
+        ``"auto"`` or a start (returned as is).
+    y_codes : array of shape (n,)
+        Label codes 0..m-1, -1 unlabelled (:func:`encode_labels`).
+    n_labels : int
+        m.
+    beta : float
+        The label term's weight before the flip channel.
+    label_noise : float or "auto"
+        The flip rate.
+
+    Returns
+    -------
+    (init, beta, flip_rate)
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import choose_start
+    >>> choose_start(None, "auto", [-1, -1], 0, 1.0, 0.0)  # no labels: k-means++, no fit needed
+    ('k-means++', 1.0, 0.0)
+    """
+    if init == "auto":
+        init = "choose" if n_labels > 0 and beta > 0 else "k-means++"
+    first = None
+    if init == "choose":  # plain CEC (beta = 0) from both starts; the lower cost picks the start
+        first = solve(0.0, "labels")
+        km = solve(0.0, "k-means++")
+        init = "labels" if float(first.cost) <= float(km.cost) else "k-means++"  # a tie: the labels
+        first = first if init == "labels" else km
+    flip = 0.0 if label_noise == "auto" else float(label_noise)
+    if label_noise == "auto" and n_labels >= 2 and beta > 0:
+        # read off a plain-CEC fit: the label term would move wrong-labelled points to their labels' clusters
+        if first is None:
+            first = solve(0.0, init)
+        flip = partition_flip_rate(np.asarray(first.labels), y_codes, n_labels)
+    return init, beta * label_channel_information(flip, n_labels), flip
+
+
+class ClusterGaussians(NamedTuple):
+    """The clusters' ML Gaussians: weights (k,), means (k, d), covariances and precisions_cholesky (k, d, d).
+
+    Examples
+    --------
+    >>> from ppclust.inference.cecib import ClusterGaussians
+    >>> ClusterGaussians._fields
+    ('weights', 'means', 'covariances', 'precisions_cholesky')
+    """
+
+    weights: Array
+    means: Array
+    covariances: Array
+    precisions_cholesky: Array
+
+
+def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> ClusterGaussians:
+    r"""The ML Gaussians of the clusters ``labels`` (0..k-1), covariances :math:`(S_k + \rho I) / n_k`.
+
+    The MAP estimate of :func:`ppclust.families.gaussian_map_estimate` under an NIW "prior" with
+    :math:`\kappa_0 = 0`, :math:`\Psi_0 = \rho I`, :math:`\nu_0 = -(d + 2)` (weights :math:`n_k / n`, means
+    :math:`s_k / n_k`). The moment statistics (sums over points) are summed on the host in chunks of
+    ``chunk`` points, so a new n compiles nothing; the estimate is jitted on (k, d). Call inside
+    ``jax.enable_x64(True)`` for float64.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+    labels : int array of shape (n,)
+    ridge : float
+        :math:`\rho` (:func:`ppclust.inference.hartigan.ridge`).
+    k : int
+        Slots (empty slots give garbage the caller cuts off).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.inference.cecib import cluster_gaussians
+    >>> x = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0]])
+    >>> with jax.enable_x64(True):
+    ...     g = cluster_gaussians(x, np.zeros(4, int), 0.0, 1)
+    >>> np.asarray(g.means).round(6).tolist(), np.asarray(g.covariances).round(6).tolist()
+    ([[1.0, 1.0]], [[[1.0, 0.0], [0.0, 1.0]]])
+    """
+    x = np.asarray(x, np.float64)
+    one_hot = np.eye(k)
+    parts = [families.gaussian_moment_stats(x[i:i + chunk], one_hot[labels[i:i + chunk]], "full")
+             for i in range(0, len(x), chunk)]
+    stats = tuple(jax.device_put(sum(p[j] for p in parts)) for j in range(3))
+    params = _map_estimate(stats, jnp.asarray(ridge, jnp.float64))
+    return ClusterGaussians(params.weights, params.means, _covariances(params.prec_chol), params.prec_chol)
+
+
+def log_weighted_densities(x, weights, means, precisions_cholesky) -> np.ndarray:
+    r"""(n, k) :math:`\ln N(x_i; \mu_k, \Sigma_k) + \ln p_k`, the CEC rule's scores (argmax = cluster).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.inference.cecib import log_weighted_densities
+    >>> with jax.enable_x64(True):
+    ...     s = log_weighted_densities(np.zeros((1, 2)), np.array([0.5, 0.5]),
+    ...                                np.array([[0.0, 0.0], [5.0, 5.0]]), np.stack([np.eye(2)] * 2))
+    >>> int(np.argmax(s, 1)[0])
+    0
+    """
+    score = _log_gaussian_prob(jnp.asarray(x), jnp.asarray(means), jnp.asarray(precisions_cholesky))
+    return np.asarray(score) + np.log(weights)
+
+
+@jax.jit
+def _map_estimate(stats, rho):
+    d = stats[1].shape[1]
+    dt = stats[1].dtype
+    ridge = families.NIWPrior(jnp.ones((), dt), jnp.zeros(d, dt), jnp.zeros((), dt),
+                              jnp.asarray(-(d + 2.0), dt), rho * jnp.eye(d, dtype=dt))
+    return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
+
+
+_covariances = jax.jit(partial(families.covariances, cov_type="full"))
+_log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +505,15 @@ def beta0(parts) -> float:
     :math:`p_i \propto |part_i|`, :math:`\Sigma_i` their MLE covariances and :math:`\Sigma` the pooled one.
     For ``beta >= beta0`` the split, label-consistent partition costs no more than the merged one; the
     cost difference is exactly :math:`q H(p)(\beta - \beta_0)`. Always <= 1 (Lemma E.1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.cecib import beta0
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0]
+    >>> bool(beta0(parts) <= 1.0)
+    True
     """
     parts = [np.atleast_2d(np.asarray(p, np.float64).reshape(len(p), -1)) for p in parts]
     if len(parts) < 2:
@@ -342,14 +533,21 @@ def beta0(parts) -> float:
 
 
 def beta0_from_labels(X, y) -> float:
-    """Data-driven heuristic [ours]: :func:`beta0` of the labelled points grouped by category."""
+    """Data-driven heuristic [ours]: :func:`beta0` of the labelled points grouped by category.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.cecib import beta0_from_labels
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0])
+    >>> y = np.repeat([0, 1], 50)
+    >>> y[::2] = -1
+    >>> bool(beta0_from_labels(X, y) <= 1.0)
+    True
+    """
     X = np.asarray(X, np.float64)
     y = np.asarray(y)
     cats = [c for c in np.unique(y) if c != -1]
     return beta0([X[y == c] for c in cats])
 
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-_ML = GaussianML()

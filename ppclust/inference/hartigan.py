@@ -1,4 +1,8 @@
-r"""Generic online Hartigan engine for cross-entropy clustering (CEC, CEC-IB, C3L, ...).
+r"""The online Hartigan engine of cross-entropy clustering (CEC, CEC-IB, C3L) and its batch steps.
+
+Kept whole although over 700 lines: the online engine (XLA and compiled backends), its initialisation
+and the batch steps share one state, one set-up of the initial partitions and one result type; split,
+each part would import the private helpers of the others.
 
 The engine minimises a total cost :math:`E(Y) = \sum_k E(Y_k)` over hard partitions by the modified
 Hartigan algorithm of Śmieja & Geiger (2017, Sec. 3.4; spec ``cecib.md`` §2): visit the points in
@@ -23,32 +27,17 @@ Every point always ends in a live cluster and at least one cluster survives: whe
 usable all points start in one cluster, and orphans left by ``max_passes`` after a deletion are
 reinserted at the end of the run.
 
-Per-cluster cost interface (what a method must provide)
--------------------------------------------------------
-The typed form is :class:`HartiganCost`; the shared per-cluster form of every cost is
-:func:`cluster_cost` (Gaussian-ML term + the method's own term). A *cost object* is a JAX pytree
-(e.g. a dataclass registered with ``jax.tree_util.register_dataclass``; hyperparameters such as
-``beta`` are leaves, shapes are static metadata). ``side`` is any pytree of per-point arrays with
-leading axis ``n`` (CEC-IB: the int32 category of each point, -1 = unlabelled; C3L: None). ``K``
-slots of statistics live in a pytree ``stats`` of fixed shape. The engine calls only::
-
-    cost.stats(x, side, labels, K)            -> stats     # from scratch (labels (n,) int32 in 0..K-1)
-    cost.count(stats)                         -> (K,)      # n_k, float
-    cost.cost(stats)                          -> (K,)      # E(Y_k); 0 for empty, +inf for degenerate
-    cost.degenerate(stats)                    -> (K,) bool # e.g. numerically singular covariance
-    cost.cost_add(stats, x_i, side_i)         -> (K,)      # E(Y_k ∪ {x_i}) for every slot k
-    cost.cost_slot(stats, k)                  -> ()        # E(Y_k) of slot k alone
-    cost.add(stats, k, x_i, side_i)           -> stats     # rank-one update of slot k
-    cost.remove(stats, k, x_i, side_i)        -> stats
-    cost.to_cpu(stats) / cost.from_cpu(cpu_stats) / cost.cpu_params()   # the compiled engine's layout
-
-``cost_add`` must cost O(K d^2) (matrix determinant lemma on a cached Cholesky factor, see
-``ppclust.inference.cecib.CECIBCost``) and ``add``/``remove``/``cost_slot`` O(d^2) (rank-one Cholesky
-up/down-date); the engine then does O(K d^2) work per visited point: for point i in slot a it
-computes ``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost
-of a without i), and ``cost.cost_add(stats, x_i, side_i)``; an accepted move to b stores
-``cost.add(removed, b, x_i, side_i)``. ``side_i`` is ``side`` indexed at point i. Per-cluster costs
-are cached; ``cost.cost`` is called only at initialisation. Slots are fixed (K); a dead slot's
+The cost
+--------
+The engine minimises one concrete cost, :class:`ppclust.inference.cec.CECCost` (the CEC cost with the
+optional label term of CEC-IB and leakage term of C3L; :mod:`ppclust.inference.cecib` and
+:mod:`ppclust.inference.c3l` configure it). ``side`` is the (n,) int32 label category of every point
+(-1 = unlabelled) or None. ``K`` slots of statistics (:class:`ppclust.inference.cec.CECStats`) have a
+fixed shape. Per visited point the XLA engine does O(K d^2) work: for point i in slot a it computes
+``removed = cost.remove(stats, a, x_i, side_i)`` and ``cost.cost_slot(removed, a)`` (the cost of a
+without i), and ``cost.cost_add(stats, x_i, side_i)`` (every slot, matrix determinant lemma on the cached
+Cholesky factors); an accepted move to b stores ``cost.add(removed, b, x_i, side_i)`` (rank-one
+update). Per-cluster costs are cached; ``cost.cost`` is called only at initialisation. A dead slot's
 statistics are never read again, so ``remove`` on it may return garbage (NaN) that the engine drops.
 
 Move rule (exactly the authors' Java demo, ``reference/cecib/README.md`` "Optimiser semantics")
@@ -72,7 +61,7 @@ Points of a deactivated cluster ("orphans") are handled by ``reassign``:
 A forced move of an orphan counts as a move, so the pass after a deletion always runs. Accepted
 moves strictly decrease the cost; deletions may increase it (spec C8).
 
-Initialisation: ``init="kmeans++"`` (default, as in the authors' code: D^2 sampling of K distinct
+Initialisation: ``init="k-means++"`` (default, as in the authors' code: D^2 sampling of K distinct
 points, then each point to its nearest seed in Euclidean distance, ties to the earlier seed),
 ``init="random"`` (uniform random partition, the paper's wording) or ``init="labels"`` with given
 ``centres`` (:func:`seeded_partitions`: those centres fixed -- e.g. the labelled classes' means -- the
@@ -82,7 +71,7 @@ remaining slots by k-means++ D^2 sampling given them, then the nearest-centre pa
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -90,11 +79,11 @@ import numpy as np
 from jax import lax
 
 from ppclust._devices import axis_sharding
-from ppclust.families import ml_entropy
+from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 
-__all__ = ["HartiganCost", "CPUStats", "HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
-           "build", "BatchResult", "cluster_cost", "run",
+__all__ = ["HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
+           "build", "BatchResult", "run", "seeded_partitions",
            "fit", "fit_batch", "assignment_costs",
            "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
            "JITTER", "ridge", "singular_data", "bucket", "max_start_clusters"]
@@ -118,6 +107,12 @@ class HartiganResult(NamedTuple):
     trace : (max_passes + 1,) total cost after initialisation (index 0) and after each pass
         (before the end-of-pass degeneracy check); NaN beyond ``n_passes``.
     n_clusters_trace : (max_passes + 1,) int32 active clusters at the same moments.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganResult
+    >>> HartiganResult._fields[:3]
+    ('labels', 'active', 'stats')
     """
 
     labels: Array
@@ -137,6 +132,12 @@ class HartiganFit(NamedTuple):
     best : :class:`HartiganResult` of the first restart with the lowest final cost.
     costs : (n_init,) final cost of every restart (NaN/inf where a restart failed).
     n_passes : (n_init,) int32 passes.  n_clusters : (n_init,) int32 active clusters at the end.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganFit
+    >>> HartiganFit._fields
+    ('best', 'costs', 'n_passes', 'n_clusters')
     """
 
     best: HartiganResult
@@ -153,127 +154,64 @@ class _State(NamedTuple):
     moved: Array
 
 
-class CPUStats(NamedTuple):
-    """The statistics every cost shares with the compiled engine (:mod:`._hartigan_cpu`), per slot.
-
-    n (K,) counts; s (K, d) sums and scale (K, d, d) lower Cholesky factor of the scatter of the
-    Gaussian-ML coordinates (the last d columns of x); t_mean, t_m2 (K, J) mean and centred sum of
-    squares of the J leading decision coordinates (C3L; J = 0 for CEC-IB); counts (K, m), n_lab (K,),
-    clogc (K,) label counts c_kj, L_k and sum_j c_kj ln c_kj (CEC-IB; m = 0 for C3L).
-    """
-
-    n: Array
-    s: Array
-    scale: Array
-    t_mean: Array
-    t_m2: Array
-    counts: Array
-    n_lab: Array
-    clogc: Array
-
-
-class HartiganCost(Protocol):
-    r"""Per-cluster cost minimised by the engine: :math:`E(Y)=\sum_k E(Y_k)`.
-
-    Every cost of ppclust has the form of :func:`cluster_cost`, a Gaussian-ML term (count, rank-one
-    add/remove of the scatter's Cholesky factor, degeneracy, the weight :math:`n_k/n`) shared through
-    :class:`ppclust.families.GaussianML`, plus the method's own term (CEC-IB: the label entropy; C3L:
-    the leakage-constrained 1-D fits). A cost is a JAX pytree (hyperparameters are leaves, shapes
-    static). ``side_i`` is ``side`` indexed at one point. Shapes: ``stats`` holds K slots.
-    """
-
-    def stats(self, x: Array, side: Any, labels: Array, K: int) -> Any:
-        """Statistics of the partition ``labels`` (n,) int32 in 0..K-1, from scratch (two-pass)."""
-
-    def count(self, stats: Any) -> Array:
-        """(K,) points per slot."""
-
-    def cost(self, stats: Any) -> Array:
-        """(K,) E(Y_k): 0 for an empty slot, +inf for a degenerate one."""
-
-    def degenerate(self, stats: Any) -> Array:
-        """(K,) bool: the slot's model is unusable (too few points, numerically singular scatter)."""
-
-    def cost_add(self, stats: Any, x_i: Array, side_i: Any) -> Array:
-        """(K,) E(Y_k with x_i) for every slot, O(K d^2) (matrix determinant lemma)."""
-
-    def cost_slot(self, stats: Any, k: Array) -> Array:
-        """() E(Y_k) of slot k alone."""
-
-    def add(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
-        """Rank-one update of slot k with x_i, O(d^2)."""
-
-    def remove(self, stats: Any, k: Array, x_i: Array, side_i: Any) -> Any:
-        """Rank-one down-date of slot k without x_i, O(d^2)."""
-
-    def to_cpu(self, stats: Any) -> CPUStats:
-        """The statistics in the compiled engine's layout."""
-
-    def from_cpu(self, stats: CPUStats) -> Any:
-        """Inverse of :meth:`to_cpu`."""
-
-    def cpu_params(self) -> dict:
-        """Parameters of the compiled engine and the batch mode (scalars or arrays, possibly traced):
-        ``n_total``, ``beta`` (label term), ``p``/``floor`` (J,) (C3L), ``min_count`` (slots with fewer
-        points are degenerate), ``sing_tol``; for the batch mode also ``ridge`` (pseudo-scatter added to
-        every slot's scatter) and ``n_labels`` (static int, label categories; absent = none)."""
-
-
-def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
-    r"""Per-cluster cost of every CEC method (CEC-IB eq. 11, C3L eq. 8), in counts:
-
-    .. math:: E(Y_k) = \frac{n_k}{n}\Big(\ln n - \ln n_k + H(\mathcal N(\mu_k,\Sigma_k)) + e_k\Big),
-
-    with :math:`H` the ML Gaussian entropy of the d-dimensional part (:func:`ppclust.families.ml_entropy`
-    of the scatter's log-determinant; absent when ``d == 0``) and ``extra`` :math:`e_k` the method's own
-    term (CEC-IB: :math:`\beta H(Z\mid Y_k\cap X_l)`; C3L: :math:`\sum_j E_1`). 0 for an empty slot;
-    +inf when the scatter is singular (``logdet_scatter`` NaN or -inf).
-    """
-    safe = jnp.maximum(nk, 1.0)
-    val = jnp.log(n_total) - jnp.log(safe)
-    if d > 0:
-        ent = ml_entropy(safe, logdet_scatter, d)
-        val = val + jnp.where(jnp.isnan(ent) | (ent == -jnp.inf), jnp.inf, ent)
-    val = safe / n_total * (val + extra)
-    return jnp.where(nk > 0, val, 0.0)
-
-
 #: Relative jitter of the covariance regularisation used when the data need it (see :func:`ridge`).
 JITTER = 1e-6
 
 
-def ridge(x, reg: float) -> float:
-    r"""The pseudo-scatter :math:`\rho I` added to every cluster's scatter for a relative regulariser
-    ``reg``: :math:`\rho = \texttt{reg}\cdot\operatorname{tr}(\Sigma_X)/d`, i.e. ``reg`` times the
+def ridge(x, reg_covar: float) -> float:
+    r"""The pseudo-scatter :math:`\rho I` added to every cluster's scatter for a relative regulariser.
+
+    :math:`\rho = \texttt{reg\_covar}\cdot\operatorname{tr}(\Sigma_X)/d`, i.e. ``reg_covar`` times the
     data's mean variance (so it scales with the data's units; 1 if every feature is constant). A fixed
     ridge keeps the rank-one updates exact; a cluster of :math:`n_k` points then has covariance
-    :math:`(S_k + \rho I)/n_k`. 0 for ``reg = 0``.
+    :math:`(S_k + \rho I)/n_k`. 0 for ``reg_covar = 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.hartigan import ridge
+    >>> ridge(np.array([[0.0, 0.0], [2.0, 4.0]]), 0.1)  # mean variance (1 + 4) / 2
+    0.25
     """
-    if reg <= 0:
+    if reg_covar <= 0:
         return 0.0
     x = np.asarray(x, np.float64)
     tr = float(np.sum(np.var(x, axis=0)))
-    return float(reg) * (tr / x.shape[1] if tr > 0 else 1.0)
+    return float(reg_covar) * (tr / x.shape[1] if tr > 0 else 1.0)
 
 
 def max_start_clusters(n_clusters: int, n: int, min_size: float) -> int:
     r"""The initial number of clusters, lowered to :math:`\lfloor n / \texttt{min\_size}\rfloor` (at least 1).
 
     A cluster below ``min_size`` points is deleted (its ML covariance needs ``d + 1`` points; CEC-IB's rule
-    ``max(eps n, d + 2)``, C3L's ``card_min``), so a start with more clusters than
-    :math:`n / \texttt{min\_size}` has an *average* cluster that cannot exist. With every initial cluster
-    too small the engine falls back to one cluster (:func:`_init_state`): on the benefit panel's satimage
-    subsample (n = 200, d = 36, min_size 38) the paper's 2K = 12 initial clusters of ~17 points ended as one
-    cluster in 4 of 5 draws. Where the rule comes from: the size rule itself (the start should be a
-    partition the model can represent), not a tuned value; ``benchmarks/study_cec_start.py`` ->
-    ``results/cec_start_study.md`` measures it (plain CEC on the panel: satimage NMI 0.084 -> 0.197,
-    penbased 0.427 -> 0.611, the other sets within 0.02)."""
+    ``max(min_cluster_fraction n, d + 2)``, C3L's ``max(ceil(min_cluster_fraction n), d + 3)``), so a start
+    with more clusters than :math:`n / \texttt{min\_size}` has an *average* cluster that cannot exist, and
+    with every initial cluster too small the engine falls back to one cluster (:func:`_init_state`). The
+    rule follows from the size rule itself (the start should be a partition the model can represent); see
+    docs/decisions/ for the evidence.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import max_start_clusters
+    >>> max_start_clusters(12, 200, 38.0), max_start_clusters(6, 150, 7.5)
+    (5, 6)
+    """
     return int(max(1, min(int(n_clusters), int(n // float(min_size)))))
 
 
 def singular_data(x) -> bool:
     """Whether the data's own ML covariance is numerically singular (a constant feature, collinear or
-    one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge."""
+    one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.hartigan import singular_data
+    >>> singular_data(np.c_[np.arange(5.0), np.ones(5)])  # a constant feature
+    True
+    >>> singular_data(np.random.default_rng(0).normal(size=(10, 2)))
+    False
+    """
     x = np.asarray(x, np.float64)
     if x.shape[1] == 0:
         return False
@@ -286,7 +224,14 @@ def singular_data(x) -> bool:
 
 
 def resolve_backend(backend: str) -> str:
-    """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``."""
+    """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import resolve_backend
+    >>> resolve_backend("xla")
+    'xla'
+    """
     from ppclust.inference import _hartigan_cpu
 
     if backend not in BACKENDS:
@@ -312,7 +257,19 @@ def kmeanspp_partition(key: Array, x, K: int, backend: str = "auto") -> Array:
     """(n,) int32 partition of ``x`` by its nearest k-means++ seed, ``voronoi(x, init_kmeanspp(key, x, K))``
     (the Gibbs / TVClust start). With the compiled backend (``"auto"`` on CPU) by the numba twins from
     draws whose shape does not depend on n (:mod:`._init_cpu`; no program traced per data set, the same
-    seeds as the JAX function), else as one jitted program."""
+    seeds as the JAX function), else as one jitted program.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     labels = hartigan.kmeanspp_partition(jax.random.key(0), jnp.asarray(x), 2)
+    >>> sorted(np.bincount(np.asarray(labels)).tolist())
+    [20, 20]
+    """
     if resolve_backend(backend) == "numba":
         from ppclust.inference import _init_cpu
 
@@ -333,14 +290,30 @@ def _kmeanspp_partition(key, x, *, K):
 
 
 def voronoi(x: Array, centre_idx: Array) -> Array:
-    """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels."""
+    """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.hartigan import voronoi
+    >>> voronoi(jnp.array([[0.0], [1.0], [9.0]]), jnp.array([0, 2])).tolist()
+    [0, 0, 1]
+    """
     c = x[centre_idx]
     d2 = jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1)
     return jnp.argmin(d2, axis=1).astype(jnp.int32)
 
 
 def init_random(key: Array, n: int, K: int) -> Array:
-    """Uniform random partition into K slots -> (n,) int32 labels."""
+    """Uniform random partition into K slots -> (n,) int32 labels.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from ppclust.inference.hartigan import init_random
+    >>> init_random(jax.random.key(0), 5, 3).shape
+    (5,)
+    """
     return jax.random.randint(key, (n,), 0, K, dtype=jnp.int32)
 
 
@@ -356,10 +329,10 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
 
     Parameters
     ----------
-    cost : a :class:`HartiganCost`.
+    cost : :class:`ppclust.inference.cec.CECCost`.
     x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
     labels0 : (n,) initial slots.  K : number of slots (static).
-    min_size : a cluster with fewer points is deleted (CEC-IB: ``max(eps * n, d + 2)``).
+    min_size : a cluster with fewer points is deleted (CEC-IB: :func:`ppclust.inference.cecib.min_size`).
     max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
     tol : a move needs ``Δ < -tol``.
     order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
@@ -367,6 +340,19 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
         take the same decisions (``tests/inference/test_hartigan_cpu.py``). ``"numba"`` needs concrete
         inputs (not
         under ``jit``/``vmap``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     res = hartigan.run(cecib.make_cost(X, 0), X, None, jnp.asarray(np.arange(40) % 2, jnp.int32), K=2,
+    ...                        min_size=4.0)
+    >>> sorted(np.bincount(np.asarray(res.labels)).tolist()), bool(res.converged)
+    ([20, 20], True)
     """
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
@@ -380,7 +366,14 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
 
 class HartiganInfo(NamedTuple):
     """Per-pass diagnostics of :func:`build`'s ``step``: total cost and active clusters after the pass's
-    moves (before its end-of-pass degeneracy check)."""
+    moves (before its end-of-pass degeneracy check).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganInfo
+    >>> HartiganInfo._fields
+    ('cost', 'n_clusters')
+    """
 
     cost: Array
     n_clusters: Array
@@ -390,7 +383,14 @@ class HartiganAlgorithm(NamedTuple):
     """``init(labels0) -> state`` and ``step(key, state) -> (state, HartiganInfo)``, one pass over the data
     (BlackJAX's shape; the moves are deterministic, ``key`` is accepted for the common signature and not
     used). The state has ``labels``, ``active``, ``stats``, ``costs`` and ``moved`` (a move or a deletion in
-    the last pass)."""
+    the last pass).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import HartiganAlgorithm
+    >>> HartiganAlgorithm._fields
+    ('init', 'step')
+    """
 
     init: Any
     step: Any
@@ -399,7 +399,22 @@ class HartiganAlgorithm(NamedTuple):
 def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol: float = 0.0,
           order: Array | None = None) -> HartiganAlgorithm:
     """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
-    over (arguments as :func:`run`)."""
+    over (arguments as :func:`run`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     alg = hartigan.build(cecib.make_cost(X, 0), X, side, K=2, min_size=4.0)
+    ...     state, info = alg.step(None, alg.init(jnp.asarray(np.arange(40) % 2, jnp.int32)))
+    >>> int(info.n_clusters)
+    2
+    """
     n = x.shape[0]
     order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
 
@@ -481,7 +496,7 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
     return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, converged, trace, ktrace)
 
 
-def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
+def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "k-means++",
         max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto",
         backend: str = "auto", centres=None) -> HartiganFit:
     """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
@@ -499,6 +514,18 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     backend : ``"auto"`` | ``"numba"`` | ``"xla"`` (see :func:`run`). With ``"numba"`` the initial
         partitions are drawn by the same jitted code and all restarts run in one compiled call (on one
         core). ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     out = hartigan.fit(jax.random.key(0), cecib.make_cost(X, 0), X, None, K=2, min_size=4.0, n_init=2)
+    >>> out.costs.shape, int(out.best.active.sum())
+    ((2,), 2)
     """
     _check_init(init, centres)
     if reassign not in ("lazy", "immediate"):
@@ -521,7 +548,7 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
         # (the same seeds as the XLA engine's), initial statistics in _run_cpu; only init="random" draws
         # per point, jitted on n padded to a size bucket (the labels of the real rows do not depend on it)
         n = x.shape[0]
-        if init == "kmeans++":
+        if init == "k-means++":
             from ppclust.inference import _init_cpu
 
             first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
@@ -538,8 +565,8 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
 
 
 def _check_init(init, centres):
-    if init not in ("kmeans++", "random", "labels"):
-        raise ValueError(f"init must be 'kmeans++', 'random' or 'labels', got {init!r}")
+    if init not in ("k-means++", "random", "labels"):
+        raise ValueError(f"init must be 'k-means++', 'random' or 'labels', got {init!r}")
     if (init == "labels") != (centres is not None):
         raise ValueError("init='labels' needs centres, and centres are only used with init='labels'")
 
@@ -550,9 +577,19 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     The m rows of ``centres`` (m <= K; e.g. the means of the labelled points of each label category) are
     the first m centres of every restart; the other K - m are drawn by k-means++ D^2 sampling given them
     (:func:`ppclust.inference.init.kmeanspp_from_uniforms` with those rows fixed, through its compiled twin,
-    from the draws :func:`_kmeanspp_draws` makes for ``init="kmeans++"``: any n without a new program);
+    from the draws :func:`_kmeanspp_draws` makes for ``init="k-means++"``: any n without a new program);
     every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties).
-    With m = K every restart starts from the same partition."""
+    With m = K every restart starts from the same partition.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> hartigan.seeded_partitions(jax.random.key(0), x, x[[0, 39]], 2, 3).shape
+    (3, 40)
+    """
     from ppclust.inference import _init_cpu
 
     x_np = np.array(x, np.float64)
@@ -584,7 +621,14 @@ def _kmeanspp_draws(key, m, *, K, n_init, dtype):
 
 def bucket(n: int) -> int:
     """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
-    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic)."""
+    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic).
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import bucket
+    >>> bucket(10), bucket(300)
+    (128, 512)
+    """
     return max(128, 1 << max(int(n) - 1, 0).bit_length())
 
 
@@ -596,7 +640,7 @@ def _initial_labels(key, x, *, K, n_init, init, sharding, n_valid=None):
     n = x.shape[0]
     if sharding is not None:  # restart axis over the "restarts" mesh; propagates into the vmapped runs
         keys = lax.with_sharding_constraint(keys, sharding)
-    if init == "kmeans++":
+    if init == "k-means++":
         labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K, n_valid)))(keys)
     else:
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
@@ -641,69 +685,63 @@ def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol
 _fit_from = partial(jax.jit, static_argnames=("K", "max_passes", "reassign", "sharding"))(_runs_best)
 
 
+def _cpu_inputs(cost, x, side, order, *, min_size, tol, max_passes, reassign):
+    """The compiled engine's ``(Data, Config)`` (:mod:`._hartigan_cpu`) for a cost and its data."""
+    from ppclust.inference import _hartigan_cpu as cpu
+
+    def own(a, dtype=np.float64):
+        return np.array(a, dtype=dtype, order="C", copy=True)
+
+    n = np.shape(x)[0]
+    # a writable copy of x: one numba signature whether x came from JAX (read-only) or NumPy
+    data = cpu.Data(own(x), np.full(n, -1, np.int32) if side is None else own(side, np.int32),
+                    np.arange(n, dtype=np.int64) if order is None else own(order, np.int64),
+                    own(np.atleast_1d(np.asarray(cost.p))), own(np.atleast_1d(np.asarray(cost.var_floor))),
+                    np.zeros(n + 2))
+    cfg = cpu.Config(float(cost.n_total), float(cost.beta) if cost.n_labels > 0 else 0.0, float(min_size),
+                     float(tol), float(cost.min_count), float(SING_TOL), int(cpu.BLOCK), int(max_passes),
+                     reassign == "immediate")
+    return data, cfg
+
+
 def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order,
              _kernel_args: list | None = None) -> HartiganResult:
-    """The compiled engine for a batch of R initial partitions ``labels0`` (R, n): initial statistics,
+    """The compiled engine for R initial partitions ``labels0`` (R, n): initial statistics,
     costs and live slots by :func:`._init_cpu.init_states` (the compiled twin of :func:`_init_states`, any n
-    without a new program), then :func:`._hartigan_cpu.run_batch`, then back to pytrees."""
+    without a new program), then :func:`._hartigan_cpu.run_restarts`, then back to pytrees.
+    ``_kernel_args``: a list that receives copies of ``run_restarts``'s arguments (to time the loop alone)."""
     from ppclust.inference import _hartigan_cpu as cpu
     from ppclust.inference import _init_cpu
 
     R, n = np.shape(labels0)
-    f64 = np.float64
-
-    def own(a, dtype=f64):
-        return np.array(a, dtype=dtype, order="C", copy=True)
-
-    prm_d = cost.cpu_params()
-    prm = np.zeros(6)
-    prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
-    prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
-    prm[cpu.P_MINSIZE] = float(min_size)
-    prm[cpu.P_TOL] = float(tol)
-    prm[cpu.P_MINCOUNT] = float(prm_d["min_count"])
-    prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
-    p = own(np.atleast_1d(np.asarray(prm_d.get("p", np.zeros(0)))))
-    floor = own(np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)))))
-    m = int(prm_d.get("n_labels", 0))
-    J = p.shape[0]
-    x_np = own(x)  # a writable copy: one numba signature whether x came from JAX (read-only) or NumPy
-    n_ml = x_np.shape[1] - J
-    side_np = np.full(n, -1, np.int32) if side is None else own(side, np.int32)
-    order_np = np.arange(n, dtype=np.int64) if order is None else own(order, np.int64)
+    data, cfg = _cpu_inputs(cost, x, side, order, min_size=min_size, tol=tol, max_passes=max_passes,
+                            reassign=reassign)
+    J = cost.n_dec
+    d = data.x.shape[1] - J
+    m = cost.n_labels
     # the compiled loop takes slots in tiles: K padded to Kp with dead slots (identity factor, count 1)
     Kp = -(-K // cpu.TILE) * cpu.TILE
-    labels = own(labels0, np.int32)
-    act = np.zeros((R, Kp), np.bool_)
-    nn = np.zeros((R, Kp))
-    sT = np.zeros((R, n_ml, Kp))
-    L = np.zeros((R, n_ml, n_ml, Kp))
-    tmean, tm2 = np.zeros((R, Kp, J)), np.zeros((R, Kp, J))
-    counts, nlab, clogc = np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp))
-    cst = np.zeros((R, Kp))
-    _init_cpu.init_states(x_np, side_np, labels, K, float(prm_d.get("ridge", 0.0)), prm, p, floor, nn, sT, L,
-                          tmean, tm2, counts, nlab, clogc, cst, act)
-    L = np.where(np.isfinite(L), L, 0.0)  # singular initial slots are dead (the loop gives them identity)
-    trace = np.full((R, max_passes + 1), np.nan)
-    ktrace = np.zeros((R, max_passes + 1), np.int32)
-    n_passes = np.zeros(R, np.int32)
-    converged = np.zeros(R, np.bool_)
-    args = (x_np, side_np, order_np, labels, act, nn, sT, L, tmean, tm2, counts, nlab, clogc, cst, prm, p,
-            floor, int(max_passes), reassign == "immediate", trace, ktrace, n_passes, converged)
-    if _kernel_args is not None:  # benchmarks time the compiled loop alone on copies of these
-        _kernel_args.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
-    cpu.run_batch(*args)
-    scale = L.transpose(0, 3, 1, 2)[:, :K]
-    out = CPUStats(nn[:, :K], np.swapaxes(sT, 1, 2)[:, :K], scale, tmean[:, :K], tm2[:, :K], counts[:, :K],
-                   nlab[:, :K], clogc[:, :K])
-    out = CPUStats(*(_put(v) for v in out))
-    act, cst = act[:, :K], cst[:, :K]
-    stats = jax.vmap(cost.from_cpu)(out)
-    cst_j = _put(cst)
-    act_j = _put(act)
+    state = cpu.Slots(np.array(labels0, np.int32, order="C", copy=True), np.zeros((R, Kp), np.bool_),
+                      np.zeros((R, Kp)), np.zeros((R, d, Kp)), np.zeros((R, d, d, Kp)), np.zeros((R, Kp, J)),
+                      np.zeros((R, Kp, J)), np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp)),
+                      np.zeros((R, Kp)))
+    _init_cpu.init_states(data, cfg, state, K, float(cost.ridge))
+    # singular initial slots are dead (the loop gives them identity)
+    state = state._replace(L=np.where(np.isfinite(state.L), state.L, 0.0))
+    out = cpu.Trace(np.full((R, max_passes + 1), np.nan), np.zeros((R, max_passes + 1), np.int32),
+                    np.zeros(R, np.int32), np.zeros(R, np.bool_))
+    if _kernel_args is not None:
+        _kernel_args.append(tuple(type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
+                                  for t in (data, cfg, state, out)))
+    cpu.run_restarts(data, cfg, state, out)
+    stats = CECStats(*(_put(v) for v in (state.n[:, :K], np.swapaxes(state.sT, 1, 2)[:, :K],
+                                         state.L.transpose(0, 3, 1, 2)[:, :K], state.tmean[:, :K],
+                                         state.tm2[:, :K], state.counts[:, :K], state.nlab[:, :K],
+                                         state.clogc[:, :K])))
+    act, cst = state.active[:, :K], state.costs[:, :K]
     energy = _put(np.sum(np.where(act, cst, 0.0), -1))
-    return HartiganResult(_put(labels), act_j, stats, cst_j, energy, _put(n_passes), _put(converged),
-                          _put(trace, x_np.dtype), _put(ktrace))
+    return HartiganResult(_put(state.labels), _put(act), stats, _put(cst), energy, _put(out.n_passes),
+                          _put(out.converged), _put(out.trace, data.x.dtype), _put(out.ktrace))
 
 
 def _put(a, dtype=None):
@@ -799,6 +837,12 @@ class BatchResult(NamedTuple):
     labels : (n_init, n) int32 slots.  active : (n_init, K) bool live slots.
     cost : (n_init,) total cost E(Y) of the final partition (the same objective as the Hartigan engine).
     n_iter : (n_init,) int32 assignment steps.  converged : (n_init,) bool, no label changed in the last step.
+
+    Examples
+    --------
+    >>> from ppclust.inference.hartigan import BatchResult
+    >>> BatchResult._fields
+    ('labels', 'active', 'cost', 'n_iter', 'converged')
     """
 
     labels: Array
@@ -823,16 +867,31 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     The Mahalanobis terms are one GEMM per chunk of ``chunk`` points: :math:`w_{ik} = L_k^{-1}(x_i-\mu_k)`
     for all K slots at once as ``(x - g) @ [L_1^{-T} ... L_K^{-T}] - (mu_k - g) L_k^{-T}`` (g the data mean,
     so no cancellation), BLAS-shaped on any device.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     cost = cecib.make_cost(X, 0)
+    ...     labels = jnp.asarray(np.arange(40) >= 20, jnp.int32)
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     c = hartigan.assignment_costs(cost, X, side, cost.stats(X, side, labels, 2), jnp.ones(2, bool))
+    >>> c.shape, bool((np.argmin(np.asarray(c), 1) == np.asarray(labels)).all())
+    ((40, 2), True)
     """
-    return _assignment_costs(cost.to_cpu(stats), cost.cpu_params(), x, side, active, chunk)
+    return _assignment_costs(stats, cost, x, side, active, chunk)
 
 
-def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, chunk: int) -> Array:
+def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int) -> Array:
     """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
     ``shard_map`` every device computes its own rows from the replicated statistics)."""
     from ppclust.families import gaussian_log_normaliser_chol
 
-    n_total = prm["n_total"]
+    n_total = cost.n_total
     K = cs.n.shape[0]
     J = cs.t_mean.shape[1]
     d = cs.s.shape[1]
@@ -849,10 +908,8 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
         M = jnp.transpose(Linv, (2, 0, 1)).reshape(d, K * d)  # column block k = L_k^{-T}
         off = jnp.einsum("kc,kec->ke", mu - g[None], Linv)
     if J > 0:
-        from ppclust.inference.c3l import constrained_fit_1d
-
-        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(prm["floor"], x.dtype))
-        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(prm["p"], x.dtype))
+        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(cost.var_floor, x.dtype))
+        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(cost.p, x.dtype))
         base = base + jnp.sum(gaussian_log_normaliser_chol(sig[..., None, None]), -1)  # 1-D factors sigma
     n = x.shape[0]
     b = min(chunk, n)
@@ -869,7 +926,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
 
     maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
     tot = maha + base[None]
-    beta = prm.get("beta", 0.0)
+    beta = cost.beta
     if cs.counts.shape[1] > 0:
         from jax.scipy.special import xlogy
 
@@ -887,7 +944,7 @@ def _assignment_costs(cs: CPUStats, prm: dict, x: Array, side, active: Array, ch
     return jnp.where(active[None], tot, jnp.inf)
 
 
-def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CPUStats:
+def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CECStats:
     """Statistics of the partition ``labels`` in the compiled engine's layout, BLAS-shaped.
 
     Two passes (means, then scatters of the centred points, as every cost's ``stats``): the K scatters
@@ -900,9 +957,9 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
     def total(v):
         return v if axis is None else lax.psum(v, axis)
 
-    J = int(np.shape(prm.get("p", np.zeros(0)))[0])
+    J = cost.n_dec
     d = x.shape[1] - J
-    m = int(prm.get("n_labels", 0))
+    m = cost.n_labels
     n = x.shape[0]
     r = jax.nn.one_hot(labels, K, dtype=x.dtype)  # label K (padding): a zero row
     nk = total(r.sum(0))
@@ -923,7 +980,7 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
             return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq, None
 
         scatter, _ = lax.scan(body, jnp.zeros((K * d, d), x.dtype), (xcb, rb))
-        scatter = total(scatter).reshape(K, d, d) + prm.get("ridge", 0.0) * jnp.eye(d, dtype=x.dtype)
+        scatter = total(scatter).reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
         scale = jnp.linalg.cholesky(scatter)
     else:
         scale = jnp.zeros((K, 0, 0), x.dtype)
@@ -931,12 +988,12 @@ def _batch_stats(prm: dict, x: Array, side, labels: Array, K: int, chunk: int, a
         counts = total(r.T @ jax.nn.one_hot(side, m, dtype=x.dtype))  # -1 -> zero row
     else:
         counts = jnp.zeros((K, 0), x.dtype)
-    return CPUStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
+    return CECStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
 
 
-def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "kmeans++",
-              max_iter: int = 100, polish: bool = True, polish_passes: int = 100, reassign: str = "lazy",
-              backend: str = "auto", mesh=None, chunk: int = 1024,
+def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
+              init: str = "k-means++", max_iter: int = 100, polish: bool = True, polish_passes: int = 100,
+              reassign: str = "lazy", backend: str = "auto", mesh=None, chunk: int = 1024,
               centres=None) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
@@ -963,6 +1020,20 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     ``init="labels"`` with ``centres``: the restarts start from :func:`seeded_partitions` (see :func:`fit`).
 
     Returns ``(HartiganFit, BatchResult)``: the first holds the polished (or best batch) result.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = jnp.asarray(x)
+    ...     side = jnp.full(40, -1, jnp.int32)  # no labels
+    ...     fitted, runs = hartigan.fit_batch(jax.random.key(0), cecib.make_cost(X, 0), X, side, K=2,
+    ...                                       min_size=4.0, n_init=2)
+    >>> runs.labels.shape, int(fitted.best.active.sum())
+    ((2, 40), 2)
     """
     _check_init(init, centres)
     if init == "labels":
@@ -991,19 +1062,17 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
 def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, axis=None) -> BatchResult:
     """Batch restarts over the rows this device holds (all rows when ``axis`` is None); ``valid`` marks
     the real rows (padding rows keep label K and count nowhere)."""
-    prm = cost.cpu_params()
-
     def one(l0):
         def stats_of(labels):
-            cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
-            active = (cs.n >= min_size) & ~cost.degenerate(cost.from_cpu(cs))
+            cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+            active = (cs.n >= min_size) & ~cost.degenerate(cs)
             keep = jnp.zeros(K, bool).at[jnp.argmax(cs.n)].set(True)  # never remove the last slot
             return cs, jnp.where(jnp.any(active), active, keep)
 
         def body(carry):
             labels, _, it = carry
             cs, active = stats_of(labels)
-            new = jnp.argmin(_assignment_costs(cs, prm, x, side, active, chunk), 1).astype(jnp.int32)
+            new = jnp.argmin(_assignment_costs(cs, cost, x, side, active, chunk), 1).astype(jnp.int32)
             new = jnp.where(valid, new, K)
             changed = jnp.any(new != labels)
             if axis is not None:
@@ -1016,8 +1085,8 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
 
         l0 = jnp.where(valid, l0.astype(jnp.int32), K)
         labels, changed, it = lax.while_loop(cond, body, (l0, jnp.asarray(True), 0))
-        cs = _batch_stats(prm, x, side, labels, K, chunk, axis)
-        costs = cost.cost(cost.from_cpu(cs))
+        cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+        costs = cost.cost(cs)
         active = cs.n > 0
         return BatchResult(labels, active, jnp.sum(jnp.where(active, costs, 0.0)), it, ~changed)
 

@@ -26,7 +26,16 @@ def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):
     """The random numbers of one k-means++ seeding of ``k`` centres among ``m`` points (``m`` may be traced):
     ``first`` (int32, uniform in 0..m-1) and ``u`` (k,) uniforms in [0, 1) of ``dtype``, centre j drawing
     with ``u[j]``. ``key`` is split into k keys; ``first`` comes from the first, ``u[j]`` from the j-th (the
-    draws of ``jax.random.randint`` and ``jax.random.choice``)."""
+    draws of ``jax.random.randint`` and ``jax.random.choice``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.inference.init import kmeanspp_uniforms
+    >>> first, u = kmeanspp_uniforms(jax.random.key(0), 3, 10, jnp.float32)
+    >>> u.shape, bool(0 <= int(first) < 10)
+    ((3,), True)
+    """
     keys = jax.random.split(key, k)
     first = jax.random.randint(keys[0], (), 0, m, dtype=jnp.int32)
     u = jax.vmap(lambda kj: jax.random.uniform(kj, (), dtype=dtype))(keys)
@@ -45,6 +54,15 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
 
     ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
     that is never drawn; the draws equal those on the unpadded rows.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.init import kmeanspp_from_uniforms
+    >>> x = jnp.array([[0.0], [1.0], [10.0]])
+    >>> idx, _ = kmeanspp_from_uniforms(0, jnp.array([0.0, 0.5]), x, jnp.zeros((2, 1)), jnp.zeros(2, bool))
+    >>> idx.tolist()
+    [0, 2]
     """
     n = x.shape[0]
     k = centres.shape[0]
@@ -80,6 +98,14 @@ def kmeanspp_centres(key, x, centres, fixed):
 
     The fixed rows (e.g. labelled class means) count as already chosen. With no fixed row, the first
     centre is a uniformly drawn point.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.inference.init import kmeanspp_centres
+    >>> x = jnp.array([[0.0], [1.0], [10.0]])
+    >>> kmeanspp_centres(jax.random.key(0), x, jnp.array([[0.0], [0.0]]), jnp.array([True, False])).shape
+    (2, 1)
     """
     first, u = kmeanspp_uniforms(key, centres.shape[0], x.shape[0], x.dtype)
     return kmeanspp_from_uniforms(first, u, x, centres, fixed)[1]
@@ -87,7 +113,16 @@ def kmeanspp_centres(key, x, centres, fixed):
 
 def kmeanspp_indices(key, x, K: int, n_valid=None):
     """K distinct seed indices (int32) by D^2 sampling, the first uniform (the authors' Java demo of
-    CEC-IB; :func:`kmeanspp_from_uniforms` with no fixed centre). ``n_valid``: see there."""
+    CEC-IB; :func:`kmeanspp_from_uniforms` with no fixed centre). ``n_valid``: see there.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.inference.init import kmeanspp_indices
+    >>> idx = kmeanspp_indices(jax.random.key(0), jnp.arange(10.0)[:, None], 3)
+    >>> len(set(idx.tolist()))
+    3
+    """
     m = x.shape[0] if n_valid is None else n_valid
     first, u = kmeanspp_uniforms(key, K, m, x.dtype)
     centres = jnp.zeros((K, x.shape[1]), x.dtype)
@@ -96,6 +131,14 @@ def kmeanspp_indices(key, x, K: int, n_valid=None):
 
 def nearest_centre(x, centres, allowed):
     """Label (int32, (n,)) of each point's nearest centre (squared Euclidean, expanded form, first on
-    ties) among the components it is ``allowed`` (n, k) to use."""
+    ties) among the components it is ``allowed`` (n, k) to use.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.init import nearest_centre
+    >>> nearest_centre(jnp.array([[0.0], [9.0]]), jnp.array([[0.0], [10.0]]), jnp.ones((2, 2), bool)).tolist()
+    [0, 1]
+    """
     d2 = jnp.sum(x * x, 1)[:, None] - 2 * x @ centres.T + jnp.sum(centres**2, 1)[None]
     return jnp.argmin(jnp.where(allowed, d2, jnp.inf), axis=1).astype(jnp.int32)

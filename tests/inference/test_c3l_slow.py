@@ -74,7 +74,7 @@ def test_leakage_bounded_and_converged_on_wine(wine_runs):
         for al in (0.01, 0.05):
             m = fits[al]
             assert np.all(m.leakage_ <= al * (1 + 1e-9)), (al, m.leakage_)
-            assert m.converged_ and m.restart_n_passes_.max() < m.max_iter
+            assert m.converged_ and m.restart_n_iter_.max() < m.max_iter
             # a cluster whose constraint is inactive leaks by itself less than alpha
             assert np.all(m.natural_leakage_[~m.constraint_active_] <= al * (1 + 1e-9))
 
@@ -89,4 +89,4 @@ def test_alpha_half_is_plain_cec_on_wine(wine_runs):
         np.testing.assert_array_equal(m.labels_, m2.labels_)
         assert not m.constraint_active_.any()
         Z = c3l.transform(X, c3l.make_hyperplane(h, a))
-        assert m.cost_ == pytest.approx(_plain_cec_cost(Z, m.labels_), abs=1e-9)
+        assert m.objective_ == pytest.approx(_plain_cec_cost(Z, m.labels_), abs=1e-9)

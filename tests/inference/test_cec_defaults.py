@@ -1,5 +1,5 @@
 """CEC-IB / C3L defaults of issue 20 (session 9): the capped start (``cap_clusters``) and the label-noise
-weight (``label_noise``: ``sideinfo.label_channel_information``, the flip rate read off a partition,
+weight (``label_noise``: ``cecib.label_channel_information``, the flip rate read off a partition,
 ``sideinfo.partition_flip_rate``, tested in ``tests/test_sideinfo.py``)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ppclust.errors import InvalidParameterError
 from ppclust.estimators.c3l import C3L
 from ppclust.estimators.cecib import CECIB
 from ppclust.inference import c3l, cecib, hartigan
-from ppclust.sideinfo import label_channel_information
+from ppclust.inference.cecib import label_channel_information
 
 
 def _blobs(seed, n_per=50, d=20, k=3, sep=8.0):
@@ -45,10 +45,10 @@ def test_capped_start_avoids_the_one_cluster_fallback():
     # labelled runs keep one initial cluster per category even above the cap
     lab = np.where(np.arange(len(y)) % 10 == 0, y, -1)
     assert CECIB(2, n_init=1, random_state=0, progress_bar=False).fit(x, lab).n_clusters_init_ == 3
-    # C3L: floor(n / card_min), card_min = max(ceil(0.05 n), d_r + 3) with d_r = 19 for two categories
+    # C3L: floor(n / min_size), min_size = max(ceil(0.05 n), d_r + 3) with d_r = 19 for two categories
     lab2 = np.where(lab >= 0, lab % 2, -1)
     m = C3L(12, n_init=2, random_state=0, progress_bar=False).fit(x, lab2)
-    assert m.n_clusters_init_ == 150 // c3l.default_card_min(150, 19) == 6
+    assert m.n_clusters_init_ == 150 // c3l.min_size(150, 19) == 6
     assert C3L(12, cap_clusters=False, n_init=1, progress_bar=False).fit(x, lab2).n_clusters_init_ == 12
 
 
@@ -103,7 +103,7 @@ def test_auto_start_falls_back_to_kmeanspp_when_wrong_labels_misplace_the_seeds(
     none = metrics.ari(y, CECIB(3, **kw).fit(x).labels_)
     seeded = metrics.ari(y, CECIB(3, init="labels", **kw).fit(x, lab).labels_)
     auto = CECIB(3, **kw).fit(x, lab)
-    assert auto.init_ == "kmeans++"
+    assert auto.init_ == "k-means++"
     assert metrics.ari(y, auto.labels_) >= none - 0.02
     assert seeded < none - 0.05
 

@@ -206,13 +206,13 @@ def test_estimator_recovers_blobs_and_predicts():
     est = CECIB(n_clusters=6, beta=1.0, n_init=10, random_state=0).fit(x, y)
     # spec §8.4; single restarts may stop at a local optimum that splits one blob in two
     assert est.n_clusters_ == 3
-    assert est.cost_ <= cecib.cecib_cost(x, truth, y, 1.0).total + 1e-9
+    assert est.objective_ <= cecib.cecib_cost(x, truth, y, 1.0).total + 1e-9
     assert normalized_mutual_info_score(truth, est.labels_) > 0.95
-    assert est.cost_ == pytest.approx(sum(est.cost_parts_.values()), abs=1e-9)
-    assert est.cost_ == pytest.approx(cecib.cecib_cost(x, est.labels_, y, 1.0).total, abs=1e-9)
+    assert est.objective_ == pytest.approx(sum(est.objective_terms_.values()), abs=1e-9)
+    assert est.objective_ == pytest.approx(cecib.cecib_cost(x, est.labels_, y, 1.0).total, abs=1e-9)
     assert np.mean(est.predict(x) == est.labels_) > 0.97
     assert est.means_.shape == (3, 2) and est.covariances_.shape == (3, 2, 2)
-    assert est.restart_costs_.min() == pytest.approx(est.cost_, abs=1e-9)
+    assert est.restart_objectives_.min() == pytest.approx(est.objective_, abs=1e-9)
     with pytest.raises(ValueError, match="beta"):
         CECIB(beta=-1.0).fit(x)
     with pytest.raises(ValueError, match="NaN"):
@@ -234,7 +234,7 @@ def test_auto_beta_is_one_at_every_label_budget(share):
     assert auto.beta_ == 1.0
     explicit = CECIB(n_clusters=6, beta=1.0, n_init=3, random_state=0).fit(x, y)
     np.testing.assert_array_equal(auto.labels_, explicit.labels_)
-    assert auto.cost_ == pytest.approx(cecib.cecib_cost(x, auto.labels_, y, 1.0).total, abs=1e-9)
+    assert auto.objective_ == pytest.approx(cecib.cecib_cost(x, auto.labels_, y, 1.0).total, abs=1e-9)
     if share:  # beta 2 gives another optimum (a rule that grew beta below 10% labels would fail here)
         other = CECIB(n_clusters=6, beta=2.0, n_init=3, random_state=0).fit(x, y)
-        assert other.cost_ != pytest.approx(auto.cost_, abs=1e-6)
+        assert other.objective_ != pytest.approx(auto.objective_, abs=1e-6)

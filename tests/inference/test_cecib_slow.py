@@ -57,8 +57,8 @@ def _fit(X, lab, C, beta, seed):
     # the paper's protocol pinned (sessions 8-9 changed the library's defaults: init="auto" takes the
     # label-seeded or cost-chosen start, cap_clusters lowers k_init; on main these tests had failed since
     # session 8): the authors' k-means++ start and k_init = 2 x classes as given
-    return CECIB(n_clusters=2 * C, beta=beta, eps=0.05, n_init=10, random_state=seed, init="kmeans++",
-                 cap_clusters=False).fit(X, lab)
+    return CECIB(n_clusters=2 * C, beta=beta, min_cluster_fraction=0.05, n_init=10, random_state=seed,
+                 init="k-means++", cap_clusters=False).fit(X, lab)
 
 
 @pytest.fixture(scope="module", params=["iris", "wine"])

@@ -94,8 +94,8 @@ def test_remark_4_1():
         x = rng.normal(size=(n, 2))
         z = rng.integers(0, 2, n)
         one = cecib.cecib_cost(x, np.zeros(n, int), z, 0.5).total
-        m = CECIB(n_clusters=4, beta=0.5, eps=0.05, n_init=10, random_state=r).fit(x, z)
+        m = CECIB(n_clusters=4, beta=0.5, min_cluster_fraction=0.05, n_init=10, random_state=r).fit(x, z)
         ones += m.n_clusters_ == 1
-        single = CECIB(n_clusters=4, beta=0.5, eps=0.05, n_init=1, random_state=r).fit(x, z)
-        assert single.n_clusters_ == 1 or single.cost_ > one
+        single = CECIB(n_clusters=4, beta=0.5, min_cluster_fraction=0.05, n_init=1, random_state=r).fit(x, z)
+        assert single.n_clusters_ == 1 or single.objective_ > one
     assert ones >= 9, ones

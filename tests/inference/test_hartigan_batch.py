@@ -111,7 +111,7 @@ def test_estimators_algorithm_batch():
     x, y, truth = _data(4, n_per=120)
     est = CECIB(n_clusters=6, n_init=3, random_state=0, algorithm="batch").fit(x, y)
     assert est.labels_.min() >= 0 and nmi(truth, est.labels_) > 0.9
-    assert est.cost_ == pytest.approx(cecib.cecib_cost(x, est.labels_, y).total, abs=1e-9)
+    assert est.objective_ == pytest.approx(cecib.cecib_cost(x, est.labels_, y).total, abs=1e-9)
     m = C3L(n_clusters=5, n_init=3, random_state=0, algorithm="batch").fit(x, hyperplane=([1.0, 0, 0], 0.0))
     assert m.labels_.min() >= 0 and np.all(m.leakage_ <= 0.05 + 1e-9)
     with pytest.raises(ValueError, match="algorithm"):

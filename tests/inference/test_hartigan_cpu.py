@@ -15,7 +15,7 @@ import pytest
 
 from ppclust import families
 from ppclust.inference import _hartigan_cpu as cpu
-from ppclust.inference import c3l, cecib, hartigan
+from ppclust.inference import c3l, cec, cecib, hartigan
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
 
@@ -91,7 +91,7 @@ def test_logdet_after_add_twin(K):
 
 
 def test_cluster_cost_twin():
-    """The shared per-cluster cost (hartigan.cluster_cost) with CEC-IB's and C3L's own terms."""
+    """The shared per-cluster cost (cec.CECCost.slot_cost) with its leakage term and its label term."""
     p = np.asarray([float(c3l.quantile(0.05)), float(c3l.quantile(0.2))])
     floor = np.asarray([1e-9, 1e-9])
     cases = [  # nk, logdet, t_mean, t_m2, n_lab, clogc
@@ -101,17 +101,19 @@ def test_cluster_cost_twin():
         (9.0, -np.inf, [0.3, 0.3], [1.0, 1.0], 0.0, 0.0),  # singular -> inf
     ]
     with jax.enable_x64(True):
-        cost_c3l = c3l.C3LCost(jnp.asarray(p), jnp.asarray(100.0), jnp.asarray(floor), 2, 4)
+        cost_c3l = cec.CECCost(jnp.asarray(100.0), jnp.asarray(0.0), jnp.asarray(p), jnp.asarray(floor),
+                               jnp.asarray(0.0), n_labels=0, n_dec=2, dim=4, min_count=6.0)
         for nk, ld, tm, t2, _, _ in cases:
-            want = float(cost_c3l._cluster_cost(jnp.asarray(nk), jnp.asarray(tm), jnp.asarray(t2),
-                                                jnp.asarray(ld)))
+            want = float(cost_c3l.slot_cost(jnp.asarray(nk), jnp.asarray(tm), jnp.asarray(t2),
+                                            jnp.asarray(ld), 0.0, 0.0))
             got = cpu.cluster_cost(nk, ld, np.asarray(tm), np.asarray(t2), 0.0, 0.0, 100.0, 0.0, p, floor, 4)
             assert got == pytest.approx(want, abs=1e-12) or got == want == np.inf
-        cost_ib = cecib.CECIBCost(jnp.asarray(0.7), jnp.asarray(100.0), jnp.asarray(0.0), 3, 5)
+        cost_ib = cec.CECCost(jnp.asarray(100.0), jnp.asarray(0.7), jnp.zeros(0), jnp.zeros(0),
+                              jnp.asarray(0.0), n_labels=3, n_dec=0, dim=5, min_count=6.0)
         for nk, ld, n_lab, clogc in [(12.0, 3.2, 5.0, 3 * np.log(3) + 2 * np.log(2)), (30.0, -2.0, 0.0, 0.0),
                                      (8.0, 1.0, 4.0, 4 * np.log(4))]:
-            want = float(cost_ib._cluster_cost(jnp.asarray(nk), jnp.asarray(ld), jnp.asarray(n_lab),
-                                               jnp.asarray(clogc)))
+            want = float(cost_ib.slot_cost(jnp.asarray(nk), jnp.zeros(0), jnp.zeros(0), jnp.asarray(ld),
+                                           jnp.asarray(n_lab), jnp.asarray(clogc)))
             got = cpu.cluster_cost(nk, ld, np.zeros(0), np.zeros(0), n_lab, clogc, 100.0, 0.7, np.zeros(0),
                                    np.zeros(0), 5)
             assert got == pytest.approx(want, abs=1e-12)
@@ -130,7 +132,7 @@ def _assert_same_run(a: hartigan.HartiganResult, b: hartigan.HartiganResult, cos
     np.testing.assert_array_equal(np.asarray(a.n_clusters_trace), np.asarray(b.n_clusters_trace))
     act = np.asarray(a.active)
     np.testing.assert_allclose(np.asarray(a.costs)[act], np.asarray(b.costs)[act], rtol=0, atol=1e-10)
-    ca, cb = cost.to_cpu(a.stats), cost.to_cpu(b.stats)
+    ca, cb = a.stats, b.stats
     for f in ("n", "s", "scale", "t_mean", "t_m2", "counts", "n_lab", "clogc"):
         np.testing.assert_allclose(np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act],
                                    rtol=1e-9, atol=1e-9, err_msg=f)
@@ -174,7 +176,7 @@ def test_engine_matches_xla_c3l(J):
         Z = jnp.asarray(z)
         cost = c3l.make_cost(Z, J, 0.05)
         labels0 = jnp.asarray(rng.integers(0, 5, len(x)), jnp.int32)
-        kw = dict(K=5, min_size=c3l.default_card_min(len(x), 4 - J), reassign="immediate")
+        kw = dict(K=5, min_size=c3l.min_size(len(x), 4 - J), reassign="immediate")
         a = hartigan.run(cost, Z, None, labels0, backend="numba", **kw)
         b = hartigan.run(cost, Z, None, labels0, backend="xla", **kw)
         _assert_same_run(a, b, cost)
@@ -192,7 +194,7 @@ def test_fit_restarts_match_xla():
     with jax.enable_x64(True):
         X = jnp.asarray(x)
         yc, m = cecib.encode_labels(y, len(y))
-        kw = dict(n_clusters=6, n_init=3, eps=0.05)
+        kw = dict(n_clusters=6, n_init=3, min_cluster_fraction=0.05)
         a = cecib.fit(jax.random.key(0), X, yc, m, backend="numba", **kw)
         b = cecib.fit(jax.random.key(0), X, yc, m, backend="xla", **kw)
     assert isinstance(a, hartigan.HartiganFit) and isinstance(a.best, hartigan.HartiganResult)
@@ -261,14 +263,17 @@ def test_blocked_visits_same_run_as_point_visits(reassign):
                           max_passes=100, reassign=reassign, tol=0.0, order=None, _kernel_args=captured)
     runs = []
     for block in (0, 32, 5):
-        args = [a.copy() if isinstance(a, np.ndarray) else a for a in captured[0]]
-        args[14] = np.append(args[14], block)  # prm[P_BLOCK]
-        cpu.run_batch(*args)
-        runs.append(args)
-    assert int(runs[0][21].min()) > 2 and int(runs[0][4].sum()) < 2 * 7  # several passes and a deletion
-    for other in runs[1:]:
-        for i in (3, 4, 5, 6, 7, 13, 19, 20, 21, 22):  # labels, active, n, sums, factors, costs, traces
-            np.testing.assert_array_equal(other[i], runs[0][i])
+        data, cfg, state, out = (type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
+                                 for t in captured[0])
+        cpu.run_restarts(data, cfg._replace(block=block), state, out)
+        runs.append((state, out))
+    state0, out0 = runs[0]
+    assert int(out0.n_passes.min()) > 2 and int(state0.active.sum()) < 2 * 7  # several passes and a deletion
+    for state, out in runs[1:]:
+        for f in ("labels", "active", "n", "sT", "L", "costs"):
+            np.testing.assert_array_equal(getattr(state, f), getattr(state0, f), err_msg=f)
+        for f in ("trace", "ktrace", "n_passes"):
+            np.testing.assert_array_equal(getattr(out, f), getattr(out0, f), err_msg=f)
 
 
 def test_well_conditioned_shortcut_never_contradicts_the_eigenvalue_test():

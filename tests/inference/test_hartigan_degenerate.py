@@ -59,11 +59,11 @@ def test_cecib_singular_features_regularised(make):
     with pytest.warns(UserWarning, match="regularised"):
         est = CECIB(n_clusters=4, n_init=3, random_state=0).fit(X)
     _check_labels(est, len(X))
-    assert est.reg_ == hartigan.JITTER and np.isfinite(est.cost_)
+    assert est.reg_covar_ == hartigan.JITTER and np.isfinite(est.objective_)
     if make is not _one_hot:  # one-hot categories are themselves near-zero-entropy clusters of the model
         _refines(est.labels_, truth)
     # the cost is that of the regularised model, part by part
-    assert est.cost_ == pytest.approx(sum(est.cost_parts_.values()), rel=1e-7)  # condition ~1/jitter
+    assert est.objective_ == pytest.approx(sum(est.objective_terms_.values()), rel=1e-7)  # cond ~1/jitter
 
 
 @pytest.mark.slow
@@ -85,7 +85,7 @@ def test_cecib_well_posed_data_not_regularised():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est = CECIB(n_clusters=4, n_init=2, random_state=0).fit(x)
-    assert est.reg_ == 0.0
+    assert est.reg_covar_ == 0.0
 
 
 def test_cecib_binary_columns_and_more_clusters_than_points():
@@ -97,7 +97,7 @@ def test_cecib_binary_columns_and_more_clusters_than_points():
     x, _ = _two_blobs(4, n=6, d=2)
     est = CECIB(n_clusters=30, n_init=2, random_state=0).fit(x)  # n_clusters > n = 12
     _check_labels(est, len(x))
-    assert np.isfinite(est.cost_)
+    assert np.isfinite(est.objective_)
 
 
 def test_cecib_max_passes_one_assigns_every_point():
@@ -107,7 +107,7 @@ def test_cecib_max_passes_one_assigns_every_point():
     x = np.r_[x, np.random.default_rng(5).normal(size=(40, 2)) * 0.3 + [3.0, 3.0]]
     hits = 0
     for seed in range(6):
-        est = CECIB(n_clusters=10, n_init=1, max_iter=1, eps=0.1, random_state=seed).fit(x)
+        est = CECIB(n_clusters=10, n_init=1, max_iter=1, min_cluster_fraction=0.1, random_state=seed).fit(x)
         _check_labels(est, len(x))
         hits += not est.converged_
     assert hits > 0  # the scenario was exercised
@@ -150,6 +150,6 @@ def test_c3l_singular_features(make):
     with pytest.warns(UserWarning, match="regularised"):
         est = C3L(n_clusters=4, n_init=3, random_state=0).fit(X, hyperplane=hp)
     _check_labels(est, len(X))
-    assert est.reg_ == hartigan.JITTER and np.isfinite(est.cost_)
+    assert est.reg_covar_ == hartigan.JITTER and np.isfinite(est.objective_)
     _refines(est.labels_, truth)
     assert np.isfinite(est.predict(X)).all()

@@ -96,7 +96,7 @@ def test_initial_labels_twin():
     x = _data(3, n=211)
     with jax.enable_x64(True):
         key = jax.random.key(7)
-        want = hartigan._initial_labels(key, jnp.asarray(x), K=5, n_init=6, init="kmeans++", sharding=None)
+        want = hartigan._initial_labels(key, jnp.asarray(x), K=5, n_init=6, init="k-means++", sharding=None)
         first, u = hartigan._kmeanspp_draws(key, np.int32(len(x)), K=5, n_init=6, dtype="float64")
         got = _cpu().initial_labels(np.asarray(first), np.asarray(u), x, 5)
     np.testing.assert_array_equal(np.asarray(want), got)
@@ -107,26 +107,19 @@ def test_initial_labels_twin():
 def _compare_states(cost, x, side, labels0, K, min_size=0.0):
     """_init_cpu.init_states against hartigan._init_states (JAX) on the same partitions."""
     R, n = labels0.shape
-    prm_d = cost.cpu_params()
-    prm = np.zeros(6)
-    prm[cpu.P_NTOTAL] = float(prm_d["n_total"])
-    prm[cpu.P_BETA] = float(prm_d.get("beta", 0.0))
-    prm[cpu.P_MINSIZE] = min_size
-    prm[cpu.P_MINCOUNT] = float(prm_d["min_count"])
-    prm[cpu.P_SINGTOL] = float(prm_d["sing_tol"])
-    p = np.atleast_1d(np.asarray(prm_d.get("p", np.zeros(0)), np.float64))
-    floor = np.atleast_1d(np.asarray(prm_d.get("floor", np.zeros(0)), np.float64))
-    m = int(prm_d.get("n_labels", 0))
-    J, d, Kp = p.shape[0], x.shape[1] - p.shape[0], K + 3
-    out = dict(n=np.zeros((R, Kp)), sT=np.zeros((R, d, Kp)), L=np.zeros((R, d, d, Kp)),
-               tmean=np.zeros((R, Kp, J)), tm2=np.zeros((R, Kp, J)), counts=np.zeros((R, Kp, m)),
-               nlab=np.zeros((R, Kp)), clogc=np.zeros((R, Kp)), costs=np.zeros((R, Kp)),
-               active=np.zeros((R, Kp), bool))
-    labels = labels0.astype(np.int32).copy()
-    side_np = np.full(n, -1, np.int32) if side is None else np.asarray(side, np.int32)
-    _cpu().init_states(x, side_np, labels, K, float(prm_d.get("ridge", 0.0)), prm, p, floor, *out.values())
+    data, cfg = hartigan._cpu_inputs(cost, x, side, None, min_size=min_size, tol=0.0, max_passes=1,
+                                     reassign="lazy")
+    J, m = cost.n_dec, cost.n_labels
+    d, Kp = x.shape[1] - J, K + 3
+    st = cpu.Slots(labels0.astype(np.int32).copy(), np.zeros((R, Kp), bool), np.zeros((R, Kp)),
+                   np.zeros((R, d, Kp)), np.zeros((R, d, d, Kp)), np.zeros((R, Kp, J)), np.zeros((R, Kp, J)),
+                   np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp)), np.zeros((R, Kp)))
+    _cpu().init_states(data, cfg, st, K, float(cost.ridge))
+    labels = st.labels
+    out = dict(n=st.n, sT=st.sT, L=st.L, tmean=st.tmean, tm2=st.tm2, counts=st.counts, nlab=st.nlab,
+               clogc=st.clogc, costs=st.costs, active=st.active)
     lab_j, st_j, costs_j, act_j = hartigan._init_states(cost, jnp.asarray(x), side, jnp.asarray(labels0), K=K)
-    cs = jax.vmap(cost.to_cpu)(st_j)
+    cs = st_j
     act = np.asarray(act_j)
     np.testing.assert_array_equal(labels, np.asarray(lab_j))
     np.testing.assert_array_equal(out["active"][:, :K], act)
@@ -153,7 +146,7 @@ def test_init_states_twin_cecib():
         labels0 = rng.integers(0, 6, (3, len(x)))
         labels0[1, :115] = 0  # slots 1..5 of restart 1 too small: dead (degenerate)
         for reg in (0.0, 1e-3):
-            cost = cecib.make_cost(jnp.asarray(x), m, 0.7, reg=reg)
+            cost = cecib.make_cost(jnp.asarray(x), m, 0.7, reg_covar=reg)
             out, act = _compare_states(cost, x, jnp.asarray(yc), labels0, 6)
             assert act[1].sum() == 1 and act[0].sum() == 6
         # every slot too small: all points start in slot 0 (the one-cluster fallback)

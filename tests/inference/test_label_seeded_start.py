@@ -85,7 +85,7 @@ def test_label_seeded_fit_recovers_classes_where_random_start_does_not(seed):
 def test_auto_init_uses_labels_only_when_given_and_labels_needs_them():
     x, _, lab = _grid(0)
     assert CECIB(9, n_init=1, progress_bar=False).fit(x, lab).init_ == "labels"
-    assert CECIB(9, n_init=1, progress_bar=False).fit(x).init_ == "kmeans++"
+    assert CECIB(9, n_init=1, progress_bar=False).fit(x).init_ == "k-means++"
     with pytest.raises(InvalidParameterError) as err:
         CECIB(9, init="labels", progress_bar=False).fit(x)
     assert err.value.parameter == "init"
