@@ -1,12 +1,15 @@
-"""Shared pytest setup: JAX persistent compilation cache, the ../shared reference folder."""
+"""Shared pytest setup: JAX persistent compilation cache, the ../shared reference folder, and the canonical
+data sets of the tests (``blobs``, ``make_linked_blobs``, ``wine``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
+import numpy as np
 import pytest
 
 _CACHE = Path(__file__).resolve().parent.parent / ".jax_cache"
@@ -47,7 +50,6 @@ def _private_numba_cache() -> None:
 
 
 _private_numba_cache()
-
 
 
 def pytest_configure(config):
@@ -95,3 +97,55 @@ def shared_dir() -> Path:
     if not (SHARED / "reference").is_dir():
         pytest.skip(f"golden reference folder {SHARED / 'reference'} not found (only CI has ../shared)")
     return SHARED
+
+
+# --- canonical data sets ----------------------------------------------------------------------------------
+
+class Blobs(NamedTuple):
+    """Three well separated 2-D Gaussian blobs with side information of every kind."""
+
+    X: np.ndarray  # (n, 2) float64
+    labels: np.ndarray  # (n,) int: the true partition
+    partial_labels: np.ndarray  # (n,) int: every third point labelled, -1 elsewhere
+    must_link: np.ndarray  # (m, 2) row pairs, 15% of all links flipped
+    cannot_link: np.ndarray  # (m', 2) row pairs
+
+
+def linked_blobs(seed: int = 0, n_per: int = 12) -> Blobs:
+    """``3 * n_per`` points around (0, 0), (8, 0), (0, 8) (unit noise) and 40 random pairs as links, 15% of
+    them of the wrong kind."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat([0, 1, 2], n_per)
+    X = np.array([[0, 0], [8, 0], [0, 8]])[truth] + rng.normal(size=(3 * n_per, 2))
+    pairs = np.array([rng.choice(3 * n_per, 2, replace=False) for _ in range(40)])
+    same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+    flip = rng.random(40) < 0.15
+    partial = np.where(np.arange(3 * n_per) % 3 == 0, truth, -1)
+    return Blobs(X, truth, partial, pairs[same ^ flip], pairs[~same ^ flip])
+
+
+@pytest.fixture(scope="session")
+def blobs() -> Blobs:
+    """The small 2-D data set of the tests: :func:`linked_blobs` with seed 0 (36 points, 3 clusters)."""
+    return linked_blobs()
+
+
+@pytest.fixture(scope="session")
+def make_linked_blobs():
+    """:func:`linked_blobs` itself, for tests that need another seed or size."""
+    return linked_blobs
+
+
+class Wine(NamedTuple):
+    X: np.ndarray  # (178, 13), each column standardised (mean 0, sd 1)
+    labels: np.ndarray  # (178,) int in {0, 1, 2}
+
+
+@pytest.fixture(scope="session")
+def wine() -> Wine:
+    """scikit-learn's wine data (bundled with scikit-learn, no download), columns standardised."""
+    from ppclust.datasets import load
+
+    X, y = load("wine")
+    X = np.asarray(X, dtype=float)
+    return Wine((X - X.mean(0)) / X.std(0), np.asarray(y, dtype=int))
