@@ -1,4 +1,6 @@
 r"""Point estimates and credible balls for a posterior over partitions, at any n (no n x n array).
+The module is kept whole: the losses, the SALSO search (with its compiled kernels) and the credible ball
+share one representation, the per-draw contingency tables.
 
 Losses (Dahl, Johnson & Müller 2022, "Search algorithms and loss functions for Bayesian clustering",
 JCGS 31, Sections 2-3; Wade & Ghahramani 2018, Bayesian Analysis 13, Section 3). For a *truth* ``z`` (a
