@@ -15,20 +15,24 @@ import jax
 import numpy as np
 
 # Imported before anything is compiled: importing numpyro adds JAX tracing-context values, so a
-# later first import would invalidate every jit cache entry made so far (measured: a 3 s recompile
-# of an already compiled CEC-IB fit once SemiSupervisedGMM had pulled numpyro in).
+# later first import would invalidate every jit cache entry made so far (an already compiled fit would
+# compile again once another estimator pulled numpyro in).
 with warnings.catch_warnings():
     # numpyro imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
     # although nothing asked for a widget (ppclust's own bars pick the text bar there, ppclust._progress)
     warnings.filterwarnings("ignore", message="IProgress not found")
     import numpyro  # noqa: E402,F401  isort: skip
 
+__all__ = ["LABEL_DTYPE", "CACHE_MIN_COMPILE_SECS", "MAP_FRACTION", "cache_dir", "enable_compilation_cache",
+           "memory_maps", "memory_map_limit", "release_compiled_programs", "x64", "as_seed", "as_key"]
+
 LABEL_DTYPE = np.int32
 
 _OFF = {"0", "off", "false", "no", "none"}
 _JAX_DEFAULT_MIN_COMPILE_SECS = 1.0  # JAX's own default of jax_persistent_cache_min_compile_time_secs
-#: Programs compiling faster than this are not written to the cache (JAX's default, 1 s, would leave
-#: out the many 0.1-1 s programs of a first fit: estimators' set-up, point estimates, metrics).
+#: Programs compiling faster than this are not written to the cache (JAX's default,
+#: ``_JAX_DEFAULT_MIN_COMPILE_SECS``, would leave out the many short programs of a first fit: estimators'
+#: set-up, point estimates, metrics).
 CACHE_MIN_COMPILE_SECS = 0.1
 
 
@@ -169,18 +173,17 @@ def release_compiled_programs(fraction: float | None = None, force: bool = False
     Why: XLA:CPU keeps every compiled program in memory mappings of its own (code, constants and unwind
     tables of each kernel), and JAX keeps every program it compiled for as long as the jitted function
     lives. Fitting many data sizes in one process (new programs per shape) therefore grows the count
-    (``benchmarks/results/suite_memory_maps.md``: 489 mappings per new size for a semi-supervised GMM),
-    and Linux refuses new mappings past
+    (``benchmarks/results/suite_memory_maps.md`` measures it), and Linux refuses new mappings past
     ``vm.max_map_count`` (65,530 by default). XLA's JIT then fails half-way through loading a program
     and leaves the unwind table of freed code registered with the C++ runtime, so the next C++
     exception in the process -- the very error that reports the failure -- dies of a segmentation fault
-    (the crash of ``make test``'s workers, session 17: ``_Unwind_Find_FDE`` reading an unmapped page).
+    (``_Unwind_Find_FDE`` reading an unmapped page).
 
     What: past ``fraction`` of the limit (default :data:`MAP_FRACTION`: 0.5, or ``PPCLUST_MAP_FRACTION``;
     ``off`` never clears), ``jax.clear_caches()`` drops the compiled programs (their mappings are unmapped
     and their unwind tables deregistered); later calls compile again or load from the persistent cache.
     Arrays and results are untouched. Every estimator's ``fit`` calls this first; it reads
-    ``/proc/self/maps`` (1-2 ms for a thousand mappings) only when JAX has compiled or loaded a program
+    ``/proc/self/maps`` (one read of a small text file) only when JAX has compiled or loaded a program
     since its last look, or when ``force`` is true. Returns whether it cleared.
     """
     fraction = MAP_FRACTION if fraction is None else fraction

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from ppclust.errors import OutputExistsError, PPClustError
 
+__all__ = ["OutputDir"]
+
 
 class OutputDir:
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+__all__ = ["MethodInfo", "METHODS", "ESTIMATORS", "available"]
+
 
 @dataclass(frozen=True)
 class MethodInfo:

@@ -30,6 +30,8 @@ from ppclust._registry import METHODS
 from ppclust._version import __version__
 from ppclust.errors import PPClustError, one_line
 
+__all__ = ["main", "CLIError", "read_table", "read_data", "read_labels", "read_links", "read_background"]
+
 
 class CLIError(PPClustError):
     """An error caused by the user's input: printed as one line, exit code 2."""

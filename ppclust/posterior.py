@@ -174,7 +174,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         from ppclust.inference import _gibbs_cpu
 
         backend = "numba" if _gibbs_cpu.supports(family) and jax.default_backend() == "cpu" else "xla"
-    if backend == "numba":  # the compiled twin: no program compiled per shape (issue 18's first fit)
+    if backend == "numba":  # the compiled twin: no program compiled per shape, so a first fit is fast
         from ppclust.inference import _gibbs_cpu
         from ppclust.partition import compact_labels
         from ppclust.sideinfo import pair_counts
