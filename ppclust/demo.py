@@ -56,6 +56,30 @@ def _progress(msg: str):
 
 
 def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, overwrite: bool = False) -> int:
+    """Run every available method on the standardised wine data and write one table and figures to ``out``.
+
+    Parameters
+    ----------
+    out : str, default "ppclust-demo"
+        The output folder (:class:`ppclust._output.OutputDir`: never overwrites what ppclust did not write).
+    quick : bool, default False
+        Fewer draws, restarts and no model-selection grid: a quick check that everything runs.
+    seed : int, default 0
+        Seed of the sampled side information.
+    overwrite : bool, default False
+        Replace the files of the same name this run writes.
+
+    Returns
+    -------
+    int
+        The exit code: 0 when every method ran, 1 when one failed (its row of the table says why).
+
+    Examples
+    --------
+    >>> from ppclust.demo import run_demo
+    >>> run_demo("ppclust-demo", quick=True)  # doctest: +SKIP
+    0
+    """
     from ppclust import datasets, metrics, plot
     from ppclust._output import OutputDir
 
