@@ -41,9 +41,9 @@ def contingency(labels_true, labels_pred) -> np.ndarray:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
 
     Returns
     -------
@@ -72,9 +72,9 @@ def nmi(labels_true, labels_pred, average="arithmetic") -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
     average : {"arithmetic", "geometric", "max", "min"}, default "arithmetic"
         The mean of the two entropies that normalises the mutual information: ``"arithmetic"`` is
         scikit-learn's default, ``"geometric"`` that of Strehl & Ghosh (used by the TVClust and CEC-IB
@@ -124,9 +124,9 @@ def ari(labels_true, labels_pred) -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
 
     Returns
     -------
@@ -168,9 +168,9 @@ def pairwise_f1(labels_true, labels_pred) -> tuple[float, float, float]:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
 
     Returns
     -------
@@ -204,9 +204,9 @@ def accuracy(labels_true, labels_pred) -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
 
     Returns
     -------
@@ -238,9 +238,9 @@ def purity(labels_true, labels_pred) -> float:
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-            Reference labels (any hashable values).
+        Reference labels (any hashable values).
     labels_pred : array-like of shape (n_samples,)
-            Predicted labels (any hashable values).
+        Predicted labels (any hashable values).
 
     Returns
     -------
@@ -270,11 +270,11 @@ def contingency_jax(labels_true, labels_pred, n_labels: int):
     Parameters
     ----------
     labels_true : int array of shape (n_samples,)
-            Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        labels_pred : int array of shape (n_samples,)
-            Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        n_labels : int
-            Static bound on both labellings (the table is ``n_labels x n_labels``).
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
 
     Returns
     -------
@@ -303,11 +303,11 @@ def nmi_jax(labels_true, labels_pred, n_labels: int, average: str = "arithmetic"
     Parameters
     ----------
     labels_true : int array of shape (n_samples,)
-            Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        labels_pred : int array of shape (n_samples,)
-            Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        n_labels : int
-            Static bound on both labellings (the table is ``n_labels x n_labels``).
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
     average : {"arithmetic", "geometric", "max", "min"}, default "arithmetic"
         The mean of the two entropies (static), as in :func:`nmi`.
 
@@ -352,11 +352,11 @@ def ari_jax(labels_true, labels_pred, n_labels: int):
     Parameters
     ----------
     labels_true : int array of shape (n_samples,)
-            Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        labels_pred : int array of shape (n_samples,)
-            Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        n_labels : int
-            Static bound on both labellings (the table is ``n_labels x n_labels``).
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
 
     Returns
     -------
@@ -390,11 +390,11 @@ def pairwise_f1_jax(labels_true, labels_pred, n_labels: int):
     Parameters
     ----------
     labels_true : int array of shape (n_samples,)
-            Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        labels_pred : int array of shape (n_samples,)
-            Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        n_labels : int
-            Static bound on both labellings (the table is ``n_labels x n_labels``).
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
 
     Returns
     -------
@@ -423,11 +423,11 @@ def purity_jax(labels_true, labels_pred, n_labels: int):
     Parameters
     ----------
     labels_true : int array of shape (n_samples,)
-            Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        labels_pred : int array of shape (n_samples,)
-            Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
-        n_labels : int
-            Static bound on both labellings (the table is ``n_labels x n_labels``).
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
 
     Returns
     -------
