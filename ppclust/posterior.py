@@ -316,14 +316,14 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:
-        out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq,
+        out = _loo_all(lab, (p_s, q_s, a_s), x, links, family, prior, point_logprior, pq=pq,
                        partition=partition, k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 
 @partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
-def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq, partition, k_max,
-             batch_size):
+def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, partition, k_max, batch_size):
+    """:func:`loo_log_predictive` in one XLA program; ``draw_params`` = ``(p, q, alpha)``, each (S,)."""
     from ppclust.inference.gibbs import conditional
     from ppclust.models.tvclust import pair_counts
 
@@ -348,7 +348,7 @@ def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq,
 
         return jax.lax.map(one, jnp.arange(x.shape[0]), batch_size=batch_size)
 
-    return jax.lax.map(draw, (lab, p_s, q_s, a_s))
+    return jax.lax.map(draw, (lab, *draw_params))
 
 
 def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
