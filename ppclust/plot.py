@@ -1,4 +1,6 @@
 r"""Matplotlib figures: data with links, partitions, posterior summaries, cost traces, benefit curves.
+The module is kept whole: every figure follows the conventions below and shares the colour and
+projection helpers.
 
 Conventions (shared by every function here):
 
