@@ -9,7 +9,7 @@ family -> solver -> result -> shell.
 The ``PENDING_*`` sets below are the violations that remain of each measured rule. Each check computes its
 violations and asserts they equal its set: a new violation fails, and so does a fixed one still listed
 (remove it). ``test_no_pending_debt`` (non-strict xfail) shows what is left. Regenerate the sets with
-``python tests/test_architecture.py``.
+``python tests/test_architecture.py`` (``--write`` puts them into this file).
 """
 
 from __future__ import annotations
@@ -679,13 +679,24 @@ def test_no_pending_debt():
 
 
 def _print_pending() -> None:
-    """Print every PENDING set as computed from the source now (the float-objective set needs fits and is
-    left as it is)."""
+    """The PENDING sets computed from the source now (the float-objective set needs fits: edit it by
+    hand)."""
     sets = {"PENDING_LONG_MODULES": long_modules(), "PENDING_IMPORT_CYCLES": import_cycles(),
             "PENDING_PRIVATE_IMPORTS": private_imports(), "PENDING_LONG_SIGNATURES": long_signatures(),
             "PENDING_HISTORY": history_hits(), "PENDING_MISSING_ALL": modules_without_all()}
+    write_pending(Path(__file__), sets)
+
+
+def write_pending(path: Path, sets: dict[str, set]) -> None:
+    """Print each PENDING set as computed now; with ``--write``, also put them into ``path`` in place."""
+    text = path.read_text()
     for var, found in sets.items():
-        print(f"{var} = {{" + "".join(f"\n    {v!r}," for v in sorted(found)) + ("\n}" if found else "}"))
+        literal = ("{" + "".join(f"\n    {v!r}," for v in sorted(found)) + "\n}") if found else "set()"
+        print(f"{var} = {literal}")
+        m = re.search(rf"^{var}: ([^=]+) = (\{{.*?^\}}|set\(\)|\{{[^\n]*\}})\n", text, re.M | re.S)
+        text = text[:m.start()] + f"{var}: {m.group(1).strip()} = {literal}\n" + text[m.end():]
+    if "--write" in sys.argv[1:]:
+        path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ modules is checked once, where it is defined). The numpydoc sections are read by
 ``Parameters`` lines are the lines of the section at its own indentation, ``name : type`` (or several
 names, ``x1, x2 : type``). The ``PENDING_*`` sets are the violations that remain, as in
 ``tests/test_architecture.py``: a new violation fails, a fixed one still listed fails. Regenerate them
-with ``python tests/test_docstrings.py``.
+with ``python tests/test_docstrings.py`` (``--write`` puts them into this file).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import importlib
 import inspect
 import pydoc
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -797,8 +798,19 @@ def test_no_pending_debt():
     assert not left, f"violations left: {left}"
 
 
-if __name__ == "__main__":
-    sets = {"PENDING_NO_EXAMPLES": missing_examples(), "PENDING_PARAMETERS": set(parameter_problems()),
-            "PENDING_HELP": help_without_parameters()}
+def write_pending(path: Path, sets: dict[str, set]) -> None:
+    """Print each PENDING set as computed now; with ``--write``, also put them into ``path`` in place."""
+    text = path.read_text()
     for var, found in sets.items():
-        print(f"{var} = {{" + "".join(f"\n    {v!r}," for v in sorted(found)) + ("\n}" if found else "}"))
+        literal = ("{" + "".join(f"\n    {v!r}," for v in sorted(found)) + "\n}") if found else "set()"
+        print(f"{var} = {literal}")
+        m = re.search(rf"^{var}: ([^=]+) = (\{{.*?^\}}|set\(\)|\{{[^\n]*\}})\n", text, re.M | re.S)
+        text = text[:m.start()] + f"{var}: {m.group(1).strip()} = {literal}\n" + text[m.end():]
+    if "--write" in sys.argv[1:]:
+        path.write_text(text)
+
+
+if __name__ == "__main__":
+    write_pending(Path(__file__), {"PENDING_NO_EXAMPLES": missing_examples(),
+                                   "PENDING_PARAMETERS": set(parameter_problems()),
+                                   "PENDING_HELP": help_without_parameters()})
