@@ -56,12 +56,11 @@ def pytest_configure(config):
     """``make test`` (``-m "not slow"``): compile with LLVM's lowest optimisation level.
 
     The fast suite fits tiny data sets on many shapes, so XLA's compiles (one per new shape) dominate its
-    time; ``--xla_backend_optimization_level=0`` cuts their CPU time by about a quarter (measured: the
-    sklearn-check and scale-invariance files, cold cache, 149 s -> 110 s CPU on the shared 2 cores) while
-    XLA's own graph optimisations still run. Results agree to the last bit or two (labels identical; an
-    EM objective differed by 1 ulp), far inside every test tolerance. Heavy runs (``make reproduce``, slow
-    tests, benchmarks) keep the default. Opt out with ``PPCLUST_TEST_XLA_OPT=1``. Set before the first
-    computation initialises the backend; the compilation cache keys on the flags, so entries never mix.
+    time; ``--xla_backend_optimization_level=0`` cuts their CPU time while XLA's own graph optimisations
+    still run. Results agree to the last bit or two (labels identical), far inside every test tolerance.
+    Heavy runs (``make reproduce``, slow tests, benchmarks) keep the default. Opt out with
+    ``PPCLUST_TEST_XLA_OPT=1``. Set before the first computation initialises the backend; the compilation
+    cache keys on the flags, so entries never mix.
     """
     if "not slow" in (config.option.markexpr or "") and os.environ.get("PPCLUST_TEST_XLA_OPT") != "1":
         flags = os.environ.get("XLA_FLAGS", "")
@@ -74,11 +73,10 @@ def _release_compiled_programs():
     """After each test, drop JAX's compiled programs once the worker holds a quarter of the kernel's limit
     on memory mappings (:func:`ppclust._jax.release_compiled_programs`; estimators' fits do it at half).
 
-    A worker runs ~500 tests that compile thousands of programs (one per shape) and XLA:CPU keeps each in
-    its own mappings: without this a worker passed ``vm.max_map_count`` (65,530) in about two minutes of
-    the suite, and the next XLA load failed half-way and crashed the worker (segmentation fault in the C++
-    unwinder: CI's intermittent "worker crashed" in test_demo, test_posterior, the C3L tests). Programs
-    dropped here load again from the persistent cache when a later test needs them.
+    A worker runs hundreds of tests that compile thousands of programs (one per shape) and XLA:CPU keeps
+    each in its own mappings: without this a worker can pass ``vm.max_map_count``, and the next XLA load
+    then fails half-way and crashes the worker (segmentation fault in the C++ unwinder). Programs dropped
+    here load again from the persistent cache when a later test needs them.
     ``PPCLUST_MAP_FRACTION=off`` turns this off with the fits' own check (``benchmarks/suite_memory_maps.py``
     measures both)."""
     yield
