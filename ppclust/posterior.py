@@ -39,11 +39,14 @@ __all__ = [
     "save",
     "load",
     "MAX_LOGLIK_ENTRIES",
+    "LOO_BATCH_SIZE",
 ]
 
 #: Estimators store the pointwise log-likelihood (n x draws float64 values, O(n draws K d^2) to compute)
 #: only up to this many entries (160 MB); above it they warn and leave the group out.
 MAX_LOGLIK_ENTRIES = 20_000_000
+#: Points per batch of :func:`loo_log_predictive`'s XLA program (its memory is O(batch K d^2)).
+LOO_BATCH_SIZE = 256
 
 
 def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
@@ -216,7 +219,7 @@ def _pair_counts_all(lab, links):
 
 
 def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
-                       partition="dp", point_logprior=None, batch_size=256, backend="auto") -> np.ndarray:
+                       partition="dp", point_logprior=None, backend="auto") -> np.ndarray:
     r"""Pointwise log-likelihood for PSIS-LOO: the collapsed leave-one-out predictive of each point.
 
     Parameters
@@ -240,8 +243,6 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
     point_logprior : Array of shape (n, K), optional
         Per-point log prior of each component (SemiSupervisedGMM's label term); then the observation is
         ``(x_i, y_i)`` and this term is part of the likelihood. Required with ``partition="finite"``.
-    batch_size : int, default 256
-        Points per batch of the XLA program (memory O(batch_size K d^2)).
     backend : {"auto", "numba", "xla"}, default "auto"
         ``"auto"``: the compiled CPU twin where the numba sweep supports the family on CPU, else XLA.
 
@@ -269,7 +270,8 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
     \theta)`. With :math:`\theta = z_{-i}` (``x`` and ``E`` kept) the quantity above is that ratio exactly,
     because the point's own label is integrated out rather than conditioned on; conditioning on
     :math:`z_i` would give heavy-tailed weights (high Pareto k). Links stay observed, so fits with and
-    without links are compared on the same observations ``x``. O(draws n K d^2) time.
+    without links are compared on the same observations ``x``. O(draws n K d^2) time; the XLA program
+    visits the points in batches of ``LOO_BATCH_SIZE`` (memory O(LOO_BATCH_SIZE K d^2)).
 
     Examples
     --------
@@ -317,7 +319,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:
         out = _loo_all(lab, (p_s, q_s, a_s), x, links, family, prior, point_logprior, pq=pq,
-                       partition=partition, k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
+                       partition=partition, k_max=k_max, batch_size=min(LOO_BATCH_SIZE, x.shape[0]))
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 

@@ -107,7 +107,6 @@ PENDING_LONG_SIGNATURES: set[str] = {
     'ppclust.inference.subcluster:sample',
     'ppclust.inference.subcluster:step',
     'ppclust.inference.tvclust_vb:fit',
-    'ppclust.posterior:loo_log_predictive',
 }
 PENDING_HISTORY: set[str] = {
     'ppclust._families_cpu: speed-up: 3x',
