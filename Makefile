@@ -27,7 +27,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks
-	$(PY) tests/run_suite.py -m "not slow" -n $(JOBS) --dist loadfile -q  # once more only if a worker crashed
+	$(PY) tests/run_suite.py -m "not slow" -n $(JOBS) --dist loadfile -q tests ppclust --doctest-modules  # once more only if a worker crashed
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks

@@ -56,7 +56,24 @@ _MSG = "`devices` must be None, 'all', an int >= 1 or a list of devices"
 
 
 def make_mesh(devices) -> Mesh:
-    """1-D mesh with axis ``"data"`` over a sequence of devices."""
+    """One-dimensional mesh with axis ``"data"`` (:data:`AXIS`) over a sequence of devices.
+
+    Parameters
+    ----------
+    devices : sequence of jax.Device
+        At least one device.
+
+    Returns
+    -------
+    jax.sharding.Mesh
+
+    Examples
+    --------
+    >>> import jax
+    >>> from ppclust._devices import make_mesh
+    >>> make_mesh(jax.devices()[:1]).axis_names
+    ('data',)
+    """
     devs = np.asarray(list(devices), dtype=object)
     if devs.size == 0:
         raise ValueError("`devices` is empty")
@@ -64,7 +81,26 @@ def make_mesh(devices) -> Mesh:
 
 
 def resolve_mesh(devices) -> Mesh | None:
-    """Turn an estimator's ``devices`` option into a Mesh, or None for the single-device path."""
+    """Turn an estimator's ``devices`` option into a mesh, or ``None`` for the single-device path.
+
+    Parameters
+    ----------
+    devices : None, "all", int >= 1, sequence of devices or Mesh
+        ``None`` or ``1``: one device (``None`` is returned); ``"all"``: every device; an int ``m``: the
+        first ``m`` devices; a list or mesh: those devices.
+
+    Returns
+    -------
+    jax.sharding.Mesh or None
+
+    Examples
+    --------
+    >>> from ppclust._devices import resolve_mesh
+    >>> resolve_mesh(None) is None and resolve_mesh(1) is None
+    True
+    >>> resolve_mesh("all").axis_names
+    ('data',)
+    """
     if devices is None:
         return None
     if isinstance(devices, Mesh):
@@ -86,22 +122,75 @@ def resolve_mesh(devices) -> Mesh | None:
 
 
 def n_devices(mesh: Mesh | None) -> int:
+    """Number of devices of a mesh (1 for ``None``).
+
+    Parameters
+    ----------
+    mesh : jax.sharding.Mesh or None
+        A mesh from :func:`resolve_mesh`.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from ppclust._devices import n_devices
+    >>> n_devices(None)
+    1
+    """
     return 1 if mesh is None else int(mesh.devices.size)
 
 
 def pad_rows(n: int, mesh: Mesh | None) -> int:
-    """Padded row count: the smallest multiple of the device count that is >= n."""
+    """Padded row count: the smallest multiple of the mesh's device count that is at least ``n``.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    mesh : jax.sharding.Mesh or None
+        The mesh the rows are split over (``None``: one device).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from ppclust._devices import pad_rows
+    >>> pad_rows(10, None)
+    10
+    """
     m = n_devices(mesh)
     return -(-n // m) * m
 
 
 def axis_sharding(n_items: int, devices, axis: str, what: str | None = None):
-    """NamedSharding of a leading axis of ``n_items`` independent runs over local devices, or None.
+    """Sharding of a leading axis of ``n_items`` independent runs over the local devices, or ``None``.
 
-    ``devices``: ``"auto"`` (every local device if there are several and ``n_items`` is a multiple of
-    their count, else None), ``None``/``1`` (None), or an int ``m`` in ``[1, #local devices]``
-    (``n_items`` must be a multiple of ``m``). ``axis`` names the mesh axis; ``what`` the count in
-    error messages (default ``"n_" + axis``).
+    Parameters
+    ----------
+    n_items : int
+        Length of the leading axis (restarts, chains).
+    devices : "auto", None or int
+        ``"auto"``: every local device when there are several and ``n_items`` is a multiple of their
+        count, else ``None``; ``None`` or ``1``: ``None``; an int ``m`` in ``[1, #local devices]``:
+        ``m`` devices (``n_items`` must be a multiple of ``m``).
+    axis : str
+        Name of the mesh axis.
+    what : str, optional
+        Name of the count in error messages (default ``"n_" + axis``).
+
+    Returns
+    -------
+    jax.sharding.NamedSharding or None
+
+    Examples
+    --------
+    >>> from ppclust._devices import axis_sharding
+    >>> axis_sharding(4, None, "chains") is None
+    True
     """
     local = jax.local_devices()
     what = what or f"n_{axis}"

@@ -15,29 +15,43 @@ import jax
 import numpy as np
 
 # Imported before anything is compiled: importing numpyro adds JAX tracing-context values, so a
-# later first import would invalidate every jit cache entry made so far (measured: a 3 s recompile
-# of an already compiled CEC-IB fit once SemiSupervisedGMM had pulled numpyro in).
+# later first import would invalidate every jit cache entry made so far (an already compiled fit would
+# compile again once another estimator pulled numpyro in).
 with warnings.catch_warnings():
     # numpyro imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
     # although nothing asked for a widget (ppclust's own bars pick the text bar there, ppclust._progress)
     warnings.filterwarnings("ignore", message="IProgress not found")
     import numpyro  # noqa: E402,F401  isort: skip
 
+__all__ = ["LABEL_DTYPE", "CACHE_MIN_COMPILE_SECS", "MAP_FRACTION", "cache_dir", "enable_compilation_cache",
+           "memory_maps", "memory_map_limit", "release_compiled_programs", "x64", "as_seed", "as_key"]
+
 LABEL_DTYPE = np.int32
 
 _OFF = {"0", "off", "false", "no", "none"}
 _JAX_DEFAULT_MIN_COMPILE_SECS = 1.0  # JAX's own default of jax_persistent_cache_min_compile_time_secs
-#: Programs compiling faster than this are not written to the cache (JAX's default, 1 s, would leave
-#: out the many 0.1-1 s programs of a first fit: estimators' set-up, point estimates, metrics).
+#: Programs compiling faster than this are not written to the cache (JAX's default,
+#: ``_JAX_DEFAULT_MIN_COMPILE_SECS``, would leave out the many short programs of a first fit: estimators'
+#: set-up, point estimates, metrics).
 CACHE_MIN_COMPILE_SECS = 0.1
 
 
 def cache_dir() -> Path | None:
-    """ppclust's per-user cache folder, or ``None`` when disabled.
+    r"""ppclust's per-user cache folder, or ``None`` when disabled.
 
-    ``PPCLUST_CACHE_DIR`` relocates it (``off``/``0`` disables it); otherwise the platform convention:
-    ``$XDG_CACHE_HOME/ppclust`` or ``~/.cache/ppclust`` (Linux and other Unix),
-    ``~/Library/Caches/ppclust`` (macOS), ``%LOCALAPPDATA%\\ppclust`` (Windows).
+    Returns
+    -------
+    Path or None
+        ``PPCLUST_CACHE_DIR`` when set (``off``/``0`` disables the cache: ``None``); otherwise the platform
+        convention: ``$XDG_CACHE_HOME/ppclust`` or ``~/.cache/ppclust`` (Linux and other Unix),
+        ``~/Library/Caches/ppclust`` (macOS), ``%LOCALAPPDATA%\ppclust`` (Windows).
+
+    Examples
+    --------
+    >>> import os
+    >>> from ppclust._jax import cache_dir
+    >>> cache_dir() is None or cache_dir().name == "ppclust" or "PPCLUST_CACHE_DIR" in os.environ
+    True
     """
     env = os.environ.get("PPCLUST_CACHE_DIR", "").strip()
     if env.lower() in _OFF:
@@ -54,14 +68,28 @@ def cache_dir() -> Path | None:
 def enable_compilation_cache() -> Path | None:
     """Keep compiled programs on disk so that a new process does not compile them again.
 
-    * JAX: ``jax_compilation_cache_dir`` = ``cache_dir()/jax`` and programs compiling in at least
-      ``CACHE_MIN_COMPILE_SECS`` are kept, unless the user configured a cache directory themselves
+    Run when this module is imported; idempotent.
+
+    Returns
+    -------
+    Path or None
+        The JAX cache folder in use, or ``None`` (disabled, or not writable: then a debug message on the
+        ``ppclust`` logger and nothing is changed).
+
+    Notes
+    -----
+    * JAX: ``jax_compilation_cache_dir`` = ``cache_dir()/jax``, keeping programs that compile in at
+      least :data:`CACHE_MIN_COMPILE_SECS`, unless the user configured a cache directory
       (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``): then nothing is changed. Other JAX programs of
       the same process are cached there too (that is how JAX's cache works).
-    * numba (the compiled TVClust sweep): ``NUMBA_CACHE_DIR`` = ``cache_dir()/numba`` unless set.
+    * numba (the compiled kernels): ``NUMBA_CACHE_DIR`` = ``cache_dir()/numba`` unless set.
 
-    Returns the JAX cache folder in use, or ``None`` (disabled, or not writable: then a debug message on
-    the ``ppclust`` logger and nothing is changed). Idempotent.
+    Examples
+    --------
+    >>> from ppclust._jax import enable_compilation_cache
+    >>> folder = enable_compilation_cache()
+    >>> folder is None or folder.is_dir()
+    True
     """
     root = cache_dir()
     if root is None:
@@ -143,8 +171,25 @@ jax.monitoring.register_event_duration_secs_listener(_count_program)
 
 
 def memory_maps(pid: int | None = None) -> int | None:
-    """How many memory mappings this process (or process ``pid``) holds: the lines of
-    ``/proc/<pid>/maps``; ``None`` where the count cannot be read (not Linux, or no such process)."""
+    """How many memory mappings this process (or process ``pid``) holds.
+
+    Parameters
+    ----------
+    pid : int, optional
+        A process id; default this process.
+
+    Returns
+    -------
+    int or None
+        The lines of ``/proc/<pid>/maps``; ``None`` where they cannot be read (not Linux, or no such process).
+
+    Examples
+    --------
+    >>> from ppclust._jax import memory_maps
+    >>> n = memory_maps()
+    >>> n is None or n > 0
+    True
+    """
     try:
         with open(f"/proc/{'self' if pid is None else int(pid)}/maps", "rb", buffering=0) as f:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
@@ -153,8 +198,20 @@ def memory_maps(pid: int | None = None) -> int | None:
 
 
 def memory_map_limit() -> int | None:
-    """The kernel's limit on one process's memory mappings (``/proc/sys/vm/max_map_count``, 65530 by
-    default), or ``None`` where there is none to read."""
+    """The kernel's limit on one process's memory mappings.
+
+    Returns
+    -------
+    int or None
+        ``/proc/sys/vm/max_map_count`` (65530 by default on Linux), or ``None`` where there is none to read.
+
+    Examples
+    --------
+    >>> from ppclust._jax import memory_map_limit
+    >>> limit = memory_map_limit()
+    >>> limit is None or limit > 0
+    True
+    """
     if not _MAP_LIMIT:
         try:
             _MAP_LIMIT.append(int(Path("/proc/sys/vm/max_map_count").read_text().split()[0]))
@@ -166,22 +223,41 @@ def memory_map_limit() -> int | None:
 def release_compiled_programs(fraction: float | None = None, force: bool = False) -> bool:
     """Clear JAX's in-memory compilation caches when the process's memory mappings near the kernel's limit.
 
-    Why: XLA:CPU keeps every compiled program in memory mappings of its own (code, constants and unwind
-    tables of each kernel), and JAX keeps every program it compiled for as long as the jitted function
-    lives. Fitting many data sizes in one process (new programs per shape) therefore grows the count
-    (``benchmarks/results/suite_memory_maps.md``: 489 mappings per new size for a semi-supervised GMM),
-    and Linux refuses new mappings past
-    ``vm.max_map_count`` (65,530 by default). XLA's JIT then fails half-way through loading a program
-    and leaves the unwind table of freed code registered with the C++ runtime, so the next C++
-    exception in the process -- the very error that reports the failure -- dies of a segmentation fault
-    (the crash of ``make test``'s workers, session 17: ``_Unwind_Find_FDE`` reading an unmapped page).
+    Parameters
+    ----------
+    fraction : float in (0, 1], optional
+        Clear past this share of :func:`memory_map_limit`; default :data:`MAP_FRACTION` (0.5, or
+        ``PPCLUST_MAP_FRACTION``; ``off`` never clears).
+    force : bool, default False
+        Count the mappings even when no program was compiled or loaded since the last look.
 
-    What: past ``fraction`` of the limit (default :data:`MAP_FRACTION`: 0.5, or ``PPCLUST_MAP_FRACTION``;
-    ``off`` never clears), ``jax.clear_caches()`` drops the compiled programs (their mappings are unmapped
-    and their unwind tables deregistered); later calls compile again or load from the persistent cache.
-    Arrays and results are untouched. Every estimator's ``fit`` calls this first; it reads
-    ``/proc/self/maps`` (1-2 ms for a thousand mappings) only when JAX has compiled or loaded a program
-    since its last look, or when ``force`` is true. Returns whether it cleared.
+    Returns
+    -------
+    bool
+        Whether the caches were cleared.
+
+    Notes
+    -----
+    XLA:CPU keeps every compiled program in memory mappings of its own (code, constants and unwind tables
+    of each kernel), and JAX keeps every program it compiled for as long as the jitted function lives.
+    Fitting many data sizes in one process (new programs per shape) therefore grows the count
+    (``benchmarks/results/suite_memory_maps.md`` measures it), and Linux refuses new mappings past
+    ``vm.max_map_count``. XLA's JIT then fails half-way through loading a program and leaves the unwind
+    table of freed code registered with the C++ runtime, so the next C++ exception in the process -- the
+    very error that reports the failure -- dies of a segmentation fault (``_Unwind_Find_FDE`` reading an
+    unmapped page).
+
+    Past ``fraction`` of the limit, ``jax.clear_caches()`` drops the compiled programs (their mappings are
+    unmapped and their unwind tables deregistered); later calls compile again or load from the persistent
+    cache. Arrays and results are untouched. Every estimator's ``fit`` calls this first; it reads
+    ``/proc/self/maps`` only when JAX has compiled or loaded a program since its last look, or when
+    ``force`` is true.
+
+    Examples
+    --------
+    >>> from ppclust._jax import release_compiled_programs
+    >>> release_compiled_programs(fraction=1.0, force=True)  # far below the limit: nothing to clear
+    False
     """
     fraction = MAP_FRACTION if fraction is None else fraction
     limit = memory_map_limit()
@@ -199,15 +275,43 @@ def release_compiled_programs(fraction: float | None = None, force: bool = False
 
 
 def x64():
-    """Context manager enabling float64 for a solver call without touching the user's global config.
+    """Context manager enabling float64 for a solver call without touching the user's global configuration.
 
-    Deterministic solvers run inside it (DESIGN "Numerics"); arrays created inside are float64.
+    Deterministic solvers run inside it; arrays created inside are float64.
+
+    Returns
+    -------
+    context manager
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust._jax import x64
+    >>> with x64():
+    ...     print(jnp.zeros(2).dtype)
+    float64
     """
     return jax.enable_x64(True)
 
 
 def as_seed(random_state) -> int:
-    """Turn ``None`` / int / numpy Generator or RandomState into a non-negative int seed."""
+    """Turn a ``random_state`` into a non-negative int seed.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+        ``None`` draws a fresh seed; an int is returned as it is; a generator gives its next integer.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from ppclust._jax import as_seed
+    >>> as_seed(7)
+    7
+    """
     if random_state is None:
         return int(np.random.default_rng().integers(0, 2**31 - 1))
     if isinstance(random_state, np.random.Generator):
@@ -220,7 +324,25 @@ def as_seed(random_state) -> int:
 
 
 def as_key(random_state):
-    """Turn ``None`` / int / numpy Generator / JAX key into a typed JAX PRNG key."""
+    """Turn a ``random_state`` into a typed JAX PRNG key.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or jax.Array
+        As :func:`as_seed`, or a JAX key (typed keys are returned as they are, raw key data wrapped).
+
+    Returns
+    -------
+    jax.Array
+        A typed key (``jax.random.key``).
+
+    Examples
+    --------
+    >>> import jax
+    >>> from ppclust._jax import as_key
+    >>> bool((jax.random.key_data(as_key(0)) == jax.random.key_data(jax.random.key(0))).all())
+    True
+    """
     if isinstance(random_state, jax.Array):
         if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
             return random_state

@@ -27,14 +27,46 @@ from pathlib import Path
 
 from ppclust.errors import OutputExistsError, PPClustError
 
+__all__ = ["OutputDir"]
+
 
 class OutputDir:
+    r"""An output folder that ppclust fills without deleting or overwriting what it did not write.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The destination folder (created when missing).
+    overwrite : bool, default False
+        Replace the files of the same name that this run writes; nothing else is touched either way.
+
+    Attributes
+    ----------
+    written : list of str
+        The files moved into the destination, relative to it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ppclust._output import OutputDir
+    >>> out = OutputDir(Path(tempfile.mkdtemp()) / "run")
+    >>> out.check()
+    >>> with out.staging() as tmp:
+    ...     _ = (tmp / "labels.csv").write_text("label\n0\n")
+    >>> out.written
+    ['labels.csv']
+    """
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):
         self.path = Path(path)
         self.overwrite = bool(overwrite)
         self.written: list[str] = []
 
     def check(self) -> None:
+        """Refuse (:class:`ppclust.errors.OutputExistsError`) a path that is a file, a broken symbolic link,
+        or a folder that is not empty unless ``overwrite``; called before any work, so a refused run costs
+        nothing.
+        """
         p = self.path
         if p.is_symlink() and not p.exists():
             raise OutputExistsError(f"output path {str(p)!r} is a broken symbolic link (to "
@@ -54,6 +86,12 @@ class OutputDir:
 
     @contextlib.contextmanager
     def staging(self):
+        """Context manager yielding a fresh temporary folder beside the destination.
+
+        On success each file written into it is moved into the destination (``os.replace``, atomic per file);
+        on failure the temporary folder and the folders this run created are removed, and the destination is
+        as it was.
+        """
         self.check()
         parent = self.path.resolve().parent
         # folders this run makes (the destination and missing ancestors), removed again if it fails

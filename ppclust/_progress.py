@@ -40,7 +40,25 @@ def _in_kernel() -> bool:
 
 
 def enabled(progress_bar: bool = True) -> bool:
-    """Whether a progress bar is shown for an estimator's ``progress_bar`` setting (see module doc)."""
+    """Whether a progress bar is shown for an estimator's ``progress_bar`` setting.
+
+    Parameters
+    ----------
+    progress_bar : bool, default True
+        The estimator's setting; ``False`` always hides the bar.
+
+    Returns
+    -------
+    bool
+        ``PPCLUST_PROGRESS`` (``1``/``on`` or ``0``/``off``) decides when set; otherwise no bar under
+        ``CI``, a bar in a Jupyter kernel, else a bar when stderr is a terminal.
+
+    Examples
+    --------
+    >>> from ppclust._progress import enabled
+    >>> enabled(progress_bar=False)
+    False
+    """
     if not progress_bar:
         return False
     forced = os.environ.get("PPCLUST_PROGRESS", "").strip().lower()
@@ -73,7 +91,27 @@ def _tqdm_class():
 
 
 class Bar:
-    """A tqdm bar, or a no-op with the same methods when bars are off; logs its total time on close."""
+    """A tqdm bar, or a no-op with the same methods when bars are off; logs its total time on close.
+
+    Parameters
+    ----------
+    total : int
+        Number of steps.
+    desc : str
+        Label of the bar and of the log line.
+    unit : str
+        Name of one step.
+    show : bool
+        Whether to draw the bar (see :func:`enabled`).
+
+    Examples
+    --------
+    >>> from ppclust._progress import Bar
+    >>> with Bar(3, "sweeps", "sweep", show=False) as b:
+    ...     b.update(3)
+    >>> b.n
+    3
+    """
 
     def __init__(self, total, desc, unit, show):
         self.desc = desc
@@ -107,5 +145,30 @@ class Bar:
 
 
 def bar(total, desc, unit="it", progress_bar: bool = True) -> Bar:
-    """A progress bar over ``total`` steps (a :class:`Bar`; use as a context manager)."""
+    """A progress bar over ``total`` steps (a :class:`Bar`; use it as a context manager).
+
+    Parameters
+    ----------
+    total : int
+        Number of steps.
+    desc : str
+        Label of the bar and of the log line written on close.
+    unit : str, default "it"
+        Name of one step.
+    progress_bar : bool, default True
+        The estimator's setting, passed to :func:`enabled`.
+
+    Returns
+    -------
+    Bar
+
+    Examples
+    --------
+    >>> from ppclust._progress import bar
+    >>> with bar(2, "restarts", "restart", progress_bar=False) as b:
+    ...     b.update()
+    ...     b.update()
+    >>> b.n
+    2
+    """
     return Bar(total, desc, unit, enabled(progress_bar))

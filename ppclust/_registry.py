@@ -9,9 +9,33 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+__all__ = ["MethodInfo", "METHODS", "ESTIMATORS", "available"]
+
 
 @dataclass(frozen=True)
 class MethodInfo:
+    """One row of the table of methods: the CLI name, the estimator class and what the method accepts.
+
+    Parameters
+    ----------
+    name : str
+        The CLI name (``ppclust fit --method NAME``).
+    estimator : str
+        ``"module:Class"`` of the estimator, imported by :meth:`load`.
+    side_info : str
+        The side information the method accepts, in words.
+    inference : str
+        The inference algorithm, in words.
+    paper : str
+        The paper the method comes from.
+
+    Examples
+    --------
+    >>> from ppclust._registry import METHODS
+    >>> info = METHODS["dpmeans"]
+    >>> info.estimator, info.load().__name__
+    ('ppclust.estimators.dpmeans:DPMeans', 'DPMeans')
+    """
     name: str  # CLI name
     estimator: str  # "module:Class"
     side_info: str  # what it accepts
@@ -19,6 +43,8 @@ class MethodInfo:
     paper: str
 
     def load(self):
+        """The estimator class (its module is imported on first use).
+        """
         module, cls = self.estimator.split(":")
         return getattr(importlib.import_module(module), cls)
 
@@ -52,7 +78,19 @@ ESTIMATORS = {m.estimator.split(":")[1]: m for m in METHODS.values()}
 
 
 def available() -> dict[str, MethodInfo]:
-    """Methods whose estimator module is present in this installation."""
+    """The methods whose estimator module is present in this installation.
+
+    Returns
+    -------
+    dict of str to MethodInfo
+        The rows of :data:`METHODS` whose estimator class imports.
+
+    Examples
+    --------
+    >>> from ppclust._registry import available
+    >>> "tvclust" in available()
+    True
+    """
     out = {}
     for name, info in METHODS.items():
         try:

@@ -25,12 +25,29 @@ log = logging.getLogger("ppclust")
 
 
 def warmup(*, verbose: bool = False) -> dict:
-    """Compile (and cache on disk) the numba kernels of TVClust's sweeps (collapsed and sub-cluster), SALSO
-    and the Hartigan engine by fitting TVClust (both algorithms), CECIB and C3L once on a small synthetic
-    data set (60 points, 2 features, links and labels). Returns ``{estimator name: seconds}``; a kernel
-    already cached is only loaded.
+    """Compile (and cache on disk) ppclust's numba kernels by fitting each compiled path once on small data.
 
-    Safe to run at any time and in parallel with other processes (numba's cache writes are atomic).
+    Fits TVClust (collapsed and sub-cluster sweeps, which also compiles SALSO), CECIB and C3L (the Hartigan
+    engine) once on a synthetic data set of 60 points in 2 features with links and labels. A kernel already
+    cached is only loaded. Safe to run at any time and in parallel with other processes (numba's cache
+    writes are atomic).
+
+    Parameters
+    ----------
+    verbose : bool, default False
+        Print one line per estimator (else log it to the ``ppclust`` logger).
+
+    Returns
+    -------
+    seconds : dict of str to float
+        Wall time of each warm-up fit, by estimator name; empty when numba is not installed.
+
+    Examples
+    --------
+    >>> import ppclust
+    >>> seconds = ppclust.warmup()  # doctest: +SKIP
+    >>> sorted(seconds)  # doctest: +SKIP
+    ['C3L', 'CECIB', 'TVClust', 'TVClust subcluster']
     """
     from ppclust import C3L, CECIB, TVClust
     from ppclust._families_cpu import available

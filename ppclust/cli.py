@@ -30,9 +30,19 @@ from ppclust._registry import METHODS
 from ppclust._version import __version__
 from ppclust.errors import PPClustError, one_line
 
+__all__ = ["main", "CLIError", "read_table", "read_data", "read_labels", "read_links", "read_background"]
+
 
 class CLIError(PPClustError):
-    """An error caused by the user's input: printed as one line, exit code 2."""
+    """An error caused by the user's input: printed as one line, exit code 2.
+
+    Examples
+    --------
+    >>> from ppclust.cli import CLIError
+    >>> from ppclust.errors import PPClustError
+    >>> issubclass(CLIError, PPClustError)
+    True
+    """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,15 +91,43 @@ def _read_text(path: str, what: str) -> tuple[str, str]:
 
 
 def read_table(path: str, what: str, header: bool | None = None) -> Table:
-    """Read a numeric table; never drops a data row silently.
+    r"""Read a numeric table from a text or ``.npy`` file (or stdin); never drops a data row silently.
 
-    Text files: one row per line, comma-, semicolon- or whitespace-separated (decided by the first
-    row); blank lines and lines starting with ``#`` are skipped. ``header=None`` (auto) takes the
-    first row as a header only when **every** one of its values is non-numeric (``x,y``); a first row
-    such as ``NA,1.0`` is data, and its ``NA`` is then reported as a non-numeric value with its row and
-    column. ``header=True`` / ``False`` force it. ``path="-"`` reads stdin. ``.npy`` files have no
-    header. Errors are :class:`CLIError` naming the file, row, column and value (rows and columns are
-    0-based, like the indices in ``labels.csv`` and links files; the file's line number is given too).
+    Parameters
+    ----------
+    path : str
+        The file; ``"-"`` reads stdin. Text files hold one row per line, comma-, semicolon- or
+        whitespace-separated (decided by the first row); blank lines and lines starting with ``#`` are
+        skipped. ``.npy`` files have no header.
+    what : str
+        What the file holds (``"data"``, ``"labels"``, ...), for messages.
+    header : bool or None, default None
+        ``None`` (auto) takes the first row as a header only when **every** one of its values is
+        non-numeric (``x,y``); a first row such as ``NA,1.0`` is data, and its ``NA`` is then reported as a
+        non-numeric value. ``True`` / ``False`` force it.
+
+    Returns
+    -------
+    Table
+        ``values`` (float64, (n_rows, n_cols)), ``header`` (the skipped names or ``None``), ``source``
+        and ``lines`` (the 1-based file line of each row of a text file).
+
+    Raises
+    ------
+    CLIError
+        Naming the file, row, column and value (rows and columns 0-based, like the indices in
+        ``labels.csv`` and links files; the file's line number too).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "data.csv").write_text("x,y\n1,2\n3,4\n")
+    >>> from ppclust.cli import read_table
+    >>> t = read_table(str(folder / "data.csv"), "data")
+    >>> t.values.tolist(), t.header
+    ([[1.0, 2.0], [3.0, 4.0]], ['x', 'y'])
     """
     if path != STDIN and Path(path).suffix == ".npy" and Path(path).is_file():
         try:
@@ -159,7 +197,29 @@ def _header_hint(t: Table) -> str:
 
 
 def read_data(path: str, header: bool | None = None) -> Table:
-    """The data table: at least 2 rows, every value finite."""
+    r"""Read the data table: at least 2 rows, every value finite.
+
+    Parameters
+    ----------
+    path : str
+        The file (``"-"``: stdin), as :func:`read_table`.
+    header : bool or None, default None
+        As :func:`read_table`.
+
+    Returns
+    -------
+    Table
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "data.csv").write_text("0.5 1\n2 3\n")
+    >>> from ppclust.cli import read_data
+    >>> read_data(str(folder / "data.csv")).values.shape
+    (2, 2)
+    """
     t = read_table(path, "data", header)
     X = t.values
     if X.ndim != 2 or X.shape[0] < 2:
@@ -180,7 +240,31 @@ def _integers(t: Table, what: str) -> np.ndarray:
 
 
 def read_labels(path: str, n: int, header: bool | None = None) -> np.ndarray:
-    """Partial labels: one integer per data row (-1 = unlabelled); one column (or one row)."""
+    r"""Read partial labels: one integer per data row (-1 = unlabelled), in one column or one row.
+
+    Parameters
+    ----------
+    path : str
+        The file (``"-"``: stdin), as :func:`read_table`.
+    n : int
+        Number of data rows; the file must hold as many labels.
+    header : bool or None, default None
+        As :func:`read_table`.
+
+    Returns
+    -------
+    labels : int64 ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "labels.csv").write_text("label\n0\n-1\n1\n")
+    >>> from ppclust.cli import read_labels
+    >>> read_labels(str(folder / "labels.csv"), 3).tolist()
+    [0, -1, 1]
+    """
     t = read_table(path, "labels", header)
     if t.values.ndim == 2 and min(t.values.shape) > 1:
         raise CLIError(f"labels file {t.source} must have one column (one integer per data row), got shape "
@@ -193,7 +277,32 @@ def read_labels(path: str, n: int, header: bool | None = None) -> np.ndarray:
 
 
 def read_links(path: str, n: int, header: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Links file: rows ``i,j,sign`` (0-based indices, sign +1 may-link / -1 may-not-link)."""
+    r"""Read a links file: rows ``i,j,sign`` (0-based indices; sign +1 may-link, -1 may-not-link).
+
+    Parameters
+    ----------
+    path : str
+        The file (``"-"``: stdin), as :func:`read_table`.
+    n : int
+        Number of data rows; every index must lie in ``[0, n)``.
+    header : bool or None, default None
+        As :func:`read_table`.
+
+    Returns
+    -------
+    must_link, cannot_link : int64 ndarray of shape (m, 2)
+        The pairs with sign +1 and those with sign -1.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "links.csv").write_text("i,j,sign\n0,1,1\n1,2,-1\n")
+    >>> from ppclust.cli import read_links
+    >>> [a.tolist() for a in read_links(str(folder / "links.csv"), 3)]
+    [[[0, 1]], [[1, 2]]]
+    """
     t = read_table(path, "links", header)
     if t.values.size == 0:
         return np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)
@@ -212,7 +321,31 @@ def read_links(path: str, n: int, header: bool | None = None) -> tuple[np.ndarra
 
 
 def read_background(path: str, n: int, header: bool | None = None) -> np.ndarray:
-    """CCIB's background: a partition (one integer per row) or features (one row per data row)."""
+    r"""Read CCIB's background: a partition (one integer per row) or features (one row per data row).
+
+    Parameters
+    ----------
+    path : str
+        The file (``"-"``: stdin), as :func:`read_table`.
+    n : int
+        Number of data rows; the file must hold as many rows.
+    header : bool or None, default None
+        As :func:`read_table`.
+
+    Returns
+    -------
+    background : ndarray of shape (n,) or (n, d)
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "background.csv").write_text("0\n1\n1\n")
+    >>> from ppclust.cli import read_background
+    >>> read_background(str(folder / "background.csv"), 3).tolist()
+    [0.0, 1.0, 1.0]
+    """
     t = read_table(path, "background", header)
     _check_finite(t, "background")
     if t.values.shape[0] != n:
@@ -461,7 +594,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; every error is one line on stderr and exit code 2 (``PPCLUST_DEBUG=1`` re-raises)."""
+    """Run the ``ppclust`` command line.
+
+    Every error is one line on stderr and exit code 2 (``PPCLUST_DEBUG=1`` re-raises it instead).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, 2 on an error.
+
+    Examples
+    --------
+    >>> from ppclust.cli import main
+    >>> main(["methods"])  # doctest: +ELLIPSIS
+    method ...
+    0
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

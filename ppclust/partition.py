@@ -1,4 +1,6 @@
 r"""Point estimates and credible balls for a posterior over partitions, at any n (no n x n array).
+The module is kept whole: the losses, the SALSO search (with its compiled kernels) and the credible ball
+share one representation, the per-draw contingency tables.
 
 Losses (Dahl, Johnson & Müller 2022, "Search algorithms and loss functions for Bayesian clustering",
 JCGS 31, Sections 2-3; Wade & Ghahramani 2018, Bayesian Analysis 13, Section 3). For a *truth* ``z`` (a
@@ -86,9 +88,28 @@ LOSSES = ("binder", "vi")
 
 
 def compact_labels(labels) -> np.ndarray:
-    """Relabel each row of ``labels`` (shape (..., n), non-negative ints) to 0..K-1, keeping label order.
+    """Relabel each row of ``labels`` to 0, ..., K - 1, keeping the order of the label values.
 
-    O(n + max label) per row, vectorised over rows (no sort). Returns int32 of shape (S, n).
+    Parameters
+    ----------
+    labels : int array of shape (..., n)
+        Non-negative labels; each row (the last axis) is one partition.
+
+    Returns
+    -------
+    compact : int32 ndarray of shape (S, n)
+        One row per partition (``S`` = product of the leading dimensions, 1 for a 1-D input); the
+        smallest label of a row becomes 0, the next 1, and so on.
+
+    Notes
+    -----
+    O(n + max label) per row, vectorised over rows (no sort), in chunks that bound the temporaries.
+
+    Examples
+    --------
+    >>> from ppclust.partition import compact_labels
+    >>> compact_labels([5, 5, 2, 9]).tolist()
+    [[1, 1, 0, 2]]
     """
     lab = np.asarray(labels)
     if lab.ndim == 0 or lab.shape[-1] == 0:
@@ -112,7 +133,24 @@ def compact_labels(labels) -> np.ndarray:
 
 
 def canonical_labels(labels) -> np.ndarray:
-    """Relabel a partition (1-D) or each row of (..., n) 0, 1, 2, ... in order of first appearance."""
+    """Relabel a partition 0, 1, 2, ... in order of first appearance.
+
+    Parameters
+    ----------
+    labels : int array of shape (n,) or (..., n)
+        Non-negative labels; each row (the last axis) is one partition.
+
+    Returns
+    -------
+    canonical : ndarray of shape (n,) for a 1-D input, else (S, n)
+        Equal partitions get equal rows, whatever their labels were.
+
+    Examples
+    --------
+    >>> from ppclust.partition import canonical_labels
+    >>> canonical_labels([7, 7, 2, 9, 2]).tolist()
+    [0, 0, 1, 2, 1]
+    """
     lab = np.asarray(labels)
     one = lab.ndim == 1
     lab = compact_labels(lab)
@@ -143,9 +181,37 @@ def _xlogx(t):
 
 
 def loss_from_table(table, loss="vi", a=1.0) -> float:
-    """Loss of an estimate against a truth from their contingency table ``table[l, k]`` (rows: truth).
+    """Loss of an estimate against a truth, from their contingency table.
 
-    Module docstring formulas: ``"binder"`` per pair, ``"vi"`` in nats.
+    Parameters
+    ----------
+    table : array of shape (L, K)
+        ``table[l, k]`` = number of items in cluster ``l`` of the truth and ``k`` of the estimate.
+    loss : {"vi", "binder"}, default "vi"
+        The generalised variation of information (nats) or Binder loss (per pair); formulas in the module
+        docstring.
+    a : float in (0, 2), default 1.0
+        Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a = 1`` gives
+        the usual (symmetric) losses; ``a > 1`` favours fewer, larger clusters.
+
+    Returns
+    -------
+    loss : float
+        ``B_a`` (per pair) or ``VI_a`` (nats) of the module docstring; 0 when the partitions agree.
+
+    References
+    ----------
+    D. B. Dahl, D. J. Johnson and P. Müller, "Search algorithms and loss functions for Bayesian
+    clustering", JCGS 31 (2022), Sections 2-3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import loss_from_table
+    >>> round(loss_from_table(np.array([[2, 0], [0, 2]])), 6)
+    0.0
+    >>> round(loss_from_table(np.array([[2, 2]]), loss="binder"), 4)
+    0.6667
     """
     _check_loss(loss, a)
     return float(_loss_of_tables(np.asarray(table, np.float64), loss, a))
@@ -166,15 +232,68 @@ def _loss_of_tables(t, loss, a):
 
 
 def partition_loss(truth, estimate, loss="vi", a=1.0) -> float:
-    """Loss (``"binder"`` or ``"vi"``, generalised with ``a``) of ``estimate`` for ``truth`` (1-D labels)."""
+    """Loss of ``estimate`` when ``truth`` is the true partition.
+
+    Parameters
+    ----------
+    truth : array of shape (n,)
+        Labels of the true partition.
+    estimate : array of shape (n,)
+        Labels of the estimate.
+    loss : {"vi", "binder"}, default "vi"
+        The generalised variation of information (nats) or Binder loss (per pair); formulas in the module
+        docstring.
+    a : float in (0, 2), default 1.0
+        Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a = 1`` gives
+        the usual (symmetric) losses; ``a > 1`` favours fewer, larger clusters.
+
+    Returns
+    -------
+    loss : float
+        :func:`loss_from_table` of the two partitions' contingency table.
+
+    Examples
+    --------
+    >>> from ppclust.partition import partition_loss
+    >>> round(partition_loss([0, 0, 1, 1], [0, 0, 0, 0]), 4)  # VI = H(truth) = log 2
+    0.6931
+    """
     return loss_from_table(contingency(truth, estimate), loss, a)
 
 
 def losses_to_draws(estimate, draws, loss="vi", a=1.0) -> np.ndarray:
-    """Loss of ``estimate`` (n,) against every draw of ``draws`` (..., n): shape (S,), O(n S) time.
+    """Loss of ``estimate`` against every sampled partition.
 
-    The contingency tables of all draws come from one ``bincount`` (in blocks of draws, so memory stays
-    O(n + block K L)), the losses of :func:`loss_from_table` vectorised over the draws.
+    Parameters
+    ----------
+    estimate : int array of shape (n,)
+        Labels of the estimate (non-negative).
+    draws : int array of shape (..., n)
+        Sampled partitions, e.g. of shape (chain, draw, n).
+    loss : {"vi", "binder"}, default "vi"
+        The generalised variation of information (nats) or Binder loss (per pair); formulas in the module
+        docstring.
+    a : float in (0, 2), default 1.0
+        Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a = 1`` gives
+        the usual (symmetric) losses; ``a > 1`` favours fewer, larger clusters.
+
+    Returns
+    -------
+    losses : ndarray of shape (S,)
+        One loss per draw (``S`` = product of the leading dimensions of ``draws``).
+
+    Notes
+    -----
+    The contingency tables of all draws come from one ``bincount`` per block of draws (memory O(n + block
+    K L)); O(n S) time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draws = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]])
+    >>> from ppclust.partition import losses_to_draws
+    >>> losses_to_draws([0, 0, 1, 1], draws, loss="binder").round(4).tolist()
+    [0.0, 0.0, 0.5]
     """
     _check_loss(loss, a)
     est = compact_labels(estimate)[0]
@@ -199,7 +318,34 @@ def _losses_compact(est, z, loss, a):
 
 
 def expected_loss(estimate, draws, loss="vi", a=1.0) -> float:
-    """Posterior expected loss of ``estimate``: the mean of :func:`losses_to_draws` over the draws."""
+    """Posterior expected loss of ``estimate``: the mean loss over the draws.
+
+    Parameters
+    ----------
+    estimate : int array of shape (n,)
+        Labels of the estimate (non-negative).
+    draws : int array of shape (..., n)
+        Sampled partitions.
+    loss : {"vi", "binder"}, default "vi"
+        The generalised variation of information (nats) or Binder loss (per pair); formulas in the module
+        docstring.
+    a : float in (0, 2), default 1.0
+        Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a = 1`` gives
+        the usual (symmetric) losses; ``a > 1`` favours fewer, larger clusters.
+
+    Returns
+    -------
+    expected_loss : float
+        ``mean_s loss(z_s, estimate)`` (:func:`losses_to_draws`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draws = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]])
+    >>> from ppclust.partition import expected_loss
+    >>> round(expected_loss([0, 0, 1, 1], draws, loss="binder"), 4)
+    0.1667
+    """
     return float(losses_to_draws(estimate, draws, loss, a).mean())
 
 
@@ -220,11 +366,33 @@ def _as_compact_draws(draws, n=None):
 
 @dataclass
 class PartitionEstimate:
-    """A partition point estimate and its posterior expected loss.
+    """A partition point estimate and its posterior expected loss (the result of :func:`salso`).
 
-    ``labels`` (n,) canonical (0, 1, ... by first appearance); ``expected_loss`` under ``loss`` with
-    cost parameter ``a``; ``best_draw_loss``: the lowest expected loss among the sampled partitions the
-    search started from (the estimate is never worse); ``n_runs``: searches run; ``seconds``.
+    Attributes
+    ----------
+    labels : int64 ndarray of shape (n,)
+        The estimate, canonical (0, 1, ... by first appearance).
+    loss : str
+        The loss minimised, ``"vi"`` or ``"binder"``.
+    a : float
+        The loss's cost parameter.
+    expected_loss : float
+        Posterior expected loss of ``labels``.
+    best_draw_loss : float
+        The lowest expected loss among the sampled partitions the search started from (the estimate is
+        never worse); NaN when no search started from a draw.
+    n_runs : int
+        Searches run.
+    seconds : float
+        Wall time of the search.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import PartitionEstimate
+    >>> est = PartitionEstimate(np.array([0, 0, 1]), "vi", 1.0, 0.1, 0.2, 4, 0.01)
+    >>> est.n_clusters
+    2
     """
 
     labels: np.ndarray
@@ -249,12 +417,42 @@ class PartitionEstimate:
 
 @dataclass
 class CredibleBall:
-    """Credible ball around a point estimate (Wade & Ghahramani 2018, Definitions 4.1-4.3).
+    """Credible ball around a point estimate (the result of :func:`credible_ball`).
 
-    ``epsilon``: radius (``loss`` distance) of the smallest ball holding posterior mass ``prob``;
-    ``distances`` (S,): distance of each draw to the estimate; ``horizontal``, ``upper_vertical``,
-    ``lower_vertical``: canonical labels of one bound each (a draw in the ball), with their number of
-    clusters in ``n_clusters`` and their distance in ``bound_distances``.
+    Attributes
+    ----------
+    loss : str
+        The distance, ``"vi"`` or ``"binder"``.
+    a : float
+        The loss's cost parameter.
+    prob : float
+        Posterior mass the ball holds.
+    epsilon : float
+        Radius of the smallest ball around the estimate holding mass ``prob``.
+    estimate : ndarray of shape (n,)
+        The centre, canonical labels.
+    distances : ndarray of shape (S,)
+        Distance of each draw to the estimate.
+    horizontal, upper_vertical, lower_vertical : ndarray of shape (n,)
+        Canonical labels of the three bounds (each a draw in the ball): the farthest draw; the farthest
+        among those with the fewest clusters; the farthest among those with the most clusters.
+    n_clusters : dict
+        Number of clusters of the estimate and of each bound.
+    bound_distances : dict
+        Distance of the estimate (0) and of each bound to the estimate.
+
+    References
+    ----------
+    S. Wade and Z. Ghahramani, "Bayesian cluster analysis: point estimation and credible balls",
+    Bayesian Analysis 13 (2018), Definitions 4.1-4.3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import credible_ball
+    >>> ball = credible_ball([0, 0, 1, 1], np.array([[0, 0, 1, 1], [0, 0, 0, 0]]), prob=1.0)
+    >>> sorted(ball.bounds())
+    ['estimate', 'horizontal', 'lower_vertical', 'upper_vertical']
     """
 
     loss: str
@@ -322,24 +520,47 @@ def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None
     ----------
     draws : int array of shape (..., n)
         Sampled partitions (any labelling; e.g. ``ChainResult.labels`` of shape (chain, draw, n)).
-    loss : {"vi", "binder"}, default="vi"
-    a : float in (0, 2), default=1.0
+    loss : {"vi", "binder"}, default "vi"
+        The loss whose posterior expectation is minimised (module docstring).
+    a : float in (0, 2), default 1.0
         Cost of separating a pair the truth joins; joining a separated pair costs ``2 - a``. ``a > 1``
         favours fewer, larger clusters.
-    n_runs : int, default=16
+    n_runs : int >= 0, default 16
         Sequential-allocation runs from random orders (then sweetened).
-    n_draw_starts : int, default=4
+    n_draw_starts : int >= 0, default 4
         Sweetening runs started from sampled draws: those with the highest ``log_joint`` when given, else
         draws spread evenly over the sample; the lowest expected loss among them is ``best_draw_loss``.
-    max_sweeps : int, default=100
+    log_joint : array of shape (S,), optional
+        Log joint density of each draw; picks the draws the search starts from.
+    max_sweeps : int >= 1, default 100
         Cap on sweetening passes per run (a pass that moves nothing ends the run earlier).
-    seed : int, default=0
+    seed : int, default 0
         Seed of the random orders (same seed, same estimate).
 
     Returns
     -------
-    :class:`PartitionEstimate`. Time O((n_runs + n_draw_starts) * sweeps * n * S * K); memory O(n S) plus
-    O(S K L) contingency tables.
+    PartitionEstimate
+        The estimate with the lowest expected loss over all runs.
+
+    Notes
+    -----
+    Moving item ``i`` into cluster ``k`` changes the expected loss by
+    ``Delta_k = (2 - a) g(r_k) - (2 / S) sum_s g(N^(s)_{z_i^(s), k})`` (module docstring), so one move
+    costs O(S K). Time O((n_runs + n_draw_starts) sweeps n S K); memory O(n S) plus O(S K L) contingency
+    tables.
+
+    References
+    ----------
+    D. B. Dahl, D. J. Johnson and P. Müller, "Search algorithms and loss functions for Bayesian
+    clustering", JCGS 31 (2022), Section 4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import salso
+    >>> draws = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]])
+    >>> salso(draws, n_runs=2, n_draw_starts=1).labels.tolist()
+    [0, 0, 1, 1]
     """
     _check_loss(loss, a)
     checks = (("n_runs", n_runs, 0), ("n_draw_starts", n_draw_starts, 0), ("max_sweeps", max_sweeps, 1))
@@ -393,10 +614,44 @@ def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None
 
 
 def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBall:
-    """Credible ball of posterior mass ``prob`` around ``estimate`` (module docstring), from the draws.
+    """Credible ball of posterior mass ``prob`` around ``estimate``, from the draws.
 
-    The radius is the smallest distance ``eps`` with at least ``ceil(prob * S)`` draws at distance
+    Parameters
+    ----------
+    estimate : int array of shape (n,)
+        The centre (e.g. ``salso(draws).labels``).
+    draws : int array of shape (..., n)
+        Sampled partitions.
+    loss : {"vi", "binder"}, default "vi"
+        The distance between partitions (module docstring).
+    a : float in (0, 2), default 1.0
+        The loss's cost parameter.
+    prob : float in (0, 1], default 0.95
+        Posterior mass the ball must hold.
+
+    Returns
+    -------
+    CredibleBall
+        Radius, distances and the three bounds.
+
+    Notes
+    -----
+    The radius is the smallest distance ``eps`` with at least ``ceil(prob S)`` draws at distance
     ``<= eps``. O(n S) time.
+
+    References
+    ----------
+    S. Wade and Z. Ghahramani, "Bayesian cluster analysis: point estimation and credible balls",
+    Bayesian Analysis 13 (2018), Section 4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import credible_ball
+    >>> draws = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 0]])
+    >>> ball = credible_ball([0, 0, 1, 1], draws, prob=1.0)
+    >>> round(ball.epsilon, 4), ball.n_clusters["upper_vertical"]
+    (0.6931, 1)
     """
     _check_loss(loss, a)
     if not (0.0 < float(prob) <= 1.0):

@@ -1,4 +1,6 @@
 r"""Matplotlib figures: data with links, partitions, posterior summaries, cost traces, benefit curves.
+The module is kept whole: every figure follows the conventions below and shares the colour and
+projection helpers.
 
 Conventions (shared by every function here):
 
@@ -59,6 +61,19 @@ def pca_2d(X) -> tuple[np.ndarray, np.ndarray | None]:
 
     Returns ``(X2, ratio)``: ``X2`` of shape (n, 2); ``ratio`` of shape (2,) when a projection was made
     (d > 2), else ``None`` (d <= 2: the data itself, a zero second column when d = 1).
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import pca_2d
+    >>> X2, ratio = pca_2d(np.random.default_rng(0).normal(size=(20, 4)))
+    >>> X2.shape, ratio.shape
+    ((20, 2), (2,))
     """
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
@@ -75,7 +90,24 @@ def pca_2d(X) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def project_2d(X) -> np.ndarray:
-    """First two principal components (or the data itself when d <= 2); see :func:`pca_2d`."""
+    """First two principal components (or the data itself when d <= 2); see :func:`pca_2d`.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The data.
+
+    Returns
+    -------
+    X2 : ndarray of shape (n, 2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import project_2d
+    >>> project_2d(np.ones((5, 3))).shape
+    (5, 2)
+    """
     return pca_2d(X)[0]
 
 
@@ -87,6 +119,22 @@ def cluster_colors(n: int) -> np.ndarray:
     its light shade at neighbouring ids). Beyond: hues stepped by
     the golden angle (137.5 degrees) with alternating lightness, so ids ``k`` and ``k + 1`` never share a
     hue family.
+
+    Parameters
+    ----------
+    n : int
+        Number of colours.
+
+    Returns
+    -------
+    colors : ndarray of shape (n, 4)
+        RGBA rows.
+
+    Examples
+    --------
+    >>> from ppclust.plot import cluster_colors
+    >>> cluster_colors(25).shape
+    (25, 4)
     """
     from matplotlib import colormaps
 
@@ -104,7 +152,25 @@ def cluster_colors(n: int) -> np.ndarray:
 def match_labels(reference, labels) -> np.ndarray:
     """Relabel ``labels`` so that clusters share colours with the reference classes they overlap most
     (Hungarian matching on :func:`ppclust.metrics.contingency`); unmatched clusters get fresh ids after
-    the reference's."""
+    the reference's.
+
+    Parameters
+    ----------
+    reference : int array of shape (n,)
+        The labels whose colours are kept (e.g. the truth).
+    labels : int array of shape (n,)
+        The labels to rename.
+
+    Returns
+    -------
+    matched : int ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> from ppclust.plot import match_labels
+    >>> match_labels([0, 0, 1, 1], [1, 1, 0, 2]).tolist()
+    [0, 0, 1, 2]
+    """
     from scipy.optimize import linear_sum_assignment
 
     from ppclust.metrics import contingency
@@ -126,18 +192,39 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
     Parameters
     ----------
     ax : matplotlib Axes
+        Where to draw.
     X2 : array of shape (n, 2)
-    labels : int array of shape (n,); ``-1`` = unlabelled (grey).
-    must_link, cannot_link : int arrays of shape (n_pairs, 2) or None
-        Drawn as solid green (may-link) and dashed red (may-not-link) segments. When a type has more
-        than ``max_links`` pairs, a uniform sample of ``max_links`` (``seed``) is drawn and the legend
-        says how many of how many are shown.
-    legend : bool, default=True
+        The embedding.
+    labels : int array of shape (n,)
+        Cluster of each point; ``-1`` = unlabelled (grey).
+    must_link, cannot_link : int array of shape (n_pairs, 2), optional
+        Drawn as solid green (may-link) and dashed red (may-not-link) segments. When a type has more than
+        ``max_links`` pairs, a uniform sample of ``max_links`` (``seed``) is drawn and the legend says how
+        many of how many are shown.
+    title : str, optional
+        Title of the axes.
+    max_links : int, default 400
+        Largest number of links drawn per type.
+    legend : bool, default True
         A legend of the clusters (their number beyond ``MAX_LEGEND_CLUSTERS``) and of the link types.
+    seed : int, default 0
+        Seed of the sample of links.
+    point_size : float, default 14
+        Marker size.
 
     Returns
     -------
-    ax
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from matplotlib.figure import Figure
+    >>> from ppclust.plot import scatter_partition
+    >>> ax = Figure().add_subplot()
+    >>> X2 = np.array([[0.0, 0.0], [0.1, 0.2], [3.0, 3.0], [3.1, 2.9]])
+    >>> scatter_partition(ax, X2, np.array([0, 0, 1, -1]), must_link=np.array([[0, 1]])) is ax
+    True
     """
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
@@ -187,7 +274,39 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
 def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side information", *, ax=None,
                     max_links=400, legend=True):
     """Data (first two principal components when d > 2) coloured by ``y``, may-links solid, may-not-links
-    dashed (:func:`scatter_partition`); the axes name the components and the variance they explain."""
+    dashed (:func:`scatter_partition`); the axes name the components and the variance they explain.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The data.
+    y : int array of shape (n,)
+        Colours (labels; ``-1`` = unlabelled, grey).
+    must_link, cannot_link : int array of shape (m, 2), optional
+        May-links and may-not-links.
+    title : str, default "data and side information"
+        Title of the axes.
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    max_links : int, default 400
+        Largest number of links drawn per type (a uniform sample beyond).
+    legend : bool, default True
+        Legends of the clusters and the link types.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_data_links
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [3.0, 3.0], [3.1, 2.9]])
+    >>> plot_data_links(X, [0, 0, 1, 1], must_link=[[0, 1]], cannot_link=[[1, 2]], ax=ax) is ax
+    True
+    """
     X2, ratio = pca_2d(X)
     ax = _axes(ax, (5.2, 4.6))
     scatter_partition(ax, X2, y, must_link=must_link, cannot_link=cannot_link, title=title,
@@ -202,7 +321,32 @@ def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match:
     every partition follow the first one (e.g. the truth) through :func:`match_labels`.
 
     Returns an array of Axes of shape (nrows, ncols) (unused panels switched off). The cluster legend
-    is drawn on the first panel (with ``match``) or on every panel (``legend=True``)."""
+    is drawn on the first panel (with ``match``) or on every panel (``legend=True``).
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The data (projected with :func:`project_2d`).
+    partitions : dict of str to int array of shape (n,)
+        Named partitions, one panel each, in order.
+    ncols : int, default 4
+        Panels per row.
+    match : bool, default True
+        Colour every partition after the first one through :func:`match_labels`.
+    fig : matplotlib Figure, optional
+        Where to draw; default a new pyplot figure.
+    legend : bool, default False
+        A cluster legend on every panel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from matplotlib.figure import Figure
+    >>> from ppclust.plot import plot_partitions
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [3.0, 3.0], [3.1, 2.9]])
+    >>> plot_partitions(X, {"truth": [0, 0, 1, 1], "fit": [1, 1, 0, 0]}, ncols=2, fig=Figure()).shape
+    (1, 2)
+    """
     X2, ratio = pca_2d(X)
     if match and partitions:
         ref = next(iter(partitions.values()))
@@ -227,7 +371,34 @@ def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match:
 
 def plot_psm(psm, order_by=None, title="posterior similarity matrix", *, ax=None, boundaries=True):
     r"""Co-clustering heatmap :math:`P(z_i = z_j \mid \text{data})`, rows and columns ordered by a point
-    estimate ``order_by`` (its clusters become diagonal blocks, outlined when ``boundaries``)."""
+    estimate ``order_by`` (its clusters become diagonal blocks, outlined when ``boundaries``).
+
+    Parameters
+    ----------
+    psm : array of shape (n, n)
+        Posterior similarity matrix (:func:`ppclust.posterior.similarity_matrix`).
+    order_by : int array of shape (n,), optional
+        A point estimate whose clusters order the rows and columns.
+    title : str, default "posterior similarity matrix"
+        Title of the axes.
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    boundaries : bool, default True
+        Outline the clusters of ``order_by``.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_psm
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> plot_psm(np.eye(3), order_by=[0, 1, 1], ax=ax) is ax
+    True
+    """
     psm = np.asarray(psm, dtype=float)
     if psm.ndim != 2 or psm.shape[0] != psm.shape[1]:
         raise ValueError(f"`psm` must be a square (n, n) matrix, got shape {psm.shape}.")
@@ -256,7 +427,30 @@ def plot_psm(psm, order_by=None, title="posterior similarity matrix", *, ax=None
 
 
 def plot_trace(values, name: str = "number of clusters", *, ax=None):
-    """Trace per chain of a scalar of shape (chains, draws) (or (draws,))."""
+    """Trace per chain of a scalar of shape (chains, draws) (or (draws,)).
+
+    Parameters
+    ----------
+    values : array of shape (chains, draws) or (draws,)
+        The scalar per draw.
+    name : str
+        Its name (the y label).
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_trace
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> plot_trace(np.array([[2, 3, 3], [3, 3, 2]]), "K", ax=ax) is ax
+    True
+    """
     values = np.atleast_2d(np.asarray(values))
     ax = _axes(ax, (6.0, 2.6))
     for c, v in enumerate(values):
@@ -280,6 +474,30 @@ def point_uncertainty(labels, *, psm=None, proba=None) -> np.ndarray:
     member: its own score is taken as :math:`1 - m_i`, with :math:`m_i` the highest mean co-clustering
     probability with another cluster, so :math:`u_i = \min(m_i, 1 - m_i)`. Values lie in [0, 1]; 0 means
     the point always sits with one cluster of the estimate. Cost O(n^2 K) on the given (n, n) matrix.
+
+    Parameters
+    ----------
+    labels : int array of shape (n,)
+        The point estimate (ignored with ``proba``).
+    psm : array of shape (n, n), optional
+        Posterior similarity matrix.
+    proba : array of shape (n, K), optional
+        A mixture's responsibilities; give ``psm`` or ``proba``.
+
+    Returns
+    -------
+    uncertainty : ndarray of shape (n,)
+
+    References
+    ----------
+    L. Scrucca, M. Fop, T. B. Murphy and A. E. Raftery, "mclust 5", The R Journal 8 (2016).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import point_uncertainty
+    >>> point_uncertainty(None, proba=np.array([[0.9, 0.1], [0.5, 0.5]])).round(2).tolist()
+    [0.1, 0.5]
     """
     if (psm is None) == (proba is None):
         raise ValueError("point_uncertainty needs exactly one of `psm` (with `labels`) or `proba`.")
@@ -309,7 +527,37 @@ def point_uncertainty(labels, *, psm=None, proba=None) -> np.ndarray:
 def plot_uncertainty(X, labels, uncertainty, *, ax=None, title="classification uncertainty", top=None):
     """mclust-style uncertainty plot: the points of the 2-D projection, coloured and sized by their
     uncertainty (:func:`point_uncertainty`); the ``top`` most uncertain points (default: those above
-    the 90th percentile, at most 20) are circled."""
+    the 90th percentile, at most 20) are circled.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The data.
+    labels : int array of shape (n,)
+        The point estimate.
+    uncertainty : array of shape (n,)
+        Per-point uncertainty (:func:`point_uncertainty`).
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    title : str, default "classification uncertainty"
+        Title of the axes.
+    top : int, optional
+        Number of points circled.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_uncertainty
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [3.0, 3.0], [3.1, 2.9]])
+    >>> plot_uncertainty(X, [0, 0, 1, 1], np.array([0.0, 0.2, 0.1, 0.4]), ax=ax) is ax
+    True
+    """
     X2, ratio = pca_2d(X)
     u = np.asarray(uncertainty, dtype=float)
     if u.shape != (len(X2),):
@@ -332,8 +580,31 @@ def plot_uncertainty(X, labels, uncertainty, *, ax=None, title="classification u
 
 
 def plot_k_posterior(n_clusters, *, ax=None, title="posterior of the number of clusters"):
-    """Bar chart of :math:`P(K = k \\mid \\text{data})` from draws of the number of clusters (any shape,
-    e.g. (chains, draws)), with the number of draws on the title."""
+    r"""Bar chart of :math:`P(K = k \mid \text{data})` from draws of the number of clusters (any shape,
+    e.g. (chains, draws)), with the number of draws on the title.
+
+    Parameters
+    ----------
+    n_clusters : int array
+        Draws of the number of clusters.
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    title : str, optional
+        Title of the axes.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_k_posterior
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> plot_k_posterior(np.array([2, 3, 3, 3]), ax=ax) is ax
+    True
+    """
     k = np.asarray(n_clusters).ravel().astype(int)
     if k.size == 0:
         raise ValueError("`n_clusters` holds no draws.")
@@ -364,6 +635,34 @@ def plot_cost_trace(trace, *, ax=None, label=None, ylabel="cost", xlabel="iterat
     ``trace`` is an array (one run), a dict of named arrays (one line each), or a fitted estimator whose
     trace attribute is found in ``TRACE_ATTRIBUTES`` (``C3L.cost_trace_``, ``DPMeans``/``RDPMeans``
     ``objective_trace_``, ``CCIB.annealing_trace_["objective"]``, ``SemiSupervisedGMM.trace_``).
+
+    Parameters
+    ----------
+    trace : array, dict of str to array, or fitted estimator
+        The values per iteration.
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    label : str, optional
+        Legend entry of a single trace.
+    ylabel : str, default "cost"
+        The y label (an estimator's attribute sets its own).
+    xlabel : str, default "iteration"
+        The x label (an estimator's attribute sets its own).
+    title : str, optional
+        Title of the axes.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_cost_trace
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> plot_cost_trace(np.array([5.0, 3.0, 2.5]), ax=ax) is ax
+    True
     """
     if not isinstance(trace, (np.ndarray, list, tuple, dict)):
         est = trace
@@ -405,10 +704,32 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
     scores : dict of method name -> array of shape (m,) or (m, n_repeats)
         Repeats are summarised by their mean with a band of +- one standard deviation; NaN marks a
         missing repeat (means and sds over those present).
+    ax : matplotlib Axes, optional
+        Where to draw; default a new pyplot figure.
+    xlabel : str, default "number of links"
+        The x label.
+    ylabel : str, default "NMI"
+        The y label.
+    title : str, optional
+        Title of the axes.
     baseline : dict of name -> float, optional
         Horizontal reference lines (e.g. the method without side information).
-    errorbars : bool, default=False
+    errorbars : bool, default False
         Show the +- one standard deviation of the repeats as error bars instead of a band.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from matplotlib.figure import Figure
+    >>> from ppclust.plot import plot_benefit
+    >>> ax = Figure().add_subplot()
+    >>> scores = {"TVClust": np.array([[0.5, 0.6], [0.7, 0.8]])}
+    >>> plot_benefit(np.array([10, 20]), scores, ax=ax, baseline={"DP-means": 0.4}) is ax
+    True
     """
     amounts = np.asarray(amounts, dtype=float)
     ax = _axes(ax, (5.2, 3.4))
@@ -444,6 +765,30 @@ def render(plot_fn, *args, figsize=(5.2, 4.4), dpi=100, **kwargs):
     For scripts and the CLI: no backend is selected, no window opens, nothing is left in pyplot's
     figure list; save the result with ``render(...).savefig(path)``. Grid functions
     (:func:`plot_partitions`) receive ``fig=`` instead of ``ax=``.
+
+    Parameters
+    ----------
+    plot_fn : callable
+        A plotting function of this module.
+    *args
+        Its positional arguments.
+    figsize : (float, float), default (5.2, 4.4)
+        Figure size in inches.
+    dpi : int, default 100
+        Figure resolution.
+    **kwargs
+        Its keyword arguments.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.plot import plot_k_posterior, render
+    >>> type(render(plot_k_posterior, np.array([2, 3, 3]))).__name__
+    'Figure'
     """
     from matplotlib.figure import Figure
 
@@ -458,7 +803,34 @@ def render(plot_fn, *args, figsize=(5.2, 4.4), dpi=100, **kwargs):
 def save_fit_figures(est, X, out, must_link=None, cannot_link=None, **_) -> list[Path]:
     """Figures written by ``ppclust fit``: the partition (with links) and, for samplers, the PSM, the
     trace and posterior of the number of clusters; for deterministic solvers with a trace, the cost
-    trace. Drawn with :func:`render` (pyplot's backend and figure list are left alone)."""
+    trace. Drawn with :func:`render` (pyplot's backend and figure list are left alone).
+
+    Parameters
+    ----------
+    est : fitted estimator
+        Its ``labels_`` and, where present, posterior draws or trace are drawn.
+    X : array of shape (n, d)
+        The data it was fitted on.
+    out : str or Path
+        Folder to write the PNG files into.
+    must_link, cannot_link : int array of shape (m, 2), optional
+        The links it was given (drawn on the partition).
+
+    Returns
+    -------
+    paths : list of Path
+        The files written.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from ppclust import DPMeans
+    >>> from ppclust.plot import save_fit_figures
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [3.0, 3.0], [3.1, 2.9]])
+    >>> est = DPMeans(random_state=0).fit(X)
+    >>> [p.suffix for p in save_fit_figures(est, X, tempfile.mkdtemp())][:1]
+    ['.png']
+    """
     out = Path(out)
     jobs = [("partition.png", (plot_data_links, X, est.labels_, must_link, cannot_link),
              dict(title=f"{type(est).__name__} partition"))]

@@ -39,17 +39,36 @@ __all__ = [
     "save",
     "load",
     "MAX_LOGLIK_ENTRIES",
+    "LOO_BATCH_SIZE",
 ]
 
 #: Estimators store the pointwise log-likelihood (n x draws float64 values, O(n draws K d^2) to compute)
 #: only up to this many entries (160 MB); above it they warn and leave the group out.
 MAX_LOGLIK_ENTRIES = 20_000_000
+#: Points per batch of :func:`loo_log_predictive`'s XLA program (its memory is O(batch K d^2)).
+LOO_BATCH_SIZE = 256
 
 
 def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
-    """Posterior similarity matrix P(z_i = z_j) from draws ``labels`` of shape (..., n); None if n > max_n.
+    """Posterior similarity matrix ``P(z_i = z_j)`` estimated from sampled partitions.
 
-    O(n^2) memory: computed on request (``max_n=None`` lifts the cap).
+    Parameters
+    ----------
+    labels : int array of shape (..., n)
+        Sampled partitions (non-negative labels), e.g. of shape (chain, draw, n).
+    max_n : int or None, default 5000
+        Largest ``n`` computed (the matrix takes O(n^2) memory); ``None`` lifts the cap.
+
+    Returns
+    -------
+    psm : ndarray of shape (n, n) or None
+        ``psm[i, j]`` = share of the draws that put ``i`` and ``j`` together; ``None`` when ``n > max_n``.
+
+    Examples
+    --------
+    >>> from ppclust.posterior import similarity_matrix
+    >>> similarity_matrix([[0, 0, 1], [0, 1, 1]]).tolist()
+    [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
     """
     lab = np.asarray(labels)
     lab = lab.reshape(-1, lab.shape[-1])
@@ -66,18 +85,66 @@ def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
 
 
 def variation_of_information(a, b) -> float:
-    """VI(a, b) = H(a) + H(b) - 2 I(a, b) in nats (:func:`ppclust.partition.partition_loss`, ``a = 1``)."""
+    """Variation of information between two partitions, in nats.
+
+    Parameters
+    ----------
+    a, b : array of shape (n,)
+        Labels of the two partitions.
+
+    Returns
+    -------
+    vi : float
+        ``VI(a, b) = H(a) + H(b) - 2 I(a, b)`` (:func:`ppclust.partition.partition_loss` with ``a = 1``).
+
+    References
+    ----------
+    M. Meila, "Comparing clusterings -- an information based distance", J. Multivariate Analysis 98 (2007).
+
+    Examples
+    --------
+    >>> from ppclust.posterior import variation_of_information
+    >>> round(variation_of_information([0, 0, 1, 1], [0, 0, 0, 0]), 4)
+    0.6931
+    """
     from ppclust.partition import partition_loss
 
     return partition_loss(a, b, "vi", 1.0)
 
 
 def point_estimate(labels, *, loss="binder", a=1.0, log_joint=None, seed=0, **search) -> np.ndarray:
-    """Canonical labels of a partition point estimate from draws ``labels`` (..., n).
+    """Canonical labels of a partition point estimate from sampled partitions.
 
-    ``loss="binder"`` / ``"vi"``: the SALSO search over all partitions (:func:`ppclust.partition.salso`,
-    ``a`` the unequal-cost parameter, ``search`` its other options); ``"max_log_joint"``: the draw with
-    the highest ``log_joint``.
+    Parameters
+    ----------
+    labels : int array of shape (..., n)
+        Sampled partitions.
+    loss : {"binder", "vi", "max_log_joint"}, default "binder"
+        ``"binder"`` / ``"vi"``: the SALSO search over all partitions (:func:`ppclust.partition.salso`);
+        ``"max_log_joint"``: the draw with the highest ``log_joint``.
+    a : float in (0, 2), default 1.0
+        The losses' unequal-cost parameter.
+    log_joint : array of shape (S,), optional
+        Log joint of each draw; required by ``"max_log_joint"``, and picks SALSO's starting draws.
+    seed : int, default 0
+        Seed of the SALSO search.
+    **search
+        Further options of :func:`ppclust.partition.salso` (``n_runs``, ``max_sweeps``, ...).
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+        Canonical labels (0, 1, ... by first appearance).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.posterior import point_estimate
+    >>> draws = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [0, 1, 1, 1]])
+    >>> point_estimate(draws, n_runs=2).tolist()
+    [0, 0, 1, 1]
+    >>> point_estimate(draws, loss="max_log_joint", log_joint=[-3.0, -1.0, -2.0]).tolist()
+    [0, 0, 1, 1]
     """
     from ppclust import partition
 
@@ -94,14 +161,42 @@ def point_estimate(labels, *, loss="binder", a=1.0, log_joint=None, seed=0, **se
 def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     r"""Draws of the link sensitivity ``p`` and specificity ``q`` given each saved partition.
 
-    Khashabi et al. (2015) Section 3 with conjugate Beta priors (spec 2.5):
+    Parameters
+    ----------
+    key : jax.random key
+        Seeds NumPy's Beta sampler.
+    labels : int array of shape (chain, draw, n)
+        Saved partitions.
+    links : Links
+        The links (:func:`ppclust.models.tvclust.make_links`).
+    prior : TVClustPrior
+        Supplies the Beta priors ``a_p, b_p, a_q, b_q``.
+    weights : optional
+        Unused; kept for the callers' uniform signature.
+
+    Returns
+    -------
+    draws : dict of ndarray of shape (chain, draw)
+        ``"p"``, ``"q"`` (draws) and ``"p_cond_mean"``, ``"q_cond_mean"`` (the Rao-Blackwellised conditional
+        means, whose spread is *not* the posterior spread of ``p``).
+
+    Notes
+    -----
+    Khashabi et al. (2015) Section 3 with conjugate Beta priors:
     :math:`p \mid z, E \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})`,
     :math:`q \mid z, E \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`, with the pair counts of the draw.
     With ``pq="collapse"`` the sampler integrates ``p, q`` out, so ``(z, p)`` drawn this way is an exact
-    draw from the joint posterior. Also returns the conditional means ``p_cond_mean``, ``q_cond_mean``
-    (the Rao-Blackwell estimates, whose spread is *not* the posterior spread of ``p``).
+    draw from the joint posterior.
 
-    ``labels`` (chain, draw, n) int; returns arrays of shape (chain, draw).
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> from ppclust.posterior import link_parameter_draws
+    >>> links = make_links(4, np.array([[0, 1], [1, 2]]), np.array([1, -1]))
+    >>> out = link_parameter_draws(jax.random.key(0), np.array([[[0, 0, 1, 1]]]), links, TVClustPrior())
+    >>> out["p"].shape, sorted(out)
+    ((1, 1), ['p', 'p_cond_mean', 'q', 'q_cond_mean'])
     """
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
@@ -124,11 +219,42 @@ def _pair_counts_all(lab, links):
 
 
 def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
-                       partition="dp", point_logprior=None, batch_size=256, backend="auto") -> np.ndarray:
+                       partition="dp", point_logprior=None, backend="auto") -> np.ndarray:
     r"""Pointwise log-likelihood for PSIS-LOO: the collapsed leave-one-out predictive of each point.
 
-    For draw :math:`s` and point :math:`i`, with cluster parameters integrated out and the point's own
-    label summed over (existing clusters and a new one, or the ``K`` components when ``partition="finite"``):
+    Parameters
+    ----------
+    labels : int array of shape (chain, draw, n)
+        Saved partitions, slot ids ``< K`` (the sampler's ``k_max``).
+    x : Array of shape (n, d)
+        The data as the sampler saw it.
+    links : Links
+        The links (:func:`ppclust.models.tvclust.make_links`).
+    family : conjugate family
+        The cluster model (e.g. :class:`ppclust.families.GaussianNIW`).
+    prior : TVClustPrior
+        Concentration and link priors.
+    pq : {"collapse", "sample", "fixed"}, default "collapse"
+        How the link weights treat ``p`` and ``q``, as in the sampler.
+    p, q, alpha : float or array of shape (chain, draw), optional
+        Link sensitivity, specificity and DP concentration per draw (defaults 0.5, 0.5, ``prior.alpha``).
+    partition : {"dp", "finite"}, default "dp"
+        Dirichlet-process partition, or ``K`` fixed components (labels are component ids).
+    point_logprior : Array of shape (n, K), optional
+        Per-point log prior of each component (SemiSupervisedGMM's label term); then the observation is
+        ``(x_i, y_i)`` and this term is part of the likelihood. Required with ``partition="finite"``.
+    backend : {"auto", "numba", "xla"}, default "auto"
+        ``"auto"``: the compiled CPU twin where the numba sweep supports the family on CPU, else XLA.
+
+    Returns
+    -------
+    loglik : ndarray of shape (chain, draw, n)
+        :math:`\log p(x_i \mid x_{-i}, z^{(s)}_{-i}, E)` per draw and point.
+
+    Notes
+    -----
+    For draw :math:`s` and point :math:`i`, with cluster parameters integrated out and the point's own label
+    summed over (existing clusters and a new one, or the ``K`` components when ``partition="finite"``):
 
     .. math::
 
@@ -136,24 +262,31 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         p(x_i \mid x_{\{j \ne i: z_j = k\}}),
 
     where :math:`\pi_k \propto w_k / p(x_i \mid \cdot)` are the Gibbs weights of
-    :func:`ppclust.inference.gibbs.conditional` without their data term (CRP or Dirichlet size term times
-    the link term of Khashabi et al. eqs. 11, 13), normalised over ``k``. With a per-point log prior
-    (SemiSupervisedGMM's label term :math:`\log p(y_i \mid z_i = k)`) the observation is
-    :math:`(x_i, y_i)` and that term is part of the likelihood.
+    :func:`ppclust.inference.gibbs.conditional` without their data term (CRP or Dirichlet size term times the
+    link term of Khashabi et al. eqs. 11, 13), normalised over ``k``.
 
-    Why this conditional: PSIS-LOO reweights full-posterior draws by :math:`1 / p(\text{obs}_i \mid
-    \theta^{(s)})`, which is exact when :math:`p(\theta \mid \text{data}_{-i}) \propto p(\theta \mid
-    \text{data}) / p(\text{obs}_i \mid \theta)`. With :math:`\theta = z_{-i}` (and ``x``, ``E`` kept) the
-    quantity above is that ratio exactly, because the point's own label is integrated out rather than
-    conditioned on; conditioning on :math:`z_i` would make each ratio depend on a point-specific latent
-    and give heavy-tailed weights (high Pareto k). Links stay observed, so fits with and without links
-    are compared on the same observations ``x``.
+    PSIS-LOO reweights full-posterior draws by :math:`1 / p(\text{obs}_i \mid \theta^{(s)})`, which is exact
+    when :math:`p(\theta \mid \text{data}_{-i}) \propto p(\theta \mid \text{data}) / p(\text{obs}_i \mid
+    \theta)`. With :math:`\theta = z_{-i}` (``x`` and ``E`` kept) the quantity above is that ratio exactly,
+    because the point's own label is integrated out rather than conditioned on; conditioning on
+    :math:`z_i` would give heavy-tailed weights (high Pareto k). Links stay observed, so fits with and
+    without links are compared on the same observations ``x``. O(draws n K d^2) time; the XLA program
+    visits the points in batches of ``LOO_BATCH_SIZE`` (memory O(LOO_BATCH_SIZE K d^2)).
 
-    ``labels`` (chain, draw, n) slot ids ``< K`` (``K = family`` slots of the sampler, ``k_max``); ``p, q,
-    alpha`` scalars or (chain, draw) arrays. Returns (chain, draw, n). O(draws * n * K d^2) time, memory
-    O(batch_size * K d^2). ``backend``: ``"auto"`` (the compiled CPU twin,
-    :func:`ppclust.inference._gibbs_cpu.loo_log_predictive`, where the numba sweep supports the family on
-    CPU; else one XLA program), ``"numba"`` or ``"xla"``.
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> from ppclust._jax import x64
+    >>> from ppclust.posterior import loo_log_predictive
+    >>> with x64():  # the samplers run in float64
+    ...     x = jnp.array([[0.0, 0.1], [0.3, -0.2], [3.0, 3.1], [3.2, 2.9]])
+    ...     family = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(4.0), jnp.eye(2))
+    ...     links = make_links(4, np.array([[0, 1]]), np.array([1]))
+    ...     out = loo_log_predictive(np.array([[[0, 0, 1, 1]]]), x, links, family, TVClustPrior())
+    >>> out.shape
+    (1, 1, 4)
     """
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
@@ -174,7 +307,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         from ppclust.inference import _gibbs_cpu
 
         backend = "numba" if _gibbs_cpu.supports(family) and jax.default_backend() == "cpu" else "xla"
-    if backend == "numba":  # the compiled twin: no program compiled per shape (issue 18's first fit)
+    if backend == "numba":  # the compiled twin: no program compiled per shape, so a first fit is fast
         from ppclust.inference import _gibbs_cpu
         from ppclust.partition import compact_labels
         from ppclust.sideinfo import pair_counts
@@ -185,14 +318,14 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:
-        out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq,
-                       partition=partition, k_max=k_max, batch_size=min(int(batch_size), x.shape[0]))
+        out = _loo_all(lab, (p_s, q_s, a_s), x, links, family, prior, point_logprior, pq=pq,
+                       partition=partition, k_max=k_max, batch_size=min(LOO_BATCH_SIZE, x.shape[0]))
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 
 @partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
-def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq, partition, k_max,
-             batch_size):
+def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, partition, k_max, batch_size):
+    """:func:`loo_log_predictive` in one XLA program; ``draw_params`` = ``(p, q, alpha)``, each (S,)."""
     from ppclust.inference.gibbs import conditional
     from ppclust.models.tvclust import pair_counts
 
@@ -217,18 +350,42 @@ def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq,
 
         return jax.lax.map(one, jnp.arange(x.shape[0]), batch_size=batch_size)
 
-    return jax.lax.map(draw, (lab, p_s, q_s, a_s))
+    return jax.lax.map(draw, (lab, *draw_params))
 
 
 def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
                    log_likelihood: dict | None = None, observed_data: dict | None = None,
                    clustering: dict | None = None, attrs: dict | None = None, dims: dict | None = None):
-    """ArviZ DataTree from per-draw arrays shaped (chain, draw, ...) (module docstring).
+    """ArviZ DataTree from per-draw arrays shaped (chain, draw, ...), with the groups of the module docstring.
 
-    ``posterior``, ``sample_stats``, ``log_likelihood``: dicts of arrays (chain, draw, ...);
-    ``observed_data``: arrays without draw dimensions; ``clustering``: ``name -> (dims, array)`` without
-    draws; ``attrs``: settings and prior, stored on the root (non-scalar values as JSON strings); ``dims``:
-    dimension names of the non-scalar variables (``"obs"`` for points).
+    Parameters
+    ----------
+    posterior : dict of array (chain, draw, ...)
+        Genuine posterior draws (label-invariant quantities).
+    sample_stats : dict of array (chain, draw, ...), optional
+        E.g. ``lp``, the log joint of each draw.
+    log_likelihood : dict of array (chain, draw, n), optional
+        Pointwise log-likelihood (:func:`loo_log_predictive`).
+    observed_data : dict of array, optional
+        Arrays without draw dimensions (the data, the links).
+    clustering : dict, optional
+        ``name -> (dims, array)`` without draws (point estimate, credible-ball bounds, similarity matrix).
+    attrs : dict, optional
+        Settings and prior, stored on the root and the posterior group (non-scalar values as JSON strings).
+    dims : dict, optional
+        Dimension names of the non-scalar variables (``"obs"`` for points).
+
+    Returns
+    -------
+    xarray.DataTree
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.posterior import build_datatree
+    >>> dt = build_datatree({"n_clusters": np.array([[2, 3, 2]])}, attrs={"k_max": 8})
+    >>> sorted(dt.children), int(dt.attrs["k_max"])
+    (['posterior'], 8)
     """
     import arviz_base as az  # ArviZ's data layer only: ``arviz`` itself also imports its plots and matplotlib
     import xarray as xr
@@ -261,12 +418,48 @@ def _attr(v):
 
 
 def save(dt, path) -> None:
-    """Write a DataTree to netCDF (needs h5netcdf + h5py)."""
+    """Write a DataTree to netCDF (needs h5netcdf and h5py).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        E.g. an estimator's ``posterior_``.
+    path : str or Path
+        The file to write.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from pathlib import Path
+    >>> from ppclust.posterior import build_datatree, load, save
+    >>> path = Path(tempfile.mkdtemp()) / "post.nc"
+    >>> save(build_datatree({"n_clusters": np.array([[2, 3]])}), path)
+    >>> load(path)["posterior"]["n_clusters"].values.tolist()
+    [[2, 3]]
+    """
     dt.to_netcdf(str(path))
 
 
 def load(path):
-    """Read a DataTree written by :func:`save`."""
+    """Read a DataTree written by :func:`save`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A netCDF file.
+
+    Returns
+    -------
+    xarray.DataTree
+
+    Examples
+    --------
+    See :func:`save`.
+
+    >>> from ppclust.posterior import load
+    >>> callable(load)
+    True
+    """
     import arviz as az
 
     return az.from_netcdf(str(path))

@@ -1,12 +1,15 @@
-"""Shared pytest setup: JAX persistent compilation cache, the ../shared reference folder."""
+"""Shared pytest setup: JAX persistent compilation cache, the ../shared reference folder, and the canonical
+data sets of the tests (``blobs``, ``make_linked_blobs``, ``wine``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
+import numpy as np
 import pytest
 
 _CACHE = Path(__file__).resolve().parent.parent / ".jax_cache"
@@ -49,17 +52,15 @@ def _private_numba_cache() -> None:
 _private_numba_cache()
 
 
-
 def pytest_configure(config):
     """``make test`` (``-m "not slow"``): compile with LLVM's lowest optimisation level.
 
     The fast suite fits tiny data sets on many shapes, so XLA's compiles (one per new shape) dominate its
-    time; ``--xla_backend_optimization_level=0`` cuts their CPU time by about a quarter (measured: the
-    sklearn-check and scale-invariance files, cold cache, 149 s -> 110 s CPU on the shared 2 cores) while
-    XLA's own graph optimisations still run. Results agree to the last bit or two (labels identical; an
-    EM objective differed by 1 ulp), far inside every test tolerance. Heavy runs (``make reproduce``, slow
-    tests, benchmarks) keep the default. Opt out with ``PPCLUST_TEST_XLA_OPT=1``. Set before the first
-    computation initialises the backend; the compilation cache keys on the flags, so entries never mix.
+    time; ``--xla_backend_optimization_level=0`` cuts their CPU time while XLA's own graph optimisations
+    still run. Results agree to the last bit or two (labels identical), far inside every test tolerance.
+    Heavy runs (``make reproduce``, slow tests, benchmarks) keep the default. Opt out with
+    ``PPCLUST_TEST_XLA_OPT=1``. Set before the first computation initialises the backend; the compilation
+    cache keys on the flags, so entries never mix.
     """
     if "not slow" in (config.option.markexpr or "") and os.environ.get("PPCLUST_TEST_XLA_OPT") != "1":
         flags = os.environ.get("XLA_FLAGS", "")
@@ -72,11 +73,10 @@ def _release_compiled_programs():
     """After each test, drop JAX's compiled programs once the worker holds a quarter of the kernel's limit
     on memory mappings (:func:`ppclust._jax.release_compiled_programs`; estimators' fits do it at half).
 
-    A worker runs ~500 tests that compile thousands of programs (one per shape) and XLA:CPU keeps each in
-    its own mappings: without this a worker passed ``vm.max_map_count`` (65,530) in about two minutes of
-    the suite, and the next XLA load failed half-way and crashed the worker (segmentation fault in the C++
-    unwinder: CI's intermittent "worker crashed" in test_demo, test_posterior, the C3L tests). Programs
-    dropped here load again from the persistent cache when a later test needs them.
+    A worker runs hundreds of tests that compile thousands of programs (one per shape) and XLA:CPU keeps
+    each in its own mappings: without this a worker can pass ``vm.max_map_count``, and the next XLA load
+    then fails half-way and crashes the worker (segmentation fault in the C++ unwinder). Programs dropped
+    here load again from the persistent cache when a later test needs them.
     ``PPCLUST_MAP_FRACTION=off`` turns this off with the fits' own check (``benchmarks/suite_memory_maps.py``
     measures both)."""
     yield
@@ -95,3 +95,55 @@ def shared_dir() -> Path:
     if not (SHARED / "reference").is_dir():
         pytest.skip(f"golden reference folder {SHARED / 'reference'} not found (only CI has ../shared)")
     return SHARED
+
+
+# --- canonical data sets ----------------------------------------------------------------------------------
+
+class Blobs(NamedTuple):
+    """Three well separated 2-D Gaussian blobs with side information of every kind."""
+
+    X: np.ndarray  # (n, 2) float64
+    labels: np.ndarray  # (n,) int: the true partition
+    partial_labels: np.ndarray  # (n,) int: every third point labelled, -1 elsewhere
+    must_link: np.ndarray  # (m, 2) row pairs, 15% of all links flipped
+    cannot_link: np.ndarray  # (m', 2) row pairs
+
+
+def linked_blobs(seed: int = 0, n_per: int = 12) -> Blobs:
+    """``3 * n_per`` points around (0, 0), (8, 0), (0, 8) (unit noise) and 40 random pairs as links, 15% of
+    them of the wrong kind."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat([0, 1, 2], n_per)
+    X = np.array([[0, 0], [8, 0], [0, 8]])[truth] + rng.normal(size=(3 * n_per, 2))
+    pairs = np.array([rng.choice(3 * n_per, 2, replace=False) for _ in range(40)])
+    same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+    flip = rng.random(40) < 0.15
+    partial = np.where(np.arange(3 * n_per) % 3 == 0, truth, -1)
+    return Blobs(X, truth, partial, pairs[same ^ flip], pairs[~same ^ flip])
+
+
+@pytest.fixture(scope="session")
+def blobs() -> Blobs:
+    """The small 2-D data set of the tests: :func:`linked_blobs` with seed 0 (36 points, 3 clusters)."""
+    return linked_blobs()
+
+
+@pytest.fixture(scope="session")
+def make_linked_blobs():
+    """:func:`linked_blobs` itself, for tests that need another seed or size."""
+    return linked_blobs
+
+
+class Wine(NamedTuple):
+    X: np.ndarray  # (178, 13), each column standardised (mean 0, sd 1)
+    labels: np.ndarray  # (178,) int in {0, 1, 2}
+
+
+@pytest.fixture(scope="session")
+def wine() -> Wine:
+    """scikit-learn's wine data (bundled with scikit-learn, no download), columns standardised."""
+    from ppclust.datasets import load
+
+    X, y = load("wine")
+    X = np.asarray(X, dtype=float)
+    return Wine((X - X.mean(0)) / X.std(0), np.asarray(y, dtype=int))

@@ -88,24 +88,13 @@ def test_link_parameter_draws_are_beta_given_the_partition():
     assert out["p"].std() == pytest.approx(sd, rel=0.03)
 
 
-def _linked_blobs(seed=0, n_per=12):
-    rng = np.random.default_rng(seed)
-    truth = np.repeat([0, 1, 2], n_per)
-    X = np.array([[0, 0], [8, 0], [0, 8]])[truth] + rng.normal(size=(3 * n_per, 2))
-    pairs = np.array([rng.choice(3 * n_per, 2, replace=False) for _ in range(40)])
-    same = truth[pairs[:, 0]] == truth[pairs[:, 1]]
-    flip = rng.random(40) < 0.15
-    ml, cl = pairs[same ^ flip], pairs[~same ^ flip]
-    return X, truth, ml, cl
-
-
 @pytest.mark.slow  # two fits of 360 sweeps (about 30 s on an idle 2-core machine)
-def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p():
+def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p(blobs):
     """Issue 17: with pq='collapse' the stored p, q are genuine draws (sd as with pq='sample'); the
     Rao-Blackwellised conditional means are much narrower and stored under another name."""
     from ppclust import TVClust
 
-    X, _, ml, cl = _linked_blobs()
+    X, ml, cl = blobs.X, blobs.must_link, blobs.cannot_link
     kw = dict(n_samples=300, n_warmup=60, n_chains=2, k_max=12, random_state=1)
     sd = {}
     for pq in ("collapse", "sample"):
@@ -118,12 +107,12 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p():
     assert sd["collapse"]["p"] > 3 * sd["collapse"]["p_cond_mean"], sd
 
 
-def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path):
+def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make_linked_blobs):
     import arviz as az
 
     from ppclust import TVClust
 
-    X, truth, ml, cl = _linked_blobs(1)
+    X, truth, _, ml, cl = make_linked_blobs(1)
     kw = dict(n_samples=60, n_warmup=40, n_chains=2, k_max=12, random_state=0, sample_alpha=True)
     with_links = TVClust(**kw).fit(X, must_link=ml, cannot_link=cl)
     without = TVClust(pq="fixed", **kw).fit(X)  # p, q fixed: constants, so not posterior variables
@@ -180,14 +169,15 @@ def test_ssgmm_gibbs_posterior_has_its_own_quantities():
                                   y[lab & (np.arange(90) > 0)])
 
 
-def test_numpyro_kernel_starts_like_the_estimator_and_summarises_scalars(monkeypatch, capsys):
+def test_numpyro_kernel_starts_like_the_estimator_and_summarises_scalars(monkeypatch, capsys,
+                                                                          make_linked_blobs):
     from numpyro.infer import MCMC
 
     from ppclust import inference
     from ppclust.inference import hartigan
 
     monkeypatch.setenv("TQDM_DISABLE", "1")  # progress_bar=True keeps numpyro's cached step
-    X, truth, ml, cl = _linked_blobs(2)
+    X, truth, _, ml, cl = make_linked_blobs(2)
     with x64():
         x = jnp.asarray((X - X.mean(0)) / X.std(0))
         pairs = np.concatenate([ml, cl])

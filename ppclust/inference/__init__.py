@@ -4,6 +4,8 @@
 ``numpyro.infer.mcmc.MCMCKernel`` (:class:`ppclust.inference.gibbs.TVClustKernel`), imported lazily.
 """
 
+__all__ = ["TVClustKernel"]
+
 
 def __getattr__(name):
     if name == "TVClustKernel":
