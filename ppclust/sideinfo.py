@@ -34,7 +34,7 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_channel_information", "label_noise_update", "partition_flip_rate",
+           "labelled_means", "label_channel_information",
            "link_agreement", "link_folds", "link_reliability", "link_log_odds", "link_weight_shares",
            "link_reliability_share", "weigh_link_kinds"]
 
@@ -618,54 +618,6 @@ def label_channel_information(eps: float, m: int) -> float:
         return 0.0
     h_b = -eps * np.log(eps) - (1.0 - eps) * np.log1p(-eps)
     return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
-
-
-def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
-    r"""EM update of the label-flip rate :math:`\varepsilon`, the M-step of the semi-supervised GMM's label
-    model (:mod:`ppclust.models.ssgmm`: a labelled point shows its component's class with probability
-    :math:`1-\varepsilon`, else one of the other C - 1 uniformly):
-
-    .. math::
-
-        \hat\varepsilon = \frac{1}{|L|} \sum_{i \in L} \sum_{k:\, g(k) \ne y_i} r_{ik},
-
-    the expected share of labelled points ``L`` whose component is not of their observed class, under the
-    responsibilities ``resp`` (n, k) (the maximiser over eps of the expected complete log-likelihood
-    :math:`\sum_{i\in L}[(1 - w_i)\log(1-\varepsilon) + w_i \log(\varepsilon / (C-1))]`, :math:`w_i` the
-    mass off the observed class). Clipped to :math:`(C-1)/C`, where a label says nothing (uniform over the
-    classes); 0 without labelled points or with one class. Host NumPy."""
-    y_codes = np.asarray(y_codes)
-    lab = y_codes >= 0
-    if n_classes < 2 or not lab.any():
-        return 0.0
-    g = np.asarray(component_classes)
-    off = (g[None, :] != y_codes[lab][:, None])
-    eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
-    return min(max(eps, 0.0), (n_classes - 1) / n_classes)
-
-
-def partition_flip_rate(labels, codes, m: int) -> float:
-    r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
-    their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
-    coarse labels),
-
-    .. math:: \hat\varepsilon = \frac{1}{|L|}\sum_{i\in L} [\,y_i \ne g(z_i)\,],\qquad
-              g(k) = \arg\max_j c_{kj},
-
-    clipped to :math:`(m-1)/m` where a label says nothing: the EM update of the flip rate
-    (:func:`label_noise_update`) with one-hot responsibilities (of the labelled points) and each cluster's
-    class its majority category (ties: the lower category). ``labels`` (n,) cluster ids, ``codes`` (n,) label
-    codes 0..m-1 (-1 = unlabelled; ``ppclust.inference.cecib.encode_labels``). 0 without labelled points or
-    for m < 2. CEC-IB's ``label_noise="auto"``. Host scalar."""
-    labels = np.asarray(labels)
-    codes = np.asarray(codes)
-    lab = codes >= 0
-    if m < 2 or not lab.any():
-        return 0.0
-    _, slot = np.unique(labels, return_inverse=True)
-    counts = np.zeros((int(slot.max()) + 1, m))
-    np.add.at(counts, (slot[lab], codes[lab]), 1.0)
-    return label_noise_update(np.eye(counts.shape[0])[slot[lab]], codes[lab], counts.argmax(1), m)
 
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:

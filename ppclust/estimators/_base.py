@@ -1,9 +1,9 @@
-"""Validation helpers shared by every ppclust estimator (host side, before any tracing).
+"""The contract every ppclust estimator follows: parameter validation, input checks, shared attributes.
 
 Each helper returns a fresh array (inputs are never modified) and raises a
 :class:`~ppclust.errors.InvalidInputError` (a ``PPClustError``, ``ValueError`` and ``TypeError``) whose
 message names the argument, says what was expected and what was received.
-scikit-learn's private parameter-validation API is wrapped here, in one place (STYLE "Estimators").
+scikit-learn's private parameter-validation API is wrapped here, in one place.
 
 Parameter validation (one mechanism for every estimator)
 --------------------------------------------------------
@@ -18,14 +18,22 @@ holds the name) that names the parameter, the allowed values and the value recei
 instead." Intervals on reals exclude NaN, and exclude inf unless the bound is closed at infinity.
 Checks that need the data (``n_clusters <= n_samples``) stay in ``fit`` after ``check_X``.
 
-One vocabulary (issue 15)
--------------------------
-``n_clusters`` (fixed K, or the starting/maximum K of methods that prune clusters), ``k_max``
-(slot capacity of nonparametric methods), ``n_init`` (restarts), ``max_iter`` (iterations, passes
-or annealing steps), ``tol``, ``random_state``, ``covariance_type``; samplers: ``n_draws``,
-``n_warmup``, ``n_chains``, ``thin``. Every parameter after the first is keyword-only. Renamed
-parameters keep working for one release: the old name defaults to ``"deprecated"`` and, when set,
-is used with a ``FutureWarning`` naming the new one (:func:`renamed_param`).
+One vocabulary
+--------------
+Parameters: ``n_clusters`` (fixed K, or the starting/maximum K of methods that prune clusters),
+``k_max`` (slot capacity of nonparametric methods), ``n_init`` (restarts), ``max_iter`` (iterations,
+passes, sweeps or annealing steps), ``tol``, ``random_state``, ``covariance_type``, ``reg_covar`` (the
+regulariser added to covariance diagonals), ``init="k-means++"`` (scikit-learn's spelling); samplers:
+``n_draws``, ``n_warmup``, ``n_chains``, ``thin``. Every parameter after the first is keyword-only; an
+unknown parameter is a ``TypeError``, as in scikit-learn.
+
+Fitted attributes: ``labels_`` (int64, never -1), ``n_clusters_``, ``objective_`` (a float: the quantity
+the method optimises, or for samplers the log joint of the point estimate; each class's docstring says
+what it is and whether smaller or larger is better), ``objective_trace_`` (per iteration where the method
+iterates; per kept draw, shape (n_chains, n_draws), for samplers), ``n_iter_``, ``restart_objectives_``
+(one float per restart where ``n_init`` > 1 is possible), ``objective_terms_`` (a dict of floats, where
+the objective has named terms), ``means_`` / ``covariances_`` where the model has them. ``fit_predict``
+is scikit-learn's ``ClusterMixin.fit_predict`` (``fit(X, y, **kwargs).labels_``) everywhere.
 
 ``devices`` (one meaning everywhere, :data:`DEVICES_DOC`)
 --------------------------------------------------------
@@ -375,17 +383,14 @@ LINK_MODELS = {"soft": "keep", "hard": "error"}
 
 
 def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None,
-                   seed=0, on_conflict=None) -> SideInfo:
+                   seed=0) -> SideInfo:
     """Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs
     among labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
 
     ``link_model`` is ``"soft"`` or ``"hard"`` (see :data:`LINK_MODELS`): whether a pair given with
     both signs (also a given link that contradicts two labels) is combined or an error.
-    The labels themselves are dropped afterwards, so they are not counted twice. ``on_conflict``
-    ("keep" / "error") is the older spelling of ``link_model`` ("soft" / "hard"), still accepted.
+    The labels themselves are dropped afterwards, so they are not counted twice.
     """
-    if on_conflict is not None:
-        link_model = {v: k for k, v in LINK_MODELS.items()}.get(on_conflict, on_conflict)
     if link_model not in LINK_MODELS:
         raise InvalidInputError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
     on_conflict = LINK_MODELS[link_model]

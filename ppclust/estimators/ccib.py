@@ -23,9 +23,7 @@ from ppclust.estimators._base import (
     StrOptions,
     check_partial_labels,
     data_variance,
-    deprecated_name,
     fit_context,
-    renamed_param,
     side_labels,
     validate_X,
 )
@@ -129,14 +127,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         "tol": NONNEG_REAL,
         "progress_bar": ["boolean"],
         "random_state": RANDOM_STATE,
-        "max_steps": deprecated_name(POSITIVE_INT),
     }
 
     def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
                  x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
                  variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
-                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True,
-                 max_steps="deprecated"):
+                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True):
         self.n_clusters = n_clusters
         self.lam = lam
         self.feature_model = feature_model
@@ -157,7 +153,6 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.progress_bar = progress_bar
-        self.max_steps = max_steps
 
     # ---------------------------------------------------------------------------------------------
     @fit_context(prefer_skip_nested_validation=True)
@@ -165,7 +160,6 @@ class CCIB(ClusterMixin, BaseEstimator):
         """Fit on features ``X`` (n, D); ``background`` Z to factor out; ``y`` partial labels (-1 = none)
         whose assignments are held fixed (semi-supervised CCIB, spec section 7); ``partial_labels``, when
         given, replaces ``y`` (which is then only a scoring target)."""
-        max_iter = renamed_param(self, "max_iter", "max_steps")
         X = validate_X(self, X, reset=True)
         n = X.shape[0]
         k = int(self.n_clusters)
@@ -193,7 +187,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         static = _solver.Static(
             n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
             feature=feature, background=bg_kind, n_newton=int(self.n_newton),
-            max_steps=int(max_iter), max_inner=int(self.max_inner))
+            max_steps=int(self.max_iter), max_inner=int(self.max_inner))
         hyper = self._hyper()
         with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
@@ -209,7 +203,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         best = int(np.argmax(res.objective))  # A5: largest final F~
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
-        self.q_ = res.q[best]
+        self.responsibilities_ = res.q[best]
         self.labels_ = res.labels[best].astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.restart_labels_ = res.labels.astype(np.int64)
@@ -219,13 +213,13 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.rho_ = float(res.rho[best])
         self.k_eff_ = int(res.k_eff[best])
         self.n_dead_ = int(res.n_dead[best])
-        self.n_steps_ = int(res.n_steps[best])
-        self.n_iter_ = self.n_steps_  # the shared name: annealing steps run (<= max_iter)
-        self.objective_ = {m: float(getattr(res, m)[best])
-                           for m in ("objective", "i_cx", "i_cy_given_z", "i_cy")}
-        self.objective_["rho"] = self.rho_
-        steps = self.n_steps_
+        self.n_iter_ = int(res.n_steps[best])
+        self.objective_ = float(res.objective[best])
+        self.objective_terms_ = {m: float(getattr(res, m)[best]) for m in ("i_cx", "i_cy_given_z", "i_cy")}
+        self.objective_terms_["rho"] = self.rho_
+        steps = self.n_iter_
         self.annealing_trace_ = {m: np.asarray(v[best][:steps]) for m, v in res.trace.items()}
+        self.objective_trace_ = np.asarray(self.annealing_trace_.get("objective", np.zeros(0)), np.float64)
         if int(res.inner_capped[best]) > 0:
             warnings.warn(f"CCIB: the inner loop hit max_inner={self.max_inner} at "
                           f"{int(res.inner_capped[best])} temperatures", RuntimeWarning, stacklevel=2)
@@ -233,10 +227,6 @@ class CCIB(ClusterMixin, BaseEstimator):
             warnings.warn(f"CCIB: only {self.k_eff_} of {k} clusters have distinct parameters (E9)",
                           RuntimeWarning, stacklevel=2)
         return self
-
-    def fit_predict(self, X, y=None, *, background=None, partial_labels=None):
-        """Fit and return ``labels_``."""
-        return self.fit(X, y, background=background, partial_labels=partial_labels).labels_
 
     def predict_proba(self, X, *, background=None):
         """Soft assignments of (new) objects by eq. (5) at the final rho.  Objects whose categorical
@@ -362,17 +352,19 @@ class CCIB(ClusterMixin, BaseEstimator):
 
     def _set_trivial(self, n):
         self._static = None
-        self.q_ = np.ones((n, 1))
+        self.responsibilities_ = np.ones((n, 1))
         self.labels_ = np.zeros(n, np.int64)
         self.n_clusters_ = 1
         self.restart_labels_ = self.labels_[None]
         self.restart_objectives_ = np.zeros(1)
         self.best_restart_ = 0
         self.rho0_ = self.rho_ = 0.0
-        self.k_eff_, self.n_dead_, self.n_steps_ = 1, 0, 0
+        self.k_eff_, self.n_dead_ = 1, 0
         self.n_iter_ = 0
-        self.objective_ = {"objective": 0.0, "i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
+        self.objective_ = 0.0
+        self.objective_terms_ = {"i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
         self.annealing_trace_ = {}
+        self.objective_trace_ = np.zeros(0)
 
 
 def _partial_labels(y, n, k):

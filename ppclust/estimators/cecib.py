@@ -33,7 +33,8 @@ from ppclust.estimators._base import (
 )
 from ppclust.inference import cecib as _cecib
 from ppclust.inference import hartigan as _hartigan
-from ppclust.sideinfo import label_channel_information, partition_flip_rate
+from ppclust.models.ssgmm import partition_flip_rate
+from ppclust.sideinfo import label_channel_information
 
 __all__ = ["CECIB"]
 
@@ -61,7 +62,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         categories at 20% wrong labels give 0.278, close to the paper's beta0 = 0.27 for noisy labels,
         Example 4.1). ``"auto"``: the rate read off the plain-CEC fit of the chosen start (the share of
         labelled points outside their cluster's majority category,
-        :func:`ppclust.sideinfo.partition_flip_rate`;
+        :func:`ppclust.models.ssgmm.partition_flip_rate`;
         ``label_noise_`` holds it), then the weighted fit. Default 0 (the paper's E_beta): on the benefit
         panel neither the true rate nor ``"auto"`` made CEC-IB more robust to 20% wrong labels (within 0.02
         of plain CEC on 6 of 8 sets, as with 0; ``results/cec_start_study.md``) -- wrong labels act through

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
-from ppclust.errors import KMaxExhaustedError, NonFiniteError, PPClustError
+from ppclust.errors import InvalidInputError, KMaxExhaustedError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
@@ -45,7 +45,6 @@ def _side_table(n, y, must_link, cannot_link):
 
 
 class _Base(ClusterMixin, BaseEstimator):
-    _with_links = False
 
     _parameter_constraints: dict = {
         "lam": [None, *POSITIVE_REAL],
@@ -127,6 +126,7 @@ class _Base(ClusterMixin, BaseEstimator):
         self.cluster_centers_ = res.centers[best][:k].copy()
         self.n_clusters_ = k
         self.objective_ = float(res.objective[best])
+        self.restart_objectives_ = np.asarray(res.objective, dtype=np.float64)
         self.n_iter_ = int(res.n_iter[best])
         self.converged_ = bool(res.converged[best])
         n_it = self.n_iter_
@@ -141,10 +141,6 @@ class _Base(ClusterMixin, BaseEstimator):
         with x64():
             D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
         return np.argmin(D, axis=1).astype(np.int64)
-
-    def fit_predict(self, X, y=None, **kw):
-        """Fit (side information as in ``fit``) and return ``labels_``."""
-        return self.fit(X, y, **kw).labels_
 
 
 class DPMeans(_Base):
@@ -197,7 +193,11 @@ class DPMeans(_Base):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
-        """Fit on X; side information is ignored by DP-means (accepted for a uniform CLI)."""
+        """Fit on X. DP-means uses no side information: links are an error (use :class:`RDPMeans`)."""
+        if must_link is not None or cannot_link is not None:
+            raise InvalidInputError("DPMeans uses no links; `must_link`/`cannot_link` were given. Use "
+                                    "RDPMeans, DP-means with link rewards and penalties (Khashabi et al. "
+                                    "2015), to fit with links.")
         X = self._prepare(X, reset=True)
         return self._run(X, None, 0.0)
 

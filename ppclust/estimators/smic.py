@@ -133,7 +133,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.result_ = sel.fit
         self.labels_ = np.asarray(sel.fit.labels, np.int64)
         self.n_clusters_ = sel.fit.n_nonempty
-        self.smi_ = float(row["lsmi"])
+        self.objective_ = float(row["lsmi"])
         self.selection_ = sel.rows
         self.n_neighbors_ = int(row["t"])
         self.gamma_ = float(row["gamma"])

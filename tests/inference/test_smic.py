@@ -232,7 +232,7 @@ def test_estimator_api_and_predict():
     m = SMIC(2, n_neighbors=6, gamma=1.0, eta=1.0, random_state=0).fit(x, yl)
     assert m.labels_.dtype == np.int64 and m.labels_.shape == (120,)
     assert ari(y, m.labels_) > 0.9 and m.n_clusters_ == 2
-    assert np.isfinite(m.smi_) and len(m.selection_) == 1
+    assert isinstance(m.objective_, float) and np.isfinite(m.objective_) and len(m.selection_) == 1
     assert np.mean(m.predict(x) == m.labels_) > 0.95
     p = m.predict_proba(x + 0.01)
     assert np.allclose(p.sum(1), 1) and p.shape == (120, 2)
