@@ -47,6 +47,11 @@ class NeighbourTable(NamedTuple):
     Unused slots have ``nbr = 0`` and ``sgn = wgt = 0``, so gathers are always in range and
     contribute nothing to sums such as ``sum_s sgn[i, s] * wgt[i, s] * [z[nbr[i, s]] == k]``.
     ``max_deg`` is at least 1, so the arrays are never zero-width.
+
+    Examples
+    --------
+    >>> NeighbourTable.empty(3).nbr.shape
+    (3, 1)
     """
 
     nbr: np.ndarray  # int32 (n, max_deg): neighbour index
@@ -82,6 +87,12 @@ class SideInfo:
     ValueError, TypeError
         On out-of-range indices, self-pairs, contradictory pairs, bad shapes or dtypes; the
         message names the argument and the first offending pair.
+
+    Examples
+    --------
+    >>> side = SideInfo.from_links(4, must_link=[(0, 1)], cannot_link=[(2, 1)])
+    >>> side.pairs.tolist(), side.sign.tolist()
+    ([[0, 1], [1, 2]], [1, -1])
     """
 
     __slots__ = ("n", "labels", "pairs", "sign", "weight", "_frozen")
@@ -361,6 +372,11 @@ class Links(NamedTuple):
 
     Padded table slots have ``nbr = 0`` and ``sgn = wgt = 0``: gathers stay in range and add nothing.
     Built by :func:`make_links` from a validated :class:`SideInfo`.
+
+    Examples
+    --------
+    >>> make_links(3, [[0, 1]], [1]).pairs.tolist()
+    [[0, 1]]
     """
 
     pairs: object  # (m, 2) int32, i < j
@@ -378,6 +394,12 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
     come as a ``SideInfo`` built with ``"keep"``); with no links the table has one all-padding column so
     shapes stay static. ``dtype`` defaults to JAX's current default float (float64 inside a
     ``ppclust._jax.x64()`` scope).
+
+    Examples
+    --------
+    >>> links = make_links(4, [[0, 1], [2, 3]], [1, -1])
+    >>> links.sign.tolist(), links.nbr.shape
+    ([1.0, -1.0], (4, 1))
     """
     import jax
     import jax.numpy as jnp
@@ -407,6 +429,13 @@ def pair_counts(labels, links: Links, *, xp=None):
 
     ``labels`` (..., n): leading axes (e.g. draws) give counts (..., 4). ``xp``: the array namespace,
     ``jax.numpy`` by default; ``numpy`` (with NumPy ``links`` fields) counts on the host without tracing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> links = make_links(3, [[0, 1], [1, 2]], [1, -1])
+    >>> pair_counts(np.array([0, 0, 1]), links).tolist()  # N11, N01, N10, N00
+    [1.0, 0.0, 0.0, 1.0]
     """
     if xp is None:
         import jax.numpy as xp
@@ -427,7 +456,14 @@ def link_counts(nb_labels, sgn, wgt, k_max: int):
     gathered. Returns ``(f, s, F, S, hot)``: f, s (..., k_max), the totals F, S (...) (the point's weighted
     may-link and may-not-link degrees) and the one-hot comparison ``hot`` (..., max_deg, k_max).
     A one-hot comparison and a sum, not a scatter-add: XLA:CPU runs a scatter inside a per-point loop as
-    a slow serial kernel (measured ~4x on the TVClust sweep).
+    a slow serial kernel.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> f, s, F, S, hot = link_counts(jnp.asarray([0, 1]), jnp.asarray([1.0, -1.0]), jnp.ones(2), 2)
+    >>> f.tolist(), s.tolist()
+    ([1.0, 0.0], [0.0, 1.0])
     """
     import jax.numpy as jnp
 
@@ -442,7 +478,16 @@ def link_counts(nb_labels, sgn, wgt, k_max: int):
 def table_within_counts(z, z_nbr, sgn, wgt):
     """``(N11, N01)``: weighted may-links and may-not-links inside clusters, from neighbour-table rows
     (z (r,) the rows' labels, z_nbr / sgn / wgt (r, max_deg)); every pair sits in two rows, hence 1/2.
-    Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller."""
+    Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = SideInfo(2, pairs=[[0, 1]], sign=[1]).neighbour_table()
+    >>> z = np.array([0, 0])
+    >>> [float(c) for c in table_within_counts(z, z[t.nbr], t.sgn, t.wgt)]
+    [1.0, 0.0]
+    """
     same = (z_nbr == z[:, None]).astype(wgt.dtype)
     return 0.5 * (same * wgt * (sgn > 0)).sum(), 0.5 * (same * wgt * (sgn < 0)).sum()
 
@@ -455,7 +500,15 @@ def link_agreement(labels, side: SideInfo) -> float:
     link source: for pairs drawn independently of the fit and signs flipped at any rate
     :math:`\varepsilon < 1/2`, its expectation :math:`\varepsilon + (1 - 2\varepsilon) a` is increasing
     in the labelling's pair accuracy ``a`` on those pairs, so comparing two labellings on the same held-out
-    links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy."""
+    links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> side = SideInfo(3, pairs=[[0, 1], [1, 2]], sign=[1, 1])
+    >>> link_agreement(np.array([0, 0, 1]), side)
+    0.5
+    """
     if side.n_links == 0:
         return 1.0
     c = pair_counts(np.asarray(labels), side, xp=np)
@@ -464,7 +517,14 @@ def link_agreement(labels, side: SideInfo) -> float:
 
 def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, SideInfo]]:
     """``n_folds`` (train, held-out) splits of the links of ``side`` (a random partition of the links into
-    folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links."""
+    folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links.
+
+    Examples
+    --------
+    >>> side = SideInfo(4, pairs=[[0, 1], [1, 2], [2, 3], [0, 3]], sign=[1, 1, -1, -1])
+    >>> [held.n_links for _, held in link_folds(side, 2, seed=0)]
+    [2, 2]
+    """
     m = side.n_links
     n_folds = int(min(n_folds, m))
     if n_folds < 2:
@@ -552,7 +612,14 @@ def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
 
 def weigh_link_kinds(table: NeighbourTable, shares) -> NeighbourTable:
     """``table`` with every may-link's weight times ``shares[0]`` and every may-not-link's times
-    ``shares[1]`` (:func:`link_weight_shares`; empty slots stay 0). Host arrays."""
+    ``shares[1]`` (:func:`link_weight_shares`; empty slots stay 0). Host arrays.
+
+    Examples
+    --------
+    >>> t = SideInfo(2, pairs=[[0, 1]], sign=[-1]).neighbour_table()
+    >>> weigh_link_kinds(t, (1.0, 0.5)).wgt[:, 0].tolist()
+    [0.5, 0.5]
+    """
     sgn = np.asarray(table.sgn)
     return table._replace(wgt=np.asarray(table.wgt) * np.where(sgn > 0, shares[0], shares[1]))
 
@@ -561,7 +628,13 @@ def link_weight_per_point(table: NeighbourTable) -> float:
     r"""Mean total link weight at a point, :math:`\tfrac1n\sum_i\sum_{j\sim i}|w_{ij}|` over the table's
     ``n`` rows (``2 * n_links / n`` for unit weights, each pair counted at both ends). A pair stored with
     both signs (soft links) counts with its net weight ``|sum sgn * wgt|``, as it acts in a cost that adds
-    the two terms."""
+    the two terms.
+
+    Examples
+    --------
+    >>> link_weight_per_point(SideInfo(4, pairs=[[0, 1]], sign=[1]).neighbour_table())
+    0.5
+    """
     sgn = np.asarray(table.sgn)
     n = sgn.shape[0]
     sw = sgn * np.asarray(table.wgt)
@@ -575,6 +648,12 @@ def decode_pair_index(k):
     """Map linear indices ``k`` in ``[0, L (L - 1) / 2)`` to pairs ``(a, b)``, ``a < b``.
 
     The order is ``k = b (b - 1) / 2 + a`` (column-major upper triangle), exact in int64.
+
+    Examples
+    --------
+    >>> a, b = decode_pair_index([0, 1, 2])
+    >>> a.tolist(), b.tolist()
+    ([0, 0, 1], [1, 2, 2])
     """
     k = np.asarray(k, dtype=np.int64)
     b = ((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
@@ -588,7 +667,14 @@ def decode_pair_index(k):
 def labelled_means(x, codes, m: int) -> np.ndarray:
     """(m, d) mean of the labelled points of each label category: ``codes`` (n,) in 0..m-1, -1 =
     unlabelled (the codes of ``ppclust.inference.cecib.encode_labels``); every category must have a
-    labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``)."""
+    labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labelled_means(np.array([[0.0], [2.0], [5.0]]), np.array([0, 0, -1]), 1).tolist()
+    [[1.0]]
+    """
     x = np.asarray(x, np.float64)
     codes = np.asarray(codes)
     lab = codes >= 0
@@ -621,7 +707,13 @@ def label_channel_information(eps: float, m: int) -> float:
 
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:
-    """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy."""
+    """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy.
+
+    Examples
+    --------
+    >>> check_labels([0, -1, 2.0]).tolist()
+    [0, -1, 2]
+    """
     if y is None:
         raise InvalidInputError(f"`{name}` must be an array of integer labels, got None.")
     arr = np.asarray(y)
@@ -676,6 +768,12 @@ class RowPairs:
         Point indices in ``[0, n_samples)``.
     n_samples : int
         Number of rows of the ``X`` the indices refer to.
+
+    Examples
+    --------
+    >>> rp = RowPairs([(0, 1), (2, 3)], 4)
+    >>> len(rp), rp[[2, 3]].pairs.tolist()  # a fold of rows 2 and 3 keeps one pair, re-indexed
+    (4, [[0, 1]])
     """
 
     def __init__(self, pairs, n_samples):

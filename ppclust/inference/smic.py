@@ -1,5 +1,10 @@
 r"""SMIC and 3SMIC: squared-loss mutual information clustering, optionally with must/cannot links.
 
+Kept whole (over 700 lines) because its parts are one pipeline that shares private helpers and one
+numerical convention: the sparse kNN kernel, its link-modified form, the eigen-solvers (dense JAX and
+matrix-free Lanczos), LSMI with its per-data-set precomputation, and the model selection that calls them
+all; split apart, each piece would export helpers that only its neighbour uses.
+
 Calandriello, Niu & Sugiyama (2014), "Semi-Supervised Information-Maximization Clustering", built on
 unsupervised SMIC (Sugiyama et al. 2011) with LSMI (Suzuki et al. 2009) for model selection.
 Section numbers (§) refer to ``../shared/specs/smic.md``.
@@ -21,8 +26,7 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
   the eq. (9) winner refitted without each fold of the links must satisfy the unseen links at least as
   well as the no-link SMIC, else the no-link SMIC is returned (:func:`link_check`). Eq. (9) trusts every
   link; with c > 2 most random pairs are cannot-links (which act only through K', eta being 0, on pairs
-  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links
-  (``benchmarks/results/smic_link_noise_study.md``).
+  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links.
 
 Host-side: kNN search (scikit-learn), sparse algebra and LSMI are NumPy/SciPy; the dense eigen path
 is JAX.
@@ -52,10 +56,10 @@ __all__ = [
     "SMICResult",
     "LSMIEstimator",
     "SelectionResult",
+    "EigenOptions",
     "build_kernel",
     "kernel_rows",
     "link_matrices",
-    "make_links",
     "modify_kernel",
     "u_operator",
     "u_dense",
@@ -75,12 +79,11 @@ __all__ = [
 DEFAULT_TS = tuple(range(1, 11))  # §3.7 [P]
 DEFAULT_GAMMAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R]
 DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems only
-# n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
-# Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
+# n up to which the eigenproblem is solved densely (JAX eigh); the spec allows <= 2000, sparse Lanczos
+# (eigsh) is the faster solver well below that (see docs/decisions/ for the evidence)
 DENSE_MAX = 200
-# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
-# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
-# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
+# repeats of the held-out link check's k-fold split (select's link_repeats): repeated cross-validation
+# decides more stably than one split (see docs/decisions/ for the evidence)
 DEFAULT_LINK_REPEATS = 3
 
 
@@ -96,9 +99,7 @@ def one_blas_thread():
     Used around the dense eigenproblems (n <= ``DENSE_MAX``) and LSMI's many small solves. On small
     matrices a second BLAS thread gains little on an idle machine and costs a great deal on a busy one: a
     LAPACK call is many small BLAS calls, each a fork/join of threads that spin or wait for a core another
-    process holds. Measured on the 2-core development machine with one other job running: ``eigh`` of a
-    178 x 178 matrix 0.150 s with two threads against 0.012 s with one; a 3SMIC fit on wine with 356
-    links 25.3 s against 4.6 s (session 10)."""
+    process holds (see docs/decisions/ for the evidence)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
@@ -240,25 +241,6 @@ def link_matrices(side) -> LinkMatrices:
     M = _sym_binary(must, n) + sp.identity(n, format="csr")
     C = _sym_binary(cannot, n)
     return LinkMatrices(M=M.tocsr(), C=C, must=must, cannot=cannot)
-
-
-def make_links(n, must_link=None, cannot_link=None, *, on_conflict="error") -> LinkMatrices:
-    """Deprecated name: :func:`link_matrices` of ``SideInfo.from_links(n, must_link, cannot_link)``.
-
-    Kept for one release (``ppclust.sideinfo.make_links`` is the JAX link arrays of the samplers; this one
-    was SMIC's sparse matrices). ``on_conflict="drop"`` drops pairs given with both signs, with a warning.
-    """
-    from ppclust.sideinfo import SideInfo
-
-    warnings.warn("ppclust.inference.smic.make_links is deprecated; use link_matrices(SideInfo(...))",
-                  DeprecationWarning, stacklevel=2)
-    if isinstance(must_link, SideInfo):
-        return link_matrices(must_link)
-    if on_conflict not in ("error", "drop"):
-        raise ValueError(f"on_conflict must be 'error' or 'drop', got {on_conflict!r}")
-    side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link,
-                               on_conflict="error" if on_conflict == "error" else "keep")
-    return link_matrices(side)
 
 
 def _sym_binary(pairs, n):
@@ -617,6 +599,33 @@ class LSMIEstimator:
 # model selection (§2.5, §3.7)
 
 
+class EigenOptions(NamedTuple):
+    """How each candidate's eigenproblem is solved and post-processed (:func:`select`,
+    :func:`link_check`), a frozen value.
+
+    Parameters
+    ----------
+    assign : {"model", "eigvec"}, default="model"
+        3SMIC post-processing (spec A1): clip the model output ``K' phi`` or ``phi`` itself.
+    sign : str, default="eigvec"
+        Sign fixing of the eigenvectors (:func:`postprocess`).
+    dense_max : int, default=DENSE_MAX
+        Largest n solved with a dense JAX eigendecomposition; above it the matrix-free Lanczos solver.
+    tol : float, default=1e-10
+        Tolerance of the Lanczos solver.
+
+    Examples
+    --------
+    >>> EigenOptions(assign="eigvec").dense_max == DENSE_MAX
+    True
+    """
+
+    assign: str = "model"
+    sign: str = "eigvec"
+    dense_max: int = DENSE_MAX
+    tol: float = 1e-10
+
+
 class SelectionResult(NamedTuple):
     best: int  # index into rows
     rows: list  # dicts: t, gamma, eta, lsmi, violations, score
@@ -644,9 +653,8 @@ def eq9_scores(lsmi, nv):
 
 
 def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
-           lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
-           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False, link_folds=0,
-           link_repeats=DEFAULT_LINK_REPEATS):
+           lsmi: LSMIEstimator | None = None, seed=0, progress_bar=False, link_folds=0,
+           link_repeats=DEFAULT_LINK_REPEATS, eigen: EigenOptions | None = None, **options):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
 
     ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
@@ -662,8 +670,11 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     than ignoring them; the held-out score ranks the two by pair accuracy whatever the flip rate.
 
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
-    distinct labelling.
+    distinct labelling. ``eigen`` (:class:`EigenOptions`; its fields may also be given as keywords,
+    ``options``) says how each candidate is solved.
     """
+    eigen = (EigenOptions() if eigen is None else eigen)._replace(**options)
+    assign, sign, dense_max, tol = eigen
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     if lsmi is None:
@@ -721,8 +732,7 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     nb = int(np.argmax(none_lsmi))  # ties to the smallest t, as in the unsupervised branch
     none_fit, (none_t, none_kern) = none_fits[nb], kernel_of_t[nb]
     check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none_fit.labels,
-                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, assign=assign, sign=sign,
-                       dense_max=dense_max, tol=tol)
+                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, eigen=eigen)
     if check["use_links"]:
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
     rows.append(dict(t=none_t, gamma=0.0, eta=0.0, lsmi=none_lsmi[nb],
@@ -732,7 +742,7 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
 
 
 def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, n_repeats=1,
-               seed=0, assign="model", sign="eigvec", dense_max=DENSE_MAX, tol=1e-10):
+               seed=0, eigen: EigenOptions | None = None, **options):
     """Held-out link check (not in the paper): do the links improve on the no-link labelling?
 
     The links are split into ``n_folds`` folds (:func:`ppclust.sideinfo.link_folds`); 3SMIC at ``(gamma,
@@ -741,9 +751,11 @@ def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, 
     that saw no link) is scored on all links. Both scores are :func:`ppclust.sideinfo.link_agreement`, whose
     expectation on unseen links is increasing in pair accuracy for any flip rate below 1/2. Returns a
     dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
-    (``agreement_links >= agreement_none``; True when there are fewer than 2 links)."""
+    (``agreement_links >= agreement_none``; True when there are fewer than 2 links). ``eigen`` and
+    ``options`` as in :func:`select`."""
     from ppclust.sideinfo import SideInfo, link_agreement, link_folds
 
+    assign, sign, dense_max, tol = (EigenOptions() if eigen is None else eigen)._replace(**options)
     side = SideInfo.from_links(kernel.K.shape[0], must_link=links.must, cannot_link=links.cannot)
     hit, n_splits = 0.0, 0
     for r in range(int(n_repeats)):

@@ -36,16 +36,59 @@ __all__ = ["default_component_classes", "label_log_mask", "label_noise_update", 
 
 
 def default_component_classes(n_components: int, n_classes: int) -> np.ndarray:
-    """Class of each component: component k -> class k mod C (so k = c for the first C components)."""
+    r"""Class of each component: component ``k`` -> class ``k mod C`` (so ``k = c`` for the first C).
+
+    Parameters
+    ----------
+    n_components : int
+        Number of components ``K``.
+    n_classes : int
+        Number of classes ``C``; 0: every component free (-1).
+
+    Returns
+    -------
+    ndarray of shape (K,), int32
+
+    Examples
+    --------
+    >>> default_component_classes(5, 2).tolist()
+    [0, 1, 0, 1, 0]
+    """
     if n_classes == 0:
         return np.full(n_components, -1, np.int32)
     return (np.arange(n_components) % n_classes).astype(np.int32)
 
 
 def label_log_mask(y_codes, component_classes, n_classes, eps=0.0):
-    """log p(observed label | z = k), shape (n, k), and the hard ``allowed`` mask (n, k) (host NumPy).
+    r"""The label term :math:`\log p(y_i \mid z_i = k)` of every point and component, and the hard mask.
 
-    ``y_codes``: (n,) class indices 0..C-1, or -1 for unlabelled (row of zeros / all allowed).
+    A labelled point of class ``c`` gets :math:`\log(1-\varepsilon)` for the components of class ``c``
+    and :math:`\log(\varepsilon/(C-1))` for the others (``-inf`` when ``eps = 0``); an unlabelled point
+    a row of zeros. Host NumPy.
+
+    Parameters
+    ----------
+    y_codes : int array of shape (n,)
+        Class index ``0..C-1`` of each point, ``-1`` for unlabelled.
+    component_classes : int array of shape (K,)
+        Class of each component (-1: free).
+    n_classes : int
+        Number of classes ``C``.
+    eps : float, default=0.0
+        Label-flip rate in [0, 1).
+
+    Returns
+    -------
+    log_mask : ndarray of shape (n, K)
+    allowed : bool ndarray of shape (n, K)
+        The components of the point's own class (all for unlabelled points).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lm, allowed = label_log_mask(np.array([0, -1]), np.array([0, 1]), 2, 0.1)
+    >>> np.round(lm, 3).tolist(), allowed.tolist()
+    ([[-0.105, -2.303], [0.0, 0.0]], [[True, False], [True, True]])
     """
     y_codes = np.asarray(y_codes)
     g = np.asarray(component_classes)
@@ -60,7 +103,37 @@ def label_log_mask(y_codes, component_classes, n_classes, eps=0.0):
 
 
 def ssgmm_log_likelihood(x, weights, means, prec_chol, log_mask=None, cov_type="full"):
-    """Marginal log-likelihood sum_i log sum_k p(y_i | k) pi_k N(x_i; mu_k, Sigma_k)."""
+    r"""Marginal log-likelihood of the semi-supervised mixture, assignments summed out.
+
+    .. math:: \sum_i \log \sum_k p(y_i \mid k)\,\pi_k\,\mathcal N(x_i; \mu_k, \Sigma_k)
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data.
+    weights : array of shape (K,)
+        Mixture weights.
+    means : array of shape (K, d)
+        Component means.
+    prec_chol : array
+        Cholesky factors of the precisions (scikit-learn's layout for ``cov_type``).
+    log_mask : array of shape (n, K) or None, default=None
+        Label term (:func:`label_log_mask`); None: no labels.
+    cov_type : {"full", "tied", "diag", "spherical"}, default="full"
+        Covariance type.
+
+    Returns
+    -------
+    float array of shape ()
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> ll = ssgmm_log_likelihood(jnp.zeros((1, 1)), jnp.ones(1), jnp.zeros((1, 1)), jnp.ones(1),
+    ...                           cov_type="spherical")
+    >>> round(float(ll), 4)  # log N(0; 0, 1)
+    -0.9189
+    """
     lp = log_gaussian_prob(x, means, prec_chol, cov_type) + jnp.log(weights)[None]
     if log_mask is not None:
         lp = lp + log_mask
@@ -68,14 +141,36 @@ def ssgmm_log_likelihood(x, weights, means, prec_chol, log_mask=None, cov_type="
 
 
 def ssgmm_model(x, log_mask=None, *, n_components, cov_type="full", alpha=1.0, prior_scale=None):
-    """NumPyro model with the assignments summed out (sites ``weights``, ``means``, scale sites).
+    r"""NumPyro model of the semi-supervised mixture with the assignments summed out.
 
-    Priors (weakly informative, for NUTS checks): ``weights ~ Dir(alpha)``, ``means ~ N(mean(x), 10 sd)``;
-    full: ``Sigma_k = diag(s_k) L_k L_k^T diag(s_k)`` with ``L_k ~ LKJCholesky(d, 2)``,
-    ``s_k ~ HalfNormal(prior_scale)``; diag: per-dimension sds ``HalfNormal``; spherical: one sd each;
-    tied: one LKJ/HalfNormal pair. ``prior_scale`` defaults to 2 x the data sd.
+    Sites ``weights``, ``means`` and scale sites; the likelihood is ``numpyro.factor("obs", ...)`` with
+    :func:`ssgmm_log_likelihood`. Priors (weakly informative, for NUTS checks): ``weights ~ Dir(alpha)``,
+    ``means ~ N(mean(x), 10 sd)``; full: ``Sigma_k = diag(s_k) L_k L_k^T diag(s_k)`` with
+    ``L_k ~ LKJCholesky(d, 2)``, ``s_k ~ HalfNormal(prior_scale)``; diag: per-dimension sds
+    ``HalfNormal``; spherical: one sd each; tied: one LKJ/HalfNormal pair.
 
-    The likelihood is ``numpyro.factor("obs", ...)`` with :func:`ssgmm_log_likelihood`.
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data.
+    log_mask : array of shape (n, K) or None, default=None
+        Label term (:func:`label_log_mask`).
+    n_components : int
+        Number of components ``K``.
+    cov_type : {"full", "tied", "diag", "spherical"}, default="full"
+        Covariance type.
+    alpha : float, default=1.0
+        Dirichlet concentration of the weights.
+    prior_scale : float, array or None, default=None
+        Scale of the HalfNormal priors on the sds; None: 2 x the data's sd.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from numpyro.handlers import seed, trace
+    >>> tr = trace(seed(ssgmm_model, 0)).get_trace(jnp.zeros((3, 2)), n_components=2, cov_type="diag")
+    >>> tr["means"]["value"].shape
+    (2, 2)
     """
     x = jnp.asarray(x)
     n, d = x.shape
