@@ -232,7 +232,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         static = _solver.Static(
             n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
             feature=feature, background=bg_kind, n_newton=int(self.n_newton),
-            max_steps=int(self.max_iter), max_inner=int(self.max_inner))
+            max_iter=int(self.max_iter), max_inner=int(self.max_inner))
         hyper = self._hyper()
         with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:

@@ -104,7 +104,19 @@ def one_blas_thread():
 
 
 class Kernel(NamedTuple):
-    """Sparse kNN kernel and what out-of-sample prediction needs (§4, E6)."""
+    """Sparse kNN kernel and what out-of-sample prediction needs (§4, E6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> kern.K.shape, kern.t
+    ((20, 20), 3)
+    """
 
     K: sp.csr_matrix  # (n, n) symmetric, entries in (0, 1], K_ii = 1
     sigma: np.ndarray  # (n,) local scales (distance to the t-th other neighbour, floored)
@@ -116,7 +128,19 @@ class LinkMatrices(NamedTuple):
     """Symmetric binary link matrices (§3.1): M with unit diagonal, C with zero diagonal.
 
     SMIC's own view of the links (sparse n x n operators for the eigenproblem); built from the one link
-    type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`."""
+    type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> links.must.tolist(), links.cannot.tolist()
+    ([[0, 1]], [[0, 15]])
+    """
 
     M: sp.csr_matrix
     C: sp.csr_matrix
@@ -125,6 +149,15 @@ class LinkMatrices(NamedTuple):
 
 
 class SMICResult(NamedTuple):
+    """One SMIC / 3SMIC solution: labels, normalised scores, sign-fixed eigenvectors, eigenvalues, the
+    out-of-sample normaliser and the number of non-empty clusters.
+
+    Examples
+    --------
+    >>> SMICResult._fields[:2]
+    ('labels', 'scores')
+    """
+
     labels: np.ndarray  # (n,) int32
     scores: np.ndarray  # (n, c) normalised clipped outputs [g_y]_i / 1^T g_y
     phi: np.ndarray  # (n, c) sign-fixed eigenvectors
@@ -142,6 +175,17 @@ def build_kernel(x, t, *, nn=None, max_t=None):
 
     ``nn``: an already fitted ``NearestNeighbors`` on ``x`` to reuse; ``max_t``: query that many
     neighbours once (callers building kernels for several t pass the largest).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> bool(np.allclose(kern.K.diagonal(), 1.0))
+    True
     """
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
@@ -201,6 +245,17 @@ def _kernel_from_knn(x, dist, idx, t, nn):
 def kernel_rows(kernel: Kernel, x_train, x_new):
     """Out-of-sample kernel rows K(x', x_i) as CSR (n_new, n) (E6): x_i among the t nearest training
     points of x', or ||x' - x_i|| <= sigma_i; sigma' is the distance to the t-th nearest training point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> kernel_rows(kern, x, x[:2]).shape
+    (2, 20)
     """
     x_new = np.asarray(x_new, dtype=np.float64)
     t = kernel.t
@@ -229,6 +284,17 @@ def link_matrices(side) -> LinkMatrices:
 
     A pair stored with both signs (a ``SideInfo`` built with ``on_conflict="keep"``) is dropped with a
     warning: 3SMIC's links are hard.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> links.M.shape, int(links.C.nnz)
+    ((20, 20), 2)
     """
     n = side.n
     must = np.asarray(side.must_link, np.int64).reshape(-1, 2)
@@ -261,7 +327,20 @@ def labels_to_links(y):
 
 
 def modify_kernel(K, links: LinkMatrices):
-    """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric)."""
+    """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> Kp = modify_kernel(kern.K, links)
+    >>> float(Kp[0, 1]), float(Kp[0, 15])
+    (1.0, 0.0)
+    """
     if links.must.shape[0] == 0 and links.cannot.shape[0] == 0:
         return K
     M0 = links.M - sp.identity(K.shape[0], format="csr")
@@ -279,7 +358,19 @@ def _effective_eta(eta, c):
 
 
 def u_operator(Kp, links: LinkMatrices, gamma, eta):
-    """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator."""
+    """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> u_operator(modify_kernel(kern.K, links), links, 1.0, 0.0).shape
+    (20, 20)
+    """
     n = Kp.shape[0]
     M, C = links.M, links.C
 
@@ -297,7 +388,19 @@ def u_operator(Kp, links: LinkMatrices, gamma, eta):
 
 
 def u_dense(Kp, links: LinkMatrices, gamma, eta):
-    """Dense U (small n only; used by tests and the dense path's oracle)."""
+    """Dense U (small n only; used by tests and the dense path's oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> u_dense(modify_kernel(kern.K, links), links, 1.0, 0.0).shape
+    (20, 20)
+    """
     n = Kp.shape[0]
     I = np.eye(n)
     Kd = Kp.toarray()
@@ -347,7 +450,20 @@ def _gap_warn(lam_sorted, c):
 
 
 def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
-    """Unsupervised SMIC (§2): top-c eigenvectors of K by |lambda|, then §2.4 post-processing."""
+    """Unsupervised SMIC (§2): top-c eigenvectors of K by |lambda|, then §2.4 post-processing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = smic_fit(kern, 2)
+    >>> bool(res.labels[0] != res.labels[19]), res.n_nonempty
+    (True, 2)
+    """
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
     if n <= dense_max:
@@ -369,7 +485,20 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
 
 def threesmic_fit(kernel_or_K, c, links: LinkMatrices, gamma, eta, *, assign="model", sign="eigvec",
                   dense_max=DENSE_MAX, tol=1e-10):
-    """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6)."""
+    """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = threesmic_fit(kern, 2, links, 1.0, 1.0)
+    >>> bool(res.labels[0] == res.labels[1] != res.labels[15])
+    True
+    """
     return threesmic_grid(kernel_or_K, c, links, [(gamma, eta)], assign=assign, sign=sign,
                           dense_max=dense_max, tol=tol)[0]
 
@@ -410,6 +539,18 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
 
     ``assign="model"``: g_y = max(0, K' phi_y) (the model output); ``"eigvec"``: g_y = max(0, phi_y).
     ``sign="eigvec"``: sign(phi_y^T 1) (paper); ``"model"``: sign(1^T K' phi_y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> phi = np.c_[np.ones(20), np.r_[np.ones(10), -np.ones(10)]] / np.sqrt(20)
+    >>> postprocess(kern.K, phi, np.ones(2), assign="eigvec").labels[[0, 19]].tolist()
+    [1, 0]
     """
     phi = np.asarray(phi, dtype=np.float64)
     Kphi = Kp @ phi
@@ -437,7 +578,21 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
 
 
 def predict_scores(rows, phi, norms, n):
-    """Out-of-sample soft outputs p_hat(y|x') = (n/c) max(0, k(x') phi_y) / 1^T max(0, K' phi_y)."""
+    """Out-of-sample soft outputs p_hat(y|x') = (n/c) max(0, k(x') phi_y) / 1^T max(0, K' phi_y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = smic_fit(kern, 2)
+    >>> p, raw = predict_scores(kernel_rows(kern, x, x[:3]), res.phi, res.norms, 20)
+    >>> p.shape
+    (3, 2)
+    """
     c = phi.shape[1]
     raw = rows @ phi
     g = np.maximum(raw, 0.0)
@@ -445,7 +600,19 @@ def predict_scores(rows, phi, norms, n):
 
 
 def count_violations(labels, links: LinkMatrices):
-    """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together."""
+    """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> count_violations(np.zeros(20, int), links)  # the cannot-link is violated
+    1
+    """
     labels = np.asarray(labels)
     v = 0
     if links.must.shape[0]:
@@ -463,6 +630,18 @@ class LSMIEstimator:
     """LSMI with label-independent parts cached: centres, folds, and per (kappa, fold) Gram matrices.
 
     ``estimate(labels)`` returns the LSMI value after 5-fold CV over the (kappa, delta) grid (§5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> lsmi = LSMIEstimator(x, seed=0)
+    >>> bool(lsmi.estimate(np.r_[np.zeros(10, int), np.ones(10, int)]) > lsmi.estimate(np.arange(20) % 2))
+    True
     """
 
     KAPPA_FACTORS = (0.25, 0.5, 2**-0.5, 1.0, 2**0.5, 2.0, 4.0)
@@ -627,6 +806,15 @@ class EigenOptions(NamedTuple):
 
 
 class SelectionResult(NamedTuple):
+    """Output of :func:`select`: the index of the chosen row, every candidate's row, the chosen solution,
+    its kernel and modified kernel, and the held-out link check (None when not run).
+
+    Examples
+    --------
+    >>> SelectionResult._fields[:3]
+    ('best', 'rows', 'fit')
+    """
+
     best: int  # index into rows
     rows: list  # dicts: t, gamma, eta, lsmi, violations, score
     fit: SMICResult  # the selected solution
@@ -636,7 +824,13 @@ class SelectionResult(NamedTuple):
 
 
 def eq9_scores(lsmi, nv):
-    """Semi-supervised selection criterion eq. (9) with the §3.7 [R] guards."""
+    """Semi-supervised selection criterion eq. (9) with the §3.7 [R] guards.
+
+    Examples
+    --------
+    >>> eq9_scores([1.0, 0.5], [0, 2]).tolist()
+    [1.0, -0.5]
+    """
     lsmi = np.asarray(lsmi, dtype=np.float64)
     nv = np.asarray(nv, dtype=np.float64)
     lmax, lmin = lsmi.max(), lsmi.min()
@@ -672,6 +866,18 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
     distinct labelling. ``eigen`` (:class:`EigenOptions`; its fields may also be given as keywords,
     ``options``) says how each candidate is solved.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> sel = select(x, 2, links, ts=(3,), gammas=(1.0,), etas=(0.0,), seed=0)
+    >>> len(sel.rows), bool(sel.fit.labels[0] != sel.fit.labels[19])
+    (1, True)
     """
     eigen = (EigenOptions() if eigen is None else eigen)._replace(**options)
     assign, sign, dense_max, tol = eigen
@@ -752,7 +958,20 @@ def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, 
     expectation on unseen links is increasing in pair accuracy for any flip rate below 1/2. Returns a
     dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
     (``agreement_links >= agreement_none``; True when there are fewer than 2 links). ``eigen`` and
-    ``options`` as in :func:`select`."""
+    ``options`` as in :func:`select`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> chk = link_check(kern, 2, links, 1.0, 0.0, smic_fit(kern, 2).labels, n_folds=2, seed=0)
+    >>> sorted(chk)
+    ['agreement_links', 'agreement_none', 'folds', 'use_links']
+    """
     from ppclust.sideinfo import SideInfo, link_agreement, link_folds
 
     assign, sign, dense_max, tol = (EigenOptions() if eigen is None else eigen)._replace(**options)

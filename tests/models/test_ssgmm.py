@@ -602,3 +602,16 @@ def test_partition_flip_rate_is_the_em_update_with_one_hot_responsibilities():
                                                                   abs=1e-12)
     # one cluster, labels uniform over 3 categories: 2/3 off the majority, the clip (m-1)/m
     assert partition_flip_rate(np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), 3) == pytest.approx(2 / 3)
+
+
+def test_bayesian_objective_is_the_log_joint_of_the_point_estimate():
+    """``objective_`` is the collapsed log joint of ``labels_`` (``models.ssgmm.ssgmm_log_joint``), on the
+    sampler's scale: with ``point_estimate="max_log_joint"`` it is the largest of ``objective_trace_``, the
+    log joint of every kept draw."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(5, 1, (20, 2))])
+    y = np.where(np.arange(40) % 4 == 0, np.repeat([0, 1], 20), -1)
+    g = BayesianSemiSupervisedGMM(2, n_draws=5, n_warmup=5, n_chains=1, random_state=0, label_noise=0.1,
+                                  point_estimate="max_log_joint", progress_bar=False).fit(X, y)
+    assert isinstance(g.objective_, float) and g.objective_trace_.shape == (1, 5)
+    assert g.objective_ == pytest.approx(g.objective_trace_.max(), rel=1e-12)
