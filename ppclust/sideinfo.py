@@ -1,5 +1,8 @@
 """Side information: partial labels and (noisy) pairwise links, validated once on the host.
 
+Kept whole (over 700 lines): the validated container, its array views for the solvers (neighbour table,
+``Links``), the row-aligned ``RowPairs`` and the pair counts are one data type and the operations on it.
+
 A :class:`SideInfo` holds
 
 * ``labels``: an optional int32 vector of length ``n`` with ``-1`` for unlabelled points;
