@@ -1,5 +1,8 @@
 """Side information: partial labels and (noisy) pairwise links, validated once on the host.
 
+Kept whole (over 700 lines): the validated container, its array views for the solvers (neighbour table,
+``Links``), the row-aligned ``RowPairs`` and the pair counts are one data type and the operations on it.
+
 A :class:`SideInfo` holds
 
 * ``labels``: an optional int32 vector of length ``n`` with ``-1`` for unlabelled points;
@@ -34,9 +37,8 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "label_noise_update", "partition_flip_rate",
-           "link_agreement", "link_folds", "link_reliability", "link_log_odds", "link_weight_shares",
-           "link_reliability_share", "weigh_link_kinds"]
+           "labelled_means", "link_agreement", "link_folds", "link_reliability", "link_log_odds",
+           "link_weight_shares", "link_reliability_share", "weigh_link_kinds"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -47,6 +49,11 @@ class NeighbourTable(NamedTuple):
     Unused slots have ``nbr = 0`` and ``sgn = wgt = 0``, so gathers are always in range and
     contribute nothing to sums such as ``sum_s sgn[i, s] * wgt[i, s] * [z[nbr[i, s]] == k]``.
     ``max_deg`` is at least 1, so the arrays are never zero-width.
+
+    Examples
+    --------
+    >>> NeighbourTable.empty(3).nbr.shape
+    (3, 1)
     """
 
     nbr: np.ndarray  # int32 (n, max_deg): neighbour index
@@ -82,6 +89,12 @@ class SideInfo:
     ValueError, TypeError
         On out-of-range indices, self-pairs, contradictory pairs, bad shapes or dtypes; the
         message names the argument and the first offending pair.
+
+    Examples
+    --------
+    >>> side = SideInfo.from_links(4, must_link=[(0, 1)], cannot_link=[(2, 1)])
+    >>> side.pairs.tolist(), side.sign.tolist()
+    ([[0, 1], [1, 2]], [1, -1])
     """
 
     __slots__ = ("n", "labels", "pairs", "sign", "weight", "_frozen")
@@ -361,6 +374,11 @@ class Links(NamedTuple):
 
     Padded table slots have ``nbr = 0`` and ``sgn = wgt = 0``: gathers stay in range and add nothing.
     Built by :func:`make_links` from a validated :class:`SideInfo`.
+
+    Examples
+    --------
+    >>> make_links(3, [[0, 1]], [1]).pairs.tolist()
+    [[0, 1]]
     """
 
     pairs: object  # (m, 2) int32, i < j
@@ -378,6 +396,12 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
     come as a ``SideInfo`` built with ``"keep"``); with no links the table has one all-padding column so
     shapes stay static. ``dtype`` defaults to JAX's current default float (float64 inside a
     ``ppclust._jax.x64()`` scope).
+
+    Examples
+    --------
+    >>> links = make_links(4, [[0, 1], [2, 3]], [1, -1])
+    >>> links.sign.tolist(), links.nbr.shape
+    ([1.0, -1.0], (4, 1))
     """
     import jax
     import jax.numpy as jnp
@@ -407,6 +431,13 @@ def pair_counts(labels, links: Links, *, xp=None):
 
     ``labels`` (..., n): leading axes (e.g. draws) give counts (..., 4). ``xp``: the array namespace,
     ``jax.numpy`` by default; ``numpy`` (with NumPy ``links`` fields) counts on the host without tracing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> links = make_links(3, [[0, 1], [1, 2]], [1, -1])
+    >>> pair_counts(np.array([0, 0, 1]), links).tolist()  # N11, N01, N10, N00
+    [1.0, 0.0, 0.0, 1.0]
     """
     if xp is None:
         import jax.numpy as xp
@@ -427,7 +458,14 @@ def link_counts(nb_labels, sgn, wgt, k_max: int):
     gathered. Returns ``(f, s, F, S, hot)``: f, s (..., k_max), the totals F, S (...) (the point's weighted
     may-link and may-not-link degrees) and the one-hot comparison ``hot`` (..., max_deg, k_max).
     A one-hot comparison and a sum, not a scatter-add: XLA:CPU runs a scatter inside a per-point loop as
-    a slow serial kernel (measured ~4x on the TVClust sweep).
+    a slow serial kernel.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> f, s, F, S, hot = link_counts(jnp.asarray([0, 1]), jnp.asarray([1.0, -1.0]), jnp.ones(2), 2)
+    >>> f.tolist(), s.tolist()
+    ([1.0, 0.0], [0.0, 1.0])
     """
     import jax.numpy as jnp
 
@@ -442,7 +480,16 @@ def link_counts(nb_labels, sgn, wgt, k_max: int):
 def table_within_counts(z, z_nbr, sgn, wgt):
     """``(N11, N01)``: weighted may-links and may-not-links inside clusters, from neighbour-table rows
     (z (r,) the rows' labels, z_nbr / sgn / wgt (r, max_deg)); every pair sits in two rows, hence 1/2.
-    Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller."""
+    Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = SideInfo(2, pairs=[[0, 1]], sign=[1]).neighbour_table()
+    >>> z = np.array([0, 0])
+    >>> [float(c) for c in table_within_counts(z, z[t.nbr], t.sgn, t.wgt)]
+    [1.0, 0.0]
+    """
     same = (z_nbr == z[:, None]).astype(wgt.dtype)
     return 0.5 * (same * wgt * (sgn > 0)).sum(), 0.5 * (same * wgt * (sgn < 0)).sum()
 
@@ -455,7 +502,15 @@ def link_agreement(labels, side: SideInfo) -> float:
     link source: for pairs drawn independently of the fit and signs flipped at any rate
     :math:`\varepsilon < 1/2`, its expectation :math:`\varepsilon + (1 - 2\varepsilon) a` is increasing
     in the labelling's pair accuracy ``a`` on those pairs, so comparing two labellings on the same held-out
-    links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy."""
+    links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> side = SideInfo(3, pairs=[[0, 1], [1, 2]], sign=[1, 1])
+    >>> link_agreement(np.array([0, 0, 1]), side)
+    0.5
+    """
     if side.n_links == 0:
         return 1.0
     c = pair_counts(np.asarray(labels), side, xp=np)
@@ -464,7 +519,14 @@ def link_agreement(labels, side: SideInfo) -> float:
 
 def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, SideInfo]]:
     """``n_folds`` (train, held-out) splits of the links of ``side`` (a random partition of the links into
-    folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links."""
+    folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links.
+
+    Examples
+    --------
+    >>> side = SideInfo(4, pairs=[[0, 1], [1, 2], [2, 3], [0, 3]], sign=[1, 1, -1, -1])
+    >>> [held.n_links for _, held in link_folds(side, 2, seed=0)]
+    [2, 2]
+    """
     m = side.n_links
     n_folds = int(min(n_folds, m))
     if n_folds < 2:
@@ -552,7 +614,14 @@ def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
 
 def weigh_link_kinds(table: NeighbourTable, shares) -> NeighbourTable:
     """``table`` with every may-link's weight times ``shares[0]`` and every may-not-link's times
-    ``shares[1]`` (:func:`link_weight_shares`; empty slots stay 0). Host arrays."""
+    ``shares[1]`` (:func:`link_weight_shares`; empty slots stay 0). Host arrays.
+
+    Examples
+    --------
+    >>> t = SideInfo(2, pairs=[[0, 1]], sign=[-1]).neighbour_table()
+    >>> weigh_link_kinds(t, (1.0, 0.5)).wgt[:, 0].tolist()
+    [0.5, 0.5]
+    """
     sgn = np.asarray(table.sgn)
     return table._replace(wgt=np.asarray(table.wgt) * np.where(sgn > 0, shares[0], shares[1]))
 
@@ -561,7 +630,13 @@ def link_weight_per_point(table: NeighbourTable) -> float:
     r"""Mean total link weight at a point, :math:`\tfrac1n\sum_i\sum_{j\sim i}|w_{ij}|` over the table's
     ``n`` rows (``2 * n_links / n`` for unit weights, each pair counted at both ends). A pair stored with
     both signs (soft links) counts with its net weight ``|sum sgn * wgt|``, as it acts in a cost that adds
-    the two terms."""
+    the two terms.
+
+    Examples
+    --------
+    >>> link_weight_per_point(SideInfo(4, pairs=[[0, 1]], sign=[1]).neighbour_table())
+    0.5
+    """
     sgn = np.asarray(table.sgn)
     n = sgn.shape[0]
     sw = sgn * np.asarray(table.wgt)
@@ -575,6 +650,12 @@ def decode_pair_index(k):
     """Map linear indices ``k`` in ``[0, L (L - 1) / 2)`` to pairs ``(a, b)``, ``a < b``.
 
     The order is ``k = b (b - 1) / 2 + a`` (column-major upper triangle), exact in int64.
+
+    Examples
+    --------
+    >>> a, b = decode_pair_index([0, 1, 2])
+    >>> a.tolist(), b.tolist()
+    ([0, 0, 1], [1, 2, 2])
     """
     k = np.asarray(k, dtype=np.int64)
     b = ((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
@@ -588,7 +669,14 @@ def decode_pair_index(k):
 def labelled_means(x, codes, m: int) -> np.ndarray:
     """(m, d) mean of the labelled points of each label category: ``codes`` (n,) in 0..m-1, -1 =
     unlabelled (the codes of ``ppclust.inference.cecib.encode_labels``); every category must have a
-    labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``)."""
+    labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labelled_means(np.array([[0.0], [2.0], [5.0]]), np.array([0, 0, -1]), 1).tolist()
+    [[1.0]]
+    """
     x = np.asarray(x, np.float64)
     codes = np.asarray(codes)
     lab = codes >= 0
@@ -598,56 +686,14 @@ def labelled_means(x, codes, m: int) -> np.ndarray:
     return sums / counts
 
 
-def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
-    r"""EM update of the label-flip rate :math:`\varepsilon`, the M-step of the semi-supervised GMM's label
-    model (:mod:`ppclust.models.ssgmm`: a labelled point shows its component's class with probability
-    :math:`1-\varepsilon`, else one of the other C - 1 uniformly):
-
-    .. math::
-
-        \hat\varepsilon = \frac{1}{|L|} \sum_{i \in L} \sum_{k:\, g(k) \ne y_i} r_{ik},
-
-    the expected share of labelled points ``L`` whose component is not of their observed class, under the
-    responsibilities ``resp`` (n, k) (the maximiser over eps of the expected complete log-likelihood
-    :math:`\sum_{i\in L}[(1 - w_i)\log(1-\varepsilon) + w_i \log(\varepsilon / (C-1))]`, :math:`w_i` the
-    mass off the observed class). Clipped to :math:`(C-1)/C`, where a label says nothing (uniform over the
-    classes); 0 without labelled points or with one class. Host NumPy."""
-    y_codes = np.asarray(y_codes)
-    lab = y_codes >= 0
-    if n_classes < 2 or not lab.any():
-        return 0.0
-    g = np.asarray(component_classes)
-    off = (g[None, :] != y_codes[lab][:, None])
-    eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
-    return min(max(eps, 0.0), (n_classes - 1) / n_classes)
-
-
-def partition_flip_rate(labels, codes, m: int) -> float:
-    r"""The label-flip rate read off a hard partition: the share of labelled points whose category is not
-    their cluster's majority category (each cluster is one category, or a part of one, in CEC-IB's model of
-    coarse labels),
-
-    .. math:: \hat\varepsilon = \frac{1}{|L|}\sum_{i\in L} [\,y_i \ne g(z_i)\,],\qquad
-              g(k) = \arg\max_j c_{kj},
-
-    clipped to :math:`(m-1)/m` where a label says nothing: the EM update of the flip rate
-    (:func:`label_noise_update`) with one-hot responsibilities (of the labelled points) and each cluster's
-    class its majority category (ties: the lower category). ``labels`` (n,) cluster ids, ``codes`` (n,) label
-    codes 0..m-1 (-1 = unlabelled; ``ppclust.inference.cecib.encode_labels``). 0 without labelled points or
-    for m < 2. CEC-IB's ``label_noise="auto"``. Host scalar."""
-    labels = np.asarray(labels)
-    codes = np.asarray(codes)
-    lab = codes >= 0
-    if m < 2 or not lab.any():
-        return 0.0
-    _, slot = np.unique(labels, return_inverse=True)
-    counts = np.zeros((int(slot.max()) + 1, m))
-    np.add.at(counts, (slot[lab], codes[lab]), 1.0)
-    return label_noise_update(np.eye(counts.shape[0])[slot[lab]], codes[lab], counts.argmax(1), m)
-
-
 def check_labels(y, n=None, name="labels") -> np.ndarray:
-    """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy."""
+    """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy.
+
+    Examples
+    --------
+    >>> check_labels([0, -1, 2.0]).tolist()
+    [0, -1, 2]
+    """
     if y is None:
         raise InvalidInputError(f"`{name}` must be an array of integer labels, got None.")
     arr = np.asarray(y)
@@ -702,6 +748,12 @@ class RowPairs:
         Point indices in ``[0, n_samples)``.
     n_samples : int
         Number of rows of the ``X`` the indices refer to.
+
+    Examples
+    --------
+    >>> rp = RowPairs([(0, 1), (2, 3)], 4)
+    >>> len(rp), rp[[2, 3]].pairs.tolist()  # a fold of rows 2 and 3 keeps one pair, re-indexed
+    (4, [[0, 1]])
     """
 
     def __init__(self, pairs, n_samples):

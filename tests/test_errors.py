@@ -104,7 +104,6 @@ def test_link_models_decide_conflicts_in_one_place():
     assert LINK_MODELS == {"soft": "keep", "hard": "error"}
     soft = link_side_info(4, None, [(0, 1)], [(1, 0)], link_model="soft")
     assert soft.has_conflicts and soft.n_links == 2
-    assert link_side_info(4, None, [(0, 1)], [(1, 0)], on_conflict="keep") == soft  # the older spelling
     with pytest.raises(ConflictingLinksError, match=r"first: \(0, 1\)\); this method treats links") as e:
         link_side_info(4, None, [(0, 1)], [(1, 0)])
     assert "on_conflict" not in str(e.value)  # estimators have no such parameter

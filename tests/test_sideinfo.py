@@ -21,7 +21,6 @@ from ppclust.sideinfo import (
     link_weight_shares,
     make_links,
     pair_counts,
-    partition_flip_rate,
     weigh_link_kinds,
 )
 
@@ -348,41 +347,6 @@ def _unique_pairs(rng, n, m):
     iu = np.triu_indices(n, 1)
     pick = rng.permutation(iu[0].size)[:m]
     return np.stack([iu[0][pick], iu[1][pick]], 1), rng.choice([-1, 1], size=m)
-
-
-def test_partition_flip_rate_recovers_a_known_rate():
-    """Labels flipped at rate 0.2 uniformly to another category; on the true partition the rate read off
-    (labelled points off their cluster's majority category) is the realised flip share exactly."""
-    rng = np.random.default_rng(1)
-    z = np.repeat(np.arange(4), 100)
-    lab = np.where(rng.random(400) < 0.5, z, -1)
-    flip = (lab >= 0) & (rng.random(400) < 0.2)
-    lab[flip] = (lab[flip] + rng.integers(1, 4, flip.sum())) % 4
-    realised = flip.sum() / (lab >= 0).sum()
-    from ppclust.inference.cecib import encode_labels
-
-    codes, m = encode_labels(lab, 400)
-    assert partition_flip_rate(z, codes, m) == pytest.approx(realised, abs=1e-12)
-    assert partition_flip_rate(z, np.full(400, -1), 0) == 0.0
-
-
-def test_partition_flip_rate_is_the_em_update_with_one_hot_responsibilities():
-    """Against ``models.ssgmm.label_noise_update`` with one-hot responsibilities and each cluster's class its
-    majority category (brute force over clusters), on random partitions with coarse labels; and the clip."""
-    from ppclust.models.ssgmm import label_noise_update
-
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        n, k, m = 60, int(rng.integers(1, 7)), int(rng.integers(2, 5))
-        z = rng.integers(0, k, n) * 7 + 3  # non-consecutive cluster ids
-        codes = np.where(rng.random(n) < 0.4, rng.integers(0, m, n), -1)
-        ids = np.unique(z)
-        maj = np.array([np.bincount(codes[(z == c) & (codes >= 0)], minlength=m).argmax() for c in ids])
-        resp = (z[:, None] == ids[None]).astype(float)
-        assert partition_flip_rate(z, codes, m) == pytest.approx(label_noise_update(resp, codes, maj, m),
-                                                                  abs=1e-12)
-    # one cluster, labels uniform over 3 categories: 2/3 off the majority, the clip (m-1)/m
-    assert partition_flip_rate(np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), 3) == pytest.approx(2 / 3)
 
 
 def test_link_reliability_is_the_beta_posterior_mean_of_brute_force_pair_counts():

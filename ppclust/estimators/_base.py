@@ -1,9 +1,9 @@
-"""Validation helpers shared by every ppclust estimator (host side, before any tracing).
+"""The contract every ppclust estimator follows: parameter validation, input checks, shared attributes.
 
 Each helper returns a fresh array (inputs are never modified) and raises a
 :class:`~ppclust.errors.InvalidInputError` (a ``PPClustError``, ``ValueError`` and ``TypeError``) whose
 message names the argument, says what was expected and what was received.
-scikit-learn's private parameter-validation API is wrapped here, in one place (STYLE "Estimators").
+scikit-learn's private parameter-validation API is wrapped here, in one place.
 
 Parameter validation (one mechanism for every estimator)
 --------------------------------------------------------
@@ -18,17 +18,25 @@ holds the name) that names the parameter, the allowed values and the value recei
 instead." Intervals on reals exclude NaN, and exclude inf unless the bound is closed at infinity.
 Checks that need the data (``n_clusters <= n_samples``) stay in ``fit`` after ``check_X``.
 
-One vocabulary (issue 15)
--------------------------
-``n_clusters`` (fixed K, or the starting/maximum K of methods that prune clusters), ``k_max``
-(slot capacity of nonparametric methods), ``n_init`` (restarts), ``max_iter`` (iterations, passes
-or annealing steps), ``tol``, ``random_state``, ``covariance_type``; samplers: ``n_draws``,
-``n_warmup``, ``n_chains``, ``thin``. Every parameter after the first is keyword-only. Renamed
-parameters keep working for one release: the old name defaults to ``"deprecated"`` and, when set,
-is used with a ``FutureWarning`` naming the new one (:func:`renamed_param`).
+One vocabulary
+--------------
+Parameters: ``n_clusters`` (fixed K, or the starting/maximum K of methods that prune clusters),
+``k_max`` (slot capacity of nonparametric methods), ``n_init`` (restarts), ``max_iter`` (iterations,
+passes, sweeps or annealing steps), ``tol``, ``random_state``, ``covariance_type``, ``reg_covar`` (the
+regulariser added to covariance diagonals), ``init="k-means++"`` (scikit-learn's spelling); samplers:
+``n_draws``, ``n_warmup``, ``n_chains``, ``thin``. Every parameter after the first is keyword-only; an
+unknown parameter is a ``TypeError``, as in scikit-learn.
 
-``devices`` (one meaning everywhere, :data:`DEVICES_DOC`)
---------------------------------------------------------
+Fitted attributes: ``labels_`` (int64, never -1), ``n_clusters_``, ``objective_`` (a float: the quantity
+the method optimises, or for samplers the log joint of the point estimate; each class's docstring says
+what it is and whether smaller or larger is better), ``objective_trace_`` (per iteration where the method
+iterates; per kept draw, shape (n_chains, n_draws), for samplers), ``n_iter_``, ``restart_objectives_``
+(one float per restart where ``n_init`` > 1 is possible), ``objective_terms_`` (a dict of floats, where
+the objective has named terms), ``means_`` / ``covariances_`` where the model has them. ``fit_predict``
+is scikit-learn's ``ClusterMixin.fit_predict`` (``fit(X, y, **kwargs).labels_``) everywhere.
+
+``devices`` (one meaning everywhere, constraint :data:`DEVICES`)
+---------------------------------------------------------------
 The devices a fit may use: ``None`` or ``1``, the default device only; ``"all"`` or ``"auto"``
 (synonyms), every device JAX sees; an int ``m``, the first ``m`` devices; a list of devices,
 exactly those. How they are used depends on the method: DP-means/RDP-means (delayed pass) and the
@@ -72,28 +80,59 @@ import numpy as np
 from jax.sharding import Mesh
 from sklearn import config_context, get_config
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
+from ppclust._devices import resolve_mesh
 from ppclust._jax import release_compiled_programs
-from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError
+from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
 __all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
-           "Interval", "StrOptions", "Hidden", "Integral", "Real", "InvalidParameterError",
+           "Interval", "StrOptions", "Integral", "Real", "InvalidParameterError",
            "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
-           "RANDOM_STATE", "DEPRECATED", "deprecated_name", "renamed_param", "data_mesh", "restart_devices",
+           "RANDOM_STATE", "data_mesh", "restart_devices",
+           "LINK_MODELS", "link_side_info",
            "data_variance", "side_labels", "RowPairs", "refit_if_singular"]
 
 
 
 def fit_context(*, prefer_skip_nested_validation: bool):
-    """scikit-learn's ``_fit_context`` (validate every parameter against ``_parameter_constraints``
-    before ``fit`` runs), raising :class:`ppclust.errors.InvalidParameterError` -- a ``PPClustError``
-    naming the parameter -- instead of scikit-learn's class (its base class, so both catch it). Each fit
-    first calls :func:`ppclust._jax.release_compiled_programs` (compiled programs of many fits near the
-    kernel's limit on memory mappings are released instead of crashing the process)."""
+    r"""scikit-learn's ``_fit_context`` raising ppclust's :class:`~ppclust.errors.InvalidParameterError`.
+
+    Every parameter is validated against the estimator's ``_parameter_constraints`` before ``fit`` reads
+    the data; a bad value raises :class:`ppclust.errors.InvalidParameterError` (a ``PPClustError`` naming
+    the parameter, and a subclass of scikit-learn's class, so both catch it). Each fit first calls
+    :func:`ppclust._jax.release_compiled_programs` (compiled programs of many fits near the kernel's limit
+    on memory mappings are released instead of crashing the process).
+
+    Parameters
+    ----------
+    prefer_skip_nested_validation : bool
+        scikit-learn's flag: skip the validation of estimators nested in this one's ``fit``.
+
+    Returns
+    -------
+    callable
+        A decorator for ``fit``.
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> class Est(BaseEstimator):
+    ...     _parameter_constraints = {"k": POSITIVE_INT}
+    ...     def __init__(self, k=1):
+    ...         self.k = k
+    ...     @fit_context(prefer_skip_nested_validation=True)
+    ...     def fit(self, X):
+    ...         return self
+    >>> try:
+    ...     Est(k=0).fit(None)
+    ... except InvalidParameterError as err:
+    ...     print(err.parameter)
+    k
+    """
     sk = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
 
     def decorator(fit_method):
@@ -129,40 +168,30 @@ RANDOM_STATE = [None, Interval(Integral, 0, None, closed="left"), np.random.Rand
                 jax.Array]
 DEVICES = [None, StrOptions({"all", "auto"}), Interval(Integral, 1, None, closed="left"), list, tuple, Mesh]
 
-DEPRECATED = "deprecated"
-_REMOVED_IN = "0.3"
-
-
-def deprecated_name(constraints):
-    """Constraints of a renamed parameter's old name: ``"deprecated"`` (hidden) or a valid new value."""
-    return [Hidden(StrOptions({DEPRECATED}))] + list(constraints)
-
-
-def renamed_param(est, new: str, old: str):
-    """The effective value of parameter ``new`` of ``est``, honouring its deprecated alias ``old``.
-
-    When ``old`` was set (its default is ``"deprecated"``), warn with a ``FutureWarning`` that names
-    the new parameter, and return the old value. Parameters themselves are never modified in ``fit``.
-    """
-    value = getattr(est, old)
-    if isinstance(value, str) and value == DEPRECATED:
-        return getattr(est, new)
-    warnings.warn(f"{type(est).__name__}: the parameter `{old}` was renamed `{new}` in ppclust 0.2 and "
-                  f"will be removed in {_REMOVED_IN}; use {type(est).__name__}({new}={value!r}).",
-                  FutureWarning, stacklevel=5)  # user -> fit_context -> sklearn's -> fit -> here
-    return value
-
-
 def data_mesh(devices, *, parallel_ok: bool = True):
-    """``devices`` (see the module docstring) as a 1-D data mesh for the data-parallel solvers, or None.
+    r"""``devices`` (see the module docstring) as a 1-D data mesh for the data-parallel solvers, or None.
 
-    ``"all"``/``"auto"`` give every device when there are several and the configuration can use them
-    (``parallel_ok``; e.g. DP-means' sequential sweep cannot), and the single-device path otherwise;
-    an explicit int ``m >= 2`` or a list of devices is passed on as it is (the solver raises if it
-    cannot honour it).
+    Parameters
+    ----------
+    devices : None, "all", "auto", int or list of devices
+        The estimator's ``devices``.
+    parallel_ok : bool, default=True
+        Whether the configuration can use several devices (e.g. DP-means' sequential sweep cannot).
+
+    Returns
+    -------
+    jax.sharding.Mesh or None
+        ``"all"``/``"auto"`` give every device when there are several and ``parallel_ok``, else None
+        (the single-device path); an explicit int ``m >= 2`` or a list of devices is passed on as it is
+        (the solver raises if it cannot honour it).
+
+    Examples
+    --------
+    >>> data_mesh(None) is None
+    True
+    >>> data_mesh("all", parallel_ok=False) is None
+    True
     """
-    from ppclust._devices import resolve_mesh
-
     if isinstance(devices, str):
         if not parallel_ok or len(jax.devices()) < 2:
             return None
@@ -171,7 +200,26 @@ def data_mesh(devices, *, parallel_ok: bool = True):
 
 
 def restart_devices(devices, who: str):
-    """``devices`` (see the module docstring) in the form the restart-parallel engine takes."""
+    r"""``devices`` (see the module docstring) in the form the restart-parallel engine takes.
+
+    Parameters
+    ----------
+    devices : None, "all", "auto" or int
+        The estimator's ``devices``; a list of devices is an error (restarts run on the first ``m``).
+    who : str
+        The estimator's name, for the error message.
+
+    Returns
+    -------
+    None, "auto" or int
+
+    Examples
+    --------
+    >>> restart_devices("all", "CECIB")
+    'auto'
+    >>> restart_devices(2, "C3L")
+    2
+    """
     if isinstance(devices, str):
         return "auto"  # "all" and "auto" are synonyms; one device when n_init is not a multiple
     if isinstance(devices, (list, tuple)):
@@ -189,14 +237,27 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        The data.
     name : str, default="X"
         Argument name used in error messages.
     min_samples, min_features : int, default=1
+        Smallest accepted number of rows and columns.
     dtype : numpy dtype, default=float64
+        dtype of the copy.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features), C-contiguous copy in ``dtype``.
+
+    Examples
+    --------
+    >>> check_X([[1, 2], [3, 4]]).dtype
+    dtype('float64')
+    >>> try:
+    ...     check_X([1.0, 2.0])
+    ... except InvalidInputError as err:
+    ...     print(str(err).split(",")[0])
+    `X` must be 2-D of shape (n_samples
     """
     if X is None:
         raise InvalidInputError(f"`{name}` must be an array of shape (n_samples, n_features), got None.")
@@ -244,13 +305,35 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
 
 
 def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
-    """:func:`check_X` plus scikit-learn's bookkeeping of the columns seen in ``fit``.
+    r""":func:`check_X` plus scikit-learn's bookkeeping of the columns seen in ``fit``.
 
     ``reset=True`` (in ``fit``) records ``n_features_in_`` and, for a DataFrame with string column
     names, ``feature_names_in_``; ``reset=False`` (``predict`` and friends) checks ``X`` against them:
     a different number of columns is a ``ValueError`` ("X has 3 features, but DPMeans is expecting 4
     features as input."), and permuted, renamed or missing column names warn or raise exactly as
     scikit-learn's own estimators do (``sklearn.utils.validation.validate_data``).
+
+    Parameters
+    ----------
+    est : estimator
+        Holds (``reset=True``) or is checked against (``reset=False``) the columns seen in ``fit``.
+    X : array-like of shape (n_samples, n_features)
+        The data.
+    reset : bool
+        True in ``fit``, False afterwards.
+    **kw
+        Passed to :func:`check_X`.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features)
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> est = BaseEstimator()
+    >>> validate_X(est, [[0.0, 1.0]], reset=True).shape, est.n_features_in_
+    ((1, 2), 2)
     """
     _check_feature_names(est, X, reset=reset)  # on the raw input: DataFrames carry the names
     arr = check_X(X, **kw)
@@ -259,19 +342,43 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
 
 
 def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str, can_jitter: bool = True):
-    """Run a CEC-type fit (CEC-IB, C3L), regularising the clusters' covariances only where the data need it.
+    r"""Run a CEC-type fit (CEC-IB, C3L), regularising the clusters' covariances only where the data need it.
 
-    ``run(reg)`` fits with the relative ridge ``reg`` (:func:`ppclust.inference.hartigan.ridge`) and returns
-    ``(cost, result)``, ``cost`` the best restart's (``inf`` when every restart ended with a singular
-    cluster). With ``reg == 0`` the documented jitter ``hartigan.JITTER`` (``1e-6`` x the data's mean
-    variance) is used -- with a ``UserWarning`` -- when the data's own covariance is ``singular``
-    (:func:`~ppclust.inference.hartigan.singular_data`: constant, collinear or one-hot features), or, after
-    one unregularised fit, when every restart ended singular (e.g. binary features); well-posed data (and
-    the golden replays) run unregularised. ``can_jitter=False``: no jitter (nothing to regularise).
-    Returns ``(result, reg_used)``; a fit still singular is a :class:`~ppclust.errors.PPClustError` whose
-    message ends with ``advice``.
+    With ``reg == 0`` the documented jitter ``hartigan.JITTER`` (``1e-6`` x the data's mean variance) is
+    used, with a ``UserWarning``, when the data's own covariance is ``singular`` (constant, collinear or
+    one-hot features), or, after one unregularised fit, when every restart ended singular (e.g. binary
+    features); well-posed data run unregularised.
+
+    Parameters
+    ----------
+    who : str
+        The estimator's name, for messages.
+    run : callable
+        ``run(reg) -> (cost, result)`` fits with the relative ridge ``reg``; ``cost`` is the best
+        restart's (``inf`` when every restart ended with a singular cluster).
+    reg : float
+        The estimator's ridge (0: automatic).
+    singular : bool
+        Whether the data's own covariance is singular.
+    advice : str
+        Ends the error message of a fit still singular.
+    can_jitter : bool, default=True
+        False: no jitter (nothing to regularise).
+
+    Returns
+    -------
+    (result, reg_used)
+
+    Raises
+    ------
+    PPClustError
+        When the fit is still singular.
+
+    Examples
+    --------
+    >>> refit_if_singular("Demo", lambda reg: (1.0, "fit"), reg=0.0, singular=False, advice="")
+    ('fit', 0.0)
     """
-    from ppclust.errors import PPClustError
     from ppclust.inference.hartigan import JITTER
 
     auto = can_jitter and reg == 0 and singular
@@ -297,22 +404,77 @@ def data_variance(X) -> float:
     the rows of ``X``; 1.0 when every feature is constant (nothing to be relative to). A regulariser
     ``r`` given "relative to the data's variance" acts as ``r * data_variance(X)`` in X's units, so
     fitting ``X * c`` gives the same partition as ``X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data_variance(np.array([[0.0, 0.0], [2.0, 4.0]]))
+    2.5
     """
     s2 = float(np.mean(np.var(X, axis=0))) if X.size else 0.0
     return s2 if np.isfinite(s2) and s2 > 0 else 1.0
 
 
 def side_labels(y, partial_labels):
-    """The partial labels a ``fit`` uses: ``partial_labels`` when given (``y`` is then only a scoring
-    target, see "Side information in cross-validation" above), else ``y``."""
+    r"""The partial labels a ``fit`` uses: ``partial_labels`` when given, else ``y``.
+
+    When ``partial_labels`` is given, ``y`` is only a scoring target (see "Side information in
+    cross-validation" in the module docstring).
+
+    Parameters
+    ----------
+    y : array-like or None
+        ``fit``'s ``y``.
+    partial_labels : array-like or None
+        ``fit``'s ``partial_labels``.
+
+    Returns
+    -------
+    array-like or None
+
+    Examples
+    --------
+    >>> side_labels([0, 1], None)
+    [0, 1]
+    >>> side_labels([0, 1], [-1, 1])
+    [-1, 1]
+    """
     return y if partial_labels is None else partial_labels
 
 
 def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> np.ndarray | None:
-    """Validate partial labels: integers in ``{-1, 0, 1, ...}`` of length ``n`` (``-1`` = unlabelled).
+    r"""Validate partial labels: integers in ``{-1, 0, 1, ...}`` of length ``n`` (``-1`` = unlabelled).
 
-    Returns an int32 copy, or ``None`` when ``y`` is None and ``allow_none``. With ``n_classes``,
-    labels must also be ``< n_classes``.
+    Parameters
+    ----------
+    y : array-like of shape (n,) or None
+        The labels.
+    n : int
+        Number of points.
+    name : str, default="y"
+        Argument name used in error messages.
+    n_classes : int or None, default=None
+        If given, labels must also be ``< n_classes``.
+    allow_none : bool, default=True
+        Whether ``y=None`` is accepted (returned as None).
+
+    Returns
+    -------
+    ndarray of shape (n,), int32, or None
+
+    Examples
+    --------
+    >>> check_partial_labels([0, -1, 1], 3).tolist()
+    [0, -1, 1]
     """
     if y is None:
         if allow_none:
@@ -328,10 +490,30 @@ def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> 
 
 def check_links(n, must_link=None, cannot_link=None, *, weight=None, on_conflict="error",
                 hard=False) -> SideInfo:
-    """Validate must-link / cannot-link lists into a :class:`~ppclust.sideinfo.SideInfo` (links only).
+    r"""Validate must-link / cannot-link lists into a :class:`~ppclust.sideinfo.SideInfo` (links only).
 
-    A ``SideInfo`` may be passed as ``must_link`` (with ``cannot_link=None``); its ``n`` must match.
-    With ``hard=True`` the links must be consistent as hard constraints (:meth:`SideInfo.check_hard`).
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    must_link, cannot_link : array-like of shape (m, 2), RowPairs or None
+        Pair lists; a ``SideInfo`` may be passed as ``must_link`` (with ``cannot_link=None``), its ``n``
+        must match.
+    weight : array-like or None, default=None
+        Link weights (default 1).
+    on_conflict : {"error", "keep"}, default="error"
+        What a pair given with both signs is (:class:`~ppclust.sideinfo.SideInfo`).
+    hard : bool, default=False
+        Require the links to be consistent as hard constraints (:meth:`SideInfo.check_hard`).
+
+    Returns
+    -------
+    SideInfo
+
+    Examples
+    --------
+    >>> check_links(4, must_link=[(0, 1)], cannot_link=[(1, 2)]).n_links
+    2
     """
     if isinstance(must_link, SideInfo):
         if cannot_link is not None:
@@ -350,7 +532,29 @@ def check_links(n, must_link=None, cannot_link=None, *, weight=None, on_conflict
 
 def check_side_info(n, y=None, must_link=None, cannot_link=None, *, weight=None, on_conflict="error",
                     n_classes=None, hard=False) -> SideInfo:
-    """Partial labels and links together in one validated :class:`~ppclust.sideinfo.SideInfo`."""
+    r"""Partial labels and links together in one validated :class:`~ppclust.sideinfo.SideInfo`.
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    y : array-like of shape (n,) or None, default=None
+        Partial labels (-1 = unlabelled).
+    must_link, cannot_link, weight, on_conflict, hard :
+        As :func:`check_links`.
+    n_classes : int or None, default=None
+        If given, labels must be ``< n_classes``.
+
+    Returns
+    -------
+    SideInfo
+
+    Examples
+    --------
+    >>> side = check_side_info(3, [0, -1, 1], must_link=[(0, 1)])
+    >>> side.n_links, side.n_labelled
+    (1, 2)
+    """
     lab = check_partial_labels(y, n, n_classes=n_classes)
     links = check_links(n, must_link, cannot_link, weight=weight, on_conflict=on_conflict)
     if links.n_links:
@@ -375,17 +579,38 @@ LINK_MODELS = {"soft": "keep", "hard": "error"}
 
 
 def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None,
-                   seed=0, on_conflict=None) -> SideInfo:
-    """Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs
-    among labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
+                   seed=0) -> SideInfo:
+    r"""Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs among
+    labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
 
-    ``link_model`` is ``"soft"`` or ``"hard"`` (see :data:`LINK_MODELS`): whether a pair given with
-    both signs (also a given link that contradicts two labels) is combined or an error.
-    The labels themselves are dropped afterwards, so they are not counted twice. ``on_conflict``
-    ("keep" / "error") is the older spelling of ``link_model`` ("soft" / "hard"), still accepted.
+    The labels themselves are dropped afterwards, so they are not counted twice.
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    y : array-like of shape (n,) or None, default=None
+        Partial labels (-1 = unlabelled); every labelled pair becomes a link.
+    must_link, cannot_link : array-like of shape (m, 2), RowPairs or None, default=None
+        Given links.
+    link_model : {"soft", "hard"}, default="hard"
+        Whether a pair given with both signs (also a given link that contradicts two labels) is combined
+        or an error (:data:`LINK_MODELS`).
+    max_label_pairs : int or None, default=None
+        Sample this many label pairs uniformly instead of all.
+    seed : int, default=0
+        Seeds that sample.
+
+    Returns
+    -------
+    SideInfo
+        Links only (no labels).
+
+    Examples
+    --------
+    >>> link_side_info(3, [0, 0, 1]).n_links
+    3
     """
-    if on_conflict is not None:
-        link_model = {v: k for k, v in LINK_MODELS.items()}.get(on_conflict, on_conflict)
     if link_model not in LINK_MODELS:
         raise InvalidInputError(f"`link_model` must be one of {tuple(LINK_MODELS)}, got {link_model!r}")
     on_conflict = LINK_MODELS[link_model]

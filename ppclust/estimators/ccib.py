@@ -23,9 +23,7 @@ from ppclust.estimators._base import (
     StrOptions,
     check_partial_labels,
     data_variance,
-    deprecated_name,
     fit_context,
-    renamed_param,
     side_labels,
     validate_X,
 )
@@ -39,73 +37,118 @@ _X_WEIGHTS = ("paper", "length", "uniform")
 
 
 class CCIB(ClusterMixin, BaseEstimator):
-    r"""Coordinated Conditional Information Bottleneck: a clustering that is informative about the
-    features ``X`` *beyond* what a known background ``Z`` already explains.
+    r"""Coordinated Conditional Information Bottleneck (Gondek & Hofmann 2004): a clustering informative
+    about the features ``X`` beyond what a known background ``Z`` already explains.
 
-    Maximises :math:`I(C;Y\mid Z)-\rho I(C;X)+\lambda I(C;Y)` by deterministic annealing of
-    :math:`\rho` (see :mod:`ppclust.inference.ccib` and spec ``ccib.md``).
+    Maximises :math:`I(C;Y\mid Z)-\rho\, I(C;X)+\lambda I(C;Y)` over soft assignments
+    :math:`q(c \mid x)` by deterministic annealing of the temperature :math:`\rho` (solver:
+    :mod:`ppclust.inference.ccib`; spec ``ccib.md``).
 
     Parameters
     ----------
-    n_clusters : int
-        k, the number of clusters.
-    lam : float
-        :math:`\lambda`, weight of the coordination term :math:`I(C;Y)`; 0 gives the CIB.
-    feature_model : {"auto", "multinomial", "bernoulli", "gaussian", "poisson"}
-        Model of the features. "auto": 0/1 data -> bernoulli, non-negative integers -> multinomial
-        (counts / text), otherwise gaussian.
-    background_type : {"auto", "categorical", "continuous"}
-        "auto": a 1-D background (or one integer column) is categorical, a 2-D float one continuous.
-    x_weight : {"paper", "length", "uniform"}
-        Object weighting P(x) for multinomial features (spec 5.1): "paper" is eqs. (9a)-(9c) exactly.
-    rho0 : float or None
-        Start temperature; None finds it by doubling from 1 (spec 6.2).
-    anneal_rate : float
-        b in rho <- b rho.
-    perturb_eps : float
-        Symmetry-breaking perturbation before each temperature.
-    smoothing : float
-        Additive smoothing of the tables.
+    n_clusters : int, default=2
+        Number of clusters ``k`` (>= 1).
+    lam : float, default=0.3
+        :math:`\lambda`, weight of the coordination term :math:`I(C;Y)` (>= 0); 0 gives the CIB.
+    feature_model : {"auto", "multinomial", "bernoulli", "gaussian", "poisson"}, default="auto"
+        Model of the features. ``"auto"``: 0/1 data -> bernoulli, non-negative integers -> multinomial
+        (counts, text), otherwise gaussian.
+    background_type : {"auto", "categorical", "continuous"}, default="auto"
+        ``"auto"``: a 1-D background (or one integer column) is categorical, a 2-D float one continuous.
+    x_weight : {"paper", "length", "uniform"}, default="paper"
+        Object weighting :math:`P(x)` for multinomial features (spec 5.1); ``"paper"`` is eqs. (9a)-(9c).
+    rho0 : float or None, default=None
+        Start temperature (> 0); None finds it by doubling from 1 (spec 6.2).
+    anneal_rate : float, default=0.9
+        ``b`` in :math:`\rho \leftarrow b\rho`, in (0, 1); closer to 1 anneals more slowly.
+    perturb_eps : float, default=1e-2
+        Symmetry-breaking perturbation of the assignments at each temperature (>= 0).
+    smoothing : float, default=1e-10
+        Additive smoothing of the probability tables (> 0: avoids log 0).
     variance : float, default=1.0
-        Shared isotropic variance :math:`s^2` of the gaussian feature model, **relative to the data's
-        variance**: :math:`s^2 = \text{variance}\cdot\frac1D\sum_j \mathrm{Var}(X_{:j})`
-        (:func:`ppclust.estimators._base.data_variance`; stored as ``variance_``), so the clustering does
-        not depend on the units of ``X`` (spec 5.2 [R]: :math:`s^2` only rescales the temperature). With a
-        continuous background the GLM ``ridge`` is not rescaled.
-    ridge : float
-        L2 penalty on the slopes of the per-cluster GLM (continuous background), times the cluster mass.
-    n_newton : int
-        GLM Newton steps per M-step (warm started).
-    drop_features_in_z : bool
-        With continuous background, leave features identical to a background column out of the
+        Shared isotropic variance :math:`s^2` of the gaussian feature model relative to the data's
+        variance, :math:`s^2 = \text{variance}\cdot\frac1D\sum_j \mathrm{Var}(X_{:j})` (stored as
+        ``variance_``), so the clustering does not depend on the units of ``X`` (> 0).
+    ridge : float, default=1e-2
+        L2 penalty on the slopes of the per-cluster GLM (continuous background), times the cluster mass
+        (>= 0).
+    n_newton : int, default=3
+        GLM Newton steps per M-step, warm started (>= 0).
+    drop_features_in_z : bool, default=False
+        With a continuous background, leave features identical to a background column out of the
         conditional term (they stay in the coordination term).
-    c_max : float or None
-        Stop annealing when I(C;X) reaches this many nats.
-    n_init : int
-        Restarts (vmapped); the one with the largest final objective is kept.
-    max_iter, max_inner : int
-        Temperature steps (annealing steps; was ``max_steps``, deprecated) and inner iterations per
-        temperature.
-    tol : float
-        Inner-loop tolerance on max |q_new - q_old|.
-    random_state : None, int, numpy Generator or JAX key
-
+    c_max : float or None, default=None
+        Stop annealing when :math:`I(C;X)` reaches this many nats (>= 0); None: anneal to hard
+        assignments.
+    n_init : int, default=10
+        Restarts (vmapped, >= 1); the one with the largest final objective is kept.
+    max_iter : int, default=300
+        Most temperature (annealing) steps (>= 1).
+    max_inner : int, default=500
+        Most fixed-point iterations per temperature (>= 1).
+    tol : float, default=1e-6
+        Inner-loop tolerance on :math:`\max |q_{new} - q_{old}|` (>= 0).
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seeds the perturbations.
     progress_bar : bool, default=True
-        A bar over the (vmapped) annealing restarts,
-        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+        A bar over the (vmapped) annealing restarts, shown when someone can see it (Jupyter or a
+        terminal, not ``CI``; ``PPCLUST_PROGRESS``).
 
     Attributes
     ----------
-    labels_ : (n,) int64 hard assignments.
-    n_clusters_ : number of non-empty clusters among ``labels_``.
-    objective_ : dict of the final objective and its terms (nats): ``objective``, ``i_cx``,
-        ``i_cy_given_z``, ``i_cy``, and ``rho``.
-    annealing_trace_ : dict of arrays over temperature steps of the kept restart: ``rho``,
-        ``objective``, ``i_cx``, ``i_cy_given_z``, ``i_cy``, ``k_eff``, ``n_inner``.
-    restart_labels_, restart_objectives_ : labels and objectives of every restart.
-    rho0_, rho_, k_eff_, n_dead_ : start / final temperature, effective and dead cluster counts.
-    n_iter_ : annealing steps run (the same as ``n_steps_``).
-    variance_ : the gaussian model's :math:`s^2` in X's units.
+    labels_ : ndarray of shape (n_samples,), int64
+        Hard assignments (argmax of ``responsibilities_``).
+    n_clusters_ : int
+        Number of non-empty clusters among ``labels_``.
+    responsibilities_ : ndarray of shape (n_samples, n_clusters)
+        Soft assignments :math:`q(c \mid x_i)` at the final temperature.
+    objective_ : float
+        Final annealed objective :math:`I(C;Y\mid Z)-\rho I(C;X)+\lambda I(C;Y)` in nats; larger is
+        better.
+    objective_terms_ : dict of float
+        Its terms: ``i_cx``, ``i_cy_given_z``, ``i_cy`` (nats) and the final ``rho``.
+    objective_trace_ : ndarray of shape (n_iter_,)
+        The objective at each temperature step of the kept restart.
+    annealing_trace_ : dict of ndarray
+        Per temperature step: ``rho``, ``objective``, ``i_cx``, ``i_cy_given_z``, ``i_cy``, ``k_eff``,
+        ``n_inner``.
+    restart_labels_ : ndarray of shape (n_init, n_samples)
+        Labels of every restart.
+    restart_objectives_ : ndarray of shape (n_init,)
+        Final objective of every restart.
+    best_restart_ : int
+        Index of the kept restart.
+    rho0_, rho_ : float
+        Start and final temperature.
+    k_eff_, n_dead_ : int
+        Clusters with distinct parameters, and dead clusters.
+    n_iter_ : int
+        Annealing steps run (<= ``max_iter``).
+    variance_ : float
+        The gaussian model's :math:`s^2` in X's units.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Notes
+    -----
+    The assignment update at temperature :math:`\rho` is
+    :math:`\log q_{ic}=\log\pi_c+\tfrac{\lambda}{\rho}A_{ic}+\tfrac1\rho B_{ic}-\mathrm{logsumexp}`
+    (Gondek & Hofmann 2004, eq. 5), :math:`A` the coordination and :math:`B` the conditional
+    log-likelihoods of object :math:`i` under cluster :math:`c`.
+
+    References
+    ----------
+    Gondek, D. and Hofmann, T. (2004). Non-redundant data clustering. ICDM.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import CCIB
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (15, 2)), rng.normal(5, 1, (15, 2))])
+    >>> est = CCIB(2, n_init=1, max_iter=30, random_state=0, progress_bar=False).fit(X)
+    >>> est.responsibilities_.shape, isinstance(est.objective_, float)
+    ((30, 2), True)
     """
 
     _parameter_constraints: dict = {
@@ -129,14 +172,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         "tol": NONNEG_REAL,
         "progress_bar": ["boolean"],
         "random_state": RANDOM_STATE,
-        "max_steps": deprecated_name(POSITIVE_INT),
     }
 
     def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
                  x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
                  variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
-                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True,
-                 max_steps="deprecated"):
+                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True):
         self.n_clusters = n_clusters
         self.lam = lam
         self.feature_model = feature_model
@@ -157,7 +198,6 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.progress_bar = progress_bar
-        self.max_steps = max_steps
 
     # ---------------------------------------------------------------------------------------------
     @fit_context(prefer_skip_nested_validation=True)
@@ -165,7 +205,6 @@ class CCIB(ClusterMixin, BaseEstimator):
         """Fit on features ``X`` (n, D); ``background`` Z to factor out; ``y`` partial labels (-1 = none)
         whose assignments are held fixed (semi-supervised CCIB, spec section 7); ``partial_labels``, when
         given, replaces ``y`` (which is then only a scoring target)."""
-        max_iter = renamed_param(self, "max_iter", "max_steps")
         X = validate_X(self, X, reset=True)
         n = X.shape[0]
         k = int(self.n_clusters)
@@ -193,7 +232,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         static = _solver.Static(
             n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
             feature=feature, background=bg_kind, n_newton=int(self.n_newton),
-            max_steps=int(max_iter), max_inner=int(self.max_inner))
+            max_iter=int(self.max_iter), max_inner=int(self.max_inner))
         hyper = self._hyper()
         with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
                                   bool(self.progress_bar)) as bar:
@@ -209,7 +248,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         best = int(np.argmax(res.objective))  # A5: largest final F~
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
-        self.q_ = res.q[best]
+        self.responsibilities_ = res.q[best]
         self.labels_ = res.labels[best].astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
         self.restart_labels_ = res.labels.astype(np.int64)
@@ -219,13 +258,13 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.rho_ = float(res.rho[best])
         self.k_eff_ = int(res.k_eff[best])
         self.n_dead_ = int(res.n_dead[best])
-        self.n_steps_ = int(res.n_steps[best])
-        self.n_iter_ = self.n_steps_  # the shared name: annealing steps run (<= max_iter)
-        self.objective_ = {m: float(getattr(res, m)[best])
-                           for m in ("objective", "i_cx", "i_cy_given_z", "i_cy")}
-        self.objective_["rho"] = self.rho_
-        steps = self.n_steps_
+        self.n_iter_ = int(res.n_steps[best])
+        self.objective_ = float(res.objective[best])
+        self.objective_terms_ = {m: float(getattr(res, m)[best]) for m in ("i_cx", "i_cy_given_z", "i_cy")}
+        self.objective_terms_["rho"] = self.rho_
+        steps = self.n_iter_
         self.annealing_trace_ = {m: np.asarray(v[best][:steps]) for m, v in res.trace.items()}
+        self.objective_trace_ = np.asarray(self.annealing_trace_.get("objective", np.zeros(0)), np.float64)
         if int(res.inner_capped[best]) > 0:
             warnings.warn(f"CCIB: the inner loop hit max_inner={self.max_inner} at "
                           f"{int(res.inner_capped[best])} temperatures", RuntimeWarning, stacklevel=2)
@@ -233,10 +272,6 @@ class CCIB(ClusterMixin, BaseEstimator):
             warnings.warn(f"CCIB: only {self.k_eff_} of {k} clusters have distinct parameters (E9)",
                           RuntimeWarning, stacklevel=2)
         return self
-
-    def fit_predict(self, X, y=None, *, background=None, partial_labels=None):
-        """Fit and return ``labels_``."""
-        return self.fit(X, y, background=background, partial_labels=partial_labels).labels_
 
     def predict_proba(self, X, *, background=None):
         """Soft assignments of (new) objects by eq. (5) at the final rho.  Objects whose categorical
@@ -362,17 +397,19 @@ class CCIB(ClusterMixin, BaseEstimator):
 
     def _set_trivial(self, n):
         self._static = None
-        self.q_ = np.ones((n, 1))
+        self.responsibilities_ = np.ones((n, 1))
         self.labels_ = np.zeros(n, np.int64)
         self.n_clusters_ = 1
         self.restart_labels_ = self.labels_[None]
         self.restart_objectives_ = np.zeros(1)
         self.best_restart_ = 0
         self.rho0_ = self.rho_ = 0.0
-        self.k_eff_, self.n_dead_, self.n_steps_ = 1, 0, 0
+        self.k_eff_, self.n_dead_ = 1, 0
         self.n_iter_ = 0
-        self.objective_ = {"objective": 0.0, "i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
+        self.objective_ = 0.0
+        self.objective_terms_ = {"i_cx": 0.0, "i_cy_given_z": 0.0, "i_cy": 0.0, "rho": 0.0}
         self.annealing_trace_ = {}
+        self.objective_trace_ = np.zeros(0)
 
 
 def _partial_labels(y, n, k):

@@ -54,7 +54,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         Rate :math:`\varepsilon` at which a given label is wrong (uniform over the other categories). The
         label term's weight becomes ``beta * label_channel_information(eps, m)``
         (:func:`ppclust.inference.cecib.label_channel_information`). ``"auto"``: the rate read off a
-        plain-CEC fit from the chosen start (:func:`ppclust.sideinfo.partition_flip_rate`). Default 0, the
+        plain-CEC fit from the chosen start (:func:`ppclust.models.ssgmm.partition_flip_rate`). Default 0, the
         paper's :math:`E_\beta`.
     min_cluster_fraction : float in [0, 1), default=0.05
         A cluster with fewer than ``min_size = max(min_cluster_fraction * n, d + 2)`` points is deleted

@@ -1,4 +1,4 @@
-"""scikit-learn estimators for DP-means and RDP-means (Khashabi et al. 2015, Algorithm 1).
+"""scikit-learn estimators for DP-means and RDP-means (Kulis & Jordan 2012; Khashabi et al. 2015).
 
 The numerics live in :mod:`ppclust.inference.dpmeans`; this module validates, converts links and
 labels into a neighbour table, runs ``n_init`` vmapped restarts and keeps the one with the lowest
@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
-from ppclust.errors import KMaxExhaustedError, NonFiniteError, PPClustError
+from ppclust.errors import InvalidInputError, KMaxExhaustedError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
@@ -45,7 +45,6 @@ def _side_table(n, y, must_link, cannot_link):
 
 
 class _Base(ClusterMixin, BaseEstimator):
-    _with_links = False
 
     _parameter_constraints: dict = {
         "lam": [None, *POSITIVE_REAL],
@@ -127,6 +126,7 @@ class _Base(ClusterMixin, BaseEstimator):
         self.cluster_centers_ = res.centers[best][:k].copy()
         self.n_clusters_ = k
         self.objective_ = float(res.objective[best])
+        self.restart_objectives_ = np.asarray(res.objective, dtype=np.float64)
         self.n_iter_ = int(res.n_iter[best])
         self.converged_ = bool(res.converged[best])
         n_it = self.n_iter_
@@ -142,37 +142,109 @@ class _Base(ClusterMixin, BaseEstimator):
             D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
         return np.argmin(D, axis=1).astype(np.int64)
 
-    def fit_predict(self, X, y=None, **kw):
-        """Fit (side information as in ``fit``) and return ``labels_``."""
-        return self.fit(X, y, **kw).labels_
-
 
 class DPMeans(_Base):
-    """DP-means (Kulis & Jordan 2012): hard small-variance limit of a DP mixture.
+    r"""DP-means (Kulis & Jordan 2012): the small-variance limit of a Dirichlet-process Gaussian mixture.
+
+    Each point joins its nearest centre unless every centre is farther than ``lam``, in which case it
+    opens a new cluster; centres are then the means of their points. Side information plays no part:
+    :class:`RDPMeans` adds link rewards and penalties.
 
     Parameters
     ----------
     lam : float or None, default=None
-        New-cluster penalty in the units of ``divergence``; None computes it with
-        ``lambda_from_k(X, lam_k, lam_method, divergence)`` (authors' rule: k-th farthest from the mean).
-    lam_k : int, default=3;  lam_method : str, default="kth_farthest_from_mean" (or "farthest_first").
-    divergence : "sqeuclidean" (default) | "euclidean" (authors' code) | "kl" (count rows, smoothed).
-    k_max : int, default=64 — cluster slot capacity (overflow raises).
-    n_init : int, default=1 — vmapped restarts; the lowest final objective wins.
-    init : "bbox_random" | "mean";  order : "random" | "fixed";  tie : "first" | "last".
-    variant : "sequential" | "delayed" (parallel pass with at most one new cluster per pass).
-    compat : bool — the authors' code choices (see ``ppclust.inference.dpmeans``).
-    patience, max_iter : stopping rule (partition unchanged for ``patience`` passes).
-    devices : None | "all" | "auto" | int | list of devices, default=None — the devices the fit may use
-        (one meaning for every estimator, :mod:`ppclust.estimators._base`); here a data-parallel
-        delayed pass (needs ``variant="delayed"``, ``compat=False``): points split over a 1-D device mesh,
-        per-cluster sums reduced with ``psum``; same result as one device up to summation order. See
-        :mod:`ppclust._devices`.
+        New-cluster penalty :math:`\lambda > 0`, in the units of ``divergence``; None sets it from the
+        data with ``lam_method`` and ``lam_k`` (the authors' rule).
+    lam_k : int, default=3
+        With ``lam=None``: the rank ``k`` used by ``lam_method`` (in ``[1, n_samples]``); roughly the
+        number of clusters expected.
+    lam_method : {"kth_farthest_from_mean", "farthest_first"}, default="kth_farthest_from_mean"
+        How ``lam`` is set from the data: the ``lam_k``-th largest distance to the mean (the authors'
+        rule) or Kulis & Jordan's farthest-first heuristic.
+    divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
+        Distance of a point to a centre: squared Euclidean (the Bregman divergence of the Gaussian, Kulis
+        & Jordan's DP-means), Euclidean (the authors' code), or KL of count rows (rows smoothed by
+        ``smoothing`` and normalised).
+    k_max : int, default=64
+        Cluster slot capacity (>= 1); exceeding it raises :class:`~ppclust.errors.KMaxExhaustedError`.
+    n_init : int, default=1
+        Restarts (vmapped, >= 1); the lowest final objective wins.
+    init : {"bbox_random", "mean"}, default="bbox_random"
+        First centre: a uniform point of the data's bounding box (the authors' code) or the data mean
+        (Kulis & Jordan 2012, Algorithm 1).
+    order : {"random", "fixed"}, default="random"
+        Visiting order of a sweep: a new permutation each sweep, or ``0..n-1``.
+    tie : {"first", "last"}, default="first"
+        Which of equally near clusters wins: the lowest slot, or the last (the authors' scan).
+    variant : {"sequential", "delayed"}, default="sequential"
+        Algorithm 1 (points assigned one at a time), or the parallel "delayed cluster creation" pass
+        (Dinari & Freifeld 2022: at most one new cluster per pass; fast on large n).
+    compat : bool, default=False
+        Follow the authors' Octave code exactly (:mod:`ppclust.inference.dpmeans`).
+    patience : int, default=1
+        Stop once the partition has been unchanged for ``patience`` consecutive sweeps (>= 1).
+    max_iter : int, default=100
+        Most sweeps (>= 1).
+    smoothing : float, default=0.3
+        Added to every count before normalising, with ``divergence="kl"`` (>= 0).
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seeds the first centre and the visiting orders.
+    devices : None, "all", "auto", int or list of devices, default=None
+        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here a data-parallel delayed pass (needs ``variant="delayed"``, ``compat=False``): points split
+        over the devices, per-cluster sums reduced with ``psum``; same result as one device up to
+        summation order.
 
     Attributes
     ----------
-    labels_, n_clusters_, cluster_centers_, objective_, n_iter_, converged_, lam_, objective_trace_,
-    xi_trace_, n_features_in_.
+    labels_ : ndarray of shape (n_samples,), int64
+        Cluster of each training point.
+    n_clusters_ : int
+        Number of clusters found.
+    cluster_centers_ : ndarray of shape (n_clusters_, n_features)
+        Cluster means.
+    objective_ : float
+        Final objective :math:`J` of the kept restart (formula in Notes); smaller is better.
+    objective_trace_ : ndarray of shape (n_iter_,)
+        :math:`J` after each sweep (at that sweep's link weight).
+    restart_objectives_ : ndarray of shape (n_init,)
+        Final :math:`J` of every restart.
+    n_iter_ : int
+        Sweeps run.
+    converged_ : bool
+        Whether the stopping rule was met before ``max_iter``.
+    lam_ : float
+        The new-cluster penalty used.
+    xi_trace_ : ndarray of shape (n_iter_,)
+        Link weight :math:`\xi_1` of each sweep (0 for DP-means).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    RDPMeans : DP-means with may-link and may-not-link rewards and penalties.
+
+    Notes
+    -----
+    The objective, never increased by a sweep followed by the mean step, is
+
+    .. math:: J(z, \mu) = \sum_i D(x_i, \mu_{z_i}) + \lambda K
+
+    (Kulis & Jordan 2012, eq. 1 for the squared Euclidean :math:`D`).
+
+    References
+    ----------
+    Kulis, B. and Jordan, M. I. (2012). Revisiting k-means: new algorithms via Bayesian nonparametrics.
+    ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import DPMeans
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [5.0, 5.0], [5.1, 4.9]])
+    >>> dp = DPMeans(lam=4.0, random_state=0).fit(X)
+    >>> int(dp.n_clusters_), bool(dp.labels_[0] != dp.labels_[2])
+    (2, True)
     """
 
     def __init__(self, lam=None, *, lam_k=3, lam_method="kth_farthest_from_mean", divergence="sqeuclidean",
@@ -197,69 +269,151 @@ class DPMeans(_Base):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
-        """Fit on X; side information is ignored by DP-means (accepted for a uniform CLI)."""
+        """Fit on X. DP-means uses no side information: links are an error (use :class:`RDPMeans`)."""
+        if must_link is not None or cannot_link is not None:
+            raise InvalidInputError("DPMeans uses no links; `must_link`/`cannot_link` were given. Use "
+                                    "RDPMeans, DP-means with link rewards and penalties (Khashabi et al. "
+                                    "2015), to fit with links.")
         X = self._prepare(X, reset=True)
         return self._run(X, None, 0.0)
 
 
 class RDPMeans(_Base):
-    """RDP-means (Khashabi et al. 2015, Algorithm 1): DP-means with annealed link rewards/penalties.
+    r"""RDP-means (Khashabi et al. 2015, Algorithm 1): DP-means with annealed link rewards and penalties.
 
-    Cost of putting point i in cluster k: ``D(x_i, mu_k) - xi1 f_k^i + xi2 s_k^i``, new cluster at
-    cost ``lam``; ``xi1 = xi0 * xi_rate**t`` (sweep t >= 1; sweep 0 uses 0, as the authors' code),
-    capped at ``xi_max``; ``xi2 = xi_ratio * xi1``. Links come from ``must_link`` / ``cannot_link``
-    and from partial labels ``y`` (-1 = unlabelled; every labelled pair becomes a link).
+    The cost of putting point :math:`i` in cluster :math:`k` is
+    :math:`D(x_i, \mu_k) - \xi_1 f^i_k + \xi_2 s^i_k` (:math:`f^i_k`, :math:`s^i_k`: the weights of its
+    may-link and may-not-link neighbours in cluster :math:`k`), a new cluster costs ``lam``; the link
+    weight :math:`\xi_1` grows from ``xi0`` by ``xi_rate`` per sweep up to ``xi_max`` (sweep 0 uses 0,
+    as the authors' code) and :math:`\xi_2 = ` ``xi_ratio`` :math:`\xi_1`. Links come from
+    ``must_link`` / ``cannot_link`` and from partial labels (every labelled pair becomes a link). It is
+    the small-variance limit of TVClust.
 
-    Parameters are those of :class:`DPMeans` plus ``xi0`` (1e-3, >= 0), ``xi_rate`` (2, > 0),
-    ``xi_ratio`` (1, >= 0), ``xi_max`` ("auto" or a float > 0); defaults ``patience=20``,
-    ``max_iter=1000``, ``init="mean"``. ``devices`` as in :class:`DPMeans`.
+    Parameters
+    ----------
+    lam : float or None, default=None
+        New-cluster penalty :math:`\lambda > 0`, in the units of ``divergence``; None sets it from the
+        data with ``lam_method`` and ``lam_k`` (the authors' rule).
+    xi0 : float, default=1e-3
+        Link weight of sweep 1 (>= 0).
+    xi_rate : float, default=2.0
+        Growth of the link weight per sweep (> 0; 1 keeps it constant).
+    xi_ratio : float, default=1.0
+        :math:`\xi_2 / \xi_1`, weight of a may-not-link relative to a may-link (>= 0).
+    xi_max : float or "auto", default="auto"
+        Cap of :math:`\xi_1` (> 0). ``"auto"`` stops the annealing at ``lam / max(w, 1)``, ``w`` the mean
+        total link weight of a point (or at ``xi0`` if that is larger): at the cap all the links of an
+        average point together weigh at most one new cluster, so links steer the partition but a share
+        of wrong links cannot override the geometry (see docs/decisions/ for the evidence). ``1e12`` is
+        the authors' schedule (every link a hard constraint). The value used is ``xi_max_``.
+    link_reliability : {"auto", None}, default="auto"
+        ``"auto"`` weighs each kind of link by the evidence the data give it: after a first fit, TVClust's
+        link sensitivity :math:`p` and specificity :math:`q` are estimated from its partition
+        (:func:`ppclust.sideinfo.link_reliability`, prior Beta(9.9, 1.1)); may-links are weighted by
+        :math:`r_+ = \min\{1, \max(0, \ln\frac{p}{1-q}) / \ln 9\}` and may-not-links by
+        :math:`r_- = \min\{1, \max(0, \ln\frac{q}{1-p}) / \ln 9\}`
+        (:func:`ppclust.sideinfo.link_reliability_share`; :math:`\ln 9` is the log-odds at the prior
+        mean), and the fit is repeated with the same ``xi_max_`` (not when both shares are 1). A kind of
+        link the first partition often violates loses weight (see docs/decisions/ for the evidence).
+        None: every link at full weight.
+    lam_k : int, default=3
+        With ``lam=None``: the rank ``k`` used by ``lam_method`` (in ``[1, n_samples]``); roughly the
+        number of clusters expected.
+    lam_method : {"kth_farthest_from_mean", "farthest_first"}, default="kth_farthest_from_mean"
+        How ``lam`` is set from the data: the ``lam_k``-th largest distance to the mean (the authors'
+        rule) or Kulis & Jordan's farthest-first heuristic.
+    divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
+        Distance of a point to a centre: squared Euclidean (the Bregman divergence of the Gaussian, Kulis
+        & Jordan's DP-means), Euclidean (the authors' code), or KL of count rows (rows smoothed by
+        ``smoothing`` and normalised).
+    k_max : int, default=64
+        Cluster slot capacity (>= 1); exceeding it raises :class:`~ppclust.errors.KMaxExhaustedError`.
+    n_init : int, default=1
+        Restarts (vmapped, >= 1); the lowest final objective wins.
+    init : {"bbox_random", "mean"}, default="mean"
+        First centre: a uniform point of the data's bounding box (the authors' code) or the data mean
+        (Kulis & Jordan 2012, Algorithm 1).
+    order : {"random", "fixed"}, default="random"
+        Visiting order of a sweep: a new permutation each sweep, or ``0..n-1``.
+    tie : {"first", "last"}, default="first"
+        Which of equally near clusters wins: the lowest slot, or the last (the authors' scan).
+    variant : {"sequential", "delayed"}, default="sequential"
+        Algorithm 1 (points assigned one at a time), or the parallel "delayed cluster creation" pass
+        (Dinari & Freifeld 2022: at most one new cluster per pass; fast on large n).
+    compat : bool, default=False
+        Follow the authors' Octave code exactly (:mod:`ppclust.inference.dpmeans`).
+    patience : int, default=20
+        Stop once the partition has been unchanged for ``patience`` consecutive sweeps (>= 1).
+    max_iter : int, default=1000
+        Most sweeps (>= 1).
+    smoothing : float, default=0.3
+        Added to every count before normalising, with ``divergence="kl"`` (>= 0).
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seeds the first centre and the visiting orders.
+    devices : None, "all", "auto", int or list of devices, default=None
+        The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
+        here a data-parallel delayed pass (needs ``variant="delayed"``, ``compat=False``): points split
+        over the devices, per-cluster sums reduced with ``psum``; same result as one device up to
+        summation order.
 
-    ``xi_max="auto"`` (default; the value used is ``xi_max_``) stops the annealing at
-    ``lam / max(w, 1)``, ``w`` the mean total link weight of a point (``2 * n_links / n`` for unit
-    weights), or at ``xi0`` if that is larger (a constant, explicit ``xi0`` with ``xi_rate=1`` is kept).
-    Where it comes from: ``lam`` is the price of a new cluster in the cost above, so at the cap all the
-    links of an average point together weigh at most one cluster: links keep steering the partition, but
-    a share of wrong links can no longer override the geometry as xi doubles towards the authors' 1e12
-    (then every link is a hard constraint). On the benefit panel (``benchmarks/study_rdpmeans_defaults.py``
-    -> ``results/rdpmeans_defaults_study.md``, 8 standardised data sets, 5 draws) the cap kept RDP-means
-    within 0.02 NMI of its no-link result at 20% flipped links on 7 of 8 sets (4 of 8 uncapped) and
-    still gained >= 0.05 NMI with clean links on 8 of 8 (mean NMI with clean links 0.619 against 0.669
-    uncapped). Pass ``xi_max=1e12`` for the authors' schedule.
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), int64
+        Cluster of each training point.
+    n_clusters_ : int
+        Number of clusters found.
+    cluster_centers_ : ndarray of shape (n_clusters_, n_features)
+        Cluster means.
+    objective_ : float
+        Final objective :math:`J` of the kept restart (formula in Notes); smaller is better.
+    objective_trace_ : ndarray of shape (n_iter_,)
+        :math:`J` after each sweep (at that sweep's link weight).
+    restart_objectives_ : ndarray of shape (n_init,)
+        Final :math:`J` of every restart.
+    n_iter_ : int
+        Sweeps run.
+    converged_ : bool
+        Whether the stopping rule was met before ``max_iter``.
+    lam_ : float
+        The new-cluster penalty used.
+    xi_trace_ : ndarray of shape (n_iter_,)
+        Link weight :math:`\xi_1` of each sweep (0 for DP-means).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    xi_max_ : float
+        The cap of the link weight used.
+    link_reliability_ : dict or None
+        Estimated ``{"p": ..., "q": ...}`` (None without links or with ``link_reliability=None``).
+    link_weight_share_ : dict or None
+        ``{"may_link": r_+, "may_not_link": r_-}`` applied to the link weights.
 
-    ``link_reliability="auto"`` (default; None: every link at full weight, the session-10 default) weighs
-    each kind of link by the evidence the data give it, as TVClust does with its learned link
-    sensitivity ``p`` and specificity ``q`` (Khashabi et al. 2015; in the small-variance limit the weight
-    of a violated may-link / may-not-link is :math:`2\\sigma^2` times its log-odds
-    :math:`\\ln\\frac{p}{1-q}` / :math:`\\ln\\frac{q}{1-p}`, ``models.tvclust.small_variance_hyper``). After
-    a first fit, ``p, q`` are read off its partition: posterior means given its pair counts under
-    TVClust's "links are mostly right" prior Beta(9.9, 1.1) (``TVClust(link_noise=0.1, link_strength=11)``,
-    :func:`ppclust.sideinfo.link_reliability`; held in ``link_reliability_``, a dict with keys ``p``, ``q``).
-    Each may-link's weight is multiplied by :math:`r_+ = \\min\\{1, \\max(0, \\ln\\frac{p}{1-q}) / \\ln 9\\}`,
-    each may-not-link's by :math:`r_- = \\min\\{1, \\max(0, \\ln\\frac{q}{1-p}) / \\ln 9\\}`
-    (:func:`ppclust.sideinfo.link_reliability_share`; held in ``link_weight_share_``, keys ``may_link``,
-    ``may_not_link``; both attributes None without links), and the fit is repeated with the same
-    ``xi_max_`` (not repeated when both shares are 1). :math:`\\ln 9` is the log-odds of both kinds at the
-    prior mean ``p = q = 0.9``: links that the first partition does not contradict (or too few links to
-    say) keep the cap above; a kind the partition often violates loses weight in proportion to its
-    log-odds, and a kind violated as often as
-    kept counts for nothing. Where it comes from: with C classes a random pair is a may-link with
-    probability about 1/C, so 20% flipped signs make about 2/3 of the may-links wrong on the 10-class sets
-    (``benchmarks/study_rdpmeans_noise.py`` -> ``results/rdpmeans_noise_study.md``, which also gives the
-    numbers with and without this default); at full weight they cost RDP-means 0.040 NMI on penbased. One
-    estimate, not an iteration to a fixed point: the first partition under-splits the 10-class sets
-    (RDP-means' ``lam``), so clean may-not-links inside its clusters look wrong, and a second re-estimate
-    lowered the clean gain further in the study.
+    See Also
+    --------
+    DPMeans : the same without links.
+    TVClust : the Bayesian model whose small-variance limit this is.
 
-    ``init``: the default ``"mean"`` starts from one cluster at the global mean (Kulis & Jordan 2012,
-    Algorithm 1, the DP-means algorithm); ``"bbox_random"`` is the authors' start (a random point of the
-    bounding box; the reproductions pass it). Where the default comes from: in more than a few dimensions
-    the bounding-box point is far from every row, so the first pass opens clusters that later passes
-    never merge: on standardised wine (3 classes) it gave K = 8 / 6 (seeds 0 / 1), the global-mean start
-    K = 5 / 4; over the panel study's 8 sets and 5 draws the mean start found 3.3 clusters without links
-    on average against 5.3 (the sets have 5.6 classes on average, so it under-splits the 10-class ones,
-    and its mean NMI without links is lower, 0.380 against 0.475: a fixed ``lam`` cannot suit every
-    number of classes). Its restarts differ only in the visiting order, and on three separated 2-D blobs
-    with links (``lam=8``) it opened 7 clusters where the bounding-box start recovers the blobs.
+    Notes
+    -----
+    At fixed :math:`\xi` a sweep followed by the mean step never increases
+
+    .. math:: J(z, \mu) = \sum_i D(x_i, \mu_{z_i}) + \lambda K - \xi_1 N_{11}(z) + \xi_2 N_{01}(z),
+
+    :math:`N_{11}` / :math:`N_{01}` the weights of may-links within clusters and may-not-links within
+    clusters, each pair counted once (Khashabi et al. 2015, eqs. 12 and 20).
+
+    References
+    ----------
+    Khashabi, D., Wieting, J., Liu, J. Y. and Liang, F. (2015). Clustering with side information: from a
+    probabilistic model to a deterministic algorithm. arXiv:1508.06235.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import RDPMeans
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [5.0, 5.0], [5.1, 4.9]])
+    >>> rdp = RDPMeans(lam=4.0, random_state=0).fit(X, must_link=[(0, 1)], cannot_link=[(1, 2)])
+    >>> int(rdp.n_clusters_), bool(rdp.labels_[0] == rdp.labels_[1])
+    (2, True)
     """
 
     _parameter_constraints: dict = {

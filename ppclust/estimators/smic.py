@@ -25,59 +25,95 @@ __all__ = ["SMIC"]
 
 
 class SMIC(ClusterMixin, BaseEstimator):
-    """Squared-loss mutual information clustering, semi-supervised by must/cannot links (3SMIC).
+    r"""Squared-loss mutual information clustering (SMIC), semi-supervised by must/cannot links (3SMIC).
+
+    Calandriello, Niu & Sugiyama (2014): the labelling is read off the top-``c`` eigenvectors of the
+    link-modified kernel :math:`U = K'[(I+\gamma M)^2 + (I-\eta C)^2]K'` (eq. 8; no links: the kernel
+    itself, SMIC), and the kernel's neighbourhood size and the link weights are chosen by LSMI (no links)
+    or by the semi-supervised criterion eq. (9). Solver: :mod:`ppclust.inference.smic`.
 
     Parameters
     ----------
     n_clusters : int, default=2
-        Number of clusters c (known, as in the paper), in [1, n_samples].
+        Number of clusters ``c`` (known, as in the paper), in ``[1, n_samples]``.
     n_neighbors : int or "auto", default="auto"
-        Kernel neighbourhood size t >= 1 (clamped to n_samples - 1 with a warning, spec E1).
-        ``"auto"`` searches t in 1..10 (LSMI without links, eq. (9) with links).
-    gamma, eta : float >= 0 or "auto", default="auto"
-        Must-link and cannot-link weights of 3SMIC (eq. 8). ``"auto"`` searches
-        {0, 0.1, 0.3, 1, 3, 10}; ``eta`` is forced to 0 when ``n_clusters > 2`` (paper).
-    random_state : None, int or Generator
-        Seeds LSMI's centres and folds (the only randomness).
-    assign : {"model", "eigvec"}
-        3SMIC post-processing (spec A1): clip the model output K' phi (default) or phi itself.
-    dense_max : int
-        Largest n solved with a dense JAX eigendecomposition; above it a matrix-free Lanczos solver.
-
+        Kernel neighbourhood size ``t >= 1`` (clamped to ``n_samples - 1`` with a warning, spec E1).
+        ``"auto"`` searches ``t`` in 1..10.
+    gamma : float or "auto", default="auto"
+        Must-link weight :math:`\gamma \ge 0` of eq. (8); ``"auto"`` searches {0, 0.1, 0.3, 1, 3, 10}.
+    eta : float or "auto", default="auto"
+        Cannot-link weight :math:`\eta \ge 0` of eq. (8); ``"auto"`` searches the same grid. Forced to 0
+        when ``n_clusters > 2`` (the paper).
+    random_state : None, int or numpy Generator, default=None
+        Seeds LSMI's centres and folds and the link check's folds (the only randomness).
+    assign : {"model", "eigvec"}, default="model"
+        3SMIC post-processing (spec A1): clip the model output :math:`K'\phi` or :math:`\phi` itself.
+    dense_max : int, default=200
+        Largest n solved with a dense JAX eigendecomposition; above it a matrix-free Lanczos solver
+        (>= 1).
     progress_bar : bool, default=True
-        A bar over the model-selection candidates,
-        shown when someone can see it (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
-    link_folds : int >= 0, default=5
+        A bar over the model-selection candidates, shown when someone can see it (Jupyter or a terminal,
+        not ``CI``; ``PPCLUST_PROGRESS``).
+    link_folds : int, default=5
         Held-out link check (not in the paper; ``0`` = off: the links are trusted, as in 3SMIC). The
         eq. (9) winner is refitted ``link_folds`` times, each without one fold of the links, and scored by
         the share of the unseen links its labels satisfy; the no-link SMIC is scored on all links. The
         links are used only if they score at least as well; else the no-link SMIC is returned
         (``link_check_["use_links"]`` False). Why: eq. (9) counts every violated link against a candidate,
-        so flipped links pass as truth; with c > 2 most random pairs are cannot-links, so a 20% flip rate
-        makes about two thirds of the must-links wrong, and those drag 3SMIC below plain SMIC
-        (``benchmarks/results/smic_link_noise_study.md``). On unseen links the expected share satisfied,
-        eps + (1 - 2 eps) x pair accuracy, ranks two labellings by pair accuracy for any flip rate
-        eps < 1/2, without estimating eps. It is a test on a finite sample of links, so it errs at times
-        (on 5 blobs with 30% flipped links it kept harmful links on 2 of 4 link draws,
-        ``tests/inference/test_smic.py``); on the benefit panel (8 data sets x 5 draws, 3 pairs per point)
-        SMIC stays within 0.02 NMI of plain SMIC on average at 20% flipped links on 8 of 8 sets (4 of 8
-        with ``link_folds=0``) and keeps a clean-link gain >= 0.05 on 8 of 8 (``results/benefit.md``).
-        With few links it can also drop clean links that help: on standardised wine with 89 clean links
-        (``notebooks/links_comparison.ipynb``) it returned plain SMIC (ARI 0.852 against 0.915 with the
-        links trusted); pass ``link_folds=0`` when the links are known to be right.
-        Default 5: the usual cross-validation fold count (as LSMI's own
-        5 folds); costs ``link_folds * link_repeats`` extra eigensolves and one no-link selection.
-    link_repeats : int >= 1, default=3
-        Independent fold splits of the link check, averaged (repeated cross-validation). Default 3: on the
-        benefit panel one split decided wrongly where three did not (digits with 20% flipped links kept
-        harmful links; segment with clean links dropped useful ones; ``smic_link_noise_study.md``).
+        so flipped links pass as truth; on unseen links the expected share satisfied,
+        :math:`\varepsilon + (1 - 2\varepsilon)\times` pair accuracy, ranks two labellings by pair
+        accuracy for any flip rate :math:`\varepsilon < 1/2`. A test on a finite sample of links, it errs
+        at times, and with few links it may drop clean links that help: pass ``link_folds=0`` when the
+        links are known to be right. Default 5, the usual cross-validation fold count (see
+        docs/decisions/ for the evidence); costs ``link_folds * link_repeats`` extra eigensolves.
+    link_repeats : int, default=3
+        Independent fold splits of the link check, averaged (repeated cross-validation, >= 1); repeated
+        splits decide more stably than one (see docs/decisions/ for the evidence).
 
     Attributes
     ----------
-    labels_, n_clusters_ (non-empty clusters), smi_ (LSMI of the chosen labelling), selection_
-    (list of dicts t/gamma/eta/lsmi/violations/score, one per grid point), n_neighbors_, gamma_,
-    eta_, eigenvalues_, link_check_ (dict folds / agreement_links / agreement_none / use_links, or
-    None without links or with ``link_folds=0``).
+    labels_ : ndarray of shape (n_samples,), int64
+        Cluster of each training point.
+    n_clusters_ : int
+        Number of non-empty clusters.
+    objective_ : float
+        LSMI (the least-squares estimate of the squared-loss mutual information between the data and the
+        labels, Suzuki et al. 2009) of the chosen labelling; larger is better.
+    selection_ : list of dict
+        One row per grid point: ``t``, ``gamma``, ``eta``, ``lsmi``, ``violations``, ``score``.
+    n_neighbors_, gamma_, eta_ : int, float, float
+        The chosen kernel neighbourhood and link weights.
+    n_violations_ : int
+        Links the chosen labelling violates.
+    eigenvalues_ : ndarray
+        Eigenvalues of the chosen solution.
+    link_check_ : dict or None
+        ``folds``, ``agreement_links``, ``agreement_none``, ``use_links``; None without links or with
+        ``link_folds=0``.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Notes
+    -----
+    SMIC maximises :math:`\widehat{\rm SMI} = \frac{c}{2n}\sum_y \alpha_y^\top K^2 \alpha_y - \frac12`
+    (eq. 6) under orthonormality; 3SMIC adds :math:`\gamma\,` must-link and :math:`\eta\,` cannot-link
+    terms, giving eq. (8). Model selection by eq. (9): LSMI normalised by its maximum minus the violated
+    links normalised by their maximum.
+
+    References
+    ----------
+    Calandriello, D., Niu, G. and Sugiyama, M. (2014). Semi-supervised information-maximization
+    clustering. Neural Networks 57, 103-111.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import SMIC
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 0.3, (15, 2)), rng.normal(4, 0.3, (15, 2))])
+    >>> smic = SMIC(2, n_neighbors=5, gamma=1.0, eta=0.0, random_state=0, progress_bar=False).fit(X)
+    >>> bool(smic.labels_[0] != smic.labels_[29]), isinstance(smic.objective_, float)
+    (True, True)
     """
 
     _parameter_constraints: dict = {
@@ -133,7 +169,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.result_ = sel.fit
         self.labels_ = np.asarray(sel.fit.labels, np.int64)
         self.n_clusters_ = sel.fit.n_nonempty
-        self.smi_ = float(row["lsmi"])
+        self.objective_ = float(row["lsmi"])
         self.selection_ = sel.rows
         self.n_neighbors_ = int(row["t"])
         self.gamma_ = float(row["gamma"])

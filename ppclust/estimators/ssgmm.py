@@ -3,7 +3,8 @@
 One model, two estimators, split as scikit-learn splits ``GaussianMixture`` and ``BayesianGaussianMixture``:
 :class:`SemiSupervisedGMM` finds the maximum-likelihood (or MAP) parameters by EM; :class:`BayesianSemi
 SupervisedGMM` draws the component assignments from their posterior by collapsed Gibbs sampling. Each takes
-only the parameters its algorithm uses.
+only the parameters its algorithm uses. Kept whole (over 700 lines, most of them the two classes' literal
+docstrings): both estimators share one base class for label coding, starting centres and prediction.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn import config_context
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -22,45 +22,39 @@ from ppclust import _progress
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
-    _REMOVED_IN,
-    DEPRECATED,
     DEVICES,
     NONNEG_INT,
     NONNEG_REAL,
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
-    Hidden,
     Interval,
     Real,
     StrOptions,
     check_partial_labels,
     data_mesh,
     data_variance,
-    deprecated_name,
     fit_context,
-    renamed_param,
     side_labels,
     validate_X,
 )
 from ppclust.families import GaussianNIW, mixture_niw_prior
 from ppclust.inference import em
-from ppclust.models.ssgmm import default_component_classes, label_log_mask, label_noise_update
+from ppclust.models.ssgmm import (
+    default_component_classes,
+    label_log_mask,
+    label_noise_update,
+    ssgmm_log_joint,
+    ssgmm_log_likelihood,
+)
 
 __all__ = ["SemiSupervisedGMM", "BayesianSemiSupervisedGMM"]
 
-# the sampler's parameters, accepted by SemiSupervisedGMM only for its deprecated method="gibbs"
 #: ``label_noise="auto"``: the label-flip rate EM starts from (then learnt, ``label_noise_update``)
 LABEL_NOISE_START = 0.1
 #: ``label_noise="auto"``: stop when the learnt rate moves by less than this, or after the most rounds
 LABEL_NOISE_TOL = 1e-4
 LABEL_NOISE_MAX_ROUNDS = 50
-
-_SAMPLER_DEFAULTS = dict(n_draws=200, n_warmup=200, n_chains=2, thin=1, point_estimate="binder")
-
-
-def _given(value) -> bool:
-    return not (isinstance(value, str) and value == DEPRECATED)
 
 
 class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
@@ -122,10 +116,6 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
     def _niw_prior(self, xc, K):
         """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data."""
         return mixture_niw_prior(xc, self.weight_concentration)
-
-    def fit_predict(self, X, y=None, **kw):
-        """Fit and return ``labels_``."""
-        return self.fit(X, y, **kw).labels_
 
     # ------------------------------------------------------------------------------------------ predict
     def _log_prob(self, X):
@@ -195,107 +185,142 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
         return float(s.sum()), len(s)
 
 
-_COMMON_DOC = """n_clusters : int, default=1
-        Number of mixture components, ``>=`` the number of classes in ``y``.
-    covariance_type : {{{cov}}}, default="full"
-    init : {{"auto", "labelled", "kmeans++"}}, default="auto"
-        ``"labelled"``: the first component of each class starts at the mean of that class's labelled points,
-        the others by k-means++; ``"kmeans++"``: all by k-means++. ``"auto"``: labelled when there are labels.
-        {init_use}
-    label_noise : {label_noise}
-        Probability ``eps`` that a given label is wrong (in [0, 1)).
-    component_classes : array-like of int or None, default=None
-        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes no
-        labelled point. Default: component ``k`` belongs to class ``k mod C``.
-    random_state : None, int, numpy Generator or JAX key"""
-
-
 class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     r"""Gaussian mixture fitted by EM on data with partial (optionally noisy) labels.
 
-    Maximises :math:`\sum_i \log\sum_k p(y_i\mid k)\,\pi_k\,\mathcal N(x_i;\mu_k,\Sigma_k)` (+ log prior for
-    MAP), where unlabelled points have :math:`p(y_i \mid k) = 1` and a labelled point of class ``c`` has
+    Maximises the semi-supervised log-likelihood plus the log prior (MAP; ``prior=None``: maximum
+    likelihood),
+
+    .. math::
+
+        \mathcal L(\theta) = \sum_i \log\sum_k p(y_i\mid k)\,\pi_k\,\mathcal N(x_i;\mu_k,\Sigma_k)
+            + \log p(\theta),
+
+    where unlabelled points have :math:`p(y_i \mid k) = 1` and a labelled point of class ``c`` has
     ``1 - label_noise`` for the components of class ``c`` and ``label_noise / (C - 1)`` for the others
     (``label_noise = 0``: labelled points are restricted to their class's components, as in Rmixmod /
-    ``mclust::MclustSSC``). See :mod:`ppclust.models.ssgmm` and :mod:`ppclust.inference.em`. The posterior
-    over assignments of the same model, by collapsed Gibbs sampling, is :class:`BayesianSemiSupervisedGMM`
-    (as scikit-learn's ``GaussianMixture`` / ``BayesianGaussianMixture``).
+    ``mclust::MclustSSC``). The model is :mod:`ppclust.models.ssgmm`, the solver
+    :mod:`ppclust.inference.em`. The posterior over assignments of the same model, by collapsed Gibbs
+    sampling, is :class:`BayesianSemiSupervisedGMM` (as scikit-learn's ``GaussianMixture`` /
+    ``BayesianGaussianMixture``).
 
     Parameters
     ----------
-    """ + _COMMON_DOC.format(cov='"full", "tied", "diag", "spherical"', init_use="",
-                             label_noise='float or "auto", default="auto"') + r"""
-        ``"auto"`` (the default since session 8): the rate is learnt with the model (EM, the label model of
-        :mod:`ppclust.models.ssgmm`): starting from ``eps = 0.1``, EM runs to convergence at the current
-        eps, then eps is set to the expected share of labelled points off their observed class,
-        :math:`\hat\varepsilon = |L|^{-1} \sum_{i\in L} \sum_{k: g(k)\ne y_i} r_{ik}`
-        (:func:`ppclust.models.ssgmm.label_noise_update`, the M-step for eps), and EM resumes from the
-        fitted parameters, until eps moves by less than 1e-4 (at most 50 rounds; each round and each
-        EM step never lowers the objective, a coordinate-ascent / ECM scheme). On clean, separable labels
-        eps goes to 0 (the hard ``label_noise = 0`` fit); ``label_noise_`` holds the rate used last.
-        Where the default comes from: on the benefit panel (``benchmarks/study_ssgmm_label_noise.py`` ->
-        ``results/ssgmm_label_noise_study.md``: 8 data sets, 5 draws, true K) with 10% labels of which 20%
-        are wrong the NMI change over the no-label fit was +0.096 learnt against +0.056 trusted (within
-        0.02 of it or better on 7 against 5 of 8 sets), and with clean labels +0.144 against +0.146 (10%)
-        and +0.078 against +0.077 (5%). ``label_noise=0`` trusts the labels (Rmixmod / MclustSSC).
+    n_clusters : int, default=1
+        Number of mixture components ``K``, at least the number of classes in ``y``.
+    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+        Shape of the component covariances (scikit-learn's meanings).
     n_init : int, default=1
-        EM restarts (vmapped); the one with the highest objective is kept.
+        EM restarts (vmapped, >= 1); the one with the highest objective is kept.
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seeds the k-means++ starts.
+    init : {"auto", "labelled", "k-means++"}, default="auto"
+        ``"labelled"``: the first component of each class starts at the mean of that class's labelled
+        points, the others by k-means++; ``"k-means++"``: all by k-means++; ``"auto"``: labelled when
+        there are labels. Labelled starts put each class where its labels are.
     max_iter : int, default=100
+        Most EM iterations per round (>= 1).
     tol : float, default=1e-3
-        Stop when the objective per point changes by less than ``tol`` (scikit-learn convention).
+        Stop when the objective per point changes by less than ``tol`` (>= 0; scikit-learn's
+        convention).
     reg_covar : float, default=1e-6
-        Added to covariance diagonals after every M-step, **relative to the data's variance**: the ridge
-        is ``reg_covar * s2`` with ``s2 = mean_j Var(X[:, j])`` (:func:`ppclust.estimators._base.
-        data_variance`), so the fit does not depend on the units of ``X`` (scikit-learn's
-        ``GaussianMixture`` adds an absolute ``reg_covar``, which swamps data measured in small units).
-        The ridge used is stored as ``reg_covar_``.
+        Added to the covariance diagonals after every M-step, relative to the data's variance: the ridge
+        is ``reg_covar * s2`` with ``s2 = mean_j Var(X[:, j])``
+        (:func:`ppclust.estimators._base.data_variance`; stored as ``reg_covar_``), so the fit does not
+        depend on the units of ``X``. >= 0.
+    label_noise : float in [0, 1) or "auto", default="auto"
+        Probability ``eps`` that a given label is wrong. ``"auto"`` learns it with the model: from
+        ``eps = 0.1`` EM runs to convergence, then eps is set to the expected share of labelled points
+        off their observed class (:func:`ppclust.models.ssgmm.label_noise_update`), and EM resumes from
+        the fitted parameters until eps moves by less than 1e-4 (at most 50 rounds; a coordinate-ascent
+        scheme that never lowers the objective). On clean, separable labels eps goes to 0. ``0`` trusts
+        the labels (Rmixmod / MclustSSC). Default "auto" so that wrong labels cost little (see
+        docs/decisions/ for the evidence).
     prior : {None, "default"}, default="default"
-        ``"default"``: MAP under the model's default conjugate prior,
-        :func:`ppclust.families.mixture_niw_prior` (the same prior :class:`BayesianSemiSupervisedGMM`
-        samples under: :math:`\kappa_0 = 1`, :math:`\nu_0 = d + 2`, :math:`\Psi_0 = \mathrm{diag\,var}(X)`,
-        Dirichlet(``weight_concentration``) weights): the M-step's covariance is
+        ``"default"``: MAP under the model's conjugate prior :func:`ppclust.families.mixture_niw_prior`
+        (the prior :class:`BayesianSemiSupervisedGMM` samples under); the M-step's covariance is
         :math:`(S_k + \kappa_0(\mu_k-\mu_0)(\mu_k-\mu_0)^\top + \Psi_0)/(n_k + \nu_0 + d + 2)` (Fraley &
-        Raftery 2007's MAP, :func:`ppclust.families.gaussian_map_estimate`).
-        ``None``: maximum likelihood (Rmixmod / ``mclust::MclustSSC``; the default before session 10).
-        Where the default comes from: a full covariance has d(d+1)/2 entries, estimated by ML from the
-        component's points alone; at the sizes of the benefit panel (n = 200: vehicle d = 18 with 50 points
-        per class, satimage d = 36 with ~33) that estimate is poorly determined, and wrong labels pull a
-        component's covariance towards the points they misplace. The prior adds d + 2 pseudo-points of the
-        data's own per-feature scale, which vanish against n_k as n grows. On the panel
-        (``benchmarks/study_label_benefit.py`` -> ``results/label_benefit_study.md``, 8 data sets, 5 draws,
-        true K) with 10% labels of which 20% are wrong the NMI change over the no-label fit was +0.111
-        under the prior against +0.096 by ML, better on 7 of the 8 sets and level on the eighth (within
-        0.02 of the no-label fit on 8 against 7 of 8: vehicle +0.001 against -0.028); with 10% clean labels
-        +0.145 against +0.144 (>= 0.05 on 6 of 8 either way).
+        Raftery 2007). ``None``: maximum likelihood. Default MAP because a full covariance estimated from
+        few points per component is poorly determined; the prior adds ``d + 2`` pseudo-points of the
+        data's own scale (see docs/decisions/ for the evidence).
     weight_concentration : float, default=1.0
-        Dirichlet concentration (``>= 1``) on the weights when ``prior="default"``.
+        Dirichlet concentration (>= 1) on the weights when ``prior="default"``; 1 is a flat prior.
+    component_classes : array-like of int or None, default=None
+        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes
+        no labelled point. Default: component ``k`` belongs to class ``k mod C``.
     devices : None, "all", "auto", int or list of devices, default=None
         The devices the fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`);
-        here data-parallel EM: the points are split over these devices (a 1-D mesh, axis ``"data"``); each
-        device computes responsibilities and the sufficient statistics of its points, reduced with
-        ``psum``. None = one device. Same result as one device up to summation order. See
-        :mod:`ppclust._devices` (simulated CPU devices, multi-host with ``jax.distributed.initialize()``).
+        here data-parallel EM: the points are split over the devices, each computes responsibilities and
+        sufficient statistics of its points, reduced with ``psum``. Same result as one device up to
+        summation order.
     progress_bar : bool, default=True
         A bar over the EM restarts, shown when someone can see it (Jupyter or a terminal, not ``CI``;
         ``PPCLUST_PROGRESS``).
-    method : {"em", "gibbs"}, deprecated
-        Deprecated in 0.2, removed in 0.3: ``SemiSupervisedGMM`` is EM; ``method="gibbs"`` still runs
-        :class:`BayesianSemiSupervisedGMM` (with ``n_draws``, ``n_warmup``, ``n_chains``, ``thin``,
-        ``point_estimate``, ``n_samples``, accepted here only for it) and warns.
-    n_components : int, deprecated
-        Old name of ``n_clusters`` (one vocabulary across ppclust's estimators).
 
     Attributes
     ----------
-    labels_ : (n,) int — MAP component of each training point.
-    classes_ : (C,) the distinct labels seen in ``y``; component_classes_ : (k,) int.
-    weights_, means_, covariances_, precisions_cholesky_ : fitted parameters (scikit-learn shapes).
-    log_likelihood_ : float total log-likelihood; objective_ : log-likelihood + log prior;
-    lower_bound_ : objective per point; n_iter_ : int; converged_ : bool; n_clusters_ : int;
-    reg_covar_ : float, the ridge added to the covariance diagonals in X's units (``reg_covar * s2``);
-    responsibilities_ : (n, k); trace_ : (n_iter_,) objective at each E-step (non-decreasing).
-    label_noise_ : float, the label-flip rate of the final fit (``label_noise``, or the learnt one of
-        ``"auto"``); label_noise_rounds_ : int, EM rounds run for it (1 unless ``"auto"``).
+    labels_ : ndarray of shape (n_samples,), int64
+        MAP component of each training point.
+    n_clusters_ : int
+        Number of occupied components.
+    classes_ : ndarray of shape (C,)
+        The distinct labels seen in ``y``.
+    component_classes_ : ndarray of shape (n_clusters,), int
+        Class index of each component (-1: free).
+    weights_, means_, covariances_, precisions_cholesky_ : ndarray
+        Fitted parameters (scikit-learn's shapes).
+    objective_ : float
+        Final :math:`\mathcal L(\theta)`, log-likelihood plus log prior (total, not per point); larger is
+        better.
+    objective_trace_ : ndarray of shape (n_iter_,)
+        The objective at each E-step of the final round (non-decreasing up to ``reg_covar``).
+    restart_objectives_ : ndarray of shape (n_init,)
+        Final objective of every restart of the first round.
+    log_likelihood_ : float
+        Final semi-supervised log-likelihood (without the prior).
+    n_iter_ : int
+        EM iterations of the final round.
+    converged_ : bool
+        Whether the final round met ``tol`` before ``max_iter``.
+    responsibilities_ : ndarray of shape (n_samples, n_clusters)
+        Posterior component probabilities of the training points.
+    reg_covar_ : float
+        The ridge added to the covariance diagonals, in X's units (``reg_covar * s2``).
+    label_noise_ : float
+        The label-flip rate of the final fit (``label_noise``, or the learnt one of ``"auto"``).
+    label_noise_rounds_ : int
+        EM rounds run for it (1 unless ``"auto"``).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    BayesianSemiSupervisedGMM : the same model, its assignments sampled from their posterior.
+
+    Notes
+    -----
+    The label model is the semi-supervised mixture of the CEC-IB paper's GMM baseline (Śmieja & Geiger
+    2017, section 4.1); with one component per class and ``label_noise=0`` it is the likelihood of
+    ``mclust::MclustSSC``. Each EM iteration never lowers :math:`\mathcal L` when ``reg_covar = 0``.
+
+    References
+    ----------
+    Fraley, C. and Raftery, A. E. (2007). Bayesian regularization for normal mixture estimation and
+    model-based clustering. Journal of Classification 24, 155-181.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import SemiSupervisedGMM
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+    >>> y = np.full(40, -1)
+    >>> y[[0, 20]] = [0, 1]
+    >>> gmm = SemiSupervisedGMM(2, random_state=0, progress_bar=False).fit(X, y)
+    >>> int(gmm.labels_[0] != gmm.labels_[39])
+    1
+    >>> isinstance(gmm.objective_, float)
+    True
     """
 
     _parameter_constraints: dict = {
@@ -303,7 +328,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
-        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
+        "init": [StrOptions({"auto", "labelled", "k-means++"})],
         "max_iter": POSITIVE_INT,
         "tol": NONNEG_REAL,
         "reg_covar": NONNEG_REAL,
@@ -313,14 +338,6 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         "component_classes": [None, "array-like"],
         "devices": DEVICES,
         "progress_bar": ["boolean"],
-        "method": [Hidden(StrOptions({DEPRECATED})), StrOptions({"em", "gibbs"})],
-        "n_components": deprecated_name(POSITIVE_INT),
-        "n_draws": deprecated_name(POSITIVE_INT),
-        "n_warmup": deprecated_name(NONNEG_INT),
-        "n_chains": deprecated_name(POSITIVE_INT),
-        "thin": deprecated_name(POSITIVE_INT),
-        "point_estimate": deprecated_name([StrOptions({"binder", "vi", "max_log_joint"})]),
-        "n_samples": deprecated_name(POSITIVE_INT),
     }
 
     def __init__(
@@ -340,14 +357,6 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         component_classes=None,
         devices=None,
         progress_bar=True,
-        method=DEPRECATED,
-        n_components=DEPRECATED,
-        n_draws=DEPRECATED,
-        n_warmup=DEPRECATED,
-        n_chains=DEPRECATED,
-        thin=DEPRECATED,
-        point_estimate=DEPRECATED,
-        n_samples=DEPRECATED,
     ):
         self.n_clusters = n_clusters
         self.covariance_type = covariance_type
@@ -363,34 +372,13 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         self.component_classes = component_classes
         self.devices = devices
         self.progress_bar = progress_bar
-        self.method = method
-        self.n_components = n_components
-        self.n_draws = n_draws
-        self.n_warmup = n_warmup
-        self.n_chains = n_chains
-        self.thin = thin
-        self.point_estimate = point_estimate
-        self.n_samples = n_samples
 
     # ------------------------------------------------------------------------------------------ fit
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, partial_labels=None):
         """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
         ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
-        K = int(renamed_param(self, "n_clusters", "n_components"))
-        sampler_kw = {k: getattr(self, k) for k in (*_SAMPLER_DEFAULTS, "n_samples")
-                      if _given(getattr(self, k))}
-        if _given(self.method):
-            use = ("BayesianSemiSupervisedGMM(...), the collapsed Gibbs sampler of the same model"
-                   if self.method == "gibbs" else "SemiSupervisedGMM(...) without `method` (it is EM)")
-            warnings.warn(f"SemiSupervisedGMM: the parameter `method` is deprecated in ppclust 0.2 and will "
-                          f"be removed in {_REMOVED_IN}; use {use}.", FutureWarning, stacklevel=4)
-            if self.method == "gibbs":
-                return self._fit_sampler(X, y, partial_labels, K, sampler_kw)
-        if sampler_kw:
-            warnings.warn(f"SemiSupervisedGMM: {sorted(sampler_kw)} only apply to the deprecated "
-                          "method='gibbs' and are ignored by EM; use BayesianSemiSupervisedGMM for sampling.",
-                          FutureWarning, stacklevel=4)
+        K = int(self.n_clusters)
         X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
         n = X.shape[0]
         C = len(self.classes_)
@@ -450,10 +438,10 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
             self.responsibilities_ = np.asarray(res.resp)
             self.log_likelihood_ = float(res.log_likelihood)
             self.objective_ = float(res.objective)
-            self.lower_bound_ = self.objective_ / n
+            self.restart_objectives_ = np.asarray(res.all_objectives, dtype=np.float64)
             self.n_iter_ = int(res.n_iter)
             self.converged_ = bool(res.converged)
-            self.trace_ = np.asarray(res.trace)[: self.n_iter_]
+            self.objective_trace_ = np.asarray(res.trace)[: self.n_iter_]
             bar.update(int(self.n_init))
         self._shift = shift
         self._n_train = n
@@ -468,76 +456,123 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
             )
         return self
 
-    def _fit_sampler(self, X, y, partial_labels, K, sampler_kw):
-        """The deprecated ``method="gibbs"``: fit :class:`BayesianSemiSupervisedGMM` with this estimator's
-        shared parameters and the sampler's, and take over its fitted attributes."""
-        kw = dict(_SAMPLER_DEFAULTS)
-        kw.update({k: v for k, v in sampler_kw.items() if k != "n_samples"})
-        if "n_samples" in sampler_kw:
-            warnings.warn("SemiSupervisedGMM: the parameter `n_samples` was renamed `n_draws` in ppclust 0.2 "
-                          f"and will be removed in {_REMOVED_IN}; use "
-                          "BayesianSemiSupervisedGMM(n_draws=...).",
-                          FutureWarning, stacklevel=5)
-            kw["n_draws"] = sampler_kw["n_samples"]
-        shared = ("covariance_type", "random_state", "init", "label_noise", "weight_concentration",
-                  "component_classes", "progress_bar")
-        kw.update({k: getattr(self, k) for k in shared})
-        if kw["label_noise"] == "auto":  # the sampler has no learnt rate (a fixed eps): trusted labels
-            kw["label_noise"] = 0.0
-        sampler = BayesianSemiSupervisedGMM(K, **kw)
-        with config_context(skip_parameter_validation=False):  # validated as a fit of its own
-            sampler.fit(X, y, partial_labels=partial_labels)
-        for name, value in vars(sampler).items():
-            if name.endswith("_") or name in ("_shift", "_n_train", "_n_clusters"):
-                setattr(self, name, value)
-        return self
-
 
 class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
-    r"""The semi-supervised Gaussian mixture of :class:`SemiSupervisedGMM`, its component assignments drawn
-    from their posterior by collapsed Gibbs sampling (as scikit-learn's ``BayesianGaussianMixture`` is the
-    Bayesian counterpart of ``GaussianMixture``; the sampler words ``n_draws``, ``n_warmup``, ``n_chains``,
-    ``thin`` are NumPyro's ``num_samples``, ``num_warmup``, ``num_chains``, ``thinning``).
+    r"""The semi-supervised Gaussian mixture, its component assignments drawn from their posterior by
+    collapsed Gibbs sampling.
 
-    Model: :math:`\pi \sim \mathrm{Dir}(a, \dots, a)` with ``a = weight_concentration``,
-    :math:`(\mu_k, \Sigma_k) \sim` the model's default NIW prior (:func:`ppclust.families.mixture_niw_prior`,
-    shared with EM's ``prior="default"``), :math:`z_i \mid \pi \sim \pi`, :math:`x_i \mid z_i = k \sim
-    \mathcal N(\mu_k, \Sigma_k)` and :math:`p(y_i \mid z_i = k)` as in :class:`SemiSupervisedGMM` (the label
-    term is the per-point log prior over components). Weights and component parameters are integrated out
-    (:func:`ppclust.inference.gibbs.sample`, ``partition="finite"``); ``labels_`` is a point estimate of the
-    partition, ``posterior_`` an ArviZ DataTree of the draws.
+    The Bayesian counterpart of :class:`SemiSupervisedGMM`, as scikit-learn's
+    ``BayesianGaussianMixture`` is of ``GaussianMixture``; the sampler words ``n_draws``, ``n_warmup``,
+    ``n_chains``, ``thin`` are NumPyro's ``num_samples``, ``num_warmup``, ``num_chains``, ``thinning``.
+    Weights and component parameters are integrated out (:func:`ppclust.inference.gibbs.sample`,
+    ``partition="finite"``); ``labels_`` is a point estimate of the partition, ``posterior_`` an ArviZ
+    DataTree of the draws.
 
     Parameters
     ----------
-    """ + _COMMON_DOC.format(cov='"full", "diag", "spherical"',
-                             init_use="Every chain starts at the nearest allowed starting centre.",
-                             label_noise="float, default=0.0") + r"""
+    n_clusters : int, default=1
+        Number of mixture components ``K``, at least the number of classes in ``y``.
+    covariance_type : {"full", "diag", "spherical"}, default="full"
+        Shape of the component covariances (the conjugate families of :mod:`ppclust.families`).
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seeds the start and the sampler.
+    init : {"auto", "labelled", "k-means++"}, default="auto"
+        ``"labelled"``: the first component of each class starts at the mean of that class's labelled
+        points, the others by k-means++; ``"k-means++"``: all by k-means++; ``"auto"``: labelled when
+        there are labels. Every chain starts at the nearest allowed starting centre.
+    label_noise : float in [0, 1), default=0.0
+        Probability ``eps`` that a given label is wrong; 0 restricts labelled points to their class's
+        components.
     weight_concentration : float, default=1.0
         Symmetric Dirichlet concentration ``a > 0`` on the weights (integrated out).
-    n_draws, n_warmup, n_chains, thin : int, default=200, 200, 2, 1
-        Kept draws per chain, discarded sweeps, chains, sweeps per kept draw.
+    component_classes : array-like of int or None, default=None
+        Class index (position in ``classes_``) of each component, ``-1`` for a free component that takes
+        no labelled point. Default: component ``k`` belongs to class ``k mod C``.
+    n_draws : int, default=200
+        Kept draws per chain (>= 1).
+    n_warmup : int, default=200
+        Discarded sweeps per chain (>= 0).
+    n_chains : int, default=2
+        Independent chains (>= 1); several chains show whether they agree.
+    thin : int, default=1
+        Sweeps per kept draw (>= 1).
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
-        The partition reported as ``labels_``.
+        The partition reported as ``labels_``: the minimiser of the posterior expected Binder or VI loss,
+        or the draw of largest log joint.
     progress_bar : bool, default=True
         Warm-up and sampling bars, shown when someone can see them (Jupyter or a terminal, not ``CI``;
         ``PPCLUST_PROGRESS``).
 
     Attributes
     ----------
-    labels_ : (n,) int — component of each training point in the point estimate.
-    classes_, component_classes_ : as :class:`SemiSupervisedGMM`.
-    weights_, means_, covariances_, precisions_cholesky_ : posterior means given ``labels_``.
-    log_likelihood_, objective_ : the semi-supervised log-likelihood at those parameters;
-    responsibilities_ : (n, k) posterior P(z_i = k) over the draws; trace_ : mean log joint per draw;
-    samples_, psm_, log_joint_, posterior_, credible_ball_, expected_loss_ : the draws and their summaries;
-    n_iter_ : sweeps per chain; n_clusters_ : occupied components.
+    labels_ : ndarray of shape (n_samples,), int64
+        Component of each training point in the point estimate.
+    n_clusters_ : int
+        Number of occupied components.
+    classes_, component_classes_ : ndarray
+        As :class:`SemiSupervisedGMM`.
+    weights_, means_, covariances_, precisions_cholesky_ : ndarray
+        Posterior means given ``labels_``.
+    objective_ : float
+        Collapsed log joint :math:`\log p(z, x, y)` of the point estimate
+        (:func:`ppclust.models.ssgmm.ssgmm_log_joint`); larger is more probable.
+    objective_trace_ : ndarray of shape (n_chains, n_draws)
+        The log joint of every kept draw.
+    log_likelihood_ : float
+        Semi-supervised log-likelihood at the posterior-mean parameters.
+    responsibilities_ : ndarray of shape (n_samples, n_clusters)
+        Posterior :math:`P(z_i = k)` over the draws.
+    samples_ : draws of :func:`ppclust.inference.gibbs.sample`
+        Labels, number of clusters and log joint of every kept draw.
+    psm_ : ndarray of shape (n_samples, n_samples) or None
+        Posterior similarity matrix.
+    posterior_ : DataTree
+        The draws and their summaries (:mod:`ppclust.posterior`).
+    credible_ball_, expected_loss_ :
+        Credible ball of the point estimate and its posterior expected loss.
+    n_iter_ : int
+        Sweeps per chain (``n_warmup + n_draws * thin``).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    SemiSupervisedGMM : the same model fitted by EM.
+
+    Notes
+    -----
+    Model: :math:`\pi \sim \mathrm{Dir}(a, \dots, a)`, :math:`(\mu_k, \Sigma_k) \sim` the default NIW
+    prior :func:`ppclust.families.mixture_niw_prior` (shared with EM's ``prior="default"``),
+    :math:`z_i \mid \pi \sim \pi`, :math:`x_i \mid z_i = k \sim \mathcal N(\mu_k, \Sigma_k)` and
+    :math:`p(y_i \mid z_i = k)` as in :class:`SemiSupervisedGMM` (the label term is a per-point log prior
+    over components).
+
+    References
+    ----------
+    Neal, R. M. (2000). Markov chain sampling methods for Dirichlet process mixture models. Journal of
+    Computational and Graphical Statistics 9, 249-265.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import BayesianSemiSupervisedGMM
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+    >>> y = np.full(40, -1)
+    >>> y[[0, 20]] = [0, 1]
+    >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+    ...                                 progress_bar=False).fit(X, y)
+    >>> gmm.objective_trace_.shape
+    (1, 10)
+    >>> int(gmm.labels_[0] != gmm.labels_[39])
+    1
     """
 
     _parameter_constraints: dict = {
         "n_clusters": POSITIVE_INT,
         "covariance_type": [StrOptions({"full", "diag", "spherical"})],
         "random_state": RANDOM_STATE,
-        "init": [StrOptions({"auto", "labelled", "kmeans++"})],
+        "init": [StrOptions({"auto", "labelled", "k-means++"})],
         "label_noise": [Interval(Real, 0, 1, closed="left")],
         "weight_concentration": POSITIVE_REAL,
         "component_classes": [None, "array-like"],
@@ -628,15 +663,13 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             params = em.GMMParams(jnp.asarray(self.weights_), jnp.asarray(self.means_ - shift), prec_chol)
             lm = jnp.asarray(log_mask) if len(self.classes_) else None
             self.log_likelihood_ = float(_ssgmm_ll(xc, params, lm, self.covariance_type))
+            self.objective_ = float(ssgmm_log_joint(xc, jnp.asarray(z), family, a, jnp.asarray(log_mask)))
         self.responsibilities_ = (draws[:, :, None] == np.arange(K)).mean(0)  # posterior P(z_i = k)
-        self.objective_ = self.log_likelihood_
-        self.lower_bound_ = self.objective_ / n
         self.n_iter_ = int(self.n_warmup) + n_draws * int(self.thin)
         self.converged_ = True
-        self.trace_ = np.asarray(res.log_joint).mean(0)
+        self.objective_trace_ = np.asarray(res.log_joint)
         self.samples_ = res
         self.psm_ = psm
-        self.log_joint_ = res.log_joint
         self.posterior_ = self._gibbs_datatree(key, X, xc, family, res, z, loss, psm, log_mask,
                                                self.component_classes_, a, codes)
         self._shift = shift
@@ -702,8 +735,6 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
 
 def _ssgmm_ll(x, params, log_mask, cov_type):
-    from ppclust.models.ssgmm import ssgmm_log_likelihood
-
     return ssgmm_log_likelihood(x, params.weights, params.means, params.prec_chol, log_mask, cov_type)
 
 

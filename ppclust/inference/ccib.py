@@ -20,7 +20,7 @@ The clustering is a soft assignment :math:`q_{ic}=P(c\mid x_i)` maximising
 :math:`\rho` is annealed geometrically (spec section 6.2): the start :math:`\rho_0` is found by doubling
 from 1 until the perturbed uniform solution stays uniform, then :math:`\rho\leftarrow b\rho` with a
 symmetry-breaking perturbation before each temperature, until the assignments are hard, :math:`\rho`
-falls below :math:`10^{-8}\rho_0`, :math:`I(C;X)` reaches ``c_max`` or ``max_steps`` is used up.
+falls below :math:`10^{-8}\rho_0`, :math:`I(C;X)` reaches ``c_max`` or ``max_iter`` is used up.
 Everything is one jitted function: the annealing is a ``lax.while_loop`` writing a fixed-size trace.
 
 Feature models (``Static.feature``):
@@ -85,7 +85,13 @@ _TINY = 1e-300
 
 
 class CCIBData(NamedTuple):
-    """Everything the solver reads about the objects (host code builds it; see the estimator)."""
+    """Everything the solver reads about the objects (host code builds it; see the estimator).
+
+    Examples
+    --------
+    >>> CCIBData._fields[:3]
+    ('y', 'z', 'design')
+    """
 
     y: jax.Array  # (n, D) features: frequencies (multinomial), 0/1, reals or counts
     z: jax.Array  # (n,) int32 background codes (zeros unless categorical)
@@ -98,7 +104,13 @@ class CCIBData(NamedTuple):
 
 
 class Hyper(NamedTuple):
-    """Real-valued options (traced: a lambda sweep compiles once)."""
+    """Real-valued options (traced: a lambda sweep compiles once).
+
+    Examples
+    --------
+    >>> Hyper().lam
+    0.3
+    """
 
     lam: float = 0.3  # lambda, weight of the coordination term I(C;Y)
     rate: float = 0.9  # b, rho <- b rho
@@ -114,20 +126,32 @@ class Hyper(NamedTuple):
 
 
 class Static(NamedTuple):
-    """Shape-setting options (static under jit)."""
+    """Shape-setting options (static under jit).
+
+    Examples
+    --------
+    >>> Static(n_clusters=2).max_iter
+    300
+    """
 
     n_clusters: int
     n_groups: int = 1  # number of background categories (categorical background)
     feature: str = "multinomial"
     background: str = "none"
     n_newton: int = 3  # GLM Newton steps per M-step (generalised EM, warm started)
-    max_steps: int = 300  # temperature steps (trace length)
+    max_iter: int = 300  # temperature (annealing) steps, the trace length
     max_inner: int = 500
     max_doublings: int = 60
 
 
 class Params(NamedTuple):
-    """The Q-step distributions induced by q."""
+    """The Q-step distributions induced by q.
+
+    Examples
+    --------
+    >>> Params._fields
+    ('log_pi', 'marg', 'cond')
+    """
 
     log_pi: jax.Array  # (k,)
     marg: jax.Array  # (k, D) table parameters of P(y | c)
@@ -135,6 +159,15 @@ class Params(NamedTuple):
 
 
 class Result(NamedTuple):
+    """Output of :func:`fit`: the final assignments, distributions, temperatures, objective terms and
+    the per-step trace of one annealing run.
+
+    Examples
+    --------
+    >>> Result._fields[:3]
+    ('q', 'labels', 'params')
+    """
+
     q: jax.Array  # (n, k) final soft assignments
     labels: jax.Array  # (n,) int32 hard assignments (argmax, lowest c on ties)
     params: Params
@@ -148,7 +181,7 @@ class Result(NamedTuple):
     n_dead: jax.Array
     n_steps: jax.Array
     inner_capped: jax.Array  # number of temperatures whose inner loop hit max_inner
-    trace: dict  # (max_steps,) arrays: rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner
+    trace: dict  # (max_iter,) arrays: rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner
 
 
 # ------------------------------------------------------------------------------------------------
@@ -157,7 +190,20 @@ class Result(NamedTuple):
 
 
 def m_step(q, data: CCIBData, hyper: Hyper, static: Static, cond_prev=None) -> Params:
-    """Q-step: P(c), P(y|c) and P(y|c,z) induced by ``q`` (GLM warm-started from ``cond_prev``)."""
+    """Q-step: P(c), P(y|c) and P(y|c,z) induced by ``q`` (GLM warm-started from ``cond_prev``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> m_step(q, data, hyper, static).log_pi.shape
+    (2,)
+    """
     pi = q.T @ data.w_x
     w = data.w_fit[:, None] * q  # (n, k)
     marg = _table_params(static.feature, w.T @ data.y, w.sum(0), data, hyper)
@@ -188,13 +234,42 @@ def log_likelihoods(params: Params, data: CCIBData, hyper: Hyper, static: Static
 
 
 def log_assignment(params: Params, a, b, rho, lam):
-    """Eq. (5) in log space: log q_ic (normalised over c)."""
+    """Eq. (5) in log space: log q_ic (normalised over c).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> params = m_step(q, data, hyper, static)
+    >>> a, b = log_likelihoods(params, data, hyper, static)
+    >>> log_assignment(params, a, b, 1.0, hyper.lam).shape
+    (6, 2)
+    """
     logits = params.log_pi[None, :] + (lam / rho) * a + b / rho
     return logits - logsumexp(logits, axis=1, keepdims=True)
 
 
 def p_step(params: Params, data: CCIBData, hyper: Hyper, static: Static, rho):
-    """P-step, eq. (5); clamped (semi-supervised) rows keep their one-hot assignment."""
+    """P-step, eq. (5); clamped (semi-supervised) rows keep their one-hot assignment.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> q1 = p_step(m_step(q, data, hyper, static), data, hyper, static, 0.5)
+    >>> bool(q1[0, 0] > 0.5 and q1[5, 1] > 0.5)
+    True
+    """
     a, b = log_likelihoods(params, data, hyper, static)
     q = jnp.exp(log_assignment(params, a, b, rho, hyper.lam))
     return jnp.where(data.clamp[:, None], data.clamp_q, q)
@@ -207,6 +282,19 @@ def objective_terms(q, params: Params, data: CCIBData, hyper: Hyper, static: Sta
     Returns a dict with ``objective`` = :math:`\sum_i w_i\sum_c q_{ic}(B_{ic}+\lambda A_{ic})-\rho\,
     \tilde I(C;X)`, ``i_cx``, ``i_cy_given_z`` and ``i_cy`` (model-based, relative to ``baseline``,
     the single-cluster expected log-likelihoods (cond, marg)).  ``loglik``: precomputed (A, B).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> terms = objective_terms(q, m_step(q, data, hyper, static), data, hyper, static, 1.0, jnp.zeros(2))
+    >>> sorted(terms)
+    ['i_cx', 'i_cy', 'i_cy_given_z', 'objective']
     """
     a, b = log_likelihoods(params, data, hyper, static) if loglik is None else loglik
     wq = data.w_x[:, None] * q
@@ -240,6 +328,19 @@ def inner_trace(q0, rho, data: CCIBData, hyper: Hyper, static: Static, n_iter: i
     """``n_iter`` alternations at fixed ``rho`` from ``q0``; returns the F~ after each (for ascent tests).
 
     Element 0 is F~(q0, m_step(q0)); element t is F~ after t (P-step, Q-step) pairs.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> fs, q_end = inner_trace(q, 0.5, data, hyper, static, 3)
+    >>> fs.shape
+    (4,)
     """
     baseline = jnp.zeros(2)
     params = m_step(q0, data, hyper, static)
@@ -268,6 +369,11 @@ class AnnealState(NamedTuple):
     q: (n, k) soft assignments; params: the Q-step distributions of ``q``; done: a stopping rule fired;
     capped: recorded temperatures whose inner loop hit ``max_inner``; terms: the objective terms at the
     last temperature.
+
+    Examples
+    --------
+    >>> AnnealState._fields[:2]
+    ('it', 'phase')
     """
 
     it: jax.Array
@@ -285,7 +391,13 @@ class AnnealState(NamedTuple):
 
 class AnnealInfo(NamedTuple):
     """Per-step diagnostics: ``recorded`` (an annealing temperature, written to the trace at ``index``)
-    and ``row``, the trace entries (rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner)."""
+    and ``row``, the trace entries (rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner).
+
+    Examples
+    --------
+    >>> AnnealInfo._fields
+    ('recorded', 'index', 'row')
+    """
 
     recorded: jax.Array
     index: jax.Array
@@ -294,7 +406,13 @@ class AnnealInfo(NamedTuple):
 
 class AnnealAlgorithm(NamedTuple):
     """``init() -> AnnealState`` and ``step(key, state) -> (AnnealState, AnnealInfo)`` (BlackJAX's shape);
-    ``key`` is the step's own key (its symmetry-breaking perturbation)."""
+    ``key`` is the step's own key (its symmetry-breaking perturbation).
+
+    Examples
+    --------
+    >>> AnnealAlgorithm._fields
+    ('init', 'step')
+    """
 
     init: object
     step: object
@@ -306,7 +424,22 @@ _TRACE = ("rho", "objective", "i_cx", "i_cy_given_z", "i_cy", "k_eff", "n_inner"
 def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
     """One temperature step of the annealing (module docstring) with the data and options closed over:
     perturb, converge the inner (P-step, Q-step) loop at the current rho, record, lower rho (or, in the
-    rho0 search, double it)."""
+    rho0 search, double it).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> alg = build(data, hyper, static)
+    >>> state, info = alg.step(jax.random.key(0), alg.init())
+    >>> state.q.shape
+    (6, 2)
+    """
     n, k = data.y.shape[0], static.n_clusters
     dtype = data.y.dtype
     baseline = baseline_loglik(data, hyper, static)
@@ -372,7 +505,7 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
         row = dict(terms, rho=rho, k_eff=keff.astype(dtype), n_inner=n_inner.astype(dtype))
         hard = jnp.min(jnp.where(data.clamp, 1.0, q.max(1))) > 1.0 - _HARD
         done = record & (hard | (rho * hyper.rate < hyper.rho_min_ratio * rho0)
-                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (idx + 1 >= static.max_steps))
+                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (idx + 1 >= static.max_iter))
         new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
         new = AnnealState(s.it + 1, jnp.where(record, 1, 0).astype(jnp.int32),
                           s.n_doublings + search.astype(jnp.int32), idx + record.astype(jnp.int32), new_rho,
@@ -391,10 +524,23 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
     0: converge the perturbed uniform solution at rho = 1, 2, 4, ... until I(C;X) <= 1e-4 nats; that
     temperature becomes the first annealing step) and the annealing itself (phase 1: perturb, converge,
     record, rho <- b rho). Step ``t`` gets the key ``fold_in(key, t)``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> hyper, static = Hyper(), Static(n_clusters=2, feature="gaussian")
+    >>> q = jnp.asarray([[0.9, 0.1]] * 3 + [[0.1, 0.9]] * 3)
+    >>> res = fit(jax.random.key(0), data, hyper, static._replace(max_iter=50))
+    >>> bool(res.labels[0] != res.labels[5])
+    True
     """
     alg = build(data, hyper, static)
     dtype = data.y.dtype
-    trace0 = {m: jnp.full(static.max_steps, jnp.nan, dtype) for m in _TRACE}
+    trace0 = {m: jnp.full(static.max_iter, jnp.nan, dtype) for m in _TRACE}
 
     def body(c):
         s, trace = c

@@ -43,7 +43,8 @@ from ppclust import families
 from ppclust.families import LOG_2PIE, ML_SING_TOL, ml_entropy
 from ppclust.inference import hartigan
 from ppclust.inference.cec import CECCost
-from ppclust.sideinfo import labelled_means, partition_flip_rate
+from ppclust.models.ssgmm import partition_flip_rate
+from ppclust.sideinfo import labelled_means
 
 __all__ = ["CostParts", "make_cost", "min_size", "cecib_cost", "encode_labels", "fit", "fit_batch", "replay",
            "label_channel_information", "choose_start", "ClusterGaussians", "cluster_gaussians",
@@ -365,7 +366,7 @@ def choose_start(solve, init: str, y_codes, n_labels: int, beta: float, label_no
     label-seeded start and from k-means++, and the start whose fit has the lower cost is taken (the labels
     on a tie); else ``"k-means++"``. ``label_noise="auto"`` (with at least two categories and
     ``beta > 0``): the flip rate is read off the plain-CEC fit of the chosen start
-    (:func:`ppclust.sideinfo.partition_flip_rate`). The weight is ``beta`` times
+    (:func:`ppclust.models.ssgmm.partition_flip_rate`). The weight is ``beta`` times
     :func:`label_channel_information` of the rate.
 
     Parameters

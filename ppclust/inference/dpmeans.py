@@ -60,6 +60,9 @@ __all__ = [
     "DPMeansInfo",
     "DPMeansAlgorithm",
     "build",
+    "DPMeansConfig",
+    "DPMeansStatic",
+    "DPMeansSchedule",
     "DPMeansResult",
     "neighbour_table",
     "fit",
@@ -83,6 +86,11 @@ class DPMeansResult(NamedTuple):
     caller must raise); xi_trace, k_trace, objective_before, objective_trace: (max_iter,) per sweep
     t the xi used, K at the start of the sweep, J(xi_t) before the sweep and J(xi_t) after the
     update step (NaN beyond n_iter).
+
+    Examples
+    --------
+    >>> DPMeansResult._fields[:3]
+    ('labels', 'centers', 'n_clusters')
     """
 
     labels: jax.Array
@@ -98,12 +106,140 @@ class DPMeansResult(NamedTuple):
     objective_trace: jax.Array
 
 
+class DPMeansConfig(NamedTuple):
+    """Options of one DP-means / RDP-means run (:func:`fit`), a frozen, hashable value.
+
+    Parameters
+    ----------
+    xi0, xi_rate, xi_ratio, xi_max : float, default=1e-3, 2.0, 1.0, 1e12
+        Link-weight schedule: sweep ``t`` (0-based) uses ``xi1 = min(xi0 * xi_rate**t, xi_max)`` and
+        ``xi2 = xi_ratio * xi1`` (Khashabi et al. 2015, Algorithm 1); with ``xi_first_zero`` sweep 0
+        uses ``xi = 0`` (the authors' code). Traced: changing them compiles nothing new.
+    k_max : int, default=64
+        Cluster slot capacity; exhausting it sets ``overflow`` (the caller raises).
+    max_iter : int, default=1000
+        Most sweeps.
+    divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
+        ``"sqeuclidean"`` (Bregman), ``"euclidean"`` (the authors' code), ``"kl"`` (rows of x and the
+        centroids strictly positive, normalised histograms).
+    tie : {"first", "last"}, default="first"
+        Lowest slot wins a tie, or the last (the authors' ``>=`` scan).
+    compat : bool, default=False
+        Follow the authors' Octave code (module docstring); pass ``divergence="euclidean",
+        tie="last"`` too for a faithful replay.
+    variant : {"sequential", "delayed"}, default="sequential"
+        Algorithm 1 (Gauss-Seidel), or the parallel pass with at most one new cluster per pass.
+    order : {"random", "fixed", "given"}, default="random"
+        Visiting order of a sequential sweep: a new permutation each sweep, ``0..n-1``, or
+        ``orders[t]`` (:func:`fit`'s ``orders``).
+    init : {"bbox_random", "mean"}, default="bbox_random"
+        The first centroid: a uniform point of the data's bounding box, or the data mean.
+    patience : int, default=20
+        Stop once the partition (compat: the centroid matrix) has been unchanged for ``patience``
+        consecutive sweeps (compat: ``patience`` earlier unchanged sweeps plus this one).
+    xi_first_zero : bool, default=True
+        Sweep 0 runs without links (the authors' schedule).
+
+    Examples
+    --------
+    >>> DPMeansConfig(k_max=8, variant="delayed").k_max
+    8
+    """
+
+    xi0: float = 1e-3
+    xi_rate: float = 2.0
+    xi_ratio: float = 1.0
+    xi_max: float = 1e12
+    k_max: int = 64
+    max_iter: int = 1000
+    divergence: str = "sqeuclidean"
+    tie: str = "first"
+    compat: bool = False
+    variant: str = "sequential"
+    order: str = "random"
+    init: str = "bbox_random"
+    patience: int = 20
+    xi_first_zero: bool = True
+
+
+class DPMeansStatic(NamedTuple):
+    """The compile-time part of a :class:`DPMeansConfig` (one static argument of the jitted loop), plus
+    ``equal_xi`` (``xi_ratio == 1``: the authors' ``xi (f - s)`` form) and ``use_links`` (a table with
+    non-zero weights).
+
+    Examples
+    --------
+    >>> DPMeansStatic.from_config(DPMeansConfig(), use_links=False).equal_xi
+    True
+    """
+
+    k_max: int
+    max_iter: int
+    divergence: str
+    tie: str
+    compat: bool
+    variant: str
+    order: str
+    patience: int
+    xi_first_zero: bool
+    equal_xi: bool
+    use_links: bool
+
+    @classmethod
+    def from_config(cls, config: DPMeansConfig, *, use_links: bool) -> DPMeansStatic:
+        return cls(int(config.k_max), int(config.max_iter), config.divergence, config.tie,
+                   bool(config.compat), config.variant, config.order, int(config.patience),
+                   bool(config.xi_first_zero), bool(config.xi_ratio == 1.0), bool(use_links))
+
+
+class DPMeansSchedule(NamedTuple):
+    """The traced numbers of a run: new-cluster penalty ``lam`` and the link-weight schedule
+    (:class:`DPMeansConfig`), as arrays of the data's dtype.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> float(DPMeansSchedule.from_config(2.0, DPMeansConfig(), jnp.float32).lam)
+    2.0
+    """
+
+    lam: jax.Array
+    xi0: jax.Array
+    xi_rate: jax.Array
+    xi_ratio: jax.Array
+    xi_max: jax.Array
+
+    @classmethod
+    def from_config(cls, lam, config: DPMeansConfig, dtype) -> DPMeansSchedule:
+        return cls(jnp.asarray(lam, dtype), jnp.asarray(config.xi0, dtype),
+                   jnp.asarray(config.xi_rate, dtype), jnp.asarray(config.xi_ratio, dtype),
+                   jnp.asarray(config.xi_max, dtype))
+
+
+class _Shard(NamedTuple):
+    """This device's rows in the data-parallel form: data, weights (0 on padding), first global row, and
+    the mesh axis."""
+
+    x: jax.Array
+    w: jax.Array
+    offset: jax.Array
+    axis: str
+
+
 # ------------------------------------------------------------------------------------------------
-# neighbour table (private fallback until ppclust.sideinfo lands)
+# neighbour table
 
 
 def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> NeighbourTable:
-    """Padded neighbour table of unique pairs ``(m, 2)`` with signs +1/-1 (via :class:`SideInfo`)."""
+    """Padded neighbour table of unique pairs ``(m, 2)`` with signs +1/-1 (via :class:`SideInfo`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = neighbour_table(3, np.array([[0, 1]]), np.array([1]))
+    >>> t.nbr.shape[0]
+    3
+    """
     if pairs is None or len(pairs) == 0:
         return SideInfo(n).neighbour_table(width)
     return SideInfo.from_pairs(n, pairs, np.sign(sign).astype(np.int8), weight,
@@ -127,7 +263,14 @@ def _point_divergence(x, mu, divergence, compat):
 
 
 def divergence_matrix(x, mu, divergence="sqeuclidean"):
-    """D(x_i, mu_k) for all points and slots, (n, k_max), via matrix products (no (n, k, d) array)."""
+    """D(x_i, mu_k) for all points and slots, (n, k_max), via matrix products (no (n, k, d) array).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> divergence_matrix(jnp.asarray([[0.0], [2.0]]), jnp.asarray([[0.0]])).tolist()
+    [[0.0], [4.0]]
+    """
     if divergence in ("sqeuclidean", "euclidean"):
         sq = sq_euclidean(x, mu, expanded=True)
         return jnp.sqrt(sq) if divergence == "euclidean" else sq
@@ -141,7 +284,16 @@ def divergence_matrix(x, mu, divergence="sqeuclidean"):
 
 
 def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean"):
-    """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K."""
+    """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> x = jnp.asarray([[0.0], [2.0]])
+    >>> float(objective(x, jnp.asarray([0, 0]), jnp.asarray([[1.0]]), 1, 3.0, 0.0, 0.0,
+    ...                 NeighbourTable.empty(2)))
+    5.0
+    """
     x, z, mu = jnp.asarray(x), jnp.asarray(z), jnp.asarray(mu)
     table = NeighbourTable(*(jnp.asarray(a) for a in table))
     d_own = jax.vmap(lambda xi_, k: _point_divergence(xi_, mu[k][None, :], divergence, False)[0])(x, z)
@@ -168,8 +320,7 @@ def _argmin(a, tie):
     return jnp.argmin(a).astype(LABEL_DTYPE)
 
 
-def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, *, divergence, tie, compat,
-                      equal_xi, use_links):
+def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, cfg: DPMeansStatic):
     k_max = mu.shape[0]
     slots = jnp.arange(k_max)
 
@@ -177,11 +328,11 @@ def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, *, diverge
         z, mu, k_count, overflow = carry
         i = order[p]
         xi_ = x[i]
-        a = _point_divergence(xi_, mu, divergence, compat)
-        if use_links:
-            a = a - _link_score(z[table.nbr[i]], table.sgn[i], table.wgt[i], k_max, xi1, xi2, equal_xi)
+        a = _point_divergence(xi_, mu, cfg.divergence, cfg.compat)
+        if cfg.use_links:
+            a = a - _link_score(z[table.nbr[i]], table.sgn[i], table.wgt[i], k_max, xi1, xi2, cfg.equal_xi)
         a = jnp.where(slots < k_count, a, jnp.inf)
-        k = _argmin(a, tie)
+        k = _argmin(a, cfg.tie)
         open_new = ~(a[k] < lam)
         full = k_count >= k_max
         do_open = open_new & ~full
@@ -193,21 +344,20 @@ def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, *, diverge
     return lax.fori_loop(0, order.shape[0], body, (z, mu, k_count, jnp.array(False)))
 
 
-def _best_assignment(x, z, mu, k_count, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+def _best_assignment(x, z, mu, k_count, xi1, xi2, table, cfg: DPMeansStatic):
     """Every point's best live cluster under D - xi1 f + xi2 s (all points at once) and that cost."""
     k_max = mu.shape[0]
-    a = divergence_matrix(x, mu, divergence)
-    if use_links:
-        a = a - _link_score(z[table.nbr], table.sgn, table.wgt, k_max, xi1, xi2, equal_xi)
+    a = divergence_matrix(x, mu, cfg.divergence)
+    if cfg.use_links:
+        a = a - _link_score(z[table.nbr], table.sgn, table.wgt, k_max, xi1, xi2, cfg.equal_xi)
     a = jnp.where(jnp.arange(k_max)[None, :] < k_count, a, jnp.inf)
-    k = jax.vmap(lambda r: _argmin(r, tie))(a)
+    k = jax.vmap(lambda r: _argmin(r, cfg.tie))(a)
     return k, jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
 
 
-def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, equal_xi, use_links):
+def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, cfg: DPMeansStatic):
     k_max = mu.shape[0]
-    k, best = _best_assignment(x, z, mu, k_count, xi1, xi2, table, divergence=divergence, tie=tie,
-                               equal_xi=equal_xi, use_links=use_links)
+    k, best = _best_assignment(x, z, mu, k_count, xi1, xi2, table, cfg)
     worst = jnp.argmax(best)
     open_new = ~(best[worst] < lam)
     full = k_count >= k_max
@@ -217,15 +367,15 @@ def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, *, divergence, tie, 
     return z, mu, k_count + do_open.astype(k_count.dtype), open_new & full
 
 
-def _delayed_sweep_sharded(x, w, z_all, offset, mu, k_count, lam, xi1, xi2, table, *, divergence, tie,
-                           equal_xi, use_links, axis):
-    """:func:`_delayed_sweep` on this device's rows (``x``, ``w``, ``table``: rows ``offset..``) inside
-    ``shard_map``. ``z_all`` is the replicated label vector of all (padded) points; returns the new one.
-    The opening point is the global first argmax of the best augmented cost (as ``jnp.argmax``)."""
+def _delayed_sweep_sharded(shard: _Shard, z_all, mu, k_count, lam, xi1, xi2, table, cfg: DPMeansStatic):
+    """:func:`_delayed_sweep` on this device's rows (``shard.x``, ``shard.w``, ``table``: rows
+    ``shard.offset..``) inside ``shard_map``. ``z_all`` is the replicated label vector of all (padded)
+    points; returns the new one. The opening point is the global first argmax of the best augmented cost
+    (as ``jnp.argmax``)."""
+    x, w, offset, axis = shard
     k_max, n = mu.shape[0], x.shape[0]
     # neighbour labels: table.nbr holds global indices into the replicated labels z_all
-    k, best = _best_assignment(x, z_all, mu, k_count, xi1, xi2, table, divergence=divergence, tie=tie,
-                               equal_xi=equal_xi, use_links=use_links)
+    k, best = _best_assignment(x, z_all, mu, k_count, xi1, xi2, table, cfg)
     best = jnp.where(w > 0, best, -jnp.inf)  # padding rows never open a cluster
     i_loc = jnp.argmax(best)
     m_loc = best[i_loc]
@@ -305,14 +455,10 @@ def _same_partition(z_old, z_new, k_max):
     return one_way(z_old, z_new) & one_way(z_new, z_old)
 
 
-_STATIC = ("k_max", "max_iter", "divergence", "tie", "compat", "variant", "order", "patience",
-           "xi_first_zero", "equal_xi", "use_links")
-
-
-@partial(jax.jit, static_argnames=_STATIC + ("mesh",))
-def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, mesh=None, **static):
+@partial(jax.jit, static_argnames=("static", "mesh"))
+def _fit(key, x, table, schedule: DPMeansSchedule, mu0, orders, static: DPMeansStatic, mesh=None):
     if mesh is None:
-        return _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, **static)
+        return _loop(key, x, table, schedule, mu0, orders, static)
     from jax.sharding import PartitionSpec as P
 
     from ppclust._devices import AXIS, pad_rows
@@ -323,12 +469,12 @@ def _fit(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, mes
     xp = jnp.pad(x, ((0, pad), (0, 0)))
     w = (jnp.arange(n_pad) < n).astype(x.dtype)
     tp = NeighbourTable(*(jnp.pad(a, ((0, pad), (0, 0))) for a in table))  # padding rows: no links
-    rep = (key, lam, xi0, xi_rate, xi_ratio, xi_max, mu0)
+    rep = (key, schedule, mu0)
 
     def per_device(rep, x_loc, w_loc, t_loc):
-        key, lam, xi0, xi_rate, xi_ratio, xi_max, mu0 = rep
-        return _loop(key, x_loc, t_loc, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, None, w=w_loc, axis=AXIS,
-                     n_total=n, n_pad=n_pad, **static)
+        key, schedule, mu0 = rep
+        return _loop(key, x_loc, t_loc, schedule, mu0, None, static, w=w_loc, axis=AXIS, n_total=n,
+                     n_pad=n_pad)
 
     res = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(),
                         check_vma=False)(rep, xp, w, tp)
@@ -341,6 +487,11 @@ class DPMeansState(NamedTuple):
     n_iter: sweeps done; labels: (n,) cluster of each point; centers: (k_max, d), the first
     ``n_clusters`` live; run: consecutive sweeps that left the partition unchanged; overflow: a sweep
     needed more than ``k_max`` clusters; done: converged (``run`` reached ``patience``).
+
+    Examples
+    --------
+    >>> DPMeansState._fields[:2]
+    ('n_iter', 'labels')
     """
 
     n_iter: jax.Array
@@ -354,7 +505,13 @@ class DPMeansState(NamedTuple):
 
 class DPMeansInfo(NamedTuple):
     """Per-sweep diagnostics: the link weight ``xi`` used, the number of clusters before the sweep, and the
-    objective before and after it (at that sweep's ``xi``)."""
+    objective before and after it (at that sweep's ``xi``).
+
+    Examples
+    --------
+    >>> DPMeansInfo._fields[0]
+    'xi'
+    """
 
     xi: jax.Array
     n_clusters_before: jax.Array
@@ -364,25 +521,65 @@ class DPMeansInfo(NamedTuple):
 
 class DPMeansAlgorithm(NamedTuple):
     """``init(mu0) -> DPMeansState`` and ``step(key, state) -> (DPMeansState, DPMeansInfo)`` (BlackJAX's
-    shape); ``key`` is the sweep's own key (the random visiting order of ``order="random"``)."""
+    shape); ``key`` is the sweep's own key (the random visiting order of ``order="random"``).
+
+    Examples
+    --------
+    >>> DPMeansAlgorithm._fields
+    ('init', 'step')
+    """
 
     init: object
     step: object
 
 
-def build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, *, k_max, divergence, tie, compat, variant,
-          order, patience, xi_first_zero, equal_xi, use_links, w=None, axis=None, n_total=None,
-          n_pad=None) -> DPMeansAlgorithm:
+def build(x, table, schedule: DPMeansSchedule, orders, static: DPMeansStatic, *, w=None, axis=None,
+          n_total=None, n_pad=None) -> DPMeansAlgorithm:
     """One DP-means / RDP-means sweep (assignments, then centre update, then the convergence test) with the
-    data, links and configuration closed over. Data-parallel form (``axis`` set, inside ``shard_map``,
-    delayed variant only): ``x``/``w``/``table`` are this device's rows, labels are kept replicated for all
-    ``n_pad`` rows."""
+    data, links and configuration closed over.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data.
+    table : NeighbourTable
+        The links (an empty table without links).
+    schedule : DPMeansSchedule
+        ``lam`` and the link-weight schedule (traced).
+    orders : int array of shape (m, n) or None
+        Visiting orders for ``order="given"`` (sweep ``t`` uses ``orders[min(t, m - 1)]``).
+    static : DPMeansStatic
+        The compile-time options.
+    w, axis, n_total, n_pad : optional
+        Data-parallel form (``axis`` set, inside ``shard_map``, delayed variant only): ``x``/``w``/
+        ``table`` are this device's rows, ``w`` is 0 on padding rows, labels are kept replicated for all
+        ``n_pad`` rows of which ``n_total`` are real.
+
+    Returns
+    -------
+    DPMeansAlgorithm
+        ``init(mu0)`` and ``step(key, state)``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> x = jnp.asarray([[0.0], [0.1], [5.0]])
+    >>> cfg = DPMeansConfig(k_max=4, order="fixed")
+    >>> alg = build(x, NeighbourTable.empty(3), DPMeansSchedule.from_config(1.0, cfg, x.dtype), None,
+    ...             DPMeansStatic.from_config(cfg, use_links=False))
+    >>> state, info = alg.step(jax.random.key(0), alg.init(x.mean(0)))
+    >>> int(state.n_clusters)
+    2
+    """
+    k_max, divergence, compat = static.k_max, static.divergence, static.compat
+    lam, xi0, xi_rate, xi_ratio, xi_max = schedule
     n, d = x.shape
     sharded = axis is not None
     if sharded:
         offset = lax.axis_index(axis).astype(jnp.int32) * n
         valid = jnp.arange(n_pad) < n_total
         n = n_pad
+        shard = _Shard(x, w, offset, axis)
 
     def init(mu0) -> DPMeansState:
         mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
@@ -391,7 +588,7 @@ def build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, *, k_max, diver
 
     def xi_at(t):  # t is the 0-based sweep index
         xi = jnp.minimum(xi0 * xi_rate ** t.astype(x.dtype), xi_max)
-        return jnp.where(t == 0, 0.0, xi) if xi_first_zero else xi
+        return jnp.where(t == 0, 0.0, xi) if static.xi_first_zero else xi
 
     def step(key, s: DPMeansState) -> tuple[DPMeansState, DPMeansInfo]:
         t = s.n_iter
@@ -404,25 +601,22 @@ def build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, *, k_max, diver
             obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
         j_before = obj(x, s.labels, s.centers, s.n_clusters)
         if sharded:
-            z, mu_end, k_end, ovf = _delayed_sweep_sharded(
-                x, w, s.labels, offset, s.centers, s.n_clusters, lam, xi1, xi2, table, divergence=divergence,
-                tie=tie, equal_xi=equal_xi, use_links=use_links, axis=axis)
+            z, mu_end, k_end, ovf = _delayed_sweep_sharded(shard, s.labels, s.centers, s.n_clusters, lam, xi1,
+                                                           xi2, table, static)
             z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
             z_new, mu_new, k_new = _update_sharded(x, w, z, offset, mu_end, k_end, axis=axis)
-        elif variant == "sequential":
-            if order == "given":
+        elif static.variant == "sequential":
+            if static.order == "given":
                 perm = orders[jnp.minimum(t, orders.shape[0] - 1)]
-            elif order == "fixed":
+            elif static.order == "fixed":
                 perm = jnp.arange(n)
             else:
                 perm = jax.random.permutation(key, n)
-            z, mu_end, k_end, ovf = _sequential_sweep(
-                x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, divergence=divergence,
-                tie=tie, compat=compat, equal_xi=equal_xi, use_links=use_links)
+            z, mu_end, k_end, ovf = _sequential_sweep(x, s.labels, s.centers, s.n_clusters, perm, lam, xi1,
+                                                      xi2, table, static)
         else:
-            z, mu_end, k_end, ovf = _delayed_sweep(
-                x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, divergence=divergence, tie=tie,
-                equal_xi=equal_xi, use_links=use_links)
+            z, mu_end, k_end, ovf = _delayed_sweep(x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table,
+                                                   static)
         if not sharded:
             z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
         j_after = obj(x, z_new, mu_new, k_new)
@@ -431,21 +625,23 @@ def build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, *, k_max, diver
             moved = jnp.any(jnp.where(live[:, None], mu_new != mu_end, False))
             unchanged = (k_new == k_end) & ~moved
             run = jnp.where(unchanged, s.run + 1, 0)
-            done = unchanged & (s.run >= patience)  # Octave: counter of earlier unchanged sweeps
+            done = unchanged & (s.run >= static.patience)  # Octave: counter of earlier unchanged sweeps
         else:
             unchanged = _same_partition(s.labels, z_new, k_max) & (k_new == s.n_clusters)
             run = jnp.where(unchanged, s.run + 1, 0)
-            done = run >= patience
+            done = run >= static.patience
         new = DPMeansState(t + 1, z_new, mu_new, k_new, run, s.overflow | ovf, done)
         return new, DPMeansInfo(xi1, s.n_clusters, j_before, j_after)
 
     return DPMeansAlgorithm(init, step)
 
 
-def _loop(key, x, table, lam, xi0, xi_rate, xi_ratio, xi_max, mu0, orders, *, max_iter, **config):
+def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):
     """The sweep loop: a ``while_loop`` over :func:`build`'s ``step`` (sweep ``t`` gets the key
-    ``fold_in(key, t)``), recording each sweep's :class:`DPMeansInfo` in the result's traces."""
-    alg = build(x, table, lam, xi0, xi_rate, xi_ratio, xi_max, orders, **config)
+    ``fold_in(key, t)``), recording each sweep's :class:`DPMeansInfo` in the result's traces; ``shard``:
+    :func:`build`'s data-parallel arguments."""
+    max_iter = static.max_iter
+    alg = build(x, table, schedule, orders, static, **shard)
     nan_trace = jnp.full(max_iter, jnp.nan, x.dtype)
     traces = (nan_trace, jnp.full(max_iter, -1, jnp.int32), nan_trace, nan_trace)
 
@@ -477,40 +673,49 @@ def _init_centre(key, x, init):
     raise ValueError(f"init must be 'bbox_random' or 'mean', got {init!r}")
 
 
-def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max=1e12,
-        k_max=64, max_iter=1000, divergence="sqeuclidean", tie="first", compat=False, variant="sequential",
-        order="random", orders=None, init="bbox_random", init_centre=None, patience=20,
-        xi_first_zero=True, mesh=None) -> DPMeansResult:
+def fit(key, x, table: NeighbourTable | None, lam, config: DPMeansConfig | None = None, *, orders=None,
+        init_centre=None, mesh=None, **options) -> DPMeansResult:
     """Run DP-means (``xi0=0`` or no links) or RDP-means (Algorithm 1) from one initialisation.
 
     Parameters
     ----------
-    key : JAX PRNG key (initial centroid and visiting orders).
-    x : (n, d) float array (float64 recommended: run inside ``ppclust._jax.x64()``).
-    table : NeighbourTable or None (no links: DP-means).
-    lam : new-cluster penalty lambda > 0, in the units of ``divergence``.
-    xi0, xi_rate, xi_ratio, xi_max : sweep t (0-based) uses xi1 = min(xi0 * xi_rate**t, xi_max) and
-        xi2 = xi_ratio * xi1; with ``xi_first_zero`` (the authors' choice) sweep 0 uses xi = 0.
-    k_max : slot capacity. Exhausting it sets ``overflow`` (the caller raises).
-    divergence : "sqeuclidean" (Bregman, default) | "euclidean" (authors' code) | "kl" (rows of x and
-        the centroids must be strictly positive, normalised histograms).
-    tie : "first" (lowest slot, default) | "last" (authors' ``>=`` scan).
-    compat : follow the authors' Octave code (see module docstring); implies nothing else, so pass
-        ``divergence="euclidean", tie="last"`` too for a faithful replay.
-    variant : "sequential" (Algorithm 1) | "delayed" (parallel pass, at most one new cluster).
-    order : "random" (new permutation each sweep) | "fixed" (0..n-1) | "given" (``orders[t]``).
-    init / init_centre : "bbox_random" | "mean", or an explicit (d,) initial centroid.
-    patience : stop once the partition (compat: the centroid matrix) has been unchanged for
-        ``patience`` consecutive sweeps (compat: ``patience`` earlier unchanged sweeps plus this one).
-    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
-        (:func:`ppclust._devices.resolve_mesh`); needs ``variant="delayed"`` and ``compat=False``. The
-        points (and their neighbour-table rows) are split over the devices, padded with zero-weight rows
-        to a multiple of the device count; each device assigns its points, the new-cluster candidate is
-        the global argmax (``pmax``/``pmin``), per-cluster sums and counts and the objective are reduced
-        with ``psum``, and the labels are kept replicated (``all_gather``) for the link counts. Results
-        equal the single-device ones up to floating-point summation order.
+    key : JAX PRNG key
+        Initial centroid and visiting orders.
+    x : array of shape (n, d)
+        The data (float64 recommended: run inside ``ppclust._jax.x64()``).
+    table : NeighbourTable or None
+        The links; None: DP-means.
+    lam : float
+        New-cluster penalty :math:`\\lambda > 0`, in the units of ``divergence``.
+    config : DPMeansConfig or None, default=None
+        The options; None: the defaults of :class:`DPMeansConfig`.
+    orders : int array of shape (m, n) or None, default=None
+        Visiting orders for ``order="given"``.
+    init_centre : array of shape (d,) or None, default=None
+        An explicit initial centroid instead of ``config.init``.
+    mesh : None or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``, default=None
+        Needs ``variant="delayed"`` and ``compat=False``. The points (and their neighbour-table rows) are
+        split over the devices, padded with zero-weight rows; the new-cluster candidate is the global
+        argmax (``pmax``/``pmin``), per-cluster sums, counts and the objective are reduced with ``psum``,
+        the labels kept replicated (``all_gather``). Same result as one device up to summation order.
+    **options
+        Fields of :class:`DPMeansConfig` replacing those of ``config`` (``fit(key, x, None, 4.0,
+        k_max=16)``).
+
+    Returns
+    -------
+    DPMeansResult
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> x = jnp.asarray([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+    >>> res = fit(jax.random.key(0), x, None, 1.0, k_max=4, init="mean")
+    >>> int(res.n_clusters)
+    2
     """
-    if mesh is not None and (variant != "delayed" or compat):
+    config = (DPMeansConfig() if config is None else config)._replace(**options)
+    if mesh is not None and (config.variant != "delayed" or config.compat):
         raise ValueError("a device mesh needs variant='delayed' and compat=False (the sequential sweep "
                          "is inherently serial)")
     x = jnp.asarray(x)
@@ -521,21 +726,39 @@ def fit(key, x, table: NeighbourTable | None, lam, *, xi0=1e-3, xi_rate=2.0, xi_
     table = NeighbourTable(jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype),
                            jnp.asarray(table.wgt, x.dtype))
     k_init, k_run = jax.random.split(key)
-    mu0 = _init_centre(k_init, x, init) if init_centre is None else jnp.asarray(init_centre, x.dtype)
+    mu0 = _init_centre(k_init, x, config.init) if init_centre is None else jnp.asarray(init_centre, x.dtype)
     orders = jnp.zeros((1, n), jnp.int32) if orders is None else jnp.asarray(orders, jnp.int32)
-    return _fit(k_run, x, table, jnp.asarray(lam, x.dtype), jnp.asarray(xi0, x.dtype),
-                jnp.asarray(xi_rate, x.dtype), jnp.asarray(xi_ratio, x.dtype), jnp.asarray(xi_max, x.dtype),
-                mu0, orders, k_max=int(k_max), max_iter=int(max_iter), divergence=divergence, tie=tie,
-                compat=bool(compat), variant=variant, order=order, patience=int(patience),
-                xi_first_zero=bool(xi_first_zero), equal_xi=bool(xi_ratio == 1.0), use_links=bool(use_links),
-                mesh=mesh)
+    return _fit(k_run, x, table, DPMeansSchedule.from_config(lam, config, x.dtype), mu0, orders,
+                DPMeansStatic.from_config(config, use_links=bool(use_links)), mesh=mesh)
 
 
-def fit_restarts(key, x, table, lam, n_init, **kw) -> DPMeansResult:
-    """``n_init`` independent restarts (initial centroid and orders), vmapped; returns stacked results."""
+def fit_restarts(key, x, table, lam, n_init, config: DPMeansConfig | None = None, **options) -> DPMeansResult:
+    """``n_init`` independent restarts of :func:`fit` (initial centroid and orders), vmapped.
+
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Split into one key per restart.
+    x, table, lam, config, **options
+        As :func:`fit` (``options`` may include ``mesh``).
+    n_init : int
+        Number of restarts (>= 1).
+
+    Returns
+    -------
+    DPMeansResult
+        Every field stacked over the restarts (leading axis ``n_init``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> x = jnp.asarray([[0.0], [0.1], [5.0], [5.1]])
+    >>> fit_restarts(jax.random.key(0), x, None, 1.0, 3, k_max=4).labels.shape
+    (3, 4)
+    """
     x = jnp.asarray(x)
     keys = jax.random.split(key, n_init)
-    return jax.vmap(lambda k: fit(k, x, table, lam, **kw))(keys)
+    return jax.vmap(lambda k: fit(k, x, table, lam, config, **options))(keys)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -548,6 +771,12 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
     ``divergence="euclidean"`` gives the plain distance (the value the authors' code uses),
     "sqeuclidean" its square (for squared-Euclidean DP/RDP-means), "kl" the k-th largest
     KL(x_i || mean histogram).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kth_farthest_from_mean(np.array([[0.0], [1.0], [5.0]]), 1)
+    3.0
     """
     x = np.asarray(x, dtype=np.float64)
     if not 1 <= k <= x.shape[0]:
@@ -569,6 +798,12 @@ def farthest_first(x, k, divergence="sqeuclidean"):
 
     Returns the max-min distance at the last (k-th) round, in the units of ``divergence``
     ("sqeuclidean": squared distances, "euclidean": plain).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> farthest_first(np.array([[0.0], [1.0], [5.0]]), 1)
+    9.0
     """
     x = np.asarray(x, dtype=np.float64)
     if not 1 <= k <= x.shape[0]:
@@ -585,7 +820,14 @@ def farthest_first(x, k, divergence="sqeuclidean"):
 
 
 def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
-    """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first"."""
+    """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lambda_from_k(np.array([[0.0], [1.0], [5.0]]), 1, divergence="sqeuclidean")
+    9.0
+    """
     if method == "kth_farthest_from_mean":
         return kth_farthest_from_mean(x, k, divergence)
     if method == "farthest_first":

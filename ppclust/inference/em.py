@@ -68,6 +68,7 @@ __all__ = [
     "kmeanspp_centres",
     "nearest_centre",
     "fit",
+    "EMConfig",
     "default_prior",
 ]
 
@@ -75,13 +76,18 @@ COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 
 
 class EMResult(NamedTuple):
-    """Output of :func:`fit` (best restart).
+    r"""Output of :func:`fit` (best restart).
 
     params: fitted GMMParams; objective: final log-likelihood + log prior (total, not per point);
     log_likelihood: final log-likelihood; resp: (n, k) responsibilities at the final parameters;
     trace: (max_iter,) objective at each E-step (NaN after stopping); n_iter: EM iterations done;
     converged: bool; finite: bool (False when a restart produced non-finite values);
     all_objectives: (n_init,) final objective of every restart.
+
+    Examples
+    --------
+    >>> EMResult._fields[:2]
+    ('params', 'objective')
     """
 
     params: GMMParams
@@ -95,11 +101,27 @@ class EMResult(NamedTuple):
     all_objectives: jax.Array
 
 
-def default_prior(x, n_components=None, alpha=1.0):
+def default_prior(x, alpha=1.0):
     """The mixture's default conjugate prior, :func:`ppclust.families.mixture_niw_prior` (one definition,
-    shared with the Gibbs sampler). ``n_components`` is not used (mclust's prior, used here before
-    issue 15, scaled Psi0 by K^(-2/d)); it stays in the signature so that old positional calls keep
-    their meaning of ``alpha``."""
+    shared with the Gibbs sampler).
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The (centred) data: the prior's scale is their per-feature variance.
+    alpha : float, default=1.0
+        Dirichlet concentration of the weights.
+
+    Returns
+    -------
+    NIWPrior
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> default_prior(jnp.asarray([[0.0, 1.0], [2.0, 3.0]])).psi0.shape
+    (2, 2)
+    """
     return mixture_niw_prior(x, alpha)
 
 
@@ -107,8 +129,40 @@ def default_prior(x, n_components=None, alpha=1.0):
 
 
 def e_step(x, params, log_mask, cov_type, w=None):
-    """Returns (log-likelihood total, log_resp (n, k)). ``log_mask`` (n, k) or None; ``w`` (n,) optional
-    point weights of the total (0 for padding rows)."""
+    r"""The E-step: the (weighted) log-likelihood total and the log responsibilities.
+
+    .. math:: \log r_{ik} = M_{ik} + \log\pi_k + \log\mathcal N(x_i;\mu_k,\Sigma_k)
+              - \log\sum_j e^{M_{ij}}\pi_j\mathcal N(x_i;\mu_j,\Sigma_j)
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data.
+    params : GMMParams
+        Current parameters.
+    log_mask : array of shape (n, k) or None
+        Label term :math:`M` (:func:`ppclust.models.ssgmm.label_log_mask`); None: a plain GMM.
+    cov_type : {"full", "tied", "diag", "spherical"}
+        Covariance type.
+    w : array of shape (n,) or None, default=None
+        Point weights of the total (0 for padding rows).
+
+    Returns
+    -------
+    (log-likelihood, log_resp of shape (n, k))
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._jax import x64
+    >>> with x64():
+    ...     x = jnp.asarray([[0.0], [0.2], [5.0], [5.2]])
+    ...     resp = jnp.asarray([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    ...     params = m_step(x, resp, "spherical", 1e-6)
+    ...     ll, log_resp = e_step(x, params, None, "spherical")
+    >>> log_resp.shape
+    (4, 2)
+    """
     lp = log_gaussian_prob(x, params.means, params.prec_chol, cov_type) + jnp.log(params.weights)[None]
     if log_mask is not None:
         lp = lp + log_mask
@@ -120,7 +174,36 @@ def e_step(x, params, log_mask, cov_type, w=None):
 
 
 def m_step(x, resp, cov_type, reg_covar, prior=None):
-    """Weighted ML (or MAP under ``prior``) parameters from responsibilities (n, k)."""
+    r"""The M-step: weighted ML (or MAP under ``prior``) parameters from responsibilities.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data.
+    resp : array of shape (n, k)
+        Responsibilities.
+    cov_type : {"full", "tied", "diag", "spherical"}
+        Covariance type.
+    reg_covar : float
+        Added to the covariance diagonals (absolute).
+    prior : NIWPrior or None, default=None
+        MAP under this prior (Fraley & Raftery 2007); None: maximum likelihood.
+
+    Returns
+    -------
+    GMMParams
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._jax import x64
+    >>> with x64():
+    ...     x = jnp.asarray([[0.0], [0.2], [5.0], [5.2]])
+    ...     resp = jnp.asarray([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    ...     params = m_step(x, resp, "spherical", 1e-6)
+    >>> [round(float(m), 1) for m in params.means[:, 0]]
+    [0.1, 5.1]
+    """
     return m_step_from_stats(suff_stats(x, resp, cov_type), cov_type, reg_covar, prior)
 
 
@@ -131,7 +214,26 @@ log_prior = niw_log_prior
 
 
 def n_parameters(n_components, d, cov_type):
-    """Free parameters: weights, means and covariances."""
+    r"""Number of free parameters of a Gaussian mixture: weights, means and covariances.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of components.
+    d : int
+        Number of features.
+    cov_type : {"full", "tied", "diag", "spherical"}
+        Covariance type.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> n_parameters(2, 3, "full")
+    19
+    """
     cov = {
         "full": n_components * d * (d + 1) / 2,
         "tied": d * (d + 1) / 2,
@@ -153,11 +255,16 @@ def _resp_from_centres(x, centres, allowed):
 
 
 class EMState(NamedTuple):
-    """State carried between EM iterations (:func:`build`).
+    r"""State carried between EM iterations (:func:`build`).
 
     params: the current parameters (after the last M-step); n_iter: EM iterations done;
     prev_objective, objective: the objective (log-likelihood + log prior) at the previous and the last
     E-step (``-inf`` before any); log_likelihood: the log-likelihood at the last E-step (NaN before any).
+
+    Examples
+    --------
+    >>> EMState._fields[1]
+    'n_iter'
     """
 
     params: GMMParams
@@ -168,17 +275,29 @@ class EMState(NamedTuple):
 
 
 class EMInfo(NamedTuple):
-    """Per-step diagnostics, not carried: objective and log-likelihood at this step's E-step (the
-    parameters the step started from)."""
+    r"""Per-step diagnostics, not carried: objective and log-likelihood at this step's E-step (the
+    parameters the step started from).
+
+    Examples
+    --------
+    >>> EMInfo._fields
+    ('objective', 'log_likelihood')
+    """
 
     objective: jax.Array
     log_likelihood: jax.Array
 
 
 class EMAlgorithm(NamedTuple):
-    """``init(params0) -> EMState`` and ``step(key, state) -> (EMState, EMInfo)`` (BlackJAX's shape; EM is
+    r"""``init(params0) -> EMState`` and ``step(key, state) -> (EMState, EMInfo)`` (BlackJAX's shape; EM is
     deterministic, ``key`` is accepted for the common signature and not used); ``objective(params) ->
-    (log-likelihood, objective, log responsibilities)`` is the E-step alone (the final one of a fit)."""
+    (log-likelihood, objective, log responsibilities)`` is the E-step alone (the final one of a fit).
+
+    Examples
+    --------
+    >>> EMAlgorithm._fields
+    ('init', 'step', 'objective')
+    """
 
     init: Callable[[GMMParams], EMState]
     step: Callable[[jax.Array, EMState], tuple[EMState, EMInfo]]
@@ -186,12 +305,44 @@ class EMAlgorithm(NamedTuple):
 
 
 def build(x, log_mask, cov_type, reg_covar, prior=None, w=None, axis=None) -> EMAlgorithm:
-    """EM's ``init``/``step`` with the data and the configuration closed over.
+    r"""EM's ``init``/``step`` with the data and the configuration closed over.
 
     One step is an E-step at ``state.params`` (responsibilities, objective) then an M-step (ML or MAP
-    under ``prior``). Data-parallel form (inside ``shard_map``): ``x``/``log_mask``/``w`` are this device's
-    rows, ``w`` is 0 on padding rows and ``axis`` the mesh axis to reduce the log-likelihood and the
-    sufficient statistics over.
+    under ``prior``); the objective never decreases when ``reg_covar = 0``.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data (this device's rows in the data-parallel form).
+    log_mask : array of shape (n, k) or None
+        Label term (:func:`ppclust.models.ssgmm.label_log_mask`); None: a plain GMM.
+    cov_type : {"full", "tied", "diag", "spherical"}
+        Covariance type.
+    reg_covar : float
+        Added to the covariance diagonals after every M-step (absolute).
+    prior : NIWPrior or None, default=None
+        MAP under this prior; None: maximum likelihood.
+    w : array of shape (n,) or None, default=None
+        Data-parallel form (inside ``shard_map``): 0 on padding rows.
+    axis : str or None, default=None
+        Data-parallel form: the mesh axis to reduce the log-likelihood and sufficient statistics over.
+
+    Returns
+    -------
+    EMAlgorithm
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._jax import x64
+    >>> with x64():
+    ...     x = jnp.asarray([[0.0], [0.2], [5.0], [5.2]])
+    ...     resp = jnp.asarray([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    ...     params = m_step(x, resp, "spherical", 1e-6)
+    ...     alg = build(x, None, "spherical", 1e-6)
+    ...     state, info = alg.step(None, alg.init(params))
+    >>> int(state.n_iter)
+    1
     """
     reduce = (lambda a: a) if axis is None else (lambda a: jax.lax.psum(a, axis))
 
@@ -252,46 +403,104 @@ def _initial_params(key, x, allowed, init_centres, init_fixed, cov_type, reg_cov
     return m_step(x, _resp_from_centres(x, centres, allowed), cov_type, reg_covar, prior)
 
 
-@partial(jax.jit, static_argnames=("n_components", "cov_type", "max_iter", "n_init", "mesh"))
-def fit(
-    key,
-    x,
-    log_mask,
-    allowed,
-    init_centres,
-    init_fixed,
-    *,
-    n_components,
-    cov_type="full",
-    max_iter=100,
-    tol=1e-3,
-    reg_covar=1e-6,
-    n_init=1,
-    prior=None,
-    init_params=None,
-    mesh=None,
-):
+class EMConfig(NamedTuple):
+    """Options of :func:`fit`, a frozen value.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of mixture components ``K``.
+    cov_type : {"full", "tied", "diag", "spherical"}, default="full"
+        Covariance type (scikit-learn's meanings).
+    max_iter : int, default=100
+        Most EM iterations.
+    tol : float, default=1e-3
+        Stop when the objective per point changes by less than ``tol`` (scikit-learn's convention).
+        Traced: changing it compiles nothing new.
+    reg_covar : float, default=1e-6
+        Added to the covariance diagonals after every M-step (absolute, in x's units). Traced.
+    n_init : int, default=1
+        Restarts (vmapped); the one with the highest objective is kept.
+
+    Examples
+    --------
+    >>> EMConfig(3, cov_type="diag").max_iter
+    100
+    """
+
+    n_components: int
+    cov_type: str = "full"
+    max_iter: int = 100
+    tol: float = 1e-3
+    reg_covar: float = 1e-6
+    n_init: int = 1
+
+
+def fit(key, x, log_mask, allowed, init_centres, init_fixed, config: EMConfig | None = None, *, prior=None,
+        init_params=None, mesh=None, **options) -> EMResult:
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
     Parameters
     ----------
-    key : JAX PRNG key.
-    x : (n, d) float data (validated).
-    log_mask : (n, k) log p(observed label | z = k), 0 for unlabelled points; None for a plain GMM.
-    allowed : (n, k) bool, components a point may start in (hard label restriction for the init).
-    init_centres, init_fixed : (k, d), (k,) bool — fixed initial centres (labelled class means); the others
-        are drawn by k-means++ in each restart. Initial responsibilities are one-hot to the nearest allowed
-        centre, followed by an M-step (scikit-learn's ``init_params="k-means++"`` scheme).
-    init_params : GMMParams or None — if given, every restart starts from these parameters (E-step first,
-        like scikit-learn's ``weights_init``/``means_init``/``precisions_init``).
-    tol : stop when the change of the objective per point falls below ``tol`` (scikit-learn convention).
-    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
-        (:func:`ppclust._devices.resolve_mesh`). With a mesh the points are split over its devices
-        (padded with zero-weight rows to a multiple of the device count); each device computes the E-step
-        and the sufficient statistics ``sum r``, ``sum r x``, ``sum r x x^T`` of its rows, reduced with
-        ``psum``. The initialisation (k-means++, one pass) runs replicated on the full data, so results
-        equal the single-device ones up to floating-point summation order.
+    key : JAX PRNG key
+        Seeds the k-means++ starts.
+    x : array of shape (n, d)
+        The data (validated, float64 scope).
+    log_mask : array of shape (n, K) or None
+        :math:`\\log p(\\text{observed label} \\mid z = k)`, 0 for unlabelled points; None for a plain GMM.
+    allowed : bool array of shape (n, K)
+        Components a point may start in (the hard label restriction of the start).
+    init_centres, init_fixed : arrays of shape (K, d) and (K,) bool
+        Fixed initial centres (labelled class means); the others are drawn by k-means++ in each restart.
+        Initial responsibilities are one-hot to the nearest allowed centre, followed by an M-step
+        (scikit-learn's ``init_params="k-means++"`` scheme).
+    config : EMConfig or None, default=None
+        The options; None builds one from ``options`` (``n_components`` required).
+    prior : NIWPrior or None, default=None
+        MAP under this prior; None: maximum likelihood.
+    init_params : GMMParams or None, default=None
+        If given, every restart starts from these parameters (E-step first, like scikit-learn's
+        ``weights_init`` / ``means_init`` / ``precisions_init``).
+    mesh : None or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``, default=None
+        With a mesh the points are split over its devices (padded with zero-weight rows); each device
+        computes the E-step and the sufficient statistics of its rows, reduced with ``psum``. The
+        initialisation runs replicated on the full data, so results equal the single-device ones up to
+        floating-point summation order.
+    **options
+        Fields of :class:`EMConfig` replacing those of ``config``.
+
+    Returns
+    -------
+    EMResult
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._jax import x64
+    >>> with x64():
+    ...     x = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    ...     res = fit(jax.random.key(0), x, None, jnp.ones((6, 2), bool), jnp.zeros((2, 1)),
+    ...               jnp.zeros(2, bool), n_components=2, cov_type="spherical")
+    >>> sorted(round(float(m), 1) for m in res.params.means[:, 0])
+    [0.1, 5.1]
     """
+    config = EMConfig(**options) if config is None else config._replace(**options)
+    return _fit(key, x, log_mask, allowed, init_centres, init_fixed, config.tol, config.reg_covar, prior,
+                init_params, _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter),
+                                       int(config.n_init)), mesh)
+
+
+class _EMStatic(NamedTuple):
+    n_components: int
+    cov_type: str
+    max_iter: int
+    n_init: int
+
+
+@partial(jax.jit, static_argnames=("static", "mesh"))
+def _fit(key, x, log_mask, allowed, init_centres, init_fixed, tol, reg_covar, prior, init_params,
+         static: _EMStatic, mesh):
+    cov_type, max_iter, n_init = static.cov_type, static.max_iter, static.n_init
     keys = jax.random.split(key, n_init)
 
     if mesh is None:
@@ -305,7 +514,7 @@ def fit(
         params, obj, ll, resp, trace, it, conv, finite = jax.vmap(one)(keys)
     else:
         params, obj, ll, resp, trace, it, conv, finite = _fit_sharded(
-            keys, x, log_mask, allowed, init_centres, init_fixed, cov_type, max_iter, tol, reg_covar, prior,
+            keys, x, log_mask, (allowed, init_centres, init_fixed), static, tol, reg_covar, prior,
             init_params, mesh)
     score = jnp.where(finite, obj, -jnp.inf)
     b = jnp.argmax(score)
@@ -315,8 +524,9 @@ def fit(
     )
 
 
-def _fit_sharded(keys, x, log_mask, allowed, init_centres, init_fixed, cov_type, max_iter, tol, reg_covar,
-                 prior, init_params, mesh):
+def _fit_sharded(keys, x, log_mask, start, static: _EMStatic, tol, reg_covar, prior, init_params, mesh):
+    allowed, init_centres, init_fixed = start
+    cov_type, max_iter = static.cov_type, static.max_iter
     from jax.sharding import PartitionSpec as P
 
     from ppclust._devices import AXIS, pad_rows

@@ -1,5 +1,10 @@
 r"""SMIC and 3SMIC: squared-loss mutual information clustering, optionally with must/cannot links.
 
+Kept whole (over 700 lines) because its parts are one pipeline that shares private helpers and one
+numerical convention: the sparse kNN kernel, its link-modified form, the eigen-solvers (dense JAX and
+matrix-free Lanczos), LSMI with its per-data-set precomputation, and the model selection that calls them
+all; split apart, each piece would export helpers that only its neighbour uses.
+
 Calandriello, Niu & Sugiyama (2014), "Semi-Supervised Information-Maximization Clustering", built on
 unsupervised SMIC (Sugiyama et al. 2011) with LSMI (Suzuki et al. 2009) for model selection.
 Section numbers (§) refer to ``../shared/specs/smic.md``.
@@ -21,8 +26,7 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
   the eq. (9) winner refitted without each fold of the links must satisfy the unseen links at least as
   well as the no-link SMIC, else the no-link SMIC is returned (:func:`link_check`). Eq. (9) trusts every
   link; with c > 2 most random pairs are cannot-links (which act only through K', eta being 0, on pairs
-  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links
-  (``benchmarks/results/smic_link_noise_study.md``).
+  that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links.
 
 Host-side: kNN search (scikit-learn), sparse algebra and LSMI are NumPy/SciPy; the dense eigen path
 is JAX.
@@ -52,10 +56,10 @@ __all__ = [
     "SMICResult",
     "LSMIEstimator",
     "SelectionResult",
+    "EigenOptions",
     "build_kernel",
     "kernel_rows",
     "link_matrices",
-    "make_links",
     "modify_kernel",
     "u_operator",
     "u_dense",
@@ -75,12 +79,11 @@ __all__ = [
 DEFAULT_TS = tuple(range(1, 11))  # §3.7 [P]
 DEFAULT_GAMMAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R]
 DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems only
-# n up to which the eigenproblem is solved densely (JAX eigh). The spec allows <= 2000, but sparse
-# Lanczos (eigsh) was faster already at n = 300 on 2 CPU cores (1.2 s vs 4.5 s per fit; 2.7 vs 6.3 at 1000)
+# n up to which the eigenproblem is solved densely (JAX eigh); the spec allows <= 2000, sparse Lanczos
+# (eigsh) is the faster solver well below that (see docs/decisions/ for the evidence)
 DENSE_MAX = 200
-# repeats of the held-out link check's k-fold split (select's link_repeats): one 5-fold split decided
-# wrongly on the panel where a repeated split did not (digits at 20% flipped links kept harmful links,
-# segment with clean links dropped useful ones; benchmarks/results/smic_link_noise_study.md)
+# repeats of the held-out link check's k-fold split (select's link_repeats): repeated cross-validation
+# decides more stably than one split (see docs/decisions/ for the evidence)
 DEFAULT_LINK_REPEATS = 3
 
 
@@ -96,14 +99,24 @@ def one_blas_thread():
     Used around the dense eigenproblems (n <= ``DENSE_MAX``) and LSMI's many small solves. On small
     matrices a second BLAS thread gains little on an idle machine and costs a great deal on a busy one: a
     LAPACK call is many small BLAS calls, each a fork/join of threads that spin or wait for a core another
-    process holds. Measured on the 2-core development machine with one other job running: ``eigh`` of a
-    178 x 178 matrix 0.150 s with two threads against 0.012 s with one; a 3SMIC fit on wine with 356
-    links 25.3 s against 4.6 s (session 10)."""
+    process holds (see docs/decisions/ for the evidence)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
 class Kernel(NamedTuple):
-    """Sparse kNN kernel and what out-of-sample prediction needs (§4, E6)."""
+    """Sparse kNN kernel and what out-of-sample prediction needs (§4, E6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> kern.K.shape, kern.t
+    ((20, 20), 3)
+    """
 
     K: sp.csr_matrix  # (n, n) symmetric, entries in (0, 1], K_ii = 1
     sigma: np.ndarray  # (n,) local scales (distance to the t-th other neighbour, floored)
@@ -115,7 +128,19 @@ class LinkMatrices(NamedTuple):
     """Symmetric binary link matrices (§3.1): M with unit diagonal, C with zero diagonal.
 
     SMIC's own view of the links (sparse n x n operators for the eigenproblem); built from the one link
-    type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`."""
+    type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> links.must.tolist(), links.cannot.tolist()
+    ([[0, 1]], [[0, 15]])
+    """
 
     M: sp.csr_matrix
     C: sp.csr_matrix
@@ -124,6 +149,15 @@ class LinkMatrices(NamedTuple):
 
 
 class SMICResult(NamedTuple):
+    """One SMIC / 3SMIC solution: labels, normalised scores, sign-fixed eigenvectors, eigenvalues, the
+    out-of-sample normaliser and the number of non-empty clusters.
+
+    Examples
+    --------
+    >>> SMICResult._fields[:2]
+    ('labels', 'scores')
+    """
+
     labels: np.ndarray  # (n,) int32
     scores: np.ndarray  # (n, c) normalised clipped outputs [g_y]_i / 1^T g_y
     phi: np.ndarray  # (n, c) sign-fixed eigenvectors
@@ -141,6 +175,17 @@ def build_kernel(x, t, *, nn=None, max_t=None):
 
     ``nn``: an already fitted ``NearestNeighbors`` on ``x`` to reuse; ``max_t``: query that many
     neighbours once (callers building kernels for several t pass the largest).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> bool(np.allclose(kern.K.diagonal(), 1.0))
+    True
     """
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
@@ -200,6 +245,17 @@ def _kernel_from_knn(x, dist, idx, t, nn):
 def kernel_rows(kernel: Kernel, x_train, x_new):
     """Out-of-sample kernel rows K(x', x_i) as CSR (n_new, n) (E6): x_i among the t nearest training
     points of x', or ||x' - x_i|| <= sigma_i; sigma' is the distance to the t-th nearest training point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> kernel_rows(kern, x, x[:2]).shape
+    (2, 20)
     """
     x_new = np.asarray(x_new, dtype=np.float64)
     t = kernel.t
@@ -228,6 +284,17 @@ def link_matrices(side) -> LinkMatrices:
 
     A pair stored with both signs (a ``SideInfo`` built with ``on_conflict="keep"``) is dropped with a
     warning: 3SMIC's links are hard.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> links.M.shape, int(links.C.nnz)
+    ((20, 20), 2)
     """
     n = side.n
     must = np.asarray(side.must_link, np.int64).reshape(-1, 2)
@@ -240,25 +307,6 @@ def link_matrices(side) -> LinkMatrices:
     M = _sym_binary(must, n) + sp.identity(n, format="csr")
     C = _sym_binary(cannot, n)
     return LinkMatrices(M=M.tocsr(), C=C, must=must, cannot=cannot)
-
-
-def make_links(n, must_link=None, cannot_link=None, *, on_conflict="error") -> LinkMatrices:
-    """Deprecated name: :func:`link_matrices` of ``SideInfo.from_links(n, must_link, cannot_link)``.
-
-    Kept for one release (``ppclust.sideinfo.make_links`` is the JAX link arrays of the samplers; this one
-    was SMIC's sparse matrices). ``on_conflict="drop"`` drops pairs given with both signs, with a warning.
-    """
-    from ppclust.sideinfo import SideInfo
-
-    warnings.warn("ppclust.inference.smic.make_links is deprecated; use link_matrices(SideInfo(...))",
-                  DeprecationWarning, stacklevel=2)
-    if isinstance(must_link, SideInfo):
-        return link_matrices(must_link)
-    if on_conflict not in ("error", "drop"):
-        raise ValueError(f"on_conflict must be 'error' or 'drop', got {on_conflict!r}")
-    side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link,
-                               on_conflict="error" if on_conflict == "error" else "keep")
-    return link_matrices(side)
 
 
 def _sym_binary(pairs, n):
@@ -279,7 +327,20 @@ def labels_to_links(y):
 
 
 def modify_kernel(K, links: LinkMatrices):
-    """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric)."""
+    """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> Kp = modify_kernel(kern.K, links)
+    >>> float(Kp[0, 1]), float(Kp[0, 15])
+    (1.0, 0.0)
+    """
     if links.must.shape[0] == 0 and links.cannot.shape[0] == 0:
         return K
     M0 = links.M - sp.identity(K.shape[0], format="csr")
@@ -297,7 +358,19 @@ def _effective_eta(eta, c):
 
 
 def u_operator(Kp, links: LinkMatrices, gamma, eta):
-    """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator."""
+    """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> u_operator(modify_kernel(kern.K, links), links, 1.0, 0.0).shape
+    (20, 20)
+    """
     n = Kp.shape[0]
     M, C = links.M, links.C
 
@@ -315,7 +388,19 @@ def u_operator(Kp, links: LinkMatrices, gamma, eta):
 
 
 def u_dense(Kp, links: LinkMatrices, gamma, eta):
-    """Dense U (small n only; used by tests and the dense path's oracle)."""
+    """Dense U (small n only; used by tests and the dense path's oracle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> u_dense(modify_kernel(kern.K, links), links, 1.0, 0.0).shape
+    (20, 20)
+    """
     n = Kp.shape[0]
     I = np.eye(n)
     Kd = Kp.toarray()
@@ -365,7 +450,20 @@ def _gap_warn(lam_sorted, c):
 
 
 def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
-    """Unsupervised SMIC (§2): top-c eigenvectors of K by |lambda|, then §2.4 post-processing."""
+    """Unsupervised SMIC (§2): top-c eigenvectors of K by |lambda|, then §2.4 post-processing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = smic_fit(kern, 2)
+    >>> bool(res.labels[0] != res.labels[19]), res.n_nonempty
+    (True, 2)
+    """
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
     if n <= dense_max:
@@ -387,7 +485,20 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
 
 def threesmic_fit(kernel_or_K, c, links: LinkMatrices, gamma, eta, *, assign="model", sign="eigvec",
                   dense_max=DENSE_MAX, tol=1e-10):
-    """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6)."""
+    """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = threesmic_fit(kern, 2, links, 1.0, 1.0)
+    >>> bool(res.labels[0] == res.labels[1] != res.labels[15])
+    True
+    """
     return threesmic_grid(kernel_or_K, c, links, [(gamma, eta)], assign=assign, sign=sign,
                           dense_max=dense_max, tol=tol)[0]
 
@@ -428,6 +539,18 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
 
     ``assign="model"``: g_y = max(0, K' phi_y) (the model output); ``"eigvec"``: g_y = max(0, phi_y).
     ``sign="eigvec"``: sign(phi_y^T 1) (paper); ``"model"``: sign(1^T K' phi_y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> phi = np.c_[np.ones(20), np.r_[np.ones(10), -np.ones(10)]] / np.sqrt(20)
+    >>> postprocess(kern.K, phi, np.ones(2), assign="eigvec").labels[[0, 19]].tolist()
+    [1, 0]
     """
     phi = np.asarray(phi, dtype=np.float64)
     Kphi = Kp @ phi
@@ -455,7 +578,21 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
 
 
 def predict_scores(rows, phi, norms, n):
-    """Out-of-sample soft outputs p_hat(y|x') = (n/c) max(0, k(x') phi_y) / 1^T max(0, K' phi_y)."""
+    """Out-of-sample soft outputs p_hat(y|x') = (n/c) max(0, k(x') phi_y) / 1^T max(0, K' phi_y).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> res = smic_fit(kern, 2)
+    >>> p, raw = predict_scores(kernel_rows(kern, x, x[:3]), res.phi, res.norms, 20)
+    >>> p.shape
+    (3, 2)
+    """
     c = phi.shape[1]
     raw = rows @ phi
     g = np.maximum(raw, 0.0)
@@ -463,7 +600,19 @@ def predict_scores(rows, phi, norms, n):
 
 
 def count_violations(labels, links: LinkMatrices):
-    """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together."""
+    """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> count_violations(np.zeros(20, int), links)  # the cannot-link is violated
+    1
+    """
     labels = np.asarray(labels)
     v = 0
     if links.must.shape[0]:
@@ -481,6 +630,18 @@ class LSMIEstimator:
     """LSMI with label-independent parts cached: centres, folds, and per (kappa, fold) Gram matrices.
 
     ``estimate(labels)`` returns the LSMI value after 5-fold CV over the (kappa, delta) grid (§5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> lsmi = LSMIEstimator(x, seed=0)
+    >>> bool(lsmi.estimate(np.r_[np.zeros(10, int), np.ones(10, int)]) > lsmi.estimate(np.arange(20) % 2))
+    True
     """
 
     KAPPA_FACTORS = (0.25, 0.5, 2**-0.5, 1.0, 2**0.5, 2.0, 4.0)
@@ -617,7 +778,43 @@ class LSMIEstimator:
 # model selection (§2.5, §3.7)
 
 
+class EigenOptions(NamedTuple):
+    """How each candidate's eigenproblem is solved and post-processed (:func:`select`,
+    :func:`link_check`), a frozen value.
+
+    Parameters
+    ----------
+    assign : {"model", "eigvec"}, default="model"
+        3SMIC post-processing (spec A1): clip the model output ``K' phi`` or ``phi`` itself.
+    sign : str, default="eigvec"
+        Sign fixing of the eigenvectors (:func:`postprocess`).
+    dense_max : int, default=DENSE_MAX
+        Largest n solved with a dense JAX eigendecomposition; above it the matrix-free Lanczos solver.
+    tol : float, default=1e-10
+        Tolerance of the Lanczos solver.
+
+    Examples
+    --------
+    >>> EigenOptions(assign="eigvec").dense_max == DENSE_MAX
+    True
+    """
+
+    assign: str = "model"
+    sign: str = "eigvec"
+    dense_max: int = DENSE_MAX
+    tol: float = 1e-10
+
+
 class SelectionResult(NamedTuple):
+    """Output of :func:`select`: the index of the chosen row, every candidate's row, the chosen solution,
+    its kernel and modified kernel, and the held-out link check (None when not run).
+
+    Examples
+    --------
+    >>> SelectionResult._fields[:3]
+    ('best', 'rows', 'fit')
+    """
+
     best: int  # index into rows
     rows: list  # dicts: t, gamma, eta, lsmi, violations, score
     fit: SMICResult  # the selected solution
@@ -627,7 +824,13 @@ class SelectionResult(NamedTuple):
 
 
 def eq9_scores(lsmi, nv):
-    """Semi-supervised selection criterion eq. (9) with the §3.7 [R] guards."""
+    """Semi-supervised selection criterion eq. (9) with the §3.7 [R] guards.
+
+    Examples
+    --------
+    >>> eq9_scores([1.0, 0.5], [0, 2]).tolist()
+    [1.0, -0.5]
+    """
     lsmi = np.asarray(lsmi, dtype=np.float64)
     nv = np.asarray(nv, dtype=np.float64)
     lmax, lmin = lsmi.max(), lsmi.min()
@@ -644,9 +847,8 @@ def eq9_scores(lsmi, nv):
 
 
 def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
-           lsmi: LSMIEstimator | None = None, seed=0, assign="model", sign="eigvec",
-           dense_max=DENSE_MAX, tol=1e-10, progress_bar=False, link_folds=0,
-           link_repeats=DEFAULT_LINK_REPEATS):
+           lsmi: LSMIEstimator | None = None, seed=0, progress_bar=False, link_folds=0,
+           link_repeats=DEFAULT_LINK_REPEATS, eigen: EigenOptions | None = None, **options):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
 
     ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
@@ -662,8 +864,23 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     than ignoring them; the held-out score ranks the two by pair accuracy whatever the flip rate.
 
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
-    distinct labelling.
+    distinct labelling. ``eigen`` (:class:`EigenOptions`; its fields may also be given as keywords,
+    ``options``) says how each candidate is solved.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> sel = select(x, 2, links, ts=(3,), gammas=(1.0,), etas=(0.0,), seed=0)
+    >>> len(sel.rows), bool(sel.fit.labels[0] != sel.fit.labels[19])
+    (1, True)
     """
+    eigen = (EigenOptions() if eigen is None else eigen)._replace(**options)
+    assign, sign, dense_max, tol = eigen
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     if lsmi is None:
@@ -721,8 +938,7 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     nb = int(np.argmax(none_lsmi))  # ties to the smallest t, as in the unsupervised branch
     none_fit, (none_t, none_kern) = none_fits[nb], kernel_of_t[nb]
     check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none_fit.labels,
-                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, assign=assign, sign=sign,
-                       dense_max=dense_max, tol=tol)
+                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, eigen=eigen)
     if check["use_links"]:
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
     rows.append(dict(t=none_t, gamma=0.0, eta=0.0, lsmi=none_lsmi[nb],
@@ -732,7 +948,7 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
 
 
 def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, n_repeats=1,
-               seed=0, assign="model", sign="eigvec", dense_max=DENSE_MAX, tol=1e-10):
+               seed=0, eigen: EigenOptions | None = None, **options):
     """Held-out link check (not in the paper): do the links improve on the no-link labelling?
 
     The links are split into ``n_folds`` folds (:func:`ppclust.sideinfo.link_folds`); 3SMIC at ``(gamma,
@@ -741,9 +957,24 @@ def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, 
     that saw no link) is scored on all links. Both scores are :func:`ppclust.sideinfo.link_agreement`, whose
     expectation on unseen links is increasing in pair accuracy for any flip rate below 1/2. Returns a
     dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
-    (``agreement_links >= agreement_none``; True when there are fewer than 2 links)."""
+    (``agreement_links >= agreement_none``; True when there are fewer than 2 links). ``eigen`` and
+    ``options`` as in :func:`select`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.sideinfo import SideInfo
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.r_[rng.normal(0, 0.3, (10, 2)), rng.normal(4, 0.3, (10, 2))]
+    >>> kern = build_kernel(x, 3)
+    >>> links = link_matrices(SideInfo.from_links(20, must_link=[(0, 1)], cannot_link=[(0, 15)]))
+    >>> chk = link_check(kern, 2, links, 1.0, 0.0, smic_fit(kern, 2).labels, n_folds=2, seed=0)
+    >>> sorted(chk)
+    ['agreement_links', 'agreement_none', 'folds', 'use_links']
+    """
     from ppclust.sideinfo import SideInfo, link_agreement, link_folds
 
+    assign, sign, dense_max, tol = (EigenOptions() if eigen is None else eigen)._replace(**options)
     side = SideInfo.from_links(kernel.K.shape[0], must_link=links.must, cannot_link=links.cannot)
     hit, n_splits = 0.0, 0
     for r in range(int(n_repeats)):

@@ -1,11 +1,11 @@
-"""One parameter-validation mechanism and one vocabulary for the eight estimators (issues 15 and 16).
+"""One parameter-validation mechanism and one vocabulary for every estimator.
 
 * Every constructor parameter is declared in ``_parameter_constraints`` and checked by scikit-learn's
   ``_validate_params`` at ``fit``, before the data are read: the bad-value table below fits with
   ``X=None``, so an error about ``X`` instead of the parameter would fail the test.
 * Messages name the parameter, what is allowed and the value received.
-* Renamed parameters (``n_samples`` -> ``n_draws``, ``n_components`` -> ``n_clusters``, ...) still work
-  for one release, with a ``FutureWarning`` naming the new one, and give the same fit.
+* An unknown parameter (including an old spelling such as ``n_components``) is a ``TypeError``, as in
+  scikit-learn.
 * Every parameter after the first is keyword-only; ``devices`` accepts the same words everywhere.
 """
 
@@ -14,14 +14,13 @@ from __future__ import annotations
 import inspect
 import math
 import re
-import warnings
 
 import numpy as np
 import pytest
 
 from ppclust._registry import METHODS
 from ppclust.errors import InvalidParameterError, PPClustError
-from ppclust.estimators._base import DEPRECATED, data_mesh, restart_devices
+from ppclust.estimators._base import data_mesh, restart_devices
 
 ESTIMATORS = {name: info.load() for name, info in METHODS.items()}
 
@@ -50,11 +49,10 @@ BAD = [
     ("ssgmm", "reg_covar", math.nan, r"float in the range \[0.0, inf\)"),
     ("ssgmm", "covariance_type", "VVV", "spherical"),
     ("ssgmm", "label_noise", 1.0, r"float in the range \[0.0, 1.0\)"),
-    ("ssgmm", "n_components", 0, r"int in the range \[1, inf\)"),
     ("cecib", "beta", -1.0, r"float in the range \[0.0, inf\)"),
     ("cecib", "n_init", 0, r"int in the range \[1, inf\)"),
     ("cecib", "max_iter", 0, r"int in the range \[1, inf\)"),
-    ("cecib", "init", "kmeans", "kmeans\\+\\+"),
+    ("cecib", "init", "kmeans", "k-?means\\+\\+"),
     ("c3l", "leakage", 0.0, r"float in the range \(0.0, 1.0\)"),
     ("c3l", "n_clusters", 3.0, r"int in the range \[1, inf\)"),
     ("c3l", "devices", 0, r"int in the range \[1, inf\)"),
@@ -109,68 +107,39 @@ def test_every_parameter_declared_and_keyword_only(name):
                                                                if p.kind is not p.KEYWORD_ONLY]
 
 
+OLD_NAMES = ("n_samples", "n_components", "max_passes", "max_steps", "covariance", "method")
+
+
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_vocabulary(name):
-    """Names the issue retires are only deprecated aliases; the shared names are used where they apply."""
+    """The shared names are used where they apply; the retired spellings are not parameters."""
     params = ESTIMATORS[name]().get_params()
-    for old in ("n_samples", "n_components", "max_passes", "max_steps", "covariance"):
-        assert params.get(old, DEPRECATED) == DEPRECATED
+    assert not set(OLD_NAMES) & set(params), sorted(set(OLD_NAMES) & set(params))
     # SMIC is a closed-form eigensolver, TVClust a sampler (n_draws, n_warmup)
     assert "max_iter" in params or name in ("smic", "tvclust", "bayesian-ssgmm")
     assert "random_state" in params
     if name in ("tvclust", "bayesian-ssgmm"):
         assert {"n_draws", "n_warmup", "n_chains", "thin", "covariance_type"} <= set(params)
-    if name == "ssgmm":  # EM: the sampler's words are only the deprecated method="gibbs"'s
-        assert all(params[p] == DEPRECATED for p in ("method", "n_draws", "n_warmup", "n_chains", "thin"))
+    if name == "ssgmm":  # EM: the sampler's words belong to BayesianSemiSupervisedGMM
+        assert not {"n_draws", "n_warmup", "n_chains", "thin"} & set(params)
 
 
-# old name -> new name, with a value and the attribute of the fit that shows the value was used
-RENAMED = [
-    ("ssgmm", "n_components", "n_clusters", 2, lambda e: e.means_.shape[0]),
-    ("cecib", "max_passes", "max_iter", 1, lambda e: e.n_iter_),
-    ("c3l", "max_passes", "max_iter", 1, lambda e: e.n_passes_),
-    ("ccib", "max_steps", "max_iter", 2, lambda e: e.n_steps_),
-]
-SMALL = {"ssgmm": dict(max_iter=5, random_state=0), "cecib": dict(n_clusters=3, n_init=1, random_state=0),
-         "c3l": dict(n_clusters=3, n_init=1, random_state=0, leakage=0.6),
-         "ccib": dict(n_clusters=2, n_init=1, random_state=0, feature_model="gaussian")}
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_unknown_parameter_is_a_type_error(name):
+    for old in OLD_NAMES:
+        if old not in ESTIMATORS[name]().get_params():
+            with pytest.raises(TypeError, match=old):
+                ESTIMATORS[name](**{old: 2})
 
 
-@pytest.mark.parametrize("name, old, new, value, used", RENAMED, ids=[r[0] + "-" + r[1] for r in RENAMED])
-def test_renamed_parameter_still_works_with_future_warning(name, old, new, value, used):
-    X = np.random.default_rng(0).normal(size=(40, 2))
-    y = None
-    cls = ESTIMATORS[name]
-    with pytest.warns(FutureWarning, match=rf"`{old}` was renamed `{new}`.*{cls.__name__}\({new}={value}\)"):
-        a = cls(**SMALL[name], **{old: value}).fit(X, y, **_extra(name))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FutureWarning)
-        b = cls(**SMALL[name], **{new: value}).fit(X, y, **_extra(name))
-    assert used(a) == used(b) <= value
-    np.testing.assert_array_equal(a.labels_, b.labels_)
-    assert a.get_params()[old] == value  # the user's parameter is left as given
+def test_dpmeans_rejects_links():
+    from ppclust import DPMeans
+    from ppclust.errors import InvalidInputError
 
-
-def test_tvclust_renamed_sampler_parameters():
-    from ppclust import TVClust
-
-    # three blobs, as tests/estimators/test_scale.py (same shapes: shared compile)
-    rng = np.random.default_rng(0)
-    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[np.repeat(np.arange(3), 20)] + rng.normal(size=(60, 2))
-    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)
-    with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):
-        a = TVClust(n_samples=20, **kw).fit(X)
-    with pytest.warns(FutureWarning, match="`covariance` was renamed `covariance_type`"):
-        c = TVClust(n_draws=20, covariance="full", **kw).fit(X)
-    assert np.asarray(a.samples_.labels).shape[:2] == (1, 20)
-    np.testing.assert_array_equal(a.labels_, c.labels_)  # same draws: the old names mean the same
-    assert c.labels_.dtype == np.int64
-
-
-def _extra(name):
-    if name == "c3l":
-        return {"hyperplane": (np.array([1.0, 0.0]), 0.0)}
-    return {}
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    for kw in (dict(must_link=[(0, 1)]), dict(cannot_link=[(0, 1)])):
+        with pytest.raises(InvalidInputError, match="RDPMeans"):
+            DPMeans(lam=1.0).fit(X, **kw)
 
 
 @pytest.mark.parametrize("word", ["all", "auto"])

@@ -135,10 +135,11 @@ def test_large_rho_gives_uniform_solution(two_factor):
     # c_max = 0 stops after the first temperature (traced option: no recompilation)
     with pytest.warns(RuntimeWarning, match="distinct parameters"):  # k_eff = 1 is reported (E9)
         est = CCIB(2, lam=0.3, rho0=1e8, c_max=0.0, n_init=2, random_state=0).fit(y, background=b)
-    assert est.n_steps_ == 1 and est.rho_ == 1e8
-    np.testing.assert_allclose(est.q_, np.broadcast_to(est.q_[0], est.q_.shape), atol=1e-9)
-    np.testing.assert_allclose(est.q_, 0.5, atol=1e-2)  # pi only moved by the 1e-2 perturbation
-    assert est.objective_["i_cx"] < 1e-10
+    assert est.n_iter_ == 1 and est.rho_ == 1e8
+    r = est.responsibilities_
+    np.testing.assert_allclose(r, np.broadcast_to(r[0], r.shape), atol=1e-9)
+    np.testing.assert_allclose(r, 0.5, atol=1e-2)  # pi only moved by the 1e-2 perturbation
+    assert est.objective_terms_["i_cx"] < 1e-10
     with x64():
         data = _data(y, b, 2, k=3)
         static = S.Static(n_clusters=3, n_groups=2, feature="bernoulli", background="categorical")
@@ -199,7 +200,9 @@ def test_two_factor_finds_hidden_factor(two_factor):
     assert np.all(np.diff(tr["rho"]) < 0) and tr["rho"][0] == est.rho0_
     assert tr["i_cx"][0] < 1e-3 < tr["i_cx"][-1]  # starts above the critical temperature, ends hard
     assert tr["k_eff"][0] == 1 and tr["k_eff"][-1] == 2
-    assert set(est.objective_) >= {"objective", "i_cx", "i_cy_given_z", "i_cy"}
+    assert set(est.objective_terms_) >= {"i_cx", "i_cy_given_z", "i_cy", "rho"}
+    assert isinstance(est.objective_, float) and est.objective_ == est.restart_objectives_.max()
+    np.testing.assert_array_equal(est.objective_trace_, tr["objective"])
     proba = est.predict_proba(y, background=b)
     np.testing.assert_allclose(proba.sum(1), 1.0)
     assert np.mean(proba.argmax(1) == est.labels_) > 0.97
@@ -212,7 +215,7 @@ def test_semi_supervised_labels_stay_fixed(two_factor):
     idx = np.random.default_rng(7).choice(n, 10, replace=False)
     yl[idx] = 1 - c[idx]  # clamp to the *opposite* naming: cluster index = given class
     est = CCIB(2, lam=0.3, n_init=2, random_state=1).fit(y, yl, background=b)
-    np.testing.assert_array_equal(est.q_[idx], np.eye(2)[yl[idx]])
+    np.testing.assert_array_equal(est.responsibilities_[idx], np.eye(2)[yl[idx]])
     np.testing.assert_array_equal(est.labels_[idx], yl[idx])
     assert np.mean(est.labels_ == 1 - c) > 0.9  # naming follows the clamp, no matching needed
     allc = CCIB(2, lam=0.3, n_init=2, random_state=1).fit(y, c, background=b)

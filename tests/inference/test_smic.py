@@ -13,6 +13,12 @@ from sklearn.metrics import adjusted_rand_score as ari
 
 from ppclust.estimators.smic import SMIC
 from ppclust.inference import smic as S
+from ppclust.sideinfo import SideInfo
+
+
+def _links(n, must_link=None, cannot_link=None):
+    """SMIC's link matrices of must- and cannot-link pair lists."""
+    return S.link_matrices(SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link))
 
 
 def _assignment_objective(U, labels, c):
@@ -47,7 +53,7 @@ def test_eigen_solution_dominates_every_assignment_and_matches_bruteforce_argmax
     n, c = len(x), 2
     kern = S.build_kernel(x, 3)
     rng = np.random.default_rng(0)
-    for links in [S.make_links(n), S.make_links(n, [[0, 1]], [[4, 5]])]:
+    for links in [_links(n), _links(n, [[0, 1]], [[4, 5]])]:
         Kp = S.modify_kernel(kern.K, links)
         U = S.u_dense(Kp, links, 1.0, 0.3)
         lam = np.linalg.eigvalsh(U)[::-1]
@@ -73,7 +79,7 @@ def test_smi_and_link_term_identities():
     x = rng.normal(size=(n, 2))
     K = S.build_kernel(x, 3).K.toarray()
     must, cannot = _random_links(n, 8, rng)
-    links = S.make_links(n, must, cannot)
+    links = _links(n, must, cannot)
     M, C = links.M.toarray(), links.C.toarray()
     alpha = rng.normal(size=(n, c))
     P = K @ alpha  # p(y|x_i) = [K alpha_y]_i
@@ -102,7 +108,7 @@ def test_U_is_psd_on_random_constraints(seed):
     x = rng.normal(size=(n, 3))
     kern = S.build_kernel(x, int(rng.integers(1, 6)))
     must, cannot = _random_links(n, 30, rng)
-    links = S.make_links(n, must, cannot)
+    links = _links(n, must, cannot)
     Kp = S.modify_kernel(kern.K, links)
     g, e = rng.uniform(0, 10, 2)
     U = S.u_dense(Kp, links, g, e)
@@ -137,12 +143,12 @@ def test_no_links_3smic_equals_smic_and_dense_equals_matrix_free():
     x, y = make_moons(150, noise=0.06, random_state=0)
     kern = S.build_kernel(x, 6)
     a = S.smic_fit(kern, 2)
-    b = S.threesmic_fit(kern, 2, S.make_links(150), 0.0, 0.0)
+    b = S.threesmic_fit(kern, 2, _links(150), 0.0, 0.0)
     assert ari(a.labels, b.labels) == 1.0
     c = S.smic_fit(kern, 2, dense_max=0)  # Lanczos on the sparse K
     assert ari(a.labels, c.labels) == 1.0
     must, cannot = _random_links(150, 12, np.random.default_rng(0))
-    links = S.make_links(150, must, cannot)
+    links = _links(150, must, cannot)
     d = S.threesmic_fit(kern, 2, links, 1.0, 1.0)
     e = S.threesmic_fit(kern, 2, links, 1.0, 1.0, dense_max=0)  # matrix-free U
     assert ari(d.labels, e.labels) == 1.0
@@ -155,7 +161,7 @@ def test_links_satisfied_grow_with_gamma_eta():
     pairs = rng.choice(200, size=(60, 2))
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     same = y[pairs[:, 0]] == y[pairs[:, 1]]
-    links = S.make_links(200, pairs[same], pairs[~same])
+    links = _links(200, pairs[same], pairs[~same])
     ws = [0.0, 0.3, 1.0, 3.0, 10.0]
     for t in (8, 10):  # neighbourhoods where the unsupervised solution cuts the moons wrongly
         kern = S.build_kernel(x, t)
@@ -169,7 +175,7 @@ def test_links_satisfied_grow_with_gamma_eta():
 def test_all_true_must_links_give_perfect_partition():
     x, y = make_blobs(90, centers=[[0, 0], [1.2, 0], [0, 1.2]], cluster_std=0.6, random_state=0)
     must, _ = S.labels_to_links(y)
-    res = S.threesmic_fit(S.build_kernel(x, 5), 3, S.make_links(90, must), 1.0, 0.0)
+    res = S.threesmic_fit(S.build_kernel(x, 5), 3, _links(90, must), 1.0, 0.0)
     assert ari(y, res.labels) == 1.0
 
 
@@ -219,7 +225,7 @@ def test_recovery_with_a_handful_of_links(kind):
     ts, grid = (3, 5, 8), dict(gammas=(0.0, 1.0, 10.0), etas=(0.0, 1.0, 10.0))
     unsup = S.select(x, 2, None, ts=ts, seed=0)
     ml, cl = _links_from_pairs(y, 12, 0)
-    semi = S.select(x, 2, S.make_links(200, ml, cl), ts=ts, seed=0, **grid)
+    semi = S.select(x, 2, _links(200, ml, cl), ts=ts, seed=0, **grid)
     a0, a1 = ari(y, unsup.fit.labels), ari(y, semi.fit.labels)
     assert a1 > 0.9, (a0, a1)
     assert a1 >= a0 - 1e-12, (a0, a1)
@@ -232,7 +238,7 @@ def test_estimator_api_and_predict():
     m = SMIC(2, n_neighbors=6, gamma=1.0, eta=1.0, random_state=0).fit(x, yl)
     assert m.labels_.dtype == np.int64 and m.labels_.shape == (120,)
     assert ari(y, m.labels_) > 0.9 and m.n_clusters_ == 2
-    assert np.isfinite(m.smi_) and len(m.selection_) == 1
+    assert isinstance(m.objective_, float) and np.isfinite(m.objective_) and len(m.selection_) == 1
     assert np.mean(m.predict(x) == m.labels_) > 0.95
     p = m.predict_proba(x + 0.01)
     assert np.allclose(p.sum(1), 1) and p.shape == (120, 2)
@@ -379,7 +385,7 @@ def test_c2_c3_digits_links_help():
         for pct in (0, 3):
             m = int(pct / 100 * n * (n - 1) / 2)
             ml, cl = _budget_links(y, m, seed)
-            links = S.make_links(n, ml, cl) if m else None
+            links = _links(n, ml, cl) if m else None
             sel = S.select(x, 10, links, seed=seed, **_SLOW_GRID)
             aris[pct].append(ari(y, sel.fit.labels))
     a0, a1 = np.mean(aris[0]), np.mean(aris[3])
@@ -404,7 +410,7 @@ def test_c5_binary_link_efficiency(name):
     m = int(pct / 100 * n * (n - 1) / 2)
     ml, cl = _budget_links(y, m, 0)
     a0 = ari(y, S.select(x, 2, None, seed=0, ts=_SLOW_GRID["ts"]).fit.labels)
-    a1 = ari(y, S.select(x, 2, S.make_links(n, ml, cl), seed=0, **_SLOW_GRID).fit.labels)
+    a1 = ari(y, S.select(x, 2, _links(n, ml, cl), seed=0, **_SLOW_GRID).fit.labels)
     assert a1 >= a0 + 0.1 or a1 > 0.9, (a0, a1)
 
 
@@ -420,7 +426,7 @@ def test_c7_scaling_near_linear():
         t0 = time.perf_counter()
         kern = S.build_kernel(x, 5)
         t1 = time.perf_counter()
-        res = S.threesmic_fit(kern, 10, S.make_links(n, ml, cl), 1.0, 0.0, dense_max=0)
+        res = S.threesmic_fit(kern, 10, _links(n, ml, cl), 1.0, 0.0, dense_max=0)
         times[n] = time.perf_counter() - t0
         eig[n] = time.perf_counter() - t1
         assert kern.K.nnz <= 2 * 5 * n + n  # O(n t) memory

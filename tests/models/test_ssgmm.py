@@ -17,7 +17,7 @@ from sklearn.mixture import GaussianMixture
 from ppclust._jax import x64
 from ppclust.estimators.ssgmm import BayesianSemiSupervisedGMM, SemiSupervisedGMM
 from ppclust.inference import em
-from ppclust.models.ssgmm import label_log_mask, ssgmm_model
+from ppclust.models.ssgmm import label_log_mask, label_noise_update, partition_flip_rate, ssgmm_model
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
 
@@ -136,13 +136,13 @@ def test_objective_monotone(cov_type, prior):
     y = np.where(np.random.default_rng(0).random(len(z)) < 0.15, z, -1)
     y[:6] = (z[:6] + 1) % 3  # a few wrong labels, absorbed by the noise model
     g = SemiSupervisedGMM(
-        3, covariance_type=cov_type, reg_covar=0.0, tol=1e-9, label_noise=0.1, prior=prior, init="kmeans++",
+        3, covariance_type=cov_type, reg_covar=0.0, tol=1e-9, label_noise=0.1, prior=prior, init="k-means++",
         random_state=1,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         g.fit(X, y)
-    tr = g.trace_
+    tr = g.objective_trace_
     assert len(tr) >= 5 and np.all(np.isfinite(tr))
     assert np.all(np.diff(tr) >= -1e-9 * np.abs(tr[:-1])), np.diff(tr).min()
     assert g.objective_ >= tr[-1] - 1e-9 * abs(tr[-1])
@@ -261,10 +261,8 @@ def test_errors():
         BayesianSemiSupervisedGMM(3, covariance_type="tied").fit(X, z)
     with pytest.raises(ValueError, match="n_draws"):
         BayesianSemiSupervisedGMM(3, n_draws=0).fit(X, z)
-    with pytest.raises(ValueError, match="covariance_type"), pytest.warns(FutureWarning):
-        SemiSupervisedGMM(3, covariance_type="tied", method="gibbs").fit(X, z)  # deprecated path validates
-    with pytest.raises(ValueError, match="n_draws"):
-        SemiSupervisedGMM(3, method="gibbs", n_draws=0).fit(X, z)
+    with pytest.raises(TypeError, match="n_draws"):
+        SemiSupervisedGMM(3, n_draws=10)  # EM takes no sampler parameters
 
 
 # ---------------------------------------------------------------------------------------- mclust MclustSSC
@@ -457,35 +455,6 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     assert g.predict(X).shape == (150,) and np.isfinite(g.bic())
 
 
-def test_method_gibbs_is_deprecated_and_runs_the_sampler():
-    """``SemiSupervisedGMM(method=...)`` keeps working for one release: ``"gibbs"`` fits
-    BayesianSemiSupervisedGMM (same draws for the same seed), ``"em"`` is the plain EM fit, and the
-    sampler's parameters given to the EM estimator warn that they are ignored; each with a FutureWarning
-    that names what to use."""
-    X, z = _blobs(3, n=150)  # the shapes of the test above: shared compiles
-    y = np.where(np.arange(150) % 4 == 0, z, -1)
-    kw = dict(covariance_type="full", random_state=0)
-    new = BayesianSemiSupervisedGMM(3, n_draws=40, n_warmup=40, n_chains=2, **kw).fit(X, y)
-    with pytest.warns(FutureWarning, match=r"`method` is deprecated.*use BayesianSemiSupervisedGMM"):
-        old = SemiSupervisedGMM(3, method="gibbs", n_draws=40, n_warmup=40, **kw).fit(X, y)
-    np.testing.assert_array_equal(old.labels_, new.labels_)
-    np.testing.assert_array_equal(np.asarray(old.samples_.labels), np.asarray(new.samples_.labels))
-    np.testing.assert_allclose(old.means_, new.means_)
-    np.testing.assert_array_equal(old.predict(X), new.predict(X))
-    assert old.get_params()["method"] == "gibbs" and old.posterior_ is not None
-    with pytest.warns(FutureWarning, match=r"`n_samples` was renamed `n_draws`"):
-        renamed = SemiSupervisedGMM(3, method="gibbs", n_samples=40, n_warmup=40, **kw).fit(X, y)
-    np.testing.assert_array_equal(renamed.labels_, new.labels_)
-    em_fit = SemiSupervisedGMM(3, **kw).fit(X, y)
-    with pytest.warns(FutureWarning, match=r"`method` is deprecated.*without `method`"):
-        em_old = SemiSupervisedGMM(3, method="em", **kw).fit(X, y)
-    np.testing.assert_array_equal(em_old.means_, em_fit.means_)
-    with pytest.warns(FutureWarning, match=r"\['n_draws'\] only apply to the deprecated method='gibbs'"):
-        ignored = SemiSupervisedGMM(3, n_draws=5, **kw).fit(X, y)
-    np.testing.assert_array_equal(ignored.means_, em_fit.means_)
-    assert not hasattr(em_fit, "posterior_")
-
-
 @pytest.mark.parametrize("cov_type", ["full", "diag", "spherical"])
 def test_em_map_and_gibbs_share_one_prior(cov_type):
     """EM's MAP M-step under ``mixture_niw_prior`` is the joint posterior mode of the collapsed family the
@@ -600,3 +569,49 @@ def test_default_prior_keeps_a_small_class_covariance_positive_definite():
     S = (xs - xs.mean(0)).T @ (xs - xs.mean(0)) + n0 / (1 + n0) * np.outer(xs.mean(0) - mu0, xs.mean(0) - mu0)
     want = (S + np.diag(X.var(0))) / (n0 + (d + 2) + d + 2)
     np.testing.assert_allclose(g.covariances_[small], want + g.reg_covar_ * np.eye(d), rtol=1e-6, atol=1e-9)
+
+
+def test_partition_flip_rate_recovers_a_known_rate():
+    """Labels flipped at rate 0.2 uniformly to another category; on the true partition the rate read off
+    (labelled points off their cluster's majority category) is the realised flip share exactly."""
+    rng = np.random.default_rng(1)
+    z = np.repeat(np.arange(4), 100)
+    lab = np.where(rng.random(400) < 0.5, z, -1)
+    flip = (lab >= 0) & (rng.random(400) < 0.2)
+    lab[flip] = (lab[flip] + rng.integers(1, 4, flip.sum())) % 4
+    realised = flip.sum() / (lab >= 0).sum()
+    from ppclust.inference.cecib import encode_labels
+
+    codes, m = encode_labels(lab, 400)
+    assert partition_flip_rate(z, codes, m) == pytest.approx(realised, abs=1e-12)
+    assert partition_flip_rate(z, np.full(400, -1), 0) == 0.0
+
+
+def test_partition_flip_rate_is_the_em_update_with_one_hot_responsibilities():
+    """Against ``models.ssgmm.label_noise_update`` with one-hot responsibilities and each cluster's class its
+    majority category (brute force over clusters), on random partitions with coarse labels; and the clip."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n, k, m = 60, int(rng.integers(1, 7)), int(rng.integers(2, 5))
+        z = rng.integers(0, k, n) * 7 + 3  # non-consecutive cluster ids
+        codes = np.where(rng.random(n) < 0.4, rng.integers(0, m, n), -1)
+        ids = np.unique(z)
+        maj = np.array([np.bincount(codes[(z == c) & (codes >= 0)], minlength=m).argmax() for c in ids])
+        resp = (z[:, None] == ids[None]).astype(float)
+        assert partition_flip_rate(z, codes, m) == pytest.approx(label_noise_update(resp, codes, maj, m),
+                                                                  abs=1e-12)
+    # one cluster, labels uniform over 3 categories: 2/3 off the majority, the clip (m-1)/m
+    assert partition_flip_rate(np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), 3) == pytest.approx(2 / 3)
+
+
+def test_bayesian_objective_is_the_log_joint_of_the_point_estimate():
+    """``objective_`` is the collapsed log joint of ``labels_`` (``models.ssgmm.ssgmm_log_joint``), on the
+    sampler's scale: with ``point_estimate="max_log_joint"`` it is the largest of ``objective_trace_``, the
+    log joint of every kept draw."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(5, 1, (20, 2))])
+    y = np.where(np.arange(40) % 4 == 0, np.repeat([0, 1], 20), -1)
+    g = BayesianSemiSupervisedGMM(2, n_draws=5, n_warmup=5, n_chains=1, random_state=0, label_noise=0.1,
+                                  point_estimate="max_log_joint", progress_bar=False).fit(X, y)
+    assert isinstance(g.objective_, float) and g.objective_trace_.shape == (1, 5)
+    assert g.objective_ == pytest.approx(g.objective_trace_.max(), rel=1e-12)
