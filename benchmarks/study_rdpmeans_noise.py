@@ -47,14 +47,8 @@ from benchmarks._common import (
 )
 from benchmarks.bench_benefit import DATASETS, _ms, panel_draws, panel_seed
 from ppclust import datasets, metrics
-from ppclust.sideinfo import (
-    SideInfo,
-    link_reliability,
-    link_reliability_share,
-    link_weight_shares,
-    pair_counts,
-    weigh_link_kinds,
-)
+from ppclust.models.tvclust import link_reliability, link_reliability_share, link_weight_shares
+from ppclust.sideinfo import SideInfo, pair_counts, weigh_link_kinds
 
 N_MAX = 200
 SETTINGS = ((0.0, 0.0), (1.0, 0.0), (3.0, 0.0), (3.0, 0.2))  # (pairs per point, link noise)

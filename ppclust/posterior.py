@@ -106,7 +106,7 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
     counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
-    from ppclust.sideinfo import link_beta_params
+    from ppclust.models.tvclust import link_beta_params
 
     ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
     # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
@@ -193,7 +193,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
 @partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
 def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq, partition, k_max,
              batch_size):
-    from ppclust.inference.gibbs import conditional
+    from ppclust.inference.gibbs import GibbsState, conditional
     from ppclust.models.tvclust import pair_counts
 
     def draw(args):
@@ -207,8 +207,9 @@ def _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, *, pq,
         def one(i):
             st = family.remove(stats, z[i], x[i])
             lp = family.log_predictive(st, x[i])
-            logw, _, _ = conditional(i, z, st, counts, x, links, family, prior, p, q, alpha, pq, removed=True,
-                                     partition=partition, point_logprior=point_logprior)
+            now = GibbsState(z, st, counts, p, q, alpha, jnp.asarray(False))
+            logw, _, _ = conditional(i, now, x, links, family, prior, pq, removed=True, partition=partition,
+                                     point_logprior=point_logprior)
             base = logw - lp
             if point_logprior is not None:
                 base = base - point_logprior[i]

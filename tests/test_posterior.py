@@ -106,7 +106,7 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p():
     from ppclust import TVClust
 
     X, _, ml, cl = _linked_blobs()
-    kw = dict(n_samples=300, n_warmup=60, n_chains=2, k_max=12, random_state=1)
+    kw = dict(n_draws=300, n_warmup=60, n_chains=2, k_max=12, random_state=1)
     sd = {}
     for pq in ("collapse", "sample"):
         est = TVClust(pq=pq, **kw).fit(X, must_link=ml, cannot_link=cl)
@@ -124,7 +124,7 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path):
     from ppclust import TVClust
 
     X, truth, ml, cl = _linked_blobs(1)
-    kw = dict(n_samples=60, n_warmup=40, n_chains=2, k_max=12, random_state=0, sample_alpha=True)
+    kw = dict(n_draws=60, n_warmup=40, n_chains=2, k_max=12, random_state=0, sample_alpha=True)
     with_links = TVClust(**kw).fit(X, must_link=ml, cannot_link=cl)
     without = TVClust(pq="fixed", **kw).fit(X)  # p, q fixed: constants, so not posterior variables
     dt = with_links.posterior_

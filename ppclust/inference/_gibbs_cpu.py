@@ -43,6 +43,7 @@ from ppclust._families_cpu import (
     rank_one,
 )
 from ppclust.families import Stats
+from ppclust.inference._callback import from_wire, to_wire, unwire, wire, wire_shape
 
 __all__ = ["available", "supports", "sweep"]
 
@@ -86,12 +87,12 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     flags = (code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
-        res = _host([_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
-        return tuple(_to_wire(r) for r in res)
+        res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
+        return tuple(to_wire(r) for r in res)
 
-    res = jax.pure_callback(host, tuple(_wire_shape(o) for o in outs), *(_wire(a) for a in args),
+    res = jax.pure_callback(host, tuple(wire_shape(o) for o in outs), *(wire(a) for a in args),
                             vmap_method="expand_dims")
-    labi, flt = (_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
+    labi, flt = (from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
     n_pts = x.shape[0]
     o = K + K * d
     scale = _scale_layout(flt[o:o + K * m].reshape(st.scale.shape), code)
@@ -103,40 +104,6 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
 def _scale_layout(scale, code):
     """Cholesky factors go column-major into the kernel (its inner loops run down a column) and back."""
     return jnp.swapaxes(scale, -1, -2) if code == FULL else scale
-
-
-# 64-bit arrays cross the callback as uint32 pairs: JAX canonicalises a callback's inputs and outputs with
-# the x64 flag of the thread that runs it, not the caller's `jax.enable_x64` scope (float64 would silently
-# arrive as float32).
-def _wire(a):
-    if np.dtype(a.dtype).itemsize == 8:
-        return jax.lax.bitcast_convert_type(a, jnp.uint32)
-    return a
-
-
-def _unwire(a, dtype):
-    a = np.asarray(a)
-    if dtype.itemsize == 8:
-        return np.ascontiguousarray(a).view(dtype)[..., 0]
-    return a
-
-
-def _wire_shape(a):
-    if a.dtype.itemsize == 8:
-        return jax.ShapeDtypeStruct(a.shape + (2,), jnp.uint32)
-    return jax.ShapeDtypeStruct(a.shape, a.dtype)
-
-
-def _to_wire(a):
-    if a.dtype.itemsize == 8:
-        return np.ascontiguousarray(a).view(np.uint32).reshape(a.shape + (2,))
-    return a
-
-
-def _from_wire(r, dtype):
-    if np.dtype(dtype).itemsize == 8:
-        return jax.lax.bitcast_convert_type(r, dtype)
-    return r
 
 
 def _host(args, flags):
@@ -160,10 +127,9 @@ def _host(args, flags):
 
 def _ir_inline(fn):
     """A small per-point kernel shared by the sweep and the PSIS-LOO kernel, inlined into both by numba's IR
-    inlining (``inline="always"``): as a numba call per point the A/B timed the sweep at 0.65x at d = 2
-    (``results/tvclust_refactor.md``). Only helpers with few array arguments: each inlined array argument
-    still costs reference counting per point (an inlined leave-one-out helper with 16 arrays measured the
-    diag sweep at 0.90x), and IR inlining re-types the body at each call site (first-compile time)."""
+    inlining (``inline="always"``): a numba call per point costs more than its body. Only helpers with few
+    array arguments: each inlined array argument still costs reference counting per point, and IR inlining
+    re-types the body at each call site (first-compile time)."""
     return compile_kernel(fn, inline="always")
 
 

@@ -42,6 +42,13 @@ __all__ = [
     "log_link_likelihood",
     "log_joint",
     "log_joint_from_stats",
+    "link_beta_params",
+    "link_reliability",
+    "link_log_odds",
+    "link_reliability_share",
+    "link_weight_shares",
+    "escobar_west",
+    "link_noise_beta",
     "sample_prior",
     "numpyro_model",
     "collapsed_numpyro_model",
@@ -91,27 +98,161 @@ def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Arra
     return (_xlogy(n11, p) + _xlogy(n01, 1 - p) + _xlogy(n00, q) + _xlogy(n10, 1 - q))
 
 
+def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
+    r"""The Beta posteriors of TVClust's link sensitivity and specificity given a partition's pair counts:
+    ``(a_p + N11, b_p + N01, a_q + N00, b_q + N10)``.
+
+    TVClust (Khashabi et al. 2015, Section 3; spec 2.5): a pair in one cluster is observed as a may-link
+    with probability :math:`p`, a pair across clusters as a may-not-link with probability :math:`q`. With
+    ``counts`` :math:`[N_{11}, N_{01}, N_{10}, N_{00}]` (:func:`pair_counts`, last axis) and priors
+    :math:`p \sim \mathrm{Beta}(a_p, b_p)`, :math:`q \sim \mathrm{Beta}(a_q, b_q)` (``a_q``, ``b_q``
+    default to ``a_p``, ``b_p``), :math:`p \mid z \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})` and
+    :math:`q \mid z \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`. Arrays of any namespace (traced in
+    the samplers' sweeps, NumPy in ``posterior``)."""
+    a_q = a_p if a_q is None else a_q
+    b_q = b_p if b_q is None else b_q
+    n11, n01, n10, n00 = counts[..., 0], counts[..., 1], counts[..., 2], counts[..., 3]
+    return a_p + n11, b_p + n01, a_q + n00, b_q + n10
+
+
+def link_reliability(counts, a=1.0, b=1.0, *, a_q=None, b_q=None, xp=np):
+    r"""Posterior means of TVClust's link sensitivity and specificity given a partition's pair counts:
+    :math:`\hat p = (N_{11} + a) / (N_{11} + N_{01} + a + b)`, :math:`\hat q = (N_{00} + a_q) / (N_{10} +
+    N_{00} + a_q + b_q)` of :func:`link_beta_params` (Beta(``a``, ``b``) on p; on q too unless ``a_q``,
+    ``b_q`` are given). The collapsed samplers report these each sweep (``xp=jax.numpy``, traced;
+    ``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``); with the default
+    ``xp=numpy``, host floats."""
+    if xp is np:
+        counts = np.asarray(counts, np.float64)
+    ap, bp, aq, bq = link_beta_params(counts, a, b, a_q, b_q)
+    p, q = ap / (ap + bp), aq / (aq + bq)
+    return (float(p), float(q)) if xp is np else (p, q)
+
+
+def link_log_odds(p, q, xp=np):
+    r"""The log-likelihood ratios of a may-link and of a may-not-link for "same cluster" against "different
+    clusters" under TVClust's link model (sensitivity ``p``, specificity ``q``, :func:`link_reliability`):
+    :math:`\ell_+ = \ln\frac{p}{1-q}`, :math:`\ell_- = \ln\frac{q}{1-p}`. They are the link weights of
+    TVClust's Gibbs conditionals (``xp=jax.numpy`` there, traced) and, times :math:`2\sigma^2`, RDP-means'
+    :math:`\xi_1, \xi_2` in the small-variance limit (:func:`small_variance_hyper`). With the
+    default ``xp=numpy``: host floats."""
+    l_plus, l_minus = xp.log(p) - xp.log1p(-q), xp.log(q) - xp.log1p(-p)
+    return (float(l_plus), float(l_minus)) if xp is np else (l_plus, l_minus)
+
+
+def link_reliability_share(counts, reference=0.9, strength=11.0):
+    r"""The weight share of may-links and of may-not-links that a partition's pair counts support, and the
+    link reliability it is read from: ``((r_plus, r_minus), (p, q))``.
+
+    ``p, q``: :func:`link_reliability` under Beta(``strength * reference``, ``strength * (1 - reference)``)
+    priors on both -- by default Beta(9.9, 1.1), TVClust's prior for "links are mostly right"
+    (``TVClust(link_noise=0.1, link_strength=11)``: prior mean 0.9, the 11 pseudo-links of spec 2.8's
+    neutral prior). :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}`, with :math:`\ell_\pm`
+    their :func:`link_log_odds` and :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``) the
+    log-odds of both kinds at the prior mean, ``ln 9``. So links the counts do not contradict keep their
+    full weight (1; also with no counts at all, where ``p = q = reference``); a kind the partition often
+    violates loses weight in proportion to its log-odds, and a kind with no evidence (:math:`\ell \le 0`:
+    violated as often as kept) gets 0. RDP-means' ``link_reliability="auto"``. Host scalars."""
+    p, q = link_reliability(counts, strength * reference, strength * (1.0 - reference))
+    return link_weight_shares(p, q, reference), (p, q)
+
+
+def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
+    r"""The weight shares :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}` of may-links and
+    may-not-links for link sensitivity ``p`` and specificity ``q``: :math:`\ell_\pm` their
+    :func:`link_log_odds`, :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``; ``ln 9`` at the
+    default 0.9). :func:`link_reliability_share` reads ``p, q`` off a partition's pair counts and calls it.
+    Host scalars."""
+    ref = float(np.log(reference) - np.log1p(-reference))
+    l_plus, l_minus = link_log_odds(p, q)
+    return min(1.0, max(0.0, l_plus) / ref), min(1.0, max(0.0, l_minus) / ref)
+
+
+def escobar_west(key, alpha, k, n, a, b):
+    r"""One draw of the DP concentration alpha given K clusters of n points (Escobar & West 1995, Section 6).
+
+    Under a Gamma(``a``, ``b``) prior (shape, rate) the auxiliary-variable update draws
+    :math:`\eta \sim \mathrm{Beta}(\alpha + 1, n)`, then :math:`\alpha` from the two-component mixture
+    :math:`\pi_\eta \mathrm{Gamma}(a + K, b - \ln\eta) + (1 - \pi_\eta) \mathrm{Gamma}(a + K - 1,
+    b - \ln\eta)` with :math:`\pi_\eta / (1 - \pi_\eta) = (a + K - 1) / (n (b - \ln\eta))` (their eq. 13);
+    ``alpha`` carries the dtype. Traced (the samplers call it after each sweep when ``sample_alpha``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> a = escobar_west(jax.random.key(0), jnp.float32(1.0), 3, 100, 1.0, 1.0)
+    >>> bool(a > 0)
+    True
+    """
+    k1, k2, k3 = jax.random.split(key, 3)
+    eta = jax.random.beta(k1, alpha + 1.0, n, dtype=alpha.dtype)
+    rate = b - jnp.log(eta)
+    odds = (a + k - 1.0) / (n * rate)
+    shape = jnp.where(jax.random.uniform(k2, dtype=alpha.dtype) < odds / (1.0 + odds), a + k, a + k - 1.0)
+    return jax.random.gamma(k3, shape, dtype=alpha.dtype) / rate
+
+
 def log_joint_from_stats(stats, counts, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
     """Log joint from per-slot statistics and pair counts (what a sampler carries), O(K)."""
     return (log_crp(stats.n, prior.alpha) + family.log_marginal(stats).sum()
             + log_link_likelihood(counts, prior, p, q))
 
 
-def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
+def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None, *,
+              k_max=None) -> jax.Array:
     r"""Log joint :math:`\log p(z, x, E \mid \alpha[, p, q])`, cluster parameters integrated out.
 
     Parameters
     ----------
-    labels : int array of shape (n,), values in ``[0, n)`` (any labelling of the partition).
-    x : array of shape (n, d).
-    links : :class:`Links`.
-    family : a conjugate family from :mod:`ppclust.families`.
-    prior : :class:`TVClustPrior`.
-    p, q : floats or None. ``None`` integrates ``p`` and ``q`` out (spec 2.6); values condition on them.
+    labels : int array of shape (n,)
+        Any labelling of the partition, values in ``[0, k_max)``.
+    x : array of shape (n, d)
+        The points.
+    links : :class:`Links`
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : :class:`TVClustPrior`
+        alpha and the Beta priors of p and q.
+    p, q : float or None, default=None
+        None integrates p and q out (spec 2.6); values condition on them.
+    k_max : int or None, default=None
+        Slots of the statistics (static); None: n, which holds any labelling.
+
+    Returns
+    -------
+    jax.Array
+        The scalar log joint (eqs. 1 and 8).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.1, 0.0], [3.0, 3.0]])
+    >>> fam = GaussianNIW.default(x)
+    >>> links = make_links(3, [[0, 1]], [1])
+    >>> bool(log_joint(jnp.array([0, 0, 1]), x, links, fam, TVClustPrior())
+    ...      > log_joint(jnp.array([0, 1, 1]), x, links, fam, TVClustPrior()))
+    True
     """
     labels = jnp.asarray(labels, dtype=jnp.int32)
-    stats = family.stats(x, labels, x.shape[0])
+    stats = family.stats(x, labels, x.shape[0] if k_max is None else int(k_max))
     return log_joint_from_stats(stats, pair_counts(labels, links), family, prior, p, q)
+
+
+def link_noise_beta(link_noise, strength):
+    r"""Beta parameters ``(a_p, b_p, a_q, b_q)`` of the prior "a share ``link_noise`` of the links is wrong".
+
+    :math:`p, q \sim \mathrm{Beta}(s (1 - \epsilon), s \epsilon)` with :math:`\epsilon` = ``link_noise``
+    in (0, 0.5] and :math:`s` = ``strength`` > 0 pseudo-links: prior mean :math:`1 - \epsilon` for both.
+
+    Examples
+    --------
+    >>> [round(v, 2) for v in link_noise_beta(0.1, 11.0)]
+    [9.9, 1.1, 9.9, 1.1]
+    """
+    s, eps = float(strength), float(link_noise)
+    return s * (1 - eps), s * eps, s * (1 - eps), s * eps
 
 
 def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, mean_scale=5.0,

@@ -151,22 +151,6 @@ def test_renamed_parameter_still_works_with_future_warning(name, old, new, value
     assert a.get_params()[old] == value  # the user's parameter is left as given
 
 
-def test_tvclust_renamed_sampler_parameters():
-    from ppclust import TVClust
-
-    # three blobs, as tests/estimators/test_scale.py (same shapes: shared compile)
-    rng = np.random.default_rng(0)
-    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[np.repeat(np.arange(3), 20)] + rng.normal(size=(60, 2))
-    kw = dict(n_warmup=20, n_chains=1, k_max=8, random_state=0)
-    with pytest.warns(FutureWarning, match="`n_samples` was renamed `n_draws`"):
-        a = TVClust(n_samples=20, **kw).fit(X)
-    with pytest.warns(FutureWarning, match="`covariance` was renamed `covariance_type`"):
-        c = TVClust(n_draws=20, covariance="full", **kw).fit(X)
-    assert np.asarray(a.samples_.labels).shape[:2] == (1, 20)
-    np.testing.assert_array_equal(a.labels_, c.labels_)  # same draws: the old names mean the same
-    assert c.labels_.dtype == np.int64
-
-
 def _extra(name):
     if name == "c3l":
         return {"hyperplane": (np.array([1.0, 0.0]), 0.0)}
