@@ -109,7 +109,15 @@ _TOKENS = itertools.count(1)
 def hold(x):
     """Hold a host copy of the data ``x`` for the duration of a ``with`` block; yields its token (an int) for
     :func:`wired`. The sampler holds its data around one compiled call (``subcluster.sample``): the token is
-    an operand of the program (no recompilation per data set) and the callbacks look the data up by it."""
+    an operand of the program (no recompilation per data set) and the callbacks look the data up by it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with hold(np.zeros((3, 2))) as token:
+    ...     isinstance(token, int)
+    True
+    """
     token = next(_TOKENS)
     _HELD[token] = np.array(x, copy=True)  # owned, writable, C-contiguous
     try:
@@ -124,6 +132,13 @@ class Wired:
     when held), ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the
     centred sums, as ``families._centered_scatter`` takes it), ``token`` (a () int32 array, or None) the
     :func:`hold` token of the data: the callbacks then read the held host copy (``x`` never crosses them).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> w = wired(jnp.ones((3, 2), jnp.float32))
+    >>> isinstance(w, Wired), w.dtype
+    (True, dtype('float32'))
     """
 
     def __init__(self, bits, dtype, centre, token=None):
@@ -142,7 +157,14 @@ def wired(x, token=None):
     Without ``token``, 64-bit types as uint32 pairs (:func:`wire`): the conversion is a copy of ``x``
     (about as long as the callback's own operand copy) and the means a pass over it, so the sampler makes
     both once per chain, not once per call. With the ``token`` of :func:`hold` (the sampler's path), only
-    the token crosses the callbacks."""
+    the token crosses the callbacks.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> wired(jnp.ones((3, 2), jnp.float32)).centre.tolist()
+    [1.0, 1.0]
+    """
     if token is not None:
         return Wired(None, x.dtype, x.mean(0), jnp.asarray(token, jnp.int32))
     return Wired(wire(x), np.dtype(x.dtype), x.mean(0))
@@ -190,7 +212,16 @@ def call(host, outs, args):
     Operands of at most ``_PACK_MAX`` words cross packed into one uint32 vector, results likewise (the
     sizes are static: JAX slices and bitcasts them back, the host views them). Under ``vmap`` the chains
     come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and ``host``
-    runs once per chain (each kernel is multi-threaded over the points)."""
+    runs once per chain (each kernel is multi-threaded over the points).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> (out,) = call(lambda a: (np.asarray(a) * 2,), (jax.ShapeDtypeStruct((3,), jnp.int32),),
+    ...               (jnp.arange(3, dtype=jnp.int32),))
+    >>> out.tolist()
+    [0, 2, 4]
+    """
     dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
     held = [isinstance(a, Wired) and a.token is not None for a in args]
     wired_args = [a.token if h else a.bits if isinstance(a, Wired) else wire(a)

@@ -22,15 +22,23 @@ import numpy as np
 from ppclust._families_cpu import compile_kernel
 from ppclust.inference._callback import call, labels_operand
 
-__all__ = ["ClusterIndex", "cluster_index", "held_index", "candidates", "index_args", "counting_sort",
-           "merge_segments", "merge_two"]
+__all__ = ["ClusterIndex", "cluster_index", "candidates", "counting_sort", "index_args"]
 
 
 @compile_kernel
 def counting_sort(labels, order, off):
     """The cluster index of ``labels`` (:class:`ClusterIndex`): ``order`` the
     points sorted by label, stably (each slot's points in increasing index order), slot k's points
-    ``order[off[k]:off[k + 1]]``; labels outside [0, K) (K = ``off.size - 1``) are left out."""
+    ``order[off[k]:off[k + 1]]``; labels outside [0, K) (K = ``off.size - 1``) are left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> order, off = np.empty(4, np.int32), np.empty(3, np.int32)
+    >>> counting_sort(np.array([1, 0, 1, 0], np.int32), order, off)
+    >>> order.tolist(), off.tolist()
+    ([1, 3, 0, 2], [0, 2, 4])
+    """
     n = labels.shape[0]
     K = off.shape[0] - 1
     cnt = np.zeros(K + 1, np.int64)
@@ -102,7 +110,15 @@ class ClusterIndex(NamedTuple):
     segments j with ``cover[k, j]`` (the identity when built; a move accepted since updates it: a split's or
     peel's new slot covers what the split slot covered, a merge's or absorb's kept slot covers both). A cover
     is a superset, never a miss, so the kernels filter by the current labels and give exactly what a visit
-    of all n points gives; so does a token no longer held (the kernels then visit all n points)."""
+    of all n points gives; so does a token no longer held (the kernels then visit all n points).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> index = cluster_index(jnp.array([1, 0, 1, 0], jnp.int32), 2)
+    >>> index.moved(True, False, 0, 1).cover.tolist()
+    [[True, True], [False, True]]
+    """
 
     token: jax.Array
     cover: jax.Array
@@ -131,7 +147,15 @@ def held_index(token):
 
 def cluster_index(labels, k_max):
     """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort` in one callback; its arrays held on the
-    host under a fresh token)."""
+    host under a fresh token).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> index = cluster_index(jnp.array([1, 0, 1, 0], jnp.int32), 2)
+    >>> held_index(index.token)[0].tolist()
+    [1, 3, 0, 2]
+    """
     n = labels.shape[0]
 
     def host(labels):
@@ -151,7 +175,15 @@ def cluster_index(labels, k_max):
 def candidates(n, token=None, rows=None):
     """Host side: increasing point indices holding every point of the slots whose covers are the rows of
     ``rows`` (the union of their index segments, :func:`merge_segments`); all n points without an index
-    (``token`` None, or no longer held)."""
+    (``token`` None, or no longer held).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> index = cluster_index(jnp.array([1, 0, 1, 0], jnp.int32), 2)
+    >>> candidates(4, index.token, np.asarray(index.cover[:1])).tolist()
+    [1, 3]
+    """
     held = None if token is None else held_index(token)
     if held is None:
         return np.arange(n, dtype=np.int32)
@@ -179,7 +211,16 @@ _LAST_UNION: list = [None]
 
 
 def index_args(index, *rows):
-    """The operands of a kernel's candidates: ``(token, cover rows)``, none without an index."""
+    """The operands of a kernel's candidates: ``(token, cover rows)``, none without an index.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> index = cluster_index(jnp.array([1, 0, 1, 0], jnp.int32), 2)
+    >>> token, rows = index_args(index, index.cover[0])
+    >>> rows.shape
+    (1, 2)
+    """
     if index is None:
         return ()
     return index.token, jnp.stack(rows)

@@ -45,13 +45,21 @@ from ppclust._families_cpu import (
 from ppclust.families import Stats
 from ppclust.inference._callback import from_wire, to_wire, unwire, wire, wire_shape
 
-__all__ = ["available", "supports", "sweep"]
+__all__ = ["supports", "sweep", "loo_log_predictive"]
 
 _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
 
 
 def supports(family) -> bool:
-    """Whether :func:`sweep` implements this family."""
+    """Whether :func:`sweep` implements this family.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW, Multinomial
+    >>> supports(Multinomial(jnp.ones(3)))
+    False
+    """
     return available() and family_code(family) is not None
 
 
@@ -60,6 +68,23 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
 
     Operands are packed into seven arrays (each operand of a host callback costs ~40 us per call).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> with x64():
+    ...     x = jnp.asarray(xs)
+    ...     fam, links = GaussianNIW.default(x), make_links(4, [[0, 1]], [1])
+    ...     u = jnp.full(4, 0.5)
+    ...     labels, stats, counts, overflow = sweep(u, u, init(x, links, fam, k_max=4), x, links, fam,
+    ...                                             TVClustPrior(), "collapse")
+    >>> labels.shape, bool(overflow)
+    ((4,), False)
     """
     code = family_code(family)
     if code is None or not available():
@@ -465,6 +490,21 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     ``labels`` (S, n) compact slot ids ``< k_max``; ``pair_counts`` (S, 4) ``[N11, N01, N10, N00]`` of each
     draw; ``p, q, alpha`` (S,). Statistics are rebuilt per draw by rank-one additions (O(S n d^2)), so the
     values agree with the XLA program to rounding (``tests/test_gibbs_cpu.py``). Returns (S, n) float64.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> with x64():
+    ...     fam = GaussianNIW.default(jnp.asarray(xs))
+    ...     out = loo_log_predictive(np.array([[0, 0, 1, 1]]), xs, links, fam, TVClustPrior(),
+    ...                              np.array([[1.0, 0.0, 0.0, 0.0]]), 0.9, 0.9, 1.0, k_max=4)
+    >>> out.shape
+    (1, 4)
     """
     code = family_code(family)
     if code is None or not available():

@@ -54,9 +54,8 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["available", "supports", "compile_kernel", "parallel_kernel", "contracted_kernel", "chunks",
-           "rows_logliks", "param_arrays", "stats_sums", "family_stats", "pick_subsamples", "subsamples",
-           "peel_points", "peel_points_of", "move_sides", "move"]
+__all__ = ["supports", "chunks", "rows_logliks", "param_arrays", "family_stats", "subsamples",
+           "peel_points_of", "move"]
 
 #: numba's disk cache keys a kernel on its own source file: the kernels here inline _families_cpu's
 #: densities and constants and the counter uniforms, so those files' stamps are folded in too (an edit
@@ -66,7 +65,15 @@ compile_kernel = partial(_families_cpu.compile_kernel,
 
 
 def supports(family, dtype=jnp.float64) -> bool:
-    """Whether the compiled passes implement this family (GaussianNIW, float64)."""
+    """Whether the compiled passes implement this family (GaussianNIW, float64).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> supports(GaussianNIW.default(jnp.eye(3)), jnp.float32)
+    False
+    """
     return available() and isinstance(family, GaussianNIW) and family_code(family) is not None \
         and np.dtype(dtype) == np.float64
 
@@ -86,7 +93,13 @@ def contracted_kernel(fn):
 # -- kernels of the moves ------------------------------------------------------------------------
 @compile_kernel
 def chunks(n):
-    """Row ranges for prange: about 8 per thread (load balance), at least 4096 rows each."""
+    """Row ranges for prange: about 8 per thread (load balance), at least 4096 rows each.
+
+    Examples
+    --------
+    >>> int(chunks(10000))
+    3
+    """
     return max(1, min(-(-n // 4096), 64))
 
 
@@ -378,7 +391,18 @@ def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     ``H`` (2, K) half log determinants and log weights), with the rows innermost: every loop over b
     vectorises (no reduction across lanes). ``q``, ``w`` (rows,) and ``ut`` (d, rows): scratch (``ut`` the
     centred rows of one slot, so the d^2 loop is one multiply-add per term; ``code`` UPPER skips the
-    factor's zeros below the diagonal)."""
+    factor's zeros below the diagonal).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust._families_cpu import DIAG
+    >>> xt, M, Af, H = np.array([[0.0, 1.0]]), np.zeros((1, 1)), np.ones((1, 1)), np.zeros((2, 1))
+    >>> q, w, ut, lk = np.empty(2), np.empty(2), np.empty((1, 2)), np.empty((1, 2))
+    >>> rows_logliks(xt, 2, M, Af, H, DIAG, 0.0, q, w, ut, lk)
+    >>> lk.tolist()
+    [[0.0, -0.5]]
+    """
     d = xt.shape[0]
     K = H.shape[1]
     for k in range(K):
@@ -433,7 +457,22 @@ def param_arrays(theta, code):
     layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each factor
     (:math:`R^\top R = A^\top Q^\top Q A = A^\top A`, the same precision: the same densities up to
     rounding) and the code UPPER, so every density skips R's zeros: d(d+1)/2 products in place of d^2
-    (d = 2 keeps its unrolled full product)."""
+    (d = 2 keeps its unrolled full product).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> with x64():
+    ...     fam = GaussianNIW.default(jnp.asarray(xs))
+    ...     st = fam.stats(jnp.asarray(xs), jnp.array([0, 0, 1, 1]), 2)
+    ...     theta = fam.sample_posterior(jax.random.key(0), st)
+    ...     mean, A, half, code = param_arrays(theta, 0)
+    >>> mean.shape, A.shape
+    ((2, 2), (2, 4))
+    """
     K = theta.mean.shape[0]
     A = theta.prec_factor
     if A.ndim == 3:
@@ -447,7 +486,20 @@ def param_arrays(theta, code):
 
 def family_stats(x, labels, k_max, family, xw=None):
     """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
-    :func:`wired` ``x``, else made here)."""
+    :func:`wired` ``x``, else made here).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> with x64():
+    ...     x = jnp.asarray(xs)
+    ...     st = family_stats(x, jnp.array([0, 0, 1, 1]), 2, GaussianNIW.default(x))
+    >>> st.n.tolist()
+    [2.0, 2.0]
+    """
     n, d = x.shape
     xw = wired(x) if xw is None else xw  # centre: the shift of families._centered_scatter (its x.mean(0))
 
@@ -467,7 +519,14 @@ def family_stats(x, labels, k_max, family, xw=None):
 
 def peel_points_of(labels, c, j, s, index=None):
     """:func:`peel_points` from JAX: ``(i_peel, i_absorb)`` (``index``: a :class:`ClusterIndex` valid for
-    ``labels``, or None: every point visited)."""
+    ``labels``, or None: every point visited).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> [int(v) for v in peel_points_of(jnp.array([0, 1, 1, 2]), 1, 1, 2)]
+    [2, 3]
+    """
     n = labels.shape[0]
 
     def host(labels, c, j, s, *ix):
@@ -488,7 +547,16 @@ def peel_points_of(labels, c, j, s, index=None):
 
 def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
     """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))`` (``index``: a
-    :class:`ClusterIndex` valid for ``labels``, or None: every point visited)."""
+    :class:`ClusterIndex` valid for ``labels``, or None: every point visited).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> (idx, n_c), _, _, _ = subsamples(jnp.array([0, 0, 1, 1]), 1, 0, True, jnp.array([0.1, 0.9]),
+    ...                                  jnp.array([0.5]))
+    >>> int(n_c), sorted(set(idx.tolist())) <= [2, 3]
+    (2, True)
+    """
     m, ml = u.shape[0], u_lab.shape[0]
     n = labels.shape[0]
 
@@ -511,7 +579,24 @@ def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
 def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None, index=None):
     """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
     :func:`wired` ``x``, else made here; ``index``: a :class:`ClusterIndex` valid for ``labels``, or None:
-    every point visited)."""
+    every point visited).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.inference.subcluster_moves import counter_seed
+    >>> with x64():
+    ...     x = jnp.asarray(xs)
+    ...     fam = GaussianNIW.default(x)
+    ...     theta = fam.sample_posterior(jax.random.key(0), fam.stats(x, jnp.array([0, 0, 1, 1]), 2))
+    ...     out = move(x, jnp.zeros(4, jnp.int32), 0, 0, 1, True, theta, jnp.log(jnp.array([0.5, 0.5])),
+    ...                counter_seed(jax.random.key(1)), fam, 30.0)
+    >>> out[0].shape, int(out[2])
+    ((4,), 4)
+    """
     mean, A, half, code = param_arrays(theta, family_code(family))
     n, d = x.shape
     xw = wired(x) if xw is None else xw

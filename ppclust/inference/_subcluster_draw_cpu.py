@@ -39,8 +39,7 @@ try:
 except ImportError:  # pragma: no cover - without numba the kernels run as Python
     _intrinsic = None
 
-__all__ = ["fexp", "dense_draw", "block_draw", "precision_bound", "draw_block", "sub_block_deltas",
-           "scan_sub_blocks", "apply_sub_blocks", "accept_sub_blocks"]
+__all__ = ["draw_block", "accept_sub_blocks"]
 
 #: the kernels here inline the densities of _families_cpu, the counter uniforms and the row densities of
 #: _subcluster_cpu: those files' stamps are folded into numba's disk-cache key (an edit recompiles them)
@@ -406,7 +405,25 @@ def precision_bound(A, code, d):
 def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     """:func:`dense_draw` (d <= ``_BOUND_MIN_D``) or :func:`block_draw` from JAX: ``(labels (n,), counts
     (K,))``, the twin of ``subcluster._block_draw`` on one device with uniforms
-    ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here)."""
+    ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.inference.subcluster_moves import counter_seed
+    >>> with x64():
+    ...     x = jnp.asarray(xs)
+    ...     fam = GaussianNIW.default(x)
+    ...     theta = fam.sample_posterior(jax.random.key(0), fam.stats(x, jnp.array([0, 0, 1, 1]), 2))
+    ...     log_pi = jnp.log(jnp.array([0.5, 0.5]))
+    ...     z, cnt = draw_block(x, jnp.zeros(4, bool), jnp.array([0, 0, 1, 1]), log_pi, theta,
+    ...                         counter_seed(jax.random.key(1)), fam, 20.0)
+    >>> z.shape, int(cnt.sum())
+    ((4,), 4)
+    """
     mean, A, half, code = param_arrays(theta, family_code(family))
     n, d = x.shape
     K = log_pi.shape[0]
@@ -478,7 +495,16 @@ def apply_sub_blocks(labels, z, acc, out):
 
 def accept_sub_blocks(labels, draw, sizes, n_blocks):
     """``subcluster.accept_sub_blocks`` on the compiled kernels: ``(labels (n,), sizes (K,))``, ``sizes``
-    in its own dtype (whole numbers)."""
+    in its own dtype (whole numbers).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> z = jnp.array([0, 0, 0, 0])
+    >>> labels, sizes = accept_sub_blocks(jnp.array([0, 0, 1, 1]), z, jnp.array([2.0, 2.0]), 4)
+    >>> labels.tolist(), sizes.tolist()
+    ([0, 0, 0, 1], [3.0, 1.0])
+    """
     n, K = labels.shape[0], sizes.shape[0]
 
     def host(labels, z, sizes):

@@ -97,7 +97,18 @@ __all__ = [
 
 
 class GibbsState(NamedTuple):
-    """Carried between sweeps (one chain)."""
+    """Carried between sweeps (one chain).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> init(x, links, fam, k_max=4).labels.tolist()
+    [0, 0, 0, 0]
+    """
 
     labels: jax.Array  # (n,) int32 slot index per point
     stats: object  # family Stats with k_max slots; active slots are those with n > 0
@@ -110,7 +121,19 @@ class GibbsState(NamedTuple):
 
 
 class SweepInfo(NamedTuple):
-    """Label-invariant per-sweep diagnostics (not carried)."""
+    """Label-invariant per-sweep diagnostics (not carried).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> info = sweep_info(init(x, links, fam, k_max=4), fam, TVClustPrior(), "collapse")
+    >>> int(info.n_clusters)
+    1
+    """
 
     n_clusters: jax.Array  # () int32
     log_joint: jax.Array  # () log p(z, x, E | alpha[, p, q]) (+ log Beta(p) + log Beta(q) in "sample" mode)
@@ -120,7 +143,20 @@ class SweepInfo(NamedTuple):
 
 
 class ChainResult(NamedTuple):
-    """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them)."""
+    """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> res = sample(jax.random.key(0), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=4,
+    ...              progress_bar=False)
+    >>> res.labels.shape, res.log_joint.shape
+    ((1, 2, 4), (1, 2))
+    """
 
     labels: np.ndarray | None  # (chain, draw, n) int32, or None when not stored
     n_clusters: np.ndarray
@@ -136,6 +172,17 @@ def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alph
     """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given.
 
     ``algorithm="explicit"`` also draws every slot's theta from its posterior (``key`` required).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> state = init(x, links, fam, k_max=4, labels=jnp.array([0, 0, 1, 1]))
+    >>> state.stats.n.tolist()
+    [2.0, 2.0, 0.0, 0.0]
     """
     n = x.shape[0]
     labels = jnp.zeros(n, jnp.int32) if labels is None else jnp.asarray(labels, jnp.int32)
@@ -214,6 +261,18 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, c
     Returns
     -------
     (GibbsState, SweepInfo)
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> state, info = step(jax.random.key(0), init(x, links, fam, k_max=4), x, links, fam, TVClustPrior(),
+    ...                    backend="xla")
+    >>> state.labels.shape
+    (4,)
     """
     cfg = (SamplerConfig() if config is None else config).with_options(**options)
     pq, sample_alpha, partition, algorithm = cfg.pq, cfg.sample_alpha, cfg.partition, cfg.algorithm
@@ -257,7 +316,19 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, c
 
 class GibbsAlgorithm(NamedTuple):
     """``init(labels=None, *, p, q, alpha, key) -> GibbsState`` and ``step(key, state) -> (GibbsState,
-    SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape)."""
+    SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> alg = build(x, links, fam, TVClustPrior(), k_max=4, backend="xla")
+    >>> isinstance(alg, GibbsAlgorithm)
+    True
+    """
 
     init: Callable
     step: Callable
@@ -333,6 +404,18 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
     ------
     KMaxExhaustedError
         When a chain needed more than ``k_max`` clusters.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> res = sample(jax.random.key(0), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=4,
+    ...              progress_bar=False)
+    >>> res.n_clusters.shape
+    (1, 2)
     """
     cfg = (SamplerConfig() if config is None else config).with_options(**options)
     cfg.check_unused(("n_moves", "mesh"), "gibbs.sample")
@@ -526,6 +609,12 @@ def shuffle_order(order_u):
     in the compiled sweep (:mod:`ppclust.inference._gibbs_cpu`), so both backends visit the points in the
     same order. O(n); the compiled sweep shuffles in place (a sort-based permutation cost 2 ms per sweep at
     n = 10,000 on XLA:CPU).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> sorted(shuffle_order(jnp.array([0.1, 0.7, 0.4])).tolist())
+    [0, 1, 2]
     """
     n = order_u.shape[0]
 
@@ -543,6 +632,12 @@ def draw_categorical(logw, u):
 
     The first slot whose cumulative weight exceeds ``u`` times the total; a slot of zero weight is never
     returned (its cumulative weight equals its predecessor's).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> int(draw_categorical(jnp.log(jnp.array([0.2, 0.8])), 0.5))
+    1
     """
     c = jnp.cumsum(jnp.exp(logw - jnp.max(logw)))
     return jnp.argmax(c > u * c[-1])
@@ -610,12 +705,32 @@ def log_dirichlet_multinomial(sizes, alpha) -> jax.Array:
 
     :math:`\log\Gamma(\alpha) - \log\Gamma(\alpha + n) + \sum_k [\log\Gamma(n_k + \alpha/K)
     - \log\Gamma(\alpha/K)]` with ``K = len(sizes)``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> round(float(log_dirichlet_multinomial(jnp.array([1.0, 0.0]), 2.0)), 4)
+    -0.6931
     """
     a = alpha / sizes.shape[0]
     return gammaln(alpha) - gammaln(alpha + sizes.sum()) + (gammaln(sizes + a) - gammaln(a)).sum()
 
 
 def sweep_info(state: GibbsState, family, prior, pq, partition="dp", point_logprior=None) -> SweepInfo:
+    """The label-invariant summary of a state: its number of clusters, log joint (collapsed over the
+    cluster parameters, and over ``p, q`` when ``pq="collapse"``; the Dirichlet-multinomial in place of the
+    CRP for ``partition="finite"``; plus ``point_logprior`` of the labels when given), ``p``, ``q``, alpha.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> float(sweep_info(init(x, links, fam, k_max=4), fam, TVClustPrior(), "collapse").alpha)
+    1.0
+    """
     prior_now = prior._replace(alpha=state.alpha)
     if pq == "collapse":
         lj = log_joint_from_stats(state.stats, state.counts, family, prior_now)

@@ -129,7 +129,6 @@ from ppclust.inference.backend import resolve_backend
 from ppclust.inference.gibbs import ChainResult, GibbsState, init, sweep_info
 from ppclust.inference.sampler_config import PQ_MODES, SamplerConfig
 from ppclust.inference.subcluster_moves import (
-    MoveInfo,
     MoveProblem,
     counter_seed,
     counter_uniform,
@@ -149,9 +148,7 @@ from ppclust.sideinfo import Links, link_counts, pair_counts
 
 __all__ = [
     "Colouring",
-    "MoveInfo",
     "colour_links",
-    "counter_uniform",
     "numba_unsupported",
     "step",
     "sample",
@@ -172,7 +169,15 @@ _UINT8_SLOTS = 256
 
 class Colouring(NamedTuple):
     """Colour classes of the link graph: ``classes`` (C, m) point indices padded with ``n``; ``linked``
-    (n,) bool, the points with at least one link (the unlinked points are one more block)."""
+    (n,) bool, the points with at least one link (the unlinked points are one more block).
+
+    Examples
+    --------
+    >>> from ppclust.models.tvclust import make_links
+    >>> col = colour_links(make_links(4, [[0, 1], [1, 2]], [1, -1]), 4)
+    >>> isinstance(col, Colouring), col.linked.tolist()
+    (True, [True, True, True, False])
+    """
 
     classes: jax.Array
     linked: jax.Array
@@ -181,7 +186,14 @@ class Colouring(NamedTuple):
 def colour_links(links: Links, n: int) -> Colouring:
     """Greedy colouring of the link graph (host side, NumPy, once per fit): linked points in order of
     decreasing degree take the smallest colour none of their neighbours holds. Sparse links need few
-    colours (at most max degree + 1)."""
+    colours (at most max degree + 1).
+
+    Examples
+    --------
+    >>> from ppclust.models.tvclust import make_links
+    >>> colour_links(make_links(3, [[0, 1]], [1]), 3).classes.shape[0]
+    2
+    """
     wgt = np.asarray(links.wgt)
     nbr = np.asarray(links.nbr)
     has = wgt > 0
@@ -442,6 +454,19 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
         width, the widest any of them needs (``lax.pmax``), so the width ``switch`` keeps an unbatched index
         and runs one branch. A chain drawn at a wider width than its own draws the same labels up to float
         rounding: the extra slots are empty, with weight exp(-inf) = 0.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> state = init(x, links, fam, k_max=4)
+    >>> new, moves = step(jax.random.key(0), state, x, links, colour_links(links, 4), fam, TVClustPrior())
+    >>> new.labels.shape, moves.accepted.shape
+    ((4,), (1,))
     """
     cfg = (SamplerConfig(n_moves=1, backend="xla") if config is None else config).with_options(**options)
     pq, n_moves, sample_alpha, mesh = cfg.pq, cfg.n_moves, cfg.sample_alpha, cfg.mesh
@@ -581,6 +606,18 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
     ------
     KMaxExhaustedError
         When a split was proposed with all ``k_max`` slots occupied.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> res = sample(jax.random.key(0), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=4,
+    ...              backend="xla")
+    >>> res.labels.shape
+    (1, 2, 4)
     """
     cfg = (SamplerConfig() if config is None else config).with_options(**options)
     cfg.check_unused(("algorithm", "partition", "devices", "chunk", "desc"), "subcluster.sample")

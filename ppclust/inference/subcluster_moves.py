@@ -133,7 +133,6 @@ __all__ = [
     "peel_absorb_move",
     "log_joint_given",
     "loglik_matrix",
-    "data_term",
     "counter_seed",
     "counter_uniform",
 ]
@@ -172,6 +171,19 @@ _CHUNK = 1 << 15
 
 
 def loglik_matrix(family, theta, x):
+    """(n, K) ``log p(x_i | theta_k)``: ``family.log_likelihood_matrix`` where the family has one (matrix
+    products), else the per-point log likelihood mapped over the points.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> theta = fam.sample_posterior(jax.random.key(0), fam.stats(x, jnp.array([0, 0, 1, 1]), 2))
+    >>> loglik_matrix(fam, theta, x).shape
+    (4, 2)
+    """
     if hasattr(family, "log_likelihood_matrix"):
         return family.log_likelihood_matrix(theta, x)
     return jax.vmap(family.log_likelihood, (None, 0))(theta, x)
@@ -192,7 +204,23 @@ class MoveProblem(NamedTuple):
     """What the moves of one sweep read and never change: the data ``x``, the ``links``, the ``family``,
     the ``prior`` (its alpha the current one), the link mode ``pq`` with the current ``p``, ``q``, the
     ``backend`` and, for ``"numba"``, the data as the compiled twins take them (``xw``,
-    :func:`ppclust.inference._callback.wired`)."""
+    :func:`ppclust.inference._callback.wired`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> st = init(x, links, fam, k_max=4)
+    >>> problem = MoveProblem(x, links, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> lj = log_joint_given(st.stats, st.counts, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> problem.backend
+    'xla'
+    """
 
     x: jax.Array
     links: object
@@ -206,7 +234,24 @@ class MoveProblem(NamedTuple):
 
 
 class MoveInfo(NamedTuple):
-    """One split/merge proposal (for tests and diagnostics)."""
+    """One split/merge proposal (for tests and diagnostics).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> st = init(x, links, fam, k_max=4)
+    >>> problem = MoveProblem(x, links, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> lj = log_joint_given(st.stats, st.counts, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> out = split_merge_move(jax.random.key(0), st.labels, lj, st.stats, st.counts, problem)
+    >>> isinstance(out[-1], MoveInfo)
+    True
+    """
 
     is_split: jax.Array  # () bool
     log_ratio: jax.Array  # () log Hastings ratio (-inf: invalid proposal)
@@ -215,7 +260,18 @@ class MoveInfo(NamedTuple):
 
 
 class SubFit(NamedTuple):
-    """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`)."""
+    """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> fit = subcluster_responsibilities(jax.random.key(0), x, jnp.ones(4, bool), fam)
+    >>> isinstance(fit, SubFit)
+    True
+    """
 
     log_r: jax.Array  # (n,) log r_i, the probability of side A (arbitrary outside the cluster)
     log_1r: jax.Array  # (n,) log(1 - r_i)
@@ -269,6 +325,16 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
 
     Everything but :math:`y` depends on the points of :math:`C` and fresh randomness only. Returns a
     :class:`SubFit` (``log_h`` = :math:`\log h(y\mid x_C, I)`, whichever way y was drawn).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> fit = subcluster_responsibilities(jax.random.key(0), x, jnp.ones(4, bool), fam)
+    >>> fit.log_r.shape
+    (4,)
     """
     fit, theta, lw = _subcluster_fit(key, x, mask, family, in_a, from_pieces)
     log_r, log_1r = _responsibilities(family, theta, lw, x)
@@ -389,7 +455,14 @@ def _log_m_counts(y, ina, n_a, n_b):
 
 
 def counter_seed(key):
-    """Two 32-bit words of ``key``: the seed of :func:`counter_uniform`."""
+    """Two 32-bit words of ``key``: the seed of :func:`counter_uniform`.
+
+    Examples
+    --------
+    >>> import jax
+    >>> counter_seed(jax.random.key(0)).shape
+    (2,)
+    """
     return jax.random.bits(key, (2,), jnp.uint32)
 
 
@@ -398,11 +471,19 @@ def counter_uniform(seed, idx, dtype):
 
     Counter based, so a compiled loop draws the uniform of point i itself, for the points it visits only
     (twin: :func:`ppclust.inference._counter_rng.counter_uniform`), where a threefry draw of all n costs
-    a pass (~10 ms per 10^6 here). Two 32-bit words :math:`a, b` from the lowbias32 integer hash
+    a pass. Two 32-bit words :math:`a, b` from the lowbias32 integer hash
     (C. Wellons) of the index mixed with the two seed words; float64: :math:`u = (\lfloor a/2^5\rfloor 2^{26}
     + \lfloor b/2^6\rfloor + \tfrac12)\,2^{-53}` (53 bits, never 0 or 1), float32: :math:`(\lfloor
     a/2^8\rfloor + \tfrac12)\,2^{-24}`. ``tests/inference/test_subcluster_cpu.py`` checks uniformity (KS)
-    and independence across seeds and neighbouring indices."""
+    and independence across seeds and neighbouring indices.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> u = counter_uniform(counter_seed(jax.random.key(0)), jnp.arange(3), jnp.float32)
+    >>> bool(((u > 0) & (u < 1)).all())
+    True
+    """
     def mix(h):
         h = h ^ (h >> 16)
         h = h * jnp.uint32(0x7FEB352D)
@@ -429,7 +510,23 @@ def _log_q_pair(log_r, log_1r, mask, in_a):
 
 def log_joint_given(stats, counts, family, prior, pq, p, q):
     """The collapsed log joint from the statistics and pair counts: p and q integrated out
-    (``pq="collapse"``) or at their current values."""
+    (``pq="collapse"``) or at their current values.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> st = init(x, links, fam, k_max=4)
+    >>> problem = MoveProblem(x, links, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> lj = log_joint_given(st.stats, st.counts, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> bool(jnp.isfinite(lj))
+    True
+    """
     if pq == "collapse":
         return log_joint_from_stats(stats, counts, family, prior)
     return log_joint_from_stats(stats, counts, family, prior, p, q)
@@ -447,7 +544,14 @@ def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=
     ``log_pair``: log probability that the merge move picks the pair, :func:`merge_pair_log_prob`, in the
     state where the two clusters exist (after the split for a split, the current state for a merge);
     None means the uniform choice :math:`2/(K'(K'-1))`. A split picks one of K clusters (1/K), a merge
-    from K clusters is reversed by a split picking one of K - 1."""
+    from K clusters is reversed by a split picking one of K - 1.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> float(split_merge_log_ratio(True, 0.0, 0.0, 1, 0.0))
+    0.0
+    """
     k = jnp.asarray(n_clusters).astype(jnp.result_type(lj_new))
     if log_pair is None:
         kp = jnp.where(is_split, k + 1.0, k)
@@ -477,7 +581,18 @@ def merge_pair_log_prob(a, b, stats):
     :math:`2/(K(K-1))`; else a uniform cluster a and its partner from :func:`_neighbour_log_probs` (nearest
     means likelier), so the pair has :math:`u\,2/(K(K-1)) + (1-u)(P(b\mid a)+P(a\mid b))/K`. Informed
     choices propose the merges of adjacent surplus clusters that a uniform choice rarely tries; the
-    uniform share keeps every pair possible."""
+    uniform share keeps every pair possible.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> st = fam.stats(x, jnp.array([0, 0, 1, 1]), 3)
+    >>> round(float(merge_pair_log_prob(0, 1, st)), 4)
+    0.0
+    """
     k = (stats.n > 0).sum().astype(stats.s.dtype)
     lp = _neighbour_log_probs(stats)
     informed = jnp.logaddexp(lp[a, b], lp[b, a]) - jnp.log(k)
@@ -507,6 +622,18 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
     slots (kept slot, other slot) of the split's result or of the merged pair. ``backend="numba"``: the
     O(n) part on the compiled twins (:mod:`ppclust.inference._subcluster_cpu`), the same proposal.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> st = fam.stats(x, jnp.zeros(4, jnp.int32), 4)
+    >>> z = jnp.zeros(4, jnp.int32)
+    >>> prop, log_q, valid, full, pair, _ = propose(jax.random.key(0), True, z, st, x, fam)
+    >>> prop.shape
+    (4,)
     """
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
@@ -556,7 +683,25 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
 def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index=None):
     """One split-or-merge MH step. Returns ``(labels, lj, stats, counts, full, MoveInfo)``, and the updated
     ``index`` (:class:`~ppclust.inference._cluster_index.ClusterIndex`) when one is given. ``lj`` is the log
-    joint of the current state (:func:`log_joint_given`)."""
+    joint of the current state (:func:`log_joint_given`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> st = init(x, links, fam, k_max=4)
+    >>> problem = MoveProblem(x, links, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> lj = log_joint_given(st.stats, st.counts, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> labels, lj2, stats, counts, full, info = split_merge_move(jax.random.key(0), st.labels, lj, st.stats,
+    ...                                                           st.counts, problem)
+    >>> labels.shape
+    (4,)
+    """
     x, links, family, prior, pq, p, q, backend, xw = problem
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
@@ -592,7 +737,20 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     point of it: :math:`1/(K n_C)`, twice that if :math:`n_C = 2` (either point gives the same
     partition). An absorb picks a uniform singleton (1/N_1) and a partner :math:`c` from
     :func:`_neighbour_log_probs` (nearest means likelier): :math:`P(c\mid s)/N_1`, plus
-    :math:`P(s\mid c)/N_1` if c is a singleton too (absorbing c into s gives the same partition)."""
+    :math:`P(s\mid c)/N_1` if c is a singleton too (absorbing c into s gives the same partition).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> one = fam.stats(x, jnp.array([0, 0, 0, 0]), 4)
+    >>> two = fam.stats(x, jnp.array([0, 0, 0, 1]), 4)
+    >>> fwd, rev = peel_absorb_log_probs(True, 0, 1, one, two)
+    >>> round(float(fwd), 4)
+    -1.3863
+    """
     def peel(st, big):
         k = (st.n > 0).sum().astype(st.s.dtype)
         nb = st.n[big]
@@ -614,7 +772,25 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     MoveInfo)``, and the updated ``index`` when one is given. Either proposal moves one point (the peeled
     point, or the singleton's point), so the proposal is one scatter and the new slot's statistics are that
     point's; what remains O(n) is finding the point (``backend="numba"``: one compiled visit of the labels,
-    :func:`ppclust.inference._subcluster_cpu.peel_points`, the same point)."""
+    :func:`ppclust.inference._subcluster_cpu.peel_points`, the same point).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> fam = GaussianNIW.default(x)
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> st = init(x, links, fam, k_max=4)
+    >>> problem = MoveProblem(x, links, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> lj = log_joint_given(st.stats, st.counts, fam, TVClustPrior(), "collapse", st.p, st.q)
+    >>> labels, lj2, stats, counts, full, info = peel_absorb_move(jax.random.key(0), st.labels, lj, st.stats,
+    ...                                                           st.counts, problem)
+    >>> labels.shape
+    (4,)
+    """
     x, links, family, prior, pq, p, q, backend, _ = problem
     k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5

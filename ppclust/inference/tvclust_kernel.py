@@ -32,6 +32,16 @@ class TVClustKernel:
     constants are left out. ``mcmc.print_summary()`` shows those scalars, not one row per point label.
     Extra fields: ``labels``, ``n_clusters``, ``log_joint``, ``p``, ``q``, ``alpha``. Supports
     ``chain_method`` ``"sequential"`` and ``"vectorized"``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0]])
+    >>> kernel = TVClustKernel(make_links(3, [[0, 1]], [1]), GaussianNIW.default(x), k_max=3)
+    >>> kernel.sample_field
+    'z'
     """
 
     sample_field = "z"
