@@ -582,13 +582,15 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chai
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
         xw, held = None, contextlib.nullcontext()
         if backend == "numba":  # the data held on the host for the callbacks, once, as sample() does
-            from ppclust.inference._subcluster_cpu import draw_block, family_stats, hold, wired
+            from ppclust.inference._callback import hold, wired
+            from ppclust.inference._subcluster_cpu import family_stats
+            from ppclust.inference._subcluster_draw_cpu import draw_block
 
             held = hold(xj)
             xw = jax.jit(wired)(xj, held.__enter__())
         index = None
         if backend == "numba":  # the sweep's cluster index, built once per sweep before the moves
-            from ppclust.inference._subcluster_cpu import cluster_index
+            from ppclust.inference._cluster_index import cluster_index
 
             index = jax.jit(lambda z: cluster_index(z, k_max))(st.labels)
             idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).token)

@@ -182,7 +182,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         z = compact_labels(np.asarray(lab)) if partition == "dp" else np.asarray(lab)
         host_links = links._replace(**{f: np.asarray(getattr(links, f)) for f in ("pairs", "sign", "weight")})
         counts = pair_counts(z, host_links, xp=np)  # every draw's counts on the host (no traced program)
-        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
+        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, (p_s, q_s, a_s), pq=pq,
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:
         out = _loo_all(lab, p_s, q_s, a_s, x, links, family, prior, point_logprior, pq=pq,

@@ -171,8 +171,8 @@ def wired(x, token=None):
 
 
 #: operands and results of at most this many 32-bit words cross a callback packed into one uint32 vector
-#: each way (:func:`call`): every array crossing costs a fixed ~45 us (a device put or a host view), about
-#: a millisecond per move with its dozen scalars and small parameter arrays
+#: each way (:func:`call`): every array crossing has a fixed cost (a device put or a host view), which a
+#: move's dozen scalars and small parameter arrays would otherwise pay one by one
 _PACK_MAX = 1 << 12
 
 

@@ -110,7 +110,7 @@ class ClusterIndex(NamedTuple):
     segments j with ``cover[k, j]`` (the identity when built; a move accepted since updates it: a split's or
     peel's new slot covers what the split slot covered, a merge's or absorb's kept slot covers both). A cover
     is a superset, never a miss, so the kernels filter by the current labels and give exactly what a visit
-    of all n points gives; so does a token no longer held (the kernels then visit all n points).
+    of all n points gives; so does a token dropped from the cache (the kernels then visit all n points).
 
     Examples
     --------
@@ -141,7 +141,7 @@ _INDEX_LOCK = threading.Lock()
 
 
 def held_index(token):
-    """``(order, off)`` of a :class:`ClusterIndex` token, or None when no longer held."""
+    """``(order, off)`` of a :class:`ClusterIndex` token, or None when dropped from the cache."""
     return _INDEX.get(int(token))
 
 
@@ -175,7 +175,7 @@ def cluster_index(labels, k_max):
 def candidates(n, token=None, rows=None):
     """Host side: increasing point indices holding every point of the slots whose covers are the rows of
     ``rows`` (the union of their index segments, :func:`merge_segments`); all n points without an index
-    (``token`` None, or no longer held).
+    (``token`` None, or dropped from the cache).
 
     Examples
     --------

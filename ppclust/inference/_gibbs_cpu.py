@@ -1,8 +1,8 @@
 r"""The collapsed Gibbs sweep of :mod:`ppclust.inference.gibbs` compiled as one CPU loop (numba).
 
 Why a second implementation: a sequential sweep is a scalar loop over points. XLA:CPU runs the loop body
-as a chain of ~30-40 small kernels (about 0.1-0.3 us each), which caps the jitted sweep near 1e5
-point-updates/s whatever the arithmetic costs. Here the whole sweep is one compiled function: per point
+as a chain of small kernels, whose launch costs cap the jitted sweep's point updates per second whatever
+the arithmetic costs. Here the whole sweep is one compiled function: per point
 the O(K d^2) predictive and O(degree) link counts (same equations as :func:`gibbs.conditional`), and
 per *changed slot* a cached predictive (location, Cholesky, log-normaliser) refreshed after each rank-one
 update, so only O(d^2) work and one log remain per occupied slot; the point's own slot is evaluated
@@ -67,7 +67,7 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     """One collapsed sweep (the contract of ``gibbs._sweep`` with the order given by its uniforms, see
     :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
 
-    Operands are packed into seven arrays (each operand of a host callback costs ~40 us per call).
+    Operands are packed into seven arrays (each operand of a host callback has a fixed cost per call).
 
     Examples
     --------
@@ -480,7 +480,7 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
 # leave-one-out predictive (PSIS-LOO's pointwise log-likelihood), the weights of the sweep without a draw
 # ---------------------------------------------------------------------------------------------------
 
-def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha, *, pq="collapse",
+def loo_log_predictive(labels, x, links, family, prior, pair_counts, link_alpha, *, pq="collapse",
                        partition="dp", point_logprior=None, k_max):
     r"""The compiled twin of :func:`ppclust.posterior.loo_log_predictive`'s XLA program, for the families of
     :func:`supports`: per draw and point :math:`\log\sum_k w_k p_k - \log\sum_k w_k` with :math:`w_k` the
@@ -488,7 +488,8 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     the point's own contribution left out (the weights the sweep draws from, :func:`sweep`).
 
     ``labels`` (S, n) compact slot ids ``< k_max``; ``pair_counts`` (S, 4) ``[N11, N01, N10, N00]`` of each
-    draw; ``p, q, alpha`` (S,). Statistics are rebuilt per draw by rank-one additions (O(S n d^2)), so the
+    draw; ``link_alpha`` the ``(p, q, alpha)`` of each draw, three (S,) arrays or scalars. Statistics
+    are rebuilt per draw by rank-one additions (O(S n d^2)), so the
     values agree with the XLA program to rounding (``tests/test_gibbs_cpu.py``). Returns (S, n) float64.
 
     Examples
@@ -502,7 +503,7 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     >>> with x64():
     ...     fam = GaussianNIW.default(jnp.asarray(xs))
     ...     out = loo_log_predictive(np.array([[0, 0, 1, 1]]), xs, links, fam, TVClustPrior(),
-    ...                              np.array([[1.0, 0.0, 0.0, 0.0]]), 0.9, 0.9, 1.0, k_max=4)
+    ...                              np.array([[1.0, 0.0, 0.0, 0.0]]), (0.9, 0.9, 1.0), k_max=4)
     >>> out.shape
     (1, 4)
     """
@@ -516,8 +517,7 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     pri = np.array([prior.a_p, prior.b_p, prior.a_q, prior.b_q], f64)
     lab = np.ascontiguousarray(np.asarray(labels, np.int32))
     S, n = lab.shape
-    pqa = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(v, f64), (S,)) for v in (p, q, alpha)],
-                                        1))
+    pqa = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(v, f64), (S,)) for v in link_alpha], 1))
     has_lp = point_logprior is not None
     lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
     out = np.empty((S, n))

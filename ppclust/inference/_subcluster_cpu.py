@@ -193,10 +193,11 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
 
 @compile_kernel
 def peel_points(labels, cand_c, cand_s, c, j, s, out):
-    """The points of the peel/absorb step (``subcluster._peel_move``): ``out[0]`` the (j+1)-th point labelled
-    ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point labelled ``s`` (the singleton's); 0 when
-    there is none, as ``argmax`` of an all-False mask. ``cand_c`` / ``cand_s``: increasing point indices
-    holding every point labelled ``c`` / ``s`` (:func:`candidates`), the only points visited."""
+    """The points of the peel/absorb step (``subcluster_moves.peel_absorb_move``): ``out[0]`` the (j+1)-th
+    point labelled ``c`` (``_pick_point``'s draw j), ``out[1]`` the first point labelled ``s`` (the
+    singleton's); 0 when there is none, as ``argmax`` of an all-False mask. ``cand_c`` / ``cand_s``:
+    increasing point indices holding every point labelled ``c`` / ``s`` (:func:`candidates`), the only
+    points visited."""
     out[0] = 0
     out[1] = 0
     seen = 0
@@ -232,7 +233,7 @@ def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, c
     ``ib`` from ``u_lab`` among the points of the pieces A = ``ca`` and B = ``cb`` (a split's B is empty, as
     the JAX fit's ``mask & ~in_a``: the pieces matter to merges only). The t-th point of a set for each
     uniform v, t = 1 + floor(v |set|) (``n - 1`` past the end, as ``searchsorted`` of the cumulative count
-    clipped: ``subcluster._uniform_points``). ``counts = [|C|, n_ca, n_cb]``. ``cand``: increasing point
+    clipped: ``subcluster_moves._uniform_points``). ``counts = [|C|, n_ca, n_cb]``. ``cand``: increasing point
     indices holding every point of C (:func:`candidates`), the only points visited."""
     n = labels.shape[0]
     nc = 0

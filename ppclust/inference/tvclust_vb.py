@@ -32,7 +32,7 @@ The mask ``C`` is a list of *directed* entries ``(src, dst, e)``: ``src`` is the
 the entry informs. The authors' experiments pass the sampled ordered pairs only ("as-run"); the symmetric
 mask lists both directions of each pair (:func:`directed_entries`). Every entry counts once in the Beta
 updates. With the golden runs in ``../shared/reference/tvclust_vb/`` (same data, mask, initial means) this
-reproduces labels, iteration counts, ELBO traces and responsibilities to ~1e-14
+reproduces labels, iteration counts, ELBO traces and responsibilities to rounding
 (tests/inference/test_tvclust_vb.py).
 """
 
