@@ -32,15 +32,16 @@ term; the chain targets assignments :math:`z \in \{0..K-1\}^n`, not partitions. 
 prior ``point_logprior`` (n, K) is added to point ``i``'s weights (``-inf`` forbids a slot): the
 semi-supervised label likelihood :math:`\log p(y_i \mid z_i = k)` of :mod:`ppclust.models.ssgmm`.
 
-Backends (static ``backend``, :func:`resolve_backend`): the point updates of the collapsed sweep run either
-as a ``fori_loop`` inside the jitted program (``"xla"``: GPU, any family) or, on CPU, as one numba-compiled
-loop called through :func:`jax.pure_callback` (``"numba"``, :mod:`ppclust.inference._gibbs_cpu`: Gaussian
-families; faster than the XLA loop, whose small kernels per point bound its throughput). Both consume
-the same per-sweep random numbers (:func:`shuffle_order`, :func:`draw_categorical`) and take the same
-decisions; everything else (p, q, alpha updates, log joint, chains, devices) is shared JAX code. Neither
-restates the family: the XLA sweep calls ``family.log_predictive`` / ``add`` / ``remove`` (the cached
-predictive of :mod:`ppclust.families`), the compiled one their numba twins in :mod:`ppclust._families_cpu`;
-link counts come from :func:`ppclust.sideinfo.link_counts`.
+Backends (static ``backend``, :func:`ppclust.inference.backend.resolve_backend`): the point updates of the
+collapsed sweep run either as a ``fori_loop`` inside the jitted program (``"xla"``: GPU, any family) or, on
+CPU, as one numba-compiled loop called through :func:`jax.pure_callback` (``"numba"``,
+:mod:`ppclust.inference._gibbs_cpu`: Gaussian families; faster than the XLA loop, whose small kernels per
+point bound its throughput). Both consume the same per-sweep random numbers (:func:`shuffle_order`,
+:func:`draw_categorical`) and take the same decisions; everything else (p, q, alpha updates, log joint,
+chains, devices) is shared JAX code. Neither restates the family: the XLA sweep calls
+``family.log_predictive`` / ``add`` / ``remove`` (the cached predictive of :mod:`ppclust.families`), the
+compiled one their numba twins in :mod:`ppclust._families_cpu`; link counts come from
+:func:`ppclust.sideinfo.link_counts`.
 
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's

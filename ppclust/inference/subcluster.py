@@ -78,7 +78,7 @@ pair counts are sharded too (:func:`_sharded_stats_counts`: each device sums its
 the link pairs, ``psum`` adds them). The split/merge moves (O(n_C) per move on a subsample-fitted
 proposal) and the colour classes (the linked points, few) still run replicated.
 
-Two backends (``sample(backend=...)``, :func:`resolve_backend`), one chain. ``"xla"``: every pass in the
+Two backends (``sample(backend=...)``, :func:`numba_unsupported`), one chain. ``"xla"``: every pass in the
 jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for float64
 :class:`~ppclust.families.GaussianNIW`): the O(n) passes of each move run as compiled multi-threaded loops
 (:mod:`ppclust.inference._subcluster_cpu`) called from the jitted program through
