@@ -131,8 +131,9 @@ def test_gibbs_conditional_equals_log_joint_differences(pq):
             for i in range(n):
                 st = fam.stats(x, jnp.asarray(z), k_max)
                 counts = pair_counts(jnp.asarray(z), links)
-                logw, _, _ = cond(i, jnp.asarray(z), st, counts, x, links, fam, PRIOR, 0.8, 0.65, PRIOR.alpha,
-                                  pq="fixed" if p else "collapse")
+                state = gibbs.GibbsState(jnp.asarray(z), st, counts, jnp.asarray(0.8), jnp.asarray(0.65),
+                                         jnp.asarray(PRIOR.alpha), jnp.asarray(False))
+                logw, _, _ = cond(i, state, x, links, fam, PRIOR, pq="fixed" if p else "collapse")
                 logw = np.asarray(logw)
                 cand = np.flatnonzero(np.isfinite(logw))
                 # exactly the occupied slots (without i) plus one free slot
