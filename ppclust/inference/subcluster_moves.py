@@ -631,7 +631,7 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     >>> fam = GaussianNIW.default(x)
     >>> st = fam.stats(x, jnp.zeros(4, jnp.int32), 4)
     >>> z = jnp.zeros(4, jnp.int32)
-    >>> prop, log_q, valid, full, pair, _ = propose(jax.random.key(0), True, z, st, x, fam)
+    >>> prop, log_q, valid, full, pair = propose(jax.random.key(0), True, z, st, x, fam)
     >>> prop.shape
     (4,)
     """
