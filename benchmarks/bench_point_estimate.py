@@ -61,11 +61,11 @@ def real_data(name, n_links, seed=0):
     rows = []
     for loss in partition.LOSSES:
         t0 = time.perf_counter()
-        pe = partition.salso(draws, loss, log_joint=est.log_joint_, seed=seed)
+        pe = partition.salso(draws, loss, log_joint=est.objective_trace_, seed=seed)
         sec = time.perf_counter() - t0
         uniq = np.unique(partition.canonical_labels(draws), axis=0)
         best = min(partition.expected_loss(z, draws, loss) for z in uniq)
-        ml = draws[int(np.argmax(est.log_joint_.ravel()))]
+        ml = draws[int(np.argmax(est.objective_trace_.ravel()))]
         rows.append([name, X.shape[0], len(draws), len(uniq), loss, pe.expected_loss, best,
                      partition.expected_loss(ml, draws, loss), pe.n_clusters, sec])
     return rows

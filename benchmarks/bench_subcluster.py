@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 from benchmarks._common import RESULTS, machine_info, md_table, write_section  # noqa: E402
 from ppclust._jax import x64  # noqa: E402
 from ppclust.families import GaussianNIW  # noqa: E402
-from ppclust.inference import gibbs, hartigan, subcluster  # noqa: E402
+from ppclust.inference import gibbs, hartigan, subcluster, subcluster_moves  # noqa: E402
 from ppclust.metrics import ari  # noqa: E402
 from ppclust.models.tvclust import TVClustPrior, make_links  # noqa: E402
 
@@ -232,7 +232,7 @@ def section_merge_diagnosis(n, k0=30, k_max=48, n_fits=5, blur_sweeps=5):
 
         @jax.jit
         def merge_terms(key, mask, in_a):  # the merge's proposal of the union's fit from the two pieces
-            fit = subcluster.subcluster_responsibilities(key, xj, mask, fam, in_a, True)
+            fit = subcluster_moves.subcluster_responsibilities(key, xj, mask, fam, in_a, True)
             return _log_q_pair(fit.log_r, fit.log_1r, mask, in_a), fit.log_h - _log_m_lab(fit, in_a, mask)
 
         def pairs_of(lab):
@@ -312,8 +312,8 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=8, moves=(4, 16), old_pair
     text = (f"n = {n:,}, d = 2, 12 true clusters, start: k-means++ Voronoi partition with K = {k0}, "
             f"{sweeps} sweeps, {seeds} seeds of each sampler (subcluster: n_moves split/merge steps and "
             f"max(1, n_moves) peel/absorb steps per sweep; the default n_moves is 4). Merge pairs: "
-            f"{subcluster._MERGE_UNIFORM:g} uniform, else a uniform cluster and a partner with weight "
-            f"exp(-{subcluster._MERGE_SHARPNESS:g} D / min D) (D: squared distance of the means)"
+            f"{subcluster_moves._MERGE_UNIFORM:g} uniform, else a uniform cluster and a partner with weight "
+            f"exp(-{subcluster_moves._MERGE_SHARPNESS:g} D / min D) (D: squared distance of the means)"
             + ("; \"old pair choice\": 1/2 uniform and exp(-D / min D), the choice before session 15, "
                "the same seeds" if old_pairs else "") + "\n\n")
     return (text + md_table(["sampler", "sweeps to K = 12 and ARI > 0.95",
@@ -582,13 +582,15 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chai
         lj = log_joint_from_stats(st.stats, st.counts, fam, PRIOR)
         xw, held = None, contextlib.nullcontext()
         if backend == "numba":  # the data held on the host for the callbacks, once, as sample() does
-            from ppclust.inference._subcluster_cpu import draw_block, family_stats, hold, wired
+            from ppclust.inference._callback import hold, wired
+            from ppclust.inference._subcluster_cpu import family_stats
+            from ppclust.inference._subcluster_draw_cpu import draw_block
 
             held = hold(xj)
             xw = jax.jit(wired)(xj, held.__enter__())
         index = None
         if backend == "numba":  # the sweep's cluster index, built once per sweep before the moves
-            from ppclust.inference._subcluster_cpu import cluster_index
+            from ppclust.inference._cluster_index import cluster_index
 
             index = jax.jit(lambda z: cluster_index(z, k_max))(st.labels)
             idx_f = jax.jit(lambda z, xw: cluster_index(z, k_max).token)

@@ -201,7 +201,7 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     lab = jnp.asarray(labels, jnp.int32)
     shape = lab.shape[:-1]
     counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
-    from ppclust.sideinfo import link_beta_params
+    from ppclust.models.tvclust import link_beta_params
 
     ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
     # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
@@ -315,7 +315,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         z = compact_labels(np.asarray(lab)) if partition == "dp" else np.asarray(lab)
         host_links = links._replace(**{f: np.asarray(getattr(links, f)) for f in ("pairs", "sign", "weight")})
         counts = pair_counts(z, host_links, xp=np)  # every draw's counts on the host (no traced program)
-        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, p_s, q_s, a_s, pq=pq,
+        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, (p_s, q_s, a_s), pq=pq,
                                             partition=partition, point_logprior=point_logprior, k_max=k_max)
     else:
         out = _loo_all(lab, (p_s, q_s, a_s), x, links, family, prior, point_logprior, pq=pq,
@@ -326,7 +326,7 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
 @partial(jax.jit, static_argnames=("pq", "partition", "k_max", "batch_size"))
 def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, partition, k_max, batch_size):
     """:func:`loo_log_predictive` in one XLA program; ``draw_params`` = ``(p, q, alpha)``, each (S,)."""
-    from ppclust.inference.gibbs import conditional
+    from ppclust.inference.gibbs import GibbsState, conditional
     from ppclust.models.tvclust import pair_counts
 
     def draw(args):
@@ -340,8 +340,9 @@ def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, p
         def one(i):
             st = family.remove(stats, z[i], x[i])
             lp = family.log_predictive(st, x[i])
-            logw, _, _ = conditional(i, z, st, counts, x, links, family, prior, p, q, alpha, pq, removed=True,
-                                     partition=partition, point_logprior=point_logprior)
+            now = GibbsState(z, st, counts, p, q, alpha, jnp.asarray(False))
+            logw, _, _ = conditional(i, now, x, links, family, prior, pq, removed=True, partition=partition,
+                                     point_logprior=point_logprior)
             base = logw - lp
             if point_logprior is not None:
                 base = base - point_logprior[i]

@@ -37,8 +37,7 @@ from ppclust.errors import ConflictingLinksError, InvalidInputError
 
 __all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
            "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "link_agreement", "link_folds", "link_reliability", "link_log_odds",
-           "link_weight_shares", "link_reliability_share", "weigh_link_kinds"]
+           "labelled_means", "link_agreement", "link_folds", "weigh_link_kinds"]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -542,79 +541,9 @@ def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, 
     return out
 
 
-def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
-    r"""The Beta posteriors of TVClust's link sensitivity and specificity given a partition's pair counts:
-    ``(a_p + N11, b_p + N01, a_q + N00, b_q + N10)``.
-
-    TVClust (Khashabi et al. 2015, Section 3; spec 2.5): a pair in one cluster is observed as a may-link
-    with probability :math:`p`, a pair across clusters as a may-not-link with probability :math:`q`. With
-    ``counts`` :math:`[N_{11}, N_{01}, N_{10}, N_{00}]` (:func:`pair_counts`, last axis) and priors
-    :math:`p \sim \mathrm{Beta}(a_p, b_p)`, :math:`q \sim \mathrm{Beta}(a_q, b_q)` (``a_q``, ``b_q``
-    default to ``a_p``, ``b_p``), :math:`p \mid z \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})` and
-    :math:`q \mid z \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`. Arrays of any namespace (traced in
-    the samplers' sweeps, NumPy in ``posterior``)."""
-    a_q = a_p if a_q is None else a_q
-    b_q = b_p if b_q is None else b_q
-    n11, n01, n10, n00 = counts[..., 0], counts[..., 1], counts[..., 2], counts[..., 3]
-    return a_p + n11, b_p + n01, a_q + n00, b_q + n10
-
-
-def link_reliability(counts, a=1.0, b=1.0, *, a_q=None, b_q=None, xp=np):
-    r"""Posterior means of TVClust's link sensitivity and specificity given a partition's pair counts:
-    :math:`\hat p = (N_{11} + a) / (N_{11} + N_{01} + a + b)`, :math:`\hat q = (N_{00} + a_q) / (N_{10} +
-    N_{00} + a_q + b_q)` of :func:`link_beta_params` (Beta(``a``, ``b``) on p; on q too unless ``a_q``,
-    ``b_q`` are given). The collapsed samplers report these each sweep (``xp=jax.numpy``, traced;
-    ``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``); with the default
-    ``xp=numpy``, host floats."""
-    if xp is np:
-        counts = np.asarray(counts, np.float64)
-    ap, bp, aq, bq = link_beta_params(counts, a, b, a_q, b_q)
-    p, q = ap / (ap + bp), aq / (aq + bq)
-    return (float(p), float(q)) if xp is np else (p, q)
-
-
-def link_log_odds(p, q, xp=np):
-    r"""The log-likelihood ratios of a may-link and of a may-not-link for "same cluster" against "different
-    clusters" under TVClust's link model (sensitivity ``p``, specificity ``q``, :func:`link_reliability`):
-    :math:`\ell_+ = \ln\frac{p}{1-q}`, :math:`\ell_- = \ln\frac{q}{1-p}`. They are the link weights of
-    TVClust's Gibbs conditionals (``xp=jax.numpy`` there, traced) and, times :math:`2\sigma^2`, RDP-means'
-    :math:`\xi_1, \xi_2` in the small-variance limit (``models.tvclust.small_variance_hyper``). With the
-    default ``xp=numpy``: host floats."""
-    l_plus, l_minus = xp.log(p) - xp.log1p(-q), xp.log(q) - xp.log1p(-p)
-    return (float(l_plus), float(l_minus)) if xp is np else (l_plus, l_minus)
-
-
-def link_reliability_share(counts, reference=0.9, strength=11.0):
-    r"""The weight share of may-links and of may-not-links that a partition's pair counts support, and the
-    link reliability it is read from: ``((r_plus, r_minus), (p, q))``.
-
-    ``p, q``: :func:`link_reliability` under Beta(``strength * reference``, ``strength * (1 - reference)``)
-    priors on both -- by default Beta(9.9, 1.1), TVClust's prior for "links are mostly right"
-    (``TVClust(link_noise=0.1, link_strength=11)``: prior mean 0.9, the 11 pseudo-links of spec 2.8's
-    neutral prior). :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}`, with :math:`\ell_\pm`
-    their :func:`link_log_odds` and :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``) the
-    log-odds of both kinds at the prior mean, ``ln 9``. So links the counts do not contradict keep their
-    full weight (1; also with no counts at all, where ``p = q = reference``); a kind the partition often
-    violates loses weight in proportion to its log-odds, and a kind with no evidence (:math:`\ell \le 0`:
-    violated as often as kept) gets 0. RDP-means' ``link_reliability="auto"``. Host scalars."""
-    p, q = link_reliability(counts, strength * reference, strength * (1.0 - reference))
-    return link_weight_shares(p, q, reference), (p, q)
-
-
-def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
-    r"""The weight shares :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}` of may-links and
-    may-not-links for link sensitivity ``p`` and specificity ``q``: :math:`\ell_\pm` their
-    :func:`link_log_odds`, :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``; ``ln 9`` at the
-    default 0.9). :func:`link_reliability_share` reads ``p, q`` off a partition's pair counts and calls it.
-    Host scalars."""
-    ref = float(np.log(reference) - np.log1p(-reference))
-    l_plus, l_minus = link_log_odds(p, q)
-    return min(1.0, max(0.0, l_plus) / ref), min(1.0, max(0.0, l_minus) / ref)
-
-
 def weigh_link_kinds(table: NeighbourTable, shares) -> NeighbourTable:
     """``table`` with every may-link's weight times ``shares[0]`` and every may-not-link's times
-    ``shares[1]`` (:func:`link_weight_shares`; empty slots stay 0). Host arrays.
+    ``shares[1]`` (:func:`ppclust.models.tvclust.link_weight_shares`; empty slots stay 0). Host arrays.
 
     Examples
     --------

@@ -95,7 +95,7 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p(blobs):
     from ppclust import TVClust
 
     X, ml, cl = blobs.X, blobs.must_link, blobs.cannot_link
-    kw = dict(n_samples=300, n_warmup=60, n_chains=2, k_max=12, random_state=1)
+    kw = dict(n_draws=300, n_warmup=60, n_chains=2, k_max=12, random_state=1)
     sd = {}
     for pq in ("collapse", "sample"):
         est = TVClust(pq=pq, **kw).fit(X, must_link=ml, cannot_link=cl)
@@ -113,7 +113,7 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make
     from ppclust import TVClust
 
     X, truth, _, ml, cl = make_linked_blobs(1)
-    kw = dict(n_samples=60, n_warmup=40, n_chains=2, k_max=12, random_state=0, sample_alpha=True)
+    kw = dict(n_draws=60, n_warmup=40, n_chains=2, k_max=12, random_state=0, sample_alpha=True)
     with_links = TVClust(**kw).fit(X, must_link=ml, cannot_link=cl)
     without = TVClust(pq="fixed", **kw).fit(X)  # p, q fixed: constants, so not posterior variables
     dt = with_links.posterior_

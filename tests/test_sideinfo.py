@@ -9,18 +9,13 @@ from hypothesis import strategies as st
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ppclust.models.tvclust import link_weight_shares
 from ppclust.sideinfo import (
     SideInfo,
     decode_pair_index,
     link_agreement,
     link_folds,
-    link_log_odds,
-    link_reliability,
-    link_reliability_share,
     link_weight_per_point,
-    link_weight_shares,
-    make_links,
-    pair_counts,
     weigh_link_kinds,
 )
 
@@ -349,67 +344,6 @@ def _unique_pairs(rng, n, m):
     return np.stack([iu[0][pick], iu[1][pick]], 1), rng.choice([-1, 1], size=m)
 
 
-def test_link_reliability_is_the_beta_posterior_mean_of_brute_force_pair_counts():
-    """p, q: posterior means of TVClust's sensitivity / specificity given the pair counts, counted here pair
-    by pair (a swap of N01 / N10 or of p / q, or counts conditional on the observed sign -- the share of
-    may-links kept -- would fail), and the same as ``posterior.link_parameter_draws``' conditional means."""
-    import jax
-
-    from ppclust.models.tvclust import TVClustPrior
-    from ppclust.posterior import link_parameter_draws
-
-    rng = np.random.default_rng(3)
-    n = 40
-    z = rng.integers(0, 3, n)
-    pairs, sign = _random_links(rng, n, 120)
-    side = SideInfo.from_pairs(n, pairs, sign, on_conflict="keep")
-    n11 = n01 = n10 = n00 = 0
-    for (i, j), s_ in zip(side.pairs, side.sign, strict=True):
-        same = z[i] == z[j]
-        n11 += same and s_ > 0
-        n01 += same and s_ < 0
-        n10 += (not same) and s_ > 0
-        n00 += (not same) and s_ < 0
-    counts = pair_counts(z, side, xp=np)
-    np.testing.assert_array_equal(counts, [n11, n01, n10, n00])
-    p, q = link_reliability(counts, 2.0, 0.5)
-    assert p == pytest.approx((n11 + 2.0) / (n11 + n01 + 2.5))
-    assert q == pytest.approx((n00 + 2.0) / (n00 + n10 + 2.5))
-    prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=2.0, b_q=0.5)
-    d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
-    assert (p, q) == pytest.approx((float(d["p_cond_mean"][0, 0]), float(d["q_cond_mean"][0, 0])), rel=1e-12)
-    # separate priors on q (the samplers' TVClustPrior), traced as the sweeps call it
-    p2, q2 = link_reliability(jax.numpy.asarray(counts, float), 2.0, 0.5, a_q=3.0, b_q=0.25, xp=jax.numpy)
-    assert (float(p2), float(q2)) == pytest.approx(((n11 + 2.0) / (n11 + n01 + 2.5),
-                                                    (n00 + 3.0) / (n00 + n10 + 3.25)), rel=1e-6)
-    prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=3.0, b_q=0.25)
-    d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
-    assert float(d["q_cond_mean"][0, 0]) == pytest.approx((n00 + 3.0) / (n00 + n10 + 3.25), rel=1e-12)
-
-
-def test_link_log_odds_inverts_the_small_variance_map():
-    """ln p/(1-q), ln q/(1-p) are RDP-means' xi1, xi2 of ``small_variance_hyper`` (sigma-free p, q)."""
-    from ppclust.models.tvclust import small_variance_hyper
-
-    h = small_variance_hyper(0.7, 5.0, 1.3, 0.4, d=2)
-    assert link_log_odds(h.p, h.q) == pytest.approx((1.3, 0.4), rel=1e-10)
-
-
-def test_link_reliability_share_known_cases():
-    """Weight shares: 1 without counts (p = q = 0.9, the prior mean) and for links a partition keeps; the
-    log-odds ratio to ln 9 for a symmetric 20% flip rate; 0 for links violated as often as kept."""
-    share, pq = link_reliability_share([0, 0, 0, 0])
-    assert share == (1.0, 1.0) and pq == pytest.approx((0.9, 0.9))
-    assert link_reliability_share([50, 0, 0, 150])[0] == (1.0, 1.0)
-    share, (p, q) = link_reliability_share([800, 200, 200, 800])
-    assert p == pytest.approx(809.9 / 1011) and q == pytest.approx(p)
-    assert share[0] == pytest.approx(np.log(p / (1 - q)) / np.log(9)) and share[1] == pytest.approx(share[0])
-    assert 0.6 < share[0] < 0.66  # ln 4 / ln 9 = 0.63 at exactly 20%
-    assert link_reliability_share([100, 900, 900, 100])[0] == (0.0, 0.0)
-    # one kind unreliable, the other not: may-links across clusters lower q, so both log-odds fall, the
-    # may-link's (ln p/(1-q)) the most
-    share, _ = link_reliability_share([300, 0, 300, 900])
-    assert share[0] < share[1] <= 1.0
 
 
 def test_weigh_link_kinds_scales_each_kind_of_link():

@@ -46,7 +46,7 @@ CHILD = textwrap.dedent(
         m = TVClust(n_draws=4, n_warmup=4, n_chains=2, algorithm="subcluster", random_state=0,
                     progress_bar=False, devices=dev).fit(X, must_link=pairs[sign > 0],
                                                          cannot_link=pairs[sign < 0])
-        out["est" + str(dev)] = dict(labels=m.labels_.tolist(), log_joint=m.log_joint_.tolist())
+        out["est" + str(dev)] = dict(labels=m.labels_.tolist(), log_joint=m.objective_trace_.tolist())
     print("RESULT" + json.dumps(out))
     """
 )

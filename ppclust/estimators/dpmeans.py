@@ -27,7 +27,8 @@ from ppclust.estimators._base import (
     validate_X,
 )
 from ppclust.inference import dpmeans as _dp
-from ppclust.sideinfo import link_reliability_share, link_weight_per_point, pair_counts, weigh_link_kinds
+from ppclust.models.tvclust import link_reliability_share
+from ppclust.sideinfo import link_weight_per_point, pair_counts, weigh_link_kinds
 
 __all__ = ["DPMeans", "RDPMeans"]
 

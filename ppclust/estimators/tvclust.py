@@ -1,15 +1,14 @@
-"""scikit-learn estimator for TVClust (Khashabi et al. 2015): collapsed Gibbs posterior over partitions.
+"""TVClust as a scikit-learn estimator: the posterior over partitions of a DP mixture with noisy links.
 
-Validates, turns links and partial labels into a neighbour table, runs :func:`ppclust.inference.gibbs.sample`
-(Gaussian NIW family; spec 2.8 [R] defaults: standardised features, mu0 = 0, Psi0 = I, nu0 = d + 2;
-kappa0 = 0.01 after Fraley & Raftery 2007, see ``kappa0``; p, q ~ Beta(0.9 L, 0.1 L) for L links since
-session 10 -- "links are mostly right", see ``link_noise`` -- instead of spec 2.8's Beta(1, 10),
-Beta(10, 1)) and
-summarises the draws with :mod:`ppclust.posterior`.
+Validates, turns links and partial labels into a neighbour table, runs a sampler of :mod:`ppclust.inference`
+(:func:`~ppclust.inference.gibbs.sample`, :func:`~ppclust.inference.subcluster.sample`) or the variational
+algorithm (:func:`~ppclust.inference.tvclust_vb.fit`) on the Gaussian NIW family, and summarises the draws
+with :mod:`ppclust.posterior` and :mod:`ppclust.partition`.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import jax
@@ -28,184 +27,194 @@ from ppclust.estimators._base import (
     UNIT_OPEN,
     Integral,
     Interval,
+    InvalidParameterError,
     Real,
     StrOptions,
     data_mesh,
-    deprecated_name,
     fit_context,
     link_side_info,
-    renamed_param,
     restart_devices,
     side_labels,
     validate_X,
 )
 from ppclust.families import GaussianNIW
-from ppclust.inference import gibbs, hartigan, tvclust_vb
-from ppclust.models.tvclust import TVClustPrior, make_links
+from ppclust.inference import gibbs, hartigan, subcluster, tvclust_vb
+from ppclust.inference.backend import BACKENDS
+from ppclust.inference.sampler_config import ALGORITHMS, PQ_MODES
+from ppclust.models.tvclust import TVClustPrior, link_noise_beta, log_joint, make_links
 
 __all__ = ["TVClust"]
 
+#: parameters that only the samplers read, only the variational algorithm, only the sub-cluster sampler
+_SAMPLER_ONLY = ("n_draws", "n_warmup", "n_chains", "thin", "pq", "p", "q", "sample_alpha", "k_max",
+                 "point_estimate", "loss_a", "init", "init_clusters", "backend")
+_VB_ONLY = ("vb_truncation", "vb_mask", "vb_max_iter", "vb_tol")
+_SUBCLUSTER_ONLY = ("subcluster_moves",)
+
 
 class TVClust(ClusterMixin, BaseEstimator):
-    """TVClust: Dirichlet-process Gaussian mixture + noisy link graph, sampled by collapsed Gibbs.
+    r"""TVClust: a Dirichlet-process Gaussian mixture whose partition also explains a graph of noisy links.
+
+    The posterior over partitions is sampled (collapsed Gibbs, the explicit-parameter Gibbs sampler or the
+    parallel sub-cluster sampler, all exact) or approximated by the authors' mean-field variational
+    algorithm. ``labels_`` is a point estimate of the partition (a Bayes estimate under a partition loss).
 
     Parameters
     ----------
-    n_draws, n_warmup, n_chains, thin : int, default=500, 500, 2, 1
-        Kept draws per chain (>= 1), discarded sweeps (>= 0), chains (>= 1), sweeps per kept draw (>= 1).
-    alpha : float, default=1.0
-        DP concentration (resampled by Escobar-West when ``sample_alpha``). ``sample_alpha`` stays False
-        by default: under a Gamma(1, 1) prior the resampled alpha rises to 2-4 on real data that the DP
-        over-splits, which adds clusters (``benchmarks/results/tvclust_prior_study.md``).
-    a_p, b_p, a_q, b_q : float
-        Beta priors of the link sensitivity p and specificity q when ``link_noise=None`` (default Beta(1, 10),
-        Beta(10, 1): spec 2.8's neutral prior, under which a link carries no information until the
-        partition agrees with it; also what ``algorithm="variational"`` uses under ``link_noise="auto"``,
-        the authors' values).
+    n_draws : int >= 1, default=500
+        Kept draws per chain (samplers).
+    n_warmup : int >= 0, default=500
+        Sweeps discarded before the first kept draw (samplers).
+    n_chains : int >= 1, default=2
+        Independent chains (samplers).
+    thin : int >= 1, default=1
+        Sweeps per kept draw (samplers).
+    alpha : float > 0, default=1.0
+        DP concentration (eq. 1). With ``sample_alpha`` the starting value.
+    a_p, b_p, a_q, b_q : float > 0, default=1.0, 10.0, 10.0, 1.0
+        Beta priors of the link sensitivity p and specificity q (eq. 8), used when ``link_noise`` is None
+        (and by ``algorithm="variational"`` under ``link_noise="auto"``). Default: spec 2.8's neutral prior,
+        the authors' values.
     link_noise : float in (0, 0.5], "auto" or None, default="auto"
-        The user's belief about the share of wrong links (a flipped sign). A float replaces
-        ``a_p, b_p, a_q, b_q`` by ``p ~ Beta(s (1 - link_noise), s link_noise)`` and the same for ``q``
-        (prior mean of both ``1 - link_noise``; Khashabi et al. 2015, eq. 8: the collapsed p, q enter
-        through Beta functions of the four pair counts plus these pseudo-counts), with strength ``s`` from
-        ``link_strength``. ``"auto"``: 0.1 for the samplers ("links are mostly right": a link is right
-        9 times in 10, about the neutral prior's own mean of q, 10/11) and None for
-        ``algorithm="variational"`` (the authors' Beta(1, 10), Beta(10, 1)). None: the explicit
-        ``a_p, b_p, a_q, b_q`` (the default before session 10). ``link_noise=0.5`` is uninformative.
-        Why not the neutral prior: with it, clean links were explained as noise whenever the Gaussian
-        term prefers another partition -- at 3 clean random pairs per point the posterior p fell to
-        0.31-0.55 on vehicle, segment, penbased and satimage (a third to two thirds of the may-links
-        across clusters) and the links hardly moved NMI. It is the model, not mixing: with clean links
-        its own log joint scores the chain's partition 120-910 nats above the class partition there (the
-        full-covariance data term at d = 16-36, n = 200 favours it by 190-920 nats, the links favour the
-        classes by 90-300), and merging the chain's sub-clusters of each class lowers it
-        (``benchmarks/results/tvclust_split_study.md``). A collapsed p near 0.4 also makes a may-not-link
-        inside a cluster cheap (about ln(q / (1 - p)) nats instead of ln 9 at p = q = 0.9), so classes merge:
-        satimage's 3.4 clusters for 6 classes at 10% link noise (``tvclust_bgmm_study.md``; 4.8 with the
-        default). On the benefit panel (``benchmarks/results/benefit.md``, 8 data sets, 5 draws) the
-        default gains >= 0.05 NMI at 3 clean pairs per point on 6 of 8 sets (5 under the neutral prior),
-        stays within 0.02 of no links at 20% flipped links on 8 of 8 and beats BayesianGaussianMixture at
-        10% flipped links on 8 of 8 (7). Say so when the links are known to be clean: on 1500 digits
-        (PCA to 6 dimensions) with 1500 clean random pairs, ``link_noise=0.01`` gained +0.061 NMI over no
-        links against +0.031 at the default, and +0.194 against +0.154 with 6000 pairs (5 draws,
-        ``benchmarks/results/issue_cases_study.md``); with 10% of the signs flipped it gained less than
-        the default (+0.018 against +0.030).
+        Prior share of wrong links: p, q ~ Beta(s (1 - link_noise), s link_noise), prior mean
+        ``1 - link_noise``, strength s from ``link_strength``. "auto": 0.1 for the samplers ("links are
+        mostly right"), None for ``algorithm="variational"``. None: the explicit ``a_p, b_p, a_q, b_q``.
+        0.5 is uninformative. Lower it when the links are known to be clean (see docs/decisions/).
     link_strength : "links" or float > 0, default="links"
-        Strength ``s`` (pseudo-links) of the ``link_noise`` prior. ``"links"``: ``s = max(11, L)`` with
-        ``L`` the number of linked pairs (weights summed), so the user's statement keeps its weight
-        against the evidence whatever the budget: p and q are learnt from the same links they judge,
-        and with ``s`` fixed at the neutral prior's 11 pseudo-links (the session-9 ``link_noise``) it is
-        negligible against hundreds of links. With ``s = L`` each posterior mean lies at least as
-        close to ``1 - link_noise`` as to the links' own share (p is informed only by the ~L/K
-        may-links, so it stays near ``1 - link_noise``), and wrong links still lower it (satimage with 10%
-        flipped links: p, q = 0.79 / 0.90, the study above). A float fixes ``s`` (11: the session-9 prior).
+        Strength s (pseudo-links) of the ``link_noise`` prior. "links": s = max(11, L), L the number of
+        linked pairs (weights summed), so the prior keeps its weight against the evidence at any budget.
     pq : {"collapse", "sample", "fixed"}, default="collapse"
-    p, q : float, default=0.9
-        Fixed values (``pq="fixed"``) or starting values.
+        p and q integrated out, sampled from their Beta conditionals, or fixed at ``p``, ``q`` (samplers).
+    p, q : float in (0, 1), default=0.9
+        Fixed values (``pq="fixed"``) or starting values (samplers).
+    sample_alpha : bool, default=False
+        Resample alpha after each sweep under a Gamma(1, 1) prior (Escobar & West 1995; samplers).
     covariance_type : {"full", "diag", "spherical"}, default="full"
-    kappa0 : float or None, default=None
+        Cluster covariance structure (``algorithm="variational"``: "full" only).
+    kappa0 : float > 0 or None, default=None
         Strength of the NIW prior on the cluster means, mu_k ~ N(0, Sigma_k / kappa0). None: 0.01 for the
-        samplers -- Fraley & Raftery (2007, J. Classif.), mclust's ``priorControl()`` value, which
-        ppclust's EM uses too: the mean prior is worth 1/100 of an observation -- and 1 for
-        ``algorithm="variational"`` (the authors' beta0 = 1). Why not 1 (spec 2.8's [R] value, the
-        default before session 6): each cluster's NIW log marginal likelihood carries
-        (d/2) ln(kappa0 / (kappa0 + n_k)) (Murphy 2007), so kappa0 = 0.01 charges every extra cluster
-        (d/2) ln 100 = 2.3 d nats more than kappa0 = 1 (an Occam factor for its mean); with kappa0 = 1
-        the DP over-splits standardised real data: wine (3 classes) into 16 clusters without links,
-        against 7 with kappa0 = 0.01 (``benchmarks/results/tvclust_prior_study.md``, which also shows
-        that sampling alpha and a data-covariance Psi0 do not help). ``kappa0=1.0`` restores it.
-    psi_scale : float; nu0 : float or None (d + 2)
+        samplers (Fraley & Raftery 2007: each extra cluster pays an Occam factor for its mean) and 1 for
+        ``algorithm="variational"`` (the authors' beta0).
+    nu0 : float or None, default=None
+        Inverse-Wishart degrees of freedom (> d - 1). None: d + 2 (samplers), d (variational, the authors').
+    psi_scale : float > 0, default=1.0
+        Inverse-Wishart scale Psi0 = psi_scale (nu0 - d - 1) I (the identity at the defaults).
     standardize : bool, default=True
-    k_max : int, default=64
+        Centre and scale every feature to unit variance before fitting (the priors assume it).
+    k_max : int >= 1, default=64
+        Cluster slots per chain (capped at n); a chain that needs more raises ``KMaxExhaustedError``.
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
-        Loss whose posterior expectation the point estimate ``labels_`` minimises over *all* partitions
-        (SALSO search, :func:`ppclust.partition.salso`; Dahl, Johnson & Müller 2022), or the draw with the
-        highest log joint.
+        Loss whose posterior expectation ``labels_`` minimises over all partitions (SALSO search, Dahl,
+        Johnson & Müller 2022), or the kept draw with the highest log joint.
     loss_a : float in (0, 2), default=1.0
-        Unequal-cost parameter of the generalised Binder / VI loss: cost of separating a pair the
-        posterior joins (joining a separated pair costs ``2 - loss_a``); ``> 1`` favours fewer clusters.
-    max_psm_n : int, default=5000
-        ``psm_`` (an n x n array) is computed for n up to this; above, ``psm_`` is None and
-        :func:`ppclust.posterior.similarity_matrix` computes it on request. The point estimate never needs it.
-    random_state : None, int, Generator or JAX key
+        Unequal-cost parameter of the Binder / VI loss: the cost of separating a pair the posterior joins
+        (joining costs ``2 - loss_a``); above 1 favours fewer clusters.
+    max_psm_n : int >= 0, default=5000
+        ``psm_`` (n x n) is computed for n up to this, else None.
+    random_state : None, int, numpy Generator or JAX key, default=None
+        Seed of every random draw; the same seed gives the same labels.
     algorithm : {"collapsed", "explicit", "subcluster", "variational"}, default="collapsed"
-        Collapsed Gibbs (Neal 2000, Alg. 3) or the paper-literal sampler with explicit cluster parameters
-        (Alg. 2); both target the same posterior (:func:`ppclust.inference.gibbs.sample`). "subcluster":
-        the parallel sampler of :mod:`ppclust.inference.subcluster` (all points updated at once given
-        explicit parameters, link-graph colour classes as blocks, exact sub-cluster split/merge moves after
-        Chang & Fisher 2013); same posterior, same outputs; ``progress_bar`` does not apply, ``backend``
-        picks where its O(n) passes run (below).
-        Best with ``init="one"`` (splits only needed): surplus clusters of a k-means++ start leave only
-        by merges, two attempts per sweep at the default ``subcluster_moves=4`` (``benchmarks/results/
-        subcluster.md``, "Mixing from a wrong K": 17-28 sweeps to ARI > 0.99 from K = 30 for 12 blobs,
-        4-12 with ``subcluster_moves=16``).
-        ``"variational"``: the authors' own mean-field VB (``func_TVClust.r``; spec 2.9,
-        :mod:`ppclust.inference.tvclust_vb`): truncated stick-breaking with ``vb_truncation`` components,
-        their update order and stopping rule. It uses ``alpha``, ``kappa0`` (beta0), ``psi_scale``, ``nu0``
-        (None -> d, the authors' value), the Beta priors and ``standardize`` (then with the n - 1 sd, as
-        the authors); initial means are N(0, I) draws from ``random_state`` (the authors: R's seed 1).
-        Only ``covariance_type="full"``. No draws: ``labels_`` is argmax_k r_ik; ``resp_`` (n, K),
-        ``elbo_`` (trace), ``n_iter_``, ``converged_``, ``means_`` (standardised space), ``p_``, ``q_``
-        (means of q(p), q(q)), ``alpha_`` and ``psm_`` = r r^T (the probability under q that two points
-        share a component; n <= max_psm_n) are set; ``posterior_``, ``point_estimate_``,
-        ``credible_ball_``, ``expected_loss_``, ``samples_`` and ``log_joint_`` are None.
-    subcluster_moves : int, default=4
-        ``algorithm="subcluster"`` only: split/merge proposals per sweep (``n_moves`` of
-        :func:`ppclust.inference.subcluster.sample`; each sweep also makes as many peel/absorb proposals). The
-        default keeps a sweep's time near its label step's (``benchmarks/results/subcluster.md``,
-        throughput sections); from a start with surplus clusters, 16 sheds them in far fewer sweeps
-        (section "Mixing from a wrong K"), at about twice the time per sweep at n = 10^6.
-    vb_truncation : int >= 2, default=15
-        Components of the truncated stick-breaking VB (the authors' K = 15).
-    vb_mask : {"symmetric", "as_run"}, default="symmetric"
-        Which endpoint a link informs in the VB responsibilities: both (default) or only the first of
-        each stored pair ("as_run": the authors' experiments pass the sampled direction only, so each
-        constraint informs one point). Each link counts once in the q(p), q(q) updates either way.
-    vb_max_iter : int, default=30; vb_tol : float, default=5e-5
-        VB stops after ``vb_max_iter`` iterations or when the relative ELBO change
-        (L_t - L_{t-1}) / |L_{t-1}| < ``vb_tol``, a decrease included (the authors' rule and values).
+        "collapsed": Gibbs with cluster parameters integrated out (Neal 2000, Algorithm 3). "explicit":
+        the paper-literal Gibbs sampler with cluster parameters (Algorithm 2). "subcluster": the parallel
+        sampler of :mod:`ppclust.inference.subcluster` (restricted block Gibbs plus exact split/merge
+        moves; best with ``init="one"``). All three target the same posterior. "variational": the authors'
+        truncated stick-breaking mean-field algorithm (:mod:`ppclust.inference.tvclust_vb`); no draws.
     init : {"kmeans++", "one"}, default="kmeans++"
-        Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters
-        (``hartigan.init_kmeanspp`` seeds), or all points in one cluster (spec 2.8). Single-point moves
-        rarely split a big cluster whose cannot-links the collapsed p, q can explain as noise: on
-        standardised iris with 5% noise-free links, "one" stayed at K = 1 (NMI 0, p_ = 0.31) while
-        "kmeans++" reached the true partition (NMI 1.0) in 300 + 300 sweeps. Surplus clusters empty out.
-    init_clusters : int, default=10
+        Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters, or
+        all points in one cluster. Single-point moves rarely split a big cluster, so "kmeans++" mixes
+        faster for the Gibbs samplers; surplus clusters empty out.
+    init_clusters : int >= 1, default=10
         Clusters of the k-means++ start (capped at ``k_max // 2`` and n).
     backend : {"auto", "numba", "xla"}, default="auto"
-        Implementation of the point updates (:func:`ppclust.inference.gibbs.resolve_backend`). On CPU
-        "auto" runs the collapsed sweep as one compiled numba loop (5-10x the XLA loop; the first call in
-        a fresh install compiles it for ~15 s, then it is cached on disk); "xla" keeps everything in one
-        jitted JAX program (GPU, ``algorithm="explicit"``). Same random numbers, same draws.
-        ``algorithm="subcluster"``: "auto" runs the O(n) passes of its split/merge moves (and the
-        statistics for d > 4) as compiled multi-threaded loops on CPU without ``devices`` (float64
-        Gaussian families; :func:`ppclust.inference.subcluster.resolve_backend`), "xla" in the jitted
-        program; the same chain either way.
+        Where the samplers' inner loops run (:func:`ppclust.inference.backend.resolve_backend`): compiled
+        CPU loops ("numba", the CPU default for the Gaussian families) or the jitted program ("xla"). The
+        same draws either way.
     progress_bar : bool, default=True
-        Two progress bars, warm-up then sampling (sweeps), when someone can see them (Jupyter or a
-        terminal, never with ``CI`` set; ``PPCLUST_PROGRESS=1``/``0`` forces them on/off).
-        The draws do not depend on it.
+        Progress bars of the Gibbs samplers when someone can see them; the draws do not depend on it.
+    vb_truncation : int >= 2, default=15
+        Components of the variational algorithm's truncated stick-breaking (the authors' K).
+    vb_mask : {"symmetric", "as_run"}, default="symmetric"
+        Which endpoint a link informs in the variational responsibilities: both, or only the first of each
+        stored pair (the authors' experiments).
+    vb_max_iter : int >= 1, default=30
+        Iterations of the variational algorithm.
+    vb_tol : float > 0, default=5e-5
+        The variational algorithm stops when the relative ELBO change falls below this (the authors' rule).
     devices : None, "all", "auto", int or list, default=None
-        The devices a fit may use (one meaning for every estimator, :mod:`ppclust.estimators._base`).
-        ``algorithm="subcluster"`` splits the points over them (``data_mesh``): each device draws its rows
-        of the unlinked block, counts reduced with ``psum``; same chain and draws as on one device
-        (:func:`ppclust.inference.subcluster.sample`). ``"collapsed"``/``"explicit"`` spread the chains
-        over the first ``m`` local devices instead (None: :func:`ppclust.inference.gibbs.sample`'s
-        ``"auto"``; same draws either way); ``"variational"`` runs on one device (an explicit int >= 2
-        or a list raises).
-    n_samples, covariance : deprecated
-        Old names of ``n_draws`` and ``covariance_type`` (``n_samples`` means data rows everywhere else);
-        still accepted with a ``FutureWarning`` until ppclust 0.3.
+        Devices a fit may use: "subcluster" splits the points over them, "collapsed" / "explicit" spread
+        the chains; the same draws either way. "variational" runs on one device.
+    subcluster_moves : int >= 1, default=4
+        Split/merge proposals per sweep of ``algorithm="subcluster"`` (as many peel/absorb proposals too).
+
+    Parameters that the chosen ``algorithm`` does not read (marked above) raise
+    :class:`~ppclust.errors.InvalidParameterError` when set to a non-default value.
 
     Attributes
     ----------
-    labels_ : ndarray (n,) point estimate (canonical labels); n_clusters_ : int;
-    point_estimate_ : :class:`ppclust.partition.PartitionEstimate` (expected loss, search summary);
-    expected_loss_ : float, its posterior expected loss;
-    credible_ball_ : :class:`ppclust.partition.CredibleBall` (95%, same loss; ``print`` / ``.plot()``);
-    posterior_ : arviz DataTree (groups posterior, sample_stats, log_likelihood, observed_data, clustering;
-    settings and prior as attributes; see :mod:`ppclust.posterior`);
-    psm_ : ndarray (n, n) or None when n > max_psm_n; p_, q_, alpha_ : posterior means;
-    log_joint_ : ndarray (chain, draw); samples_ : ChainResult (raw draws, resumable state).
+    labels_ : ndarray of shape (n,)
+        Point estimate of the partition (canonical labels 0, 1, ...).
+    n_clusters_ : int
+        Clusters in ``labels_``.
+    objective_ : float
+        Samplers: the log joint log p(z, x, E | alpha) of ``labels_`` (cluster parameters integrated out;
+        p and q integrated out too unless ``pq="fixed"``). Variational: the final ELBO. Larger is better.
+    objective_trace_ : ndarray
+        Samplers: the log joint of every kept draw, shape (n_chains, n_draws). Variational: the ELBO per
+        iteration, shape (n_iter_,).
+    p_, q_ : float
+        Posterior means of the link sensitivity and specificity (variational: means of q(p), q(q)).
+    alpha_ : float
+        Posterior mean of alpha (its fixed value unless ``sample_alpha``).
+    psm_ : ndarray of shape (n, n) or None
+        Posterior similarity matrix (variational: r r^T); None when n > ``max_psm_n``.
+    point_estimate_ : PartitionEstimate or None
+        The search behind ``labels_`` (:func:`ppclust.partition.salso`); None for "variational".
+    expected_loss_ : float or None
+        Posterior expected loss of ``labels_``.
+    credible_ball_ : CredibleBall or None
+        95% credible ball around ``labels_`` under the same loss.
+    posterior_ : arviz DataTree or None
+        Draws, sample stats, pointwise log likelihood and the clustering (:mod:`ppclust.posterior`).
+    samples_ : ChainResult or None
+        The raw draws and the final sampler state (resumable).
+    responsibilities_ : ndarray of shape (n, vb_truncation)
+        Variational only: the responsibilities r_ik.
+    means_ : ndarray of shape (vb_truncation, d)
+        Variational only: the component means (standardised space).
+    n_iter_ : int
+        Variational only: iterations run.
+    converged_ : bool
+        Variational only: whether the ELBO rule stopped it.
+
+    Notes
+    -----
+    The model (Khashabi, Wieting, Liu & Liang 2015, Section 3; spec ``tvclust-rdpmeans.md`` Section 1):
+    z ~ CRP(alpha) and x_i ~ N(mu_{z_i}, Sigma_{z_i}) with a NIW(0, kappa0, nu0, Psi0) prior (eq. 1); each
+    observed pair (i, j) is a may-link with probability p when z_i = z_j and 1 - q otherwise, with
+    p ~ Beta(a_p, b_p), q ~ Beta(a_q, b_q) (eq. 8). Given the partition, the links enter only through four
+    pair counts N11, N01, N10, N00, and a point's Gibbs conditional through its friends and strangers per
+    cluster (eqs. 11-13). The model's functions are :mod:`ppclust.models.tvclust`.
+
+    References
+    ----------
+    .. [1] D. Khashabi, J. Wieting, J. Y. Liu, F. Liang, "Clustering with side information: from a
+       probabilistic model to a deterministic algorithm", arXiv:1508.06235, 2015.
+    .. [2] R. M. Neal, "Markov chain sampling methods for Dirichlet process mixture models", JCGS, 2000.
+    .. [3] J. Chang, J. W. Fisher III, "Parallel sampling of DP mixture models using sub-cluster splits",
+       NIPS, 2013.
+    .. [4] D. B. Dahl, D. J. Johnson, P. Müller, "Search algorithms and loss functions for Bayesian
+       clustering", JCGS, 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import TVClust
+    >>> X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + np.random.default_rng(0).normal(size=(20, 2))
+    >>> est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0)
+    >>> est.fit(X, must_link=[(0, 1)], cannot_link=[(0, 15)]).n_clusters_
+    2
+    >>> est.objective_trace_.shape
+    (1, 20)
     """
 
     _parameter_constraints: dict = {
@@ -220,7 +229,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "b_q": POSITIVE_REAL,
         "link_noise": [None, StrOptions({"auto"}), Interval(Real, 0, 0.5, closed="right")],
         "link_strength": [StrOptions({"links"}), Interval(Real, 0, None, closed="neither")],
-        "pq": [StrOptions(set(gibbs.PQ_MODES))],
+        "pq": [StrOptions(set(PQ_MODES))],
         "p": UNIT_OPEN,  # log p and log(1 - p) enter the link likelihood
         "q": UNIT_OPEN,
         "sample_alpha": ["boolean"],
@@ -233,7 +242,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "point_estimate": [StrOptions({"binder", "vi", "max_log_joint"})],
         "max_psm_n": NONNEG_INT,
         "random_state": RANDOM_STATE,
-        "algorithm": [StrOptions(set(gibbs.ALGORITHMS) | {"subcluster", "variational"})],
+        "algorithm": [StrOptions(set(ALGORITHMS) | {"subcluster", "variational"})],
         "vb_truncation": [Interval(Integral, 2, None, closed="left")],
         "subcluster_moves": POSITIVE_INT,
         "vb_mask": [StrOptions(set(tvclust_vb.MASKS))],
@@ -244,9 +253,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "init_clusters": POSITIVE_INT,
         "loss_a": [Interval(Real, 0, 2, closed="neither")],
         "progress_bar": ["boolean"],
-        "backend": [StrOptions(set(gibbs.BACKENDS))],
-        "n_samples": deprecated_name(POSITIVE_INT),
-        "covariance": deprecated_name([StrOptions({"full", "diag", "spherical"})]),
+        "backend": [StrOptions(set(BACKENDS))],
     }
 
     def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
@@ -254,12 +261,11 @@ class TVClust(ClusterMixin, BaseEstimator):
                  sample_alpha=False, covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0,
                  standardize=True, k_max=64, point_estimate="binder", loss_a=1.0, max_psm_n=5000,
                  random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto",
-                 progress_bar=True, n_samples="deprecated", covariance="deprecated", vb_truncation=15,
+                 progress_bar=True, vb_truncation=15,
                  vb_mask="symmetric", vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
         self.n_draws = n_draws
         self.subcluster_moves = subcluster_moves
         self.devices = devices
-        self.n_samples = n_samples
         self.n_warmup = n_warmup
         self.n_chains = n_chains
         self.thin = thin
@@ -275,7 +281,6 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.q = q
         self.sample_alpha = sample_alpha
         self.covariance_type = covariance_type
-        self.covariance = covariance
         self.kappa0 = kappa0
         self.nu0 = nu0
         self.psi_scale = psi_scale
@@ -297,12 +302,26 @@ class TVClust(ClusterMixin, BaseEstimator):
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
-        """Sample the TVClust posterior (Khashabi et al. 2015: DP mixture, eq. 1, and the noisy-link
-        view with sensitivity p and specificity q) by collapsed Gibbs; links from ``must_link`` /
-        ``cannot_link`` and from the labelled pairs of ``y``. Sets the point estimate ``labels_``, the
-        PSM ``psm_`` and the ArviZ ``posterior_``."""
-        n_draws = renamed_param(self, "n_draws", "n_samples")
-        covariance_type = renamed_param(self, "covariance_type", "covariance")
+        """Sample (or approximate) the posterior over partitions and set its summaries.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            The points.
+        y : array-like of shape (n,) or None, default=None
+            Partial labels (-1 = unlabelled): every pair of labelled points becomes a link.
+        must_link, cannot_link : array-like of shape (m, 2) or None, default=None
+            Pairs of row indices believed to share a cluster / to lie in different clusters.
+        partial_labels : array-like of shape (n,) or None, default=None
+            Another way to pass ``y``.
+
+        Returns
+        -------
+        self : TVClust
+            The fitted estimator (attributes in the class docstring).
+        """
+        self._check_unused_parameters()
+        covariance_type = self.covariance_type
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
@@ -325,7 +344,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
             psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
             kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)  # see the docstring
-            # host arrays put on the device: no program compiled per shape (issue 18)
+            # host arrays put on the device: no program compiled per shape
             family = GaussianNIW(*jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)),
                                  covariance_type)
             key, key_init = jax.random.split(as_key(self.random_state))
@@ -334,19 +353,18 @@ class TVClust(ClusterMixin, BaseEstimator):
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
-            sample, extra = gibbs.sample, {}
+            kw = dict(init_labels=init_labels, n_draws=int(self.n_draws), n_warmup=int(self.n_warmup),
+                      n_chains=int(self.n_chains), thin=int(self.thin), k_max=k_max, pq=self.pq,
+                      p=float(self.p), q=float(self.q), sample_alpha=bool(self.sample_alpha),
+                      backend=self.backend)
             if self.algorithm == "subcluster":
-                sample, extra = _subcluster_sample, dict(mesh=data_mesh(self.devices),
-                                                         n_moves=int(self.subcluster_moves))
-            elif self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
-                extra = dict(devices=restart_devices(self.devices, "TVClust"))
-            res = sample(key, xj, links, family, prior, init_labels=init_labels, **extra,
-                               n_draws=int(n_draws), n_warmup=int(self.n_warmup),
-                               n_chains=int(self.n_chains), thin=int(self.thin),
-                               k_max=k_max, pq=self.pq, p=float(self.p), q=float(self.q),
-                               sample_alpha=bool(self.sample_alpha), algorithm=self.algorithm,
-                               backend=self.backend, progress_bar=bool(self.progress_bar),
-                               desc="TVClust")
+                res = subcluster.sample(key, xj, links, family, prior, mesh=data_mesh(self.devices),
+                                        n_moves=int(self.subcluster_moves), **kw)
+            else:
+                if self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
+                    kw["devices"] = restart_devices(self.devices, "TVClust")
+                res = gibbs.sample(key, xj, links, family, prior, algorithm=self.algorithm,
+                                   progress_bar=bool(self.progress_bar), desc="TVClust", **kw)
         self.samples_ = res
         self.n_features_in_ = X.shape[1]
         self._set_posterior(key, X, side, links, family, prior, res)
@@ -362,8 +380,21 @@ class TVClust(ClusterMixin, BaseEstimator):
             return float(self.a_p), float(self.b_p), float(self.a_q), float(self.b_q)
         # 11 = strength of spec 2.8's Beta(1, 10); "links": at least the links' own number (docstring)
         s = max(11.0, float(n_links)) if self.link_strength == "links" else float(self.link_strength)
-        eps = float(eps)
-        return s * (1 - eps), s * eps, s * (1 - eps), s * eps
+        return link_noise_beta(float(eps), s)
+
+    def _check_unused_parameters(self):
+        """:class:`InvalidParameterError` for a parameter set away from its default that ``algorithm``
+        does not read."""
+        unused = _SAMPLER_ONLY if self.algorithm == "variational" else _VB_ONLY
+        if self.algorithm != "subcluster":
+            unused = unused + _SUBCLUSTER_ONLY
+        defaults = inspect.signature(type(self).__init__).parameters
+        for name in unused:
+            default = defaults[name].default
+            if getattr(self, name) != default:
+                raise InvalidParameterError(
+                    f"The '{name}' parameter of TVClust is not used by algorithm={self.algorithm!r}; "
+                    f"leave it at its default ({default!r}).", parameter=name)
 
     def _set_posterior(self, key, X, side, links, family, prior, res):
         """Point estimate, credible ball, PSM (small n) and the ArviZ ``posterior_`` from the draws."""
@@ -440,7 +471,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.psm_ = psm
         self.labels_ = est.labels.astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
-        self.log_joint_ = res.log_joint
+        self.objective_trace_ = np.asarray(res.log_joint)
+        with x64():
+            point_prior = prior._replace(alpha=self.alpha_)
+            self.objective_ = float(log_joint(self.labels_, jnp.asarray(X), links, family, point_prior,
+                                              *((float(self.p), float(self.q)) if self.pq == "fixed" else ()),
+                                              k_max=self.n_clusters_))
         self.posterior_ = posterior.build_datatree(
             post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik, observed_data=observed,
             clustering=clustering, attrs=attrs, dims=dims)
@@ -473,8 +509,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.n_features_in_ = d
         self.labels_ = np.unique(res.labels, return_inverse=True)[1].astype(np.int64)
         self.n_clusters_ = int(self.labels_.max()) + 1
-        self.resp_ = res.resp
-        self.elbo_ = res.elbo[:it]
+        self.responsibilities_ = res.resp
+        self.objective_trace_ = res.elbo[:it]
+        self.objective_ = float(res.elbo[it - 1]) if it else float("nan")
         self.n_iter_ = it
         self.converged_ = bool(res.converged)
         self.means_ = res.means
@@ -482,22 +519,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.p_, self.q_, self.alpha_ = ap / (ap + bp), aq / (aq + bq), float(self.alpha)
         self.psm_ = res.resp @ res.resp.T if n <= int(self.max_psm_n) else None
         self.posterior_ = self.point_estimate_ = self.credible_ball_ = self.expected_loss_ = None
-        self.samples_ = self.log_joint_ = None
+        self.samples_ = None
         return self
-
-    def fit_predict(self, X, y=None, **kw):
-        """Fit (side information as in ``fit``) and return ``labels_``."""
-        return self.fit(X, y, **kw).labels_
 
 
 def _link_mass(side):
     """Number of linked pairs, weights summed (``link_strength="links"``; unit weights by default)."""
     return float(np.sum(side.weight)) if side.n_links else 0.0
-
-
-def _subcluster_sample(key, x, links, family, prior, *, algorithm, backend, desc, **kw):
-    """``algorithm="subcluster"``: :func:`ppclust.inference.subcluster.sample` (same ChainResult; its own
-    ``backend``, :func:`ppclust.inference.subcluster.resolve_backend`)."""
-    from ppclust.inference import subcluster
-
-    return subcluster.sample(key, x, links, family, prior, backend=backend, **kw)

@@ -1,8 +1,8 @@
 r"""The collapsed Gibbs sweep of :mod:`ppclust.inference.gibbs` compiled as one CPU loop (numba).
 
 Why a second implementation: a sequential sweep is a scalar loop over points. XLA:CPU runs the loop body
-as a chain of ~30-40 small kernels (about 0.1-0.3 us each), which caps the jitted sweep near 1e5
-point-updates/s whatever the arithmetic costs. Here the whole sweep is one compiled function: per point
+as a chain of small kernels, whose launch costs cap the jitted sweep's point updates per second whatever
+the arithmetic costs. Here the whole sweep is one compiled function: per point
 the O(K d^2) predictive and O(degree) link counts (same equations as :func:`gibbs.conditional`), and
 per *changed slot* a cached predictive (location, Cholesky, log-normaliser) refreshed after each rank-one
 update, so only O(d^2) work and one log remain per occupied slot; the point's own slot is evaluated
@@ -43,14 +43,23 @@ from ppclust._families_cpu import (
     rank_one,
 )
 from ppclust.families import Stats
+from ppclust.inference._callback import from_wire, to_wire, unwire, wire, wire_shape
 
-__all__ = ["available", "supports", "sweep"]
+__all__ = ["supports", "sweep", "loo_log_predictive"]
 
 _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
 
 
 def supports(family) -> bool:
-    """Whether :func:`sweep` implements this family."""
+    """Whether :func:`sweep` implements this family.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW, Multinomial
+    >>> supports(Multinomial(jnp.ones(3)))
+    False
+    """
     return available() and family_code(family) is not None
 
 
@@ -58,7 +67,24 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     """One collapsed sweep (the contract of ``gibbs._sweep`` with the order given by its uniforms, see
     :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
 
-    Operands are packed into seven arrays (each operand of a host callback costs ~40 us per call).
+    Operands are packed into seven arrays (each operand of a host callback has a fixed cost per call).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.inference.gibbs import init
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> with x64():
+    ...     x = jnp.asarray(xs)
+    ...     fam, links = GaussianNIW.default(x), make_links(4, [[0, 1]], [1])
+    ...     u = jnp.full(4, 0.5)
+    ...     labels, stats, counts, overflow = sweep(u, u, init(x, links, fam, k_max=4), x, links, fam,
+    ...                                             TVClustPrior(), "collapse")
+    >>> labels.shape, bool(overflow)
+    ((4,), False)
     """
     code = family_code(family)
     if code is None or not available():
@@ -86,12 +112,12 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     flags = (code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
-        res = _host([_unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
-        return tuple(_to_wire(r) for r in res)
+        res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
+        return tuple(to_wire(r) for r in res)
 
-    res = jax.pure_callback(host, tuple(_wire_shape(o) for o in outs), *(_wire(a) for a in args),
+    res = jax.pure_callback(host, tuple(wire_shape(o) for o in outs), *(wire(a) for a in args),
                             vmap_method="expand_dims")
-    labi, flt = (_from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
+    labi, flt = (from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
     n_pts = x.shape[0]
     o = K + K * d
     scale = _scale_layout(flt[o:o + K * m].reshape(st.scale.shape), code)
@@ -103,40 +129,6 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
 def _scale_layout(scale, code):
     """Cholesky factors go column-major into the kernel (its inner loops run down a column) and back."""
     return jnp.swapaxes(scale, -1, -2) if code == FULL else scale
-
-
-# 64-bit arrays cross the callback as uint32 pairs: JAX canonicalises a callback's inputs and outputs with
-# the x64 flag of the thread that runs it, not the caller's `jax.enable_x64` scope (float64 would silently
-# arrive as float32).
-def _wire(a):
-    if np.dtype(a.dtype).itemsize == 8:
-        return jax.lax.bitcast_convert_type(a, jnp.uint32)
-    return a
-
-
-def _unwire(a, dtype):
-    a = np.asarray(a)
-    if dtype.itemsize == 8:
-        return np.ascontiguousarray(a).view(dtype)[..., 0]
-    return a
-
-
-def _wire_shape(a):
-    if a.dtype.itemsize == 8:
-        return jax.ShapeDtypeStruct(a.shape + (2,), jnp.uint32)
-    return jax.ShapeDtypeStruct(a.shape, a.dtype)
-
-
-def _to_wire(a):
-    if a.dtype.itemsize == 8:
-        return np.ascontiguousarray(a).view(np.uint32).reshape(a.shape + (2,))
-    return a
-
-
-def _from_wire(r, dtype):
-    if np.dtype(dtype).itemsize == 8:
-        return jax.lax.bitcast_convert_type(r, dtype)
-    return r
 
 
 def _host(args, flags):
@@ -160,10 +152,9 @@ def _host(args, flags):
 
 def _ir_inline(fn):
     """A small per-point kernel shared by the sweep and the PSIS-LOO kernel, inlined into both by numba's IR
-    inlining (``inline="always"``): as a numba call per point the A/B timed the sweep at 0.65x at d = 2
-    (``results/tvclust_refactor.md``). Only helpers with few array arguments: each inlined array argument
-    still costs reference counting per point (an inlined leave-one-out helper with 16 arrays measured the
-    diag sweep at 0.90x), and IR inlining re-types the body at each call site (first-compile time)."""
+    inlining (``inline="always"``): a numba call per point costs more than its body. Only helpers with few
+    array arguments: each inlined array argument still costs reference counting per point, and IR inlining
+    re-types the body at each call site (first-compile time)."""
     return compile_kernel(fn, inline="always")
 
 
@@ -489,7 +480,7 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
 # leave-one-out predictive (PSIS-LOO's pointwise log-likelihood), the weights of the sweep without a draw
 # ---------------------------------------------------------------------------------------------------
 
-def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha, *, pq="collapse",
+def loo_log_predictive(labels, x, links, family, prior, pair_counts, link_alpha, *, pq="collapse",
                        partition="dp", point_logprior=None, k_max):
     r"""The compiled twin of :func:`ppclust.posterior.loo_log_predictive`'s XLA program, for the families of
     :func:`supports`: per draw and point :math:`\log\sum_k w_k p_k - \log\sum_k w_k` with :math:`w_k` the
@@ -497,8 +488,24 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     the point's own contribution left out (the weights the sweep draws from, :func:`sweep`).
 
     ``labels`` (S, n) compact slot ids ``< k_max``; ``pair_counts`` (S, 4) ``[N11, N01, N10, N00]`` of each
-    draw; ``p, q, alpha`` (S,). Statistics are rebuilt per draw by rank-one additions (O(S n d^2)), so the
+    draw; ``link_alpha`` the ``(p, q, alpha)`` of each draw, three (S,) arrays or scalars. Statistics
+    are rebuilt per draw by rank-one additions (O(S n d^2)), so the
     values agree with the XLA program to rounding (``tests/test_gibbs_cpu.py``). Returns (S, n) float64.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> links = make_links(4, [[0, 1]], [1])
+    >>> with x64():
+    ...     fam = GaussianNIW.default(jnp.asarray(xs))
+    ...     out = loo_log_predictive(np.array([[0, 0, 1, 1]]), xs, links, fam, TVClustPrior(),
+    ...                              np.array([[1.0, 0.0, 0.0, 0.0]]), (0.9, 0.9, 1.0), k_max=4)
+    >>> out.shape
+    (1, 4)
     """
     code = family_code(family)
     if code is None or not available():
@@ -510,8 +517,7 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, p, q, alpha
     pri = np.array([prior.a_p, prior.b_p, prior.a_q, prior.b_q], f64)
     lab = np.ascontiguousarray(np.asarray(labels, np.int32))
     S, n = lab.shape
-    pqa = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(v, f64), (S,)) for v in (p, q, alpha)],
-                                        1))
+    pqa = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(v, f64), (S,)) for v in link_alpha], 1))
     has_lp = point_logprior is not None
     lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
     out = np.empty((S, n))

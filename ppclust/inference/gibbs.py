@@ -32,15 +32,16 @@ term; the chain targets assignments :math:`z \in \{0..K-1\}^n`, not partitions. 
 prior ``point_logprior`` (n, K) is added to point ``i``'s weights (``-inf`` forbids a slot): the
 semi-supervised label likelihood :math:`\log p(y_i \mid z_i = k)` of :mod:`ppclust.models.ssgmm`.
 
-Backends (static ``backend``, :func:`resolve_backend`): the point updates of the collapsed sweep run either
-as a ``fori_loop`` inside the jitted program (``"xla"``: GPU, any family) or, on CPU, as one numba-compiled
-loop called through :func:`jax.pure_callback` (``"numba"``, :mod:`ppclust.inference._gibbs_cpu`: Gaussian
-families; 5-10x the XLA loop, whose ~30 small kernels per point bound it near 1e5 updates/s). Both consume
-the same per-sweep random numbers (:func:`shuffle_order`, :func:`draw_categorical`) and take the same
-decisions; everything else (p, q, alpha updates, log joint, chains, devices) is shared JAX code. Neither
-restates the family: the XLA sweep calls ``family.log_predictive`` / ``add`` / ``remove`` (the cached
-predictive of :mod:`ppclust.families`), the compiled one their numba twins in :mod:`ppclust._families_cpu`;
-link counts come from :func:`ppclust.sideinfo.link_counts`.
+Backends (static ``backend``, :func:`ppclust.inference.backend.resolve_backend`): the point updates of the
+collapsed sweep run either as a ``fori_loop`` inside the jitted program (``"xla"``: GPU, any family) or, on
+CPU, as one numba-compiled loop called through :func:`jax.pure_callback` (``"numba"``,
+:mod:`ppclust.inference._gibbs_cpu`: Gaussian families; faster than the XLA loop, whose small kernels per
+point bound its throughput). Both consume the same per-sweep random numbers (:func:`shuffle_order`,
+:func:`draw_categorical`) and take the same decisions; everything else (p, q, alpha updates, log joint,
+chains, devices) is shared JAX code. Neither restates the family: the XLA sweep calls
+``family.log_predictive`` / ``add`` / ``remove`` (the cached predictive of :mod:`ppclust.families`), the
+compiled one their numba twins in :mod:`ppclust._families_cpu`; link counts come from
+:func:`ppclust.sideinfo.link_counts`.
 
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
@@ -52,7 +53,6 @@ the ``p, q`` modes are shared with the collapsed sweep.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
@@ -64,16 +64,20 @@ from jax.scipy.special import betaln, gammaln
 
 from ppclust import _progress
 from ppclust._devices import axis_sharding
-from ppclust.errors import KMaxExhaustedError  # its historical import path is this module
-from ppclust.models.tvclust import TVClustPrior, log_crp, log_joint_from_stats
-from ppclust.sideinfo import (
-    Links,
+from ppclust.errors import KMaxExhaustedError
+from ppclust.inference import _gibbs_cpu
+from ppclust.inference.backend import resolve_backend
+from ppclust.inference.sampler_config import ALGORITHMS, SamplerConfig, check_modes
+from ppclust.models.tvclust import (
+    TVClustPrior,
+    escobar_west,
     link_beta_params,
-    link_counts,
     link_log_odds,
     link_reliability,
-    pair_counts,
+    log_crp,
+    log_joint_from_stats,
 )
+from ppclust.sideinfo import Links, link_counts, pair_counts
 
 __all__ = [
     "GibbsState",
@@ -85,25 +89,27 @@ __all__ = [
     "step",
     "conditional",
     "sample",
-    "TVClustKernel",
-    "KMaxExhaustedError",
     "log_dirichlet_multinomial",
-    "PARTITIONS",
-    "ALGORITHMS",
-    "BACKENDS",
     "draw_categorical",
     "shuffle_order",
-    "resolve_backend",
+    "numba_unsupported",
+    "sweep_info",
 ]
-
-PQ_MODES = ("fixed", "sample", "collapse")
-BACKENDS = ("auto", "xla", "numba")
-PARTITIONS = ("dp", "finite")
-ALGORITHMS = ("collapsed", "explicit")
 
 
 class GibbsState(NamedTuple):
-    """Carried between sweeps (one chain)."""
+    """Carried between sweeps (one chain).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> init(x, links, fam, k_max=4).labels.tolist()
+    [0, 0, 0, 0]
+    """
 
     labels: jax.Array  # (n,) int32 slot index per point
     stats: object  # family Stats with k_max slots; active slots are those with n > 0
@@ -116,7 +122,19 @@ class GibbsState(NamedTuple):
 
 
 class SweepInfo(NamedTuple):
-    """Label-invariant per-sweep diagnostics (not carried)."""
+    """Label-invariant per-sweep diagnostics (not carried).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> info = sweep_info(init(x, links, fam, k_max=4), fam, TVClustPrior(), "collapse")
+    >>> int(info.n_clusters)
+    1
+    """
 
     n_clusters: jax.Array  # () int32
     log_joint: jax.Array  # () log p(z, x, E | alpha[, p, q]) (+ log Beta(p) + log Beta(q) in "sample" mode)
@@ -126,7 +144,20 @@ class SweepInfo(NamedTuple):
 
 
 class ChainResult(NamedTuple):
-    """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them)."""
+    """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> res = sample(jax.random.key(0), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=4,
+    ...              progress_bar=False)
+    >>> res.labels.shape, res.log_joint.shape
+    ((1, 2, 4), (1, 2))
+    """
 
     labels: np.ndarray | None  # (chain, draw, n) int32, or None when not stored
     n_clusters: np.ndarray
@@ -142,6 +173,17 @@ def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alph
     """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given.
 
     ``algorithm="explicit"`` also draws every slot's theta from its posterior (``key`` required).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> state = init(x, links, fam, k_max=4, labels=jnp.array([0, 0, 1, 1]))
+    >>> state.stats.n.tolist()
+    [2.0, 2.0, 0.0, 0.0]
     """
     n = x.shape[0]
     labels = jnp.zeros(n, jnp.int32) if labels is None else jnp.asarray(labels, jnp.int32)
@@ -178,57 +220,65 @@ def _draw_keys(key, *, n_chains, n_samples, surplus):
     return draw_keys
 
 
-def _check_modes(pq, partition, sample_alpha, algorithm="collapsed"):
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    if algorithm == "explicit" and partition != "dp":
-        raise ValueError("algorithm='explicit' supports partition='dp' only")
-    if pq not in PQ_MODES:
-        raise ValueError(f"pq must be one of {PQ_MODES}, got {pq!r}")
-    if partition not in PARTITIONS:
-        raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if partition == "finite" and sample_alpha:
-        raise ValueError("sample_alpha (Escobar-West) applies to partition='dp' only")
+def numba_unsupported(family, algorithm="collapsed") -> str | None:
+    """Why the compiled CPU sweep (:mod:`ppclust.inference._gibbs_cpu`) cannot run this problem, or None.
 
+    The compiled sweep runs the collapsed sweep of the Gaussian families (NIW full, diag, spherical, and the
+    known-variance spherical Gaussian); the argument ``unsupported`` of
+    :func:`ppclust.inference.backend.resolve_backend`.
 
-def resolve_backend(backend, family, algorithm="collapsed") -> str:
-    """``"numba"`` or ``"xla"``: which implementation runs the point updates of a sweep.
-
-    ``"auto"`` picks the compiled CPU loop (:mod:`ppclust.inference._gibbs_cpu`) for the collapsed sweep
-    when JAX runs on CPU, numba imports and the family is Gaussian (NIW full/diag/spherical or known
-    variance); otherwise the jitted XLA loop (GPU, other families, ``algorithm="explicit"``). Both take the
-    same decisions from the same random inputs.
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> numba_unsupported(GaussianNIW.default(jnp.eye(3)), "explicit")
+    'runs the collapsed sweep only (algorithm="collapsed")'
     """
-    from ppclust.inference import _gibbs_cpu
-
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        ok = algorithm == "collapsed" and _gibbs_cpu.supports(family) and jax.default_backend() == "cpu"
-        return "numba" if ok else "xla"
-    if backend == "numba":
-        if algorithm != "collapsed":
-            raise ValueError("backend='numba' runs the collapsed sweep only; use algorithm='collapsed' or "
-                             "backend='xla'")
-        if not _gibbs_cpu.available():
-            raise ValueError("backend='numba' needs numba (pip install numba); backend='xla' works without")
-        if not _gibbs_cpu.supports(family):
-            raise ValueError(f"backend='numba' does not support {type(family).__name__}; use backend='xla'")
-    return backend
+    if algorithm != "collapsed":
+        return 'runs the collapsed sweep only (algorithm="collapsed")'
+    if not _gibbs_cpu.supports(family):
+        return f"does not support {type(family).__name__}"
+    return None
 
 
-def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *, pq: str = "collapse",
-         sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
-         point_logprior=None, algorithm: str = "collapsed", backend: str = "auto"):
+def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = None,
+         *, point_logprior=None, **options):
     """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
 
-    ``partition``: ``"dp"`` (CRP, TVClust) or ``"finite"`` (``k_max`` labelled components, symmetric
-    Dirichlet(``alpha / k_max``) weights); ``point_logprior``: optional (n, k_max) log prior of each point's
-    slot (module docstring). ``algorithm="explicit"``: Neal's Algorithm 2 (``state.theta`` required, see
-    :func:`_sweep_explicit`). ``backend``: see :func:`resolve_backend`.
+    Parameters
+    ----------
+    key : JAX PRNG key
+        The sweep's randomness (visiting order, one uniform per point, the global draws).
+    state : :class:`GibbsState`
+        The current state (one chain).
+    x, links, family, prior :
+        As :func:`sample`.
+    config : :class:`SamplerConfig` or None, default=None
+        Read: ``pq``, ``sample_alpha``, ``alpha_shape``, ``alpha_rate``, ``partition``, ``algorithm``
+        (``"explicit"`` needs ``state.theta``) and ``backend``; ``**options`` replace single fields.
+    point_logprior : array of shape (n, k_max) or None, default=None
+        Per-point log prior over the slots (module docstring).
+
+    Returns
+    -------
+    (GibbsState, SweepInfo)
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> state, info = step(jax.random.key(0), init(x, links, fam, k_max=4), x, links, fam, TVClustPrior(),
+    ...                    backend="xla")
+    >>> state.labels.shape
+    (4,)
     """
-    _check_modes(pq, partition, sample_alpha, algorithm)
-    backend = resolve_backend(backend, family, algorithm)
+    cfg = (SamplerConfig() if config is None else config).with_options(**options)
+    pq, sample_alpha, partition, algorithm = cfg.pq, cfg.sample_alpha, cfg.partition, cfg.algorithm
+    check_modes(pq, partition, sample_alpha, algorithm)
+    backend = resolve_backend(cfg.backend, numba_unsupported(family, algorithm))
     n = x.shape[0]
     key_order, key_u, key_p, key_q, key_alpha = jax.random.split(key, 5)
     # Visiting order (Fisher-Yates, shuffle_order) and inverse-CDF draws (draw_categorical) from n uniforms
@@ -245,8 +295,6 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
                                                                  x, links, family, prior, pq, point_logprior)
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
     elif backend == "numba":
-        from ppclust.inference import _gibbs_cpu
-
         labels, stats, counts, overflow = _gibbs_cpu.sweep(order_u, u, state, x, links, family, prior, pq,
                                                            partition, point_logprior)
     else:
@@ -262,94 +310,125 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, *
         p, q = link_reliability(counts, prior.a_p, prior.b_p, a_q=prior.a_q, b_q=prior.b_q, xp=jnp)
     if sample_alpha:
         n_clusters = (stats.n > 0).sum()
-        alpha = _escobar_west(key_alpha, alpha, n_clusters, n, alpha_shape, alpha_rate)
+        alpha = escobar_west(key_alpha, alpha, n_clusters, n, cfg.alpha_shape, cfg.alpha_rate)
     new = GibbsState(labels, stats, counts, p, q, alpha, overflow, theta)
-    return new, _info(new, family, prior, pq, partition, point_logprior)
+    return new, sweep_info(new, family, prior, pq, partition, point_logprior)
 
 
 class GibbsAlgorithm(NamedTuple):
     """``init(labels=None, *, p, q, alpha, key) -> GibbsState`` and ``step(key, state) -> (GibbsState,
-    SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape)."""
+    SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> alg = build(x, links, fam, TVClustPrior(), k_max=4, backend="xla")
+    >>> isinstance(alg, GibbsAlgorithm)
+    True
+    """
 
     init: Callable
     step: Callable
 
 
-def build(x, links: Links, family, prior: TVClustPrior, *, k_max: int, pq: str = "collapse",
-          sample_alpha: bool = False, alpha_shape=1.0, alpha_rate=1.0, partition: str = "dp",
-          point_logprior=None, algorithm: str = "collapsed", backend: str = "auto") -> GibbsAlgorithm:
+def build(x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = None, *, point_logprior=None,
+          **options) -> GibbsAlgorithm:
     """The sampler's :func:`init` and :func:`step` as a pair of two-argument functions (options as
-    :func:`step`); :func:`sample`'s chains run this ``step``."""
-    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, point_logprior=point_logprior, algorithm=algorithm, backend=backend)
+    :func:`step`, slots ``config.k_max``); :func:`sample`'s chains run this ``step``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> alg = build(x, make_links(4, [[0, 1]], [1]), GaussianNIW.default(x), TVClustPrior(), k_max=4,
+    ...             backend="xla")
+    >>> state, info = alg.step(jax.random.key(0), alg.init())
+    >>> state.labels.shape
+    (4,)
+    """
+    cfg = (SamplerConfig() if config is None else config).with_options(**options)
+    k_max, algorithm = cfg.k_max, cfg.algorithm
 
     def init_(labels=None, *, p=0.9, q=0.9, alpha=None, key=None) -> GibbsState:
         return init(x, links, family, k_max=k_max, labels=labels, p=p, q=q,
                     alpha=prior.alpha if alpha is None else alpha, algorithm=algorithm, key=key)
 
     def step_(key, state: GibbsState):
-        return step(key, state, x, links, family, prior, **kw)
+        return step(key, state, x, links, family, prior, cfg, point_logprior=point_logprior)
 
     return GibbsAlgorithm(init_, step_)
 
 
-def renamed_n_samples(n_draws, n_samples):
-    """``n_draws``, or the deprecated ``n_samples`` keyword's value with a FutureWarning (issue 15:
-    ``n_samples`` means data rows everywhere else; the old name works for one release)."""
-    if n_samples is None:
-        return n_draws
-    warnings.warn("`n_samples` is deprecated and will be removed in the next release; use `n_draws` "
-                  "(kept draws per chain).", FutureWarning, stacklevel=3)
-    return n_samples
-
-
-def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, n_draws=1000,
-           n_warmup=1000, n_chains=4, thin=1, k_max=64, pq="collapse", p=0.9, q=0.9, sample_alpha=False,
-           alpha_shape=1.0, alpha_rate=1.0, init_labels=None, init_state: GibbsState | None = None,
-           store_labels=True, progress_bar=None, chunk=None, partition="dp", point_logprior=None,
-           desc="tvclust gibbs", devices="auto", algorithm="collapsed", backend="auto",
-           n_samples=None) -> ChainResult:
+def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), config: SamplerConfig = None,
+           *, init_labels=None, init_state: GibbsState | None = None, point_logprior=None,
+           **options) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
     ----------
-    key : JAX PRNG key.
-    x : array (n, d); links : :class:`~ppclust.models.tvclust.Links`; family : a conjugate family.
-    n_draws, n_warmup, thin : kept draws, discarded sweeps, sweeps per kept draw.
-    n_samples : deprecated name of ``n_draws`` (``n_samples`` means data rows elsewhere); FutureWarning.
-    pq : ``"collapse"`` | ``"sample"`` | ``"fixed"``; ``p, q`` are the fixed values / starting values.
-    init_state : a batched :class:`GibbsState` (``ChainResult.state``) to resume from (pass
-        ``n_warmup=0`` to continue a converged run directly).
-    chunk : draws per compiled call (default: all at once, or about 100 sweeps with a progress bar).
-        The draws do not depend on it (nor on the progress bar).
-    progress_bar : bool or None (= True): show two bars, warm-up then sampling (sweeps), when someone
-        can see them (:mod:`ppclust._progress`: Jupyter or a terminal, not ``CI``).
-    partition : ``"dp"`` (TVClust's CRP) or ``"finite"`` (exactly ``k_max`` components, Dirichlet(alpha/k_max)
-        weights; ``prior.alpha`` is the total concentration).
-    point_logprior : optional (n, k_max) per-point log prior over slots (``-inf`` = forbidden). Without
-        ``init_labels``, chains then start with every point in its most probable slot (first on ties).
-    devices : ``"auto"`` (default): with several local devices and ``n_chains`` a multiple of their
-        number, the chain axis of the state and keys is sharded over them (one jitted program; XLA
-        keeps each chain on its device, no communication); ``None``/``1``: one device; an int ``m``:
-        the first ``m`` local devices. Draws are identical either way (same keys per chain).
-    algorithm : ``"collapsed"`` (default; Neal 2000 Algorithm 3, cluster parameters integrated out) or
-        ``"explicit"`` (Algorithm 2, the paper-literal sampler: per-slot parameters in ``state.theta``,
-        drawn from their conjugate posteriors after each sweep; the family needs ``sample_posterior`` and
-        ``log_likelihood``; ``partition="dp"`` only). Both target the same partition posterior; the
-        reported ``log_joint`` is the collapsed ``log p(z, x, E)`` in both.
-    backend : ``"auto"`` (default) | ``"numba"`` | ``"xla"``: the point-update loop (:func:`resolve_backend`).
-        On CPU ``"auto"`` runs the collapsed sweep as one compiled numba loop (about 10x the XLA loop's
-        throughput, ``benchmarks/results/tvclust.md``), called from the jitted driver.
+    key : JAX PRNG key
+        The seed of every draw: draw j of chain c depends on the key, c and j only.
+    x : array of shape (n, d)
+        The points.
+    links : :class:`~ppclust.sideinfo.Links`
+        The observed pairs.
+    family : a conjugate family of :mod:`ppclust.families`
+        The data view.
+    prior : :class:`~ppclust.models.tvclust.TVClustPrior`
+        alpha and the Beta priors of p and q.
+    config : :class:`SamplerConfig` or None, default=None
+        The run's options (None: the defaults); ``**options`` replace single fields (``n_draws=...``).
+        ``partition="finite"``: exactly ``k_max`` components, ``prior.alpha`` the total concentration.
+        ``algorithm="explicit"``: per-slot parameters in ``state.theta`` drawn from their conjugate
+        posteriors after each sweep (``partition="dp"`` only); the reported ``log_joint`` is the collapsed
+        one either way. ``devices="auto"``: with several local devices and ``n_chains`` a multiple of
+        their number, the chains are sharded over them.
+    init_labels : int array of shape (n,) or (n_chains, n), default=None
+        Starting slots (< ``k_max``); None: one cluster, or the most probable slot of ``point_logprior``.
+    init_state : :class:`GibbsState`, batched over chains, default=None
+        A ``ChainResult.state`` to resume from (``n_warmup=0`` continues a converged run directly).
+    point_logprior : array of shape (n, k_max), default=None
+        Per-point log prior over the slots (``-inf`` forbids a slot).
+
+    Returns
+    -------
+    ChainResult
+        The draws, shapes (n_chains, n_draws, ...), and the final states.
 
     Raises
     ------
-    KMaxExhaustedError when a chain needed more than ``k_max`` clusters.
+    KMaxExhaustedError
+        When a chain needed more than ``k_max`` clusters.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> res = sample(jax.random.key(0), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=4,
+    ...              progress_bar=False)
+    >>> res.n_clusters.shape
+    (1, 2)
     """
+    cfg = (SamplerConfig() if config is None else config).with_options(**options)
+    cfg.check_unused(("n_moves", "mesh"), "gibbs.sample")
+    n_draws, n_warmup, n_chains, thin, k_max = cfg.n_draws, cfg.n_warmup, cfg.n_chains, cfg.thin, cfg.k_max
+    pq, p, q, sample_alpha = cfg.pq, cfg.p, cfg.q, cfg.sample_alpha
+    alpha_shape, alpha_rate = cfg.alpha_shape, cfg.alpha_rate
+    partition, algorithm, backend, devices = cfg.partition, cfg.algorithm, cfg.backend, cfg.devices
+    store_labels, progress_bar, chunk, desc = cfg.store_labels, cfg.progress_bar, cfg.chunk, cfg.desc
     n = x.shape[0]
-    n_draws = renamed_n_samples(n_draws, n_samples)
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
-    _check_modes(pq, partition, sample_alpha, algorithm)
+    check_modes(pq, partition, sample_alpha, algorithm)
     if point_logprior is not None:
         point_logprior = jnp.asarray(point_logprior, x.dtype)
         if point_logprior.shape != (n, k_max):
@@ -375,8 +454,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
             raise ValueError("init_state has no theta (a collapsed run's state); use algorithm='collapsed'")
         if algorithm == "collapsed":
             state = state._replace(theta=None)
-    kw = dict(pq=pq, sample_alpha=sample_alpha, alpha_shape=alpha_shape, alpha_rate=alpha_rate,
-              partition=partition, algorithm=algorithm, backend=resolve_backend(backend, family, algorithm))
+    # the options the compiled program depends on (a static argument: equal options, one program)
+    sweep_cfg = SamplerConfig(pq=pq, sample_alpha=sample_alpha, store_labels=store_labels,
+                              partition=partition, algorithm=algorithm,
+                              backend=resolve_backend(backend, numba_unsupported(family, algorithm)))
     place = _chain_placement(n_chains, devices)
     state = place(state)
     show = _progress.enabled(True if progress_bar is None else progress_bar)
@@ -394,8 +475,9 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), *
 
     def call(c, state, first_lo, first_hi, thin):
         keys = place(draw_keys[:, c * per_chunk:(c + 1) * per_chunk])
-        return _run(keys, state, jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin), x, links, family,
-                    prior, point_logprior, length=per_chunk, store_labels=store_labels, **kw)
+        bounds = (jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin))
+        data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate)
+        return _run(keys, state, bounds, data, length=per_chunk, config=sweep_cfg)
 
     warm_done = 0
     if show and n_warmup > 0:  # warm-up in pieces of about one chunk's sweeps, its own bar
@@ -439,156 +521,45 @@ def _chain_placement(n_chains, devices):
     return lambda tree: jax.device_put(tree, sharding)
 
 
-class TVClustKernel:
-    """``numpyro.infer.mcmc.MCMCKernel``: one ``sample()`` = one collapsed Gibbs sweep (:func:`step`).
-
-    Public as ``ppclust.inference.TVClustKernel``. Use ``numpyro.infer.MCMC(TVClustKernel(links, family,
-    prior, k_max=...), ...)`` and ``mcmc.run(key, x)``. Chains start from the same k-means++ Voronoi
-    partition as :class:`ppclust.TVClust` (``init="kmeans++"``, ``init_clusters`` seeds; or ``init="one"``,
-    or ``init_params`` labels). ``mcmc.get_samples()`` holds ``labels`` (relabelled 0, 1, ... by first
-    appearance) and the label-invariant ``n_clusters``, ``log_joint``, ``p``, ``q`` (genuine draws: with
-    ``pq="collapse"`` drawn from their Beta conditionals given the partition) and ``alpha`` (when sampled);
-    constants are left out. ``mcmc.print_summary()`` shows those scalars, not one row per point label.
-    Extra fields: ``labels``, ``n_clusters``, ``log_joint``, ``p``, ``q``, ``alpha``. Supports
-    ``chain_method`` ``"sequential"`` and ``"vectorized"``.
-    """
-
-    sample_field = "z"
-    model = None  # arviz_base.from_numpyro reads sampler.model
-
-    def __new__(cls, *args, **kwargs):
-        # subclass numpyro's ABC lazily so that importing this module does not import numpyro
-        from numpyro.infer.mcmc import MCMCKernel
-
-        if not issubclass(cls, MCMCKernel):
-            cls = type(cls.__name__, (cls, MCMCKernel), {})
-        return object.__new__(cls)
-
-    def __init__(self, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, k_max=64,
-                 pq="collapse", p=0.9, q=0.9, sample_alpha=False, init="kmeans++", init_clusters=10):
-        if init not in ("kmeans++", "one"):
-            raise ValueError(f"`init` must be 'kmeans++' or 'one', got {init!r}")
-        _check_modes(pq, "dp", sample_alpha)
-        self.links, self.family, self.prior = links, family, prior
-        self.k_max, self.pq, self.p, self.q, self.sample_alpha = k_max, pq, p, q, sample_alpha
-        self.init_mode, self.init_clusters = init, init_clusters
-
-    @property
-    def default_fields(self):
-        return ("z",)
-
-    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        from ppclust.inference import hartigan
-
-        (x,) = model_args
-        n = x.shape[0]
-        k_max = min(int(self.k_max), n)
-
-        def one(key, labels):
-            key, key_init = jax.random.split(key)
-            if labels is None and self.init_mode == "kmeans++":
-                k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
-                labels = hartigan.voronoi(x, hartigan.init_kmeanspp(key_init, x, k0)).astype(jnp.int32)
-            st = init(x, self.links, self.family, k_max=k_max, labels=labels, p=self.p, q=self.q,
-                      alpha=self.prior.alpha)
-            return self._wrap(st, _info(st, self.family, self.prior, self.pq), key)
-
-        from numpyro.util import is_prng_key
-
-        if is_prng_key(rng_key):
-            return one(rng_key, init_params)
-        return jax.vmap(one, (0, None if init_params is None else 0))(rng_key, init_params)
-
-    def _wrap(self, st, info, key):
-        p, q = info.p, info.q
-        if self.pq == "collapse":  # genuine draws given the partition (conditional means are not draws)
-            key, key_p, key_q = jax.random.split(key, 3)
-            c, pr = st.counts, self.prior
-            p = jax.random.beta(key_p, pr.a_p + c[0], pr.b_p + c[1], dtype=c.dtype)
-            q = jax.random.beta(key_q, pr.a_q + c[3], pr.b_q + c[2], dtype=c.dtype)
-        z = {"slot_labels": st.labels, "n_clusters": info.n_clusters, "log_joint": info.log_joint}
-        if self.pq != "fixed":
-            z.update(p=p, q=q)
-        if self.sample_alpha:
-            z["alpha"] = info.alpha
-        return _KernelState(z, st.labels, info.n_clusters, info.log_joint, p, q, info.alpha, st, key)
-
-    def sample(self, state, model_args, model_kwargs):
-        (x,) = model_args
-        if state.labels.ndim == 1:
-            return self._sample_one(state, x)
-        return jax.vmap(self._sample_one, (0, None))(state, x)
-
-    def _sample_one(self, state, x):
-        key, sub = jax.random.split(state.rng_key)
-        st, info = step(sub, state.inner, x, self.links, self.family, self.prior, pq=self.pq,
-                        sample_alpha=self.sample_alpha)
-        return self._wrap(st, info, key)
-
-    def postprocess_fn(self, model_args, model_kwargs):
-        # the state's slot ids become canonical (first-appearance) "labels"; print_summary lists only the
-        # sites whose name is also in the state's dict, i.e. the label-invariant scalars
-        def post(z):
-            out = {k: v for k, v in z.items() if k != "slot_labels"}
-            out["labels"] = _first_appearance(z["slot_labels"])
-            return out
-
-        return post
-
-    def get_diagnostics_str(self, state):
-        return f"K={int(state.n_clusters)} logp={float(state.log_joint):.1f}"
-
-    def refresh(self, *args, **kwargs):
-        """Nothing cached depends on the other Gibbs blocks; kept for ``numpyro.infer.Gibbs``."""
-        return None
-
-
-def _first_appearance(labels):
-    """Relabel 0, 1, ... in order of first appearance (label-switching-free labels of a partition)."""
-    if labels.ndim > 1:
-        return jax.vmap(_first_appearance)(labels)
-    n = labels.shape[-1]
-    first = jnp.full(n, n, jnp.int32).at[labels].min(jnp.arange(n, dtype=jnp.int32))
-    rank = jnp.argsort(jnp.argsort(first)).astype(jnp.int32)
-    return rank[labels]
-
-
-class _KernelState(NamedTuple):
-    z: dict  # the sample field: slot_labels and the label-invariant scalars (constants left out)
-    labels: jax.Array
-    n_clusters: jax.Array
-    log_joint: jax.Array
-    p: jax.Array
-    q: jax.Array
-    alpha: jax.Array
-    inner: GibbsState
-    rng_key: jax.Array
-
-
-def conditional(i, labels, stats, counts, x, links: Links, family, prior: TVClustPrior, p, q, alpha,
-                pq: str = "collapse", *, removed: bool = False, partition: str = "dp", point_logprior=None):
+def conditional(i, state: GibbsState, x, links: Links, family, prior: TVClustPrior, pq: str = "collapse", *,
+                removed: bool = False, partition: str = "dp", point_logprior=None):
     """Unnormalised log-weights of z_i over the ``k_max`` slots (module docstring), O(degree + K d^2).
 
-    ``stats`` and ``counts`` describe the full current state, or the state with point ``i`` already
-    taken out when ``removed=True`` (``counts`` always include ``i``'s pairs). ``partition="dp"``: occupied
+    ``state`` gives the labels, ``p``, ``q``, ``alpha`` and the statistics and pair counts of the full
+    current state, or with point ``i`` already taken out of the statistics when ``removed=True``
+    (``state.counts`` always include ``i``'s pairs). ``partition="dp"``: occupied
     slots get the existing-cluster weight, the first free slot the new-cluster weight, other free slots
     ``-inf``; ``"finite"``: every slot gets ``log(n_k + alpha / k_max) + ...``. ``point_logprior[i]`` is added
     when given. Returns ``(logw, counts_without_i, (f, s, F, S))``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0]])
+    >>> links = make_links(3, [[0, 1]], [1])
+    >>> state = init(x, links, GaussianNIW.default(x), k_max=3, labels=jnp.array([0, 0, 1]))
+    >>> logw, _, _ = conditional(0, state, x, links, GaussianNIW.default(x), TVClustPrior())
+    >>> int(jnp.argmax(logw))
+    0
     """
+    labels, stats = state.labels, state.stats
     xi, k_old = x[i], labels[i]
     if not removed:
         stats = family.remove(stats, k_old, xi)
     lp = family.log_predictive(stats, xi)
-    return _weights(i, labels, stats.n, lp, counts, links, prior, p, q, alpha, pq, partition, point_logprior)
+    return _weights(i, state, stats.n, lp, links, prior, pq, partition, point_logprior)
 
 
-def _weights(i, labels, sizes, lp, counts, links: Links, prior, p, q, alpha, pq, partition, point_logprior):
+def _weights(i, state: GibbsState, sizes, lp, links: Links, prior, pq, partition, point_logprior):
     """:func:`conditional` given the slot sizes without ``i`` and the data term ``lp`` (K,) of ``x_i``.
 
     ``lp`` is read at the occupied slots and at the first free slot (the new-cluster term). Shared by the
     collapsed sweep (``lp`` = posterior predictive) and the explicit one (``lp`` = ``log p(x_i | theta_k)``,
     prior predictive at the free slot).
     """
+    labels, counts, p, q, alpha = state.labels, state.counts, state.p, state.q, state.alpha
     k_max = sizes.shape[0]
     k_old = labels[i]
     nb_lab = labels[links.nbr[i]]
@@ -639,6 +610,12 @@ def shuffle_order(order_u):
     in the compiled sweep (:mod:`ppclust.inference._gibbs_cpu`), so both backends visit the points in the
     same order. O(n); the compiled sweep shuffles in place (a sort-based permutation cost 2 ms per sweep at
     n = 10,000 on XLA:CPU).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> sorted(shuffle_order(jnp.array([0.1, 0.7, 0.4])).tolist())
+    [0, 1, 2]
     """
     n = order_u.shape[0]
 
@@ -656,6 +633,12 @@ def draw_categorical(logw, u):
 
     The first slot whose cumulative weight exceeds ``u`` times the total; a slot of zero weight is never
     returned (its cumulative weight equals its predecessor's).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> int(draw_categorical(jnp.log(jnp.array([0.2, 0.8])), 0.5))
+    1
     """
     c = jnp.cumsum(jnp.exp(logw - jnp.max(logw)))
     return jnp.argmax(c > u * c[-1])
@@ -668,8 +651,8 @@ def _sweep(order, u, state: GibbsState, x, links: Links, family, prior, pq, part
         i = order[t]
         xi, k_old = x[i], labels[i]
         stats = family.remove(stats, k_old, xi)
-        logw, c, fs = conditional(i, labels, stats, counts, x, links, family, prior, state.p, state.q,
-                                  state.alpha, pq, removed=True, partition=partition,
+        now = GibbsState(labels, stats, counts, state.p, state.q, state.alpha, overflow)
+        logw, c, fs = conditional(i, now, x, links, family, prior, pq, removed=True, partition=partition,
                                   point_logprior=point_logprior)
         f, s, F, S = fs
         full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
@@ -704,8 +687,8 @@ def _sweep_explicit(key, order, u, state: GibbsState, x, links: Links, family, p
         i = order[t]
         sizes = sizes.at[labels[i]].add(-1.0)
         lp = jnp.where(sizes > 0, family.log_likelihood(theta, x[i]), log_pp[i])
-        logw, c, (f, s, F, S) = _weights(i, labels, sizes, lp, counts, links, prior, state.p, state.q,
-                                         state.alpha, pq, "dp", point_logprior)
+        now = GibbsState(labels, state.stats, counts, state.p, state.q, state.alpha, overflow)
+        logw, c, (f, s, F, S) = _weights(i, now, sizes, lp, links, prior, pq, "dp", point_logprior)
         full = jnp.all(sizes > 0)
         k = draw_categorical(logw, u[i]).astype(labels.dtype)
         fresh = sizes[k] == 0
@@ -723,12 +706,32 @@ def log_dirichlet_multinomial(sizes, alpha) -> jax.Array:
 
     :math:`\log\Gamma(\alpha) - \log\Gamma(\alpha + n) + \sum_k [\log\Gamma(n_k + \alpha/K)
     - \log\Gamma(\alpha/K)]` with ``K = len(sizes)``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> round(float(log_dirichlet_multinomial(jnp.array([1.0, 0.0]), 2.0)), 4)
+    -0.6931
     """
     a = alpha / sizes.shape[0]
     return gammaln(alpha) - gammaln(alpha + sizes.sum()) + (gammaln(sizes + a) - gammaln(a)).sum()
 
 
-def _info(state: GibbsState, family, prior, pq, partition="dp", point_logprior=None) -> SweepInfo:
+def sweep_info(state: GibbsState, family, prior, pq, partition="dp", point_logprior=None) -> SweepInfo:
+    """The label-invariant summary of a state: its number of clusters, log joint (collapsed over the
+    cluster parameters, and over ``p, q`` when ``pq="collapse"``; the Dirichlet-multinomial in place of the
+    CRP for ``partition="finite"``; plus ``point_logprior`` of the labels when given), ``p``, ``q``, alpha.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
+    >>> x = jnp.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> links, fam = make_links(4, [[0, 1]], [1]), GaussianNIW.default(x)
+    >>> float(sweep_info(init(x, links, fam, k_max=4), fam, TVClustPrior(), "collapse").alpha)
+    1.0
+    """
     prior_now = prior._replace(alpha=state.alpha)
     if pq == "collapse":
         lj = log_joint_from_stats(state.stats, state.counts, family, prior_now)
@@ -745,28 +748,18 @@ def _info(state: GibbsState, family, prior, pq, partition="dp", point_logprior=N
     return SweepInfo(n_clusters, lj.astype(state.p.dtype), state.p, state.q, state.alpha)
 
 
-def _escobar_west(key, alpha, k, n, a, b):
-    """Escobar & West (1995) auxiliary-variable update of alpha under a Gamma(a, b) (rate) prior."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    eta = jax.random.beta(k1, alpha + 1.0, n, dtype=alpha.dtype)
-    rate = b - jnp.log(eta)
-    odds = (a + k - 1.0) / (n * rate)
-    shape = jnp.where(jax.random.uniform(k2, dtype=alpha.dtype) < odds / (1.0 + odds), a + k, a + k - 1.0)
-    return jax.random.gamma(k3, shape, dtype=alpha.dtype) / rate
-
-
 def _log_beta_pdf(v, a, b):
     return (a - 1) * jnp.log(v) + (b - 1) * jnp.log1p(-v) - betaln(a, b)
 
 
-def _chain(keys, state, first_lo, first_hi, thin, x, links, family, prior, point_logprior, *, length,
-           store_labels, pq, sample_alpha, alpha_shape, alpha_rate, partition, algorithm="collapsed",
-           backend="xla"):
+def _chain(keys, state, bounds, data, *, length, config):
     # `step` appears once in the program (compile time): draw j runs the sweeps t in [first_lo, first_hi)
     # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t).
-    alg = build(x, links, family, prior, k_max=state.stats.n.shape[-1], pq=pq, sample_alpha=sample_alpha,
-                alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition,
-                point_logprior=point_logprior, algorithm=algorithm, backend=backend)
+    first_lo, first_hi, thin = bounds
+    x, links, family, prior, point_logprior, alpha_shape, alpha_rate = data
+    cfg = config.with_options(k_max=state.stats.n.shape[-1], alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+    alg = build(x, links, family, prior, cfg, point_logprior=point_logprior)
+    pq, partition = cfg.pq, cfg.partition
 
     def body(carry, inp):
         k, j = inp
@@ -774,21 +767,14 @@ def _chain(keys, state, first_lo, first_hi, thin, x, links, family, prior, point
         hi = jnp.where(j == 0, first_hi, thin)
         carry, _ = jax.lax.fori_loop(
             lo, hi, lambda t, c: alg.step(jax.random.fold_in(k, t), c[0]),
-            (carry, _info(carry, family, prior, pq, partition, point_logprior)))
-        info = _info(carry, family, prior, pq, partition, point_logprior)
-        return carry, (carry.labels if store_labels else None, info)
+            (carry, sweep_info(carry, family, prior, pq, partition, point_logprior)))
+        info = sweep_info(carry, family, prior, pq, partition, point_logprior)
+        return carry, (carry.labels if cfg.store_labels else None, info)
 
     return jax.lax.scan(body, state, (keys, jnp.arange(length)))
 
 
-@partial(jax.jit, static_argnames=("length", "store_labels", "pq", "sample_alpha", "partition", "algorithm",
-                                   "backend"))
-def _run(keys, state, first_lo, first_hi, thin, x, links, family, prior, point_logprior, *, length,
-         store_labels, pq, sample_alpha, alpha_shape, alpha_rate, partition="dp", algorithm="collapsed",
-         backend="xla"):
-    fn = partial(_chain, length=length, store_labels=store_labels, pq=pq, sample_alpha=sample_alpha,
-                 alpha_shape=alpha_shape, alpha_rate=alpha_rate, partition=partition, algorithm=algorithm,
-                 backend=backend)
-    in_axes = (0, 0, None, None, None, None, None, None, None, None)
-    return jax.vmap(fn, in_axes=in_axes)(keys, state, first_lo, first_hi, thin, x, links, family, prior,
-                                         point_logprior)
+@partial(jax.jit, static_argnames=("length", "config"))
+def _run(keys, state, bounds, data, *, length, config):
+    fn = partial(_chain, length=length, config=config)
+    return jax.vmap(fn, in_axes=(0, 0, None, None))(keys, state, bounds, data)

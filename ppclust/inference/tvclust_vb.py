@@ -32,7 +32,7 @@ The mask ``C`` is a list of *directed* entries ``(src, dst, e)``: ``src`` is the
 the entry informs. The authors' experiments pass the sampled ordered pairs only ("as-run"); the symmetric
 mask lists both directions of each pair (:func:`directed_entries`). Every entry counts once in the Beta
 updates. With the golden runs in ``../shared/reference/tvclust_vb/`` (same data, mask, initial means) this
-reproduces labels, iteration counts, ELBO traces and responsibilities to ~1e-14
+reproduces labels, iteration counts, ELBO traces and responsibilities to rounding
 (tests/inference/test_tvclust_vb.py).
 """
 
@@ -59,6 +59,25 @@ _LOG2 = float(np.log(2.0))
 
 
 class VBResult(NamedTuple):
+    """What :func:`fit` returns: the labels, responsibilities, ELBO trace and the final variational
+    parameters.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> x = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> src, dst, e = directed_entries([[0, 1]], [1])
+    >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
+    >>> with x64():
+    ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
+    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    >>> isinstance(res, VBResult), res.resp.shape
+    (True, (4, 3))
+    """
+
     labels: jax.Array  # (n,) argmax_k r_ik, slot indices 0..K-1
     resp: jax.Array  # (n, K) final responsibilities (after the +1e-40 smoothing)
     elbo: jax.Array  # (max_iter,) ELBO after each iteration, NaN after the last
@@ -76,7 +95,13 @@ def authors_init_means(K: int, d: int, seed: int = 1) -> np.ndarray:
     R's default generator is emulated: the seed scrambling of ``RNG_Init`` (50 + 625 steps of the LCG
     69069 s + 1 on 32-bit integers), Mersenne-Twister MT19937 from that state (numpy's bit generator, raw
     32-bit outputs times 2^-32), and ``norm_rand``'s inversion with two uniforms,
-    ``qnorm((floor(2^27 u1) + u2) / 2^27)``. Matches the reference's ``init_means_d{2,4}.csv`` to 1e-15."""
+    ``qnorm((floor(2^27 u1) + u2) / 2^27)``. Matches the reference's ``init_means_d{2,4}.csv`` to 1e-15.
+
+    Examples
+    --------
+    >>> authors_init_means(15, 2).shape
+    (15, 2)
+    """
     from scipy.special import ndtri
 
     s = np.uint32(seed)
@@ -97,7 +122,13 @@ def directed_entries(pairs, signs, mask: str = "symmetric"):
     """Directed mask entries from link pairs ``(i, j)`` (in the order given) and signs (+1 may-link, -1
     cannot-link; later rows overwrite earlier ones for the same unordered pair, as the authors' E matrix).
     ``"as_run"``: one entry ``i -> j`` per distinct ordered pair given; ``"symmetric"``: both directions
-    of every unordered pair. Returns ``src, dst, e`` (e = 1 for may-link, 0 for cannot-link)."""
+    of every unordered pair. Returns ``src, dst, e`` (e = 1 for may-link, 0 for cannot-link).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in directed_entries([[0, 1]], [-1])]
+    [[0, 1], [1, 0], [0.0, 0.0]]
+    """
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
     signs = np.asarray(signs).reshape(-1)
     e_of = {}
@@ -118,7 +149,14 @@ def directed_entries(pairs, signs, mask: str = "symmetric"):
 
 def neighbour_arrays(n: int, src, dst, e, width: int | None = None):
     """Padded out-neighbour table of the directed entries: ``nbr`` (n, D) int, ``ev`` (n, D) e-values,
-    ``valid`` (n, D) bool, D = max out-degree (at least 1), or ``width`` if given (>= that)."""
+    ``valid`` (n, D) bool, D = max out-degree (at least 1), or ``width`` if given (>= that).
+
+    Examples
+    --------
+    >>> nbr, ev, valid = neighbour_arrays(3, [0, 1], [1, 0], [1.0, 1.0])
+    >>> nbr.tolist(), valid.tolist()
+    ([[1], [0], [0]], [[True], [True], [False]])
+    """
     src, dst, e = (np.asarray(a) for a in (src, dst, e))
     deg = np.bincount(src, minlength=n) if len(src) else np.zeros(n, np.int64)
     D = max(1, int(deg.max()) if n else 1, width or 1)
@@ -228,6 +266,11 @@ class VBState(NamedTuple):
     statistics of ``q(mu, Lambda)``; gamma: (K-1, 2) stick-breaking Beta parameters; pq_params: (4,) Beta
     parameters of ``q(p), q(q)``; elbo: the last iteration's ELBO; nk: (K,) soft counts of the last
     iteration; stop: the relative ELBO change fell below ``tol``.
+
+    Examples
+    --------
+    >>> VBState._fields[:2]
+    ('n_iter', 'resp')
     """
 
     n_iter: jax.Array
@@ -241,7 +284,13 @@ class VBState(NamedTuple):
 
 
 class VBInfo(NamedTuple):
-    """Per-iteration diagnostics: the ELBO after the iteration and its relative change."""
+    """Per-iteration diagnostics: the ELBO after the iteration and its relative change.
+
+    Examples
+    --------
+    >>> VBInfo._fields
+    ('elbo', 'improvement')
+    """
 
     elbo: jax.Array
     improvement: jax.Array
@@ -249,7 +298,13 @@ class VBInfo(NamedTuple):
 
 class VBAlgorithm(NamedTuple):
     """``init(init_means) -> VBState`` and ``step(key, state) -> (VBState, VBInfo)`` (BlackJAX's shape; VB is
-    deterministic, ``key`` is accepted for the common signature and not used)."""
+    deterministic, ``key`` is accepted for the common signature and not used).
+
+    Examples
+    --------
+    >>> VBAlgorithm._fields
+    ('init', 'step')
+    """
 
     init: object
     step: object
@@ -258,7 +313,25 @@ class VBAlgorithm(NamedTuple):
 def build(x, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *, tol: float = 5e-5,
           entry_weight=None) -> VBAlgorithm:
     """The authors' VB iteration (module docstring, steps 1-5) with the data, links, prior and ``tol``
-    closed over; arguments as :func:`fit`."""
+    closed over; arguments as :func:`fit`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> x = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> src, dst, e = directed_entries([[0, 1]], [1])
+    >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
+    >>> with x64():
+    ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
+    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    >>> with x64():
+    ...     alg = build(jnp.asarray(x), fam, nbr, ev, valid, src, dst, e, (1.0, 10.0, 10.0, 1.0), 1.0)
+    >>> callable(alg.init), callable(alg.step)
+    (True, True)
+    """
     n, d = x.shape
     dt = x.dtype
     prior_ab = jnp.asarray(prior_ab, dt)
@@ -304,7 +377,23 @@ def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_a
     :func:`neighbour_arrays` and ``src, dst, e`` from :func:`directed_entries` (the same entries);
     ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight`` (1 per entry, default) lets callers pad the entry
     arrays to a fixed length with weight-0 rows (and the table to a fixed width with invalid slots) so
-    that many link sets share one compilation."""
+    that many link sets share one compilation.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> x = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> src, dst, e = directed_entries([[0, 1]], [1])
+    >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
+    >>> with x64():
+    ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
+    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    >>> int(res.n_iter) <= 3, res.labels.shape
+    (True, (4,))
+    """
     alg = build(x, family, nbr, ev, valid, src, dst, e, prior_ab, alpha0, tol=tol, entry_weight=entry_weight)
 
     def cond(c):

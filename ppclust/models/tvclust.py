@@ -42,6 +42,13 @@ __all__ = [
     "log_link_likelihood",
     "log_joint",
     "log_joint_from_stats",
+    "link_beta_params",
+    "link_reliability",
+    "link_log_odds",
+    "link_reliability_share",
+    "link_weight_shares",
+    "escobar_west",
+    "link_noise_beta",
     "sample_prior",
     "numpyro_model",
     "collapsed_numpyro_model",
@@ -56,6 +63,11 @@ class TVClustPrior(NamedTuple):
     ``alpha`` is the DP concentration (eq. 1); ``a_p, b_p`` and ``a_q, b_q`` the Beta priors of the
     sensitivity ``p`` and specificity ``q`` (spec Section 2.8: Beta(1, 10) and Beta(10, 1), a prior
     under which links carry no information a priori).
+
+    Examples
+    --------
+    >>> TVClustPrior(alpha=2.0).b_p
+    10.0
     """
 
     alpha: float = 1.0
@@ -69,6 +81,12 @@ def log_crp(sizes, alpha) -> jax.Array:
     r"""Log EPPF of the CRP.
 
     :math:`K\log\alpha + \log\Gamma(\alpha) - \log\Gamma(\alpha+n) + \sum_k \log\Gamma(n_k)`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> round(float(log_crp(jnp.array([2.0, 1.0, 0.0]), 1.0)), 4)
+    -1.7918
     """
     sizes = jnp.asarray(sizes)
     active = sizes > 0
@@ -83,6 +101,13 @@ def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Arra
     With ``p, q`` given: :math:`N_{11}\ln p + N_{01}\ln(1-p) + N_{00}\ln q + N_{10}\ln(1-q)`.
     With ``p = q = None``, ``p`` and ``q`` are integrated out against their Beta priors (spec 2.6):
     :math:`\ln B(a_p+N_{11}, b_p+N_{01}) + \ln B(a_q+N_{00}, b_q+N_{10}) - \ln B(a_p,b_p) - \ln B(a_q,b_q)`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> counts = jnp.array([3.0, 0.0, 0.0, 2.0])  # N11, N01, N10, N00
+    >>> bool(log_link_likelihood(counts, TVClustPrior(), 0.9, 0.9) < 0)
+    True
     """
     n11, n01, n10, n00 = counts[0], counts[1], counts[2], counts[3]
     if p is None:
@@ -91,27 +116,203 @@ def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Arra
     return (_xlogy(n11, p) + _xlogy(n01, 1 - p) + _xlogy(n00, q) + _xlogy(n10, 1 - q))
 
 
+def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
+    r"""The Beta posteriors of TVClust's link sensitivity and specificity given a partition's pair counts:
+    ``(a_p + N11, b_p + N01, a_q + N00, b_q + N10)``.
+
+    TVClust (Khashabi et al. 2015, Section 3; spec 2.5): a pair in one cluster is observed as a may-link
+    with probability :math:`p`, a pair across clusters as a may-not-link with probability :math:`q`. With
+    ``counts`` :math:`[N_{11}, N_{01}, N_{10}, N_{00}]` (:func:`pair_counts`, last axis) and priors
+    :math:`p \sim \mathrm{Beta}(a_p, b_p)`, :math:`q \sim \mathrm{Beta}(a_q, b_q)` (``a_q``, ``b_q``
+    default to ``a_p``, ``b_p``), :math:`p \mid z \sim \mathrm{Beta}(a_p + N_{11}, b_p + N_{01})` and
+    :math:`q \mid z \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`. Arrays of any namespace (traced in
+    the samplers' sweeps, NumPy in ``posterior``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [float(v) for v in link_beta_params(np.array([5.0, 1.0, 0.0, 4.0]), 1.0, 1.0)]
+    [6.0, 2.0, 5.0, 1.0]
+    """
+    a_q = a_p if a_q is None else a_q
+    b_q = b_p if b_q is None else b_q
+    n11, n01, n10, n00 = counts[..., 0], counts[..., 1], counts[..., 2], counts[..., 3]
+    return a_p + n11, b_p + n01, a_q + n00, b_q + n10
+
+
+def link_reliability(counts, a=1.0, b=1.0, *, a_q=None, b_q=None, xp=np):
+    r"""Posterior means of TVClust's link sensitivity and specificity given a partition's pair counts:
+    :math:`\hat p = (N_{11} + a) / (N_{11} + N_{01} + a + b)`, :math:`\hat q = (N_{00} + a_q) / (N_{10} +
+    N_{00} + a_q + b_q)` of :func:`link_beta_params` (Beta(``a``, ``b``) on p; on q too unless ``a_q``,
+    ``b_q`` are given). The collapsed samplers report these each sweep (``xp=jax.numpy``, traced;
+    ``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``); with the default
+    ``xp=numpy``, host floats.
+
+    Examples
+    --------
+    >>> link_reliability([8, 0, 0, 8], 1.0, 1.0)
+    (0.9, 0.9)
+    """
+    if xp is np:
+        counts = np.asarray(counts, np.float64)
+    ap, bp, aq, bq = link_beta_params(counts, a, b, a_q, b_q)
+    p, q = ap / (ap + bp), aq / (aq + bq)
+    return (float(p), float(q)) if xp is np else (p, q)
+
+
+def link_log_odds(p, q, xp=np):
+    r"""The log-likelihood ratios of a may-link and of a may-not-link for "same cluster" against "different
+    clusters" under TVClust's link model (sensitivity ``p``, specificity ``q``, :func:`link_reliability`):
+    :math:`\ell_+ = \ln\frac{p}{1-q}`, :math:`\ell_- = \ln\frac{q}{1-p}`. They are the link weights of
+    TVClust's Gibbs conditionals (``xp=jax.numpy`` there, traced) and, times :math:`2\sigma^2`, RDP-means'
+    :math:`\xi_1, \xi_2` in the small-variance limit (:func:`small_variance_hyper`). With the
+    default ``xp=numpy``: host floats.
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in link_log_odds(0.9, 0.9)]
+    [2.197, 2.197]
+    """
+    l_plus, l_minus = xp.log(p) - xp.log1p(-q), xp.log(q) - xp.log1p(-p)
+    return (float(l_plus), float(l_minus)) if xp is np else (l_plus, l_minus)
+
+
+def link_reliability_share(counts, reference=0.9, strength=11.0):
+    r"""The weight share of may-links and of may-not-links that a partition's pair counts support, and the
+    link reliability it is read from: ``((r_plus, r_minus), (p, q))``.
+
+    ``p, q``: :func:`link_reliability` under Beta(``strength * reference``, ``strength * (1 - reference)``)
+    priors on both -- by default Beta(9.9, 1.1), TVClust's prior for "links are mostly right"
+    (``TVClust(link_noise=0.1, link_strength=11)``: prior mean 0.9, the 11 pseudo-links of spec 2.8's
+    neutral prior). :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}`, with :math:`\ell_\pm`
+    their :func:`link_log_odds` and :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``) the
+    log-odds of both kinds at the prior mean, ``ln 9``. So links the counts do not contradict keep their
+    full weight (1; also with no counts at all, where ``p = q = reference``); a kind the partition often
+    violates loses weight in proportion to its log-odds, and a kind with no evidence (:math:`\ell \le 0`:
+    violated as often as kept) gets 0. RDP-means' ``link_reliability="auto"``. Host scalars.
+
+    Examples
+    --------
+    >>> link_reliability_share([0, 0, 0, 0])[0]
+    (1.0, 1.0)
+    """
+    p, q = link_reliability(counts, strength * reference, strength * (1.0 - reference))
+    return link_weight_shares(p, q, reference), (p, q)
+
+
+def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
+    r"""The weight shares :math:`r_\pm = \min\{1, \max(0, \ell_\pm) / \ell_{\rm ref}\}` of may-links and
+    may-not-links for link sensitivity ``p`` and specificity ``q``: :math:`\ell_\pm` their
+    :func:`link_log_odds`, :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``; ``ln 9`` at the
+    default 0.9). :func:`link_reliability_share` reads ``p, q`` off a partition's pair counts and calls it.
+    Host scalars.
+
+    Examples
+    --------
+    >>> link_weight_shares(0.9, 0.9)
+    (1.0, 1.0)
+    """
+    ref = float(np.log(reference) - np.log1p(-reference))
+    l_plus, l_minus = link_log_odds(p, q)
+    return min(1.0, max(0.0, l_plus) / ref), min(1.0, max(0.0, l_minus) / ref)
+
+
+def escobar_west(key, alpha, k, n, a, b):
+    r"""One draw of the DP concentration alpha given K clusters of n points (Escobar & West 1995, Section 6).
+
+    Under a Gamma(``a``, ``b``) prior (shape, rate) the auxiliary-variable update draws
+    :math:`\eta \sim \mathrm{Beta}(\alpha + 1, n)`, then :math:`\alpha` from the two-component mixture
+    :math:`\pi_\eta \mathrm{Gamma}(a + K, b - \ln\eta) + (1 - \pi_\eta) \mathrm{Gamma}(a + K - 1,
+    b - \ln\eta)` with :math:`\pi_\eta / (1 - \pi_\eta) = (a + K - 1) / (n (b - \ln\eta))` (their eq. 13);
+    ``alpha`` carries the dtype. Traced (the samplers call it after each sweep when ``sample_alpha``).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> a = escobar_west(jax.random.key(0), jnp.float32(1.0), 3, 100, 1.0, 1.0)
+    >>> bool(a > 0)
+    True
+    """
+    k1, k2, k3 = jax.random.split(key, 3)
+    eta = jax.random.beta(k1, alpha + 1.0, n, dtype=alpha.dtype)
+    rate = b - jnp.log(eta)
+    odds = (a + k - 1.0) / (n * rate)
+    shape = jnp.where(jax.random.uniform(k2, dtype=alpha.dtype) < odds / (1.0 + odds), a + k, a + k - 1.0)
+    return jax.random.gamma(k3, shape, dtype=alpha.dtype) / rate
+
+
 def log_joint_from_stats(stats, counts, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
-    """Log joint from per-slot statistics and pair counts (what a sampler carries), O(K)."""
+    """Log joint from per-slot statistics and pair counts (what a sampler carries), O(K).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.1, 0.0], [3.0, 3.0]])
+    >>> fam = GaussianNIW.default(x)
+    >>> stats = fam.stats(x, jnp.array([0, 0, 1]), 3)
+    >>> bool(jnp.isfinite(log_joint_from_stats(stats, jnp.zeros(4), fam, TVClustPrior())))
+    True
+    """
     return (log_crp(stats.n, prior.alpha) + family.log_marginal(stats).sum()
             + log_link_likelihood(counts, prior, p, q))
 
 
-def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
+def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None, *,
+              k_max=None) -> jax.Array:
     r"""Log joint :math:`\log p(z, x, E \mid \alpha[, p, q])`, cluster parameters integrated out.
 
     Parameters
     ----------
-    labels : int array of shape (n,), values in ``[0, n)`` (any labelling of the partition).
-    x : array of shape (n, d).
-    links : :class:`Links`.
-    family : a conjugate family from :mod:`ppclust.families`.
-    prior : :class:`TVClustPrior`.
-    p, q : floats or None. ``None`` integrates ``p`` and ``q`` out (spec 2.6); values condition on them.
+    labels : int array of shape (n,)
+        Any labelling of the partition, values in ``[0, k_max)``.
+    x : array of shape (n, d)
+        The points.
+    links : :class:`Links`
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : :class:`TVClustPrior`
+        alpha and the Beta priors of p and q.
+    p, q : float or None, default=None
+        None integrates p and q out (spec 2.6); values condition on them.
+    k_max : int or None, default=None
+        Slots of the statistics (static); None: n, which holds any labelling.
+
+    Returns
+    -------
+    jax.Array
+        The scalar log joint (eqs. 1 and 8).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.1, 0.0], [3.0, 3.0]])
+    >>> fam = GaussianNIW.default(x)
+    >>> links = make_links(3, [[0, 1]], [1])
+    >>> bool(log_joint(jnp.array([0, 0, 1]), x, links, fam, TVClustPrior())
+    ...      > log_joint(jnp.array([0, 1, 1]), x, links, fam, TVClustPrior()))
+    True
     """
     labels = jnp.asarray(labels, dtype=jnp.int32)
-    stats = family.stats(x, labels, x.shape[0])
+    stats = family.stats(x, labels, x.shape[0] if k_max is None else int(k_max))
     return log_joint_from_stats(stats, pair_counts(labels, links), family, prior, p, q)
+
+
+def link_noise_beta(link_noise, strength):
+    r"""Beta parameters ``(a_p, b_p, a_q, b_q)`` of the prior "a share ``link_noise`` of the links is wrong".
+
+    :math:`p, q \sim \mathrm{Beta}(s (1 - \epsilon), s \epsilon)` with :math:`\epsilon` = ``link_noise``
+    in (0, 0.5] and :math:`s` = ``strength`` > 0 pseudo-links: prior mean :math:`1 - \epsilon` for both.
+
+    Examples
+    --------
+    >>> [round(v, 2) for v in link_noise_beta(0.1, 11.0)]
+    [9.9, 1.1, 9.9, 1.1]
+    """
+    s, eps = float(strength), float(link_noise)
+    return s * (1 - eps), s * eps, s * (1 - eps), s * eps
 
 
 def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, mean_scale=5.0,
@@ -123,6 +324,13 @@ def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, 
     pairs; 4. each observed pair is a may-link with probability ``p`` (same cluster) or ``1 - q``.
 
     Returns ``(x, labels, pairs, sign)`` as NumPy arrays (sign +1 / -1).
+
+    Examples
+    --------
+    >>> import jax
+    >>> x, labels, pairs, sign = sample_prior(jax.random.key(0), 20, link_fraction=0.5)
+    >>> x.shape, pairs.shape
+    ((20, 2), (10, 2))
     """
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()[-1].item())
     if labels is None:
@@ -165,6 +373,14 @@ def numpyro_model(x=None, pairs=None, sign=None, *, n=None, d=None, k_trunc=15, 
     ``mu0 = 0``, ``kappa0 = 1``, ``nu0 = d + 2``, ``psi0 = (nu0 - d - 1) I = I``, Beta(1, 10) and Beta(10, 1)
     for ``p`` and ``q``. The custom kernel :class:`ppclust.inference.TVClustKernel` samples the collapsed
     version.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from numpyro.infer import Predictive
+    >>> sim = Predictive(numpyro_model, num_samples=1)(jax.random.key(0), n=4, d=2, pairs=[[0, 1]])
+    >>> sim["x"].shape
+    (1, 4, 2)
     """
     import numpyro
     import numpyro.distributions as dist
@@ -204,6 +420,17 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
     collapsed posterior of the *partition*: a partition with ``K`` blocks has ``T!/(T-K)!`` labellings,
     so ``factor = log_joint - log(T!/(T-K)!) + n log T``. ``numpyro.infer.DiscreteGibbs`` on this model
     targets the same partition posterior as :func:`ppclust.inference.gibbs.sample`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from numpyro.infer.util import log_density
+    >>> from ppclust.families import GaussianNIW
+    >>> x = jnp.array([[0.0, 0.0], [0.1, 0.0], [3.0, 3.0]])
+    >>> args = (x, make_links(3, [[0, 1]], [1]), GaussianNIW.default(x), TVClustPrior())
+    >>> lp, _ = log_density(collapsed_numpyro_model, args, {}, {"z": jnp.array([0, 0, 1])})
+    >>> bool(jnp.isfinite(lp))
+    True
     """
     import numpyro
     import numpyro.distributions as dist
@@ -219,7 +446,14 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
 
 
 class SmallVarianceHyper(NamedTuple):
-    """TVClust hyperparameters whose ``sigma2 -> 0`` limit is RDP-means (see :func:`small_variance_hyper`)."""
+    """TVClust hyperparameters whose ``sigma2 -> 0`` limit is RDP-means (see :func:`small_variance_hyper`).
+
+    Examples
+    --------
+    >>> h = small_variance_hyper(0.5, 4.0, 1.0, d=2)
+    >>> h.prior().alpha == h.alpha
+    True
+    """
 
     alpha: float  # DP concentration
     log_alpha: float
@@ -278,6 +512,12 @@ def small_variance_hyper(sigma2, lam, xi1, xi2=None, *, d, tau2=1.0, mu0=None, s
     -------
     :class:`SmallVarianceHyper` (``.family()``, ``.prior()``; pass ``p, q`` with ``pq="fixed"`` and
     ``link_weight`` as the weight of every pair, e.g. ``make_links(n, pairs, sign, weight)``).
+
+    Examples
+    --------
+    >>> h = small_variance_hyper(0.5, 4.0, 1.0, d=2)
+    >>> [round(v, 3) for v in link_log_odds(h.p, h.q)]
+    [1.0, 1.0]
     """
     sigma2, lam, xi1 = float(sigma2), float(lam), float(xi1)
     xi2 = xi1 if xi2 is None else float(xi2)

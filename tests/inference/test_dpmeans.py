@@ -321,7 +321,7 @@ def test_rdpmeans_link_reliability_recovers_a_known_flip_rate_and_keeps_clean_li
     ln 9, and the refit keeps the blobs; with clean links both shares are 1 and the fit is the full-weight
     fit."""
     from ppclust import datasets
-    from ppclust.sideinfo import link_log_odds
+    from ppclust.models.tvclust import link_log_odds
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(4), 60)

@@ -18,6 +18,7 @@ from scipy import stats as sps
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW, Multinomial, SphericalGaussian
 from ppclust.inference import _gibbs_cpu, gibbs
+from ppclust.inference.backend import resolve_backend
 from ppclust.models.tvclust import TVClustPrior, make_links
 
 pytestmark = pytest.mark.skipif(not _gibbs_cpu.available(), reason="numba is not installed")
@@ -114,13 +115,14 @@ def test_backend_resolution_and_errors():
     x = jnp.zeros((4, 2))
     niw = GaussianNIW.default(jnp.ones((4, 2)) + jnp.arange(8.0).reshape(4, 2))
     multi = Multinomial(jnp.ones(3))
-    assert gibbs.resolve_backend("auto", niw) == ("numba" if jax.default_backend() == "cpu" else "xla")
-    assert gibbs.resolve_backend("auto", multi) == "xla"
-    assert gibbs.resolve_backend("auto", niw, "explicit") == "xla"
+    assert resolve_backend("auto", gibbs.numba_unsupported(niw)) == (
+        "numba" if jax.default_backend() == "cpu" else "xla")
+    assert resolve_backend("auto", gibbs.numba_unsupported(multi)) == "xla"
+    assert resolve_backend("auto", gibbs.numba_unsupported(niw, "explicit")) == "xla"
     with pytest.raises(ValueError, match="does not support Multinomial"):
-        gibbs.resolve_backend("numba", multi)
+        resolve_backend("numba", gibbs.numba_unsupported(multi))
     with pytest.raises(ValueError, match="collapsed sweep only"):
-        gibbs.resolve_backend("numba", niw, "explicit")
+        resolve_backend("numba", gibbs.numba_unsupported(niw, "explicit"))
     with pytest.raises(ValueError, match="backend must be one of"):
         gibbs.sample(jax.random.key(0), x, make_links(4), niw, n_draws=1, backend="gpu")
 

@@ -11,6 +11,7 @@ import pytest
 
 from ppclust._jax import x64
 from ppclust.inference import gibbs, subcluster
+from ppclust.inference import subcluster_moves as moves
 from ppclust.models.tvclust import log_joint, make_links
 from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
 
@@ -18,8 +19,8 @@ from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_squ
 X6 = np.array([[0.0, 0.1], [0.4, -0.2], [0.2, 0.5], [2.0, 1.6], [2.3, 1.2], [1.2, 0.8]])
 PAIRS6 = np.array([[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [0, 5], [1, 4]])
 SIGN6 = np.array([1, 1, -1, 1, 1, -1, 1])
-PROPOSE = jax.jit(subcluster.propose)
-RESP = jax.jit(subcluster.subcluster_responsibilities)
+PROPOSE = jax.jit(moves.propose)
+RESP = jax.jit(moves.subcluster_responsibilities)
 
 
 def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3, backend="xla"):
@@ -70,12 +71,12 @@ def test_enumeration_detects_a_ratio_without_the_proposal_probability(monkeypatc
     probability that the sub-cluster fit proposes this very bipartition: what a ratio treating the
     proposed split as given by the state leaves out, e.g. Chang & Fisher's ratio with sub-cluster labels
     kept in the state) must fail it."""
-    real = subcluster.split_merge_log_ratio
+    real = moves.split_merge_log_ratio
 
     def wrong(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=None):
         return real(is_split, lj_new, lj_old, n_clusters, jnp.zeros_like(log_q), log_pair)
 
-    monkeypatch.setattr(subcluster, "split_merge_log_ratio", wrong)
+    monkeypatch.setattr(moves, "split_merge_log_ratio", wrong)
     jax.clear_caches()  # the sampler is retraced with the wrong ratio
     try:
         _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
@@ -100,7 +101,7 @@ def _brute_pair_prob(z, x, a, b):
     """P(the merge move picks {a, b}) from labels z by enumerating its two-stage choice: a uniform first
     cluster, then with probability u = _MERGE_UNIFORM a uniform other cluster, else one with weight
     exp(-s D / min D) (D: squared distance of the cluster means, s = _MERGE_SHARPNESS)."""
-    u, s = subcluster._MERGE_UNIFORM, subcluster._MERGE_SHARPNESS
+    u, s = moves._MERGE_UNIFORM, moves._MERGE_SHARPNESS
     occ = np.unique(z)
     k = len(occ)
     means = {c: x[z == c].mean(0) for c in occ}
@@ -121,7 +122,7 @@ def _brute_log_h_minus_m(fit, mask, side_a):
     beta_A = clip(n_A / n_C, 1/16, 15/16) (then uniform in its piece) and y as the pieces' labels with
     flips in a random orientation."""
     idx, y, em = np.asarray(fit.idx), np.asarray(fit.y), np.asarray(fit.em)
-    f = subcluster._LAB_FLIP
+    f = moves._LAB_FLIP
     ml = len(idx)
     n_c = mask.sum()
     a = mask & side_a
@@ -130,7 +131,7 @@ def _brute_log_h_minus_m(fit, mask, side_a):
     def copied(s):
         return 0.5 * np.prod(np.where(y == s, 1 - f, f)) + 0.5 * np.prod(np.where(y == ~s, 1 - f, f))
 
-    w = subcluster._LAB_SUBSET
+    w = moves._LAB_SUBSET
     h = (w / (ml + 1) / math.comb(ml, int(y.sum())) + (1 - w) * copied(em)) * (1.0 / n_c) ** ml
     beta = min(max(n_a / n_c, 1 / 16), 15 / 16)
     m = np.prod(np.where(a[idx], beta / n_a, (1 - beta) / n_b)) * copied(a[idx])
@@ -182,12 +183,12 @@ def test_split_merge_ratio_equals_brute_force(pq):
             pair = _brute_pair_prob(z_new, x, int(ka), int(kb))  # merge back, chosen from the split state
             brute = lj_new - lj + np.log(0.5 * pair) - np.log(0.5 / k * q_split)
             np.testing.assert_allclose(float(log_q), np.log(q_split), rtol=1e-10)
-            log_pair = subcluster.merge_pair_log_prob(ka, kb, fam.stats(xj, jnp.asarray(z_new), 5))
+            log_pair = moves.merge_pair_log_prob(ka, kb, fam.stats(xj, jnp.asarray(z_new), 5))
             np.testing.assert_allclose(float(log_pair), np.log(pair), rtol=1e-10)
-            log_h = subcluster.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q,
+            log_h = moves.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q,
                                                      log_pair)
             np.testing.assert_allclose(float(log_h), brute, rtol=1e-9, atol=1e-9)
-            back = subcluster.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q,
+            back = moves.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q,
                                                     log_pair)
             np.testing.assert_allclose(float(back), -brute, rtol=1e-9, atol=1e-9)
             checked += 1
@@ -234,7 +235,7 @@ def test_two_slot_stats_equal_family_stats(cov):
         with x64():
             xj, side, w = jnp.asarray(x), jnp.asarray(side), jnp.asarray(w)
             fam = GaussianNIW.default(xj, cov)
-            got = jax.jit(subcluster._two_slot_stats)(fam, xj, side, w)
+            got = jax.jit(moves._two_slot_stats)(fam, xj, side, w)
             ref = fam.stats(xj, side, 2, w)
         for u, v in zip(got, ref, strict=True):
             np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-10)
@@ -255,8 +256,8 @@ def test_proposal_stats_equal_recomputed_stats():
 
         @jax.jit
         def both(key, is_split):
-            prop, _, valid, _, (a, b) = subcluster.propose(key, is_split, z, stats, xj, fam)
-            got = subcluster._proposal_stats(fam, stats, xj, is_split, prop, a, b)
+            prop, _, valid, _, (a, b) = moves.propose(key, is_split, z, stats, xj, fam)
+            got = moves._proposal_stats(fam, stats, xj, is_split, prop, a, b)
             return got, fam.stats(xj, prop, 5), valid
 
         seen = set()
@@ -284,11 +285,11 @@ def test_merge_pair_frequencies_match_their_probability():
         xj = jnp.asarray(x)
         fam = _family(xj)
         stats = fam.stats(xj, jnp.asarray(z), 5)
-        draw = jax.jit(jax.vmap(lambda k: subcluster.propose(k, False, jnp.asarray(z), stats, xj, fam)[4]))
+        draw = jax.jit(jax.vmap(lambda k: moves.propose(k, False, jnp.asarray(z), stats, xj, fam)[4]))
         a, b = map(np.asarray, draw(jax.random.split(jax.random.key(0), 4000)))
         occ = [0, 1, 2, 4]
         pairs = [(c, e) for i, c in enumerate(occ) for e in occ[i + 1:]]
-        prob = np.array([float(np.exp(subcluster.merge_pair_log_prob(c, e, stats))) for c, e in pairs])
+        prob = np.array([float(np.exp(moves.merge_pair_log_prob(c, e, stats))) for c, e in pairs])
     np.testing.assert_allclose(prob, [_brute_pair_prob(z, x, c, e) for c, e in pairs], rtol=1e-10)
     np.testing.assert_allclose(prob.sum(), 1.0, rtol=1e-12)
     freq = np.array([np.mean(((a == c) & (b == e)) | ((a == e) & (b == c))) for c, e in pairs])
@@ -384,24 +385,16 @@ def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
 
 
 @pytest.mark.parametrize("sampler", ["gibbs", "subcluster"])
-def test_n_samples_is_a_deprecated_name_of_n_draws(sampler):
-    """Issue 15: the kept-draw count is ``n_draws``; the old ``n_samples`` keyword warns (naming the new
-    name) and gives the same draws; a non-positive count is refused under either name."""
+def test_n_draws_must_be_positive(sampler):
+    """A non-positive count of kept draws is refused by both samplers."""
     sample = {"gibbs": gibbs.sample, "subcluster": subcluster.sample}[sampler]
     extra = dict(progress_bar=False, backend="xla") if sampler == "gibbs" else {}
     with x64():
         xj = jnp.asarray(X5)
         links = make_links(len(X5), PAIRS5, SIGN5)
-        fam = _family(xj)
-        kw = dict(n_warmup=1, n_chains=2, k_max=6, **extra)
-        new = sample(jax.random.key(5), xj, links, fam, PRIOR, n_draws=3, **kw)
-        with pytest.warns(FutureWarning, match="n_draws"):
-            old = sample(jax.random.key(5), xj, links, fam, PRIOR, n_samples=3, **kw)
         with pytest.raises(ValueError, match="n_draws must be >= 1"):
-            sample(jax.random.key(5), xj, links, fam, PRIOR, n_draws=0, **kw)
-    assert new.labels.shape == old.labels.shape == (2, 3, len(X5))
-    np.testing.assert_array_equal(new.labels, old.labels)
-    np.testing.assert_array_equal(new.log_joint, old.log_joint)
+            sample(jax.random.key(5), xj, links, _family(xj), PRIOR, n_draws=0, n_warmup=1, n_chains=2,
+                   k_max=6, **extra)
 
 
 def _partition(z):
@@ -428,7 +421,7 @@ def _brute_peel_absorb(z, x):
     for s in singles:
         dist = {o: np.sum((means[s] - means[o]) ** 2) for o in occ if o != s}
         dmin = min(dist.values())
-        w = {o: np.exp(-subcluster._MERGE_SHARPNESS * v / dmin) for o, v in dist.items()}
+        w = {o: np.exp(-moves._MERGE_SHARPNESS * v / dmin) for o, v in dist.items()}
         for c in dist:
             zz = np.where(z == s, c, z)
             absorb[_partition(zz)] = absorb.get(_partition(zz), 0.0) + w[c] / sum(w.values()) / len(singles)
@@ -447,7 +440,7 @@ def test_peel_absorb_probabilities_equal_brute_force():
     with x64():
         xj = jnp.asarray(x)
         fam = _family(xj)
-        probs = jax.jit(subcluster.peel_absorb_log_probs)
+        probs = jax.jit(moves.peel_absorb_log_probs)
         stats_of = jax.jit(lambda zz: fam.stats(xj, zz, k_max))
         peel0, absorb0 = _brute_peel_absorb(z, x)
         checked = 0
@@ -488,7 +481,7 @@ def test_merge_labelled_subsample_is_drawn_from_its_probability():
     with x64():
         xj = jnp.asarray(x)
         fam = _family(xj)
-        draw = jax.jit(jax.vmap(lambda k: subcluster.subcluster_responsibilities(
+        draw = jax.jit(jax.vmap(lambda k: moves.subcluster_responsibilities(
             k, xj, jnp.asarray(mask), fam, jnp.asarray(a), True)[2:4]))
         idx, y = map(np.asarray, draw(jax.random.split(jax.random.key(1), 3000)))
     assert mask[idx].all()
@@ -500,7 +493,7 @@ def test_merge_labelled_subsample_is_drawn_from_its_probability():
     # labels: the pieces' labels in one orientation per draw, each flipped with probability _LAB_FLIP
     agree = (y == a[idx]).mean(1)
     agree = np.maximum(agree, 1 - agree)
-    assert abs(1 - agree.mean() - subcluster._LAB_FLIP) < 0.003, agree.mean()
+    assert abs(1 - agree.mean() - moves._LAB_FLIP) < 0.003, agree.mean()
 
 
 @pytest.mark.slow
@@ -509,8 +502,8 @@ def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatc
     Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
     subsample left out, as if the fit of the union were fresh) must fail it. Both densities are zeroed at
     their definitions (``_log_h`` and ``_log_m_counts``, which ``propose`` calls on both backends)."""
-    monkeypatch.setattr(subcluster, "_log_h", lambda y, em_side: jnp.zeros(()))
-    monkeypatch.setattr(subcluster, "_log_m_counts", lambda y, ina, n_a, n_b: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_h", lambda y, em_side: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_m_counts", lambda y, ina, n_a, n_b: jnp.zeros(()))
     jax.clear_caches()
     try:
         _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")

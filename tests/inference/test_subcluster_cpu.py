@@ -1,5 +1,6 @@
-"""The compiled twins of the sub-cluster sampler's O(n) passes (ppclust.inference._subcluster_cpu) against
-the JAX functions they twin, the shared counter-based uniforms, and whole chains numba vs XLA."""
+"""The compiled twins of the sub-cluster sampler's O(n) passes (ppclust.inference._subcluster_cpu,
+_subcluster_draw_cpu, _cluster_index, _counter_rng) against the JAX functions they twin, the shared
+counter-based uniforms, and whole chains numba vs XLA."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ from scipy import stats as sps
 from ppclust import _families_cpu
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW, gaussian_loglik
+from ppclust.inference import _cluster_index as cidx
+from ppclust.inference import _counter_rng as crng
 from ppclust.inference import _subcluster_cpu as cpu
+from ppclust.inference import _subcluster_draw_cpu as draw
 from ppclust.inference import subcluster
+from ppclust.inference import subcluster_moves as moves
+from ppclust.inference.backend import resolve_backend
 from ppclust.models.tvclust import TVClustPrior, make_links
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
@@ -37,17 +43,17 @@ def test_counter_uniform_twin_uniformity_and_independence():
     uniforms of neighbouring indices and of two seeds are uncorrelated (a hash of the index alone, or
     one ignoring a seed word, fails these)."""
     with x64():
-        seed = subcluster.counter_seed(jax.random.key(5))
+        seed = moves.counter_seed(jax.random.key(5))
         idx = np.r_[np.arange(2000), [2**31 - 1, 123456789, 4_000_000_000 % 2**31]]
-        uj = np.asarray(subcluster.counter_uniform(seed, jnp.asarray(idx), jnp.float64))
-        s0, s1 = cpu._seed(np.asarray(seed))
-        un = np.array([cpu.counter_uniform(s0, s1, int(i)) for i in idx])
+        uj = np.asarray(moves.counter_uniform(seed, jnp.asarray(idx), jnp.float64))
+        s0, s1 = crng.host_seed(np.asarray(seed))
+        un = np.array([crng.counter_uniform(s0, s1, int(i)) for i in idx])
         np.testing.assert_array_equal(uj, un)
         n = 200_000
-        u = np.asarray(subcluster.counter_uniform(seed, jnp.arange(n), jnp.float64))
-        u2 = np.asarray(subcluster.counter_uniform(seed.at[1].add(1), jnp.arange(n), jnp.float64))
-        u3 = np.asarray(subcluster.counter_uniform(seed.at[0].add(1), jnp.arange(n), jnp.float64))
-    u32 = np.asarray(subcluster.counter_uniform(seed.astype(jnp.uint32), jnp.arange(n), jnp.float32))
+        u = np.asarray(moves.counter_uniform(seed, jnp.arange(n), jnp.float64))
+        u2 = np.asarray(moves.counter_uniform(seed.at[1].add(1), jnp.arange(n), jnp.float64))
+        u3 = np.asarray(moves.counter_uniform(seed.at[0].add(1), jnp.arange(n), jnp.float64))
+    u32 = np.asarray(moves.counter_uniform(seed.astype(jnp.uint32), jnp.arange(n), jnp.float32))
     assert u.min() > 0 and u.max() < 1 and u32.min() > 0 and u32.max() < 1
     for v in (u, u2, u3, u32, u[::7]):
         assert sps.kstest(v, "uniform").pvalue > 1e-3
@@ -122,7 +128,7 @@ def test_peel_points_twin():
     for c, s, seed in ((2, 9, 0), (5, 9, 1), (7, 9, 2), (3, 8, 3)):
         key = jax.random.key(seed)
         mask = jnp.asarray(labels == c)
-        ref = int(subcluster._pick_point(key, mask))
+        ref = int(moves._pick_point(key, mask))
         j = jax.random.randint(key, (), 0, max(int(mask.sum()), 1))
         i, i_abs = cpu.peel_points_of(jnp.asarray(labels), c, j, s)
         assert int(i) == ref and int(i_abs) == int(np.argmax(labels == s))
@@ -134,7 +140,7 @@ def _moved_labels(rng, z, k_max=8):
     4 into 1, a peel of a point of 3 into 7, then a rejected split of 0 into 5), with the index's covers
     updated as the sampler updates them."""
     with x64():
-        index = cpu.cluster_index(jnp.asarray(z), k_max)
+        index = cidx.cluster_index(jnp.asarray(z), k_max)
     lab = z.copy()
     side = (lab == 2) & (rng.random(len(lab)) < 0.4)
     lab[side] = 6
@@ -155,11 +161,11 @@ def test_merge_two_equals_sorted_union():
         r = rng.permutation(400)[:na + nb]
         a, b = np.sort(r[:na]).astype(np.int32), np.sort(r[na:]).astype(np.int32)
         out = np.empty(na + nb, np.int32)
-        cpu.merge_two(a, b, out)
+        cidx.merge_two(a, b, out)
         np.testing.assert_array_equal(out, np.sort(r))
         order, off = np.concatenate([a, b]), np.array([0, na, na + nb], np.int32)
         ref = np.empty(na + nb, np.int32)
-        cpu.merge_segments(order, off, np.array([0, 1], np.int64), ref)
+        cidx.merge_segments(order, off, np.array([0, 1], np.int64), ref)
         np.testing.assert_array_equal(out, ref)
 
 
@@ -170,19 +176,19 @@ def test_cluster_index_covers_every_point():
     rng = np.random.default_rng(5)
     z = rng.integers(0, 6, 3000).astype(np.int32)
     with x64():
-        index = cpu.cluster_index(jnp.asarray(z), 8)
-    order, off = cpu.held_index(index.token)
+        index = cidx.cluster_index(jnp.asarray(z), 8)
+    order, off = cidx.held_index(index.token)
     np.testing.assert_array_equal(order, np.argsort(z, kind="stable"))
     np.testing.assert_array_equal(off, np.r_[0, np.cumsum(np.bincount(z, minlength=8))])
     lab, index = _moved_labels(rng, z)
     cover = np.asarray(index.cover)
     for k in range(8):
-        cand = cpu.candidates(len(lab), index.token, cover[k][None])
+        cand = cidx.candidates(len(lab), index.token, cover[k][None])
         assert np.all(np.diff(cand) > 0)  # increasing
         assert set(np.flatnonzero(lab == k)) <= set(cand.tolist())
     assert cover[5].sum() == 1 and cover[5, 5]  # the rejected split left slot 5's cover alone
-    assert cpu.held_index(0) is None  # a token not (or no longer) held: every point is a candidate
-    np.testing.assert_array_equal(cpu.candidates(len(lab), 0, cover[:1]), np.arange(len(lab)))
+    assert cidx.held_index(0) is None  # a token not (or no longer) held: every point is a candidate
+    np.testing.assert_array_equal(cidx.candidates(len(lab), 0, cover[:1]), np.arange(len(lab)))
     assert cover[1, 4] and cover[6, 2] and cover[7, 3]
 
 
@@ -200,7 +206,7 @@ def test_twins_with_cluster_index_equal_full_visits():
         fam = GaussianNIW.default(xj, "full")
         sub = _theta(fam, xj, (lab == 1).astype(np.int32), 2, seed=4)
         lw = jnp.log(jnp.asarray([40.0, 60.0]))
-        seed = subcluster.counter_seed(jax.random.key(9))
+        seed = moves.counter_seed(jax.random.key(9))
         uj, ulj = jnp.asarray(u), jnp.asarray(u_lab)
         pick = jax.jit(lambda s, a, b, ix: cpu.subsamples(labj, a, b, s, uj, ulj, ix))
         mv = jax.jit(lambda s, a, b, ix: cpu.move(xj, labj, a, b, 5, s, sub, lw, seed, fam, 30.0, None, ix))
@@ -233,17 +239,17 @@ def test_move_twin(cov):
         fam = GaussianNIW.default(xj, cov)
         sub = _theta(fam, xj, (z == 1).astype(np.int32), 2, seed=4)  # two sub-cluster components
         lw = jnp.log(jnp.asarray([40.0, 60.0]))
-        seed = subcluster.counter_seed(jax.random.key(9))
+        seed = moves.counter_seed(jax.random.key(9))
         lab = jnp.asarray(z)
         for is_split, ca, cb, new in ((True, 1, 3, 6), (False, 1, 3, 6)):
-            log_r, log_1r = subcluster._responsibilities(fam, sub, lw, xj)
+            log_r, log_1r = moves._responsibilities(fam, sub, lw, xj)
             in_a = lab == ca
             mask = in_a if is_split else in_a | (lab == cb)
-            u = subcluster.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
+            u = moves.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
             side_a = jnp.log(u) < log_r if is_split else in_a
             target = new if is_split else ca
             ref_prop = jnp.where(mask & ~side_a, target, lab)
-            ref_q = subcluster._log_q_pair(log_r, log_1r, mask, side_a)
+            ref_q = moves._log_q_pair(log_r, log_1r, mask, side_a)
             twin = jax.jit(lambda s, a, b, nw: cpu.move(xj, lab, a, b, nw, s, sub, lw, seed, fam, 30.0))
             prop, log_q, n_c, n_a, side_b = twin(is_split, ca, cb, new)
             np.testing.assert_array_equal(np.asarray(prop), np.asarray(ref_prop))
@@ -263,10 +269,10 @@ def test_fexp_matches_libm_exp():
     rng = np.random.default_rng(0)
     t = np.concatenate([-rng.random(20000) * 40, -rng.random(2000) * 708, [0.0, -1e-300, -np.log(2) / 2,
                                                                           -np.log(2), -700.0]])
-    got = np.array([cpu.fexp(v) for v in t])
+    got = np.array([draw.fexp(v) for v in t])
     assert got[-5] == 1.0
     np.testing.assert_array_less(np.abs(got - np.exp(t)), 3 * np.finfo(float).eps * np.exp(t))
-    assert cpu.fexp(-745.0) == cpu.fexp(-1e10) == pytest.approx(np.exp(-708.0), rel=1e-15)
+    assert draw.fexp(-745.0) == draw.fexp(-1e10) == pytest.approx(np.exp(-708.0), rel=1e-15)
 
 
 @pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 2), ("full", 20.0, 3), ("diag", 20.0, 3),
@@ -289,11 +295,11 @@ def test_block_draw_twin(cov, cut, d):
         fam = GaussianNIW.default(xj, cov)
         theta = _theta(fam, xj, z, 6)
         log_pi = jnp.log(jnp.asarray([0.1, 0.3, 0.2, 0.25, 0.15, 0.05])).at[2].set(-jnp.inf)
-        seed = subcluster.counter_seed(jax.random.key(3))
-        u = subcluster.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
+        seed = moves.counter_seed(jax.random.key(3))
+        u = moves.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
         lab = jnp.asarray(z)
         ref, ref_cnt = subcluster._block_draw(xj, u, jnp.asarray(keep), lab, fam, log_pi, theta, None)
-        got, cnt = jax.jit(lambda: cpu.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam,
+        got, cnt = jax.jit(lambda: draw.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam,
                                                   cut))()
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
     np.testing.assert_array_equal(np.asarray(cnt), np.asarray(ref_cnt))
@@ -326,7 +332,7 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
         code, A = _families_cpu.DIAG, None
     else:
         Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _families_cpu.SPHERICAL, None
-    lam, V = cpu._precision_bound(Af, code, d)
+    lam, V = draw.precision_bound(Af, code, d)
     P = (np.swapaxes(A, 1, 2) @ A if A is not None
          else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af]))
 
@@ -371,7 +377,7 @@ def test_chain_numba_equals_xla():
         kw = dict(n_draws=6, n_warmup=0, n_chains=2, k_max=12, n_moves=3, pq="sample")
         res = {b: subcluster.sample(jax.random.key(4), xj, links, fam, TVClustPrior(), backend=b, **kw)
                for b in ("xla", "numba")}
-        assert subcluster.resolve_backend("auto", fam, xj.dtype) == "numba"
+        assert resolve_backend("auto", subcluster.numba_unsupported(fam, xj.dtype)) == "numba"
     np.testing.assert_array_equal(res["numba"].labels, res["xla"].labels)
     np.testing.assert_allclose(res["numba"].log_joint, res["xla"].log_joint, rtol=1e-9)
     # the chains moved: splits were accepted (and peel/absorb steps may merge a chain back to 2)
@@ -383,18 +389,18 @@ def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
     labels draw (``_UINT8_SLOTS = 0``); the state's labels stay int32."""
     seen = []
-    real_sides, real_draw = cpu.move_sides, cpu.dense_draw
+    real_sides, real_draw = cpu.move_sides, draw.dense_draw
 
     def sides(x, centre, labels, *rest):
         seen.append(("move", labels.dtype))
         return real_sides(x, centre, labels, *rest)
 
-    def draw(x, keep, labels, *rest):
+    def fake_draw(x, keep, labels, *rest):
         seen.append(("draw", labels.dtype))
         return real_draw(x, keep, labels, *rest)
 
     monkeypatch.setattr(cpu, "move_sides", sides)
-    monkeypatch.setattr(cpu, "dense_draw", draw)
+    monkeypatch.setattr(draw, "dense_draw", fake_draw)
     x, pairs, sign = _chain_problem()
     res = {}
     with x64():
@@ -420,13 +426,13 @@ def test_chains_run_one_label_block_width_per_sweep(monkeypatch):
     unlinked block's compiled draw runs once per chain and sweep. With a batched width index ``lax.switch``
     becomes a select over every width (8, 16 and 32 at k_max = 32): three draws per chain and sweep."""
     calls = []
-    real = cpu.dense_draw
+    real = draw.dense_draw
 
     def counted(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(cpu, "dense_draw", counted)
+    monkeypatch.setattr(draw, "dense_draw", counted)
     x, pairs, sign = _chain_problem()
     with x64():
         xj = jnp.asarray(x)
@@ -443,12 +449,12 @@ def test_backend_argument_is_checked():
     with x64():
         fam = GaussianNIW.default(jnp.asarray(x), "full")
         with pytest.raises(ValueError, match="backend must be one of"):
-            subcluster.resolve_backend("gpu", fam, jnp.float64)
+            resolve_backend("gpu", subcluster.numba_unsupported(fam, jnp.float64))
         with pytest.raises(ValueError, match="float64 GaussianNIW"):
-            subcluster.resolve_backend("numba", fam, jnp.float32)
+            resolve_backend("numba", subcluster.numba_unsupported(fam, jnp.float32))
         with pytest.raises(ValueError, match="no mesh"):
-            subcluster.resolve_backend("numba", fam, jnp.float64, mesh=object())
-    assert subcluster.resolve_backend("auto", fam, jnp.float32) == "xla"
+            resolve_backend("numba", subcluster.numba_unsupported(fam, jnp.float64, mesh=object()))
+    assert resolve_backend("auto", subcluster.numba_unsupported(fam, jnp.float32)) == "xla"
 
 
 @pytest.mark.parametrize("n, n_blocks", [(6, 6), (3001, 64), (3001, 1)])
@@ -467,7 +473,7 @@ def test_accept_sub_blocks_twin(n, n_blocks):
     with x64():
         args = (jnp.asarray(lab), jnp.asarray(draw), jnp.asarray(sizes), n_blocks)
         ref = subcluster.accept_sub_blocks(*args)
-        got = jax.jit(cpu.accept_sub_blocks, static_argnums=3)(*args)
+        got = jax.jit(draw.accept_sub_blocks, static_argnums=3)(*args)
     np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(ref[0]))
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(ref[1]))
     out = np.asarray(ref[0])
@@ -485,5 +491,5 @@ def test_sub_block_deltas_skip_labels_outside_the_slots():
     lab = np.array([0, 1, 5, 9, 2, 1], np.int32)
     z = np.array([1, 1, 0, 2, 0, 7], np.int32)
     delta = np.zeros((2, 3), np.int64)
-    cpu.sub_block_deltas(lab, z, 2, delta)
+    draw.sub_block_deltas(lab, z, 2, delta)
     np.testing.assert_array_equal(delta, [[-1 + 1, 1, -1], [0, 0, 0]])

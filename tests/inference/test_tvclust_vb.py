@@ -101,9 +101,9 @@ def test_estimator_and_cli_variational(tmp_path):
     m = TVClust(algorithm="variational", random_state=0)
     m.fit(x, must_link=pairs[same], cannot_link=pairs[~same])
     assert adjusted_rand_score(y, m.labels_) > 0.9
-    assert m.resp_.shape == (120, 15) and np.allclose(m.resp_.sum(1), 1.0)
-    assert len(m.elbo_) == m.n_iter_ <= 30 and m.p_ > 0.5 and m.q_ > 0.5
-    assert np.allclose(np.diag(m.psm_), (m.resp_ ** 2).sum(1))
+    assert m.responsibilities_.shape == (120, 15) and np.allclose(m.responsibilities_.sum(1), 1.0)
+    assert len(m.objective_trace_) == m.n_iter_ <= 30 and m.p_ > 0.5 and m.q_ > 0.5
+    assert np.allclose(np.diag(m.psm_), (m.responsibilities_ ** 2).sum(1))
     assert m.posterior_ is None and m.samples_ is None
     with pytest.raises(ValueError, match="full"):
         TVClust(algorithm="variational", covariance_type="diag").fit(x)

@@ -13,11 +13,16 @@ from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs
 from ppclust.models.tvclust import (
     TVClustPrior,
+    link_log_odds,
+    link_reliability,
+    link_reliability_share,
     log_joint,
     log_link_likelihood,
     make_links,
     pair_counts,
+    small_variance_hyper,
 )
+from ppclust.sideinfo import SideInfo
 from tests._partitions import set_partitions
 
 # five points in 2-D: two loose groups, and links that partly disagree with the geometry
@@ -126,8 +131,9 @@ def test_gibbs_conditional_equals_log_joint_differences(pq):
             for i in range(n):
                 st = fam.stats(x, jnp.asarray(z), k_max)
                 counts = pair_counts(jnp.asarray(z), links)
-                logw, _, _ = cond(i, jnp.asarray(z), st, counts, x, links, fam, PRIOR, 0.8, 0.65, PRIOR.alpha,
-                                  pq="fixed" if p else "collapse")
+                state = gibbs.GibbsState(jnp.asarray(z), st, counts, jnp.asarray(0.8), jnp.asarray(0.65),
+                                         jnp.asarray(PRIOR.alpha), jnp.asarray(False))
+                logw, _, _ = cond(i, state, x, links, fam, PRIOR, pq="fixed" if p else "collapse")
                 logw = np.asarray(logw)
                 cand = np.flatnonzero(np.isfinite(logw))
                 # exactly the occupied slots (without i) plus one free slot
@@ -230,19 +236,21 @@ def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
     posterior.save(est.posterior_, tmp_path / "post.nc")
     back = posterior.load(tmp_path / "post.nc")
     np.testing.assert_allclose(back["clustering"]["psm"].values, est.psm_)
-    np.testing.assert_allclose(back["sample_stats"]["lp"].values, est.log_joint_)
+    np.testing.assert_allclose(back["sample_stats"]["lp"].values, est.objective_trace_)
 
 
 def test_numpyro_kernel_adapter_targets_the_posterior(monkeypatch):
     """The MCMCKernel adapter under numpyro.infer.MCMC samples the same exact posterior."""
     from numpyro.infer import MCMC
 
+    from ppclust.inference.tvclust_kernel import TVClustKernel
+
     monkeypatch.setenv("TQDM_DISABLE", "1")  # progress_bar=True keeps numpyro's cached step (ECOSYSTEM 2)
     with x64():
         x = jnp.asarray(X5)
         links = make_links(5, PAIRS5, SIGN5)
         fam = _family(x)
-        mcmc = MCMC(gibbs.TVClustKernel(links, fam, PRIOR, k_max=5), num_warmup=20, num_samples=3000,
+        mcmc = MCMC(TVClustKernel(links, fam, PRIOR, k_max=5), num_warmup=20, num_samples=3000,
                     num_chains=1, progress_bar=True)
         mcmc.run(jax.random.key(0), x, extra_fields=("log_joint", "n_clusters"))
         lab = np.asarray(mcmc.get_samples()["labels"])
@@ -351,12 +359,12 @@ def test_kappa0_default_is_fraley_raftery_for_the_samplers():
     explicit = TVClust(kappa0=0.01, **kw).fit(X5)
     assert default.posterior_.attrs["niw_kappa0"] == pytest.approx(0.01)
     np.testing.assert_array_equal(default.samples_.labels, explicit.samples_.labels)
-    np.testing.assert_array_equal(default.log_joint_, explicit.log_joint_)
+    np.testing.assert_array_equal(default.objective_trace_, explicit.objective_trace_)
     vb = TVClust(algorithm="variational", vb_max_iter=3, random_state=0).fit(X5)
     vb1 = TVClust(algorithm="variational", vb_max_iter=3, kappa0=1.0, random_state=0).fit(X5)
     vb2 = TVClust(algorithm="variational", vb_max_iter=3, kappa0=0.01, random_state=0).fit(X5)
-    np.testing.assert_array_equal(vb.elbo_, vb1.elbo_)
-    assert not np.allclose(vb.elbo_, vb2.elbo_)
+    np.testing.assert_array_equal(vb.objective_trace_, vb1.objective_trace_)
+    assert not np.allclose(vb.objective_trace_, vb2.objective_trace_)
 
 
 @pytest.mark.slow
@@ -372,3 +380,72 @@ def test_kappa0_default_does_not_over_split_wine():
     old = TVClust(kappa0=1.0, **kw).fit(X)
     new = TVClust(**kw).fit(X)
     assert np.mean(new.samples_.n_clusters) + 2 < np.mean(old.samples_.n_clusters)
+
+
+# ----------------------------------------------------------------------------- the link prior
+
+
+def _random_links(rng, n, m):
+    i = rng.integers(n, size=m)
+    j = (i + rng.integers(1, n, size=m)) % n
+    return np.stack([i, j], 1), rng.choice([-1, 1], size=m)
+
+
+def test_link_reliability_is_the_beta_posterior_mean_of_brute_force_pair_counts():
+    """p, q: posterior means of TVClust's sensitivity / specificity given the pair counts, counted here pair
+    by pair (a swap of N01 / N10 or of p / q, or counts conditional on the observed sign -- the share of
+    may-links kept -- would fail), and the same as ``posterior.link_parameter_draws``' conditional means."""
+    import jax
+
+    from ppclust.posterior import link_parameter_draws
+
+    rng = np.random.default_rng(3)
+    n = 40
+    z = rng.integers(0, 3, n)
+    pairs, sign = _random_links(rng, n, 120)
+    side = SideInfo.from_pairs(n, pairs, sign, on_conflict="keep")
+    n11 = n01 = n10 = n00 = 0
+    for (i, j), s_ in zip(side.pairs, side.sign, strict=True):
+        same = z[i] == z[j]
+        n11 += same and s_ > 0
+        n01 += same and s_ < 0
+        n10 += (not same) and s_ > 0
+        n00 += (not same) and s_ < 0
+    counts = pair_counts(z, side, xp=np)
+    np.testing.assert_array_equal(counts, [n11, n01, n10, n00])
+    p, q = link_reliability(counts, 2.0, 0.5)
+    assert p == pytest.approx((n11 + 2.0) / (n11 + n01 + 2.5))
+    assert q == pytest.approx((n00 + 2.0) / (n00 + n10 + 2.5))
+    prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=2.0, b_q=0.5)
+    d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
+    assert (p, q) == pytest.approx((float(d["p_cond_mean"][0, 0]), float(d["q_cond_mean"][0, 0])), rel=1e-12)
+    # separate priors on q (the samplers' TVClustPrior), traced as the sweeps call it
+    p2, q2 = link_reliability(jax.numpy.asarray(counts, float), 2.0, 0.5, a_q=3.0, b_q=0.25, xp=jax.numpy)
+    assert (float(p2), float(q2)) == pytest.approx(((n11 + 2.0) / (n11 + n01 + 2.5),
+                                                    (n00 + 3.0) / (n00 + n10 + 3.25)), rel=1e-6)
+    prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=3.0, b_q=0.25)
+    d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
+    assert float(d["q_cond_mean"][0, 0]) == pytest.approx((n00 + 3.0) / (n00 + n10 + 3.25), rel=1e-12)
+
+
+def test_link_log_odds_inverts_the_small_variance_map():
+    """ln p/(1-q), ln q/(1-p) are RDP-means' xi1, xi2 of ``small_variance_hyper`` (sigma-free p, q)."""
+    h = small_variance_hyper(0.7, 5.0, 1.3, 0.4, d=2)
+    assert link_log_odds(h.p, h.q) == pytest.approx((1.3, 0.4), rel=1e-10)
+
+
+def test_link_reliability_share_known_cases():
+    """Weight shares: 1 without counts (p = q = 0.9, the prior mean) and for links a partition keeps; the
+    log-odds ratio to ln 9 for a symmetric 20% flip rate; 0 for links violated as often as kept."""
+    share, pq = link_reliability_share([0, 0, 0, 0])
+    assert share == (1.0, 1.0) and pq == pytest.approx((0.9, 0.9))
+    assert link_reliability_share([50, 0, 0, 150])[0] == (1.0, 1.0)
+    share, (p, q) = link_reliability_share([800, 200, 200, 800])
+    assert p == pytest.approx(809.9 / 1011) and q == pytest.approx(p)
+    assert share[0] == pytest.approx(np.log(p / (1 - q)) / np.log(9)) and share[1] == pytest.approx(share[0])
+    assert 0.6 < share[0] < 0.66  # ln 4 / ln 9 = 0.63 at exactly 20%
+    assert link_reliability_share([100, 900, 900, 100])[0] == (0.0, 0.0)
+    # one kind unreliable, the other not: may-links across clusters lower q, so both log-odds fall, the
+    # may-link's (ln p/(1-q)) the most
+    share, _ = link_reliability_share([300, 0, 300, 900])
+    assert share[0] < share[1] <= 1.0
