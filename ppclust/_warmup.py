@@ -33,7 +33,7 @@ def warmup(*, verbose: bool = False) -> dict:
     Safe to run at any time and in parallel with other processes (numba's cache writes are atomic).
     """
     from ppclust import C3L, CECIB, TVClust
-    from ppclust._families_cpu import available
+    from ppclust.families._numba import available
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 20)

@@ -28,21 +28,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust import _families_cpu
-from ppclust._families_cpu import (
+from ppclust.families import Stats, _niw_cpu
+from ppclust.families._niw_cpu import (
     FULL,
-    available,
-    compile_kernel,
     family_arrays,
     family_code,
-    inline_kernel,
     log_predictive_cached,
     log_predictive_loo,
     predictive_cache_slot,
     predictive_log_norm,
     rank_one,
 )
-from ppclust.families import Stats
+from ppclust.families._numba import available, compile_kernel, inline_kernel
 
 __all__ = ["available", "supports", "sweep"]
 
@@ -357,7 +354,7 @@ def _betaln(a, b):
 
 def _compile_sweep(fn):
     """The sweep kernels, recompiled (not read from numba's disk cache) when the family twins change."""
-    return compile_kernel(fn, depends=(_families_cpu.__file__,))
+    return compile_kernel(fn, depends=(_niw_cpu.__file__,))
 
 
 @_compile_sweep

@@ -68,9 +68,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust import _families_cpu
-from ppclust._families_cpu import DIAG, FULL, UPPER, available, family_code, gaussian_loglik
 from ppclust.families import LOG_2PI, GaussianNIW
+from ppclust.families._densities_cpu import UPPER, gaussian_loglik
+from ppclust.families._niw_cpu import DIAG, FULL, family_code
+from ppclust.families._numba import available, compile_kernel
 from ppclust.inference._gibbs_cpu import _from_wire, _to_wire, _unwire, _wire, _wire_shape
 
 try:
@@ -87,10 +88,6 @@ except ImportError:  # pragma: no cover - without numba the kernels run as Pytho
 __all__ = ["available", "supports", "hold", "ClusterIndex", "cluster_index", "held_index", "counting_sort",
            "merge_segments", "merge_two", "fexp", "counter_uniform", "stats_sums", "pick_subsamples",
            "peel_points", "move_sides", "dense_draw", "block_draw", "accept_sub_blocks"]
-
-#: numba's disk cache keys a kernel on its own source file: the kernels here inline _families_cpu's
-#: densities and constants, so that file's stamp is folded in too (an edit there recompiles them)
-compile_kernel = partial(_families_cpu.compile_kernel, depends=(_families_cpu.__file__,))
 
 _M32 = np.uint64(0xFFFFFFFF)
 _H1, _H2, _H3 = np.uint64(0x7FEB352D), np.uint64(0x846CA68B), np.uint64(0x5BD1E995)
