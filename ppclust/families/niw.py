@@ -172,7 +172,7 @@ class GaussianNIW:
     def weighted_stats(self, x: Array, w: Array) -> Stats:
         """:meth:`stats` of one group with point weights ``w`` (n,) (a 0/1 mask: the points of a group), as
         one slot: the scatter is one (d, n) x (n, d) product (d > 4; a fused reduction for d <= 4), not
-        the (n, d, d) segment sum of :meth:`stats` (about 10x faster at d = 30). For the sub-cluster
+        the (n, d, d) segment sum of :meth:`stats` (less memory traffic). For the sub-cluster
         sampler's split proposals (:mod:`ppclust.inference.subcluster`)."""
         def outer_sum(xc):
             if xc.shape[1] > 4:
