@@ -98,54 +98,174 @@ class GaussianML:
     """
 
     def empty(self, K: int, d: int, dtype=jnp.float64) -> Stats:
-        """Statistics of ``K`` empty slots in dimension ``d`` (zero factors)."""
+        """Statistics of ``K`` empty slots in dimension ``d`` (zero factors).
+
+        Parameters
+        ----------
+        K : int
+            Number of slots.
+        d : int
+            Dimension.
+        dtype : dtype, default float64
+            Floating dtype.
+
+        Returns
+        -------
+        Stats
+        """
         return Stats(jnp.zeros(K, dtype), jnp.zeros((K, d), dtype), jnp.zeros((K, d, d), dtype))
 
     def stats(self, x: Array, z: Array, K: int, w: Array | None = None, reduce=None) -> Stats:
-        """Statistics of labelling ``z`` over ``K`` slots: counts, sums, Cholesky factors of the scatters."""
+        """Statistics of labelling ``z`` over ``K`` slots: counts, sums, Cholesky factors of the scatters.
+
+        Parameters
+        ----------
+        x : array (n, d)
+            Points.
+        z : int array (n,)
+            Labels (outside [0, K): counted nowhere).
+        K : int
+            Number of slots.
+        w : array (n,) or None, default None
+            Point weights.
+        reduce : callable or None, default None
+            Cross-device sum applied to every per-slot sum (``lambda t: jax.lax.psum(t, "data")``).
+
+        Returns
+        -------
+        Stats
+        """
         r, n, s = one_hot_stats(x, z, K, w, reduce)
         return Stats(n, s, jnp.linalg.cholesky(centered_scatter(x, r, n, s, reduce=reduce)))
 
     def mean(self, stats: Stats) -> Array:
-        """Cluster means (K, d) (0 for empty slots)."""
+        """Cluster means (K, d) (0 for empty slots).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+
+        Returns
+        -------
+        array (K, d)
+        """
         return stats.s / jnp.maximum(stats.n, 1e-300)[:, None]
 
     posterior_mean = mean
 
     def add(self, stats: Stats, k, x: Array) -> Stats:
-        """Statistics with x added to slot k (a rank-one Cholesky update)."""
+        """Statistics with x added to slot k (a rank-one Cholesky update).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        k : int
+            Slot.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        Stats
+        """
         n = stats.n[k]
         u = x - stats.s[k] / jnp.maximum(n, 1e-300)
         L = chol_update(stats.scale[k], jnp.sqrt(n / (n + 1.0)) * u)
         return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].set(L))
 
     def remove(self, stats: Stats, k, x: Array) -> Stats:
-        """Statistics with x removed from slot k (a rank-one Cholesky downdate; NaN when singular)."""
+        """Statistics with x removed from slot k (a rank-one Cholesky downdate; NaN when singular).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        k : int
+            Slot.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        Stats
+        """
         n = stats.n[k]
         u = x - stats.s[k] / n
         L = chol_downdate(stats.scale[k], jnp.sqrt(n / (n - 1.0)) * u)
         return Stats(stats.n.at[k].add(-1.0), stats.s.at[k].add(-x), stats.scale.at[k].set(L))
 
     def logdet_scatter(self, stats: Stats) -> Array:
-        """log det S_k per slot (K,)."""
+        """log det S_k per slot (K,).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+
+        Returns
+        -------
+        array (K,)
+            One value per slot.
+        """
         return chol_logdet(stats.scale)
 
     def logdet_after_add(self, stats: Stats, x: Array) -> Array:
-        """log det of every slot's scatter if x joined it: logdet S + log(1 + n/(n+1) u^T S^{-1} u)."""
+        """log det of every slot's scatter if x joined it: logdet S + log(1 + n/(n+1) u^T S^{-1} u).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        array (K,)
+            One value per slot.
+        """
         n = stats.n
         u = x - self.mean(stats)
         w = solve_lower(stats.scale, u)
         return self.logdet_scatter(stats) + jnp.log1p(n / (n + 1.0) * jnp.sum(w * w, -1))
 
     def logdet_after_remove(self, stats: Stats, k, x: Array) -> Array:
-        """log det of slot k's scatter after removing x (NaN or -inf when it becomes singular)."""
+        """log det of slot k's scatter after removing x (NaN or -inf when it becomes singular).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        k : int
+            Slot.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        array ()
+        """
         n = stats.n[k]
         u = x - stats.s[k] / n
         w = solve_triangular(stats.scale[k], u, lower=True)
         return chol_logdet(stats.scale[k]) + jnp.log1p(-n / (n - 1.0) * jnp.dot(w, w))
 
     def bregman(self, x: Array, means: Array) -> Array:
-        """Squared Euclidean distance (:func:`ppclust.families.sq_euclidean`)."""
+        """Squared Euclidean distance (:func:`ppclust.families.sq_euclidean`).
+
+        Parameters
+        ----------
+        x : array (..., d)
+            Points.
+        means : array (K, d)
+            Centres.
+
+        Returns
+        -------
+        array (..., K)
+        """
         return sq_euclidean(x, means)
 
 

@@ -105,6 +105,23 @@ class GaussianNIW:
 
         With standardised features and ``psi_scale=1`` this is the spec's [R] default
         (mu0 = 0, kappa0 = 1, Psi0 = I, nu0 = d + 2, TVClust spec 2.7).
+
+        Parameters
+        ----------
+        x : array (n, d)
+            The data the prior is scaled to.
+        covariance : {"full", "diag", "spherical"}, default "full"
+            Covariance structure.
+        kappa0 : float, default DEFAULT_KAPPA0
+            Prior strength of the mean (1: one observation).
+        nu0 : float or None, default None
+            Prior degrees of freedom (None: d + 2).
+        psi_scale : float, default 1.0
+            Factor of the prior scale.
+
+        Returns
+        -------
+        GaussianNIW
         """
         x = jnp.asarray(x)
         d = x.shape[1]
@@ -118,7 +135,19 @@ class GaussianNIW:
     def from_prior(cls, prior, covariance: str = "full") -> GaussianNIW:
         """The collapsed family of the NIW part of an explicit-parameter
         :class:`~ppclust.families.NIWPrior` (same hyper-parameters: the Gibbs sampler and EM's MAP fit then
-        share one prior)."""
+        share one prior).
+
+        Parameters
+        ----------
+        prior : NIWPrior
+            Explicit-parameter prior of :mod:`ppclust.families.gaussian_em`.
+        covariance : {"full", "diag", "spherical"}, default "full"
+            Covariance structure.
+
+        Returns
+        -------
+        GaussianNIW
+        """
         return cls(prior.mean0, prior.kappa0, prior.nu0, prior.psi0, covariance)
 
     def _post(self, stats: Stats):
@@ -144,14 +173,44 @@ class GaussianNIW:
         """Sufficient statistics of labelling ``z`` over ``K`` slots (labels outside [0, K) count
         nowhere), point weights ``w``. ``reduce``: for one device's rows of a sharded data set, the
         cross-device sum (``lambda t: jax.lax.psum(t, "data")``) applied to every per-slot sum before
-        the statistics are finished, so every device returns the whole data set's statistics."""
+        the statistics are finished, so every device returns the whole data set's statistics.
+
+        Parameters
+        ----------
+        x : array (n, d)
+            Points.
+        z : int array (n,)
+            Labels (outside [0, K): counted nowhere).
+        K : int
+            Number of slots.
+        w : array (n,) or None, default None
+            Point weights.
+        reduce : callable or None, default None
+            Cross-device sum applied to every per-slot sum (``lambda t: jax.lax.psum(t, "data")``).
+
+        Returns
+        -------
+        Stats
+        """
         summ, n, s = one_hot_stats(x, z, K, w, reduce)
         return self._stats_from(x, summ, n, s, triangle_outer_sum(summ), reduce)
 
     def soft_stats(self, x: Array, r: Array) -> Stats:
         """Posterior statistics from soft assignments ``r`` (n, K) (responsibilities; one-hot rows give
         :meth:`stats`). With ``W = Psi_n^{-1}`` these are the Normal-Wishart variational updates (Bishop
-        2006, eqs. 10.60-10.63: beta_k = kappa_n, m_k = mu_n, nu_k = nu_n)."""
+        2006, eqs. 10.60-10.63: beta_k = kappa_n, m_k = mu_n, nu_k = nu_n).
+
+        Parameters
+        ----------
+        x : array (n, d)
+            Points.
+        r : array (n, K)
+            Responsibilities.
+
+        Returns
+        -------
+        Stats
+        """
         return self._stats_from(x, lambda v: jnp.tensordot(r, v, axes=(0, 0)), r.sum(0), r.T @ x)
 
     def _stats_from(self, x: Array, summ, n: Array, s: Array, outer_sum=None, reduce=None) -> Stats:
@@ -173,7 +232,20 @@ class GaussianNIW:
         """:meth:`stats` of one group with point weights ``w`` (n,) (a 0/1 mask: the points of a group), as
         one slot: the scatter is one (d, n) x (n, d) product (d > 4; a fused reduction for d <= 4), not
         the (n, d, d) segment sum of :meth:`stats` (less memory traffic). For the sub-cluster
-        sampler's split proposals (:mod:`ppclust.inference.subcluster`)."""
+        sampler's split proposals (:mod:`ppclust.inference.subcluster`).
+
+        Parameters
+        ----------
+        x : array (n, d)
+            Points.
+        w : array (n,)
+            Point weights.
+
+        Returns
+        -------
+        Stats
+            One slot.
+        """
         def outer_sum(xc):
             if xc.shape[1] > 4:
                 return ((xc * w[:, None]).T @ xc)[None]
@@ -205,7 +277,21 @@ class GaussianNIW:
         the points): the scatters add up with the between-group term
         :math:`\tfrac{n_1n_2}{n_1+n_2}(\bar x_1-\bar x_2)(\bar x_1-\bar x_2)^\top` of the two disjoint
         parts (the pooled-variance identity), then :math:`\Psi_n` as in :meth:`stats`. Lets a split/merge
-        move update two slots in :math:`O(d^3)` (:mod:`ppclust.inference.subcluster`)."""
+        move update two slots in :math:`O(d^3)` (:mod:`ppclust.inference.subcluster`).
+
+        Parameters
+        ----------
+        a : Stats
+            Statistics of the first groups (K slots).
+        b : Stats
+            Statistics of the second groups (disjoint from ``a``, or subgroups of it).
+        sign : float, default 1.0
+            +1: union; -1: ``a`` without ``b``.
+
+        Returns
+        -------
+        Stats
+        """
         n = a.n + sign * b.n
         s = a.s + sign * b.s
         S_a = self._psin_reduced(a) - self._prior_part(a.n, a.s)
@@ -267,7 +353,18 @@ class GaussianNIW:
         r""":math:`E[\Sigma_k\mid\text{slot }k]` in scikit-learn's shapes: ``full`` (K, d, d)
         :math:`\Psi_n/(\nu_n-d-1)` (inverse-Wishart mean), ``diag`` (K, d) :math:`\Psi_{n,jj}/(\nu_n-2)`
         (inverse-gamma :math:`IG(\nu_n/2,\Psi_{n,jj}/2)`), ``spherical`` (K,)
-        :math:`\mathrm{tr}\Psi_n/(\nu_n d-2)`. Finite for :math:`\nu_n > d+1` (full) / > 2 / > 2/d."""
+        :math:`\mathrm{tr}\Psi_n/(\nu_n d-2)`. Finite for :math:`\nu_n > d+1` (full) / > 2 / > 2/d.
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+
+        Returns
+        -------
+        array
+            (K, d, d) full, (K, d) diag, (K,) spherical.
+        """
         d = stats.s.shape[-1]
         nun = self.nu0 + stats.n
         if self.covariance == "full":
@@ -285,6 +382,18 @@ class GaussianNIW:
         :math:`t_{\nu_n}(x_j;\mu_{n,j},\Psi_{n,jj}(\kappa_n+1)/(\kappa_n\nu_n))`; ``spherical``: the
         isotropic :math:`t_{\nu_n d}` with variance :math:`\mathrm{tr}\Psi_n(\kappa_n+1)/(\kappa_n\nu_n d)`.
         Evaluated through :meth:`predictive_cache` and :meth:`log_predictive_cached` (one definition).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        array (K,)
+            One value per slot.
         """
         return self.log_predictive_cached(self.predictive_cache(stats), stats, x)
 
@@ -297,6 +406,18 @@ class GaussianNIW:
         :math:`-\tfrac12\ln(\mathrm{df}\,\pi)`, df = :math:`\nu_0+n`; ``spherical``: df =
         :math:`(\nu_0+n)d`, with :math:`-\tfrac d2\ln(\mathrm{df}\,\pi)`.
         Compiled twin: :func:`ppclust.families._niw_cpu.predictive_log_norm`.
+
+        Parameters
+        ----------
+        n : array
+            Slot sizes.
+        d : int
+            Dimension.
+
+        Returns
+        -------
+        array
+            Same shape as ``n``.
         """
         nu0 = self.nu0
         if self.covariance == "full":
@@ -321,6 +442,15 @@ class GaussianNIW:
         ``diag``: :math:`b_{kj}=1/(\sigma^2_{kj}\mathrm{df})`, :math:`h_k=(\mathrm{df}+1)/2`;
         ``spherical``: :math:`a_k=1/(\sigma^2_k\mathrm{df})`, :math:`h_k=(\mathrm{df}+d)/2`.
         Compiled twin: :func:`ppclust.families._niw_cpu.predictive_cache_slot` (one slot).
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+
+        Returns
+        -------
+        PredictiveCache
         """
         K, d = stats.s.shape
         kn, nun, mun = self._post(stats)
@@ -349,6 +479,20 @@ class GaussianNIW:
         ``diag``: :math:`c_k - h_k\sum_j\ln(1 + b_{kj}(x_j-\mathrm{loc}_{kj})^2)`; ``spherical``:
         :math:`c_k - h_k\ln(1 + a_k\|x-\mathrm{loc}_k\|^2)`.
         Compiled twin: :func:`ppclust.families._niw_cpu.log_predictive_cached`.
+
+        Parameters
+        ----------
+        cache : PredictiveCache
+            From :meth:`predictive_cache` of ``stats``.
+        stats : Stats
+            Statistics of the K slots.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        array (K,)
+            One value per slot.
         """
         u = x - cache.loc
         if self.covariance == "full":
@@ -370,6 +514,19 @@ class GaussianNIW:
         + \tfrac{\mathrm{df}'+d-1}2\ln r`. Needs :math:`n_k \ge 2` and r well above 0 (else the
         compiled sweep downdates explicitly).
         Compiled twin: :func:`ppclust.families._niw_cpu.log_predictive_loo`.
+
+        Parameters
+        ----------
+        stats : Stats
+            Statistics of the K slots.
+        k : int
+            Slot holding x and at least one other point.
+        x : array (d,)
+            A point.
+
+        Returns
+        -------
+        array ()
         """
         if self.covariance != "full":
             raise ValueError(f"log_predictive_loo is defined for covariance='full', got {self.covariance!r}")
@@ -421,6 +578,18 @@ class GaussianNIW:
         with :math:`L` = ``stats.scale`` = chol(:math:`\Psi_n`), so :math:`\Sigma\sim IW(\Psi_n,\nu_n)` and
         ``prec_factor`` :math:`A=B^\top L^{-1}`; then :math:`\mu=\mu_n+A^{-1}\varepsilon/\sqrt{\kappa_n}`.
         ``diag``/``spherical``: :math:`\sigma^2\sim IG(a_n, b_n)` as in :meth:`log_predictive`.
+
+        Parameters
+        ----------
+        key : jax.random key
+            The key of the draw.
+        stats : Stats
+            Statistics of the K slots.
+
+        Returns
+        -------
+        GaussianParams
+            One draw per slot.
         """
         K, d = stats.s.shape
         dtype = stats.s.dtype
