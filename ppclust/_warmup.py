@@ -50,7 +50,7 @@ def warmup(*, verbose: bool = False) -> dict:
     ['C3L', 'CECIB', 'TVClust', 'TVClust subcluster']
     """
     from ppclust import C3L, CECIB, TVClust
-    from ppclust._families_cpu import available
+    from ppclust.families._numba import available
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 20)

@@ -232,7 +232,7 @@ def test_models_do_not_import_inference():
 
 
 def test_families_and_sideinfo_import_no_solver():
-    files = [PKG / "families.py", PKG / "_families_cpu.py", PKG / "sideinfo.py"]
+    files = [*_files("families"), PKG / "sideinfo.py"]
     assert _hits(files, ("ppclust.inference", "ppclust.models") + SHELL) == {}
 
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust._families_cpu import compile_kernel
+from ppclust.families._numba import compile_kernel
 from ppclust.inference._callback import call, labels_operand
 
 __all__ = ["ClusterIndex", "cluster_index", "candidates", "counting_sort", "index_args"]

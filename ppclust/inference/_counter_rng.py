@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppclust._families_cpu import compile_kernel
+from ppclust.families._numba import compile_kernel
 
 __all__ = ["counter_uniform", "host_seed"]
 

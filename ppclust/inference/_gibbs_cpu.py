@@ -16,7 +16,7 @@ It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chai
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
 :class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one
 updates, the cached predictive and its leave-one-out form) is not restated here: it is the compiled twin
-of each family function in :mod:`ppclust._families_cpu`, tested primitive by primitive against the JAX
+of each family function in :mod:`ppclust.families._niw_cpu`, tested primitive by primitive against the JAX
 definitions; this module holds only the sweep (CRP weights, link terms, the draw, the state).
 """
 
@@ -28,21 +28,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust import _families_cpu
-from ppclust._families_cpu import (
+from ppclust.families import Stats, _niw_cpu
+from ppclust.families._niw_cpu import (
     FULL,
-    available,
-    compile_kernel,
     family_arrays,
     family_code,
-    inline_kernel,
     log_predictive_cached,
     log_predictive_loo,
     predictive_cache_slot,
     predictive_log_norm,
     rank_one,
 )
-from ppclust.families import Stats
+from ppclust.families._numba import available, compile_kernel, inline_kernel
 from ppclust.inference._callback import from_wire, to_wire, unwire, wire, wire_shape
 
 __all__ = ["supports", "sweep", "loo_log_predictive"]
@@ -169,7 +166,7 @@ def _ir_inline(fn):
 def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
     """The part of a slot's log-weight that depends on its size only: the CRP / Dirichlet weight
     (log n_k, log alpha for the new cluster, or log(n_k + alpha/K)) plus the predictive's Gamma-function
-    normaliser (TVClust eq. 11, Neal 2000 eq. 3.7; :func:`ppclust._families_cpu.predictive_log_norm`)."""
+    normaliser (TVClust eq. 11, Neal 2000 eq. 3.7; :func:`ppclust.families._niw_cpu.predictive_log_norm`)."""
     return _crp_weight(nk, log_alpha, alpha_k, finite) + predictive_log_norm(nk, code, d, nu0)
 
 
@@ -201,7 +198,7 @@ def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
 @inline_kernel
 def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite):
     """Cache slot k's predictive plus size term: lw0[k] - hexp[k] log(1 + a1[k] q(x)), q the Mahalanobis
-    form (:func:`ppclust._families_cpu.predictive_cache_slot`)."""
+    form (:func:`ppclust.families._niw_cpu.predictive_cache_slot`)."""
     size = _size_cached(n[k], table, code, mu0.shape[0], hyp[1], log_alpha, alpha_k, finite)
     predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl)
 
@@ -209,7 +206,7 @@ def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log
 @inline_kernel
 def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite):
     """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance,
-    :func:`ppclust._families_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
+    :func:`ppclust.families._niw_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
     size = _size_cached(n[k] - 1.0, table, FULL, xi.shape[0], hyp[1], log_alpha, alpha_k, finite)
     return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w)
 
@@ -348,7 +345,7 @@ def _betaln(a, b):
 
 def _compile_sweep(fn):
     """The sweep kernels, recompiled (not read from numba's disk cache) when the family twins change."""
-    return compile_kernel(fn, depends=(_families_cpu.__file__,))
+    return compile_kernel(fn, depends=(_niw_cpu.__file__,))
 
 
 @_compile_sweep

@@ -26,7 +26,7 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
                                        side's ``GaussianNIW.weighted_stats`` sums
 =====================================  =====================================================================
 
-The Gaussian log density is :func:`ppclust._families_cpu.gaussian_loglik` (the twin of
+The Gaussian log density is :func:`~ppclust.families._densities_cpu.gaussian_loglik` (the twin of
 :func:`ppclust.families.gaussian_loglik`; :func:`rows_logliks` is its loop over the slots and a block of
 points, the same terms in the same order). Families: :class:`~ppclust.families.GaussianNIW` (full, diag,
 spherical) in float64; others (and float32) use the XLA path.
@@ -41,9 +41,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust import _families_cpu
-from ppclust._families_cpu import DIAG, FULL, UPPER, available, family_code
-from ppclust.families import LOG_2PI, GaussianNIW
+from ppclust.families import LOG_2PI, GaussianNIW, _numba
+from ppclust.families._densities_cpu import UPPER
+from ppclust.families._niw_cpu import DIAG, FULL, family_code
+from ppclust.families._numba import available
 from ppclust.inference import _counter_rng
 from ppclust.inference._callback import call, labels_operand, wired
 from ppclust.inference._cluster_index import candidates, counting_sort, index_args
@@ -57,11 +58,10 @@ except ImportError:  # pragma: no cover
 __all__ = ["supports", "chunks", "rows_logliks", "param_arrays", "family_stats", "subsamples",
            "peel_points_of", "move"]
 
-#: numba's disk cache keys a kernel on its own source file: the kernels here inline _families_cpu's
-#: densities and constants and the counter uniforms, so those files' stamps are folded in too (an edit
-#: there recompiles them)
-compile_kernel = partial(_families_cpu.compile_kernel,
-                         depends=(_families_cpu.__file__, _counter_rng.__file__))
+#: numba's disk cache keys a kernel on its own source file: the kernels here inline the families' compiled
+#: twins (folded in by :func:`ppclust.families._numba.compile_kernel`) and the counter uniforms, so that
+#: file's stamp is folded in too (an edit there recompiles them)
+compile_kernel = partial(_numba.compile_kernel, depends=(_counter_rng.__file__,))
 
 
 def supports(family, dtype=jnp.float64) -> bool:
@@ -387,8 +387,8 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
 @partial(compile_kernel, inline="always")
 def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     """``lk[k, b] = c0 + half_k - q_kb / 2 + log pi_k`` for the slots k and the ``m`` rows b of ``xt``
-    (d, rows: a block of points transposed), the terms of :func:`ppclust._families_cpu.gaussian_loglik` in
-    its order of operations (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed,
+    (d, rows: a block of points transposed), the terms of
+    :func:`~ppclust.families._densities_cpu.gaussian_loglik` in its order of operations (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed,
     ``H`` (2, K) half log determinants and log weights), with the rows innermost: every loop over b
     vectorises (no reduction across lanes). ``q``, ``w`` (rows,) and ``ut`` (d, rows): scratch (``ut`` the
     centred rows of one slot, so the d^2 loop is one multiply-add per term; ``code`` UPPER skips the
@@ -397,7 +397,7 @@ def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     Examples
     --------
     >>> import numpy as np
-    >>> from ppclust._families_cpu import DIAG
+    >>> from ppclust.families._niw_cpu import DIAG
     >>> xt, M, Af, H = np.array([[0.0, 1.0]]), np.zeros((1, 1)), np.ones((1, 1)), np.zeros((2, 1))
     >>> q, w, ut, lk = np.empty(2), np.empty(2), np.empty((1, 2)), np.empty((1, 2))
     >>> rows_logliks(xt, 2, M, Af, H, DIAG, 0.0, q, w, ut, lk)
@@ -454,8 +454,8 @@ def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
 
 def param_arrays(theta, code):
     r"""``(mean (K, d), A (K, m), half (K,), code)`` of :class:`~ppclust.families.GaussianParams`, A
-    flattened in the layout of :func:`ppclust._families_cpu.gaussian_loglik` (full: column-major), and the
-    layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each factor
+    flattened in the layout of :func:`~ppclust.families._densities_cpu.gaussian_loglik` (full: column-major),
+    and the layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each factor
     (:math:`R^\top R = A^\top Q^\top Q A = A^\top A`, the same precision: the same densities up to
     rounding) and the code UPPER, so every density skips R's zeros: d(d+1)/2 products in place of d^2
     (d = 2 keeps its unrolled full product).

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust import _families_cpu
-from ppclust._families_cpu import DIAG, FULL, UPPER, family_code, gaussian_loglik
-from ppclust.families import LOG_2PI
+from ppclust.families import LOG_2PI, _numba
+from ppclust.families._densities_cpu import UPPER, gaussian_loglik
+from ppclust.families._niw_cpu import DIAG, FULL, family_code
 from ppclust.inference import _counter_rng, _subcluster_cpu
 from ppclust.inference._callback import call, labels_operand
 from ppclust.inference._counter_rng import counter_uniform, host_seed
@@ -41,9 +41,9 @@ except ImportError:  # pragma: no cover - without numba the kernels run as Pytho
 
 __all__ = ["draw_block", "accept_sub_blocks"]
 
-#: the kernels here inline the densities of _families_cpu, the counter uniforms and the row densities of
+#: the kernels here inline the families' compiled densities, the counter uniforms and the row densities of
 #: _subcluster_cpu: those files' stamps are folded into numba's disk-cache key (an edit recompiles them)
-compile_kernel = partial(_families_cpu.compile_kernel, depends=(_families_cpu.__file__, _counter_rng.__file__,
+compile_kernel = partial(_numba.compile_kernel, depends=(_counter_rng.__file__,
                                                                  _subcluster_cpu.__file__))
 
 
@@ -228,8 +228,8 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
 @partial(compile_kernel, inline="always")
 def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, skip):
     r"""The log densities plus log weights of the slots (``mean`` (K, d), ``A`` (K, m) as
-    :func:`ppclust._families_cpu.gaussian_loglik` takes them, ``H`` (2, K) as :func:`rows_logliks`) one
-    slot at a time, slot ``start`` first, skipping the slots whose upper bound
+    :func:`~ppclust.families._densities_cpu.gaussian_loglik` takes them, ``H`` (2, K) as
+    :func:`rows_logliks`) one slot at a time, slot ``start`` first, skipping the slots whose upper bound
     :math:`c_0 + h_k - \tfrac12 b_k + \log\pi_k` is at least ``cut`` below the largest density so far
     (``skip[k]``, ``lk[k]`` then holds the bound). :math:`b_k \le u^\top P_k u` (:math:`u = x_i - \mu_k`)
     is :func:`precision_bound`'s: ``lam[k] = (c, c - \lambda_1, c - \lambda_2)`` and ``V[k]`` (2, d) the

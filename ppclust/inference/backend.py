@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax
 
-from ppclust import _families_cpu
+from ppclust.families import _numba
 
 __all__ = ["BACKENDS", "resolve_backend"]
 
@@ -52,10 +52,10 @@ def resolve_backend(backend: str, unsupported: str | None = None) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
-        ok = unsupported is None and _families_cpu.available() and jax.default_backend() == "cpu"
+        ok = unsupported is None and _numba.available() and jax.default_backend() == "cpu"
         return "numba" if ok else "xla"
     if backend == "numba":
-        if not _families_cpu.available():
+        if not _numba.available():
             raise ValueError("backend='numba' needs numba (pip install numba); backend='xla' works without")
         if unsupported is not None:
             raise ValueError(f"backend='numba' {unsupported}; use backend='xla'")

@@ -40,7 +40,7 @@ point bound its throughput). Both consume the same per-sweep random numbers (:fu
 :func:`draw_categorical`) and take the same decisions; everything else (p, q, alpha updates, log joint,
 chains, devices) is shared JAX code. Neither restates the family: the XLA sweep calls
 ``family.log_predictive`` / ``add`` / ``remove`` (the cached predictive of :mod:`ppclust.families`), the
-compiled one their numba twins in :mod:`ppclust._families_cpu`; link counts come from
+compiled one their numba twins in :mod:`ppclust.families._niw_cpu`; link counts come from
 :func:`ppclust.sideinfo.link_counts`.
 
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ppclust import _families_cpu
 from ppclust._jax import x64
-from ppclust.families import GaussianNIW, gaussian_loglik
+from ppclust.families import GaussianNIW, _densities_cpu, _niw_cpu, gaussian_loglik
 from ppclust.inference import _cluster_index as cidx
 from ppclust.inference import _counter_rng as crng
 from ppclust.inference import _subcluster_cpu as cpu
@@ -70,11 +69,11 @@ def test_gaussian_loglik_twin(cov):
         fam = GaussianNIW.default(jnp.asarray(x), cov)
         th = _theta(fam, jnp.asarray(x), z, 5)
         ref = np.asarray(jax.vmap(gaussian_loglik, (None, 0))(th, jnp.asarray(x)))
-    code = _families_cpu.family_code(fam)
+    code = _niw_cpu.family_code(fam)
     mean, A, half, code = cpu.param_arrays(th, code)
     mean, A, half = np.asarray(mean), np.asarray(A), np.asarray(half)
     w = np.empty(x.shape[1])
-    got = np.array([[_families_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
+    got = np.array([[_densities_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
                     for i in range(len(x))])
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
@@ -324,14 +323,14 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
         ev = (np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]) if cov == "full"
               else rng.uniform(1.0, 1.5, d))
         A = np.sqrt(ev)[None, :, None] * np.swapaxes(Q, 1, 2)  # A^T A = Q diag(ev) Q^T
-        code = _families_cpu.FULL
+        code = _niw_cpu.FULL
         Af = np.swapaxes(A, 1, 2).reshape(K, -1)  # param_arrays' column-major layout
     elif cov == "diag":
         Af = np.sqrt(rng.permuted(np.tile(np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]),
                                           (K, 1)), axis=1))
-        code, A = _families_cpu.DIAG, None
+        code, A = _niw_cpu.DIAG, None
     else:
-        Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _families_cpu.SPHERICAL, None
+        Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _niw_cpu.SPHERICAL, None
     lam, V = draw.precision_bound(Af, code, d)
     P = (np.swapaxes(A, 1, 2) @ A if A is not None
          else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af]))

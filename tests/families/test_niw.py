@@ -1,4 +1,4 @@
-"""Families against brute force: scipy densities, recomputed statistics, the chain rule."""
+"""GaussianNIW against brute force: scipy densities, recomputed statistics, the chain rule, jit."""
 
 from __future__ import annotations
 
@@ -14,15 +14,8 @@ from ppclust._jax import x64
 from ppclust.families import (
     GaussianML,
     GaussianNIW,
-    GaussianParams,
     Multinomial,
     SphericalGaussian,
-    chol_downdate,
-    chol_logdet,
-    chol_update,
-    gaussian_loglik,
-    gaussian_loglik_matrix,
-    ml_entropy,
 )
 
 
@@ -34,18 +27,44 @@ def _niw(d, cov="full", dtype=np.float64):
                        jnp.asarray(d + 1.5, dtype), jnp.asarray(psi0, dtype), cov)
 
 
-def test_chol_update_downdate_roundtrip():
-    with jax.enable_x64(True):
-        rng = np.random.default_rng(0)
-        a = rng.normal(size=(5, 5))
-        A = a @ a.T + 5 * np.eye(5)
-        v = rng.normal(size=5)
-        L = jnp.linalg.cholesky(A)
-        L1 = chol_update(L, v)
-        np.testing.assert_allclose(L1 @ L1.T, A + np.outer(v, v), rtol=1e-12, atol=1e-12)
-        L2 = chol_downdate(L1, v)
-        np.testing.assert_allclose(L2, L, rtol=1e-10, atol=1e-10)
-        assert np.isclose(chol_logdet(L1), np.linalg.slogdet(A + np.outer(v, v))[1])
+
+def _problem(cov, d, seed=0):
+    """A family and its JAX stats over 5 slots (slot 3 empty, slot 4 a singleton)."""
+    rng = np.random.default_rng(seed)
+    x = jnp.asarray(rng.normal(size=(14, d)) * np.array([1.0, 2.0, 0.5, 1.5, 1.0, 3.0])[:d])
+    z = jnp.asarray([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 4], jnp.int32)
+    fam = GaussianNIW.default(x, cov, kappa0=0.5)
+    return x, fam, fam.stats(x, z, 5)
+
+
+def test_cached_predictive_is_the_student_t():
+    """The expanded cache form (full covariance) equals scipy's multivariate t of the NIW posterior."""
+    with x64():
+        x, fam, st = _problem("full", 3)
+        xi = np.asarray(x[2]) + 0.5
+        lp = np.asarray(fam.log_predictive(st, jnp.asarray(xi)))
+        for k in range(5):
+            kn, nun = float(fam.kappa0 + st.n[k]), float(fam.nu0 + st.n[k])
+            mun = (np.asarray(fam.kappa0 * fam.mu0) + np.asarray(st.s[k])) / kn
+            psi = np.asarray(st.scale[k] @ st.scale[k].T)
+            df = nun - 3 + 1
+            ref = sps.multivariate_t(mun, psi * (kn + 1) / (kn * df), df=df).logpdf(xi)
+            np.testing.assert_allclose(lp[k], ref, rtol=1e-11)
+
+
+def test_loo_refuses_non_full():
+    with x64():
+        _, fam, st = _problem("diag", 2)
+        with pytest.raises(ValueError, match="covariance='full'"):
+            fam.log_predictive_loo(st, 0, jnp.zeros(2))
+
+
+def test_log_predictive_jits():
+    """log_predictive through the cache stays jittable."""
+    with x64():
+        x, fam, st = _problem("full", 3)
+        f = jax.jit(fam.log_predictive)
+        np.testing.assert_allclose(f(st, x[0]), fam.log_predictive(st, x[0]), rtol=1e-14)
 
 
 @pytest.mark.parametrize("cov", ["full", "diag", "spherical"])
@@ -198,80 +217,6 @@ def test_niw_float32_tracks_float64():
     np.testing.assert_allclose(lp32, lp64, rtol=1e-4)
 
 
-def test_spherical_gaussian_marginal_and_predictive():
-    with jax.enable_x64(True):
-        rng = np.random.default_rng(5)
-        d = 2
-        fam = SphericalGaussian(jnp.asarray(0.5), jnp.asarray([0.3, -0.2]), jnp.asarray(2.0))
-        x = rng.normal(size=(6, d))
-        # brute force: per coordinate the vector is N(mu0 1, sigma2 I + tau2 11^T)
-        cov = 0.5 * np.eye(6) + 2.0 * np.ones((6, 6))
-        mvn = [sps.multivariate_normal(np.full(6, m), cov) for m in (0.3, -0.2)]
-        ref = sum(g.logpdf(x[:, j]) for j, g in enumerate(mvn))
-        st_ = fam.stats(jnp.asarray(x), jnp.zeros(6, int), 2)
-        assert np.isclose(fam.log_marginal(st_)[0], ref, rtol=1e-10)
-        total, s1 = 0.0, fam.empty(1, d)
-        for i in range(6):
-            total += float(fam.log_predictive(s1, jnp.asarray(x[i]))[0])
-            s1 = fam.add(s1, 0, jnp.asarray(x[i]))
-        assert np.isclose(total, ref, rtol=1e-10)
-        assert np.allclose(fam.bregman(jnp.asarray(x), jnp.asarray(x[:2])),
-                           ((x[:, None] - x[None, :2]) ** 2).sum(-1))
-
-
-def test_multinomial_is_scipy_dirichlet_multinomial():
-    with jax.enable_x64(True):
-        rng = np.random.default_rng(6)
-        alpha = np.array([0.5, 1.0, 2.0, 0.7])
-        fam = Multinomial(jnp.asarray(alpha))
-        x = rng.integers(0, 5, size=(7, 4)).astype(float)
-        z = np.array([0, 0, 1, 1, 1, 0, 1])
-        st_ = fam.stats(jnp.asarray(x), jnp.asarray(z), 3)
-        q = np.array([2.0, 0.0, 3.0, 1.0])
-        got = np.asarray(fam.log_predictive(st_, jnp.asarray(q)))
-        for k in range(3):
-            ref = sps.dirichlet_multinomial(alpha + x[z == k].sum(0), q.sum()).logpmf(q)
-            assert np.isclose(got[k], ref, rtol=1e-10)
-        total, s1 = 0.0, fam.empty(1)
-        for i in range(7):
-            total += float(fam.log_predictive(s1, jnp.asarray(x[i]))[0])
-            s1 = fam.add(s1, 0, jnp.asarray(x[i]))
-        assert np.isclose(fam.log_marginal(s1)[0], total, rtol=1e-10)
-        # KL Bregman divergence of normalised counts
-        mu = np.array([[0.25] * 4, [0.1, 0.2, 0.3, 0.4]])
-        p = q / q.sum()
-        ref = [np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1) / m), 0)) for m in mu]
-        np.testing.assert_allclose(fam.bregman(jnp.asarray(q), jnp.asarray(mu)), ref, rtol=1e-12)
-
-
-def test_gaussian_ml_determinant_lemma_and_entropy():
-    with jax.enable_x64(True):
-        rng = np.random.default_rng(7)
-        n, d, K = 60, 3, 3
-        x = rng.normal(size=(n, d))
-        z = np.arange(n) % K
-        fam = GaussianML()
-        st_ = fam.stats(jnp.asarray(x), jnp.asarray(z), K)
-        xq = rng.normal(size=d)
-        got_add = np.asarray(fam.logdet_after_add(st_, jnp.asarray(xq)))
-        for k in range(K):
-            xs = np.vstack([x[z == k], xq])
-            S = (xs - xs.mean(0)).T @ (xs - xs.mean(0))
-            assert np.isclose(got_add[k], np.linalg.slogdet(S)[1], rtol=1e-10)
-        i = 4
-        got_rem = float(fam.logdet_after_remove(st_, z[i], jnp.asarray(x[i])))
-        xs = x[(z == z[i]) & (np.arange(n) != i)]
-        S = (xs - xs.mean(0)).T @ (xs - xs.mean(0))
-        assert np.isclose(got_rem, np.linalg.slogdet(S)[1], rtol=1e-10)
-        st2 = fam.remove(st_, z[i], jnp.asarray(x[i]))
-        assert np.isclose(fam.logdet_scatter(st2)[z[i]], got_rem, rtol=1e-10)
-        # ML entropy equals the Gaussian differential entropy of the MLE covariance
-        xs = x[z == 0]
-        cov = np.cov(xs.T, bias=True)
-        ent = ml_entropy(jnp.asarray(float(len(xs))), fam.logdet_scatter(st_)[0], d)
-        assert np.isclose(ent, sps.multivariate_normal(np.zeros(d), cov).entropy(), rtol=1e-10)
-
-
 @settings(max_examples=15, deadline=None)
 @given(st.permutations(list(range(12))))
 def test_niw_stats_invariant_to_add_order(perm):
@@ -309,79 +254,3 @@ def test_posterior_mean_covariance_is_the_inverse_wishart_gamma_mean(cov):
             else:
                 want = sps.invgamma(a=nun * d / 2, scale=np.trace(psi) / 2).mean()
             np.testing.assert_allclose(got[k], want, rtol=1e-12)
-
-
-def test_bregman_divergences_brute_force():
-    """sq_euclidean (three summation forms) and kl_divergence against NumPy / scipy.stats.entropy."""
-    from ppclust.families import kl_divergence, sq_euclidean
-
-    rng = np.random.default_rng(3)
-    with jax.enable_x64(True):
-        x, mu = rng.normal(size=(6, 4)), rng.normal(size=(3, 4))
-        want = ((x[:, None] - mu[None]) ** 2).sum(-1)
-        for kw in ({}, {"ordered": True}, {"expanded": True}):
-            np.testing.assert_allclose(sq_euclidean(jnp.asarray(x), jnp.asarray(mu), **kw), want, rtol=1e-12)
-        p = rng.dirichlet(np.ones(4), 6)
-        p[0, 1] = 0.0  # 0 log 0 = 0
-        p[0] /= p[0].sum()
-        q = rng.dirichlet(np.ones(4), 3)
-        want = np.array([[sps.entropy(pi, qk) for qk in q] for pi in p])
-        for kw in ({}, {"expanded": True}):
-            np.testing.assert_allclose(kl_divergence(jnp.asarray(p), jnp.asarray(q), **kw), want, rtol=1e-12)
-        got = Multinomial(jnp.ones(4)).bregman(jnp.asarray(p * 7.0), jnp.asarray(q))  # counts: normalised
-        np.testing.assert_allclose(got, want, rtol=1e-12)
-
-
-@pytest.mark.parametrize(("shape", "d"), [((5, 3, 3), 3), ((5, 6, 6), 6), ((5, 3), 3), ((5,), 3)])
-def test_loglik_matrix_equals_per_point_loglik(shape, d):
-    """The (n, K) data term of the parallel sampler (full / diagonal / spherical precision factors) equals
-    the per-point ``gaussian_loglik`` row by row."""
-    with x64():
-        rng = np.random.default_rng(4)
-        x = jnp.asarray(rng.normal(size=(40, d)) * 2.0)
-        factor = rng.normal(size=shape) + (3 * np.eye(d) if len(shape) == 3 else 2.0)
-        params = GaussianParams(jnp.asarray(rng.normal(size=(5, d))), jnp.asarray(factor),
-                                jnp.asarray(rng.normal(size=5)))
-        per_point = jax.vmap(gaussian_loglik, (None, 0))(params, x)
-        np.testing.assert_allclose(gaussian_loglik_matrix(params, x), per_point, rtol=1e-10, atol=1e-10)
-
-
-def test_gaussian_log_densities_match_scipy():
-    """Issue 15: the 1-D, isotropic and Cholesky-factored Gaussian log-densities and the ML entropy that
-    the CCIB, C3L, Hartigan and CEC-IB callers share, in JAX and NumPy, against scipy.stats."""
-    from ppclust.families import (
-        gaussian_log_normaliser_chol,
-        gaussian_logpdf_chol,
-        isotropic_gaussian_loglik,
-        ml_entropy,
-        normal_logpdf,
-    )
-
-    rng = np.random.default_rng(3)
-    x, loc, scale = rng.normal(size=7), rng.normal(size=7), rng.uniform(0.3, 2.0, 7)
-    ref = sps.norm.logpdf(x, loc, scale)
-    np.testing.assert_allclose(normal_logpdf(x, loc, scale, xp=np), ref, rtol=1e-12)
-    d, K, n = 3, 2, 5
-    mean = rng.normal(size=(K, d))
-    A = rng.normal(size=(K, d, d))
-    cov = A @ np.transpose(A, (0, 2, 1)) + 0.5 * np.eye(d)
-    pts = rng.normal(size=(n, d))
-    ref_mvn = np.stack([sps.multivariate_normal(mean[k], cov[k]).logpdf(pts) for k in range(K)], 1)
-    iso = np.stack([sps.multivariate_normal(mean[k], 1.7 * np.eye(d)).logpdf(pts) for k in range(K)], 1)
-    sq = ((pts[:, None] - mean[None]) ** 2).sum(-1)
-    np.testing.assert_allclose(isotropic_gaussian_loglik(sq, 1.7, d, xp=np), iso, rtol=1e-12)
-    L = np.linalg.cholesky(cov)
-    ent = [sps.multivariate_normal(mean[k], cov[k]).entropy() for k in range(K)]
-    np.testing.assert_allclose(ml_entropy(1.0, np.linalg.slogdet(cov)[1], d, xp=np), ent, rtol=1e-12)
-    # log normaliser = -log density at the mean
-    np.testing.assert_allclose(gaussian_log_normaliser_chol(L, xp=np),
-                               [-sps.multivariate_normal(mean[k], cov[k]).logpdf(mean[k]) for k in range(K)],
-                               rtol=1e-12)
-    with x64():
-        np.testing.assert_allclose(np.asarray(normal_logpdf(jnp.asarray(x), loc, scale)), ref, rtol=1e-12)
-        np.testing.assert_allclose(np.asarray(isotropic_gaussian_loglik(jnp.asarray(sq), 1.7, d)), iso,
-                                   rtol=1e-12)
-        got = gaussian_logpdf_chol(jnp.asarray(pts), jnp.asarray(mean), jnp.asarray(L))
-        np.testing.assert_allclose(np.asarray(got), ref_mvn, rtol=1e-12)
-        np.testing.assert_allclose(np.asarray(ml_entropy(jnp.full(K, 9.0), jnp.asarray(
-            np.linalg.slogdet(9.0 * cov)[1]), d)), ent, rtol=1e-12)
