@@ -388,7 +388,8 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
 def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     """``lk[k, b] = c0 + half_k - q_kb / 2 + log pi_k`` for the slots k and the ``m`` rows b of ``xt``
     (d, rows: a block of points transposed), the terms of
-    :func:`~ppclust.families._densities_cpu.gaussian_loglik` in its order of operations (``M`` (d, K) means, ``Af`` (m, K) the flattened precision factors transposed,
+    :func:`~ppclust.families._densities_cpu.gaussian_loglik` in its order of operations (``M`` (d, K)
+    means, ``Af`` (m, K) the flattened precision factors transposed,
     ``H`` (2, K) half log determinants and log weights), with the rows innermost: every loop over b
     vectorises (no reduction across lanes). ``q``, ``w`` (rows,) and ``ut`` (d, rows): scratch (``ut`` the
     centred rows of one slot, so the d^2 loop is one multiply-add per term; ``code`` UPPER skips the
@@ -455,7 +456,8 @@ def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
 def param_arrays(theta, code):
     r"""``(mean (K, d), A (K, m), half (K,), code)`` of :class:`~ppclust.families.GaussianParams`, A
     flattened in the layout of :func:`~ppclust.families._densities_cpu.gaussian_loglik` (full: column-major),
-    and the layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each factor
+    and the layout's code. Full covariance above d = 2 takes the triangle R of a QR decomposition of each
+    factor
     (:math:`R^\top R = A^\top Q^\top Q A = A^\top A`, the same precision: the same densities up to
     rounding) and the code UPPER, so every density skips R's zeros: d(d+1)/2 products in place of d^2
     (d = 2 keeps its unrolled full product).
