@@ -55,6 +55,8 @@ import numpy as np
 
 from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR before the cache=True kernels below are made)
 from ppclust.families import LOG_2PI, LOG_2PIE
+from ppclust.families._cholesky_cpu import logdet_slot, pivots_slot, rank_one_slot
+from ppclust.families._numba import compile_kernel
 
 try:  # numba is a run-time dependency; without it the XLA engine runs
     import numba
@@ -63,7 +65,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
     U = int
 
-__all__ = ["available", "chol_update", "chol_downdate", "chol_logdet", "chol_singular", "ml_entropy",
+__all__ = ["available", "ml_entropy",
            "constrained_cost_1d", "logdet_after_add", "cluster_cost", "slot_logdet", "degenerate",
            "pack_factors", "Data", "Config", "Slots", "Trace", "run_restarts", "njit", "TILE", "BLOCK"]
 
@@ -91,12 +93,8 @@ def available() -> bool:
 
 
 def _compile(fn, **options):
-    if numba is None:
-        return fn
-    try:  # compiled code cached on disk (next to the module, else numba's user cache directory)
-        return numba.njit(cache=True, nogil=True, error_model="numpy", **options)(fn)
-    except RuntimeError:  # no writable cache location: compile per process
-        return numba.njit(nogil=True, error_model="numpy", **options)(fn)
+    # the families' compile_kernel: the disk cache's stamp folds in the Cholesky twins inlined here
+    return compile_kernel(fn, **options)
 
 
 def njit(fn):
@@ -119,93 +117,6 @@ _njit = njit
 def _inline(fn):
     # IR-inlined: a real call passes array structs and reference-counts them per slot and point
     return _compile(fn, inline="always")
-
-
-# ---------------------------------------------------------------------------------------------------
-# twins of ppclust.families primitives (slot-major factors: L[r, c, k])
-# ---------------------------------------------------------------------------------------------------
-
-
-@_inline
-def _rank_one_slot(L, k, v, sign):
-    """chol(L_k L_k^T + sign v v^T) in place for slot k (``families._chol_rank_one``; v is overwritten)."""
-    d = v.shape[0]
-    for c in range(d):
-        lcc = L[c, c, k]
-        vc = v[c]
-        r = np.sqrt(lcc * lcc + sign * vc * vc)
-        cc = r / lcc
-        s = vc / lcc
-        for i in range(c + 1, d):
-            new = (L[i, c, k] + sign * s * v[i]) / cc
-            L[i, c, k] = new
-            v[i] = cc * v[i] - s * new
-        L[c, c, k] = r
-
-
-@_njit
-def chol_update(L, v):
-    """Twin of :func:`ppclust.families.chol_update`: lower factor of ``L L^T + v v^T`` (a new array)."""
-    d = L.shape[0]
-    L3 = np.ascontiguousarray(L).copy().reshape(d, d, 1)
-    _rank_one_slot(L3, 0, v.copy(), 1.0)
-    return L3.reshape(d, d)
-
-
-@_njit
-def chol_downdate(L, v):
-    """Twin of :func:`ppclust.families.chol_downdate` (NaN when the result is not positive definite)."""
-    d = L.shape[0]
-    L3 = np.ascontiguousarray(L).copy().reshape(d, d, 1)
-    _rank_one_slot(L3, 0, v.copy(), -1.0)
-    return L3.reshape(d, d)
-
-
-@_inline
-def _logdet_slot(L, k):
-    d = L.shape[0]
-    acc = 0.0
-    for c in range(d):
-        acc += math.log(L[c, c, k]) if L[c, c, k] > 0.0 else (np.nan if L[c, c, k] < 0.0
-                                                               or L[c, c, k] != L[c, c, k] else -np.inf)
-    return 2.0 * acc
-
-
-@_njit
-def chol_logdet(L):
-    """Twin of :func:`ppclust.families.chol_logdet` for one (d, d) factor."""
-    d = L.shape[0]
-    return _logdet_slot(np.ascontiguousarray(L).reshape(d, d, 1), 0)
-
-
-@_inline
-def _pivots_slot(L, k):
-    """(min_j L_jj^2, max_j S_jj, all finite) of slot k: the inputs of the singularity test."""
-    d = L.shape[0]
-    mn = np.inf
-    mx = 0.0
-    fin = True
-    for r in range(d):
-        row = 0.0
-        for c in range(r + 1):
-            v = L[r, c, k]
-            if not np.isfinite(v):
-                fin = False
-            row += v * v
-        if row > mx:
-            mx = row
-        p = L[r, r, k] * L[r, r, k]
-        if p < mn:
-            mn = p
-    return mn, mx, fin
-
-
-@_njit
-def chol_singular(L, sing_tol):
-    """Twin of :func:`ppclust.families.chol_singular`."""
-    d = L.shape[0]
-    mn, mx, fin = _pivots_slot(np.ascontiguousarray(L).reshape(d, d, 1), 0)
-    return (not fin) or (mn <= sing_tol * mx)
 
 
 @_inline
@@ -281,7 +192,7 @@ def logdet_after_add(n, s, L, x):
     ld = np.empty(K)
     _solve_all(Ls.reshape(d * d * Kp), mT.reshape(d * Kp), x, w.reshape(d * Kp), quad, np.empty(Kp), d, Kp)
     for k in range(K):
-        ld[k] = _logdet_slot(Ls, k) + math.log1p(n[k] / (n[k] + 1.0) * quad[k])
+        ld[k] = logdet_slot(Ls, k) + math.log1p(n[k] / (n[k] + 1.0) * quad[k])
     return ld
 
 
@@ -572,7 +483,7 @@ def slot_logdet(L, k):
     >>> round(float(slot_logdet(2.0 * np.eye(2)[:, :, None], 0)), 6)  # det(4 I) = 16
     2.772589
     """
-    return _logdet_slot(L, k)
+    return logdet_slot(L, k)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -616,11 +527,11 @@ def _slot_summary(s, c, k):
     for r in range(c.mT.shape[0]):
         c.mT[r, k] = s.sT[r, k] / max(s.n[k], 1e-300)
     _pack_slot(L, k, c.Lp)
-    mn, mx, fin = _pivots_slot(L, k)
+    mn, mx, fin = pivots_slot(L, k)
     c.minpiv[k] = mn
     c.maxdiag[k] = mx
     c.finite[k] = fin
-    c.logdet[k] = _logdet_slot(L, k)
+    c.logdet[k] = logdet_slot(L, k)
 
 
 @_inline
@@ -689,7 +600,7 @@ def _apply(sign, k, xr, ti, cat, s, v, xlx, d, J):
         f = math.sqrt(nk / n1) if sign > 0 else math.sqrt(nk / (nk - 1.0))
         for r in range(d):
             v[r] = f * (xr[r] - sT[r, k] / max(nk, 1e-300))
-        _rank_one_slot(s.L, k, v, sign)
+        rank_one_slot(s.L, k, v, sign)
         for r in range(d):
             sT[r, k] += sign * xr[r]
     for j in range(J):
@@ -733,12 +644,12 @@ def _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J):
             f = math.sqrt(nk / n1)
             for r in range(d):
                 v[r] = f * (xr[r] - s.sT[r, a] / nk)
-            _rank_one_slot(scratch, 0, v, -1.0)
-            mn, mx, fin = _pivots_slot(scratch, 0)
+            rank_one_slot(scratch, 0, v, -1.0)
+            mn, mx, fin = pivots_slot(scratch, 0)
             if (not fin) or mn <= sing_tol * mx:
                 ld = -np.inf
             else:
-                ld = _logdet_slot(scratch, 0)
+                ld = logdet_slot(scratch, 0)
     tm_new = wk.tbuf[0]
     t2_new = wk.tbuf[1]
     for j in range(J):
