@@ -33,7 +33,7 @@ what it is and whether smaller or larger is better), ``objective_trace_`` (per i
 iterates; per kept draw, shape (n_chains, n_draws), for samplers), ``n_iter_``, ``restart_objectives_``
 (one float per restart where ``n_init`` > 1 is possible), ``objective_terms_`` (a dict of floats, where
 the objective has named terms), ``means_`` / ``covariances_`` where the model has them. ``fit_predict``
-is scikit-learn's ``ClusterMixin.fit_predict`` (``fit(X, y, **kwargs).labels_``) everywhere.
+is :class:`ClusterMixin`'s (``fit(X, y, **kwargs).labels_``: ``y`` is side information here) everywhere.
 
 ``devices`` (one meaning everywhere, constraint :data:`DEVICES`)
 ---------------------------------------------------------------
@@ -79,6 +79,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 from sklearn import config_context, get_config
+from sklearn.base import ClusterMixin as _SklearnClusterMixin
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
@@ -89,12 +90,49 @@ from ppclust._jax import release_compiled_programs
 from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
-__all__ = ["check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info", "fit_context",
+__all__ = ["ClusterMixin", "check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info",
+           "fit_context",
            "Interval", "StrOptions", "Integral", "Real", "InvalidParameterError",
            "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
            "RANDOM_STATE", "data_mesh", "restart_devices",
            "LINK_MODELS", "link_side_info",
            "data_variance", "side_labels", "RowPairs", "refit_if_singular"]
+
+
+class ClusterMixin(_SklearnClusterMixin):
+    """scikit-learn's cluster mixin whose ``fit_predict`` hands ``y`` to ``fit``.
+
+    scikit-learn's ``ClusterMixin.fit_predict(X, y)`` calls ``fit(X)`` and drops ``y``; for every ppclust
+    estimator ``y`` is side information (partial labels), so it must reach ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import SemiSupervisedGMM
+    >>> X = np.r_[np.zeros((5, 2)), np.ones((5, 2))] + 0.01 * np.arange(10)[:, None]
+    >>> y = np.array([0, -1, -1, -1, -1, 1, -1, -1, -1, -1])
+    >>> SemiSupervisedGMM(n_clusters=2, random_state=0).fit_predict(X, y).tolist()
+    [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+    """
+
+    def fit_predict(self, X, y=None, **kwargs):
+        """Fit to ``X`` with side information ``y`` and ``kwargs``, and return ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data.
+        y : array-like of shape (n_samples,), default=None
+            Partial labels (``-1`` unlabelled), read by :meth:`fit` as each estimator documents.
+        **kwargs : dict
+            Further arguments of :meth:`fit` (``must_link``, ``cannot_link``, ``partial_labels`` ...).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            ``labels_`` after the fit.
+        """
+        return self.fit(X, y, **kwargs).labels_
 
 
 

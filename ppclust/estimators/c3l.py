@@ -6,7 +6,7 @@ import warnings
 
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
@@ -18,6 +18,7 @@ from ppclust.estimators._base import (
     POSITIVE_REAL,
     RANDOM_STATE,
     UNIT_OPEN,
+    ClusterMixin,
     Interval,
     Real,
     StrOptions,
@@ -310,23 +311,6 @@ class C3L(ClusterMixin, BaseEstimator):
         self.means_, self.covariances_ = _c3l.x_space_gaussians(params, self._hp, self.center_, self.scale_)
         return self
 
-    def fit_predict(self, X, y=None, **kwargs):
-        """Fit and return ``labels_``; ``y`` and ``kwargs`` go to :meth:`fit`.
-
-        scikit-learn's ``ClusterMixin.fit_predict`` calls ``fit(X, **kwargs)`` and drops ``y``, the side
-        information of this estimator.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d)
-        y : array-like of shape (n,), default=None
-        **kwargs : keyword arguments of :meth:`fit`.
-
-        Returns
-        -------
-        labels : ndarray of shape (n,)
-        """
-        return self.fit(X, y, **kwargs).labels_
 
     def _log_density(self, X):
         check_is_fitted(self, "labels_")

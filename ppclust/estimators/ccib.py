@@ -7,7 +7,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
@@ -20,6 +20,7 @@ from ppclust.estimators._base import (
     POSITIVE_REAL,
     RANDOM_STATE,
     UNIT_OPEN,
+    ClusterMixin,
     StrOptions,
     check_partial_labels,
     data_variance,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
@@ -15,6 +15,7 @@ from ppclust.estimators._base import (
     NONNEG_REAL,
     POSITIVE_INT,
     RANDOM_STATE,
+    ClusterMixin,
     Interval,
     Real,
     StrOptions,
@@ -292,23 +293,6 @@ class CECIB(ClusterMixin, BaseEstimator):
                                  "side_information": float(parts.side_information)}
         return self
 
-    def fit_predict(self, X, y=None, **kwargs):
-        """Fit and return ``labels_``; ``y`` and ``kwargs`` go to :meth:`fit`.
-
-        scikit-learn's ``ClusterMixin.fit_predict`` calls ``fit(X, **kwargs)`` and drops ``y``, the side
-        information of this estimator.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, d)
-        y : array-like of shape (n,), default=None
-        **kwargs : keyword arguments of :meth:`fit`.
-
-        Returns
-        -------
-        labels : ndarray of shape (n,)
-        """
-        return self.fit(X, y, **kwargs).labels_
 
     def predict(self, X):
         """The CEC rule: the cluster of largest :math:`\\ln p_k + \\ln N(x; \\mu_k, \\Sigma_k)`.

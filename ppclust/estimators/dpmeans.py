@@ -8,7 +8,7 @@ final objective J (spec Section 3.5).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_key, x64
@@ -19,6 +19,7 @@ from ppclust.estimators._base import (
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
+    ClusterMixin,
     StrOptions,
     data_mesh,
     fit_context,

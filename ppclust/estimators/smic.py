@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust._jax import as_seed
@@ -13,6 +13,7 @@ from ppclust.estimators._base import (
     NONNEG_REAL,
     POSITIVE_INT,
     RANDOM_STATE,
+    ClusterMixin,
     StrOptions,
     fit_context,
     link_side_info,

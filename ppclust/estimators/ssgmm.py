@@ -14,7 +14,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
@@ -28,6 +28,7 @@ from ppclust.estimators._base import (
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
+    ClusterMixin,
     Interval,
     Real,
     StrOptions,

@@ -14,7 +14,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
 
 from ppclust._jax import as_key, x64
 from ppclust.errors import PPClustError
@@ -25,6 +25,7 @@ from ppclust.estimators._base import (
     POSITIVE_REAL,
     RANDOM_STATE,
     UNIT_OPEN,
+    ClusterMixin,
     Integral,
     Interval,
     InvalidParameterError,
