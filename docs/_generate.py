@@ -1,0 +1,212 @@
+"""Write the generated pages of the documentation (run by ``docs/conf.py`` at every build).
+
+Nothing written here is typed by hand: every number and figure comes from a file a script wrote.
+
+* ``docs/gallery/``: the notebooks of ``notebooks/`` copied as they are (rendered from their stored
+  outputs; ``nb_execution_mode = "off"``) and an index page listing them.
+* ``docs/generated/claims.md``: "Reproducing the papers", the claim ledger ``results/CLAIMS.md``
+  included verbatim.
+* ``docs/generated/benchmarks.md``: one section per speed-benchmark results file, included verbatim,
+  with the figures the benchmark wrote beside it (``<name>.png``, ``<name>_*.png``).
+* ``docs/generated/api-inference.md`` and ``api-models.md``: one ``automodule`` section per public
+  module of ``ppclust.inference`` and ``ppclust.models``, found by ``pkgutil`` so that a module added,
+  renamed or removed is picked up without editing the docs.
+
+Files are rewritten only when their content changes, so incremental builds stay incremental.
+``python docs/_generate.py`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import re
+import shutil
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+GALLERY = DOCS / "gallery"
+GENERATED = DOCS / "generated"
+
+# Where the results files live: benchmarks/results/ (speed) and, once the paper reproductions move
+# out of benchmarks/, reproduce/results/ (claim ledger). The first folder holding a file wins.
+RESULT_DIRS = [ROOT / "reproduce" / "results", ROOT / "benchmarks" / "results"]
+
+# The speed benchmarks' results files, in page order (stems of benchmarks/results/<stem>.md).
+# A stem without a file is skipped; when reproduce/ exists, benchmarks/results/ holds speed results
+# only and every other .md there is added after these.
+SPEED = [
+    "scaling",
+    "compare",
+    "first_fit",
+    "hartigan",
+    "bench_dpmeans",
+    "tvclust",
+    "subcluster",
+    "point_estimate",
+    "ssgmm",
+    "suite_memory_maps",
+]
+NOT_SPEED = {"CLAIMS", "params_matrix"}
+
+HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+
+
+def _rel(path: Path, start: Path) -> str:
+    """POSIX path of ``path`` relative to the folder ``start`` (for MyST include / image paths)."""
+    import os
+
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def _find(name: str) -> Path:
+    for folder in RESULT_DIRS:
+        if (folder / name).exists():
+            return folder / name
+    tried = ", ".join(str(d.relative_to(ROOT) / name) for d in RESULT_DIRS)
+    raise FileNotFoundError(f"docs/_generate.py: {name} not found (looked for {tried})")
+
+
+def _min_heading(text: str) -> int:
+    levels = [len(m.group(1)) for m in HEADING.finditer(FENCE.sub("", text))]
+    return min(levels, default=1)
+
+
+def _include(src: Path, page: Path, level: int) -> str:
+    """A MyST include of ``src`` whose top heading becomes ``level`` (1 = the page title)."""
+    offset = max(0, level - _min_heading(src.read_text(encoding="utf-8")))
+    return f"```{{include}} {_rel(src, page.parent)}\n:heading-offset: {offset}\n```\n"
+
+
+# --------------------------------------------------------------------------------------------------
+def gallery() -> list[str]:
+    """Copy notebooks/*.ipynb into docs/gallery/ and write its index; returns the notebook stems."""
+    GALLERY.mkdir(parents=True, exist_ok=True)
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    for old in GALLERY.glob("*.ipynb"):
+        if old.name not in {nb.name for nb in notebooks}:
+            old.unlink()
+    entries = []
+    for nb in notebooks:
+        _copy(nb, GALLERY / nb.name)
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        first = next(("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"), "")
+        title = next((ln.lstrip("# ").strip() for ln in first.splitlines() if ln.startswith("# ")), nb.stem)
+        entries.append((nb.stem, title))
+    lines = [
+        "# Gallery",
+        "",
+        "The notebooks of `notebooks/`, rendered with the outputs and figures stored in them (nothing is",
+        "executed when the documentation is built). `make notebooks` re-executes them with their full",
+        "settings and writes the outputs back.",
+        "",
+    ]
+    lines += [f"* [{title}]({stem}.ipynb)" for stem, title in entries]
+    lines += ["", "```{toctree}", ":hidden:", "", *[stem for stem, _ in entries], "```", ""]
+    _write(GALLERY / "index.md", "\n".join(lines))
+    return [stem for stem, _ in entries]
+
+
+def claims() -> None:
+    page = GENERATED / "claims.md"
+    ledger = _find("CLAIMS.md")
+    text = [
+        "# Reproducing the papers",
+        "",
+        "Each measurable claim of the five papers ppclust implements, the paper's value, the tolerance,",
+        "ppclust's number and its status. The ledger below is written by a script from the JSON files the",
+        "reproduction scripts write and from the JUnit reports of the slow tests; it is included here as",
+        f"it is (`{ledger.relative_to(ROOT).as_posix()}`). `make reproduce` runs the reproductions and",
+        "rewrites it.",
+        "",
+        _include(ledger, page, 2),
+    ]
+    _write(page, "\n".join(text))
+
+
+def benchmarks() -> None:
+    page = GENERATED / "benchmarks.md"
+    results = ROOT / "benchmarks" / "results"
+    stems = [s for s in SPEED if (results / f"{s}.md").exists()]
+    if (ROOT / "reproduce").is_dir():
+        stems += sorted(p.stem for p in results.glob("*.md") if p.stem not in {*stems, *NOT_SPEED})
+    text = [
+        "# Benchmarks",
+        "",
+        "Speed benchmarks (`make bench`). Each section is one results file of `benchmarks/results/`,",
+        "included as its benchmark script wrote it (the machine, load, date and commit are in the file),",
+        "followed by the figures the script drew.",
+        "",
+    ]
+    for stem in stems:
+        src = results / f"{stem}.md"
+        text += [f"## `{stem}.md`", "", _include(src, page, 3)]
+        figures = sorted(results.glob(f"{stem}.png")) + sorted(results.glob(f"{stem}_*.png"))
+        for fig in figures:
+            _copy(fig, GENERATED / "figures" / fig.name)
+            text += [f"```{{image}} figures/{fig.name}", f":alt: {fig.name}", "```", ""]
+    _write(page, "\n".join(text))
+
+
+def _public_modules(package: str) -> list[str]:
+    import importlib
+
+    pkg = importlib.import_module(package)
+    return sorted(
+        f"{package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")
+    )
+
+
+def solver_pages() -> None:
+    pages = {
+        "api-inference": (
+            "ppclust.inference",
+            "Solvers",
+            "The solvers: pure jitted functions over arrays (a `build(...)` returning `init` and `step`,"
+            " and a `fit`), one module per method. The estimators call them; use them directly to run a"
+            " solver inside your own JAX code.",
+        ),
+        "api-models": (
+            "ppclust.models",
+            "Models",
+            "The probabilistic models: log joints, priors and NumPyro models, read by the solvers.",
+        ),
+    }
+    for name, (package, title, intro) in pages.items():
+        text = [f"# {title}: `{package}`", "", intro, ""]
+        for mod in _public_modules(package):
+            text += [
+                f"## `{mod}`",
+                "",
+                "```{eval-rst}",
+                f".. automodule:: {mod}",
+                "   :members:",
+                "```",
+                "",
+            ]
+        _write(GENERATED / f"{name}.md", "\n".join(text))
+
+
+def main() -> None:
+    gallery()
+    claims()
+    benchmarks()
+    solver_pages()
+
+
+if __name__ == "__main__":
+    main()
