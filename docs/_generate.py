@@ -8,6 +8,8 @@ Nothing written here is typed by hand: every number and figure comes from a file
   included verbatim.
 * ``docs/generated/benchmarks.md``: one section per speed-benchmark results file, included verbatim,
   with the figures the benchmark wrote beside it (``<name>.png``, ``<name>_*.png``).
+* ``docs/generated/_include/methods-table.md`` (the registry of methods) and ``cli-help.md`` (the CLI help),
+  included by the user guide.
 * ``docs/generated/api-inference.md`` and ``api-models.md``: one ``automodule`` section per public
   module of ``ppclust.inference`` and ``ppclust.models``, found by ``pkgutil`` so that a module added,
   renamed or removed is picked up without editing the docs.
@@ -201,11 +203,43 @@ def solver_pages() -> None:
         _write(GENERATED / f"{name}.md", "\n".join(text))
 
 
+def methods_table() -> None:
+    """The table of methods, from the one registry the CLI and the demo read (``ppclust._registry``)."""
+    from ppclust._registry import METHODS
+
+    rows = [
+        "| `ppclust fit --method` | estimator | side information | inference | paper |",
+        "|---|---|---|---|---|",
+    ]
+    for m in METHODS.values():
+        cls = m.estimator.split(":")[1]
+        rows.append(f"| `{m.name}` | {{class}}`~ppclust.{cls}` | {m.side_info} | {m.inference} | {m.paper} |")
+    _write(GENERATED / "_include" / "methods-table.md", "\n".join(rows) + "\n")
+
+
+def cli_help() -> None:
+    """``ppclust --help`` and every sub-command's ``--help``, as argparse prints them."""
+    import os
+
+    os.environ["COLUMNS"] = "100"  # the same line width wherever the docs are built
+    from ppclust.cli import build_parser
+
+    parser = build_parser()
+    text = ["```text", "$ ppclust --help", parser.format_help().rstrip(), "```", ""]
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, sp in sub.choices.items():
+        text += [f"### `ppclust {name}`", "", "```text", f"$ ppclust {name} --help",
+                 sp.format_help().rstrip(), "```", ""]
+    _write(GENERATED / "_include" / "cli-help.md", "\n".join(text))
+
+
 def main() -> None:
     gallery()
     claims()
     benchmarks()
     solver_pages()
+    methods_table()
+    cli_help()
 
 
 if __name__ == "__main__":
