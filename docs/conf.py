@@ -44,7 +44,8 @@ root_doc = "index"
 
 # --- API reference -------------------------------------------------------------------------------
 autosummary_generate = False  # the API pages are written by hand (automodule) or by _generate.py
-autodoc_default_options = {"member-order": "bysource"}
+# every public name gets an entry, with or without a docstring (the modules' __all__ decide what is public)
+autodoc_default_options = {"member-order": "bysource", "undoc-members": True}
 autodoc_typehints = "none"  # numpydoc's Parameters section states the types
 autodoc_inherit_docstrings = False  # no scikit-learn docstrings (in their own format) on our classes
 add_module_names = False
