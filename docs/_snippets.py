@@ -2,7 +2,7 @@
 
 Every fenced ``python`` block of a page runs in one namespace, in order (a page is one session); the
 value of a block's last expression is printed. Exit code 1 when a block raises. Pages are the
-Markdown files of ``docs/guide/`` (default: all of them).
+Markdown files of ``docs/guide/`` and ``docs/index.md`` (default: all of them).
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ def run_page(path: Path) -> bool:
 def main(argv: list[str]) -> int:
     os.environ.setdefault("PPCLUST_PROGRESS", "0")
     os.environ.setdefault("MPLBACKEND", "Agg")
-    pages = [GUIDE / f"{a}.md" for a in argv] or sorted(GUIDE.glob("*.md"))
+    pages = [GUIDE / f"{a}.md" for a in argv] or [GUIDE.parent / "index.md", *sorted(GUIDE.glob("*.md"))]
     failed = []
     for page in pages:
+        page = page if page.exists() else GUIDE.parent / page.name  # "index" is docs/index.md
         print(f"== {page.name}")
         if not run_page(page):
             failed.append(page.name)
