@@ -228,8 +228,15 @@ def cli_help() -> None:
     text = ["```text", "$ ppclust --help", parser.format_help().rstrip(), "```", ""]
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     for name, sp in sub.choices.items():
-        text += [f"### `ppclust {name}`", "", "```text", f"$ ppclust {name} --help",
-                 sp.format_help().rstrip(), "```", ""]
+        text += [
+            f"### `ppclust {name}`",
+            "",
+            "```text",
+            f"$ ppclust {name} --help",
+            sp.format_help().rstrip(),
+            "```",
+            "",
+        ]
     _write(GENERATED / "_include" / "cli-help.md", "\n".join(text))
 
 

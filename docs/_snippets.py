@@ -28,7 +28,9 @@ def run_page(path: Path) -> bool:
         t = time.perf_counter()
         try:
             exec(compile(tree, f"{path.name}[{i}]", "exec"), ns)
-            value = eval(compile(ast.Expression(last.value), f"{path.name}[{i}]", "eval"), ns) if last else None
+            value = (
+                eval(compile(ast.Expression(last.value), f"{path.name}[{i}]", "eval"), ns) if last else None
+            )
             print(f"  [{i}] ok {time.perf_counter() - t:5.1f} s  {value!r}"[:300])
         except Exception:  # noqa: BLE001 - report every failing block
             ok = False

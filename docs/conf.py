@@ -39,7 +39,14 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "generated/_include", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "README.md"]
+exclude_patterns = [
+    "_build",
+    "generated/_include",
+    "Thumbs.db",
+    ".DS_Store",
+    "**.ipynb_checkpoints",
+    "README.md",
+]
 root_doc = "index"
 
 # --- API reference -------------------------------------------------------------------------------

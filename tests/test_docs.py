@@ -24,13 +24,23 @@ MISSING = [name for name in DOCS_PACKAGES if importlib.util.find_spec(name) is N
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(bool(MISSING), reason=f"the docs extra is not installed (missing: {', '.join(MISSING)}); "
-                       "pip install -e '.[docs]'"),
+    pytest.mark.skipif(
+        bool(MISSING),
+        reason=f"the docs extra is not installed (missing: {', '.join(MISSING)}); pip install -e '.[docs]'",
+    ),
 ]
 
 # modules whose every ``__all__`` name must have an entry in the API reference
-API_MODULES = ["ppclust.sideinfo", "ppclust.partition", "ppclust.posterior", "ppclust.plot", "ppclust.metrics",
-               "ppclust.datasets", "ppclust.families", "ppclust.errors"]
+API_MODULES = [
+    "ppclust.sideinfo",
+    "ppclust.partition",
+    "ppclust.posterior",
+    "ppclust.plot",
+    "ppclust.metrics",
+    "ppclust.datasets",
+    "ppclust.families",
+    "ppclust.errors",
+]
 SOLVER_PACKAGES = ["ppclust.inference", "ppclust.models"]
 
 
@@ -38,10 +48,26 @@ SOLVER_PACKAGES = ["ppclust.inference", "ppclust.models"]
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("docs-html")
     doctrees = tmp_path_factory.mktemp("docs-doctrees")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PPCLUST_PROGRESS": "0", "MPLBACKEND": "Agg"}
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(doctrees),
-           str(ROOT / "docs"), str(out)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PPCLUST_PROGRESS": "0",
+        "MPLBACKEND": "Agg",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(doctrees),
+        str(ROOT / "docs"),
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, f"sphinx-build failed (warnings are errors):\n{proc.stderr[-8000:]}"
     return out
@@ -71,7 +97,9 @@ def test_api_reference_documents_every_public_name(site):
     modules = list(API_MODULES)
     for package in SOLVER_PACKAGES:
         pkg = importlib.import_module(package)
-        modules += [f"{package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+        modules += [
+            f"{package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")
+        ]
     ids = _ids(site)
     missing = {}
     for module in modules:
