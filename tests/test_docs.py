@@ -94,6 +94,8 @@ def test_api_index_names_every_estimator_and_point_estimate(site):
 
 
 def test_api_reference_documents_every_public_name(site):
+    """Every class and function in a public module's ``__all__`` has an entry (constants get one only
+    with a ``#:`` doc comment, so they are not required)."""
     modules = list(API_MODULES)
     for package in SOLVER_PACKAGES:
         pkg = importlib.import_module(package)
@@ -103,7 +105,8 @@ def test_api_reference_documents_every_public_name(site):
     ids = _ids(site)
     missing = {}
     for module in modules:
-        names = getattr(importlib.import_module(module), "__all__", [])
+        mod = importlib.import_module(module)
+        names = [name for name in getattr(mod, "__all__", []) if callable(getattr(mod, name))]
         gone = [name for name in names if f"{module}.{name}" not in ids]
         if gone:
             missing[module] = gone
