@@ -10,6 +10,7 @@ Nothing written here is typed by hand: every number and figure comes from a file
   with the figures the benchmark wrote beside it (``<name>.png``, ``<name>_*.png``).
 * ``docs/generated/_include/methods-table.md`` (the registry of methods) and ``cli-help.md`` (the CLI help),
   included by the user guide.
+* ``docs/generated/_include/toc-decisions.md``: the landing page's toctree of ``docs/decisions/``.
 * ``docs/generated/api-inference.md`` and ``api-models.md``: one ``automodule`` section per public
   module of ``ppclust.inference`` and ``ppclust.models``, found by ``pkgutil`` so that a module added,
   renamed or removed is picked up without editing the docs.
@@ -33,7 +34,7 @@ GENERATED = DOCS / "generated"
 
 # Where the results files live: benchmarks/results/ (speed) and, once the paper reproductions move
 # out of benchmarks/, reproduce/results/ (claim ledger). The first folder holding a file wins.
-RESULT_DIRS = [ROOT / "reproduce" / "results", ROOT / "benchmarks" / "results"]
+RESULT_DIRS = [ROOT / "reproduce" / "results", ROOT / "reproduce", ROOT / "benchmarks" / "results"]
 
 # The speed benchmarks' results files, in page order (stems of benchmarks/results/<stem>.md).
 # A stem without a file is skipped; when reproduce/ exists, benchmarks/results/ holds speed results
@@ -240,6 +241,27 @@ def cli_help() -> None:
     _write(GENERATED / "_include" / "cli-help.md", "\n".join(text))
 
 
+def decisions() -> None:
+    """The toctree of the decision records ``docs/decisions/`` (written by hand, one per default), for
+    the landing page; empty while there are none. ``decisions/README.md`` is their index."""
+    folder = DOCS / "decisions"
+    records = sorted(p.stem for p in folder.glob("[0-9]*.md")) if folder.is_dir() else []
+    text = []
+    if (folder / "README.md").exists():
+        text += [
+            "```{toctree}",
+            ":maxdepth: 1",
+            ":caption: Decision records",
+            "",
+            "decisions/README",
+            "```",
+            "",
+        ]
+    if records:
+        text += ["```{toctree}", ":hidden:", "", *[f"decisions/{r}" for r in records], "```", ""]
+    _write(GENERATED / "_include" / "toc-decisions.md", "\n".join(text))
+
+
 def main() -> None:
     gallery()
     claims()
@@ -247,6 +269,7 @@ def main() -> None:
     solver_pages()
     methods_table()
     cli_help()
+    decisions()
 
 
 if __name__ == "__main__":
