@@ -192,16 +192,42 @@ def solver_pages() -> None:
     for name, (package, title, intro) in pages.items():
         text = [f"# {title}: `{package}`", "", intro, ""]
         for mod in _public_modules(package):
-            text += [
-                f"## `{mod}`",
-                "",
-                "```{eval-rst}",
-                f".. automodule:: {mod}",
-                "   :members:",
-                "```",
-                "",
-            ]
+            own, again = _own_names(mod)
+            text += [f"## `{mod}`", "", "```{eval-rst}", f".. automodule:: {mod}"]
+            if own is None:
+                text += ["   :members:"]
+            elif own:
+                text += [f"   :members: {', '.join(own)}"]
+            text += ["```", ""]
+            if again:
+                text += [
+                    "Also exported here: "
+                    + ", ".join(f"{{py:obj}}`{n} <{home}>`" for n, home in again)
+                    + ".",
+                    "",
+                ]
         _write(GENERATED / f"{name}.md", "\n".join(text))
+
+
+def _own_names(module: str) -> tuple[list[str] | None, list[tuple[str, str]]]:
+    """The ``__all__`` names a module defines, and those it re-exports from another ppclust module
+    (with their home). A re-exported class is documented where it is defined: two entries of one
+    class would both claim its canonical name (Sphinx: "duplicate object description").
+    ``(None, [])`` for a module without ``__all__``."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    if not hasattr(mod, "__all__"):
+        return None, []
+    own, again = [], []
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        home = getattr(obj, "__module__", None) if callable(obj) else None
+        if isinstance(home, str) and home.startswith("ppclust") and home != module:
+            again.append((name, f"{home}.{getattr(obj, '__qualname__', name)}"))
+        else:
+            own.append(name)
+    return own, again
 
 
 def methods_table() -> None:

@@ -93,6 +93,14 @@ def test_api_index_names_every_estimator_and_point_estimate(site):
     assert not undocumented, f"no API entry for {undocumented}"
 
 
+def _documented(mod, name: str, modules: list[str], ids: set[str]) -> bool:
+    """An entry for ``mod.name``, or, for a name re-exported from another ppclust module, an entry
+    where it is defined (docs/_generate.py documents a re-exported object once, at its home)."""
+    obj = getattr(mod, name)
+    home = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', name)}"
+    return home in ids or any(f"{m}.{name}" in ids for m in [mod.__name__, *modules])
+
+
 def test_api_reference_documents_every_public_name(site):
     """Every class and function in a public module's ``__all__`` has an entry (constants get one only
     with a ``#:`` doc comment, so they are not required)."""
@@ -107,7 +115,7 @@ def test_api_reference_documents_every_public_name(site):
     for module in modules:
         mod = importlib.import_module(module)
         names = [name for name in getattr(mod, "__all__", []) if callable(getattr(mod, name))]
-        gone = [name for name in names if f"{module}.{name}" not in ids]
+        gone = [name for name in names if not _documented(mod, name, modules, ids)]
         if gone:
             missing[module] = gone
     assert not missing, f"public names without an API entry: {missing}"
