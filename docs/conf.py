@@ -1,0 +1,104 @@
+"""Sphinx configuration of the ppclust documentation.
+
+Build (warnings are errors): ``sphinx-build -W --keep-going -b html docs docs/_build/html``.
+Generated pages (gallery, benchmarks, the claim ledger, the solver reference) are written by
+``docs/_generate.py`` when this file is read, so a plain ``sphinx-build`` is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))  # document the checkout, not an installed copy
+sys.path.insert(0, str(DOCS))
+os.environ.setdefault("PPCLUST_PROGRESS", "0")
+
+import _generate  # noqa: E402
+
+import ppclust  # noqa: E402
+
+_generate.main()
+
+project = "ppclust"
+author = "the ppclust authors"
+copyright = "the ppclust authors (MIT licence)"
+release = ppclust.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.intersphinx",
+    "numpydoc",
+    "myst_nb",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = [
+    "_build",
+    "generated/_include",
+    "Thumbs.db",
+    ".DS_Store",
+    "**.ipynb_checkpoints",
+    "README.md",
+]
+root_doc = "index"
+
+# --- API reference -------------------------------------------------------------------------------
+autosummary_generate = False  # the API pages are written by hand (automodule) or by _generate.py
+# every public name gets an entry, with or without a docstring (the modules' __all__ decide what is public)
+autodoc_default_options = {"member-order": "bysource", "undoc-members": True}
+autodoc_typehints = "none"  # numpydoc's Parameters section states the types
+autodoc_inherit_docstrings = False  # no scikit-learn docstrings (in their own format) on our classes
+add_module_names = False
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_attributes_as_param_list = True
+
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable", None),
+    "jax": ("https://docs.jax.dev/en/latest", None),
+    "sklearn": ("https://scikit-learn.org/stable", None),
+    "arviz": ("https://python.arviz.org/en/stable", None),
+}
+# The build runs offline (CI, the development machines): intersphinx only if asked for.
+if os.environ.get("PPCLUST_DOCS_INTERSPHINX", "") != "1":
+    intersphinx_mapping = {}
+
+# --- Markdown and notebooks ----------------------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
+myst_heading_anchors = 3
+nb_execution_mode = "off"  # notebooks are rendered from their stored outputs
+nb_merge_streams = True
+
+# --- HTML ----------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"ppclust {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+}
+html_static_path: list[str] = []
+html_last_updated_fmt = None
+
+
+def _skip_sklearn_generated(app, what, name, obj, skip, options):
+    """Leave out the ``set_{fit,predict,score,...}_request`` methods scikit-learn adds to every estimator
+    (metadata routing): their docstrings are scikit-learn's and point into its own documentation."""
+    if what == "class" and name.startswith("set_") and name.endswith("_request"):
+        return True
+    return skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_sklearn_generated)
