@@ -10,13 +10,13 @@ JOBS  ?= 2
 PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
             if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
 
-.PHONY: demo test test-fast lint reproduce bench notebooks clean venv
+.PHONY: docs demo test test-fast lint reproduce bench notebooks clean venv
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "error: ppclust needs Python >= 3.12 (jax >= 0.11, arviz 1.x). Install python3.12 or set PYTHON=/path/to/python3.12" >&2; exit 2; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,datasets]"
+	$(PY) -m pip install -q -e ".[dev,datasets,docs]"
 	-$(VENV)/bin/ppclust warmup  # numba kernels into the per-user cache: a first fit loads, not compiles
 	@touch $(STAMP)
 
@@ -26,12 +26,13 @@ demo: $(STAMP)
 	$(VENV)/bin/ppclust demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check ppclust tests benchmarks
+	$(VENV)/bin/ruff check ppclust tests benchmarks docs
+	$(VENV)/bin/ruff format --check ppclust tests benchmarks docs
 	$(PY) tests/run_suite.py -m "not slow" -n $(JOBS) --dist loadfile -q tests ppclust --doctest-modules  # once more only if a worker crashed
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check ppclust tests benchmarks
-	$(VENV)/bin/ruff format --check ppclust tests benchmarks || true
+	$(VENV)/bin/ruff check ppclust tests benchmarks docs
+	$(VENV)/bin/ruff format --check ppclust tests benchmarks docs
 
 # slow tests and notebooks (JUnit report for the claim ledger), then the cheap paper-reproduction scripts and
 # the fast claim tests, then benchmarks/results/CLAIMS.md (benchmarks/claims.py lists each script's cost;
@@ -41,6 +42,11 @@ reproduce: $(STAMP)
 	rc=$$?; PYTHONPATH=. $(PY) -m benchmarks.claims --run-scripts cheap --run-tests; exit $$rc
 
 # re-execute every notebook through a Jupyter kernel with full settings and write outputs and figures
+# the documentation site (Sphinx, warnings as errors) into docs/_build/html
+docs: $(STAMP)
+	rm -rf docs/_build
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
 notebooks: $(STAMP)
 	$(PY) notebooks/_run.py --full --write
 
