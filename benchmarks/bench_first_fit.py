@@ -80,7 +80,7 @@ def fit_c3l(n, init):
     ppclust.C3L(n_clusters=4, n_init=10, init=init, random_state=0, progress_bar=False).fit(X[:n], lab2[:n])
     return time.perf_counter() - t
 c3l = {}
-for init in ("kmeans++", "random"):
+for init in ("k-means++", "random"):
     fit_c3l(178, init)
     rep = min(fit_c3l(178, init), fit_c3l(178, init))
     c3l[init] = dict(repeat_s=rep, bucket_first_s=fit_c3l(100, init), bucket_repeat_s=min(fit_c3l(100, init),

@@ -303,7 +303,7 @@ def part_batch(quick):
                    f"{float(pol.cost):.5f}"]
             if with_exact:
                 t, c = time.perf_counter(), time.process_time()
-                ex = cecib.fit(jax.random.key(0), X, yc, m, n_clusters=k, n_init=10, eps=eps, backend="numba")
+                ex = cecib.fit(jax.random.key(0), X, yc, m, n_clusters=k, n_init=10, min_cluster_fraction=eps, backend="numba")
                 jax.block_until_ready(ex)
                 te, ce = time.perf_counter() - t, time.process_time() - c
                 row += [f"{te:.1f}", f"{ce:.1f}", f"{float(nmi(z, np.asarray(ex.best.labels))):.4f}",

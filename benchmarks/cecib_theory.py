@@ -27,12 +27,12 @@ def remark_4_1(n=1000, runs=10, seed=0):
         rng = np.random.default_rng(seed + r)
         x = rng.normal(size=(n, 2))
         z = rng.integers(0, 2, n)  # random labels: unrelated to x
-        m = CECIB(n_clusters=4, beta=0.5, eps=0.05, n_init=1, random_state=r).fit(x, z)
+        m = CECIB(n_clusters=4, beta=0.5, min_cluster_fraction=0.05, n_init=1, random_state=r).fit(x, z)
         ks.append(int(m.n_clusters_))
         ones += m.n_clusters_ == 1
         one = np.zeros(n, int)
         gaps.append(cecib.cecib_cost(x, z, z, 1.0).total - cecib.cecib_cost(x, one, z, 1.0).total)
-        best = CECIB(n_clusters=4, beta=0.5, eps=0.05, n_init=10, random_state=r).fit(x, z)
+        best = CECIB(n_clusters=4, beta=0.5, min_cluster_fraction=0.05, n_init=10, random_state=r).fit(x, z)
         ones_best += best.n_clusters_ == 1
         if m.n_clusters_ > 1:  # is the multi-cluster end point worse than one cluster (a local optimum)?
             worse += cecib.cecib_cost(x, m.labels_, z, 0.5).total > cecib.cecib_cost(x, one, z, 0.5).total

@@ -47,7 +47,7 @@ md("## CCIB with background Z = B: finds the other partition"),
 code("""ccib = CCIB(2, lam=0.1, feature_model="gaussian", n_init=n_init, random_state=0).fit(y, background=b)
 print(f"CCIB : precision vs B {precision(ccib.labels_, b):.3f}, vs C {precision(ccib.labels_, c):.3f}")
 print(f"NMI(C found, C) = {nmi(c, ccib.labels_):.3f}   NMI(C found, B) = {nmi(b, ccib.labels_):.3f}")
-print({k: round(v, 4) for k, v in ccib.objective_.items()})"""),
+print({k: round(v, 4) for k, v in ccib.objective_terms_.items()})"""),
 md("""## The annealing path
 As $\\rho$ falls, the solution stays uniform ($I(C;X)=0$) until a critical temperature, where the two
 clusters split (phase transition, $k_{\\mathrm{eff}}$ jumps from 1 to 2)."""),

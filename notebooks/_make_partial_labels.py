@@ -157,9 +157,9 @@ for alpha, m in c3.items():
     print(f"alpha={alpha}: K={m.n_clusters_}, NMI(categories)={metrics.nmi(c2, m.labels_):.3f}, "
           f"NMI(sub-groups)={metrics.nmi(f2, m.labels_):.3f}, purity(cat.)={metrics.purity(c2, m.labels_):.3f}, "
           f"max leakage={m.leakage_.max():.3f}")"""),
-md("""The Hartigan passes never increase the cost (C3L's `cost_trace_`, one value per pass; the jumps down
+md("""The Hartigan passes never increase the cost (C3L's `objective_trace_`, one value per pass; the jumps down
 are deleted clusters):"""),
-code("""plot_cost_trace({f"alpha={alpha}": m.cost_trace_ for alpha, m in c3.items()}, ylabel="C3L cost", xlabel="pass",
+code("""plot_cost_trace({f"alpha={alpha}": m.objective_trace_ for alpha, m in c3.items()}, ylabel="C3L cost", xlabel="pass",
                 title="C3L cost per Hartigan pass"); plt.show()"""),
 md("""### Without labels: projection pursuit
 

@@ -41,7 +41,7 @@ print(az.summary(dt, group="sample_stats", var_names=["lp"]))
 print("sd of p draws / sd of E[p | z]:", float(dt.posterior["p"].std() / dt.posterior["p_cond_mean"].std()))"""),
 code("""fig, axes = plt.subplots(1, 3, figsize=(13, 2.8), layout="constrained")
 plot.plot_trace(est.samples_.n_clusters, "number of clusters", ax=axes[0])
-plot.plot_trace(est.log_joint_, "log joint", ax=axes[1])
+plot.plot_trace(est.objective_trace_, "log joint", ax=axes[1])
 plot.plot_k_posterior(est.samples_.n_clusters, ax=axes[2])
 plt.show()"""),
 md("""## Model criticism: PSIS-LOO and model comparison
@@ -91,8 +91,8 @@ md("## Point estimates: SALSO (Binder) vs variation of information vs highest lo
 code("""from ppclust import partition
 lab = est.samples_.labels
 points = {"binder": est.labels_,
-          "vi": partition.salso(lab, "vi", log_joint=est.log_joint_).labels,
-          "max_log_joint": posterior.point_estimate(lab, loss="max_log_joint", log_joint=est.log_joint_)}
+          "vi": partition.salso(lab, "vi", log_joint=est.objective_trace_).labels,
+          "max_log_joint": posterior.point_estimate(lab, loss="max_log_joint", log_joint=est.objective_trace_)}
 for name, z in points.items():
     print(f"{name:14s} K={len(np.unique(z))}  E[VI]={partition.expected_loss(z, lab, 'vi'):.4f}  "
           f"E[Binder]={partition.expected_loss(z, lab, 'binder'):.4f}  NMI={metrics.nmi(y, z):.3f}")
@@ -201,7 +201,7 @@ ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
 ax.set(xlabel="Gibbs: 1 - max co-clustering prob.", ylabel="VB: 1 - max_k r_ik",
        title="per-point uncertainty (colour: true class)", xlim=(-0.02, 1), ylim=(-0.02, 1))
 ax = axes[1]
-ax.plot(np.arange(1, len(vb.elbo_) + 1), vb.elbo_, marker="o", ms=3)
+ax.plot(np.arange(1, len(vb.objective_trace_) + 1), vb.objective_trace_, marker="o", ms=3)
 ax.set(xlabel="VB iteration", ylabel="ELBO", title=f"ELBO trace ({vb.n_iter_} iterations)")
 plt.show()
 plot.plot_partitions(X, {"truth": y, "Gibbs (Binder)": gibbs.labels_, "VB (argmax r)": vb.labels_}); plt.show()"""),
@@ -213,8 +213,8 @@ run?"""),
     code("""runs = []
 for seed in range(10):
     v = ppclust.TVClust(algorithm="variational", random_state=seed).fit(X, **fit_kw)
-    dip = len(v.elbo_) > 1 and v.elbo_[-1] < v.elbo_[-2]
-    runs.append((seed, v.n_iter_, dip, v.n_clusters_, v.elbo_[-1], metrics.ari(y, v.labels_),
+    dip = len(v.objective_trace_) > 1 and v.objective_trace_[-1] < v.objective_trace_[-2]
+    runs.append((seed, v.n_iter_, dip, v.n_clusters_, v.objective_trace_[-1], metrics.ari(y, v.labels_),
                  metrics.ari(gibbs.labels_, v.labels_)))
 print(" seed  iters  stopped at a dip  K  final ELBO  ARI truth  ARI Gibbs")
 for r in runs:

@@ -22,7 +22,7 @@ PLAN = {
     "bayesian-ssgmm": (["n_clusters=3", "n_draws=10", "n_warmup=10", "n_chains=1", "random_state=0"],
                        "labels"),
     "cecib": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
-    "c3l": (["n_clusters=3", "n_init=2", "init=\"kmeans++\"", "random_state=0"], "labels2"),
+    "c3l": (["n_clusters=3", "n_init=2", "init=\"k-means++\"", "random_state=0"], "labels2"),
     "ccib": (["n_clusters=2", "n_init=2", "random_state=0"], "background"),
     "smic": (["n_clusters=3", "n_neighbors=5", "gamma=1.0", "eta=0.0", "random_state=0"], "links"),
 }

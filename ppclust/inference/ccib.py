@@ -1,5 +1,8 @@
 r"""Coordinated Conditional Information Bottleneck (CCIB) by deterministic annealing.
 
+Kept whole (just over 700 lines): the annealing driver, the Q- and P-steps and the feature and
+background models are one algorithm sharing its state and result types.
+
 Gondek & Hofmann, *Non-Redundant Data Clustering* (ICDM 2004); spec ``../shared/specs/ccib.md``.
 
 The clustering is a soft assignment :math:`q_{ic}=P(c\mid x_i)` maximising

@@ -1,5 +1,8 @@
 r"""DP-means and RDP-means (Algorithm 1 of Khashabi et al. 2015) as pure, jitted solvers.
 
+Kept whole (over 700 lines): the sequential and the delayed (data-parallel) passes, the annealing of the
+link weights and the driver share one state, one configuration and one result type.
+
 RDP-means is the small-variance limit of TVClust (spec ``tvclust-rdpmeans.md`` Section 3). Point
 :math:`i` goes to
 

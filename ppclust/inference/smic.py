@@ -89,7 +89,7 @@ DEFAULT_LINK_REPEATS = 3
 
 @cache
 def _blas_controller() -> ThreadpoolController:
-    """The process's BLAS controller, built once (building one scans the loaded libraries, ~5 ms)."""
+    """The process's BLAS controller, built once (building one scans the loaded libraries)."""
     return ThreadpoolController()
 
 

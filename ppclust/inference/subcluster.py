@@ -538,9 +538,8 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     if mesh is not None:  # the points' and the links' sums per device, reduced with psum
         stats, counts = _sharded_stats_counts(x, labels, links, family, k_max, mesh)
     else:
-        if backend == "numba":  # at every d: XLA's segment sums ran as three unfused scatters (about 8 ms
-            # of a 90 ms sweep at n = 10^6, d = 2, against 2.4 ms for the twin), its O(n d^2) sums dominate
-            # the sweep at d = 30
+        if backend == "numba":  # at every d: XLA's segment sums run as three unfused scatters, and the
+            # O(n d^2) sums dominate the sweep at large d
             stats = _subcluster_cpu.family_stats(x, labels, k_max, family, x_wired)
         else:
             stats = family.stats(x, labels, k_max)

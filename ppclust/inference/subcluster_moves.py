@@ -1,5 +1,8 @@
 r"""The Metropolis-Hastings moves of the sub-cluster sampler: split/merge and peel/absorb, exactly.
 
+Kept whole (over 700 lines): the two kinds of move share the proposal kernel, the terms of the Hastings
+ratio and the move's result type, and their exactness is tested together.
+
 Kernels (a) and (a') of :mod:`ppclust.inference.subcluster` (see its docstring for the sweep). A *split*
 picks an occupied cluster C, fits two sub-clusters to its points afresh (:func:`subcluster_responsibilities`:
 an auxiliary variable drawn from a kernel that depends on C's points only, so it never needs storing) and

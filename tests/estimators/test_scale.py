@@ -41,7 +41,7 @@ CASES = {
     "ssgmm": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
     "bayesian-ssgmm": (dict(n_clusters=3, n_draws=10, n_warmup=10, n_chains=1, random_state=0), "labels"),
     "cecib": (dict(n_clusters=3, n_init=2, random_state=0), "labels"),
-    "c3l": (dict(n_clusters=3, n_init=2, init="kmeans++", random_state=0), "two"),
+    "c3l": (dict(n_clusters=3, n_init=2, init="k-means++", random_state=0), "two"),
     "ccib": (dict(n_clusters=3, n_init=2, feature_model="gaussian", random_state=0), "none"),
     "smic": (dict(n_clusters=3, n_neighbors=5, gamma=1.0, eta=0.0, random_state=0), "labels"),
 }

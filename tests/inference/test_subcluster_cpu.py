@@ -465,12 +465,12 @@ def test_accept_sub_blocks_twin(n, n_blocks):
     lab = rng.integers(0, 2, n).astype(np.int32)
     small = rng.choice(n, 4, replace=False)
     lab[small[:3]], lab[small[3]] = 3, 4
-    draw = np.where(rng.random(n) < 0.5, rng.integers(0, 2, n), lab)
-    draw[small] = 0  # the small clusters' points all leave, none joins
-    draw = draw.astype(np.int32)
+    proposal = np.where(rng.random(n) < 0.5, rng.integers(0, 2, n), lab)
+    proposal[small] = 0  # the small clusters' points all leave, none joins
+    proposal = proposal.astype(np.int32)
     sizes = np.bincount(lab, minlength=5).astype(float)
     with x64():
-        args = (jnp.asarray(lab), jnp.asarray(draw), jnp.asarray(sizes), n_blocks)
+        args = (jnp.asarray(lab), jnp.asarray(proposal), jnp.asarray(sizes), n_blocks)
         ref = subcluster.accept_sub_blocks(*args)
         got = jax.jit(draw.accept_sub_blocks, static_argnums=3)(*args)
     np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(ref[0]))
