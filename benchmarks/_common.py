@@ -43,9 +43,11 @@ def machine_info() -> str:
     import numpy as np
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
-    return (f"{platform.node()} | {platform.processor() or platform.machine()} | {os.cpu_count()} cores | "
-            f"jax {jax.__version__} ({jax.default_backend()}) | numpy {np.__version__} | "
-            f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')}")
+    return (
+        f"{platform.node()} | {platform.processor() or platform.machine()} | {os.cpu_count()} cores | "
+        f"jax {jax.__version__} ({jax.default_backend()}) | numpy {np.__version__} | "
+        f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')}"
+    )
 
 
 def write_section(path: Path, name: str, text: str) -> Path:
@@ -55,7 +57,7 @@ def write_section(path: Path, name: str, text: str) -> Path:
     block = f"{start}\n{text.strip()}\n{end}\n"
     old = path.read_text() if path.exists() else ""
     if start in old and end in old:
-        new = old[:old.index(start)] + block + old[old.index(end) + len(end) + 1:]
+        new = old[: old.index(start)] + block + old[old.index(end) + len(end) + 1 :]
     else:
         new = old + ("\n" if old else "") + block
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,8 +157,9 @@ def study_row(cache, data, draw, name, level, noise):
     return r if r and "error" not in r else None
 
 
-def cached_study_main(argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int,
-                      budget_s: float) -> None:
+def cached_study_main(
+    argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int, budget_s: float
+) -> None:
     """Command line of a study script with a JSON cache of fits: ``[--draws N] [--budget-s S]
     [--tables-only]``; ``run(args, cache)`` adds fits to ``cache`` (stopping after ``--budget-s``), which
     is saved, then ``tables(args, cache)`` writes the results file."""

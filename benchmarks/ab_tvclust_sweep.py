@@ -102,8 +102,13 @@ def _kernel_rows(rev: str, configs, n: int, reps: int = 15) -> list:
     revision's file under another name), timed alternately on the same recorded sweep inputs: no
     process-to-process drift, so a few percent show."""
     rows = []
-    src = subprocess.run(["git", "show", f"{rev}:ppclust/inference/_gibbs_cpu.py"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    src = subprocess.run(
+        ["git", "show", f"{rev}:ppclust/inference/_gibbs_cpu.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for d, cov, backend, _ in configs:
         if backend != "numba":
             continue
@@ -114,11 +119,25 @@ def _kernel_rows(rev: str, configs, n: int, reps: int = 15) -> list:
             cmd = [sys.executable, "-c", KERNEL_SNIPPET, str(f), str(d), str(n), cov, str(reps)]
             if hasattr(os, "sched_getaffinity"):
                 cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd
-            out = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
-                                 text=True, check=True, cwd=ROOT)
+            out = subprocess.run(
+                cmd,
+                env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
             b, a, same = out.stdout.split()[-3:]
-            rows.append([d, cov, f"{float(b) * 1e3:.3f}", f"{float(a) * 1e3:.3f}",
-                         f"{float(b) / float(a):.2f}", "yes" if same == "1" else "no"])
+            rows.append(
+                [
+                    d,
+                    cov,
+                    f"{float(b) * 1e3:.3f}",
+                    f"{float(a) * 1e3:.3f}",
+                    f"{float(b) / float(a):.2f}",
+                    "yes" if same == "1" else "no",
+                ]
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -137,7 +156,7 @@ def _compile_rows(before: Path, rounds: int) -> list:
     """Cold (empty numba cache) minus warm (same cache, second process) warm-up TVClust fit per side."""
     secs = {"before": [], "after": []}
     for r in range(rounds):
-        for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+        for side in ("before", "after") if r % 2 == 0 else ("after", "before"):
             src = before if side == "before" else ROOT
             with tempfile.TemporaryDirectory() as cache:
                 cold = _compile_seconds(src, Path(cache))
@@ -162,17 +181,30 @@ def main():
     ap.add_argument("--rev", default="383666b", help="the 'before' git revision")
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--configs", nargs="*", default=["2:full:numba", "10:full:numba", "10:diag:numba",
-                                                      "2:full:xla", "10:full:xla"],
-                    help="d:covariance:backend cells")
+    ap.add_argument(
+        "--configs",
+        nargs="*",
+        default=["2:full:numba", "10:full:numba", "10:diag:numba", "2:full:xla", "10:full:xla"],
+        help="d:covariance:backend cells",
+    )
     ap.add_argument("--section", default="ab", help="section of the results file to (re)write")
-    ap.add_argument("--compile", action="store_true",
-                    help="also time the numba compilation (warmup's TVClust fit, cold minus warm cache)")
-    ap.add_argument("--kernel", action="store_true",
-                    help="also time the two sweep kernels in one process on the same inputs (_kernel_rows)")
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time the numba compilation (warmup's TVClust fit, cold minus warm cache)",
+    )
+    ap.add_argument(
+        "--kernel",
+        action="store_true",
+        help="also time the two sweep kernels in one process on the same inputs (_kernel_rows)",
+    )
     ap.add_argument("--kernel-only", action="store_true", help="only the one-process kernel A/B")
-    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
-                    help="cpu: process CPU time (less sensitive to other jobs on a loaded machine)")
+    ap.add_argument(
+        "--clock",
+        default="wall",
+        choices=["wall", "cpu"],
+        help="cpu: process CPU time (less sensitive to other jobs on a loaded machine)",
+    )
     a = ap.parse_args()
     configs = []
     for c in a.configs:
@@ -181,21 +213,26 @@ def main():
     rows = []
     kern = _kernel_rows(a.rev, configs, a.n) if a.kernel or a.kernel_only else []
     if a.kernel_only:
-        text = ("## Sweep kernel A/B in one process (`python -m benchmarks.ab_tvclust_sweep --kernel-only`)"
-                f"\n\nMachine: {machine_info()}. n={a.n}, k_max=32, 10 true clusters, 1% of points linked, "
-                f"collapsed p/q, at the true labels. before = `{a.rev}`, after = this tree. Both versions' "
-                "`_sweep_chains` are loaded in one process (before from the revision's file under another "
-                "module name) and timed alternately on the same recorded inputs of one sweep (process "
-                "CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
-                + md_table(["d", "covariance", "before ms", "after ms", "speed after/before", "same result"],
-                           kern) + "\n")
+        text = (
+            "## Sweep kernel A/B in one process (`python -m benchmarks.ab_tvclust_sweep --kernel-only`)"
+            f"\n\nMachine: {machine_info()}. n={a.n}, k_max=32, 10 true clusters, 1% of points linked, "
+            f"collapsed p/q, at the true labels. before = `{a.rev}`, after = this tree. Both versions' "
+            "`_sweep_chains` are loaded in one process (before from the revision's file under another "
+            "module name) and timed alternately on the same recorded inputs of one sweep (process "
+            "CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
+            + md_table(
+                ["d", "covariance", "before ms", "after ms", "speed after/before", "same result"], kern
+            )
+            + "\n"
+        )
         print(text)
         write_section(RESULTS / "tvclust_refactor.md", a.section, text)
         return
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp)
-        archive = subprocess.run(["git", "archive", a.rev, "ppclust"], cwd=ROOT, capture_output=True,
-                                 check=True)
+        archive = subprocess.run(
+            ["git", "archive", a.rev, "ppclust"], cwd=ROOT, capture_output=True, check=True
+        )
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
         for d, cov, backend, sweeps in configs:
             rates = {"before": [], "after": []}
@@ -207,25 +244,35 @@ def main():
             print(rows[-1], flush=True)
         comp = _compile_rows(before, a.rounds) if a.compile else []
         print(comp, flush=True)
-    text = ("## Interleaved A/B (`python -m benchmarks.ab_tvclust_sweep`)\n\n"
-            f"Machine: {machine_info()}. Point-updates/s of `gibbs.sample` (one chain, float64, n={a.n}, "
-            "k_max=32, 10 true clusters, 1% of points linked, collapsed p/q, started at the true labels; "
-            f"{'process CPU' if a.clock == 'cpu' else 'wall'} time), "
-            f"best of 3 timed calls per process after compilation, best of {a.rounds} processes per side; "
-            "the sides alternate process by process. "
-            f"before = `{a.rev}` (`git archive`), after = this tree.\n\n"
-            + md_table(["d", "covariance", "backend", "before", "after", "after/before"], rows) + "\n")
+    text = (
+        "## Interleaved A/B (`python -m benchmarks.ab_tvclust_sweep`)\n\n"
+        f"Machine: {machine_info()}. Point-updates/s of `gibbs.sample` (one chain, float64, n={a.n}, "
+        "k_max=32, 10 true clusters, 1% of points linked, collapsed p/q, started at the true labels; "
+        f"{'process CPU' if a.clock == 'cpu' else 'wall'} time), "
+        f"best of 3 timed calls per process after compilation, best of {a.rounds} processes per side; "
+        "the sides alternate process by process. "
+        f"before = `{a.rev}` (`git archive`), after = this tree.\n\n"
+        + md_table(["d", "covariance", "backend", "before", "after", "after/before"], rows)
+        + "\n"
+    )
     if kern:
-        text += ("\nThe compiled sweep kernel alone (`--kernel`): both versions' `_sweep_chains` loaded in "
-                 "one process (before from the revision's file), timed alternately on the same recorded "
-                 "inputs (one sweep, process CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
-                 + md_table(["d", "covariance", "before ms", "after ms", "speed after/before", "same result"],
-                            kern) + "\n")
+        text += (
+            "\nThe compiled sweep kernel alone (`--kernel`): both versions' `_sweep_chains` loaded in "
+            "one process (before from the revision's file), timed alternately on the same recorded "
+            "inputs (one sweep, process CPU ms, best of 15 each); 'same result': equal outputs.\n\n"
+            + md_table(
+                ["d", "covariance", "before ms", "after ms", "speed after/before", "same result"], kern
+            )
+            + "\n"
+        )
     if comp:
-        text += ("\nFirst-fit compile time (issue 18): seconds of `ppclust warmup`'s TVClust fit (sweep and "
-                 "PSIS-LOO kernels) with an empty numba cache minus the same with that cache filled, best of "
-                 f"{a.rounds} per side, alternating.\n\n"
-                 + md_table(["measure", "before", "after", "after/before"], comp) + "\n")
+        text += (
+            "\nFirst-fit compile time (issue 18): seconds of `ppclust warmup`'s TVClust fit (sweep and "
+            "PSIS-LOO kernels) with an empty numba cache minus the same with that cache filled, best of "
+            f"{a.rounds} per side, alternating.\n\n"
+            + md_table(["measure", "before", "after", "after/before"], comp)
+            + "\n"
+        )
     print(text)
     write_section(RESULTS / "tvclust_refactor.md", a.section, text)
 

@@ -113,8 +113,11 @@ def _asc():
     try:
         import importlib.metadata as md
 
-        root = Path(md.distribution("active-semi-supervised-clustering").locate_file(
-            "active_semi_supervised_clustering"))
+        root = Path(
+            md.distribution("active-semi-supervised-clustering").locate_file(
+                "active_semi_supervised_clustering"
+            )
+        )
     except Exception:
         return None
     err = np.geterr()  # its mpckmeans module calls np.seterr("raise") on import: undone below
@@ -394,8 +397,9 @@ def run(args, cache, cache_path):
                     rec.update(nmi=metrics.nmi(y, lab), ari=metrics.ari(y, lab), k=int(len(np.unique(lab))))
                 cache[k] = rec
                 cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
-                print(k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in rec.items()},
-                      flush=True)
+                print(
+                    k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in rec.items()}, flush=True
+                )
         write_tables(args, cache)
 
 
@@ -449,8 +453,11 @@ def goals(cache, names, draws):
             n_data += 1
             ms = [_ms(v) for v in vals]
             spread = max([s for _, s in ms if np.isfinite(s)] + [0.0])
-            mono = all(ms[i + 1][0] >= ms[i][0] - max(spread, 0.01) for i in range(len(ms) - 1)
-                       if np.isfinite(ms[i][0]) and np.isfinite(ms[i + 1][0]))
+            mono = all(
+                ms[i + 1][0] >= ms[i][0] - max(spread, 0.01)
+                for i in range(len(ms) - 1)
+                if np.isfinite(ms[i][0]) and np.isfinite(ms[i + 1][0])
+            )
             gains = _paired(cache, data, method, top, 0.0, method, 0.0, 0.0, draws)
             gain, gain_sd = _ms(gains)
             drops = _paired(cache, data, method, top, 0.2, method, 0.0, 0.0, draws)
@@ -458,10 +465,21 @@ def goals(cache, names, draws):
             n_gain += gain >= 0.05
             n_mono += mono
             n_noise += (worst >= -0.02) if np.isfinite(worst) else 0
-            rows.append([method, data, len(gains), f"{ms[0][0]:.3f}", f"{ms[-1][0]:.3f}",
-                         f"{gain:+.3f} ({gain_sd:.3f})", f"{sum(g >= 0.05 for g in gains)}/{len(gains)}",
-                         "yes" if gain >= 0.05 else "no", "yes" if mono else "no",
-                         f"{worst:+.3f} ({worst_sd:.3f})", "yes" if worst >= -0.02 else "no"])
+            rows.append(
+                [
+                    method,
+                    data,
+                    len(gains),
+                    f"{ms[0][0]:.3f}",
+                    f"{ms[-1][0]:.3f}",
+                    f"{gain:+.3f} ({gain_sd:.3f})",
+                    f"{sum(g >= 0.05 for g in gains)}/{len(gains)}",
+                    "yes" if gain >= 0.05 else "no",
+                    "yes" if mono else "no",
+                    f"{worst:+.3f} ({worst_sd:.3f})",
+                    "yes" if worst >= -0.02 else "no",
+                ]
+            )
         summary[method] = (n_data, n_mono, n_gain, n_noise)
     return rows, summary
 
@@ -486,58 +504,77 @@ def tvclust_vs_peers(cache, names, draws):
         beats_pck += bp
         beats_bgmm += bb
         wins_b = _paired(cache, data, "TVClust", top, 0.1, "BayesianGaussianMixture", 0.0, 0.0, draws)
-        ks = [np.mean([r["k"] for d in range(draws) if (r := cache.get(key(data, d, m, lv, nz)))
-                       and "error" not in r]) for m, lv, nz in (("TVClust", top, 0.1),
-                                                                ("BayesianGaussianMixture", 0.0, 0.0))]
-        rows.append([data, *("{:.3f} ({:.3f})".format(*vals[m])
-                             for m in ("TVClust", "PCKMeans", "MPCKMeans", "BGMM")),
-                     "yes" if bp else "no", "yes" if bb else "no",
-                     f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}",
-                     f"{ks[0]:.1f} / {ks[1]:.1f} / {n_classes(data)}"])
+        ks = [
+            np.mean(
+                [
+                    r["k"]
+                    for d in range(draws)
+                    if (r := cache.get(key(data, d, m, lv, nz))) and "error" not in r
+                ]
+            )
+            for m, lv, nz in (("TVClust", top, 0.1), ("BayesianGaussianMixture", 0.0, 0.0))
+        ]
+        rows.append(
+            [
+                data,
+                *("{:.3f} ({:.3f})".format(*vals[m]) for m in ("TVClust", "PCKMeans", "MPCKMeans", "BGMM")),
+                "yes" if bp else "no",
+                "yes" if bb else "no",
+                f"{sum(w > 0 for w in wins_b)}/{len(wins_b)}",
+                f"{ks[0]:.1f} / {ks[1]:.1f} / {n_classes(data)}",
+            ]
+        )
     return rows, beats_pck, beats_bgmm, n
 
 
 def write_tables(args, cache):
     names = QUICK_DATASETS if args.quick else DATASETS
     draws = args.draws
-    out = ["# Side-information benefit panel (issue 20)", "",
-           f"Written by `benchmarks/bench_benefit.py{' --quick' if args.quick else ''}` "
-           f"(draws={draws}, n_max={args.n_max}). {machine_info()}", "",
-           "Protocol: see the script's docstring. Every feature standardised; data sets larger than "
-           f"n_max = {args.n_max} are **subsampled** uniformly to {args.n_max} points per draw (CPU budget). "
-           "Links: m * n random pairs, m = pairs per point; labels: labelled fraction. Noise: share of "
-           "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
-           "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
-           "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
-           "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 8: TVClust "
-           "kappa0 = 0.01 (since session 10 also link_noise = 'auto': p, q ~ Beta(0.9 L, 0.1 L) for L links, "
-           "`study_tvclust_split.py` -> `tvclust_split_study.md`); "
-           "CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
-           "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
-           "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
-           "from a k-means++ start: the label term is zeroed by moving the few labelled points); since "
-           "session 9 CEC-IB and C3L start from at most floor(n / minimum cluster size) clusters "
-           "(cap_clusters, for 'none' and labelled runs alike: the 2K start left satimage's d = 36 "
-           "clusters too small and fell back to one cluster) and CEC-IB init = 'auto' takes the start "
-           "(label-seeded or k-means++) whose plain-CEC fit has the lower cost (`study_cec_start.py` -> "
-           "`cec_start_study.md`); "
-           "SemiSupervisedGMM label_noise = 'auto' (the label-flip rate learnt by EM, session 8; "
-           "`study_ssgmm_label_noise.py` -> `ssgmm_label_noise_study.md`) and, since session 10, prior = "
-           "'default' (the MAP fit under the model's NIW prior; `study_label_benefit.py` -> "
-           "`label_benefit_study.md`). "
-           "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
-           "RDPMeans at its defaults; since session 11 link_reliability = 'auto' (each kind of link weighted "
-           "by the log-odds of TVClust's p, q read off a first fit; `study_rdpmeans_noise.py` -> "
-           "`rdpmeans_noise_study.md`). "
-           "The run fits what the goals need for every draw first "
-           "(none, every clean budget of our methods, 20% noise; 10% link noise for TVClust and the PCKMeans "
-           "peers), then 10% noise, the peers' middle budget and the other peers as time allows: cells show "
-           "their draw count.",
-           ""]
+    out = [
+        "# Side-information benefit panel (issue 20)",
+        "",
+        f"Written by `benchmarks/bench_benefit.py{' --quick' if args.quick else ''}` "
+        f"(draws={draws}, n_max={args.n_max}). {machine_info()}",
+        "",
+        "Protocol: see the script's docstring. Every feature standardised; data sets larger than "
+        f"n_max = {args.n_max} are **subsampled** uniformly to {args.n_max} points per draw (CPU budget). "
+        "Links: m * n random pairs, m = pairs per point; labels: labelled fraction. Noise: share of "
+        "flipped link signs / wrong labels. Values: mean (sd; number of draws) over the draws present in "
+        "the cache. PCKMeans, MPCKMeans, COPKMeans, gemclus, SemiSupervisedGMM, SMIC, GaussianMixture get "
+        "the true K; BayesianGaussianMixture gets 2K components; CEC-IB / C3L start from 2K clusters. "
+        "C3L's 'none' is plain CEC (CEC-IB with beta = 0). Defaults as of session 8: TVClust "
+        "kappa0 = 0.01 (since session 10 also link_noise = 'auto': p, q ~ Beta(0.9 L, 0.1 L) for L links, "
+        "`study_tvclust_split.py` -> `tvclust_split_study.md`); "
+        "CEC-IB beta = 'auto' = 1 at every label budget, CEC-IB init = 'auto' (the "
+        "label-seeded start when labels are given, session 8) and C3L init = 'kmeans++' (all from "
+        "`study_cecib_beta.py` -> `cecib_beta_study.md`, which also says why labels help CEC-IB little "
+        "from a k-means++ start: the label term is zeroed by moving the few labelled points); since "
+        "session 9 CEC-IB and C3L start from at most floor(n / minimum cluster size) clusters "
+        "(cap_clusters, for 'none' and labelled runs alike: the 2K start left satimage's d = 36 "
+        "clusters too small and fell back to one cluster) and CEC-IB init = 'auto' takes the start "
+        "(label-seeded or k-means++) whose plain-CEC fit has the lower cost (`study_cec_start.py` -> "
+        "`cec_start_study.md`); "
+        "SemiSupervisedGMM label_noise = 'auto' (the label-flip rate learnt by EM, session 8; "
+        "`study_ssgmm_label_noise.py` -> `ssgmm_label_noise_study.md`) and, since session 10, prior = "
+        "'default' (the MAP fit under the model's NIW prior; `study_label_benefit.py` -> "
+        "`label_benefit_study.md`). "
+        "TVClust at its defaults (500 + 500 sweeps, two chains; sessions 5-7: 100 + 100, one chain). "
+        "RDPMeans at its defaults; since session 11 link_reliability = 'auto' (each kind of link weighted "
+        "by the log-odds of TVClust's p, q read off a first fit; `study_rdpmeans_noise.py` -> "
+        "`rdpmeans_noise_study.md`). "
+        "The run fits what the goals need for every draw first "
+        "(none, every clean budget of our methods, 20% noise; 10% link noise for TVClust and the PCKMeans "
+        "peers), then 10% noise, the peers' middle budget and the other peers as time allows: cells show "
+        "their draw count.",
+        "",
+    ]
     present = {d: sorted({int(k.split("|")[1]) for k in cache if k.startswith(d + "|")}) for d in names}
-    out += ["Draws present in the cache: " + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
-            + " (a run stops starting fits after --budget-s; what is missing is not in the goals).",
-            ""]
+    out += [
+        "Draws present in the cache: "
+        + ", ".join(f"{d}: {len(v)}" for d, v in present.items())
+        + " (a run stops starting fits after --budget-s; what is missing is not in the goals).",
+        "",
+    ]
     for data in names:
         X, y = load(data, args.n_max, seed=1000)
         out += [f"## {data} (n = {len(y)} per draw, d = {X.shape[1]}, K = {int(y.max()) + 1})", ""]
@@ -548,46 +585,100 @@ def write_tables(args, cache):
             nmi_m, ari_m = _ms([r["nmi"] for r in v])[0], _ms([r["ari"] for r in v])[0]
             ref.append(f"{m}: NMI {nmi_m:.3f}, ARI {ari_m:.3f}")
         out += ["Unsupervised references: " + "; ".join(ref), ""]
-        for kind, methods, levels, unit in (("links", LINK_METHODS, LINK_LEVELS, "pairs/point"),
-                                             ("labels", LABEL_METHODS, LABEL_LEVELS, "labelled")):
-            header = ["method", "noise", "none"] + [f"{lv:g} {unit}" for lv in levels] + ["ARI none",
-                                                                                        f"ARI {levels[-1]:g}"]
+        for kind, methods, levels, unit in (
+            ("links", LINK_METHODS, LINK_LEVELS, "pairs/point"),
+            ("labels", LABEL_METHODS, LABEL_LEVELS, "labelled"),
+        ):
+            header = (
+                ["method", "noise", "none"]
+                + [f"{lv:g} {unit}" for lv in levels]
+                + ["ARI none", f"ARI {levels[-1]:g}"]
+            )
             rows = []
             for m in methods:
                 for nz in NOISES:
                     _, nv = series(cache, data, m, nz, "nmi", draws)
                     _, av = series(cache, data, m, nz, "ari", draws)
                     # a cell with no score says "fail" only when a fit of that very cell failed
-                    failed = [any("error" in cache.get(key(data, d, m, lv, nz if lv else 0.0), {})
-                                  for d in range(draws)) for lv in (0.0, *levels)]
-                    cells = ["{:.3f} ({:.3f}; {})".format(*_ms(v), len(v)) if v else ("fail" if f else "-")
-                             for v, f in zip(nv, failed, strict=True)]
-                    rows.append([m, f"{nz:.0%}", *cells,
-                                 f"{_ms(av[0])[0]:.3f}" if av[0] else "-",
-                                 f"{_ms(av[-1])[0]:.3f}" if av[-1] else "-"])
+                    failed = [
+                        any(
+                            "error" in cache.get(key(data, d, m, lv, nz if lv else 0.0), {})
+                            for d in range(draws)
+                        )
+                        for lv in (0.0, *levels)
+                    ]
+                    cells = [
+                        "{:.3f} ({:.3f}; {})".format(*_ms(v), len(v)) if v else ("fail" if f else "-")
+                        for v, f in zip(nv, failed, strict=True)
+                    ]
+                    rows.append(
+                        [
+                            m,
+                            f"{nz:.0%}",
+                            *cells,
+                            f"{_ms(av[0])[0]:.3f}" if av[0] else "-",
+                            f"{_ms(av[-1])[0]:.3f}" if av[-1] else "-",
+                        ]
+                    )
             out += [f"NMI with {kind}:", "", md_table(header, rows), ""]
     rows, summary = goals(cache, names, draws)
-    out += ["## Goals", "",
-            "Per method and data set: NMI without side information, at the largest clean budget, the gain, "
-            "whether the gain is >= 0.05, whether the clean mean curve is non-decreasing within the "
-            "draw-to-draw spread (largest sd on that curve, at least 0.01), and the worst change against "
-            "'none' at 20% noise (goal: >= -0.02). Gains and changes are means over draws of the same-draw "
-            "differences, with their sd over draws in brackets; the goal verdicts use the means.", "",
-            md_table(["method", "data", "draws", "NMI none", "NMI max clean", "gain (sd)",
-                      "draws with gain >= 0.05", "mean gain >= 0.05", "monotone", "change at 20% noise (sd)",
-                      "noise goal"], rows), "",
-            md_table(["method", "data sets", "monotone", "gain >= 0.05 (goal: >= 6 of 8)",
-                      "20% noise within 0.02"],
-                     [[m, *summary[m]] for m in OURS]), ""]
+    out += [
+        "## Goals",
+        "",
+        "Per method and data set: NMI without side information, at the largest clean budget, the gain, "
+        "whether the gain is >= 0.05, whether the clean mean curve is non-decreasing within the "
+        "draw-to-draw spread (largest sd on that curve, at least 0.01), and the worst change against "
+        "'none' at 20% noise (goal: >= -0.02). Gains and changes are means over draws of the same-draw "
+        "differences, with their sd over draws in brackets; the goal verdicts use the means.",
+        "",
+        md_table(
+            [
+                "method",
+                "data",
+                "draws",
+                "NMI none",
+                "NMI max clean",
+                "gain (sd)",
+                "draws with gain >= 0.05",
+                "mean gain >= 0.05",
+                "monotone",
+                "change at 20% noise (sd)",
+                "noise goal",
+            ],
+            rows,
+        ),
+        "",
+        md_table(
+            ["method", "data sets", "monotone", "gain >= 0.05 (goal: >= 6 of 8)", "20% noise within 0.02"],
+            [[m, *summary[m]] for m in OURS],
+        ),
+        "",
+    ]
     prow, bp, bb, nd = tvclust_vs_peers(cache, names, draws)
-    out += [f"TVClust at {LINK_LEVELS[-1]:g} pairs/point with 10% link noise against PCKMeans / MPCKMeans "
-            "(true K) and BayesianGaussianMixture without side information (NMI):", "",
-            md_table(["data", "TVClust", "PCKMeans", "MPCKMeans", "BGMM", "beats PCK & MPCK (means)",
-                      "beats BGMM (means)", "draws TVClust > BGMM", "clusters TVClust / BGMM / classes"],
-                     prow), "",
-            f"TVClust beats both PCKMeans and MPCKMeans on {bp} of {nd} data sets (goal: majority: "
-            f"{'met' if nd and bp > nd / 2 else 'missed'}); beats BGMM on {bb} of {nd} "
-            f"(goal: all: {'met' if nd and bb == nd else 'missed'}).", ""]
+    out += [
+        f"TVClust at {LINK_LEVELS[-1]:g} pairs/point with 10% link noise against PCKMeans / MPCKMeans "
+        "(true K) and BayesianGaussianMixture without side information (NMI):",
+        "",
+        md_table(
+            [
+                "data",
+                "TVClust",
+                "PCKMeans",
+                "MPCKMeans",
+                "BGMM",
+                "beats PCK & MPCK (means)",
+                "beats BGMM (means)",
+                "draws TVClust > BGMM",
+                "clusters TVClust / BGMM / classes",
+            ],
+            prow,
+        ),
+        "",
+        f"TVClust beats both PCKMeans and MPCKMeans on {bp} of {nd} data sets (goal: majority: "
+        f"{'met' if nd and bp > nd / 2 else 'missed'}); beats BGMM on {bb} of {nd} "
+        f"(goal: all: {'met' if nd and bb == nd else 'missed'}).",
+        "",
+    ]
     secs = [r["s"] for r in cache.values() if "s" in r]
     out += [f"{len(cache)} fits in the cache, {sum(secs) / 60:.1f} CPU-busy minutes of fitting.", ""]
     write_result("benefit_quick.md" if args.quick else "benefit.md", "\n".join(out))
@@ -611,8 +702,10 @@ def plot(args, cache, names):
             v = [r["nmi"] for r in v if r and "error" not in r]
             if v:
                 refs[m] = float(np.mean(v))
-        panels = ((axes[0], LINK_METHODS, LINK_LEVELS, "links (pairs per point), clean"),
-                  (axes[1], LABEL_METHODS, LABEL_LEVELS, "labelled fraction, clean"))
+        panels = (
+            (axes[0], LINK_METHODS, LINK_LEVELS, "links (pairs per point), clean"),
+            (axes[1], LABEL_METHODS, LABEL_LEVELS, "labelled fraction, clean"),
+        )
         for ax, methods, levels, xl in panels:
             scores = {}
             for m in methods:
@@ -624,8 +717,9 @@ def plot(args, cache, names):
                 w = max(len(v) for v in vals)  # levels with fewer draws: NaN-padded, means over those present
                 scores[m] = np.array([list(v) + [np.nan] * (w - len(v)) for v in vals])
             if scores:
-                plot_benefit((0.0, *levels), scores, ax=ax, xlabel=xl, title=data, baseline=refs,
-                             errorbars=True)
+                plot_benefit(
+                    (0.0, *levels), scores, ax=ax, xlabel=xl, title=data, baseline=refs, errorbars=True
+                )
         fig.tight_layout()
         fig.savefig(RESULTS / f"benefit_{data}{'_quick' if args.quick else ''}.png", dpi=90)
         plt.close(fig)
@@ -639,8 +733,12 @@ def main(argv=None):
     ap.add_argument("--budget-s", type=float, default=2400.0, help="stop starting new fits after this")
     ap.add_argument("--tables-only", action="store_true", help="rewrite tables and plots from the cache")
     ap.add_argument("--redo", nargs="*", default=[], help="drop these methods' cached fits")
-    ap.add_argument("--methods", nargs="*", default=[],
-                    help="fit only these methods' cells (others are read from the cache as they are)")
+    ap.add_argument(
+        "--methods",
+        nargs="*",
+        default=[],
+        help="fit only these methods' cells (others are read from the cache as they are)",
+    )
     args = ap.parse_args(argv)
     args.draws = args.draws or (1 if args.quick else 3)
     args.n_max = args.n_max or (150 if args.quick else 200)

@@ -36,6 +36,7 @@ def claim_c1(n=1000):
     worst = 0.0
     for i in range(n):
         p = norm.isf(al[i])
+
         def h(v, i=i):
             return 0.5 * np.log(2 * np.pi) + v[1] + ((mu[i] - v[0]) ** 2 + s[i] ** 2) / (2 * np.exp(2 * v[1]))
 
@@ -93,8 +94,9 @@ def table3_wine(reps):
     X_raw = X
     X = (X - X.mean(0)) / X.std(0)  # C3L runs in the space where the SVM found H (spec §7.2)
     ypm = (y == 2).astype(int)  # Y_- = {1, 2}, Y_+ = {3}
-    res = {k: [] for k in ("C3L a=0.01", "C3L a=0.05", "CEC_H", "CEC", "GMM_H", "GMM",
-                           "GMM_H raw", "GMM raw")}
+    res = {
+        k: [] for k in ("C3L a=0.01", "C3L a=0.05", "CEC_H", "CEC", "GMM_H", "GMM", "GMM_H raw", "GMM raw")
+    }
     times = {"C3L a=0.05": [], "GMM": []}
     passes = []
     for r in range(reps):
@@ -140,56 +142,109 @@ def main():
     args = ap.parse_args()
     lines = ["# C3L: paper vs ppclust", "", f"Machine: {machine_info()}", ""]
     n, worst, over, rel_eq, nact = claim_c1()
-    js = {"c1": {"n": n, "max_abs_cost_diff": worst, "max_leak_over_alpha": over,
-                 "max_rel_leak_active": rel_eq, "n_active": nact}}
-    lines += ["## C1 Theorem 1 closed form", "",
-              f"{n} random (mu, s, alpha in [1e-6, 0.49]); {nact} active. Max |closed form - SLSQP "
-              f"constrained minimum| = {worst:.2e} (target <= 1e-9). Max (fitted leakage - alpha) = "
-              f"{over:.1e}; max relative |leakage - alpha| when active = {rel_eq:.1e}. Spec §3.1 test "
-              "vectors: tests/inference/test_c3l_theory.py.", ""]
+    js = {
+        "c1": {
+            "n": n,
+            "max_abs_cost_diff": worst,
+            "max_leak_over_alpha": over,
+            "max_rel_leak_active": rel_eq,
+            "n_active": nact,
+        }
+    }
+    lines += [
+        "## C1 Theorem 1 closed form",
+        "",
+        f"{n} random (mu, s, alpha in [1e-6, 0.49]); {nact} active. Max |closed form - SLSQP "
+        f"constrained minimum| = {worst:.2e} (target <= 1e-9). Max (fitted leakage - alpha) = "
+        f"{over:.1e}; max relative |leakage - alpha| when active = {rel_eq:.1e}. Spec §3.1 test "
+        "vectors: tests/inference/test_c3l_theory.py.",
+        "",
+    ]
     al = 10.0 ** -np.arange(1, 13)
     m, sig, e, _ = fit1d(1.0, 1.0, al)
-    js["c2"] = {"alpha": al, "m": m, "sigma": sig, "m_increasing": bool(np.all(np.diff(m) > 0)),
-                "sigma_decreasing": bool(np.all(np.diff(sig) < 0))}
+    js["c2"] = {
+        "alpha": al,
+        "m": m,
+        "sigma": sig,
+        "m_increasing": bool(np.all(np.diff(m) > 0)),
+        "sigma_decreasing": bool(np.all(np.diff(sig) < 0)),
+    }
     c3rows, js["c3"] = claim_c3()
-    lines += ["## C2 alpha -> 0 (mu = s = 1, L = 2)", "",
-              md_table(["alpha", "m", "sigma", "E1"], [[f"{a:g}", f"{mm:.6f}", f"{ss:.6f}", f"{ee:.6f}"]
-                                                       for a, mm, ss, ee in zip(al, m, sig, e, strict=True)]),
-              "", f"monotone m up: {bool(np.all(np.diff(m) > 0))}, "
-              f"sigma down: {bool(np.all(np.diff(sig) < 0))}", ""]
-    lines += ["## C3 log-odds at t (ratio to p^2 c(t)); + : mu=1,s=1; - : mu=-3,s=0.5", "",
-              md_table(["alpha", "t=0.1", "t=1", "t=3.9"], c3rows),
-              "", "Spec target: ratio within 10% of 1 at 1e-16, within 1% at 1e-150.", ""]
+    lines += [
+        "## C2 alpha -> 0 (mu = s = 1, L = 2)",
+        "",
+        md_table(
+            ["alpha", "m", "sigma", "E1"],
+            [
+                [f"{a:g}", f"{mm:.6f}", f"{ss:.6f}", f"{ee:.6f}"]
+                for a, mm, ss, ee in zip(al, m, sig, e, strict=True)
+            ],
+        ),
+        "",
+        f"monotone m up: {bool(np.all(np.diff(m) > 0))}, sigma down: {bool(np.all(np.diff(sig) < 0))}",
+        "",
+    ]
+    lines += [
+        "## C3 log-odds at t (ratio to p^2 c(t)); + : mu=1,s=1; - : mu=-3,s=0.5",
+        "",
+        md_table(["alpha", "t=0.1", "t=1", "t=3.9"], c3rows),
+        "",
+        "Spec target: ratio within 10% of 1 at 1e-16, within 1% at 1e-150.",
+        "",
+    ]
     t0 = time.perf_counter()
     res, times, maxpass = table3_wine(args.reps)
-    paper = {"C3L a=0.01": 0.50, "C3L a=0.05": 0.51, "CEC_H": 0.34, "CEC": 0.46, "GMM_H": 0.40, "GMM": 0.45,
-             "GMM_H raw": 0.40, "GMM raw": 0.45}
+    paper = {
+        "C3L a=0.01": 0.50,
+        "C3L a=0.05": 0.51,
+        "CEC_H": 0.34,
+        "CEC": 0.46,
+        "GMM_H": 0.40,
+        "GMM": 0.45,
+        "GMM_H raw": 0.40,
+        "GMM raw": 0.45,
+    }
     rows = [[k, paper[k], f"{np.mean(v):.3f} ± {np.std(v):.3f}"] for k, v in res.items()]
-    js["c9_wine"] = {k: {"mean": np.mean(v), "sd": np.std(v), "draws": len(v), "paper": paper[k]}
-                     for k, v in res.items()}
+    js["c9_wine"] = {
+        k: {"mean": np.mean(v), "sd": np.std(v), "draws": len(v), "paper": paper[k]} for k, v in res.items()
+    }
     js["c5"] = {"max_passes": maxpass, "max_iter": 100}
     js["c6"] = {"c3l_median_s": np.median(times["C3L a=0.05"]), "gmm_median_s": np.median(times["GMM"])}
     js["c6"]["ratio"] = js["c6"]["c3l_median_s"] / js["c6"]["gmm_median_s"]
-    lines += ["## C9 Table 3, Wine (NMI, 15% labels -> linear SVM, standardised features, "
-              f"{len(res['GMM'])} draws)", "", md_table(["method", "paper", "ppclust"], rows), "",
-              "C4 (alpha >= 1/2 = CEC) is tested exactly in tests/inference/test_c3l.py. C5: max passes over "
-              "all "
-              f"Wine restarts = {maxpass} (< 100). C6 timing (Wine, n=178): C3L alpha=0.05 (6 clusters, "
-              "10 restarts) "
-              f"median {np.median(times['C3L a=0.05']):.2f} s; sklearn GMM k=3 (3 inits) median "
-              f"{np.median(times['GMM']):.3f} s (ratio {js['c6']['ratio']:.1f}; spec target <= 3: "
-              f"{'met' if js['c6']['ratio'] <= 3 else 'MISSED'}). Section wall time "
-              f"{time.perf_counter() - t0:.0f} s. 'raw' rows: the same GMMs on unstandardised Wine (the "
-              "paper's presumed setting), the test of the C9 mismatch reason.", ""]
+    lines += [
+        "## C9 Table 3, Wine (NMI, 15% labels -> linear SVM, standardised features, "
+        f"{len(res['GMM'])} draws)",
+        "",
+        md_table(["method", "paper", "ppclust"], rows),
+        "",
+        "C4 (alpha >= 1/2 = CEC) is tested exactly in tests/inference/test_c3l.py. C5: max passes over "
+        "all "
+        f"Wine restarts = {maxpass} (< 100). C6 timing (Wine, n=178): C3L alpha=0.05 (6 clusters, "
+        "10 restarts) "
+        f"median {np.median(times['C3L a=0.05']):.2f} s; sklearn GMM k=3 (3 inits) median "
+        f"{np.median(times['GMM']):.3f} s (ratio {js['c6']['ratio']:.1f}; spec target <= 3: "
+        f"{'met' if js['c6']['ratio'] <= 3 else 'MISSED'}). Section wall time "
+        f"{time.perf_counter() - t0:.0f} s. 'raw' rows: the same GMMs on unstandardised Wine (the "
+        "paper's presumed setting), the test of the C9 mismatch reason.",
+        "",
+    ]
     pp = pp_australian()
     js["c11"] = dict(pp)
-    lines += ["## C11 Sec. 6.3 Australian credit, PP + C3L (k=2, standardised)", "",
-              md_table(["method", "NMI"], [[k, f"{v:.3f}"] for k, v in pp.items()]),
-              "", "Paper: PP+GMM 0.24; C3L at alpha in {0.01, 0.05} high, at {0.25, 0.5} low "
-              "(figure only).", ""]
-    lines += ["## Not reproduced here", "",
-              "C7, C8 (UCI regression sets), Balance/User/Segmentation-210 columns of C9, C10 (label "
-              "noise), C12 (chemical data): data not available offline in this environment.", ""]
+    lines += [
+        "## C11 Sec. 6.3 Australian credit, PP + C3L (k=2, standardised)",
+        "",
+        md_table(["method", "NMI"], [[k, f"{v:.3f}"] for k, v in pp.items()]),
+        "",
+        "Paper: PP+GMM 0.24; C3L at alpha in {0.01, 0.05} high, at {0.25, 0.5} low (figure only).",
+        "",
+    ]
+    lines += [
+        "## Not reproduced here",
+        "",
+        "C7, C8 (UCI regression sets), Balance/User/Segmentation-210 columns of C9, C10 (label "
+        "noise), C12 (chemical data): data not available offline in this environment.",
+        "",
+    ]
     (RESULTS / "c3l.md").write_text("\n".join(lines))
     write_json("c3l", js, f"benchmarks/bench_c3l.py --reps {args.reps}")
     print("\n".join(lines))

@@ -50,9 +50,9 @@ def make_crossed_corpus(k1, k2, per_cell, rng, words_bg=200, words_cls=30, w1=0.
             p = np.zeros(vocab)
             p[:words_bg] = (1 - w1 - w2) * bg
             o1 = words_bg + a * words_cls
-            p[o1:o1 + words_cls] = w1 * cls1[a]
+            p[o1 : o1 + words_cls] = w1 * cls1[a]
             o2 = words_bg + (k1 + b) * words_cls
-            p[o2:o2 + words_cls] = w2 * cls2[b]
+            p[o2 : o2 + words_cls] = w2 * cls2[b]
             for _ in range(per_cell):
                 docs.append(rng.multinomial(max(1, rng.poisson(length)), p))
                 l1.append(a)
@@ -89,9 +89,14 @@ def table1(n_sets=50, n=100, n_init=10, lam=0.3, variants=("CIB", "CCIB1", "CCIB
             mean_c.append(np.mean(pc))
             opt_b.append(pb[est.best_restart_])
             opt_c.append(pc[est.best_restart_])
-        out[v] = {"mean_b": np.mean(mean_b), "mean_c": np.mean(mean_c), "opt_b": np.mean(opt_b),
-                  "opt_c": np.mean(opt_c), "per_set_c": np.array(mean_c),
-                  "seconds": time.perf_counter() - t0}
+        out[v] = {
+            "mean_b": np.mean(mean_b),
+            "mean_c": np.mean(mean_c),
+            "opt_b": np.mean(opt_b),
+            "opt_c": np.mean(opt_c),
+            "per_set_c": np.array(mean_c),
+            "seconds": time.perf_counter() - t0,
+        }
     return out
 
 
@@ -101,8 +106,12 @@ def two_stage(n=400, seed=0, lam=0.1):
     y, b, c = make_crossed_gaussian(n, rng)
     s1 = CCIB(2, lam=lam, feature_model="gaussian", n_init=5, random_state=seed).fit(y)
     s2 = CCIB(2, lam=lam, feature_model="gaussian", n_init=5, random_state=seed).fit(y, background=s1.labels_)
-    return {"stage1_dom": precision(s1.labels_, b), "stage1_sec": precision(s1.labels_, c),
-            "stage2_dom": precision(s2.labels_, b), "stage2_sec": precision(s2.labels_, c)}
+    return {
+        "stage1_dom": precision(s1.labels_, b),
+        "stage1_sec": precision(s1.labels_, c),
+        "stage2_dom": precision(s2.labels_, b),
+        "stage2_sec": precision(s2.labels_, c),
+    }
 
 
 def text_ordering(k1, k2, per_cell, seed=0, lam=0.3, n_init=3):
@@ -112,13 +121,21 @@ def text_ordering(k1, k2, per_cell, seed=0, lam=0.3, n_init=3):
     rows = []
     for known, target, name in ((l1, l2, "Z=L1"), (l2, l1, "Z=L2")):
         t0 = time.perf_counter()
-        est = CCIB(int(target.max() + 1), lam=lam, feature_model="multinomial", n_init=n_init,
-                   random_state=seed).fit(x, background=known)
+        est = CCIB(
+            int(target.max() + 1), lam=lam, feature_model="multinomial", n_init=n_init, random_state=seed
+        ).fit(x, background=known)
         sec = time.perf_counter() - t0
         chance = np.bincount(target).max() / len(target)
-        rows.append({"case": name, "prec_target": precision(est.labels_, target), "chance": chance,
-                     "i_known": mi_bits(est.labels_, known), "i_target": mi_bits(est.labels_, target),
-                     "seconds": sec})
+        rows.append(
+            {
+                "case": name,
+                "prec_target": precision(est.labels_, target),
+                "chance": chance,
+                "i_known": mi_bits(est.labels_, known),
+                "i_target": mi_bits(est.labels_, target),
+                "seconds": sec,
+            }
+        )
     return x.shape, rows
 
 
@@ -141,8 +158,9 @@ def em_naive_bayes(x, labels, k, n_iter=20):
     return w.argmax(1)
 
 
-def semi_supervised(k1=2, k2=2, per_cell=100, fracs=(0.02, 0.05, 0.1, 0.2), seed=0, lam=0.3, n_init=3,
-                    length=20):
+def semi_supervised(
+    k1=2, k2=2, per_cell=100, fracs=(0.02, 0.05, 0.1, 0.2), seed=0, lam=0.3, n_init=3, length=20
+):
     """K7 on the crossed-factor corpus: clamped CCIB (background = the other scheme) vs EM naive Bayes,
     accuracy on the unlabelled documents, for target = L2 (non-dominant) and target = L1 (dominant).
     Short documents (Poisson(``length``) words; the K6 corpus's 150 make both methods perfect)."""
@@ -159,23 +177,34 @@ def semi_supervised(k1=2, k2=2, per_cell=100, fracs=(0.02, 0.05, 0.1, 0.2), seed
             lab[idx] = target[idx]
             un = lab < 0
             est = CCIB(k, lam=lam, feature_model="multinomial", n_init=n_init, random_state=seed).fit(
-                x, lab, background=known)
+                x, lab, background=known
+            )
             nb = em_naive_bayes(x, lab, k)
-            rows.append({"frac": f, "ccib": float(np.mean(est.labels_[un] == target[un])),
-                         "em_nb": float(np.mean(nb[un] == target[un]))})
+            rows.append(
+                {
+                    "frac": f,
+                    "ccib": float(np.mean(est.labels_[un] == target[un])),
+                    "em_nb": float(np.mean(nb[un] == target[un])),
+                }
+            )
         out[name] = rows
     return x.shape, out
 
 
 def k7_section(quick=True):
     shape, out = semi_supervised(per_cell=100 if quick else 400)
-    lines = [f"## Semi-supervised (K7, crossed-factor corpus 2x2, {shape[0]} docs, {shape[1]} terms, "
-             "Poisson(20) words per document)", "",
-             "Accuracy on the unlabelled documents; clamped CCIB (lambda = 0.3, background Z = the other "
-             "scheme, 3 restarts) vs semi-supervised multinomial naive Bayes by EM (Nigam et al. 2000; "
-             "no background). Paper (WebKB): CCIB beats EM-NB when the target is the non-dominant scheme, "
-             "comparable when it is the dominant one.", "",
-             "| target | labelled | CCIB | EM-NB |", "|---|---|---|---|"]
+    lines = [
+        f"## Semi-supervised (K7, crossed-factor corpus 2x2, {shape[0]} docs, {shape[1]} terms, "
+        "Poisson(20) words per document)",
+        "",
+        "Accuracy on the unlabelled documents; clamped CCIB (lambda = 0.3, background Z = the other "
+        "scheme, 3 restarts) vs semi-supervised multinomial naive Bayes by EM (Nigam et al. 2000; "
+        "no background). Paper (WebKB): CCIB beats EM-NB when the target is the non-dominant scheme, "
+        "comparable when it is the dominant one.",
+        "",
+        "| target | labelled | CCIB | EM-NB |",
+        "|---|---|---|---|",
+    ]
     for name, rows in out.items():
         lines += [f"| {name} | {r['frac']:.0%} | {r['ccib']:.3f} | {r['em_nb']:.3f} |" for r in rows]
     write_section(RESULTS / "ccib.md", "k7", "\n".join(lines))
@@ -184,31 +213,48 @@ def k7_section(quick=True):
 
 
 def main(quick=False):
-    lines = ["# CCIB reproduction (Gondek & Hofmann 2004)", "",
-             "Generated by `benchmarks/bench_ccib.py`" + (" --quick" if quick else "") + ". CPU, float64,",
-             "shared 2-core machine (timings indicative). Generators: spec 11.1 / 12 (private copies).", ""]
+    lines = [
+        "# CCIB reproduction (Gondek & Hofmann 2004)",
+        "",
+        "Generated by `benchmarks/bench_ccib.py`" + (" --quick" if quick else "") + ". CPU, float64,",
+        "shared 2-core machine (timings indicative). Generators: spec 11.1 / 12 (private copies).",
+        "",
+    ]
     n_sets = 10 if quick else 50
     t = table1(n_sets=n_sets)
-    lines += [f"## Table 1 (K1): {n_sets} sets x 10 initialisations, n = 100, lambda = 0.3", "",
-              "| algorithm | mean Prec_B | mean Prec_C | opt Prec_B | opt Prec_C | paper mean B / C "
-              "| time (s) |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        f"## Table 1 (K1): {n_sets} sets x 10 initialisations, n = 100, lambda = 0.3",
+        "",
+        "| algorithm | mean Prec_B | mean Prec_C | opt Prec_B | opt Prec_C | paper mean B / C | time (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     paper = {"CIB": "0.540 / 0.773", "CCIB1": "0.566 / 0.970", "CCIB2": "0.562 / 0.919"}
     for v, r in t.items():
-        lines.append(f"| {v} | {r['mean_b']:.3f} | {r['mean_c']:.3f} | {r['opt_b']:.3f} | {r['opt_c']:.3f} "
-                     f"| {paper[v]} | {r['seconds']:.1f} |")
+        lines.append(
+            f"| {v} | {r['mean_b']:.3f} | {r['mean_c']:.3f} | {r['opt_b']:.3f} | {r['opt_c']:.3f} "
+            f"| {paper[v]} | {r['seconds']:.1f} |"
+        )
     p = wilcoxon(t["CCIB1"]["per_set_c"], t["CIB"]["per_set_c"], alternative="greater").pvalue
     js = {"k1": {"n_sets": n_sets, "wilcoxon_p": p, **{v: dict(r) for v, r in t.items()}}}
-    lines += ["", f"Bayes limit for Prec_C (spec 11.1): {BAYES_C}. Paired Wilcoxon CCIB1 > CIB on per-set "
-              f"mean Prec_C: p = {p:.2g}.", ""]
+    lines += [
+        "",
+        f"Bayes limit for Prec_C (spec 11.1): {BAYES_C}. Paired Wilcoxon CCIB1 > CIB on per-set "
+        f"mean Prec_C: p = {p:.2g}.",
+        "",
+    ]
 
     lines += ["## n sensitivity (CCIB1)", "", "| n | mean Prec_B | mean Prec_C |", "|---|---|---|"]
     for n in (50, 200):
         r = table1(n_sets=n_sets // 2, n=n, variants=("CCIB1",), seed=100)["CCIB1"]
         lines.append(f"| {n} | {r['mean_b']:.3f} | {r['mean_c']:.3f} |")
 
-    lines += ["", "## lambda robustness (K4, CCIB1)", "", "| lambda | mean Prec_B | mean Prec_C |",
-              "|---|---|---|"]
+    lines += [
+        "",
+        "## lambda robustness (K4, CCIB1)",
+        "",
+        "| lambda | mean Prec_B | mean Prec_C |",
+        "|---|---|---|",
+    ]
     js["k4"] = {"n_sets": n_sets // 2}
     for lam in (0.0, 0.1, 0.2, 0.3, 0.5, 1.0):
         r = table1(n_sets=n_sets // 2, lam=lam, variants=("CCIB1",), seed=200)["CCIB1"]
@@ -217,28 +263,44 @@ def main(quick=False):
 
     r = two_stage()
     js["k5"] = dict(r)
-    lines += ["", "## Two-stage discovery (K5, faces analogue: crossed Gaussian factors, n = 400, D = 20)",
-              "",
-              "| stage | Prec dominant | Prec secondary |", "|---|---|---|",
-              f"| 1 (no Z) | {r['stage1_dom']:.3f} | {r['stage1_sec']:.3f} |",
-              f"| 2 (Z = stage 1) | {r['stage2_dom']:.3f} | {r['stage2_sec']:.3f} |",
-              "", "Paper (faces, Table 2): gender precision 0.5122 -> 0.7805.", ""]
+    lines += [
+        "",
+        "## Two-stage discovery (K5, faces analogue: crossed Gaussian factors, n = 400, D = 20)",
+        "",
+        "| stage | Prec dominant | Prec secondary |",
+        "|---|---|---|",
+        f"| 1 (no Z) | {r['stage1_dom']:.3f} | {r['stage1_sec']:.3f} |",
+        f"| 2 (Z = stage 1) | {r['stage2_dom']:.3f} | {r['stage2_sec']:.3f} |",
+        "",
+        "Paper (faces, Table 2): gender precision 0.5122 -> 0.7805.",
+        "",
+    ]
 
-    lines += ["## Text ordering (K6, crossed-factor multinomial corpus; L1 dominant)", "",
-              "| corpus | case | Prec_target | chance | I(C,known) bits | I(C,target) bits | time (s) |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Text ordering (K6, crossed-factor multinomial corpus; L1 dominant)",
+        "",
+        "| corpus | case | Prec_target | chance | I(C,known) bits | I(C,target) bits | time (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     js["k6"] = {}
     for k1, k2, per in ((2, 2, 100 if quick else 400), (5, 6, 15 if quick else 40)):
         shape, rows = text_ordering(k1, k2, per)
         js["k6"][f"{k1}x{k2}"] = rows
         for row in rows:
-            lines.append(f"| {k1}x{k2} ({shape[0]} docs, {shape[1]} terms) | {row['case']} | "
-                         f"{row['prec_target']:.3f} | {row['chance']:.3f} | {row['i_known']:.4f} | "
-                         f"{row['i_target']:.4f} | {row['seconds']:.1f} |")
-    lines += ["", "## Not reproducible offline", "",
-              "* Faces (369 images, gender labels): source unstated, not available -> K5 analogue.",
-              "* WebKB and the RCV1 subsets (Table 3, Figure 3): not available offline; sklearn's RCV1 has",
-              "  no region codes and no raw counts -> K6 and K7 analogues on the crossed-factor corpus.", ""]
+            lines.append(
+                f"| {k1}x{k2} ({shape[0]} docs, {shape[1]} terms) | {row['case']} | "
+                f"{row['prec_target']:.3f} | {row['chance']:.3f} | {row['i_known']:.4f} | "
+                f"{row['i_target']:.4f} | {row['seconds']:.1f} |"
+            )
+    lines += [
+        "",
+        "## Not reproducible offline",
+        "",
+        "* Faces (369 images, gender labels): source unstated, not available -> K5 analogue.",
+        "* WebKB and the RCV1 subsets (Table 3, Figure 3): not available offline; sklearn's RCV1 has",
+        "  no region codes and no raw counts -> K6 and K7 analogues on the crossed-factor corpus.",
+        "",
+    ]
     out = RESULTS / "ccib.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines))

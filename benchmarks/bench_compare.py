@@ -79,8 +79,10 @@ def scores(y, labels):
 
 def tv_kw(cfg, n):
     big = n > cfg["tv_big_n"]
-    return {"n_draws": cfg["tv_samples_big" if big else "tv_samples"],
-            "n_warmup": cfg["tv_samples_big" if big else "tv_warmup"]}
+    return {
+        "n_draws": cfg["tv_samples_big" if big else "tv_samples"],
+        "n_warmup": cfg["tv_samples_big" if big else "tv_warmup"],
+    }
 
 
 def tv_name(cfg, n):
@@ -105,8 +107,11 @@ def part1(sets, cfg, notes):
         methods = {
             tv_name(cfg, n): lambda n=n: TVClust(**tv_kw(cfg, n), random_state=0),
             "BGMM-DP": lambda: BayesianGaussianMixture(
-                n_components=cfg["bgmm_components"], weight_concentration_prior_type="dirichlet_process",
-                max_iter=500, random_state=0),
+                n_components=cfg["bgmm_components"],
+                weight_concentration_prior_type="dirichlet_process",
+                max_iter=500,
+                random_state=0,
+            ),
         }
         for mname, make in methods.items():
             with warnings.catch_warnings():
@@ -116,8 +121,9 @@ def part1(sets, cfg, notes):
             k, nm, ar = scores(y, labels)
             rows.append([name, n, d, K, mname, k, nm, ar, _sec(t1), _sec(t2)])
             print(rows[-1], flush=True)
-    return md_table(["data", "n", "d", "true K", "method", "K found", "NMI", "ARI", "s first", "s second"],
-                    rows)
+    return md_table(
+        ["data", "n", "d", "true K", "method", "K found", "NMI", "ARI", "s first", "s second"], rows
+    )
 
 
 # ----------------------------------------------------------------------------------------------- part 2
@@ -155,19 +161,48 @@ def part2(sets, cfg, notes):
                             twice = not mname.startswith("MPCK") and (frac, noise) == (fracs[0], 0.0)
                             est, t1, t2 = timed(make, X, fkw, twice=twice)
                     except Exception as e:  # noqa: BLE001 - report the peer's failure in the table
-                        rows.append([name, n, f"{100 * frac:g}%", n_pairs, noise, mname,
-                                     f"error: {type(e).__name__}", "-", "-", "-", "-"])
+                        rows.append(
+                            [
+                                name,
+                                n,
+                                f"{100 * frac:g}%",
+                                n_pairs,
+                                noise,
+                                mname,
+                                f"error: {type(e).__name__}",
+                                "-",
+                                "-",
+                                "-",
+                                "-",
+                            ]
+                        )
                         print(rows[-1], flush=True)
                         continue
                     k, nm, ar = scores(y, est.labels_)
-                    rows.append([name, n, f"{100 * frac:g}%", n_pairs, noise, mname, k, nm, ar, _sec(t1),
-                                 _sec(t2)])
+                    rows.append(
+                        [name, n, f"{100 * frac:g}%", n_pairs, noise, mname, k, nm, ar, _sec(t1), _sec(t2)]
+                    )
                     print(rows[-1], flush=True)
     if asc is not None and any(n > cfg["mpck_max_n"] for _, X, _ in sets for n in [X.shape[0]]):
-        notes.append(f"MPCKMeans run only for n <= {cfg['mpck_max_n']} "
-                     "(pure-Python loops: minutes at n = 2000).")
-    return md_table(["data", "n", "links (% of pairs)", "links", "noise", "method", "K found", "NMI", "ARI",
-                     "s first", "s second"], rows)
+        notes.append(
+            f"MPCKMeans run only for n <= {cfg['mpck_max_n']} (pure-Python loops: minutes at n = 2000)."
+        )
+    return md_table(
+        [
+            "data",
+            "n",
+            "links (% of pairs)",
+            "links",
+            "noise",
+            "method",
+            "K found",
+            "NMI",
+            "ARI",
+            "s first",
+            "s second",
+        ],
+        rows,
+    )
 
 
 # ----------------------------------------------------------------------------------------------- part 3
@@ -202,8 +237,11 @@ def part3(sets, cfg, notes):
             def make(K=K, n_pairs=n_pairs, si=si):
                 model = LinearModel(n_clusters=K, gemini=ChiSquareGEMINI(), random_state=0)
                 if n_pairs:
-                    model = gem.add_mlcl_constraint(model, si.must_link if len(si.must_link) else None,
-                                                    si.cannot_link if len(si.cannot_link) else None)
+                    model = gem.add_mlcl_constraint(
+                        model,
+                        si.must_link if len(si.must_link) else None,
+                        si.cannot_link if len(si.cannot_link) else None,
+                    )
                 return model
 
             try:
@@ -211,16 +249,29 @@ def part3(sets, cfg, notes):
                     warnings.simplefilter("ignore")
                     g, t1, _ = timed(make, G, twice=False)
             except Exception as e:  # noqa: BLE001 - report the peer's failure in the table
-                rows.append([name, n, f"{100 * frac:g}%", n_pairs, "gemclus chi2", f"error: {e}",
-                             "-", "-", "-"])
+                rows.append(
+                    [name, n, f"{100 * frac:g}%", n_pairs, "gemclus chi2", f"error: {e}", "-", "-", "-"]
+                )
                 print(rows[-1], flush=True)
                 continue
             k, nm, ar = scores(y, g.predict(G))
-            rows.append([name, n, f"{100 * frac:g}%", n_pairs, f"gemclus chi2 (t={est.n_neighbors_} kernel)",
-                         k, nm, ar, _sec(t1)])
+            rows.append(
+                [
+                    name,
+                    n,
+                    f"{100 * frac:g}%",
+                    n_pairs,
+                    f"gemclus chi2 (t={est.n_neighbors_} kernel)",
+                    k,
+                    nm,
+                    ar,
+                    _sec(t1),
+                ]
+            )
             print(rows[-1], flush=True)
-    return md_table(["data", "n", "links (% of pairs)", "links", "method", "K found", "NMI", "ARI", "s"],
-                    rows)
+    return md_table(
+        ["data", "n", "links (% of pairs)", "links", "method", "K found", "NMI", "ARI", "s"], rows
+    )
 
 
 def main(argv=None):
@@ -231,43 +282,61 @@ def main(argv=None):
     args = ap.parse_args(argv)
     q = args.quick
     cfg = {
-        "tv_samples": 100 if q else 500, "tv_warmup": 100 if q else 500, "bgmm_components": 20,
-        "fracs_small": (0.01,) if q else (0.01, 0.05), "fracs_large": (0.001,) if q else (0.0005, 0.001),
-        "noises": (0.0, 0.1), "mpck_max_n": 200, "smic_max_n": 300, "tv_big_n": 1000, "tv_samples_big": 200,
+        "tv_samples": 100 if q else 500,
+        "tv_warmup": 100 if q else 500,
+        "bgmm_components": 20,
+        "fracs_small": (0.01,) if q else (0.01, 0.05),
+        "fracs_large": (0.001,) if q else (0.0005, 0.001),
+        "noises": (0.0, 0.1),
+        "mpck_max_n": 200,
+        "smic_max_n": 300,
+        "tv_big_n": 1000,
+        "tv_samples_big": 200,
         "smic_fracs": (0.01,) if q else (0.01, 0.05),
     }
     sets = load_sets(q)
     parts = {int(p) for p in args.parts.split(",")}
     notes, sections = [], []
-    tv = (f"`TVClust(n_draws={cfg['tv_samples']}, n_warmup={cfg['tv_warmup']}, random_state=0)` "
-          f"(`n_draws = n_warmup = {cfg['tv_samples_big']}` when n > {cfg['tv_big_n']}, to fit the time "
-          "box; column 'TVClust(draws+warmup)')")
+    tv = (
+        f"`TVClust(n_draws={cfg['tv_samples']}, n_warmup={cfg['tv_warmup']}, random_state=0)` "
+        f"(`n_draws = n_warmup = {cfg['tv_samples_big']}` when n > {cfg['tv_big_n']}, to fit the time "
+        "box; column 'TVClust(draws+warmup)')"
+    )
     if 1 in parts:
-        sections.append("## 1. No side information: TVClust vs BayesianGaussianMixture (DP)\n\n"
-                        f"{tv} (2 chains, defaults otherwise) vs `BayesianGaussianMixture(n_components="
-                        f"{cfg['bgmm_components']}, weight_concentration_prior_type='dirichlet_process', "
-                        "max_iter=500, random_state=0)`; BGMM's K = distinct predicted labels.\n\n"
-                        + part1(sets, cfg, notes))
+        sections.append(
+            "## 1. No side information: TVClust vs BayesianGaussianMixture (DP)\n\n"
+            f"{tv} (2 chains, defaults otherwise) vs `BayesianGaussianMixture(n_components="
+            f"{cfg['bgmm_components']}, weight_concentration_prior_type='dirichlet_process', "
+            "max_iter=500, random_state=0)`; BGMM's K = distinct predicted labels.\n\n"
+            + part1(sets, cfg, notes)
+        )
     if 2 in parts:
-        sections.append("## 2. Links: TVClust, RDPMeans vs PCKMeans / MPCKMeans\n\n"
-                        "Links: `sample_links(y, round(frac * n(n-1)/2), noise, seed=1)`. "
-                        f"{tv}; `RDPMeans(lam_k=K, random_state=0)` (lambda from the true K); PCKMeans / "
-                        "MPCKMeans from `active-semi-supervised-clustering` with the true K (default w = 1, "
-                        "max_iter = 100). TVClust is not told K. 's second' only for the first "
-                        "setting of each data set.\n\n" + part2(sets, cfg, notes))
+        sections.append(
+            "## 2. Links: TVClust, RDPMeans vs PCKMeans / MPCKMeans\n\n"
+            "Links: `sample_links(y, round(frac * n(n-1)/2), noise, seed=1)`. "
+            f"{tv}; `RDPMeans(lam_k=K, random_state=0)` (lambda from the true K); PCKMeans / "
+            "MPCKMeans from `active-semi-supervised-clustering` with the true K (default w = 1, "
+            "max_iter = 100). TVClust is not told K. 's second' only for the first "
+            "setting of each data set.\n\n" + part2(sets, cfg, notes)
+        )
     if 3 in parts:
-        sections.append("## 3. SMIC vs gemclus\n\n"
-                        "`SMIC(n_clusters=K, random_state=0)` with its automatic (t, gamma, eta) selection "
-                        "(time includes it); gemclus `LinearModel(n_clusters=K, gemini=ChiSquareGEMINI(), "
-                        "random_state=0)` (+ `add_mlcl_constraint(..., factor=1)` with links) fitted on the "
-                        "dense kNN kernel matrix SMIC selected (its time excludes kernel construction).\n\n"
-                        + part3(sets, cfg, notes))
-    text = ("# ppclust vs peer libraries: quality and time to solution\n\n"
-            f"Generated by `benchmarks/bench_compare.py{' --quick' if q else ''}`. "
-            f"Machine: {machine_info()}. "
-            "Shared 2-core CPU: seconds are wall time under load from other jobs. 's first' includes JIT "
-            "compilation for ppclust; 's second' refits the same shapes (compiled code cached).\n\n"
-            + "\n\n".join(sections) + "\n")
+        sections.append(
+            "## 3. SMIC vs gemclus\n\n"
+            "`SMIC(n_clusters=K, random_state=0)` with its automatic (t, gamma, eta) selection "
+            "(time includes it); gemclus `LinearModel(n_clusters=K, gemini=ChiSquareGEMINI(), "
+            "random_state=0)` (+ `add_mlcl_constraint(..., factor=1)` with links) fitted on the "
+            "dense kNN kernel matrix SMIC selected (its time excludes kernel construction).\n\n"
+            + part3(sets, cfg, notes)
+        )
+    text = (
+        "# ppclust vs peer libraries: quality and time to solution\n\n"
+        f"Generated by `benchmarks/bench_compare.py{' --quick' if q else ''}`. "
+        f"Machine: {machine_info()}. "
+        "Shared 2-core CPU: seconds are wall time under load from other jobs. 's first' includes JIT "
+        "compilation for ppclust; 's second' refits the same shapes (compiled code cached).\n\n"
+        + "\n\n".join(sections)
+        + "\n"
+    )
     if notes:
         text += "\n## Notes\n\n" + "\n".join(f"* {s}" for s in notes) + "\n"
     path = write_result(args.out or ("compare_quick.md" if q else "compare.md"), text)

@@ -68,8 +68,15 @@ def main():
     with x64():
         Xj = jax.device_put(X)
         for variant in ("sequential", "delayed"):
-            kw = dict(xi0=1e-3, xi_rate=2.0, k_max=64, max_iter=a.passes, patience=10**6, variant=variant,
-                      init_centre=mu0)
+            kw = dict(
+                xi0=1e-3,
+                xi_rate=2.0,
+                k_max=64,
+                max_iter=a.passes,
+                patience=10**6,
+                variant=variant,
+                init_centre=mu0,
+            )
             run = lambda kw=kw: jax.block_until_ready(dp.fit(jax.random.key(0), Xj, table, lam, **kw))
             r = run()  # compile
             t = best_of(run, a.reps) / a.passes
@@ -81,8 +88,17 @@ def main():
         tab_s = dp.neighbour_table(a.n_numpy, pairs[keep], sign[keep])
         rng = np.random.default_rng(1)
         t0 = time.perf_counter()
-        rdpmeans_numpy(X[sub], tab_s.nbr, tab_s.sgn, tab_s.wgt, lam, mu0,
-                       lambda t: rng.permutation(a.n_numpy), patience=10**6, max_iter=a.passes)
+        rdpmeans_numpy(
+            X[sub],
+            tab_s.nbr,
+            tab_s.sgn,
+            tab_s.wgt,
+            lam,
+            mu0,
+            lambda t: rng.permutation(a.n_numpy),
+            patience=10**6,
+            max_iter=a.passes,
+        )
         t_np = (time.perf_counter() - t0) / a.passes * (a.n / a.n_numpy)
 
     dev = jax.devices()[0]
@@ -101,8 +117,9 @@ def main():
         f"| sklearn KMeans, one Lloyd iteration (k = 20) | {t_lloyd:.4f} | 1.0 | | 20 |",
     ]
     for variant, t, k in rows:
-        lines.append(f"| ppclust RDP-means, {variant} | {t:.4f} | {t / t_lloyd:.2f} | {t_np / t:.0f}x "
-                     f"| {k} |")
+        lines.append(
+            f"| ppclust RDP-means, {variant} | {t:.4f} | {t / t_lloyd:.2f} | {t_np / t:.0f}x | {k} |"
+        )
     lines.append(f"| NumPy Algorithm 1 (scaled) | {t_np:.2f} | {t_np / t_lloyd:.0f} | 1x | |")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -92,8 +92,11 @@ print(json.dumps(dict(base_first_s=base, base_repeat_s=base_repeat, new_first_s=
 
 
 def run_child(code: str, cache: str, numba_cache: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", "PPCLUST_CACHE_DIR"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", "PPCLUST_CACHE_DIR"}
+    }
     env.update(PYTHONPATH=str(ROOT), PPCLUST_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
     if numba_cache is not None:
         env["NUMBA_CACHE_DIR"] = numba_cache
@@ -113,80 +116,136 @@ def main() -> None:
         cache = str(Path(tmp) / "cache")
         cold = run_child(TVCLUST_CHILD, cache, None)  # empty folder: JAX and numba compile everything
         warm = run_child(TVCLUST_CHILD, cache, None)  # next process, same folder
-        off = run_child(TVCLUST_CHILD, "off", None)   # no JAX cache (numba: its default location)
+        off = run_child(TVCLUST_CHILD, "off", None)  # no JAX cache (numba: its default location)
         cache_w = str(Path(tmp) / "cache-warmup")  # a fresh install that ran `ppclust warmup` (make venv)
         t0 = time.perf_counter()
         run_child(WARMUP_CHILD, cache_w, None)
         warmup_s = time.perf_counter() - t0
         after = run_child(TVCLUST_CHILD, cache_w, None)
-        for name, r in (("fresh install (empty cache)", cold), ("new process, warm cache", warm),
-                        ("new process, PPCLUST_CACHE_DIR=off", off),
-                        ("fresh install after `ppclust warmup`", after)):
-            rows.append([name, r["import_s"], r["first_s"], r["repeat_s"], r["first_s"] / r["repeat_s"],
-                         r["process_s"]])
+        for name, r in (
+            ("fresh install (empty cache)", cold),
+            ("new process, warm cache", warm),
+            ("new process, PPCLUST_CACHE_DIR=off", off),
+            ("fresh install after `ppclust warmup`", after),
+        ):
+            rows.append(
+                [
+                    name,
+                    r["import_s"],
+                    r["first_s"],
+                    r["repeat_s"],
+                    r["first_s"] / r["repeat_s"],
+                    r["process_s"],
+                ]
+            )
         cache2 = str(Path(tmp) / "cache-cecib")
-        cold_cec = run_child(CECIB_CHILD.replace("fit(150)", "fit(178)").replace("fit(100)", "fit(178)"),
-                             cache2, None)  # fills n = 178 only
+        cold_cec = run_child(
+            CECIB_CHILD.replace("fit(150)", "fit(178)").replace("fit(100)", "fit(178)"), cache2, None
+        )  # fills n = 178 only
         cecib = run_child(CECIB_CHILD, cache2, None)
-        cec_rows.append(["n = 178, empty cache", cold_cec["base_first_s"], cold_cec["base_repeat_s"],
-                         cold_cec["base_first_s"] / cold_cec["base_repeat_s"]])
-        cec_rows.append(["n = 178, new process, warm cache", cecib["base_first_s"], cecib["base_repeat_s"],
-                         cecib["base_first_s"] / cecib["base_repeat_s"]])
-        cec_rows.append(["new n = 150 (same bucket), same process", cecib["new_first_s"],
-                         cecib["new_repeat_s"], cecib["new_first_s"] / cecib["new_repeat_s"]])
-        cec_rows.append(["new n = 100 (new bucket), same process", cecib["bucket_first_s"],
-                         cecib["bucket_repeat_s"], cecib["bucket_first_s"] / cecib["bucket_repeat_s"]])
-        c3l_rows = [[f"C3L (init={init!r}), new n = 100 (new bucket), same process", r["bucket_first_s"],
-                     r["bucket_repeat_s"], r["bucket_first_s"] / r["bucket_repeat_s"]]
-                    for init, r in cecib["c3l"].items()]
-    text = "\n".join([
-        "# Time to a first fit in a new process",
-        "",
-        f"Machine: {machine_info()}",
-        "",
-        "Each row is a fresh Python process (`benchmarks/bench_first_fit.py`); times in seconds, wall clock "
-        "on a shared machine (see the load above: other jobs ran at the same time, so absolute times are "
-        "inflated; the ratios within one process are the measure).",
-        "",
-        "## TVClust on wine (n = 178, d = 13, 356 noisy links, 2 chains x (500 + 500) sweeps)",
-        "",
-        md_table(["process", "data + import", "first fit", "repeat fit", "first / repeat", "process total"],
-                 rows),
-        "",
-        f"Goal: warm-cache first fit <= 3x a repeat fit (measured {rows[1][4]:.1f}x); fresh install "
-        f"< 15 s (measured {rows[0][2]:.1f} s without and {rows[3][2]:.1f} s after `ppclust warmup`; the "
-        f"warm-up itself, run once by `make venv`, took {warmup_s:.1f} s in its own process: it compiles the "
-        "numba kernels, which depend on argument types only, into the cache folder; the JAX programs are "
-        "shape-specific and are still compiled by the first fit).",
-        "",
-        "## CECIB on wine (n_clusters = 6, 10 restarts, 20% labels)",
-        "",
-        md_table(["fit", "first", "repeat", "first / repeat"], cec_rows + c3l_rows),
-        "",
-        f"Goal: a new n costs <= 2x a repeat fit (CECIB: measured {cec_rows[2][3]:.1f}x in the same bucket, "
-        f"{cec_rows[3][3]:.1f}x in a new one; C3L 10 restarts, n_clusters = 4: "
-        + ", ".join(f"{r[3]:.1f}x with {r[0].split('(')[1].split(')')[0]}" for r in c3l_rows) + "). "
-        "The compiled Hartigan loop (numba) takes any n, and so does its compiled set-up "
-        "(`inference/_init_cpu.py`): k-means++ from draws whose shape does not depend on n (one jitted "
-        "program per n_clusters and restarts, the same seeds as the XLA engine) and the initial statistics; "
-        "the best restart is picked and the cluster Gaussians' sums are taken on the host. So a new n "
-        "compiles no program. `init='random'` (C3L's default was 'random' until this round; it is now "
-        "'kmeans++') still draws one label per point in a jitted program on n padded to the next power "
-        "of two: a new bucket compiles it once (the persistent cache keeps it).",
-        "",
-        "What the first fit compiles (cProfile and `jax_log_compiles` of fresh fits): numba's type inference "
-        "and LLVM for the Gibbs sweep and the SALSO search (once per install; `ppclust warmup`, run by "
-        "`make venv`, does it ahead), then XLA for the sampler's driver (`gibbs._run`). In a warm-cache "
-        "process the first fit used to trace and lower 131 programs, most of them eager set-up operations; "
-        "now 29: the k-means++ start runs on the compiled twins, `gibbs.sample`'s initial state and draw "
-        "keys are one jitted program each, the prior's arrays are put from the host, and the posterior "
-        "DataTree is built with `arviz_base` (importing `arviz` also imported its plots and matplotlib, "
-        "seconds of the first fit). "
-        "Not done: padding n to buckets for TVClust's sampler would change the draws (the sweep order and "
-        "the uniforms are drawn per point, so n_pad points consume a different random stream), so its JAX "
-        "programs stay shape-specific; the warm-cache first fit still traces and lowers every jitted program "
-        "(the persistent cache skips only XLA's compile) and loads numba's cache.",
-    ])
+        cec_rows.append(
+            [
+                "n = 178, empty cache",
+                cold_cec["base_first_s"],
+                cold_cec["base_repeat_s"],
+                cold_cec["base_first_s"] / cold_cec["base_repeat_s"],
+            ]
+        )
+        cec_rows.append(
+            [
+                "n = 178, new process, warm cache",
+                cecib["base_first_s"],
+                cecib["base_repeat_s"],
+                cecib["base_first_s"] / cecib["base_repeat_s"],
+            ]
+        )
+        cec_rows.append(
+            [
+                "new n = 150 (same bucket), same process",
+                cecib["new_first_s"],
+                cecib["new_repeat_s"],
+                cecib["new_first_s"] / cecib["new_repeat_s"],
+            ]
+        )
+        cec_rows.append(
+            [
+                "new n = 100 (new bucket), same process",
+                cecib["bucket_first_s"],
+                cecib["bucket_repeat_s"],
+                cecib["bucket_first_s"] / cecib["bucket_repeat_s"],
+            ]
+        )
+        c3l_rows = [
+            [
+                f"C3L (init={init!r}), new n = 100 (new bucket), same process",
+                r["bucket_first_s"],
+                r["bucket_repeat_s"],
+                r["bucket_first_s"] / r["bucket_repeat_s"],
+            ]
+            for init, r in cecib["c3l"].items()
+        ]
+    text = "\n".join(
+        [
+            "# Time to a first fit in a new process",
+            "",
+            f"Machine: {machine_info()}",
+            "",
+            "Each row is a fresh Python process (`benchmarks/bench_first_fit.py`); times in seconds, "
+            "wall clock "
+            "on a shared machine (see the load above: other jobs ran at the same time, so absolute times are "
+            "inflated; the ratios within one process are the measure).",
+            "",
+            "## TVClust on wine (n = 178, d = 13, 356 noisy links, 2 chains x (500 + 500) sweeps)",
+            "",
+            md_table(
+                ["process", "data + import", "first fit", "repeat fit", "first / repeat", "process total"],
+                rows,
+            ),
+            "",
+            f"Goal: warm-cache first fit <= 3x a repeat fit (measured {rows[1][4]:.1f}x); fresh install "
+            f"< 15 s (measured {rows[0][2]:.1f} s without and {rows[3][2]:.1f} s after `ppclust warmup`; the "
+            f"warm-up itself, run once by `make venv`, took {warmup_s:.1f} s in its own process: it "
+            "compiles the "
+            "numba kernels, which depend on argument types only, into the cache folder; the JAX programs are "
+            "shape-specific and are still compiled by the first fit).",
+            "",
+            "## CECIB on wine (n_clusters = 6, 10 restarts, 20% labels)",
+            "",
+            md_table(["fit", "first", "repeat", "first / repeat"], cec_rows + c3l_rows),
+            "",
+            f"Goal: a new n costs <= 2x a repeat fit (CECIB: measured {cec_rows[2][3]:.1f}x in the "
+            "same bucket, "
+            f"{cec_rows[3][3]:.1f}x in a new one; C3L 10 restarts, n_clusters = 4: "
+            + ", ".join(f"{r[3]:.1f}x with {r[0].split('(')[1].split(')')[0]}" for r in c3l_rows)
+            + "). "
+            "The compiled Hartigan loop (numba) takes any n, and so does its compiled set-up "
+            "(`inference/_init_cpu.py`): k-means++ from draws whose shape does not depend on n (one jitted "
+            "program per n_clusters and restarts, the same seeds as the XLA engine) and the initial "
+            "statistics; "
+            "the best restart is picked and the cluster Gaussians' sums are taken on the host. So a new n "
+            "compiles no program. `init='random'` (C3L's default was 'random' until this round; it is now "
+            "'kmeans++') still draws one label per point in a jitted program on n padded to the next power "
+            "of two: a new bucket compiles it once (the persistent cache keeps it).",
+            "",
+            "What the first fit compiles (cProfile and `jax_log_compiles` of fresh fits): numba's "
+            "type inference "
+            "and LLVM for the Gibbs sweep and the SALSO search (once per install; `ppclust warmup`, run by "
+            "`make venv`, does it ahead), then XLA for the sampler's driver (`gibbs._run`). In a warm-cache "
+            "process the first fit used to trace and lower 131 programs, most of them eager set-up "
+            "operations; "
+            "now 29: the k-means++ start runs on the compiled twins, `gibbs.sample`'s initial state and draw "
+            "keys are one jitted program each, the prior's arrays are put from the host, and the posterior "
+            "DataTree is built with `arviz_base` (importing `arviz` also imported its plots and matplotlib, "
+            "seconds of the first fit). "
+            "Not done: padding n to buckets for TVClust's sampler would change the draws (the sweep "
+            "order and "
+            "the uniforms are drawn per point, so n_pad points consume a different random stream), "
+            "so its JAX "
+            "programs stay shape-specific; the warm-cache first fit still traces and lowers every "
+            "jitted program "
+            "(the persistent cache skips only XLA's compile) and loads numba's cache.",
+        ]
+    )
     path = write_section(RESULTS / "first_fit.md", "first_fit", text)
     print(text)
     print(f"wrote {path}")

@@ -85,7 +85,8 @@ def run_jar(jar: Path, x, y, k, restarts, beta=1.0, eps=0.05):
         (tmp / "run.properties").write_text(
             f"fileInData={tmp / 'x.data'}\nfileInCategories={tmp / 'x.class'}\n"
             f"fileOutMembership={tmp / 'out'}\n"
-            f"clustersNumber={k}\ninitTimes={restarts}\nbeta={beta:g}\neps={eps:g}\n")
+            f"clustersNumber={k}\ninitTimes={restarts}\nbeta={beta:g}\neps={eps:g}\n"
+        )
         cmd = ["java", "-cp", f"{jar}:{jama}", "src.Runner", str(tmp / "run.properties")]
         if shutil.which("taskset"):
             cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0))), *cmd]
@@ -95,8 +96,9 @@ def run_jar(jar: Path, x, y, k, restarts, beta=1.0, eps=0.05):
         wall = time.perf_counter() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    energy = float(next(line for line in out.splitlines() if line.startswith("Minimal energy")).split("=")[1]
-                   .split()[0])
+    energy = float(
+        next(line for line in out.splitlines() if line.startswith("Minimal energy")).split("=")[1].split()[0]
+    )
     return wall, cpu, energy
 
 
@@ -130,16 +132,33 @@ def part_jar(quick):
             row += ["skipped"] * 5
         print(row, flush=True)
         rows.append(row)
-    header = ["n", "d", "k_init", "restarts", "ppclust wall s", "ppclust CPU s", "ppclust best E",
-              "jar wall s", "jar CPU s", "jar best E", "speed-up (CPU)", "speed-up (wall)"]
-    note = ("" if jar else "\n**The jar column was skipped: set `CECIB_JAR` to the path of "
-            "`CEC-IB-demo.jar` (Jama-1.0.2.jar beside it).**\n")
-    text = ("## 1. CEC-IB vs the authors' jar (same data, k-means++ seeding, beta = 1, eps = 0.05, "
-            f"same restarts)\n\n{machine_info()}\n{note}\n"
-            "ppclust: `cecib.fit(backend='numba')`, best of 2 seeds by CPU time, after one compiling call; "
-            "the jar: one call (JVM start-up ~0.1 s included), pinned to the same core. Energies: best over "
-            "the restarts (different random seeds on each side; lower is better).\n\n"
-            + md_table(header, rows))
+    header = [
+        "n",
+        "d",
+        "k_init",
+        "restarts",
+        "ppclust wall s",
+        "ppclust CPU s",
+        "ppclust best E",
+        "jar wall s",
+        "jar CPU s",
+        "jar best E",
+        "speed-up (CPU)",
+        "speed-up (wall)",
+    ]
+    note = (
+        ""
+        if jar
+        else "\n**The jar column was skipped: set `CECIB_JAR` to the path of "
+        "`CEC-IB-demo.jar` (Jama-1.0.2.jar beside it).**\n"
+    )
+    text = (
+        "## 1. CEC-IB vs the authors' jar (same data, k-means++ seeding, beta = 1, eps = 0.05, "
+        f"same restarts)\n\n{machine_info()}\n{note}\n"
+        "ppclust: `cecib.fit(backend='numba')`, best of 2 seeds by CPU time, after one compiling call; "
+        "the jar: one call (JVM start-up ~0.1 s included), pinned to the same core. Energies: best over "
+        "the restarts (different random seeds on each side; lower is better).\n\n" + md_table(header, rows)
+    )
     write_section(OUT, "jar", text)
 
 
@@ -191,12 +210,24 @@ def part_flops(quick):
             X = jnp.asarray(x)
             cost = cecib.make_cost(X, m, 1.0)
             ms = cecib.min_size(n, d, 0.0)  # no size deletion: the K slots stay candidates
-            conv = hartigan.run(cost, X, jnp.asarray(yc), jnp.asarray(z, jnp.int32), K=K, min_size=ms,
-                                backend="numba")
+            conv = hartigan.run(
+                cost, X, jnp.asarray(yc), jnp.asarray(z, jnp.int32), K=K, min_size=ms, backend="numba"
+            )
             k_live = int(conv.active.sum())
             captured = []
-            hartigan._run_cpu(cost, X, jnp.asarray(yc), conv.labels[None], K=K, min_size=ms, max_passes=1,
-                              reassign="lazy", tol=0.0, order=None, _kernel_args=captured)
+            hartigan._run_cpu(
+                cost,
+                X,
+                jnp.asarray(yc),
+                conv.labels[None],
+                K=K,
+                min_size=ms,
+                max_passes=1,
+                reassign="lazy",
+                tol=0.0,
+                order=None,
+                _kernel_args=captured,
+            )
             # A/B interleaved: the engine as it runs (blocked solves, prm[P_BLOCK] absent = BLOCK) and the
             # same loop solving one point at a time (prm[P_BLOCK] = 0, the engine before the blocked solves)
             best, point = np.inf, np.inf
@@ -232,27 +263,55 @@ def part_flops(quick):
                 xla = min(xla, time.process_time() - t)
         flops = n * k_live * d * d
         bound = flops / peak
-        rows.append([n, d, k_live, f"{best * 1e3:.2f}", f"{best / n * 1e6:.2f}", f"{solve / n * 1e6:.2f}",
-                     f"{solve / best:.0%}", f"{bound * 1e3:.2f}", f"{best / bound:.1f}x",
-                     f"{solve / bound:.1f}x", f"{point * 1e3:.2f}", f"{point / best:.2f}x",
-                     f"{xla * 1e3:.0f}", f"{xla / best:.0f}x"])
+        rows.append(
+            [
+                n,
+                d,
+                k_live,
+                f"{best * 1e3:.2f}",
+                f"{best / n * 1e6:.2f}",
+                f"{solve / n * 1e6:.2f}",
+                f"{solve / best:.0%}",
+                f"{bound * 1e3:.2f}",
+                f"{best / bound:.1f}x",
+                f"{solve / bound:.1f}x",
+                f"{point * 1e3:.2f}",
+                f"{point / best:.2f}x",
+                f"{xla * 1e3:.0f}",
+                f"{xla / best:.0f}x",
+            ]
+        )
         print(rows[-1], flush=True)
-    header = ["n", "d", "K (live)", "compiled ms/pass", "us/visit", "solves only us/visit", "solve share",
-              "FLOP bound ms/pass", "compiled / bound", "solves / bound", "one point at a time ms/pass",
-              "one point / blocked", "XLA ms/pass", "XLA / compiled"]
-    text = ("## 2. Seconds per pass vs the per-visit FLOP bound\n\n"
-            f"{machine_info()}\n\nBLAS peak of the pinned core (dgemm 512, one thread, best of 5, CPU "
-            f"time): **{peak / 1e9:.1f} GFLOP/s**. Bound = n K d^2 FLOPs (one forward substitution per "
-            "candidate slot) at that peak. Compiled loop timed alone (`_hartigan_cpu.run_batch`, CPU time, "
-            "best of 5) on one pass over a converged partition (all K candidates evaluated at every visit, "
-            "no move), its forward substitutions done ahead for blocks of "
-            f"{cpu.BLOCK} points (`_solve_block`); 'solves only': those blocked substitutions alone over the "
-            "same points (live slots), the rest of a visit being logs, cost terms and the argmin; 'one point "
-            "at a time': the same loop with the substitutions of each visit done at the visit for all slots "
-            "(`_solve_all`, the engine before the blocked solves; parameter `P_BLOCK` = 0), timed "
-            "interleaved with the blocked loop (A/B, same copies of the state); the XLA engine "
-            "(`backend='xla'`, includes its initial statistics) for comparison.\n\n"
-            + md_table(header, rows))
+    header = [
+        "n",
+        "d",
+        "K (live)",
+        "compiled ms/pass",
+        "us/visit",
+        "solves only us/visit",
+        "solve share",
+        "FLOP bound ms/pass",
+        "compiled / bound",
+        "solves / bound",
+        "one point at a time ms/pass",
+        "one point / blocked",
+        "XLA ms/pass",
+        "XLA / compiled",
+    ]
+    text = (
+        "## 2. Seconds per pass vs the per-visit FLOP bound\n\n"
+        f"{machine_info()}\n\nBLAS peak of the pinned core (dgemm 512, one thread, best of 5, CPU "
+        f"time): **{peak / 1e9:.1f} GFLOP/s**. Bound = n K d^2 FLOPs (one forward substitution per "
+        "candidate slot) at that peak. Compiled loop timed alone (`_hartigan_cpu.run_batch`, CPU time, "
+        "best of 5) on one pass over a converged partition (all K candidates evaluated at every visit, "
+        "no move), its forward substitutions done ahead for blocks of "
+        f"{cpu.BLOCK} points (`_solve_block`); 'solves only': those blocked substitutions alone over the "
+        "same points (live slots), the rest of a visit being logs, cost terms and the argmin; 'one point "
+        "at a time': the same loop with the substitutions of each visit done at the visit for all slots "
+        "(`_solve_all`, the engine before the blocked solves; parameter `P_BLOCK` = 0), timed "
+        "interleaved with the blocked loop (A/B, same copies of the state); the XLA engine "
+        "(`backend='xla'`, includes its initial statistics) for comparison.\n\n" + md_table(header, rows)
+    )
     write_section(OUT, "flops", text)
 
 
@@ -286,41 +345,85 @@ def part_batch(quick):
             cost = cecib.make_cost(X, m, 1.0)
             ms = cecib.min_size(n, d, eps)
             # compile first (max_iter is traced: one step, same shapes, so the timed call compiles nothing)
-            hartigan.fit_batch(jax.random.key(99), cost, X, Y, K=k, min_size=ms, n_init=10, max_iter=1,
-                               polish=False)
+            hartigan.fit_batch(
+                jax.random.key(99), cost, X, Y, K=k, min_size=ms, n_init=10, max_iter=1, polish=False
+            )
             t, c = time.perf_counter(), time.process_time()
-            fitted, runs = hartigan.fit_batch(jax.random.key(0), cost, X, Y, K=k, min_size=ms, n_init=10,
-                                              polish=False)
+            fitted, runs = hartigan.fit_batch(
+                jax.random.key(0), cost, X, Y, K=k, min_size=ms, n_init=10, polish=False
+            )
             jax.block_until_ready(fitted)
             tb, cb = time.perf_counter() - t, time.process_time() - c
             t, c = time.perf_counter(), time.process_time()
             pol = hartigan.run(cost, X, Y, fitted.best.labels, K=k, min_size=ms, backend="numba")
             jax.block_until_ready(pol)
             tp, cp = time.perf_counter() - t, time.process_time() - c
-            row = [n, d, k, 10, f"{tb:.1f}", f"{cb:.1f}", int(np.max(np.asarray(runs.n_iter))),
-                   f"{float(nmi(z, np.asarray(fitted.best.labels))):.4f}", f"{tp:.1f}", f"{cp:.1f}",
-                   int(pol.n_passes), f"{float(nmi(z, np.asarray(pol.labels))):.4f}",
-                   f"{float(pol.cost):.5f}"]
+            row = [
+                n,
+                d,
+                k,
+                10,
+                f"{tb:.1f}",
+                f"{cb:.1f}",
+                int(np.max(np.asarray(runs.n_iter))),
+                f"{float(nmi(z, np.asarray(fitted.best.labels))):.4f}",
+                f"{tp:.1f}",
+                f"{cp:.1f}",
+                int(pol.n_passes),
+                f"{float(nmi(z, np.asarray(pol.labels))):.4f}",
+                f"{float(pol.cost):.5f}",
+            ]
             if with_exact:
                 t, c = time.perf_counter(), time.process_time()
-                ex = cecib.fit(jax.random.key(0), X, yc, m, n_clusters=k, n_init=10, min_cluster_fraction=eps, backend="numba")
+                ex = cecib.fit(
+                    jax.random.key(0),
+                    X,
+                    yc,
+                    m,
+                    n_clusters=k,
+                    n_init=10,
+                    min_cluster_fraction=eps,
+                    backend="numba",
+                )
                 jax.block_until_ready(ex)
                 te, ce = time.perf_counter() - t, time.process_time() - c
-                row += [f"{te:.1f}", f"{ce:.1f}", f"{float(nmi(z, np.asarray(ex.best.labels))):.4f}",
-                        f"{float(ex.best.cost):.5f}"]
+                row += [
+                    f"{te:.1f}",
+                    f"{ce:.1f}",
+                    f"{float(nmi(z, np.asarray(ex.best.labels))):.4f}",
+                    f"{float(ex.best.cost):.5f}",
+                ]
             else:
                 row += ["not run"] * 4
         print(row, flush=True)
         rows.append(row)
-    header = ["n", "d", "k_init", "restarts", "batch wall s", "batch CPU s", "max steps", "batch NMI",
-              "polish wall s", "polish CPU s", "polish passes", "polished NMI", "polished E",
-              "exact Hartigan wall s", "exact CPU s", "exact NMI", "exact best E"]
-    text = ("## 3. Large n: batch mode, then Hartigan polish (CEC-IB, beta = 1, eps = 0.01, 30 % "
-            f"labels)\n\n{machine_info()}\n\n`hartigan.fit_batch` (10 k-means++ restarts, one after another, "
-            "jitted XLA on one pinned core; first call compiled beforehand), then "
-            "`hartigan.run(backend='numba')` from the best batch partition. NMI against the mixture's "
-            "components. Exact Hartigan = `cecib.fit` with the "
-            "same restarts, where it was run.\n\n" + md_table(header, rows))
+    header = [
+        "n",
+        "d",
+        "k_init",
+        "restarts",
+        "batch wall s",
+        "batch CPU s",
+        "max steps",
+        "batch NMI",
+        "polish wall s",
+        "polish CPU s",
+        "polish passes",
+        "polished NMI",
+        "polished E",
+        "exact Hartigan wall s",
+        "exact CPU s",
+        "exact NMI",
+        "exact best E",
+    ]
+    text = (
+        "## 3. Large n: batch mode, then Hartigan polish (CEC-IB, beta = 1, eps = 0.01, 30 % "
+        f"labels)\n\n{machine_info()}\n\n`hartigan.fit_batch` (10 k-means++ restarts, one after another, "
+        "jitted XLA on one pinned core; first call compiled beforehand), then "
+        "`hartigan.run(backend='numba')` from the best batch partition. NMI against the mixture's "
+        "components. Exact Hartigan = `cecib.fit` with the "
+        "same restarts, where it was run.\n\n" + md_table(header, rows)
+    )
     write_section(OUT, "batch", text)
 
 

@@ -45,9 +45,17 @@ def one_config(n, S):
     est = partition.salso(draws, "vi", n_runs=4, n_draw_starts=2, seed=0)
     sec = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"n": n, "S": S, "seconds": sec, "peak_rss_mib": peak / 1024, "rss_before_mib": base / 1024,
-            "draws_mib": draws.nbytes / 2**20, "K": est.n_clusters, "expected_vi": est.expected_loss,
-            "ari_truth": metrics.ari(truth, est.labels)}
+    return {
+        "n": n,
+        "S": S,
+        "seconds": sec,
+        "peak_rss_mib": peak / 1024,
+        "rss_before_mib": base / 1024,
+        "draws_mib": draws.nbytes / 2**20,
+        "K": est.n_clusters,
+        "expected_vi": est.expected_loss,
+        "ari_truth": metrics.ari(truth, est.labels),
+    }
 
 
 def real_data(name, n_links, seed=0):
@@ -66,8 +74,20 @@ def real_data(name, n_links, seed=0):
         uniq = np.unique(partition.canonical_labels(draws), axis=0)
         best = min(partition.expected_loss(z, draws, loss) for z in uniq)
         ml = draws[int(np.argmax(est.objective_trace_.ravel()))]
-        rows.append([name, X.shape[0], len(draws), len(uniq), loss, pe.expected_loss, best,
-                     partition.expected_loss(ml, draws, loss), pe.n_clusters, sec])
+        rows.append(
+            [
+                name,
+                X.shape[0],
+                len(draws),
+                len(uniq),
+                loss,
+                pe.expected_loss,
+                best,
+                partition.expected_loss(ml, draws, loss),
+                pe.n_clusters,
+                sec,
+            ]
+        )
     return rows
 
 
@@ -87,29 +107,73 @@ def main():
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         res.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(res[-1], flush=True)
-    header = ["n", "draws S", "search s", "peak RSS MiB", "RSS before MiB", "draws MiB", "K", "E[VI]",
-              "ARI vs truth"]
-    keys = ["n", "S", "seconds", "peak_rss_mib", "rss_before_mib", "draws_mib", "K", "expected_vi",
-            "ari_truth"]
+    header = [
+        "n",
+        "draws S",
+        "search s",
+        "peak RSS MiB",
+        "RSS before MiB",
+        "draws MiB",
+        "K",
+        "E[VI]",
+        "ARI vs truth",
+    ]
+    keys = [
+        "n",
+        "S",
+        "seconds",
+        "peak_rss_mib",
+        "rss_before_mib",
+        "draws_mib",
+        "K",
+        "expected_vi",
+        "ari_truth",
+    ]
     tab = lambda rs: md_table(header, [[r[k] for k in keys] for r in rs])
     real = real_data("iris", 150) + real_data("wine", 150)
-    real_tab = md_table(["data", "n", "draws", "distinct draws", "loss", "E[loss] SALSO", "E[loss] best draw",
-                         "E[loss] max-log-joint draw", "K SALSO", "search s"], real)
-    block = "\n".join([
-        "# Partition point estimates (ppclust.partition.salso)", "",
-        f"Machine: {machine_info()}", "",
-        "## Search time and peak memory vs n (100 draws) and vs draws (n = 10,000)", "",
-        "Synthetic draws: a 10-cluster truth with 5% of the items relabelled at random in each draw. "
-        "`salso(draws, 'vi', n_runs=4, n_draw_starts=2)`; each row a fresh process (peak RSS includes the "
-        "runtime before the search, 'RSS before'). Memory grows with n x S (the draws, 4 n S bytes) plus the "
-        "per-draw contingency tables; no n x n array.", "",
-        tab(res[:len(grid_n)]), "", tab(res[len(grid_n):]), "",
-        "## Real data: expected loss of the SALSO estimate vs the sampled partitions", "",
-        "TVClust (defaults) with 150 sampled links (10% flipped), 2 chains x 200 draws. 'best draw': the "
-        "lowest expected loss over all distinct sampled partitions (what the previous point estimate "
-        "searched, among at most 200 of them); SALSO searches all partitions.", "",
-        real_tab,
-    ])
+    real_tab = md_table(
+        [
+            "data",
+            "n",
+            "draws",
+            "distinct draws",
+            "loss",
+            "E[loss] SALSO",
+            "E[loss] best draw",
+            "E[loss] max-log-joint draw",
+            "K SALSO",
+            "search s",
+        ],
+        real,
+    )
+    block = "\n".join(
+        [
+            "# Partition point estimates (ppclust.partition.salso)",
+            "",
+            f"Machine: {machine_info()}",
+            "",
+            "## Search time and peak memory vs n (100 draws) and vs draws (n = 10,000)",
+            "",
+            "Synthetic draws: a 10-cluster truth with 5% of the items relabelled at random in each draw. "
+            "`salso(draws, 'vi', n_runs=4, n_draw_starts=2)`; each row a fresh process (peak RSS "
+            "includes the "
+            "runtime before the search, 'RSS before'). Memory grows with n x S (the draws, 4 n S "
+            "bytes) plus the "
+            "per-draw contingency tables; no n x n array.",
+            "",
+            tab(res[: len(grid_n)]),
+            "",
+            tab(res[len(grid_n) :]),
+            "",
+            "## Real data: expected loss of the SALSO estimate vs the sampled partitions",
+            "",
+            "TVClust (defaults) with 150 sampled links (10% flipped), 2 chains x 200 draws. 'best draw': the "
+            "lowest expected loss over all distinct sampled partitions (what the previous point estimate "
+            "searched, among at most 200 of them); SALSO searches all partitions.",
+            "",
+            real_tab,
+        ]
+    )
     write_section(RESULTS / "point_estimate.md", "point_estimate", block)
     print(block)
 

@@ -166,8 +166,9 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp)
-        archive = subprocess.run(["git", "archive", a.rev, "ppclust"], cwd=ROOT, capture_output=True,
-                                 check=True)
+        archive = subprocess.run(
+            ["git", "archive", a.rev, "ppclust"], cwd=ROOT, capture_output=True, check=True
+        )
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
         for path in a.only:
             res = {"before": [], "after": []}
@@ -180,20 +181,44 @@ def main():
             ib, ia = res["before"][0]["iterations"], res["after"][0]["iterations"]
             same = res["before"][0]["labels"] == res["after"][0]["labels"]
             per_it = f"{(f / max(ia, 1)) / (b / max(ib, 1)):.2f}" if ib > 0 and ia > 0 else "-"
-            rows.append([path, WHAT[path], f"{b:.3f}", f"{f:.3f}", f"{f / b:.2f}", f"{ib} / {ia}", per_it,
-                         "yes" if same else "no"])
+            rows.append(
+                [
+                    path,
+                    WHAT[path],
+                    f"{b:.3f}",
+                    f"{f:.3f}",
+                    f"{f / b:.2f}",
+                    f"{ib} / {ia}",
+                    per_it,
+                    "yes" if same else "no",
+                ]
+            )
             print(rows[-1], flush=True)
     load1 = os.getloadavg()[0]
-    text = ("## Before/after the build -> (init, step) refactor (`python -m benchmarks.bench_refactor_speed`)"
-            f"\n\nMachine: {machine_info()} (load {load0:.2f} at the start, {load1:.2f} at the end, "
-            f"{(time.time() - t0) / 60:.1f} min). before = `{a.rev}` (`git archive`), after = this tree. "
-            f"Seconds per fit: best of {a.repeat} timed fits per process after one compiling fit, best of "
-            f"{a.rounds} processes per side, the sides alternating process by process, each process pinned "
-            "to one core. 'iterations' is the fit's own count (EM/DP-means/VB iterations, CCIB annealing "
-            "steps, Hartigan passes summed over restarts, Gibbs sweeps); 'per iteration' is the after/before "
-            "ratio of seconds per iteration; 'same labels' compares the two sides' labels.\n\n"
-            + md_table(["path", "fit", "before s", "after s", "after/before", "iterations before / after",
-                        "per iteration", "same labels"], rows) + "\n")
+    text = (
+        "## Before/after the build -> (init, step) refactor (`python -m benchmarks.bench_refactor_speed`)"
+        f"\n\nMachine: {machine_info()} (load {load0:.2f} at the start, {load1:.2f} at the end, "
+        f"{(time.time() - t0) / 60:.1f} min). before = `{a.rev}` (`git archive`), after = this tree. "
+        f"Seconds per fit: best of {a.repeat} timed fits per process after one compiling fit, best of "
+        f"{a.rounds} processes per side, the sides alternating process by process, each process pinned "
+        "to one core. 'iterations' is the fit's own count (EM/DP-means/VB iterations, CCIB annealing "
+        "steps, Hartigan passes summed over restarts, Gibbs sweeps); 'per iteration' is the after/before "
+        "ratio of seconds per iteration; 'same labels' compares the two sides' labels.\n\n"
+        + md_table(
+            [
+                "path",
+                "fit",
+                "before s",
+                "after s",
+                "after/before",
+                "iterations before / after",
+                "per iteration",
+                "same labels",
+            ],
+            rows,
+        )
+        + "\n"
+    )
     print(text)
     write_section(RESULTS / "refactor_speed.md", a.section, text)
 

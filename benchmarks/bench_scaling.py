@@ -31,15 +31,23 @@ def _estimators():
     import ppclust
 
     return {
-        "RDP-means (max_iter=5)": (lambda: ppclust.RDPMeans(lam=200.0, max_iter=5, patience=100,
-                                                            random_state=0), "links"),
-        "SSGMM EM (20 iter)": (lambda: ppclust.SemiSupervisedGMM(5, max_iter=20, tol=0.0, n_init=1,
-                                                                 random_state=0), "labels"),
+        "RDP-means (max_iter=5)": (
+            lambda: ppclust.RDPMeans(lam=200.0, max_iter=5, patience=100, random_state=0),
+            "links",
+        ),
+        "SSGMM EM (20 iter)": (
+            lambda: ppclust.SemiSupervisedGMM(5, max_iter=20, tol=0.0, n_init=1, random_state=0),
+            "labels",
+        ),
         "CEC-IB (1 restart)": (lambda: ppclust.CECIB(n_clusters=5, n_init=1, random_state=0), "labels"),
-        "SMIC (t=5, fixed gamma)": (lambda: ppclust.SMIC(5, n_neighbors=5, gamma=1.0, eta=0.0,
-                                                         random_state=0), "links"),
-        "TVClust (20 sweeps)": (lambda: ppclust.TVClust(n_draws=10, n_warmup=10, n_chains=1,
-                                                        random_state=0), "links"),
+        "SMIC (t=5, fixed gamma)": (
+            lambda: ppclust.SMIC(5, n_neighbors=5, gamma=1.0, eta=0.0, random_state=0),
+            "links",
+        ),
+        "TVClust (20 sweeps)": (
+            lambda: ppclust.TVClust(n_draws=10, n_warmup=10, n_chains=1, random_state=0),
+            "links",
+        ),
     }
 
 
@@ -92,14 +100,21 @@ def main():
     fig.savefig(RESULTS / "scaling.png", dpi=110)
 
     slope = {name: np.polyfit(np.log(ns), np.log(by_n[name]), 1)[0] for name in ests}
-    text = (f"# Scaling curves (`benchmarks/bench_scaling.py`{' --quick' if a.quick else ''})\n\n"
-            f"{machine_info()}\n\nFit time after warm-up (compile excluded), best of {a.repeat}. "
-            "Figure: `scaling.png`.\n\n## time vs n (d = 4)\n\n"
-            + md_table(["estimator", *[f"n={n}" for n in ns], "log-log slope"],
-                       [[name, *[f"{t:.3f}" for t in by_n[name]], f"{slope[name]:.2f}"] for name in ests])
-            + "\n\n## time vs d (n = 1000)\n\n"
-            + md_table(["estimator", *[f"d={d}" for d in ds]],
-                       [[name, *[f"{t:.3f}" for t in by_d[name]]] for name in ests]) + "\n")
+    text = (
+        f"# Scaling curves (`benchmarks/bench_scaling.py`{' --quick' if a.quick else ''})\n\n"
+        f"{machine_info()}\n\nFit time after warm-up (compile excluded), best of {a.repeat}. "
+        "Figure: `scaling.png`.\n\n## time vs n (d = 4)\n\n"
+        + md_table(
+            ["estimator", *[f"n={n}" for n in ns], "log-log slope"],
+            [[name, *[f"{t:.3f}" for t in by_n[name]], f"{slope[name]:.2f}"] for name in ests],
+        )
+        + "\n\n## time vs d (n = 1000)\n\n"
+        + md_table(
+            ["estimator", *[f"d={d}" for d in ds]],
+            [[name, *[f"{t:.3f}" for t in by_d[name]]] for name in ests],
+        )
+        + "\n"
+    )
     print(text)
     write_result("scaling.md", text)
 

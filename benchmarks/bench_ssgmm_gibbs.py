@@ -34,9 +34,18 @@ def main(n=5000, d=5, k=5, sweeps=20):
         with x64():
             xj = jnp.asarray(x - x.mean(0))
             fam = GaussianNIW.default(xj, cov)
-            kw = dict(n_draws=1, n_warmup=sweeps - 1, n_chains=1, k_max=k, pq="fixed", partition="finite",
-                      point_logprior=jnp.asarray(log_mask), progress_bar=False, store_labels=False,
-                      backend=backend)
+            kw = dict(
+                n_draws=1,
+                n_warmup=sweeps - 1,
+                n_chains=1,
+                k_max=k,
+                pq="fixed",
+                partition="finite",
+                point_logprior=jnp.asarray(log_mask),
+                progress_bar=False,
+                store_labels=False,
+                backend=backend,
+            )
             links, prior = make_links(n), TVClustPrior(alpha=k)
 
             def run(s, xj=xj, fam=fam, kw=kw, links=links, prior=prior):
@@ -50,10 +59,12 @@ def main(n=5000, d=5, k=5, sweeps=20):
                 best = min(best, time.perf_counter() - t)
         rows.append([cov, backend, n, d, k, sweeps, round(best, 3), f"{n * sweeps / best:,.0f}"])
     table = md_table(["covariance", "backend", "n", "d", "K", "sweeps", "best s", "points/s"], rows)
-    block = ("# Collapsed Gibbs sweep throughput (benchmarks/bench_ssgmm_gibbs.py)\n\n"
-             f"{machine_info()}\n\nOne chain, 10% labelled (eps = 0), float64, compile excluded, "
-             "best of 3.\n\n"
-             f"{table}\n")
+    block = (
+        "# Collapsed Gibbs sweep throughput (benchmarks/bench_ssgmm_gibbs.py)\n\n"
+        f"{machine_info()}\n\nOne chain, 10% labelled (eps = 0), float64, compile excluded, "
+        "best of 3.\n\n"
+        f"{table}\n"
+    )
     write_section(RESULTS / "ssgmm.md", "gibbs", block)
     print(block)
 

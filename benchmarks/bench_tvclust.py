@@ -54,10 +54,16 @@ def numpy_sweep(x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, r
         w = np.stack([np.linalg.solve(L_k[k], xi - mun[k]) for k in range(k_max)])
         delta = (w * w).sum(1) / fac
         logdet = 2 * np.log(np.diagonal(L_k, axis1=1, axis2=2)).sum(1) + d * np.log(fac)
-        lp = (gammaln((df + d) / 2) - gammaln(df / 2) - 0.5 * d * np.log(df * np.pi) - 0.5 * logdet
-              - 0.5 * (df + d) * np.log1p(delta / df))
-        link = (betaln(prior.a_p + c[0] + f, prior.b_p + c[1] + s)
-                + betaln(prior.a_q + c[3] + S - s, prior.b_q + c[2] + F - f))
+        lp = (
+            gammaln((df + d) / 2)
+            - gammaln(df / 2)
+            - 0.5 * d * np.log(df * np.pi)
+            - 0.5 * logdet
+            - 0.5 * (df + d) * np.log1p(delta / df)
+        )
+        link = betaln(prior.a_p + c[0] + f, prior.b_p + c[1] + s) + betaln(
+            prior.a_q + c[3] + S - s, prior.b_q + c[2] + F - f
+        )
         logw = np.where(active, np.log(np.maximum(n_k, 1)) + lp + link, -np.inf)
         new = np.argmin(active)
         logw[new] = np.log(prior.alpha) + lp[new] + link[new]
@@ -75,8 +81,9 @@ def numpy_sweep(x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, r
 def make_problem(n, d, covariance="full"):
     """The benchmark's data (10 true clusters, 1% of points linked, standardised), links, family, prior.
     Call inside an ``x64()`` scope."""
-    x, truth, pairs, sign = sample_prior(jax.random.key(d), n, labels=np.arange(n) % 10, dim=d,
-                                         link_fraction=0.01, p=0.95, q=0.95)
+    x, truth, pairs, sign = sample_prior(
+        jax.random.key(d), n, labels=np.arange(n) % 10, dim=d, link_fraction=0.01, p=0.95, q=0.95
+    )
     x = (x - x.mean(0)) / x.std(0)
     fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(d + 2.0), jnp.eye(d), covariance)
     return x, truth, make_links(n, pairs, sign), fam, TVClustPrior()
@@ -89,8 +96,15 @@ def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", repeat
         xj = jnp.asarray(x)
         rates, ks = {}, {}
         for backend, n_sweeps in (("numba", 3 * sweeps), ("xla", sweeps)):
-            kw = dict(n_chains=chains, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0,
-                      backend=backend, n_draws=n_sweeps)
+            kw = dict(
+                n_chains=chains,
+                k_max=k_max,
+                progress_bar=False,
+                init_labels=truth,
+                n_warmup=0,
+                backend=backend,
+                n_draws=n_sweeps,
+            )
             res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, **kw)  # compile
             t = best_of(lambda kw=kw: gibbs.sample(jax.random.key(1), xj, links, fam, prior, **kw), repeat, 0)
             rates[backend] = n * n_sweeps * chains / t
@@ -101,8 +115,9 @@ def bench(n, d, k_max, sweeps, numpy_points, chains=1, covariance="full", repeat
     z = truth.astype(np.int64).copy()
     nbr, sgn, wgt = (np.asarray(a) for a in (links.nbr, links.sgn, links.wgt))
     t = time.perf_counter()
-    numpy_sweep(x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, np.random.default_rng(0),
-                numpy_points)
+    numpy_sweep(
+        x, z, nbr, sgn, wgt, counts, n_k, s_k, L_k, fam, prior, k_max, np.random.default_rng(0), numpy_points
+    )
     rates["numpy"] = numpy_points / (time.perf_counter() - t)
     return rates, ks["numba"]
 
@@ -159,9 +174,21 @@ def main():
         if cov == "full":
             fl = flops_per_update(d, k + 1)
             bound[d, chains] = (fl, best["numba"] * fl / peak)
-        rows.append([d, chains, cov, f"{k:.1f}", f"{best['numba']:,.0f}", f"{lo:,.0f}", f"{best['xla']:,.0f}",
-                     f"{best['numba'] / best['xla']:.1f}x", f"{best['numpy']:,.0f}",
-                     f"{best['numba'] / best['numpy']:.0f}x", f"{best['xla'] / best['numpy']:.0f}x"])
+        rows.append(
+            [
+                d,
+                chains,
+                cov,
+                f"{k:.1f}",
+                f"{best['numba']:,.0f}",
+                f"{lo:,.0f}",
+                f"{best['xla']:,.0f}",
+                f"{best['numba'] / best['xla']:.1f}x",
+                f"{best['numpy']:,.0f}",
+                f"{best['numba'] / best['numpy']:.0f}x",
+                f"{best['xla'] / best['numpy']:.0f}x",
+            ]
+        )
     fl10, frac10 = bound[10, 1]
     text = (
         f"## {a.title} (`python -m benchmarks.bench_tvclust`)\n\n"
@@ -173,13 +200,28 @@ def main():
         "per-sweep work (random numbers, p/q/alpha updates, log joint, stored labels). NumPy: the same "
         f"sweep (full covariance) as a Python loop over {a.numpy_points} point updates, same run. "
         "Point-updates/s count every chain.\n\n"
-        + md_table(["d", "chains", "covariance", "mean K", "numba", "numba (worst round)", "xla", "numba/xla",
-                    "NumPy", "numba/NumPy", "xla/NumPy"], rows)
+        + md_table(
+            [
+                "d",
+                "chains",
+                "covariance",
+                "mean K",
+                "numba",
+                "numba (worst round)",
+                "xla",
+                "numba/xla",
+                "NumPy",
+                "numba/NumPy",
+                "xla/NumPy",
+            ],
+            rows,
+        )
         + "\n\nFLOP bound: one core's float64 peak measured in the same run as a single-threaded BLAS "
         f"matmul (best round): {peak / 1e9:.1f} GFLOP/s. A full-covariance point update costs about "
         f"{fl10:,.0f} FLOPs at d=10 (`flops_per_update`, mean K + 1 candidate slots), so the bound is "
         f"{peak / fl10:,.0f} updates/s; the compiled sweep reaches {100 * frac10:.1f}% of it "
-        f"({1 / frac10:.0f}x from the bound; d=2: {1 / bound[2, 1][1]:.0f}x).\n")
+        f"({1 / frac10:.0f}x from the bound; d=2: {1 / bound[2, 1][1]:.0f}x).\n"
+    )
     print(text)
     write_section(RESULTS / a.out, a.section, text)
     if cores is not None:  # `make bench` runs the other scripts in this process

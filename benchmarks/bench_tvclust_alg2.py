@@ -29,14 +29,30 @@ def bench(n, d, k_max, sweeps, repeat, covariance="full"):
         kw = dict(n_chains=1, k_max=k_max, progress_bar=False, init_labels=truth, n_warmup=0)
         for alg, backend in (("collapsed", "xla"), ("explicit", "xla"), ("collapsed", "numba")):
             t0 = time.perf_counter()
-            res = gibbs.sample(jax.random.key(0), xj, links, fam, prior, n_draws=sweeps, algorithm=alg,
-                               backend=backend, **kw)
+            res = gibbs.sample(
+                jax.random.key(0), xj, links, fam, prior, n_draws=sweeps, algorithm=alg, backend=backend, **kw
+            )
             first = time.perf_counter() - t0
-            t = cpu_best(lambda alg=alg, b=backend: gibbs.sample(jax.random.key(1), xj, links, fam, prior,
-                                                                  n_draws=sweeps, algorithm=alg, backend=b,
-                                                                  **kw), repeat)
-            rows.append([alg, backend, d, n, k_max, covariance, float(res.n_clusters.mean()),
-                         f"{n * sweeps / t:,.0f}", f"{1e3 * t / sweeps:.1f}", f"{first:.1f}"])
+            t = cpu_best(
+                lambda alg=alg, b=backend: gibbs.sample(
+                    jax.random.key(1), xj, links, fam, prior, n_draws=sweeps, algorithm=alg, backend=b, **kw
+                ),
+                repeat,
+            )
+            rows.append(
+                [
+                    alg,
+                    backend,
+                    d,
+                    n,
+                    k_max,
+                    covariance,
+                    float(res.n_clusters.mean()),
+                    f"{n * sweeps / t:,.0f}",
+                    f"{1e3 * t / sweeps:.1f}",
+                    f"{first:.1f}",
+                ]
+            )
     return rows
 
 
@@ -55,7 +71,9 @@ def main():
     r = {(row[0], row[1], row[2]): row for row in rows}
     ratio = ", ".join(
         f"d={d}: explicit/collapsed (both XLA) time per sweep = "
-        f"{float(r['explicit', 'xla', d][8]) / float(r['collapsed', 'xla', d][8]):.2f}x" for d in a.d)
+        f"{float(r['explicit', 'xla', d][8]) / float(r['collapsed', 'xla', d][8]):.2f}x"
+        for d in a.d
+    )
     text = (
         "## Explicit cluster parameters (Neal Alg. 2) vs collapsed (Alg. 3)\n\n"
         f"Machine: {machine_info()}. float64, one chain, 10 true clusters, 1% of points with links, "
@@ -64,12 +82,26 @@ def main():
         "both in the same run "
         "(`benchmarks/bench_tvclust_alg2.py`). 'first call' = wall time of the first call "
         "(compile + run).\n\n"
-        + md_table(["algorithm", "backend", "d", "n", "k_max", "covariance", "mean K", "point-updates/s",
-                    "ms/sweep", "first call s"], rows)
+        + md_table(
+            [
+                "algorithm",
+                "backend",
+                "d",
+                "n",
+                "k_max",
+                "covariance",
+                "mean K",
+                "point-updates/s",
+                "ms/sweep",
+                "first call s",
+            ],
+            rows,
+        )
         + f"\n\n{ratio}. The explicit sweep replaces the Student-t predictive by a Gaussian log-density at "
         "the slot's theta (one mat-vec, no solve) and carries only slot sizes in the point loop; per sweep "
         "it adds n candidate draws theta | x_i (batched, before the loop), a from-scratch stats rebuild and "
-        "a posterior draw for every slot.\n")
+        "a posterior draw for every slot.\n"
+    )
     print(text)
     if a.append:
         write_section(RESULTS / "tvclust.md", "bench_tvclust_alg2", text)

@@ -53,8 +53,13 @@ def run_dataset(name: str, draws: int) -> dict:
             lab = sample_labels(y, 0.3, noise=nz, seed=5000 + r)
             out[f"b0_{nz}"].append(nmi(y, cecib_fit(X, lab, C, BETA0, seed=r).labels_))
             out[f"b1_{nz}"].append(nmi(y, cecib_fit(X, lab, C, 1.0, seed=r).labels_))
-    return {"src": src, "n": len(y), "classes": C, "paper_name": PAPER_NAME.get(name),
-            "nmi": {k: np.asarray(v) for k, v in out.items()}}
+    return {
+        "src": src,
+        "n": len(y),
+        "classes": C,
+        "paper_name": PAPER_NAME.get(name),
+        "nmi": {k: np.asarray(v) for k, v in out.items()},
+    }
 
 
 def paired(a, b, margin=0.0) -> dict:
@@ -70,41 +75,78 @@ def summarise(res: dict) -> dict:
     s = {}
     for k, r in res.items():
         v = r["nmi"]
-        s[k] = {"robust_50": paired(v["b0_0.5"], v["unsup"], MARGIN),
-                **{f"b0_gt_b1_{nz}": paired(v[f"b0_{nz}"], v[f"b1_{nz}"]) for nz in NOISE},
-                "means": {m: float(np.mean(x)) for m, x in v.items()},
-                "sds": {m: float(np.std(x, ddof=1)) for m, x in v.items()}}
+        s[k] = {
+            "robust_50": paired(v["b0_0.5"], v["unsup"], MARGIN),
+            **{f"b0_gt_b1_{nz}": paired(v[f"b0_{nz}"], v[f"b1_{nz}"]) for nz in NOISE},
+            "means": {m: float(np.mean(x)) for m, x in v.items()},
+            "sds": {m: float(np.std(x, ddof=1)) for m, x in v.items()},
+        }
     return s
 
 
 def report(res, summ, draws, wall) -> str:
-    L = ["# CEC-IB claim C13: noisy labels with per-draw spread (`benchmarks/cecib_c13.py`)", "",
-         f"{draws} draws per data set, wall {wall:.0f} s on {machine_info()}.", "",
-         "30 % labelled, the given share of them wrong; CEC-IB_0: beta = 0.2698, CEC-IB_1: beta = 1; "
-         "k_init = 2 x classes, eps = 0.05, 10 restarts; unsupervised CEC: the same fit without labels, same "
-         "restart seed (paired). Mean NMI (sd over draws).", "",
-         md_table(["data", "n", "unsup. CEC", "CEC-IB_0 30 %", "CEC-IB_1 30 %", "CEC-IB_0 50 %",
-                   "CEC-IB_1 50 %"],
-                  [[k, r["n"]] + [f"{summ[k]['means'][m]:.3f} ({summ[k]['sds'][m]:.3f})"
-                                  for m in ("unsup", "b0_0.3", "b1_0.3", "b0_0.5", "b1_0.5")]
-                   for k, r in res.items()]), "",
-         f"Paired differences, mean +- standard error over the draws. Verdict: 'met' if the mean meets the "
-         f"claim, 'miss within noise' if it misses by < 2 s.e., 'real miss' otherwise. First column: "
-         f"CEC-IB_0 at 50 % wrong minus unsupervised, claim >= -{MARGIN}.", "",
-         md_table(["data", "CEC-IB_0(50 %) - unsup.", "verdict", "CEC-IB_0 - CEC-IB_1 (30 %)", "verdict",
-                   "CEC-IB_0 - CEC-IB_1 (50 %)", "verdict"],
-                  [[k] + sum(([f"{summ[k][c]['mean']:+.3f} +- {summ[k][c]['se']:.3f}", summ[k][c]["verdict"]]
-                              for c in ("robust_50", "b0_gt_b1_0.3", "b0_gt_b1_0.5")), [])
-                   for k in res]), ""]
+    L = [
+        "# CEC-IB claim C13: noisy labels with per-draw spread (`benchmarks/cecib_c13.py`)",
+        "",
+        f"{draws} draws per data set, wall {wall:.0f} s on {machine_info()}.",
+        "",
+        "30 % labelled, the given share of them wrong; CEC-IB_0: beta = 0.2698, CEC-IB_1: beta = 1; "
+        "k_init = 2 x classes, eps = 0.05, 10 restarts; unsupervised CEC: the same fit without labels, same "
+        "restart seed (paired). Mean NMI (sd over draws).",
+        "",
+        md_table(
+            ["data", "n", "unsup. CEC", "CEC-IB_0 30 %", "CEC-IB_1 30 %", "CEC-IB_0 50 %", "CEC-IB_1 50 %"],
+            [
+                [k, r["n"]]
+                + [
+                    f"{summ[k]['means'][m]:.3f} ({summ[k]['sds'][m]:.3f})"
+                    for m in ("unsup", "b0_0.3", "b1_0.3", "b0_0.5", "b1_0.5")
+                ]
+                for k, r in res.items()
+            ],
+        ),
+        "",
+        f"Paired differences, mean +- standard error over the draws. Verdict: 'met' if the mean meets the "
+        f"claim, 'miss within noise' if it misses by < 2 s.e., 'real miss' otherwise. First column: "
+        f"CEC-IB_0 at 50 % wrong minus unsupervised, claim >= -{MARGIN}.",
+        "",
+        md_table(
+            [
+                "data",
+                "CEC-IB_0(50 %) - unsup.",
+                "verdict",
+                "CEC-IB_0 - CEC-IB_1 (30 %)",
+                "verdict",
+                "CEC-IB_0 - CEC-IB_1 (50 %)",
+                "verdict",
+            ],
+            [
+                [k]
+                + sum(
+                    (
+                        [f"{summ[k][c]['mean']:+.3f} +- {summ[k][c]['se']:.3f}", summ[k][c]["verdict"]]
+                        for c in ("robust_50", "b0_gt_b1_0.3", "b0_gt_b1_0.5")
+                    ),
+                    [],
+                )
+                for k in res
+            ],
+        ),
+        "",
+    ]
     n = len(res)
     met = sum(s["robust_50"]["verdict"] == "met" for s in summ.values())
     real = sum(s["robust_50"]["verdict"] == "real miss" for s in summ.values())
     gt = sum(s[f"b0_gt_b1_{nz}"]["mean"] > 0 for s in summ.values() for nz in NOISE)
-    L += [f"C13 part 1 (>= 5/7, scaled): CEC-IB_0 >= unsupervised - {MARGIN} at 50 % wrong: met on "
-          f"{met}/{n}, real miss on {real}/{n}, within noise on {n - met - real}/{n}. "
-          f"Part 2: CEC-IB_0 > CEC-IB_1 in "
-          f"{gt}/{2 * n} (data set, noise) cells.", "",
-          "<details><summary>Per-draw NMI (draw order)</summary>", ""]
+    L += [
+        f"C13 part 1 (>= 5/7, scaled): CEC-IB_0 >= unsupervised - {MARGIN} at 50 % wrong: met on "
+        f"{met}/{n}, real miss on {real}/{n}, within noise on {n - met - real}/{n}. "
+        f"Part 2: CEC-IB_0 > CEC-IB_1 in "
+        f"{gt}/{2 * n} (data set, noise) cells.",
+        "",
+        "<details><summary>Per-draw NMI (draw order)</summary>",
+        "",
+    ]
     for k, r in res.items():
         for m, v in r["nmi"].items():
             L.append(f"* {k} {m}: " + " ".join(f"{x:.3f}" for x in v))
@@ -128,9 +170,19 @@ def main():
     wall = time.perf_counter() - t0
     text = report(res, summ, a.draws, wall)
     (RESULTS / "cecib_c13.md").write_text(text)
-    js = {"run": {"draws": a.draws, "wall_s": wall, "noise": NOISE, "margin": MARGIN, "datasets": names},
-          "per_dataset": {k: {"paper_name": r["paper_name"], "n": r["n"], "classes": r["classes"],
-                              "nmi": r["nmi"], **summ[k]} for k, r in res.items()}}
+    js = {
+        "run": {"draws": a.draws, "wall_s": wall, "noise": NOISE, "margin": MARGIN, "datasets": names},
+        "per_dataset": {
+            k: {
+                "paper_name": r["paper_name"],
+                "n": r["n"],
+                "classes": r["classes"],
+                "nmi": r["nmi"],
+                **summ[k],
+            }
+            for k, r in res.items()
+        },
+    }
     write_json("cecib_c13", js, f"benchmarks/cecib_c13.py --draws {a.draws}")
     print(text)
 

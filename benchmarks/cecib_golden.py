@@ -60,8 +60,18 @@ def golden_costs(ref) -> dict:
     runs = pd.read_csv(ref / "runs.csv")
     terms = pd.read_csv(ref / "cluster_terms.csv")
     data = {name: _load(ref, name) for name in DATASETS}
-    out = {d: {"rows": 0, "total_abs": 0.0, "total_rel": 0.0, "parts_abs": 0.0, "terms_full_abs": 0.0,
-               "terms_6dp_abs": 0.0, "sizes_equal": True} for d in DATASETS}
+    out = {
+        d: {
+            "rows": 0,
+            "total_abs": 0.0,
+            "total_rel": 0.0,
+            "parts_abs": 0.0,
+            "terms_full_abs": 0.0,
+            "terms_6dp_abs": 0.0,
+            "sizes_equal": True,
+        }
+        for d in DATASETS
+    }
     modes = {}
     for _, r in runs.iterrows():
         if r.degenerate:
@@ -74,8 +84,11 @@ def golden_costs(ref) -> dict:
         modes[r["mode"]] = modes.get(r["mode"], 0) + 1
         o["total_abs"] = max(o["total_abs"], abs(p.total - r.energy_jar))
         o["total_rel"] = max(o["total_rel"], abs(p.total - r.energy_jar) / abs(r.energy_jar))
-        for ours, col in [(p.model_complexity, "H_Y"), (p.accuracy, "sum_p_HN"),
-                          (p.side_information / r.beta if r.beta else None, "sum_p_HZ")]:
+        for ours, col in [
+            (p.model_complexity, "H_Y"),
+            (p.accuracy, "sum_p_HN"),
+            (p.side_information / r.beta if r.beta else None, "sum_p_HZ"),
+        ]:
             if ours is not None:
                 o["parts_abs"] = max(o["parts_abs"], abs(ours - r[col]))
         uniq = np.unique(z)
@@ -99,8 +112,18 @@ def replays(ref, datasets=DATASETS) -> dict:
     runs = pd.read_csv(ref / "runs.csv")
     traces = pd.read_csv(ref / "energy_traces.csv")
     runs = runs[(runs["mode"] == "fixed_centres") & runs.dataset.isin(datasets)]
-    out = {d: {"runs": 0, "same_partition": 0, "same_passes": 0, "same_clusters": 0,
-               "same_cluster_trace": 0, "energy_abs": 0.0, "energy_rel": 0.0} for d in datasets}
+    out = {
+        d: {
+            "runs": 0,
+            "same_partition": 0,
+            "same_passes": 0,
+            "same_clusters": 0,
+            "same_cluster_trace": 0,
+            "energy_abs": 0.0,
+            "energy_rel": 0.0,
+        }
+        for d in datasets
+    }
     with jax.enable_x64(True):
         for _, r in runs.iterrows():
             x, y = _load(ref, r.dataset)
@@ -115,8 +138,9 @@ def replays(ref, datasets=DATASETS) -> dict:
             o["same_partition"] += int(adjusted_rand_score(z, np.asarray(res.labels)) == 1.0)
             o["same_passes"] += int(int(res.n_passes) == r.passes)
             o["same_clusters"] += int(int(res.active.sum()) == r.n_clusters)
-            o["same_cluster_trace"] += int(np.array_equal(np.asarray(res.n_clusters_trace)[: len(tr)],
-                                                          tr.n_clusters.values))
+            o["same_cluster_trace"] += int(
+                np.array_equal(np.asarray(res.n_clusters_trace)[: len(tr)], tr.n_clusters.values)
+            )
             d = np.abs(ours - tr.energy.values)
             o["energy_abs"] = max(o["energy_abs"], float(d.max()))
             o["energy_rel"] = max(o["energy_rel"], float((d / np.abs(tr.energy.values)).max()))
@@ -136,10 +160,22 @@ def blob_runs() -> dict:
     single = []
     for s in SINGLE_SEEDS:
         e = CECIB(n_clusters=6, beta=1.0, n_init=1, random_state=s, init="k-means++").fit(x, y)
-        single.append({"seed": s, "clusters": int(e.n_clusters_), "cost_minus_true": e.objective_ - true_cost,
-                       "nmi": nmi(truth, e.labels_)})
-    return {"best_of_10": {"clusters": int(est.n_clusters_), "nmi": nmi(truth, est.labels_),
-                           "cost_minus_true": est.objective_ - true_cost}, "single": single}
+        single.append(
+            {
+                "seed": s,
+                "clusters": int(e.n_clusters_),
+                "cost_minus_true": e.objective_ - true_cost,
+                "nmi": nmi(truth, e.labels_),
+            }
+        )
+    return {
+        "best_of_10": {
+            "clusters": int(est.n_clusters_),
+            "nmi": nmi(truth, est.labels_),
+            "cost_minus_true": est.objective_ - true_cost,
+        },
+        "single": single,
+    }
 
 
 def _g(v):
@@ -148,44 +184,123 @@ def _g(v):
 
 def report(c, rp, b, wall) -> str:
     pd_ = c["per_dataset"]
-    rows = [[d, o["rows"], _g(o["total_abs"]), _g(o["total_rel"]), _g(o["parts_abs"]),
-             _g(o["terms_full_abs"]), _g(o["terms_6dp_abs"]), "yes" if o["sizes_equal"] else "NO"]
-            for d, o in pd_.items()]
-    rrows = [[d, o["runs"], o["same_partition"], o["same_passes"], o["same_clusters"],
-              o["same_cluster_trace"], _g(o["energy_abs"]), _g(o["energy_rel"])] for d, o in rp.items()]
-    tot = {k: sum(o[k] for o in rp.values()) for k in ("runs", "same_partition", "same_passes",
-                                                       "same_clusters", "same_cluster_trace")}
+    rows = [
+        [
+            d,
+            o["rows"],
+            _g(o["total_abs"]),
+            _g(o["total_rel"]),
+            _g(o["parts_abs"]),
+            _g(o["terms_full_abs"]),
+            _g(o["terms_6dp_abs"]),
+            "yes" if o["sizes_equal"] else "NO",
+        ]
+        for d, o in pd_.items()
+    ]
+    rrows = [
+        [
+            d,
+            o["runs"],
+            o["same_partition"],
+            o["same_passes"],
+            o["same_clusters"],
+            o["same_cluster_trace"],
+            _g(o["energy_abs"]),
+            _g(o["energy_rel"]),
+        ]
+        for d, o in rp.items()
+    ]
+    tot = {
+        k: sum(o[k] for o in rp.values())
+        for k in ("runs", "same_partition", "same_passes", "same_clusters", "same_cluster_trace")
+    }
     bo = b["best_of_10"]
     reach = sum(s["clusters"] == 3 for s in b["single"])
     others = [s for s in b["single"] if s["clusters"] != 3]
-    L = ["# CEC-IB: ppclust vs the authors' jar (reference/cecib)", "",
-         f"Golden checks written by `benchmarks/cecib_golden.py` "
-         f"(asserted by `tests/inference/test_cecib.py`; golden "
-         f"data from `../shared/reference/cecib/`); wall {wall:.0f} s on {machine_info()}.", "",
-         f"### Cost of every saved non-degenerate partition ({c['rows']} rows: "
-         + ", ".join(f"{k} {v}" for k, v in sorted(c["modes"].items())) + ")", "",
-         "Max over the rows of |ours - jar|: total cost (abs and rel.), its parts H_Y, sum p H(N), "
-         "sum p H(Z) (abs), per-cluster terms (abs; full precision and the jar's 6-decimal printout).", "",
-         md_table(["data", "rows", "total abs", "total rel", "parts abs", "terms abs (full)",
-                   "terms abs (6 dp)", "sizes equal"], rows), "",
-         "### Exact replay of the jar's fixed-centre runs (lazy orphan mode)", "",
-         f"Identical: {tot['same_partition']}/{tot['runs']} partitions, {tot['same_passes']}/{tot['runs']} "
-         f"pass counts, {tot['same_clusters']}/{tot['runs']} cluster counts, "
-         f"{tot['same_cluster_trace']}/{tot['runs']} per-pass cluster counts.", "",
-         md_table(["data", "runs", "same partition", "same passes", "same clusters", "same per-pass clusters",
-                   "per-pass energy abs", "per-pass energy rel"], rrows), "",
-         "### Synthetic 3 blobs (200 each, 10 % labels, beta = 1, k_init = 6)", "",
-         md_table(["run", "clusters", "NMI", "cost - cost of the true partition"],
-                  [["best of 10 restarts (seed 0)", bo["clusters"], f"{bo['nmi']:.4f}",
-                    f"{bo['cost_minus_true']:+.2e}"]]
-                  + [[f"single restart, seed {s['seed']}", s["clusters"], f"{s['nmi']:.4f}",
-                      f"{s['cost_minus_true']:+.4f}"] for s in b["single"]]), "",
-         f"{reach} of {len(b['single'])} single restarts reach 3 clusters"
-         + (f"; the others stop at {', '.join(str(s['clusters']) for s in others)} clusters (a local "
-            "optimum of the Hartigan moves, which cannot merge clusters)." if others else "."), "",
-         "Table 2 (cluster counts per label fraction), Table 3 (passes vs EM), Example 4.1 and the "
-         "noisy-label and few-classes trends: see the paper reproduction below "
-         "(`benchmarks/reproduce_cecib.py`).", ""]
+    L = [
+        "# CEC-IB: ppclust vs the authors' jar (reference/cecib)",
+        "",
+        f"Golden checks written by `benchmarks/cecib_golden.py` "
+        f"(asserted by `tests/inference/test_cecib.py`; golden "
+        f"data from `../shared/reference/cecib/`); wall {wall:.0f} s on {machine_info()}.",
+        "",
+        f"### Cost of every saved non-degenerate partition ({c['rows']} rows: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(c["modes"].items()))
+        + ")",
+        "",
+        "Max over the rows of |ours - jar|: total cost (abs and rel.), its parts H_Y, sum p H(N), "
+        "sum p H(Z) (abs), per-cluster terms (abs; full precision and the jar's 6-decimal printout).",
+        "",
+        md_table(
+            [
+                "data",
+                "rows",
+                "total abs",
+                "total rel",
+                "parts abs",
+                "terms abs (full)",
+                "terms abs (6 dp)",
+                "sizes equal",
+            ],
+            rows,
+        ),
+        "",
+        "### Exact replay of the jar's fixed-centre runs (lazy orphan mode)",
+        "",
+        f"Identical: {tot['same_partition']}/{tot['runs']} partitions, {tot['same_passes']}/{tot['runs']} "
+        f"pass counts, {tot['same_clusters']}/{tot['runs']} cluster counts, "
+        f"{tot['same_cluster_trace']}/{tot['runs']} per-pass cluster counts.",
+        "",
+        md_table(
+            [
+                "data",
+                "runs",
+                "same partition",
+                "same passes",
+                "same clusters",
+                "same per-pass clusters",
+                "per-pass energy abs",
+                "per-pass energy rel",
+            ],
+            rrows,
+        ),
+        "",
+        "### Synthetic 3 blobs (200 each, 10 % labels, beta = 1, k_init = 6)",
+        "",
+        md_table(
+            ["run", "clusters", "NMI", "cost - cost of the true partition"],
+            [
+                [
+                    "best of 10 restarts (seed 0)",
+                    bo["clusters"],
+                    f"{bo['nmi']:.4f}",
+                    f"{bo['cost_minus_true']:+.2e}",
+                ]
+            ]
+            + [
+                [
+                    f"single restart, seed {s['seed']}",
+                    s["clusters"],
+                    f"{s['nmi']:.4f}",
+                    f"{s['cost_minus_true']:+.4f}",
+                ]
+                for s in b["single"]
+            ],
+        ),
+        "",
+        f"{reach} of {len(b['single'])} single restarts reach 3 clusters"
+        + (
+            f"; the others stop at {', '.join(str(s['clusters']) for s in others)} clusters (a local "
+            "optimum of the Hartigan moves, which cannot merge clusters)."
+            if others
+            else "."
+        ),
+        "",
+        "Table 2 (cluster counts per label fraction), Table 3 (passes vs EM), Example 4.1 and the "
+        "noisy-label and few-classes trends: see the paper reproduction below "
+        "(`benchmarks/reproduce_cecib.py`).",
+        "",
+    ]
     return "\n".join(L)
 
 
@@ -201,10 +316,13 @@ def main():
     head = report(c, rp, b, wall)
     out = RESULTS / "cecib.md"
     old = out.read_text() if out.exists() else ""
-    tail = old[old.index(MARKER):] if MARKER in old else MARKER + "\n"
+    tail = old[old.index(MARKER) :] if MARKER in old else MARKER + "\n"
     out.write_text(head + "\n" + tail)
-    write_json("cecib_golden", {"costs": c, "replay": rp, "blobs": b, "wall": {"s": wall}},
-               "benchmarks/cecib_golden.py")
+    write_json(
+        "cecib_golden",
+        {"costs": c, "replay": rp, "blobs": b, "wall": {"s": wall}},
+        "benchmarks/cecib_golden.py",
+    )
     print(head)
 
 

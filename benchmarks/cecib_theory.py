@@ -36,10 +36,16 @@ def remark_4_1(n=1000, runs=10, seed=0):
         ones_best += best.n_clusters_ == 1
         if m.n_clusters_ > 1:  # is the multi-cluster end point worse than one cluster (a local optimum)?
             worse += cecib.cecib_cost(x, m.labels_, z, 0.5).total > cecib.cecib_cost(x, one, z, 0.5).total
-    return {"n": n, "runs": runs, "one_cluster": int(ones), "final_k": ks,
-            "one_cluster_best_of_10_restarts": int(ones_best),
-            "multi_cluster_runs_costlier_than_one": int(worse), "beta1_cost_gap": float(np.mean(gaps)),
-            "beta1_cost_gap_max_abs": float(np.max(np.abs(gaps)))}
+    return {
+        "n": n,
+        "runs": runs,
+        "one_cluster": int(ones),
+        "final_k": ks,
+        "one_cluster_best_of_10_restarts": int(ones_best),
+        "multi_cluster_runs_costlier_than_one": int(worse),
+        "beta1_cost_gap": float(np.mean(gaps)),
+        "beta1_cost_gap_max_abs": float(np.max(np.abs(gaps))),
+    }
 
 
 def main():

@@ -49,9 +49,12 @@ SCRIPTS = {
     "cecib_golden": (["benchmarks/cecib_golden.py"], "~1 min", True),
     "cecib_c13": (["benchmarks/cecib_c13.py", "--draws", "150"], "~6 min", True),
     "ccib": (["benchmarks/bench_ccib.py", "--quick"], "~12 min (CCIB2 on Table 1 dominates)", True),
-    "smic": (["benchmarks/bench_smic.py", "--seeds", "3"], "~1.5 h (ARI sweep over 6 data sets x 5-7 budgets "
-             "x 3 seeds at 10-100 s per selection; sonar alone: `--datasets sonar --skip-scaling`, ~4 min)",
-             False),
+    "smic": (
+        ["benchmarks/bench_smic.py", "--seeds", "3"],
+        "~1.5 h (ARI sweep over 6 data sets x 5-7 budgets "
+        "x 3 seeds at 10-100 s per selection; sonar alone: `--datasets sonar --skip-scaling`, ~4 min)",
+        False,
+    ),
     # after smic: CSC's C6 row compares with smic.json's 3SMIC numbers
     "csc": (["benchmarks/bench_csc.py", "--seeds", "3"], "~20 min (dense generalised eigenproblems)", True),
 }
@@ -76,8 +79,11 @@ def junit_results() -> dict[str, str]:
                 if child.tag in ("failure", "error"):
                     st = "failed"
                 elif child.tag == "skipped":
-                    st = "xfailed" if "xfail" in (child.get("type", "") + child.get("message",
-                        "")) else "skipped"
+                    st = (
+                        "xfailed"
+                        if "xfail" in (child.get("type", "") + child.get("message", ""))
+                        else "skipped"
+                    )
             out[node] = st
     return out
 
@@ -90,8 +96,12 @@ def test_status(prefixes: list[str], junit: dict[str, str]) -> tuple[str, str]:
     n_pass = sum(v in ("passed", "xfailed") for v in got.values())
     n_fail = sum(v == "failed" for v in got.values())
     n_skip = sum(v == "skipped" for v in got.values())
-    txt = f"tests {n_pass}/{len(got)} pass" + (f", {n_fail} FAIL" if n_fail else "") + (
-        f", {n_skip} skipped" if n_skip else "") + (f", {len(missing)} not run" if missing else "")
+    txt = (
+        f"tests {n_pass}/{len(got)} pass"
+        + (f", {n_fail} FAIL" if n_fail else "")
+        + (f", {n_skip} skipped" if n_skip else "")
+        + (f", {len(missing)} not run" if missing else "")
+    )
     if n_fail:
         return "failed", txt
     if not got or n_skip == len(got):
@@ -109,28 +119,39 @@ def _f(v, d=3):
 
 def c3l_C1(J):
     c = J["c3l"]["c1"]
-    return (f"max cost diff vs SLSQP {c['max_abs_cost_diff']:.1e} ({c['n']} draws); leakage - alpha "
-            f"<= {c['max_leak_over_alpha']:.0e}; rel. |leak - alpha| active {c['max_rel_leak_active']:.0e}",
-            c["max_leak_over_alpha"] <= 1e-12 and c["max_rel_leak_active"] <= 1e-9
-            and c["max_abs_cost_diff"] <= 1e-9)
+    return (
+        f"max cost diff vs SLSQP {c['max_abs_cost_diff']:.1e} ({c['n']} draws); leakage - alpha "
+        f"<= {c['max_leak_over_alpha']:.0e}; rel. |leak - alpha| active {c['max_rel_leak_active']:.0e}",
+        c["max_leak_over_alpha"] <= 1e-12
+        and c["max_rel_leak_active"] <= 1e-9
+        and c["max_abs_cost_diff"] <= 1e-9,
+    )
 
 
 def c3l_C2(J):
     c = J["c3l"]["c2"]
-    return (f"m {c['m'][0]:.3f} -> {c['m'][-1]:.3f}, sigma {c['sigma'][0]:.3f} -> {c['sigma'][-1]:.3f}; "
-            f"monotone: {c['m_increasing'] and c['sigma_decreasing']}",
-                c["m_increasing"] and c["sigma_decreasing"])
+    return (
+        f"m {c['m'][0]:.3f} -> {c['m'][-1]:.3f}, sigma {c['sigma'][0]:.3f} -> {c['sigma'][-1]:.3f}; "
+        f"monotone: {c['m_increasing'] and c['sigma_decreasing']}",
+        c["m_increasing"] and c["sigma_decreasing"],
+    )
 
 
 def c3l_C3(J):
     c = J["c3l"]["c3"]
     r16 = [c["1e-16"][t]["ratio"] for t in ("0.1", "1", "3.9")]
     r150 = [c["1e-150"][t]["ratio"] for t in ("0.1", "1", "3.9")]
-    pos = all(v["log_odds"] > 0 for a in ("0.01", "1e-08", "1e-16", "1e-150") for v in c[a].values()
-              if isinstance(v, dict))
-    return (f"ratios at t=.1/1/3.9: 1e-16 {'/'.join(_f(v) for v in r16)}; 1e-150 "
-            f"{'/'.join(_f(v) for v in r150)}; log-odds > 0: {pos}",
-            pos and all(abs(v - 1) <= 0.10 for v in r16) and all(abs(v - 1) <= 0.01 for v in r150))
+    pos = all(
+        v["log_odds"] > 0
+        for a in ("0.01", "1e-08", "1e-16", "1e-150")
+        for v in c[a].values()
+        if isinstance(v, dict)
+    )
+    return (
+        f"ratios at t=.1/1/3.9: 1e-16 {'/'.join(_f(v) for v in r16)}; 1e-150 "
+        f"{'/'.join(_f(v) for v in r150)}; log-odds > 0: {pos}",
+        pos and all(abs(v - 1) <= 0.10 for v in r16) and all(abs(v - 1) <= 0.01 for v in r150),
+    )
 
 
 def c3l_C5(J):
@@ -141,8 +162,11 @@ def c3l_C5(J):
 def c3l_C6(J):
     c = J["c3l"]["c6"]
     per = c["ratio"] * 3 / 10
-    return (f"C3L {c['c3l_median_s']:.3f} s vs GMM {c['gmm_median_s']:.3f} s: {c['ratio']:.1f}x per fit, "
-            f"{per:.1f}x per restart", c["ratio"] <= 3)
+    return (
+        f"C3L {c['c3l_median_s']:.3f} s vs GMM {c['gmm_median_s']:.3f} s: {c['ratio']:.1f}x per fit, "
+        f"{per:.1f}x per restart",
+        c["ratio"] <= 3,
+    )
 
 
 def c3l_C9(J):
@@ -152,10 +176,13 @@ def c3l_C9(J):
     s = ", ".join(f"{k} {c[k]['mean']:.2f}" for k in keys)
     if "GMM raw" in c:
         s += f"; raw Wine: GMM {c['GMM raw']['mean']:.2f}, GMM_H {c['GMM_H raw']['mean']:.2f}"
-    rank = min(c["C3L a=0.01"]["mean"], c["C3L a=0.05"]["mean"]) >= max(c["CEC_H"]["mean"],
-        c["GMM_H"]["mean"])
-    return (f"{s} ({c['GMM']['draws']} draws); {within}/6 within 0.05; C3L >= CEC_H, GMM_H: {rank}",
-            within == 6 and rank)
+    rank = min(c["C3L a=0.01"]["mean"], c["C3L a=0.05"]["mean"]) >= max(
+        c["CEC_H"]["mean"], c["GMM_H"]["mean"]
+    )
+    return (
+        f"{s} ({c['GMM']['draws']} draws); {within}/6 within 0.05; C3L >= CEC_H, GMM_H: {rank}",
+        within == 6 and rank,
+    )
 
 
 def c3l_C11(J):
@@ -163,43 +190,63 @@ def c3l_C11(J):
     lo = min(c["C3L a=0.01"], c["C3L a=0.05"])
     order = lo > max(c["C3L a=0.25"], c["C3L a=0.5"])
     beats = lo > c["PP+GMM"]
-    return (f"PP+GMM {c['PP+GMM']:.2f}; C3L .01/.05/.25/.5: {c['C3L a=0.01']:.2f}/{c['C3L a=0.05']:.2f}/"
-            f"{c['C3L a=0.25']:.2f}/{c['C3L a=0.5']:.2f}; low > high alpha: {order}; low > PP+GMM: {beats}",
-            abs(c["PP+GMM"] - 0.24) <= 0.05 and order and beats)
+    return (
+        f"PP+GMM {c['PP+GMM']:.2f}; C3L .01/.05/.25/.5: {c['C3L a=0.01']:.2f}/{c['C3L a=0.05']:.2f}/"
+        f"{c['C3L a=0.25']:.2f}/{c['C3L a=0.5']:.2f}; low > high alpha: {order}; low > PP+GMM: {beats}",
+        abs(c["PP+GMM"] - 0.24) <= 0.05 and order and beats,
+    )
 
 
 def ccib_K1(J):
     c = J["ccib"]["k1"]
-    ok = (c["CCIB1"]["mean_c"] >= 0.95 and 0.68 <= c["CIB"]["mean_c"] <= 0.85 and c["wilcoxon_p"] < 0.01
-          and c["CCIB2"]["mean_c"] >= 0.88 and c["CCIB2"]["opt_c"] >= c["CCIB2"]["mean_c"] - 1e-12
-          and all(c[v]["mean_b"] <= 0.62 for v in ("CIB", "CCIB1", "CCIB2")))
-    return (f"Prec_C CCIB1 {c['CCIB1']['mean_c']:.3f}, CIB {c['CIB']['mean_c']:.3f} "
-            f"(p = {c['wilcoxon_p']:.1g}), "
-            f"CCIB2 {c['CCIB2']['mean_c']:.3f}; max Prec_B "
-            f"{max(c[v]['mean_b'] for v in ('CIB', 'CCIB1', 'CCIB2')):.3f} ({c['n_sets']} sets)", ok)
+    ok = (
+        c["CCIB1"]["mean_c"] >= 0.95
+        and 0.68 <= c["CIB"]["mean_c"] <= 0.85
+        and c["wilcoxon_p"] < 0.01
+        and c["CCIB2"]["mean_c"] >= 0.88
+        and c["CCIB2"]["opt_c"] >= c["CCIB2"]["mean_c"] - 1e-12
+        and all(c[v]["mean_b"] <= 0.62 for v in ("CIB", "CCIB1", "CCIB2"))
+    )
+    return (
+        f"Prec_C CCIB1 {c['CCIB1']['mean_c']:.3f}, CIB {c['CIB']['mean_c']:.3f} "
+        f"(p = {c['wilcoxon_p']:.1g}), "
+        f"CCIB2 {c['CCIB2']['mean_c']:.3f}; max Prec_B "
+        f"{max(c[v]['mean_b'] for v in ('CIB', 'CCIB1', 'CCIB2')):.3f} ({c['n_sets']} sets)",
+        ok,
+    )
 
 
 def ccib_K4(J):
     c = J["ccib"]["k4"]
     lams = ("0.2", "0.3", "0.5", "1.0")
     ok = all(c[lam]["mean_c"] >= 0.9 for lam in lams) and c["0.0"]["mean_c"] < 0.9
-    return ("Prec_C at lambda 0/.2/.3/.5/1: " + "/".join(_f(c[lam]["mean_c"]) for lam in ("0.0", *lams))
-            + f" ({c['n_sets']} sets)", ok)
+    return (
+        "Prec_C at lambda 0/.2/.3/.5/1: "
+        + "/".join(_f(c[lam]["mean_c"]) for lam in ("0.0", *lams))
+        + f" ({c['n_sets']} sets)",
+        ok,
+    )
 
 
 def ccib_K5(J):
     c = J["ccib"]["k5"]
     ok = c["stage1_dom"] >= 0.9 and c["stage2_sec"] >= c["stage1_sec"] + 0.2
-    return (f"stage 1 dom/sec {c['stage1_dom']:.3f}/{c['stage1_sec']:.3f}; stage 2 secondary "
-            f"{c['stage2_sec']:.3f} (dominant {c['stage2_dom']:.3f})", ok)
+    return (
+        f"stage 1 dom/sec {c['stage1_dom']:.3f}/{c['stage1_sec']:.3f}; stage 2 secondary "
+        f"{c['stage2_sec']:.3f} (dominant {c['stage2_dom']:.3f})",
+        ok,
+    )
 
 
 def ccib_K6(J):
     c = J["ccib"]["k6"]
     rows = [r for k, v in c.items() if k != "_run" for r in v]
     ok = all(r["i_target"] > r["i_known"] and r["prec_target"] > r["chance"] for r in rows)
-    return (f"{sum(r['i_target'] > r['i_known'] for r in rows)}/{len(rows)} cases I(C,target) > I(C,known); "
-            f"min Prec_target - chance {min(r['prec_target'] - r['chance'] for r in rows):.3f}", ok)
+    return (
+        f"{sum(r['i_target'] > r['i_known'] for r in rows)}/{len(rows)} cases I(C,target) > I(C,known); "
+        f"min Prec_target - chance {min(r['prec_target'] - r['chance'] for r in rows):.3f}",
+        ok,
+    )
 
 
 def ccib_K7(J):
@@ -230,34 +277,43 @@ def cecib_C1(J):
     per = {k: v for k, v in c["per_dataset"].items() if k != "_run"}
     worst = max(v["total_abs"] for k, v in per.items() if k != "vertebral")
     vrel = per["vertebral"]["total_rel"] if "vertebral" in per else 0.0
-    return (f"cost of {c['rows']} saved jar partitions: max abs diff {worst:.1e} (vertebral rel. {vrel:.1e})",
-            worst <= 1e-9 and vrel <= 1e-6)
+    return (
+        f"cost of {c['rows']} saved jar partitions: max abs diff {worst:.1e} (vertebral rel. {vrel:.1e})",
+        worst <= 1e-9 and vrel <= 1e-6,
+    )
 
 
 def cecib_C8(J):
     b = J["cecib_golden"]["blobs"]
     reach = sum(s["clusters"] == 3 for s in b["single"])
-    return (f"3 blobs, k_init 6: best of 10 restarts {b['best_of_10']['clusters']} clusters "
-            f"(NMI {b['best_of_10']['nmi']:.3f}); single restarts reach 3 in {reach}/{len(b['single'])}",
-            b["best_of_10"]["clusters"] == 3)
+    return (
+        f"3 blobs, k_init 6: best of 10 restarts {b['best_of_10']['clusters']} clusters "
+        f"(NMI {b['best_of_10']['nmi']:.3f}); single restarts reach 3 in {reach}/{len(b['single'])}",
+        b["best_of_10"]["clusters"] == 3,
+    )
 
 
 def cecib_C6(J):
     c = J["cecib"]["c6"]
     d = c["diff"]
     flip = d["0.25"] < 0 < d["0.29"]
-    return (f"analytic {c['beta0_analytic']:.5f}, from 2e5 draws {c['beta0_helper']:.5f}; "
-            f"E diff at .25/.29: {d['0.25']:+.4f}/{d['0.29']:+.4f}",
-            abs(c["beta0_analytic"] - 0.26978) <= 1e-4 and flip)
+    return (
+        f"analytic {c['beta0_analytic']:.5f}, from 2e5 draws {c['beta0_helper']:.5f}; "
+        f"E diff at .25/.29: {d['0.25']:+.4f}/{d['0.29']:+.4f}",
+        abs(c["beta0_analytic"] - 0.26978) <= 1e-4 and flip,
+    )
 
 
 def cecib_C7(J):
     c = J["cecib_theory"]["remark_4_1"]
-    return (f"1 cluster in {c['one_cluster']}/{c['runs']} single restarts (n = {c['n']}, beta = 0.5, "
-            f"k_init = 4; the other {c['runs'] - c['one_cluster']} end costlier than one cluster: "
-            f"{c['multi_cluster_runs_costlier_than_one']}); best of 10 restarts: "
-            f"{c['one_cluster_best_of_10_restarts']}/{c['runs']}; beta = 1: split - merged cost "
-            f"{c['beta1_cost_gap']:+.4f}", c["one_cluster"] >= 9)
+    return (
+        f"1 cluster in {c['one_cluster']}/{c['runs']} single restarts (n = {c['n']}, beta = 0.5, "
+        f"k_init = 4; the other {c['runs'] - c['one_cluster']} end costlier than one cluster: "
+        f"{c['multi_cluster_runs_costlier_than_one']}); best of 10 restarts: "
+        f"{c['one_cluster_best_of_10_restarts']}/{c['runs']}; beta = 1: split - merged cost "
+        f"{c['beta1_cost_gap']:+.4f}",
+        c["one_cluster"] >= 9,
+    )
 
 
 def cecib_C10(J):
@@ -275,8 +331,10 @@ def cecib_C10(J):
     exact = True
     if wine and vert:
         s += f"; wine modes {wine[0]['table2_mode']}, vertebral {vert[0]['table2_mode']}"
-        exact = (sum(v == 3 for v in wine[0]["table2_mode"]) > 2
-                 and sum(v == 4 for v in vert[0]["table2_mode"]) > 2)
+        exact = (
+            sum(v == 3 for v in wine[0]["table2_mode"]) > 2
+            and sum(v == 4 for v in vert[0]["table2_mode"]) > 2
+        )
     return s, hit == cells and exact
 
 
@@ -299,8 +357,11 @@ def cecib_C12(J):
     up = sum(d["nmi_beta1"][3] > d["nmi_beta1"][0] for d in per.values())
     ge = sum(d["nmi_beta1"][3] >= d["nmi_beta0"][3] for d in per.values())
     n = len(per)
-    return (f"NMI(beta=1) up from 0% to 30% labels on {up}/{n}; CEC-IB_1 >= CEC-IB_0 at 30% on {ge}/{n} "
-            f"({', '.join(per)})", _frac(up, n, 6) and _frac(ge, n, 5))
+    return (
+        f"NMI(beta=1) up from 0% to 30% labels on {up}/{n}; CEC-IB_1 >= CEC-IB_0 at 30% on {ge}/{n} "
+        f"({', '.join(per)})",
+        _frac(up, n, 6) and _frac(ge, n, 5),
+    )
 
 
 def cecib_C13(J):
@@ -316,16 +377,23 @@ def cecib_C13(J):
         b = sum(d[f"b0_gt_b1_{nz}"]["mean"] > 0 for d in per.values() for nz in c["run"]["noise"])
         r50 = {k.removeprefix("ref:"): d["robust_50"] for k, d in per.items()}
         parts = ", ".join(f"{k} {d['mean']:+.3f}+-{d['se']:.3f}" for k, d in r50.items())
-        return (f"CEC-IB_0(50% wrong) - unsup (mean +- s.e., {c['run']['draws']} paired draws): {parts}; "
-                f"met {v.count('met')}/{n}, real miss {v.count('real miss')}/{n}; CEC-IB_0 > CEC-IB_1 in "
-                f"{b}/{2 * n} cells (30%, 50% wrong)", _frac(ok1, n, 5) and b > n)
+        return (
+            f"CEC-IB_0(50% wrong) - unsup (mean +- s.e., {c['run']['draws']} paired draws): {parts}; "
+            f"met {v.count('met')}/{n}, real miss {v.count('real miss')}/{n}; CEC-IB_0 > CEC-IB_1 in "
+            f"{b}/{2 * n} cells (30%, 50% wrong)",
+            _frac(ok1, n, 5) and b > n,
+        )
     per, run = _cec(J)
     a = sum(d["noise"]["0.5"]["cecib0"] >= d["nmi_beta1"][0] - 0.02 for d in per.values())
-    b = sum(d["noise"][nz]["cecib0"] > d["noise"][nz]["cecib1"]
-            for d in per.values() for nz in ("0.3", "0.5"))
+    b = sum(
+        d["noise"][nz]["cecib0"] > d["noise"][nz]["cecib1"] for d in per.values() for nz in ("0.3", "0.5")
+    )
     n = len(per)
-    return (f"CEC-IB_0 >= unsup - 0.02 at 50% wrong on {a}/{n}; CEC-IB_0 > CEC-IB_1 in {b}/{2 * n} cells "
-            f"(>= 30% wrong); {run['draws']} draws", _frac(a, n, 5) and b > n)
+    return (
+        f"CEC-IB_0 >= unsup - 0.02 at 50% wrong on {a}/{n}; CEC-IB_0 > CEC-IB_1 in {b}/{2 * n} cells "
+        f"(>= 30% wrong); {run['draws']} draws",
+        _frac(a, n, 5) and b > n,
+    )
 
 
 def cecib_C14(J):
@@ -351,8 +419,10 @@ def smic_C2(J):
     means = [b[k]["ari_mean"] for k in keys]
     sds = [b[k]["ari_sd"] for k in keys]
     mono = all(means[i + 1] >= means[i] - max(sds[i], sds[i + 1]) for i in range(len(means) - 1))
-    return (f"ARI by % of pairs {'/'.join(keys)}: {'/'.join(_f(m) for m in means)} ({d['seeds']} seeds)",
-            mono and means[-1] >= means[0] + 0.1)
+    return (
+        f"ARI by % of pairs {'/'.join(keys)}: {'/'.join(_f(m) for m in means)} ({d['seeds']} seeds)",
+        mono and means[-1] >= means[0] + 0.1,
+    )
 
 
 def smic_C3(J):
@@ -363,8 +433,11 @@ def smic_C3(J):
 
 
 def smic_C4(J):
-    sets = {k: v for k, v in J["smic"]["ari"].items()
-            if k != "_run" and all("sl_ari_by_t" in b for b in v["budgets"].values())}
+    sets = {
+        k: v
+        for k, v in J["smic"]["ari"].items()
+        if k != "_run" and all("sl_ari_by_t" in b for b in v["budgets"].values())
+    }
     if not sets:
         return None
     parts, ok_gap, spread_big = [], True, 0
@@ -385,8 +458,9 @@ def smic_C5(J):
     if not got:
         return None
     gain = {k: (v["budgets"]["0"]["ari_mean"], v["budgets"]["3"]["ari_mean"]) for k, v in got.items()}
-    s = "; ".join(f"{k}: 0 links {a0:.3f}, 3% of pairs {a3:.3f} ({a3 - a0:+.3f})"
-                  for k, (a0, a3) in gain.items())
+    s = "; ".join(
+        f"{k}: 0 links {a0:.3f}, 3% of pairs {a3:.3f} ({a3 - a0:+.3f})" for k, (a0, a3) in gain.items()
+    )
     a0, a3 = gain[next(iter(gain))]
     return s, a3 >= a0 + 0.3
 
@@ -398,16 +472,21 @@ def smic_C6(J):
     binary = {k: v for k, v in c.items() if k in ("sonar", "breast_cancer")}
     drop = sum(v["largest_below_peak"] for v in binary.values())
     less4 = sum(v["csc_spread_without_t1"] < v["sl_spread_without_t1"] for v in c.values())
-    s = ("spread over t, CSC vs SL: " + ", ".join(f"{k} {v['csc_spread']:.3f} vs {v['sl_spread']:.3f}"
-                                                 for k, v in c.items())
-         + f" (CSC smaller on {less}/{len(c)}; without t = 1, whose kNN graph has "
-         + "/".join(str(v["components_by_t"]["1"]) for v in c.values())
-         + f" components: {less4}/{len(c)}); CSC < 3SMIC at every budget with links on c = 10: "
-         + (", ".join(f"{k} {v['worse_than_3smic_every_budget']}" for k, v in multi.items()) or "not run")
-         + f"; binary sets with CSC at the largest budget below its peak: {drop}/{len(binary)} "
-         + f"({', '.join(binary)})")
-    ok = (less > len(c) / 2 and all(v["worse_than_3smic_every_budget"] for v in multi.values())
-          and drop == len(binary))
+    s = (
+        "spread over t, CSC vs SL: "
+        + ", ".join(f"{k} {v['csc_spread']:.3f} vs {v['sl_spread']:.3f}" for k, v in c.items())
+        + f" (CSC smaller on {less}/{len(c)}; without t = 1, whose kNN graph has "
+        + "/".join(str(v["components_by_t"]["1"]) for v in c.values())
+        + f" components: {less4}/{len(c)}); CSC < 3SMIC at every budget with links on c = 10: "
+        + (", ".join(f"{k} {v['worse_than_3smic_every_budget']}" for k, v in multi.items()) or "not run")
+        + f"; binary sets with CSC at the largest budget below its peak: {drop}/{len(binary)} "
+        + f"({', '.join(binary)})"
+    )
+    ok = (
+        less > len(c) / 2
+        and all(v["worse_than_3smic_every_budget"] for v in multi.values())
+        and drop == len(binary)
+    )
     return s, ok
 
 
@@ -420,8 +499,11 @@ def smic_C7(J):
     tsl = r["kernel_s"] + r["sl_eig_s"]
     ok = t3 <= 3 * tsl and r["dense_geneig_s"] >= 5 * t3
     dense = r["dense_geneig_s"]
-    return (f"n = 5000: 3SMIC (kernel + top-c Lanczos) {t3:.2f} s, one SL run {tsl:.2f} s, dense "
-            f"generalized eigendecomposition (CSC's core) {dense:.1f} s ({dense / t3:.0f}x 3SMIC)", ok)
+    return (
+        f"n = 5000: 3SMIC (kernel + top-c Lanczos) {t3:.2f} s, one SL run {tsl:.2f} s, dense "
+        f"generalized eigendecomposition (CSC's core) {dense:.1f} s ({dense / t3:.0f}x 3SMIC)",
+        ok,
+    )
 
 
 def _rdp(J):
@@ -435,9 +517,12 @@ def rdp_1(J):
     pav = [sum(paper["RDP-means"][d][i] for d in ds) / len(ds) for i in range(3)]
     best = all(avg["RDP-means"][i] >= max(avg[m][i] for m in avg) for i in range(3))
     close = all(abs(a - p) <= 0.03 for a, p in zip(avg["RDP-means"], pav, strict=True))
-    return (f"RDP-means F/ARI/NMI {'/'.join(_f(v, 2) for v in avg['RDP-means'])} over {'+'.join(ds)} "
-            f"(paper on the same sets {'/'.join(_f(v, 2) for v in pav)}); best of "
-            f"{', '.join(m for m in avg if m != 'RDP-means')} on all three: {best}", best and close)
+    return (
+        f"RDP-means F/ARI/NMI {'/'.join(_f(v, 2) for v in avg['RDP-means'])} over {'+'.join(ds)} "
+        f"(paper on the same sets {'/'.join(_f(v, 2) for v in pav)}); best of "
+        f"{', '.join(m for m in avg if m != 'RDP-means')} on all three: {best}",
+        best and close,
+    )
 
 
 def rdp_7(J):
@@ -453,34 +538,41 @@ def rdp_7(J):
     bp, rp = by_p("TVClust-VB"), by_p("RDP-means")
     per_set = all(abs(f[d] - paper[d]) <= 0.06 for d in f)
     p_ok = all(abs(a - b) <= 0.06 for a, b in zip(bp, (0.77, 0.75, 0.73, 0.68), strict=True))
-    return (", ".join(f"{d} {f[d]:.2f} (paper {paper[d]:.2f})" for d in f) + f"; F by p "
-            f"{'/'.join(_f(v, 2) for v in bp)}, drop {bp[0] - bp[-1]:.2f} vs RDP-means {rp[0] - rp[-1]:.2f}; "
-            f"by-p within 0.06: {p_ok}; per set within 0.06: {per_set}",
-            per_set and p_ok and bp[0] - bp[-1] < rp[0] - rp[-1])
+    return (
+        ", ".join(f"{d} {f[d]:.2f} (paper {paper[d]:.2f})" for d in f) + f"; F by p "
+        f"{'/'.join(_f(v, 2) for v in bp)}, drop {bp[0] - bp[-1]:.2f} vs RDP-means {rp[0] - rp[-1]:.2f}; "
+        f"by-p within 0.06: {p_ok}; per set within 0.06: {per_set}",
+        per_set and p_ok and bp[0] - bp[-1] < rp[0] - rp[-1],
+    )
 
 
 def rdp_2(J):
     t = _rdp(J)
     paper = {"iris": 0.86, "wine": 0.81}
     f = {d: t["table1"]["RDP-means"][d][0] for d in t["datasets"]}
-    return (", ".join(f"{d} {f[d]:.2f}" for d in f),
-            all(abs(f[d] - paper[d]) <= 0.06 for d in f if d in paper))
+    return (
+        ", ".join(f"{d} {f[d]:.2f}" for d in f),
+        all(abs(f[d] - paper[d]) <= 0.06 for d in f if d in paper),
+    )
 
 
 def rdp_3(J):
     f = [v for k, v in sorted(_rdp(J)["f_by_p"]["RDP-means"].items(), key=lambda kv: -float(kv[0]))]
     mono = all(b <= a + 1e-12 for a, b in zip(f, f[1:], strict=False))
     close = all(abs(a - p) <= 0.06 for a, p in zip(f, (0.93, 0.92, 0.87, 0.75), strict=True))
-    return (f"F at p = 1/.95/.9/.8: {'/'.join(_f(v, 2) for v in f)}; drop 1 -> .95 {f[0] - f[1]:.3f}",
-            mono and f[0] - f[1] <= 0.03 and close)
+    return (
+        f"F at p = 1/.95/.9/.8: {'/'.join(_f(v, 2) for v in f)}; drop 1 -> .95 {f[0] - f[1]:.3f}",
+        mono and f[0] - f[1] <= 0.03 and close,
+    )
 
 
 def rdp_4(J):
     t = _rdp(J)["f_by_rp"]["RDP-means"]
     a, b, c = t["0.01"]["1.0"], t["0.03"]["1.0"], t["0.05"]["1.0"]
     d, e = t["0.01"]["0.8"], t["0.05"]["0.8"]
-    ok = abs(a - 0.84) <= 0.06 and min(b,
-        c) >= 0.96 - 0.06 and abs(d - 0.56) <= 0.06 and abs(e - 0.91) <= 0.06
+    ok = (
+        abs(a - 0.84) <= 0.06 and min(b, c) >= 0.96 - 0.06 and abs(d - 0.56) <= 0.06 and abs(e - 0.91) <= 0.06
+    )
     return f"p=1: r=.01/.03/.05 {a:.2f}/{b:.2f}/{c:.2f}; p=.8: r=.01 {d:.2f} -> r=.05 {e:.2f}", ok
 
 
@@ -493,8 +585,10 @@ def rdp_5(J):
 def rdp_6(J):
     t = _rdp(J)["f_by_p"]
     spans = {m: max(t[m].values()) - min(t[m].values()) for m in ("K-means", "DP-means")}
-    return (f"spread of F over p: K-means {spans['K-means']:.3f}, DP-means {spans['DP-means']:.3f}",
-            all(v <= 0.02 for v in spans.values()))
+    return (
+        f"spread of F over p: K-means {spans['K-means']:.3f}, DP-means {spans['DP-means']:.3f}",
+        all(v <= 0.02 for v in spans.values()),
+    )
 
 
 def rdp_9(J):
@@ -502,22 +596,51 @@ def rdp_9(J):
     if k is None:
         return None
     spans = {d: max(v) - min(v) for d, v in k["f_by_dev"].items()}
-    return (f"max-min F over dev {k['devs'][0]}..{k['devs'][-1]}: "
-            + ", ".join(f"{d} {s:.3f}" for d, s in spans.items()), all(s <= 0.05 for s in spans.values()))
+    return (
+        f"max-min F over dev {k['devs'][0]}..{k['devs'][-1]}: "
+        + ", ".join(f"{d} {s:.3f}" for d, s in spans.items()),
+        all(s <= 0.05 for s in spans.values()),
+    )
 
 
-EXTRACT = {"c3l:C1": c3l_C1, "c3l:C2": c3l_C2, "c3l:C3": c3l_C3, "c3l:C5": c3l_C5, "c3l:C6": c3l_C6,
-           "c3l:C9": c3l_C9, "c3l:C11": c3l_C11, "ccib:K1": ccib_K1, "ccib:K4": ccib_K4, "ccib:K5": ccib_K5,
-           "ccib:K6": ccib_K6, "ccib:K7": ccib_K7, "cecib:C1": cecib_C1, "cecib:C8": cecib_C8,
-           "cecib:C6": cecib_C6, "cecib:C7": cecib_C7,
-           "cecib:C10": cecib_C10,
-           "cecib:C11": cecib_C11, "cecib:C12": cecib_C12, "cecib:C13": cecib_C13, "cecib:C14": cecib_C14,
-           "cecib:C15": cecib_C15, "smic:C2": smic_C2, "smic:C4": smic_C4, "smic:C6": smic_C6,
-           "smic:C5": smic_C5,
-           "smic:C3": smic_C3, "smic:C7": smic_C7,
-           "rdp:1": rdp_1, "rdp:7": rdp_7, "rdp:2": rdp_2, "rdp:3": rdp_3, "rdp:4": rdp_4, "rdp:5": rdp_5,
-           "rdp:6": rdp_6,
-           "rdp:9": rdp_9}
+EXTRACT = {
+    "c3l:C1": c3l_C1,
+    "c3l:C2": c3l_C2,
+    "c3l:C3": c3l_C3,
+    "c3l:C5": c3l_C5,
+    "c3l:C6": c3l_C6,
+    "c3l:C9": c3l_C9,
+    "c3l:C11": c3l_C11,
+    "ccib:K1": ccib_K1,
+    "ccib:K4": ccib_K4,
+    "ccib:K5": ccib_K5,
+    "ccib:K6": ccib_K6,
+    "ccib:K7": ccib_K7,
+    "cecib:C1": cecib_C1,
+    "cecib:C8": cecib_C8,
+    "cecib:C6": cecib_C6,
+    "cecib:C7": cecib_C7,
+    "cecib:C10": cecib_C10,
+    "cecib:C11": cecib_C11,
+    "cecib:C12": cecib_C12,
+    "cecib:C13": cecib_C13,
+    "cecib:C14": cecib_C14,
+    "cecib:C15": cecib_C15,
+    "smic:C2": smic_C2,
+    "smic:C4": smic_C4,
+    "smic:C6": smic_C6,
+    "smic:C5": smic_C5,
+    "smic:C3": smic_C3,
+    "smic:C7": smic_C7,
+    "rdp:1": rdp_1,
+    "rdp:7": rdp_7,
+    "rdp:2": rdp_2,
+    "rdp:3": rdp_3,
+    "rdp:4": rdp_4,
+    "rdp:5": rdp_5,
+    "rdp:6": rdp_6,
+    "rdp:9": rdp_9,
+}
 
 
 class _Results(dict):
@@ -530,8 +653,9 @@ class _Results(dict):
 
 
 def _run_date(J, claim_id) -> str:
-    name = {"c3l": "c3l", "ccib": "ccib", "cecib": "cecib", "smic": "smic",
-        "rdp": "rdpmeans"}[claim_id.split(":")[0]]
+    name = {"c3l": "c3l", "ccib": "ccib", "cecib": "cecib", "smic": "smic", "rdp": "rdpmeans"}[
+        claim_id.split(":")[0]
+    ]
     if claim_id == "cecib:C7":
         name = "cecib_theory"
     if claim_id in ("cecib:C1", "cecib:C8"):
@@ -586,39 +710,62 @@ def build(out: Path = RESULTS / "CLAIMS.md") -> dict:
         counts[status] = counts.get(status, 0) + 1
         explained = status in ("reproduced", "partial") or (status == "mismatch" and has_num)
         with_number += explained
-        src = " ".join(x for x in (f"`{e['script']}`" if e.get("script") else "",
-                                   "<br>".join(f"`{t}`" for t in e.get("tests", []))) if x)
+        src = " ".join(
+            x
+            for x in (
+                f"`{e['script']}`" if e.get("script") else "",
+                "<br>".join(f"`{t}`" for t in e.get("tests", [])),
+            )
+            if x
+        )
         cells = [c.replace("|", "\\|") for c in (e["claim"], e["paper"], e["tol"], ours, why)]
-        rows.append(f"| {e['id']} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | **{status}** | "
-                    f"{cells[4]} | {src} | {_run_date(J, e['id'])} |")
+        rows.append(
+            f"| {e['id']} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | **{status}** | "
+            f"{cells[4]} | {src} | {_run_date(J, e['id'])} |"
+        )
     by_spec = {}
     for e, r in zip(CLAIMS, rows, strict=True):
         by_spec.setdefault(e["id"].split(":")[0], []).append(r)
-    head = ["# Claim ledger (generated by `benchmarks/claims.py`; do not edit)", "",
-            f"Built {time.strftime('%Y-%m-%d %H:%M')} on {machine_info()}.", "",
-            f"**{len(CLAIMS)} claims: {with_number} reproduced or explained with a script-produced number** "
-            "(reproduced + partial + mismatch with a number and an explanation; 'mismatch, unexplained' "
-            "rows are not counted). By status: "
-            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ".", "",
-            "'ours' and 'status' are computed from the JSON the scripts write beside their tables and from "
-            "the pytest JUnit reports in this folder; the claim, paper value, tolerance and reasons are "
-            "hand-written in `benchmarks/claims_notes.py`. 'run' is the date of the script run the number "
-            "comes from. Regenerate: `make reproduce` (slow tests, scripts, then this ledger), or "
-            "`PYTHONPATH=. python -m benchmarks.claims --run-tests` to rebuild from the committed results.",
-            "",
-            "Scripts and their cost on the shared 2-core machine:", ""]
-    head += [f"* `{' '.join(cmd)}`: {t}" + ("" if cheap else " (**long: not in `make reproduce`'s default "
-                                                               "`cheap` set; run it by hand**)")
-             for cmd, t, cheap in SCRIPTS.values()]
+    head = [
+        "# Claim ledger (generated by `benchmarks/claims.py`; do not edit)",
+        "",
+        f"Built {time.strftime('%Y-%m-%d %H:%M')} on {machine_info()}.",
+        "",
+        f"**{len(CLAIMS)} claims: {with_number} reproduced or explained with a script-produced number** "
+        "(reproduced + partial + mismatch with a number and an explanation; 'mismatch, unexplained' "
+        "rows are not counted). By status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ".",
+        "",
+        "'ours' and 'status' are computed from the JSON the scripts write beside their tables and from "
+        "the pytest JUnit reports in this folder; the claim, paper value, tolerance and reasons are "
+        "hand-written in `benchmarks/claims_notes.py`. 'run' is the date of the script run the number "
+        "comes from. Regenerate: `make reproduce` (slow tests, scripts, then this ledger), or "
+        "`PYTHONPATH=. python -m benchmarks.claims --run-tests` to rebuild from the committed results.",
+        "",
+        "Scripts and their cost on the shared 2-core machine:",
+        "",
+    ]
+    head += [
+        f"* `{' '.join(cmd)}`: {t}"
+        + ("" if cheap else " (**long: not in `make reproduce`'s default `cheap` set; run it by hand**)")
+        for cmd, t, cheap in SCRIPTS.values()
+    ]
     body = []
-    titles = {"c3l": "C3L (spec c3l.md §6)", "ccib": "CCIB (spec ccib.md §12)",
+    titles = {
+        "c3l": "C3L (spec c3l.md §6)",
+        "ccib": "CCIB (spec ccib.md §12)",
         "cecib": "CEC-IB (spec cecib.md §6)",
-              "smic": "SMIC / 3SMIC (spec smic.md §9)",
-                  "rdp": "TVClust / RDP-means (spec tvclust-rdpmeans.md §6)"}
+        "smic": "SMIC / 3SMIC (spec smic.md §9)",
+        "rdp": "TVClust / RDP-means (spec tvclust-rdpmeans.md §6)",
+    }
     for spec, rs in by_spec.items():
-        body += ["", f"## {titles[spec]}", "",
-                 "| id | claim | paper | tolerance | ours | status | reason / scope | script, tests | run |",
-                 "|---|---|---|---|---|---|---|---|---|", *rs]
+        body += [
+            "",
+            f"## {titles[spec]}",
+            "",
+            "| id | claim | paper | tolerance | ours | status | reason / scope | script, tests | run |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *rs,
+        ]
     out.write_text("\n".join(head + body) + "\n")
     return {"claims": len(CLAIMS), "explained_with_number": with_number, **counts}
 
@@ -646,8 +793,21 @@ def main(argv=None) -> int:
             rc = subprocess.call([sys.executable, *cmd], cwd=ROOT)
             print(f"   rc {rc}, {time.perf_counter() - t0:.0f} s", flush=True)
     if a.run_tests:
-        subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-                         f"--junitxml={RESULTS / 'junit_claims.xml'}", *claim_tests(slow=False)], cwd=ROOT)
+        subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-m",
+                "not slow",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={RESULTS / 'junit_claims.xml'}",
+                *claim_tests(slow=False),
+            ],
+            cwd=ROOT,
+        )
     s = build()
     print(json.dumps(s))
     return 0

@@ -48,12 +48,15 @@ def main():
     t0 = time.perf_counter()
     rows, counts = probe()
     sec = time.perf_counter() - t0
-    text = ("# Parameter validation matrix\n\n"
-            f"`python -m benchmarks.probe_params`: {len(rows)} probes (every constructor parameter of the "
-            f"{len(METHODS)} estimators x values {', '.join(map(repr, VALUES))}) in {sec:.1f} s; "
-            f"rejected before reading X: {counts['rejected']}, accepted as valid: {counts['accepted']}, "
-            f"anything else: {counts['other']} (must be 0).\n\n"
-            + md_table(["estimator", "parameter", "value", "outcome", "message"], rows) + "\n")
+    text = (
+        "# Parameter validation matrix\n\n"
+        f"`python -m benchmarks.probe_params`: {len(rows)} probes (every constructor parameter of the "
+        f"{len(METHODS)} estimators x values {', '.join(map(repr, VALUES))}) in {sec:.1f} s; "
+        f"rejected before reading X: {counts['rejected']}, accepted as valid: {counts['accepted']}, "
+        f"anything else: {counts['other']} (must be 0).\n\n"
+        + md_table(["estimator", "parameter", "value", "outcome", "message"], rows)
+        + "\n"
+    )
     path = write_result("params_matrix.md", text)
     print(f"{counts} -> {path}")
     return counts

@@ -22,9 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 START, END = "<!-- glance:start -->", "<!-- glance:end -->"
-SIDE = {"TVClust": "noisy links", "RDPMeans": "noisy links", "SMIC": "links",
-        "SemiSupervisedGMM": "partial labels", "BayesianSemiSupervisedGMM": "partial labels",
-        "CECIB": "partial labels", "C3L": "partial labels"}
+SIDE = {
+    "TVClust": "noisy links",
+    "RDPMeans": "noisy links",
+    "SMIC": "links",
+    "SemiSupervisedGMM": "partial labels",
+    "BayesianSemiSupervisedGMM": "partial labels",
+    "CECIB": "partial labels",
+    "C3L": "partial labels",
+}
 
 
 def _rows(text: str, header_start: str) -> list[list[str]]:
@@ -33,7 +39,7 @@ def _rows(text: str, header_start: str) -> list[list[str]]:
     for i, line in enumerate(lines):
         if line.startswith(header_start):
             out = []
-            for row in lines[i + 2:]:
+            for row in lines[i + 2 :]:
                 if not row.startswith("|"):
                     break
                 out.append([c.strip() for c in row.strip().strip("|").split("|")])
@@ -44,7 +50,7 @@ def _rows(text: str, header_start: str) -> list[list[str]]:
 def accuracy_rows() -> list[str]:
     """Per method: mean NMI over the panel's data sets without and with the largest clean budget."""
     text = (RESULTS / "benefit.md").read_text()
-    goals = text[text.index("## Goals"):]
+    goals = text[text.index("## Goals") :]
     by_method: dict[str, list[tuple[str, float, float]]] = {}
     for r in _rows(goals, "| method | data | draws | NMI none"):
         by_method.setdefault(r[0], []).append((r[1], float(r[3]), float(r[4])))
@@ -62,7 +68,7 @@ def speed_rows() -> list[str]:
     ratios = [float(r[10].rstrip("x")) for r in rows]
     dims = sorted({int(r[1]) for r in rows})
     sub = (RESULTS / "subcluster.md").read_text()
-    block = sub[sub.index("<!-- subcluster-d2:start -->"):sub.index("<!-- subcluster-d2:end -->")]
+    block = sub[sub.index("<!-- subcluster-d2:start -->") : sub.index("<!-- subcluster-d2:end -->")]
     first = _rows(block, "| sampler | point-updates/s")[0]
     rate = float(first[1].replace(",", "")) / 1e6
     ratio = re.search(r"/ numba collapsed: ([\d.]+)x", block).group(1)
@@ -79,16 +85,27 @@ def speed_rows() -> list[str]:
 def claims_line() -> str:
     text = (RESULTS / "CLAIMS.md").read_text()
     m = re.search(r"\*\*(\d+) claims: (\d+) reproduced or explained", text)
-    return (f"Of the papers' {m.group(1)} measurable claims, {m.group(2)} are reproduced or explained with a "
-            "script-written number (the claim ledger, `benchmarks/results/CLAIMS.md`).")
+    return (
+        f"Of the papers' {m.group(1)} measurable claims, {m.group(2)} are reproduced or explained with a "
+        "script-written number (the claim ledger, `benchmarks/results/CLAIMS.md`)."
+    )
 
 
 def block() -> str:
-    lines = [START,
-             "| method | side information | mean NMI without | mean NMI with the largest clean budget | data sets (200 points each) |",
-             "|---|---|---|---|---|", *accuracy_rows(), "",
-             "| speed | result | setting | results file |", "|---|---|---|---|", *speed_rows(), "",
-             claims_line(), END]
+    lines = [
+        START,
+        "| method | side information | mean NMI without | mean NMI with the largest clean budget | "
+        "data sets (200 points each) |",
+        "|---|---|---|---|---|",
+        *accuracy_rows(),
+        "",
+        "| speed | result | setting | results file |",
+        "|---|---|---|---|",
+        *speed_rows(),
+        "",
+        claims_line(),
+        END,
+    ]
     return "\n".join(lines)
 
 
@@ -102,7 +119,9 @@ def main(argv=None) -> int:
     new = text[:i] + block() + text[j:]
     if args.check:
         if new != text:
-            print("README.md's glance block is stale: run python benchmarks/readme_glance.py", file=sys.stderr)
+            print(
+                "README.md's glance block is stale: run python benchmarks/readme_glance.py", file=sys.stderr
+            )
             return 1
         return 0
     readme.write_text(new)

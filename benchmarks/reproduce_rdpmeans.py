@@ -34,10 +34,14 @@ from ppclust.inference import dpmeans as dp
 RS = (0.01, 0.03, 0.05)
 PS = (1.0, 0.95, 0.9, 0.8)
 PAPER_T1 = {  # Table 1, F / ARI / NMI
-    ("K-means", "iris"): (.81, .71, .74), ("K-means", "wine"): (.59, .36, .42),
-    ("DP-means", "iris"): (.74, .57, .69), ("DP-means", "wine"): (.63, .37, .44),
-    ("RDP-means", "iris"): (.86, .80, .80), ("RDP-means", "wine"): (.81, .73, .72),
-    ("TVClust-VB", "iris"): (.91, .85, .90), ("TVClust-VB", "wine"): (.56, .45, .53),
+    ("K-means", "iris"): (0.81, 0.71, 0.74),
+    ("K-means", "wine"): (0.59, 0.36, 0.42),
+    ("DP-means", "iris"): (0.74, 0.57, 0.69),
+    ("DP-means", "wine"): (0.63, 0.37, 0.44),
+    ("RDP-means", "iris"): (0.86, 0.80, 0.80),
+    ("RDP-means", "wine"): (0.81, 0.73, 0.72),
+    ("TVClust-VB", "iris"): (0.91, 0.85, 0.90),
+    ("TVClust-VB", "wine"): (0.56, 0.45, 0.53),
 }
 VB_K = 15  # the authors' truncation (main_VB_TVClust_sim_data2.r)
 
@@ -53,8 +57,11 @@ def pairwise_f(y, z):
 
 
 def scores(y, z):
-    return (pairwise_f(y, z), adjusted_rand_score(y, z),
-            normalized_mutual_info_score(y, z, average_method="geometric"))
+    return (
+        pairwise_f(y, z),
+        adjusted_rand_score(y, z),
+        normalized_mutual_info_score(y, z, average_method="geometric"),
+    )
 
 
 def sample_constraints(y, r, p, rng, ordered=False):
@@ -103,8 +110,22 @@ def vb_fits(cases):
         pad = m - len(src)
         w = np.concatenate([np.ones(len(src)), np.zeros(pad)])
         src, dst, e = (np.concatenate([a, np.zeros(pad, a.dtype)]) for a in (src, dst, e))
-        res = vb.fit(jnp.asarray(xs), means0, fam, nbr, ev, valid, src, dst, e, (1.0, 10.0, 10.0, 1.0), 1.0,
-                     max_iter=30, tol=5e-5, entry_weight=w)
+        res = vb.fit(
+            jnp.asarray(xs),
+            means0,
+            fam,
+            nbr,
+            ev,
+            valid,
+            src,
+            dst,
+            e,
+            (1.0, 10.0, 10.0, 1.0),
+            1.0,
+            max_iter=30,
+            tol=5e-5,
+            entry_weight=w,
+        )
         out.append(np.asarray(res.labels))
     return out
 
@@ -133,8 +154,19 @@ def run(datasets=("iris", "wine"), trials=5, seed=0, vb=True):
                 key = jax.random.key(s)
                 table = dp.neighbour_table(n, pairs, sign, width=width)
                 kw = dict(compat=True, divergence="euclidean", tie="last", init="bbox_random", k_max=48)
-                a = dp.fit(key, X, table, lam, xi0=1e-3, xi_rate=2.0, xi_max=np.inf, order="random",
-                           patience=20, max_iter=2000, **kw)
+                a = dp.fit(
+                    key,
+                    X,
+                    table,
+                    lam,
+                    xi0=1e-3,
+                    xi_rate=2.0,
+                    xi_max=np.inf,
+                    order="random",
+                    patience=20,
+                    max_iter=2000,
+                    **kw,
+                )
                 b = dp.fit(key, X, None, lam, xi0=0.0, order="fixed", patience=0, max_iter=99, **kw)
                 km = KMeans(3, init="random", n_init=1, max_iter=50, random_state=s % 10**6).fit(X)
                 for meth, lab in (("RDP-means", a.labels), ("DP-means", b.labels), ("K-means", km.labels_)):
@@ -166,9 +198,23 @@ def k_robustness(datasets=("iris", "wine"), trials=5, seed=1, devs=(-3, -2, -1, 
                 vals = []
                 for X, y, pairs, sign, s in jobs:
                     table = dp.neighbour_table(n, pairs, sign, width=width)
-                    a = dp.fit(jax.random.key(s), X, table, lam, xi0=1e-3, xi_rate=2.0, xi_max=np.inf,
-                               order="random", patience=20, max_iter=2000, compat=True,
-                               divergence="euclidean", tie="last", init="bbox_random", k_max=48)
+                    a = dp.fit(
+                        jax.random.key(s),
+                        X,
+                        table,
+                        lam,
+                        xi0=1e-3,
+                        xi_rate=2.0,
+                        xi_max=np.inf,
+                        order="random",
+                        patience=20,
+                        max_iter=2000,
+                        compat=True,
+                        divergence="euclidean",
+                        tie="last",
+                        init="bbox_random",
+                        k_max=48,
+                    )
                     vals.append(pairwise_f(y, np.asarray(a.labels)))
                 f.append(float(np.mean(vals)))
             out[name] = f
@@ -176,19 +222,28 @@ def k_robustness(datasets=("iris", "wine"), trials=5, seed=1, devs=(-3, -2, -1, 
 
 
 def table(res, datasets):
-    meths = tuple(m for m in ("K-means", "DP-means", "TVClust-VB", "RDP-means")
-                  if (m, datasets[0], RS[0], PS[0]) in res)
-    out = ["## Table 1 (average over p and r, 5 trials each): F / ARI / NMI, ppclust vs paper", "",
-           "| method | " + " | ".join(f"{d} ppclust | {d} paper" for d in datasets) + " |",
-           "|---|" + "---|---|" * len(datasets)]
+    meths = tuple(
+        m for m in ("K-means", "DP-means", "TVClust-VB", "RDP-means") if (m, datasets[0], RS[0], PS[0]) in res
+    )
+    out = [
+        "## Table 1 (average over p and r, 5 trials each): F / ARI / NMI, ppclust vs paper",
+        "",
+        "| method | " + " | ".join(f"{d} ppclust | {d} paper" for d in datasets) + " |",
+        "|---|" + "---|---|" * len(datasets),
+    ]
     for m in meths:
         cells = []
         for d in datasets:
             v = np.mean([np.mean(res[(m, d, r, p)], axis=0) for r in RS for p in PS], axis=0)
             cells += ["/".join(f"{x:.2f}" for x in v), "/".join(f"{x:.2f}" for x in PAPER_T1[(m, d)])]
         out.append(f"| {m} | " + " | ".join(cells) + " |")
-    out += ["", "## Tables 2-3 analogue (iris+wine only, F): by r and p", "",
-            "| method | r | " + " | ".join(f"p={p}" for p in PS) + " |", "|---|---|" + "---|" * len(PS)]
+    out += [
+        "",
+        "## Tables 2-3 analogue (iris+wine only, F): by r and p",
+        "",
+        "| method | r | " + " | ".join(f"p={p}" for p in PS) + " |",
+        "|---|---|" + "---|" * len(PS),
+    ]
     for m in meths:
         for r in RS:
             f = [np.mean([np.mean(res[(m, d, r, p)], axis=0)[0] for d in datasets]) for p in PS]
@@ -202,17 +257,45 @@ def numbers(res, datasets):
     """The numbers behind the tables (for the claim ledger): mean F / ARI / NMI per (method, data set)
     over all (r, p); mean F per (method, data set, r, p) and per (method, p) over data sets and r."""
     meths = sorted({k[0] for k in res})
-    t1 = {m: {d: np.mean([np.mean(res[(m, d, r, p)], axis=0) for r in RS for p in PS], axis=0)
-              for d in datasets} for m in meths}
-    cell = {m: {d: {str(r): {str(p): float(np.mean(res[(m, d, r, p)], axis=0)[0]) for p in PS} for r in RS}
-                for d in datasets} for m in meths}
-    by_p = {m: {str(p): float(np.mean([np.mean(res[(m, d, r, p)], axis=0)[0] for d in datasets for r in RS]))
-                for p in PS} for m in meths}
-    by_rp = {m: {str(r): {str(p): float(np.mean([np.mean(res[(m, d, r, p)], axis=0)[0] for d in datasets]))
-                          for p in PS} for r in RS} for m in meths}
-    return {"datasets": list(datasets), "rs": RS, "ps": PS, "table1": t1, "paper_table1":
-            {m: {d: PAPER_T1[(m, d)] for d in datasets} for m in meths}, "f_cell": cell, "f_by_p": by_p,
-            "f_by_rp": by_rp}
+    t1 = {
+        m: {
+            d: np.mean([np.mean(res[(m, d, r, p)], axis=0) for r in RS for p in PS], axis=0) for d in datasets
+        }
+        for m in meths
+    }
+    cell = {
+        m: {
+            d: {str(r): {str(p): float(np.mean(res[(m, d, r, p)], axis=0)[0]) for p in PS} for r in RS}
+            for d in datasets
+        }
+        for m in meths
+    }
+    by_p = {
+        m: {
+            str(p): float(np.mean([np.mean(res[(m, d, r, p)], axis=0)[0] for d in datasets for r in RS]))
+            for p in PS
+        }
+        for m in meths
+    }
+    by_rp = {
+        m: {
+            str(r): {
+                str(p): float(np.mean([np.mean(res[(m, d, r, p)], axis=0)[0] for d in datasets])) for p in PS
+            }
+            for r in RS
+        }
+        for m in meths
+    }
+    return {
+        "datasets": list(datasets),
+        "rs": RS,
+        "ps": PS,
+        "table1": t1,
+        "paper_table1": {m: {d: PAPER_T1[(m, d)] for d in datasets} for m in meths},
+        "f_cell": cell,
+        "f_by_p": by_p,
+        "f_by_rp": by_rp,
+    }
 
 
 def main():
@@ -223,20 +306,33 @@ def main():
     ds = ("iris", "wine")
     res = run(ds, a.trials)
     kr = k_robustness(ds, a.trials)
-    text = ("# RDP-means reproduction (Khashabi et al. 2015), iris and wine\n\n"
-            + (__doc__.split("\n\n")[1]) + "\n\n" + table(res, ds)
-            + "\n## Fig. 3: k-robustness (RDP-means F, p = 1, r = 0.03, lambda from k = 3 - dev)\n\n"
-            + "| data | " + " | ".join(f"dev {d:+d}" for d in kr["devs"]) + " | max - min |\n"
-            + "|---|" + "---|" * (len(kr["devs"]) + 1) + "\n"
-            + "".join(f"| {d} | " + " | ".join(f"{v:.3f}" for v in f) + f" | {max(f) - min(f):.3f} |\n"
-                      for d, f in kr["f_by_dev"].items())
-            + "\nPaper (Fig. 3): iris .96-.99, wine 1.00, flat in dev.\n")
+    text = (
+        "# RDP-means reproduction (Khashabi et al. 2015), iris and wine\n\n"
+        + (__doc__.split("\n\n")[1])
+        + "\n\n"
+        + table(res, ds)
+        + "\n## Fig. 3: k-robustness (RDP-means F, p = 1, r = 0.03, lambda from k = 3 - dev)\n\n"
+        + "| data | "
+        + " | ".join(f"dev {d:+d}" for d in kr["devs"])
+        + " | max - min |\n"
+        + "|---|"
+        + "---|" * (len(kr["devs"]) + 1)
+        + "\n"
+        + "".join(
+            f"| {d} | " + " | ".join(f"{v:.3f}" for v in f) + f" | {max(f) - min(f):.3f} |\n"
+            for d, f in kr["f_by_dev"].items()
+        )
+        + "\nPaper (Fig. 3): iris .96-.99, wine 1.00, flat in dev.\n"
+    )
     print(text)
     if a.out:
         with open(a.out, "w") as fh:
             fh.write(text)
-        write_json("rdpmeans", {"tables": {**numbers(res, ds), "trials": a.trials, "k_robust": kr}},
-                   f"benchmarks/reproduce_rdpmeans.py --trials {a.trials}")
+        write_json(
+            "rdpmeans",
+            {"tables": {**numbers(res, ds), "trials": a.trials, "k_robust": kr}},
+            f"benchmarks/reproduce_rdpmeans.py --trials {a.trials}",
+        )
 
 
 if __name__ == "__main__":

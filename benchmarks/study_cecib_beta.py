@@ -48,7 +48,11 @@ N_MAX = 200
 SETTINGS = ((0.05, 0.0), (0.10, 0.0), (0.10, 0.2))  # (labelled fraction, label noise)
 BETAS = (0.27, 1.0, 2.0, 5.0, 10.0, 20.0)
 C3L_CONFIGS = tuple((lk, init, 2) for init in ("random", "kmeans++") for lk in (0.01, 0.05, 0.2)) + (
-    (0.05, "random", 1), (0.05, "kmeans++", 1), (0.05, "labels", 2), (0.05, "labels", 1))
+    (0.05, "random", 1),
+    (0.05, "kmeans++", 1),
+    (0.05, "labels", 2),
+    (0.05, "labels", 1),
+)
 SEEDED_BETAS = (0.27, 1.0)
 CACHE = RESULTS / "cecib_beta_study.json"
 
@@ -60,21 +64,44 @@ def configs():
 
     out = []
     for kf in (1, 2):
-        out.append((f"CEC k={kf}K", lambda K, s, kf=kf: CECIB(kf * K, beta=0.0, random_state=s,
-                                                              progress_bar=False), False))
+        out.append(
+            (
+                f"CEC k={kf}K",
+                lambda K, s, kf=kf: CECIB(kf * K, beta=0.0, random_state=s, progress_bar=False),
+                False,
+            )
+        )
         for b in BETAS:
-            out.append((f"CECIB beta={b:g} k={kf}K",
-                        lambda K, s, kf=kf, b=b: CECIB(kf * K, beta=b, init="kmeans++", random_state=s,
-                                                       progress_bar=False), True))
+            out.append(
+                (
+                    f"CECIB beta={b:g} k={kf}K",
+                    lambda K, s, kf=kf, b=b: CECIB(
+                        kf * K, beta=b, init="kmeans++", random_state=s, progress_bar=False
+                    ),
+                    True,
+                )
+            )
     for kf in (1, 2):
         for b in SEEDED_BETAS:
-            out.append((f"CECIB init=labels beta={b:g} k={kf}K",
-                        lambda K, s, kf=kf, b=b: CECIB(kf * K, beta=b, init="labels", random_state=s,
-                                                       progress_bar=False), True))
+            out.append(
+                (
+                    f"CECIB init=labels beta={b:g} k={kf}K",
+                    lambda K, s, kf=kf, b=b: CECIB(
+                        kf * K, beta=b, init="labels", random_state=s, progress_bar=False
+                    ),
+                    True,
+                )
+            )
     for lk, init, kf in C3L_CONFIGS:
-        out.append((f"C3L leakage={lk:g} init={init} k={kf}K",
-                    lambda K, s, kf=kf, lk=lk, init=init: C3L(kf * K, leakage=lk, init=init,
-                                                              random_state=s, progress_bar=False), True))
+        out.append(
+            (
+                f"C3L leakage={lk:g} init={init} k={kf}K",
+                lambda K, s, kf=kf, lk=lk, init=init: C3L(
+                    kf * K, leakage=lk, init=init, random_state=s, progress_bar=False
+                ),
+                True,
+            )
+        )
     return out
 
 
@@ -100,8 +127,12 @@ def run(args, cache):
                     return
                 pred, rec = timed_labels(_fit, factory, K, draw, X, lab if needs else None)
                 if pred is not None:
-                    rec.update(nmi=metrics.nmi(y, pred), nmi_unl=metrics.nmi(y[~m], pred[~m]),
-                               nmi_lab=metrics.nmi(y[m], pred[m]), k=int(len(np.unique(pred))))
+                    rec.update(
+                        nmi=metrics.nmi(y, pred),
+                        nmi_unl=metrics.nmi(y[~m], pred[~m]),
+                        nmi_lab=metrics.nmi(y[m], pred[m]),
+                        k=int(len(np.unique(pred))),
+                    )
                 cache[k] = rec
             print(data, draw, frac, noise, f"{time.time() - t0:.0f}s", flush=True)
             CACHE.write_text(json.dumps(cache, indent=0, sort_keys=True))
@@ -116,25 +147,38 @@ def _get(cache, data, draw, name, frac, noise):
 def tables(args, cache):
     names = [c[0] for c in configs() if c[2]]
     draws = range(args.draws)
-    out = ["# CEC-IB label weight and C3L settings on the benefit panel (issue 20)", "",
-           f"Written by `benchmarks/study_cecib_beta.py` (draws={args.draws}, n_max={N_MAX}). "
-           f"{machine_info()}", "",
-           " ".join([
-               "Same data, subsamples, label draws and seeds as `bench_benefit.py`. Each cell: mean over",
-               "draws of the paired difference in NMI to plain CEC (CEC-IB with beta = 0, kmeans++ seeding)",
-               "with the same initial number of clusters (K or 2K; 2K is the panel's reference), its sd",
-               "over draws in brackets; 'unl' = NMI on the unlabelled points only,",
-               "'lab' = on the labelled points only; 'k' = mean number of clusters found. The summary",
-               "counts the data sets where the mean gain is >= 0.05 (clean labels) or the mean change is",
-               ">= -0.02 (20% wrong labels)."]), ""]
+    out = [
+        "# CEC-IB label weight and C3L settings on the benefit panel (issue 20)",
+        "",
+        f"Written by `benchmarks/study_cecib_beta.py` (draws={args.draws}, n_max={N_MAX}). {machine_info()}",
+        "",
+        " ".join(
+            [
+                "Same data, subsamples, label draws and seeds as `bench_benefit.py`. Each cell: mean over",
+                "draws of the paired difference in NMI to plain CEC (CEC-IB with beta = 0, kmeans++ seeding)",
+                "with the same initial number of clusters (K or 2K; 2K is the panel's reference), its sd",
+                "over draws in brackets; 'unl' = NMI on the unlabelled points only,",
+                "'lab' = on the labelled points only; 'k' = mean number of clusters found. The summary",
+                "counts the data sets where the mean gain is >= 0.05 (clean labels) or the mean change is",
+                ">= -0.02 (20% wrong labels).",
+            ]
+        ),
+        "",
+    ]
     for kf in (1, 2):
         rows = []
         for data in DATASETS:
             v = [_get(cache, data, d, f"CEC k={kf}K", 0, 0) for d in draws]
             v = [r for r in v if r]
             if v:
-                rows.append([data, len(v), f"{np.mean([r['nmi'] for r in v]):.3f}",
-                             f"{np.mean([r['k'] for r in v]):.1f}"])
+                rows.append(
+                    [
+                        data,
+                        len(v),
+                        f"{np.mean([r['nmi'] for r in v]):.3f}",
+                        f"{np.mean([r['k'] for r in v]):.1f}",
+                    ]
+                )
         out += [f"Plain CEC, n_clusters = {kf}K:", "", md_table(["data", "draws", "NMI", "k"], rows), ""]
     summary, detail = [], []
     for name in names:
@@ -142,8 +186,12 @@ def tables(args, cache):
         for frac, noise in SETTINGS:
             rows, n_ok, pooled = [], 0, {"nmi": [], "nmi_unl": [], "nmi_lab": []}
             for data in DATASETS:
-                pairs = [(a, b) for d in draws if (a := _get(cache, data, d, name, frac, noise))
-                         and (b := _get(cache, data, d, f"CEC k={kf}K", 0, 0))]
+                pairs = [
+                    (a, b)
+                    for d in draws
+                    if (a := _get(cache, data, d, name, frac, noise))
+                    and (b := _get(cache, data, d, f"CEC k={kf}K", 0, 0))
+                ]
                 if not pairs:
                     continue
                 diff = {m: [a[m] - b[m] for a, b in pairs] for m in pooled}
@@ -151,19 +199,53 @@ def tables(args, cache):
                     pooled[m] += diff[m]
                 g = float(np.mean(diff["nmi"]))
                 n_ok += (g >= 0.05) if noise == 0 else (g >= -0.02)
-                rows.append([data, len(pairs), f"{g:+.3f} ({np.std(diff['nmi']):.3f})",
-                             f"{np.mean(diff['nmi_unl']):+.3f}", f"{np.mean(diff['nmi_lab']):+.3f}",
-                             f"{np.mean([a['k'] for a, _ in pairs]):.1f}"])
-            summary.append([name, f"{frac:.0%}", f"{noise:.0%}", len(rows),
-                            *(f"{np.mean(v):+.3f}" if v else "-" for v in pooled.values()), n_ok,
-                            "gain >= 0.05" if noise == 0 else "change >= -0.02"])
+                rows.append(
+                    [
+                        data,
+                        len(pairs),
+                        f"{g:+.3f} ({np.std(diff['nmi']):.3f})",
+                        f"{np.mean(diff['nmi_unl']):+.3f}",
+                        f"{np.mean(diff['nmi_lab']):+.3f}",
+                        f"{np.mean([a['k'] for a, _ in pairs]):.1f}",
+                    ]
+                )
+            summary.append(
+                [
+                    name,
+                    f"{frac:.0%}",
+                    f"{noise:.0%}",
+                    len(rows),
+                    *(f"{np.mean(v):+.3f}" if v else "-" for v in pooled.values()),
+                    n_ok,
+                    "gain >= 0.05" if noise == 0 else "change >= -0.02",
+                ]
+            )
             if rows:
-                detail += [f"### {name}, {frac:.0%} labelled, {noise:.0%} wrong", "",
-                           md_table(["data", "draws", "NMI - CEC (sd)", "unl", "lab", "k"], rows), ""]
-    out += ["## Summary (data sets out of 8 where the goal holds)", "",
-            md_table(["setting", "labelled", "label noise", "data sets", "mean NMI - CEC (all draws)",
-                      "unl", "lab", "goal holds on", "goal"], summary),
-            ""]
+                detail += [
+                    f"### {name}, {frac:.0%} labelled, {noise:.0%} wrong",
+                    "",
+                    md_table(["data", "draws", "NMI - CEC (sd)", "unl", "lab", "k"], rows),
+                    "",
+                ]
+    out += [
+        "## Summary (data sets out of 8 where the goal holds)",
+        "",
+        md_table(
+            [
+                "setting",
+                "labelled",
+                "label noise",
+                "data sets",
+                "mean NMI - CEC (all draws)",
+                "unl",
+                "lab",
+                "goal holds on",
+                "goal",
+            ],
+            summary,
+        ),
+        "",
+    ]
     out += ["## Per data set", "", *detail]
     write_result("cecib_beta_study.md", "\n".join(out))
 

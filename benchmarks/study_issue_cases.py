@@ -50,14 +50,27 @@ from benchmarks.bench_benefit import load, standardise
 from ppclust import datasets, metrics
 
 N_DIGITS, PCA_DIM, N_SAT, LABEL_FRACTION = 1500, 6, 3000, 0.10
-LINK_CELLS = (("none", 0, 0.0), ("1500 clean", 1500, 0.0), ("6000 clean", 6000, 0.0),
-              ("1500, 10% flipped", 1500, 0.1))
-LABEL_CELLS = (("none", 0.0, 0.0), ("10% clean", LABEL_FRACTION, 0.0),
-               ("10%, 20% wrong", LABEL_FRACTION, 0.2))
-TV_SETTINGS = {"old": dict(kappa0=1.0, link_noise=None), "now": {},
-               "now, link_noise=0.01": dict(link_noise=0.01)}
-CEC_SETTINGS = {"old": dict(beta=1.0, init="kmeans++", cap_clusters=False), "now": {},
-                "now, init='labels'": dict(init="labels")}
+LINK_CELLS = (
+    ("none", 0, 0.0),
+    ("1500 clean", 1500, 0.0),
+    ("6000 clean", 6000, 0.0),
+    ("1500, 10% flipped", 1500, 0.1),
+)
+LABEL_CELLS = (
+    ("none", 0.0, 0.0),
+    ("10% clean", LABEL_FRACTION, 0.0),
+    ("10%, 20% wrong", LABEL_FRACTION, 0.2),
+)
+TV_SETTINGS = {
+    "old": dict(kappa0=1.0, link_noise=None),
+    "now": {},
+    "now, link_noise=0.01": dict(link_noise=0.01),
+}
+CEC_SETTINGS = {
+    "old": dict(beta=1.0, init="kmeans++", cap_clusters=False),
+    "now": {},
+    "now, init='labels'": dict(init="labels"),
+}
 CACHE = RESULTS / "issue_cases_study.json"
 
 
@@ -136,8 +149,12 @@ def cells(draws):
                     if frac:
                         labels = datasets.sample_labels(y, frac, noise, seed=13 * draw + int(100 * noise))
                         labels = labels.astype(np.int64)
-                    yield (f"satimage|{draw}|{method}|{setting}|{name}", y, fit_labels,
-                           (method, X, labels, int(y.max()) + 1, setting, draw))
+                    yield (
+                        f"satimage|{draw}|{method}|{setting}|{name}",
+                        y,
+                        fit_labels,
+                        (method, X, labels, int(y.max()) + 1, setting, draw),
+                    )
 
 
 def run(args, cache):
@@ -153,8 +170,13 @@ def run(args, cache):
 def cell_values(cache, data, method, setting, name, draws, metric):
     """The values of ``metric`` in one cell over the draws present (failed fits left out); the notebook
     reads the study's JSON through it."""
-    return [r[metric] for d in range(draws) if (r := cache.get(f"{data}|{d}|{method}|{setting}|{name}"))
-            and "error" not in r and r.get(metric) is not None]
+    return [
+        r[metric]
+        for d in range(draws)
+        if (r := cache.get(f"{data}|{d}|{method}|{setting}|{name}"))
+        and "error" not in r
+        and r.get(metric) is not None
+    ]
 
 
 _METRICS = ("nmi", "ari", "k", "p", "q", "s")
@@ -177,29 +199,62 @@ def _gain(cache, data, method, setting, name, base, draws):
 
 def tables(args, cache):
     draws = args.draws
-    out = ["# The issue's two cases at their size (issue 20)", "",
-           f"Written by `benchmarks/study_issue_cases.py` (draws={draws}). {machine_info()}", "",
-           "See the script's docstring for the settings (fixed from the issue's text before any run). "
-           "Cells: mean (sd; draws) over random draws (subsample, side information, seed); gains are "
-           "means (sd) of same-draw NMI differences against 'none' under the same setting.", "",
-           f"## TVClust, digits: n = {N_DIGITS}, PCA to {PCA_DIM} dimensions, 10 classes", "",
-           "Issue: ARI 0.68 without links, 0.69 with 1500 clean pairs (p 0.81, ~20 clusters), "
-           "0.83 with 6000.",
-           ""]
+    out = [
+        "# The issue's two cases at their size (issue 20)",
+        "",
+        f"Written by `benchmarks/study_issue_cases.py` (draws={draws}). {machine_info()}",
+        "",
+        "See the script's docstring for the settings (fixed from the issue's text before any run). "
+        "Cells: mean (sd; draws) over random draws (subsample, side information, seed); gains are "
+        "means (sd) of same-draw NMI differences against 'none' under the same setting.",
+        "",
+        f"## TVClust, digits: n = {N_DIGITS}, PCA to {PCA_DIM} dimensions, 10 classes",
+        "",
+        "Issue: ARI 0.68 without links, 0.69 with 1500 clean pairs (p 0.81, ~20 clusters), 0.83 with 6000.",
+        "",
+    ]
     rows = []
     for setting in TV_SETTINGS:
         for name, _, _ in LINK_CELLS:
             c = {m: cell_values(cache, "digits", "TVClust", setting, name, draws, m) for m in _METRICS}
             gain = _gain(cache, "digits", "TVClust", setting, name, "none", draws) if name != "none" else ""
-            rows.append([setting, name, _fmt(c["ari"]), _fmt(c["nmi"]), gain, _fmt(c["k"], 1), _fmt(c["p"]),
-                         _fmt(c["q"]), _fmt(c["s"], 1)])
-    out += [md_table(["defaults", "links", "ARI", "NMI", "NMI gain", "clusters", "posterior p", "posterior q",
-                      "seconds"], rows), ""]
-    out += [f"## CEC-IB (and the label peers), satimage: n = {N_SAT}, d = 36, 6 classes, "
-            f"{LABEL_FRACTION:.0%} labelled", "",
-            "Issue: CEC-IB NMI 0.584 with 10% clean labels against 0.586 without (the authors' program "
-            "0.596).",
-            ""]
+            rows.append(
+                [
+                    setting,
+                    name,
+                    _fmt(c["ari"]),
+                    _fmt(c["nmi"]),
+                    gain,
+                    _fmt(c["k"], 1),
+                    _fmt(c["p"]),
+                    _fmt(c["q"]),
+                    _fmt(c["s"], 1),
+                ]
+            )
+    out += [
+        md_table(
+            [
+                "defaults",
+                "links",
+                "ARI",
+                "NMI",
+                "NMI gain",
+                "clusters",
+                "posterior p",
+                "posterior q",
+                "seconds",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    out += [
+        f"## CEC-IB (and the label peers), satimage: n = {N_SAT}, d = 36, 6 classes, "
+        f"{LABEL_FRACTION:.0%} labelled",
+        "",
+        "Issue: CEC-IB NMI 0.584 with 10% clean labels against 0.586 without (the authors' program 0.596).",
+        "",
+    ]
     rows = []
     for method, settings in (("CECIB", CEC_SETTINGS), ("SemiSupervisedGMM", ("now",)), ("C3L", ("now",))):
         for setting in settings:
@@ -207,28 +262,42 @@ def tables(args, cache):
                 c = {m: cell_values(cache, "satimage", method, setting, name, draws, m) for m in _METRICS}
                 gain = _gain(cache, "satimage", method, setting, name, "none", draws)
                 gain = "" if name == "none" else gain
-                rows.append([method, setting, name, _fmt(c["nmi"]), _fmt(c["ari"]), gain, _fmt(c["k"], 1),
-                             _fmt(c["s"], 1)])
+                rows.append(
+                    [
+                        method,
+                        setting,
+                        name,
+                        _fmt(c["nmi"]),
+                        _fmt(c["ari"]),
+                        gain,
+                        _fmt(c["k"], 1),
+                        _fmt(c["s"], 1),
+                    ]
+                )
     header = ["method", "defaults", "labels", "NMI", "ARI", "NMI gain", "clusters", "seconds"]
     out += [md_table(header, rows), ""]
-    out += ["## Reading (hand-written; the numbers are in the tables above)", "",
-            "* TVClust: the clusters column is the point estimate's K. Without links the Gaussian mixture "
-            "splits each digit class into several clusters under either default (the classes are not "
-            "Gaussian in these 6 dimensions; the panel's split study found the same on segment and "
-            "penbased: the model's own log joint prefers the split). A clean may-link between two pieces "
-            "of a class costs log(p / (1 - q)) nats, and of random pairs only about one in K (the number of "
-            "classes) is a may-link, so each class holds few of them and they move few points. The "
-            "default prior says one link in ten is wrong with the weight of the links themselves, so p "
-            "stays near its prior mean; told that the links are clean (link_noise=0.01) the sampler "
-            "charges more per crossed may-link, and the gain grows. With 6000 pairs the links win under "
-            "every setting.",
-            "* CEC-IB: labels give no gain at this size under any of its settings. Its label term "
-            "(eq. 10) reads only the labelled points, so the cheapest way to lower it is to move the few "
-            "labelled points that disagree with their cluster, not the cluster's boundary; the labels "
-            "can act only through the start, and at n = 3000 the k-means++ start has the lower CEC "
-            "cost, which init='auto' follows. The semi-supervised GMM, whose labelled points fix their "
-            "component's responsibilities in every M-step, and C3L, whose labels set a hyperplane that "
-            "every point feels, gain on the same draws.", ""]
+    out += [
+        "## Reading (hand-written; the numbers are in the tables above)",
+        "",
+        "* TVClust: the clusters column is the point estimate's K. Without links the Gaussian mixture "
+        "splits each digit class into several clusters under either default (the classes are not "
+        "Gaussian in these 6 dimensions; the panel's split study found the same on segment and "
+        "penbased: the model's own log joint prefers the split). A clean may-link between two pieces "
+        "of a class costs log(p / (1 - q)) nats, and of random pairs only about one in K (the number of "
+        "classes) is a may-link, so each class holds few of them and they move few points. The "
+        "default prior says one link in ten is wrong with the weight of the links themselves, so p "
+        "stays near its prior mean; told that the links are clean (link_noise=0.01) the sampler "
+        "charges more per crossed may-link, and the gain grows. With 6000 pairs the links win under "
+        "every setting.",
+        "* CEC-IB: labels give no gain at this size under any of its settings. Its label term "
+        "(eq. 10) reads only the labelled points, so the cheapest way to lower it is to move the few "
+        "labelled points that disagree with their cluster, not the cluster's boundary; the labels "
+        "can act only through the start, and at n = 3000 the k-means++ start has the lower CEC "
+        "cost, which init='auto' follows. The semi-supervised GMM, whose labelled points fix their "
+        "component's responsibilities in every M-step, and C3L, whose labels set a hyperplane that "
+        "every point feels, gain on the same draws.",
+        "",
+    ]
     errs = sorted({r["error"] for r in cache.values() if "error" in r})
     if errs:
         out += ["Failed fits: " + "; ".join(errs), ""]

@@ -57,14 +57,15 @@ def children(ppid: int) -> list[int]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == ppid:
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == ppid:
                 out.append(int(entry.name))
     return out
 
 
 def per_fit() -> dict:
-    out = subprocess.run([sys.executable, "-c", _PER_FIT], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PER_FIT], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     growth = [r["after"] - r["before"] for r in res["rows"][1:]]  # (the first fit also loads libraries)
     res["growth_median"] = sorted(growth)[len(growth) // 2]
@@ -76,11 +77,25 @@ def suite(keep: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PPCLUST_MAP_FRACTION"}
     if keep:  # the test fixture's and the estimators' check off: the suite as it ran before session 17
         env["PPCLUST_MAP_FRACTION"] = "off"
-    cmd = [sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2", "--dist", "loadfile", "-q",
-           "--max-worker-restart=0", "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "not slow",
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "-q",
+        "--max-worker-restart=0",
+        "-p",
+        "no:cacheprovider",
+    ]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     peaks: dict[int, int] = {}
     samples: list[tuple[float, int, int]] = []
     done = threading.Event()
@@ -101,9 +116,15 @@ def suite(keep: bool) -> dict:
     th.join()
     tail = output.strip().splitlines()[-1] if output.strip() else ""
     workers = sorted(peaks.values(), reverse=True)[:2]
-    return {"keep_programs": keep, "seconds": round(time.perf_counter() - t0, 1),
-            "returncode": proc.returncode, "worker_crashed": "crashed while running" in output,
-            "summary": tail, "peak_per_worker": workers, "n_samples": len(samples)}
+    return {
+        "keep_programs": keep,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "returncode": proc.returncode,
+        "worker_crashed": "crashed while running" in output,
+        "summary": tail,
+        "peak_per_worker": workers,
+        "n_samples": len(samples),
+    }
 
 
 def main(argv=None) -> int:
@@ -131,7 +152,8 @@ def main(argv=None) -> int:
         "",
         "A fresh process fits `SemiSupervisedGMM(3)` on n = 60, 70, ..., 150: each new size adds "
         "{:,} mappings (median; {:,}-{:,} over sizes 2-10), {:,} after the tenth fit.".format(
-            pf["growth_median"], pf["growth_min"], pf["growth_max"], pf["rows"][-1]["after"]),
+            pf["growth_median"], pf["growth_min"], pf["growth_max"], pf["rows"][-1]["after"]
+        ),
         "",
         "## The fast test suite (two workers)",
         "",
@@ -141,10 +163,16 @@ def main(argv=None) -> int:
     ]
     for s in res["suite"]:
         pk = s["peak_per_worker"]
-        lines.append("| {} | {} | {} | {} | {} | {:.0%} |".format(
-            "no (nor in fits)" if s["keep_programs"] else "yes (at 1/4 of the limit)", s["seconds"],
-            s["returncode"], "yes" if s["worker_crashed"] else "no", ", ".join(f"{p:,}" for p in pk),
-            max(pk or [0]) / limit))
+        lines.append(
+            "| {} | {} | {} | {} | {} | {:.0%} |".format(
+                "no (nor in fits)" if s["keep_programs"] else "yes (at 1/4 of the limit)",
+                s["seconds"],
+                s["returncode"],
+                "yes" if s["worker_crashed"] else "no",
+                ", ".join(f"{p:,}" for p in pk),
+                max(pk or [0]) / limit,
+            )
+        )
     lines += ["", "Last line of each run: " + " / ".join(f"`{s['summary']}`" for s in res["suite"]), ""]
     (OUT / "suite_memory_maps.md").write_text("\n".join(lines))
     print("\n".join(lines))

@@ -43,6 +43,19 @@ def __dir__():
     return sorted(set(globals()) | set(ESTIMATORS) | set(_LAZY) | _SUBMODULES)
 
 
-__all__ = ["__version__", "SideInfo", "RowPairs", "load", "TVClust", "DPMeans", "RDPMeans",
-           "SemiSupervisedGMM", "BayesianSemiSupervisedGMM",
-           "CECIB", "C3L", "CCIB", "SMIC", "warmup"]
+__all__ = [
+    "__version__",
+    "SideInfo",
+    "RowPairs",
+    "load",
+    "TVClust",
+    "DPMeans",
+    "RDPMeans",
+    "SemiSupervisedGMM",
+    "BayesianSemiSupervisedGMM",
+    "CECIB",
+    "C3L",
+    "CCIB",
+    "SMIC",
+    "warmup",
+]

@@ -112,8 +112,10 @@ def resolve_mesh(devices) -> Mesh | None:
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
         avail = jax.devices()
         if not 1 <= devices <= len(avail):
-            raise ValueError(f"`devices`={devices} but {len(avail)} device(s) are available "
-                             "(on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)")
+            raise ValueError(
+                f"`devices`={devices} but {len(avail)} device(s) are available "
+                "(on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N)"
+            )
         return None if devices == 1 else make_mesh(avail[:devices])
     try:
         return make_mesh(devices)

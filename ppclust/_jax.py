@@ -23,8 +23,19 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="IProgress not found")
     import numpyro  # noqa: E402,F401  isort: skip
 
-__all__ = ["LABEL_DTYPE", "CACHE_MIN_COMPILE_SECS", "MAP_FRACTION", "cache_dir", "enable_compilation_cache",
-           "memory_maps", "memory_map_limit", "release_compiled_programs", "x64", "as_seed", "as_key"]
+__all__ = [
+    "LABEL_DTYPE",
+    "CACHE_MIN_COMPILE_SECS",
+    "MAP_FRACTION",
+    "cache_dir",
+    "enable_compilation_cache",
+    "memory_maps",
+    "memory_map_limit",
+    "release_compiled_programs",
+    "x64",
+    "as_seed",
+    "as_key",
+]
 
 LABEL_DTYPE = np.int32
 
@@ -105,8 +116,9 @@ def enable_compilation_cache() -> Path | None:
         return Path(configured)
     folder = root / "jax"
     if not _writable(folder):
-        log.debug("ppclust: cache folder %s is not writable; JAX programs are compiled in every process",
-                  folder)
+        log.debug(
+            "ppclust: cache folder %s is not writable; JAX programs are compiled in every process", folder
+        )
         return None
     jax.config.update("jax_compilation_cache_dir", str(folder))
     if jax.config.jax_persistent_cache_min_compile_time_secs == _JAX_DEFAULT_MIN_COMPILE_SECS:
@@ -146,8 +158,11 @@ def _map_fraction() -> float | None:
             return fraction
     except ValueError:
         pass
-    warnings.warn(f"PPCLUST_MAP_FRACTION={value!r} is neither a number in (0, 1] nor 'off'; using 0.5",
-                  RuntimeWarning, stacklevel=2)
+    warnings.warn(
+        f"PPCLUST_MAP_FRACTION={value!r} is neither a number in (0, 1] nor 'off'; using 0.5",
+        RuntimeWarning,
+        stacklevel=2,
+    )
     return 0.5
 
 
@@ -270,7 +285,11 @@ def release_compiled_programs(fraction: float | None = None, force: bool = False
     jax.clear_caches()
     logging.getLogger("ppclust").info(
         "ppclust: the process held %d memory mappings (limit %d, vm.max_map_count); cleared JAX's "
-        "in-memory compiled programs (%d mappings now)", count, limit, memory_maps() or -1)
+        "in-memory compiled programs (%d mappings now)",
+        count,
+        limit,
+        memory_maps() or -1,
+    )
     return True
 
 
@@ -350,8 +369,9 @@ def as_key(random_state):
     try:
         return jax.random.key(as_seed(random_state))
     except TypeError:
-        raise TypeError(f"random_state must be None, an int, a numpy Generator or a JAX key, got "
-                        f"{type(random_state)}") from None
+        raise TypeError(
+            f"random_state must be None, an int, a numpy Generator or a JAX key, got {type(random_state)}"
+        ) from None
 
 
 @contextlib.contextmanager

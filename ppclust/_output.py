@@ -57,6 +57,7 @@ class OutputDir:
     >>> out.written
     ['labels.csv']
     """
+
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False):
         self.path = Path(path)
         self.overwrite = bool(overwrite)
@@ -69,14 +70,17 @@ class OutputDir:
         """
         p = self.path
         if p.is_symlink() and not p.exists():
-            raise OutputExistsError(f"output path {str(p)!r} is a broken symbolic link (to "
-                                    f"{os.readlink(p)!r}); remove it or choose another folder")
+            raise OutputExistsError(
+                f"output path {str(p)!r} is a broken symbolic link (to "
+                f"{os.readlink(p)!r}); remove it or choose another folder"
+            )
         if p.exists() and not p.is_dir():
             raise OutputExistsError(f"output path {str(p)!r} exists and is not a folder")
         if p.is_dir() and any(p.iterdir()) and not self.overwrite:
             raise OutputExistsError(
                 f"output folder {str(p)!r} exists and is not empty; choose a new folder or pass "
-                "--overwrite (replaces only the files ppclust writes)")
+                "--overwrite (replaces only the files ppclust writes)"
+            )
         # the nearest existing ancestor must be a folder we can create the destination in
         anc = p.resolve().parent
         while not anc.exists():

@@ -118,8 +118,11 @@ class Bar:
         self.unit = unit
         self.n = 0
         self._t0 = time.perf_counter()
-        self._tqdm = _tqdm_class()(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True,
-                                   file=sys.stderr) if show else None
+        self._tqdm = (
+            _tqdm_class()(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True, file=sys.stderr)
+            if show
+            else None
+        )
 
     def update(self, n=1):
         self.n += n

@@ -36,6 +36,7 @@ class MethodInfo:
     >>> info.estimator, info.load().__name__
     ('ppclust.estimators.dpmeans:DPMeans', 'DPMeans')
     """
+
     name: str  # CLI name
     estimator: str  # "module:Class"
     side_info: str  # what it accepts
@@ -43,8 +44,7 @@ class MethodInfo:
     paper: str
 
     def load(self):
-        """The estimator class (its module is imported on first use).
-        """
+        """The estimator class (its module is imported on first use)."""
         module, cls = self.estimator.split(":")
         return getattr(importlib.import_module(module), cls)
 
@@ -52,24 +52,69 @@ class MethodInfo:
 METHODS: dict[str, MethodInfo] = {
     m.name: m
     for m in [
-        MethodInfo("tvclust", "ppclust.estimators.tvclust:TVClust", "noisy links (labels -> links)",
-                   "collapsed Gibbs, ArviZ posterior", "Khashabi et al. 2015"),
-        MethodInfo("dpmeans", "ppclust.estimators.dpmeans:DPMeans", "none",
-                   "hard assignments (small-variance limit)", "Kulis & Jordan 2012"),
-        MethodInfo("rdpmeans", "ppclust.estimators.dpmeans:RDPMeans", "noisy links (labels -> links)",
-                   "hard assignments, annealed link weights", "Khashabi et al. 2015"),
-        MethodInfo("ssgmm", "ppclust.estimators.ssgmm:SemiSupervisedGMM", "partial labels",
-                   "EM (jitted), ML or MAP", "CEC-IB / C3L papers' baseline"),
-        MethodInfo("bayesian-ssgmm", "ppclust.estimators.ssgmm:BayesianSemiSupervisedGMM", "partial labels",
-                   "collapsed Gibbs, ArviZ posterior", "CEC-IB / C3L papers' baseline (Bayesian)"),
-        MethodInfo("cecib", "ppclust.estimators.cecib:CECIB", "partial labels (coarse, noisy)",
-                   "Hartigan moves", "Smieja & Geiger 2017"),
-        MethodInfo("c3l", "ppclust.estimators.c3l:C3L", "two categories or a hyperplane",
-                   "Hartigan moves", "Smieja, Struski & Tabor 2019"),
-        MethodInfo("ccib", "ppclust.estimators.ccib:CCIB", "background partition to avoid",
-                   "deterministic annealing", "Gondek & Hofmann 2004"),
-        MethodInfo("smic", "ppclust.estimators.smic:SMIC", "must/cannot links (labels -> links)",
-                   "eigendecomposition", "Calandriello, Niu & Sugiyama 2014"),
+        MethodInfo(
+            "tvclust",
+            "ppclust.estimators.tvclust:TVClust",
+            "noisy links (labels -> links)",
+            "collapsed Gibbs, ArviZ posterior",
+            "Khashabi et al. 2015",
+        ),
+        MethodInfo(
+            "dpmeans",
+            "ppclust.estimators.dpmeans:DPMeans",
+            "none",
+            "hard assignments (small-variance limit)",
+            "Kulis & Jordan 2012",
+        ),
+        MethodInfo(
+            "rdpmeans",
+            "ppclust.estimators.dpmeans:RDPMeans",
+            "noisy links (labels -> links)",
+            "hard assignments, annealed link weights",
+            "Khashabi et al. 2015",
+        ),
+        MethodInfo(
+            "ssgmm",
+            "ppclust.estimators.ssgmm:SemiSupervisedGMM",
+            "partial labels",
+            "EM (jitted), ML or MAP",
+            "CEC-IB / C3L papers' baseline",
+        ),
+        MethodInfo(
+            "bayesian-ssgmm",
+            "ppclust.estimators.ssgmm:BayesianSemiSupervisedGMM",
+            "partial labels",
+            "collapsed Gibbs, ArviZ posterior",
+            "CEC-IB / C3L papers' baseline (Bayesian)",
+        ),
+        MethodInfo(
+            "cecib",
+            "ppclust.estimators.cecib:CECIB",
+            "partial labels (coarse, noisy)",
+            "Hartigan moves",
+            "Smieja & Geiger 2017",
+        ),
+        MethodInfo(
+            "c3l",
+            "ppclust.estimators.c3l:C3L",
+            "two categories or a hyperplane",
+            "Hartigan moves",
+            "Smieja, Struski & Tabor 2019",
+        ),
+        MethodInfo(
+            "ccib",
+            "ppclust.estimators.ccib:CCIB",
+            "background partition to avoid",
+            "deterministic annealing",
+            "Gondek & Hofmann 2004",
+        ),
+        MethodInfo(
+            "smic",
+            "ppclust.estimators.smic:SMIC",
+            "must/cannot links (labels -> links)",
+            "eigendecomposition",
+            "Calandriello, Niu & Sugiyama 2014",
+        ),
     ]
 }
 

@@ -59,14 +59,22 @@ def warmup(*, verbose: bool = False) -> dict:
     cannot = np.array([[0, 20], [20, 40]])
     labels = np.where(np.arange(60) % 5 == 0, y, -1)
     fits = {
-        "TVClust": lambda: TVClust(n_draws=4, n_warmup=4, n_chains=2, random_state=0, progress_bar=False)
-        .fit(X, must_link=must, cannot_link=cannot),
-        "TVClust subcluster": lambda: TVClust(algorithm="subcluster", init="one", n_draws=2, n_warmup=2,
-                                              n_chains=1, random_state=0, progress_bar=False)
-        .fit(X, must_link=must, cannot_link=cannot),
+        "TVClust": lambda: TVClust(n_draws=4, n_warmup=4, n_chains=2, random_state=0, progress_bar=False).fit(
+            X, must_link=must, cannot_link=cannot
+        ),
+        "TVClust subcluster": lambda: TVClust(
+            algorithm="subcluster",
+            init="one",
+            n_draws=2,
+            n_warmup=2,
+            n_chains=1,
+            random_state=0,
+            progress_bar=False,
+        ).fit(X, must_link=must, cannot_link=cannot),
         "CECIB": lambda: CECIB(n_clusters=3, n_init=2, random_state=0, progress_bar=False).fit(X, labels),
-        "C3L": lambda: C3L(n_clusters=3, n_init=2, random_state=0, progress_bar=False)
-        .fit(X, np.where(labels >= 0, np.minimum(labels, 1), -1)),  # two categories: one hyperplane
+        "C3L": lambda: C3L(n_clusters=3, n_init=2, random_state=0, progress_bar=False).fit(
+            X, np.where(labels >= 0, np.minimum(labels, 1), -1)
+        ),  # two categories: one hyperplane
     }
     if not available():  # no numba: nothing to compile ahead (the XLA paths compile per shape)
         log.info("ppclust warmup: numba is not installed; nothing to compile")

@@ -135,8 +135,10 @@ def read_table(path: str, what: str, header: bool | None = None) -> Table:
         except (ValueError, OSError) as err:
             raise CLIError(f"cannot read {what} file {path}: {str(err).splitlines()[0]}") from err
         if arr.dtype.kind not in "biuf" or arr.ndim > 2:
-            raise CLIError(f"{what} file {path} must hold a numeric array of at most 2 dimensions, got dtype "
-                           f"{arr.dtype} and shape {arr.shape}")
+            raise CLIError(
+                f"{what} file {path} must hold a numeric array of at most 2 dimensions, got dtype "
+                f"{arr.dtype} and shape {arr.shape}"
+            )
         values = np.asarray(arr, float)
         return Table(values if values.ndim == 2 else values.reshape(-1, 1), None, path, None)
     text, source = _read_text(path, what)
@@ -154,8 +156,9 @@ def read_table(path: str, what: str, header: bool | None = None) -> Table:
         return Table(np.zeros((0, len(first_tokens))), names, source, np.zeros(0, int))
     lines = np.array([k for k, _ in rows])
     try:
-        values = np.loadtxt([ln for _, ln in rows], delimiter=delim, dtype=float, ndmin=2, comments=None,
-                            quotechar='"')
+        values = np.loadtxt(
+            [ln for _, ln in rows], delimiter=delim, dtype=float, ndmin=2, comments=None, quotechar='"'
+        )
     except ValueError as err:  # find the first offending value ourselves, with its row and column
         _explain_bad_row(rows, delim, what, source, header if names is None else True)
         raise CLIError(f"cannot read {what} file {source}: {str(err).splitlines()[0]}") from err
@@ -167,19 +170,25 @@ def _explain_bad_row(rows, delim, what, source, header):
     for r, (line, text) in enumerate(rows):
         tok = _tokens(text, delim)
         if len(tok) != width:
-            raise CLIError(f"cannot read {what} file {source}: row {r} (line {line}) has {len(tok)} "
-                           f"column(s), the first row has {width}")
+            raise CLIError(
+                f"cannot read {what} file {source}: row {r} (line {line}) has {len(tok)} "
+                f"column(s), the first row has {width}"
+            )
         for c, t in enumerate(tok):
             if not _numeric(t):
                 if r == 0 and header is None:
-                    hint = ("; the first line is data because some of its values are numbers (pass "
-                            "--header if it is a header)")
+                    hint = (
+                        "; the first line is data because some of its values are numbers (pass "
+                        "--header if it is a header)"
+                    )
                 elif r == 0 and header is False:
                     hint = "; --no-header makes the first line data"
                 else:
                     hint = "; fix or remove it (missing values must be removed or imputed before clustering)"
-                raise CLIError(f"{what} file {source}: non-numeric value {t!r} at row {r}, column {c} "
-                               f"(0-based; line {line} of the file){hint}")
+                raise CLIError(
+                    f"{what} file {source}: non-numeric value {t!r} at row {r}, column {c} "
+                    f"(0-based; line {line} of the file){hint}"
+                )
 
 
 def _check_finite(t: Table, what: str) -> None:
@@ -187,13 +196,18 @@ def _check_finite(t: Table, what: str) -> None:
     if bad.any():
         r, c = (int(v) for v in np.argwhere(bad)[0])
         where = "" if t.lines is None else f" (0-based; line {int(t.lines[r])} of the file)"
-        raise CLIError(f"{what} file {t.source} has a non-finite value at row {r}, column {c}{where}: "
-                       f"{t.values[r, c]}; remove or impute it ({int(bad.sum())} such value(s))")
+        raise CLIError(
+            f"{what} file {t.source} has a non-finite value at row {r}, column {c}{where}: "
+            f"{t.values[r, c]}; remove or impute it ({int(bad.sum())} such value(s))"
+        )
 
 
 def _header_hint(t: Table) -> str:
-    return (f" (its first line {','.join(t.header)!r} was read as a header; pass --no-header if it is data)"
-            if t.header is not None else "")
+    return (
+        f" (its first line {','.join(t.header)!r} was read as a header; pass --no-header if it is data)"
+        if t.header is not None
+        else ""
+    )
 
 
 def read_data(path: str, header: bool | None = None) -> Table:
@@ -223,8 +237,10 @@ def read_data(path: str, header: bool | None = None) -> Table:
     t = read_table(path, "data", header)
     X = t.values
     if X.ndim != 2 or X.shape[0] < 2:
-        raise CLIError(f"data file {t.source} must hold a 2-D table with at least 2 rows, got shape "
-                       f"{X.shape}{_header_hint(t)}")
+        raise CLIError(
+            f"data file {t.source} must hold a 2-D table with at least 2 rows, got shape "
+            f"{X.shape}{_header_hint(t)}"
+        )
     _check_finite(t, "data")
     return t
 
@@ -234,8 +250,9 @@ def _integers(t: Table, what: str) -> np.ndarray:
     frac = t.values != np.round(t.values)
     if frac.any():
         r, c = (int(v) for v in np.argwhere(frac)[0])
-        raise CLIError(f"{what} file {t.source} must hold integers; got {t.values[r, c]} at row {r}, "
-                       f"column {c}")
+        raise CLIError(
+            f"{what} file {t.source} must hold integers; got {t.values[r, c]} at row {r}, column {c}"
+        )
     return t.values.astype(np.int64)
 
 
@@ -267,12 +284,15 @@ def read_labels(path: str, n: int, header: bool | None = None) -> np.ndarray:
     """
     t = read_table(path, "labels", header)
     if t.values.ndim == 2 and min(t.values.shape) > 1:
-        raise CLIError(f"labels file {t.source} must have one column (one integer per data row), got shape "
-                       f"{t.values.shape}")
+        raise CLIError(
+            f"labels file {t.source} must have one column (one integer per data row), got shape "
+            f"{t.values.shape}"
+        )
     y = _integers(t, "labels").ravel()
     if y.size != n:
-        raise CLIError(f"labels file {t.source} has {y.size} entries but the data has {n} rows"
-                       f"{_header_hint(t)}")
+        raise CLIError(
+            f"labels file {t.source} has {y.size} entries but the data has {n} rows{_header_hint(t)}"
+        )
     return y
 
 
@@ -312,8 +332,10 @@ def read_links(path: str, n: int, header: bool | None = None) -> tuple[np.ndarra
     out = (v[:, :2] < 0) | (v[:, :2] >= n)
     if out.any():
         r = int(np.argwhere(out)[0, 0])
-        raise CLIError(f"links file {t.source}, row {r}: index out of range for {n} points: "
-                       f"{tuple(int(a) for a in v[r, :2])}")
+        raise CLIError(
+            f"links file {t.source}, row {r}: index out of range for {n} points: "
+            f"{tuple(int(a) for a in v[r, :2])}"
+        )
     if not np.all(np.isin(v[:, 2], (-1, 1))):
         r = int(np.argmax(~np.isin(v[:, 2], (-1, 1))))
         raise CLIError(f"links file {t.source}, row {r}: sign must be +1 or -1, got {v[r, 2]}")
@@ -349,8 +371,9 @@ def read_background(path: str, n: int, header: bool | None = None) -> np.ndarray
     t = read_table(path, "background", header)
     _check_finite(t, "background")
     if t.values.shape[0] != n:
-        raise CLIError(f"background file {t.source} has {t.values.shape[0]} rows, the data has {n}"
-                       f"{_header_hint(t)}")
+        raise CLIError(
+            f"background file {t.source} has {t.values.shape[0]} rows, the data has {n}{_header_hint(t)}"
+        )
     return t.values.ravel() if t.values.shape[1] == 1 else t.values
 
 
@@ -425,8 +448,16 @@ def cmd_methods(args) -> int:
     have = available()
     rows = [("method", "estimator", "side information", "inference", "paper", "status")]
     for name, m in METHODS.items():
-        rows.append((name, m.estimator.split(":")[1], m.side_info, m.inference, m.paper,
-                     "available" if name in have else "planned"))
+        rows.append(
+            (
+                name,
+                m.estimator.split(":")[1],
+                m.side_info,
+                m.inference,
+                m.paper,
+                "available" if name in have else "planned",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -477,11 +508,20 @@ def cmd_fit(args) -> int:
         est.fit(X, y, **fit_kw)
         args.fitting = False
     elapsed = time.perf_counter() - t0
-    summary = {"method": args.method, "n_samples": n, "n_features": X.shape[1], "n_rows_read": n,
-               "inputs": inputs, "seconds": elapsed, "params": params, **fitted_summary(est)}
+    summary = {
+        "method": args.method,
+        "n_samples": n,
+        "n_features": X.shape[1],
+        "n_rows_read": n,
+        "inputs": inputs,
+        "seconds": elapsed,
+        "params": params,
+        **fitted_summary(est),
+    }
     with out.staging() as tmp:
-        np.savetxt(tmp / "labels.csv", np.asarray(est.labels_, dtype=int), fmt="%d", header="label",
-                   comments="")
+        np.savetxt(
+            tmp / "labels.csv", np.asarray(est.labels_, dtype=int), fmt="%d", header="label", comments=""
+        )
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
         if not args.no_plots:
             from ppclust import plot
@@ -522,8 +562,9 @@ def cmd_reproduce(args) -> int:
         raise CLIError(f"unknown paper {args.paper!r}; choose one of: {', '.join(REPRODUCTIONS)}")
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks").is_dir() or not (root / "tests").is_dir():
-        raise CLIError("reproductions need the source checkout (benchmarks/ and tests/); run from the "
-                       "repository")
+        raise CLIError(
+            "reproductions need the source checkout (benchmarks/ and tests/); run from the repository"
+        )
     script, tests = REPRODUCTIONS[args.paper]
     if args.tests or script is None:
         cmd = [sys.executable, "-m", "pytest", str(root / "tests"), "-m", "slow", "-k", tests, "-q", "-s"]
@@ -531,8 +572,11 @@ def cmd_reproduce(args) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="ppclust-reproduce-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     argv = [a.format(out=out) for a in script]
-    env = dict(os.environ, PPCLUST_RESULTS_DIR=str(out),
-               PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
+    env = dict(
+        os.environ,
+        PPCLUST_RESULTS_DIR=str(out),
+        PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p),
+    )
     print(f"running benchmarks/{argv[0]} (quick settings); tables go to {out}/", flush=True)
     rc = subprocess.call([sys.executable, str(root / "benchmarks" / argv[0]), *argv[1:]], cwd=root, env=env)
     if rc == 0:
@@ -555,31 +599,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ppclust {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("methods", help="list methods and the side information each accepts").set_defaults(
-        func=cmd_methods)
-    f = sub.add_parser("fit", help="fit one method to a CSV/NPY data file", epilog=_FIT_EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    f.add_argument("data", help="CSV/whitespace text (header optional) or .npy file, one row per point; "
-                   "'-' reads stdin")
+        func=cmd_methods
+    )
+    f = sub.add_parser(
+        "fit",
+        help="fit one method to a CSV/NPY data file",
+        epilog=_FIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    f.add_argument(
+        "data", help="CSV/whitespace text (header optional) or .npy file, one row per point; '-' reads stdin"
+    )
     f.add_argument("--method", required=True, help="see `ppclust methods`")
     f.add_argument("--labels", help="partial labels, one integer per row (-1 = unlabelled)")
     f.add_argument("--links", help="links, rows i,j,sign with 0-based indices and sign +1/-1")
     f.add_argument("--background", help="background partition/features (CCIB)")
     f.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter (repeatable)")
     f.add_argument("--out", required=True, help="output folder (labels.csv, summary.json, figures)")
-    f.add_argument("--overwrite", action="store_true",
-                   help="allow a non-empty --out; replaces only the files ppclust writes, nothing else")
+    f.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow a non-empty --out; replaces only the files ppclust writes, nothing else",
+    )
     f.add_argument("--no-plots", action="store_true", help="skip figures")
     h = f.add_mutually_exclusive_group()
-    h.add_argument("--header", dest="header", action="store_true", default=None,
-                   help="the first line of every input file is a header (default: auto, a header only "
-                   "when every value on the first line is non-numeric)")
-    h.add_argument("--no-header", dest="header", action="store_false",
-                   help="the first line of every input file is data")
+    h.add_argument(
+        "--header",
+        dest="header",
+        action="store_true",
+        default=None,
+        help="the first line of every input file is a header (default: auto, a header only "
+        "when every value on the first line is non-numeric)",
+    )
+    h.add_argument(
+        "--no-header", dest="header", action="store_false", help="the first line of every input file is data"
+    )
     f.set_defaults(func=cmd_fit)
     d = sub.add_parser("demo", help="run every available method on an embedded data set")
     d.add_argument("--out", default="ppclust-demo", help="output folder (default ppclust-demo)")
-    d.add_argument("--overwrite", action="store_true",
-                   help="allow a non-empty --out; replaces only the files the demo writes, nothing else")
+    d.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow a non-empty --out; replaces only the files the demo writes, nothing else",
+    )
     d.add_argument("--quick", action="store_true", help="smaller settings (used by the tests)")
     d.set_defaults(func=cmd_demo)
     r = sub.add_parser("reproduce", help="run a paper's reproduction (quick) and print paper-vs-ppclust")
@@ -587,8 +649,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="folder for the tables (default: a new temporary folder)")
     r.add_argument("--tests", action="store_true", help="run the paper's slow tests instead")
     r.set_defaults(func=cmd_reproduce)
-    w = sub.add_parser("warmup", help="compile the numba kernels into the per-user cache folder (run once "
-                       "after installing: a first fit then loads them instead of compiling)")
+    w = sub.add_parser(
+        "warmup",
+        help="compile the numba kernels into the per-user cache folder (run once "
+        "after installing: a first fit then loads them instead of compiling)",
+    )
     w.set_defaults(func=cmd_warmup)
     return p
 

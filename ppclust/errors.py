@@ -33,8 +33,16 @@ import re
 
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 
-__all__ = ["PPClustError", "InvalidParameterError", "InvalidInputError", "OutputExistsError",
-           "ConflictingLinksError", "KMaxExhaustedError", "NonFiniteError", "one_line"]
+__all__ = [
+    "PPClustError",
+    "InvalidParameterError",
+    "InvalidInputError",
+    "OutputExistsError",
+    "ConflictingLinksError",
+    "KMaxExhaustedError",
+    "NonFiniteError",
+    "one_line",
+]
 
 
 class PPClustError(ValueError):

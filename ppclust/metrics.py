@@ -25,8 +25,17 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 __all__ = [
-    "contingency", "nmi", "ari", "pairwise_f1", "accuracy", "purity",
-    "contingency_jax", "nmi_jax", "ari_jax", "pairwise_f1_jax", "purity_jax",
+    "contingency",
+    "nmi",
+    "ari",
+    "pairwise_f1",
+    "accuracy",
+    "purity",
+    "contingency_jax",
+    "nmi_jax",
+    "ari_jax",
+    "pairwise_f1_jax",
+    "purity_jax",
 ]
 
 _AVERAGES = ("arithmetic", "geometric", "max", "min")
@@ -335,8 +344,12 @@ def nmi_jax(labels_true, labels_pred, n_labels: int, average: str = "arithmetic"
     hu = jnp.log(n) - xlogx(u).sum() / n
     hv = jnp.log(n) - xlogx(v).sum() / n
     hu, hv = jnp.maximum(hu, 0.0), jnp.maximum(hv, 0.0)
-    norm = {"arithmetic": 0.5 * (hu + hv), "geometric": jnp.sqrt(hu * hv),
-            "max": jnp.maximum(hu, hv), "min": jnp.minimum(hu, hv)}[average]
+    norm = {
+        "arithmetic": 0.5 * (hu + hv),
+        "geometric": jnp.sqrt(hu * hv),
+        "max": jnp.maximum(hu, hv),
+        "min": jnp.minimum(hu, hv),
+    }[average]
     ku, kv = (u > 0).sum(), (v > 0).sum()
     both_single = (ku <= 1) & (kv <= 1)
     # one side unsplit means I = 0 exactly; round-off below 1e-12 is treated as 0 too
@@ -458,8 +471,9 @@ def _check_pair_of_labelings(labels_true, labels_pred):
         if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
             raise ValueError(f"`{name}` contains NaN or inf.")
     if a.shape != b.shape:
-        raise ValueError("`labels_true` and `labels_pred` must have the same length, "
-                         f"got {len(a)} and {len(b)}.")
+        raise ValueError(
+            f"`labels_true` and `labels_pred` must have the same length, got {len(a)} and {len(b)}."
+        )
     return a, b
 
 

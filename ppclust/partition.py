@@ -123,12 +123,12 @@ def compact_labels(labels) -> np.ndarray:
     out = np.empty(lab.shape, np.int32)
     step = max(1, int(2e7 // max(lab.shape[1] + m, 1)))  # rows per chunk: bounded temporaries
     for r0 in range(0, lab.shape[0], step):
-        blk = lab[r0:r0 + step].astype(np.int64)
+        blk = lab[r0 : r0 + step].astype(np.int64)
         rows = np.arange(blk.shape[0])[:, None]
         present = np.zeros((blk.shape[0], m), bool)
         present[rows, blk] = True
         remap = np.cumsum(present, axis=1) - 1
-        out[r0:r0 + step] = remap[rows, blk]
+        out[r0 : r0 + step] = remap[rows, blk]
     return out
 
 
@@ -171,8 +171,10 @@ def _check_loss(loss, a):
     if loss not in LOSSES:
         raise ValueError(f"`loss` must be one of {LOSSES}, got {loss!r}.")
     if not (0.0 < float(a) < 2.0):
-        raise ValueError(f"`a` (cost of splitting a pair the truth joins; the other mistake costs 2 - a) "
-                         f"must lie in (0, 2), got {a!r}.")
+        raise ValueError(
+            f"`a` (cost of splitting a pair the truth joins; the other mistake costs 2 - a) "
+            f"must lie in (0, 2), got {a!r}."
+        )
 
 
 def _xlogx(t):
@@ -225,10 +227,14 @@ def _loss_of_tables(t, loss, a):
         c2 = lambda v, ax: (v * (v - 1.0) / 2.0).sum(ax)
         both = c2(t, (-2, -1))
         pairs = n * (n - 1.0) / 2.0
-        return np.where(pairs > 0, (a * (c2(s, -1) - both) + (2.0 - a) * (c2(r, -1) - both))
-                        / np.where(pairs > 0, pairs, 1.0), 0.0)
-    return np.maximum((a * _xlogx(s).sum(-1) + (2.0 - a) * _xlogx(r).sum(-1) - 2.0 * _xlogx(t).sum((-2, -1)))
-                      / n, 0.0)
+        return np.where(
+            pairs > 0,
+            (a * (c2(s, -1) - both) + (2.0 - a) * (c2(r, -1) - both)) / np.where(pairs > 0, pairs, 1.0),
+            0.0,
+        )
+    return np.maximum(
+        (a * _xlogx(s).sum(-1) + (2.0 - a) * _xlogx(r).sum(-1) - 2.0 * _xlogx(t).sum((-2, -1))) / n, 0.0
+    )
 
 
 def partition_loss(truth, estimate, loss="vi", a=1.0) -> float:
@@ -309,11 +315,11 @@ def _losses_compact(est, z, loss, a):
     step = max(1, int(4e6 // max(lmax * k, 1)))  # draws per block: bounded tables
     cell = est.astype(np.int64)
     for s0 in range(0, S, step):
-        blk = z[s0:s0 + step].astype(np.int64)
+        blk = z[s0 : s0 + step].astype(np.int64)
         m = blk.shape[0]
         flat = (np.arange(m, dtype=np.int64)[:, None] * lmax + blk) * k + cell[None]
         t = np.bincount(flat.ravel(), minlength=m * lmax * k).reshape(m, lmax, k).astype(np.float64)
-        out[s0:s0 + m] = _loss_of_tables(t, loss, a)
+        out[s0 : s0 + m] = _loss_of_tables(t, loss, a)
     return out
 
 
@@ -409,10 +415,12 @@ class PartitionEstimate:
 
     def __str__(self):
         sizes = np.bincount(self.labels)
-        return (f"SALSO point estimate ({self.loss}, a={self.a:g}): K={self.n_clusters}, expected loss "
-                f"{self.expected_loss:.6g} (best starting draw {self.best_draw_loss:.6g}); cluster sizes "
-                f"{sorted(sizes.tolist(), reverse=True)[:12]}{' ...' if sizes.size > 12 else ''}; "
-                f"{self.n_runs} runs in {self.seconds:.2f} s")
+        return (
+            f"SALSO point estimate ({self.loss}, a={self.a:g}): K={self.n_clusters}, expected loss "
+            f"{self.expected_loss:.6g} (best starting draw {self.best_draw_loss:.6g}); cluster sizes "
+            f"{sorted(sizes.tolist(), reverse=True)[:12]}{' ...' if sizes.size > 12 else ''}; "
+            f"{self.n_runs} runs in {self.seconds:.2f} s"
+        )
 
 
 @dataclass
@@ -469,13 +477,19 @@ class CredibleBall:
 
     def bounds(self) -> dict:
         """``{"estimate", "horizontal", "upper_vertical", "lower_vertical"}`` -> labels."""
-        return {"estimate": self.estimate, "horizontal": self.horizontal,
-                "upper_vertical": self.upper_vertical, "lower_vertical": self.lower_vertical}
+        return {
+            "estimate": self.estimate,
+            "horizontal": self.horizontal,
+            "upper_vertical": self.upper_vertical,
+            "lower_vertical": self.lower_vertical,
+        }
 
     def __str__(self):
-        lines = [f"{self.prob:.0%} credible ball ({self.loss}, a={self.a:g}): radius {self.epsilon:.4g}, "
-                 f"{int((self.distances <= self.epsilon).sum())} of {self.distances.size} draws inside",
-                 f"  {'bound':15s} {'K':>4s} {'distance':>10s}"]
+        lines = [
+            f"{self.prob:.0%} credible ball ({self.loss}, a={self.a:g}): radius {self.epsilon:.4g}, "
+            f"{int((self.distances <= self.epsilon).sum())} of {self.distances.size} draws inside",
+            f"  {'bound':15s} {'K':>4s} {'distance':>10s}",
+        ]
         for name in ("estimate", "horizontal", "upper_vertical", "lower_vertical"):
             lines.append(f"  {name:15s} {self.n_clusters[name]:4d} {self.bound_distances[name]:10.4g}")
         return "\n".join(lines)
@@ -504,16 +518,18 @@ class CredibleBall:
         fig = np.ravel(axes)[0].figure
         for ax, (name, lab) in zip(np.ravel(axes), self.bounds().items(), strict=True):
             ax.scatter(xc[:, 0], xc[:, 1], c=lab, cmap="tab20", s=10)
-            ax.set_title(f"{name} (K={self.n_clusters[name]}, d={self.bound_distances[name]:.3g})",
-                         fontsize=9)
+            ax.set_title(
+                f"{name} (K={self.n_clusters[name]}, d={self.bound_distances[name]:.3g})", fontsize=9
+            )
         return fig
 
 
 # --------------------------------------------------------------------------- search
 
 
-def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None, max_sweeps=100,
-          seed=0) -> PartitionEstimate:
+def salso(
+    draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None, max_sweeps=100, seed=0
+) -> PartitionEstimate:
     """Partition minimising the posterior expected ``loss`` over all partitions (SALSO search).
 
     Parameters
@@ -608,9 +624,15 @@ def salso(draws, loss="vi", *, a=1.0, n_runs=16, n_draw_starts=4, log_joint=None
         if val < best_loss - 1e-12:
             best, best_loss = lab, val
     labels = canonical_labels(best).astype(np.int64)
-    return PartitionEstimate(labels, loss, float(a), float(best_loss),
-                             float(draw_best) if np.isfinite(draw_best) else float("nan"),
-                             len(runs), time.perf_counter() - t0)
+    return PartitionEstimate(
+        labels,
+        loss,
+        float(a),
+        float(best_loss),
+        float(draw_best) if np.isfinite(draw_best) else float("nan"),
+        len(runs),
+        time.perf_counter() - t0,
+    )
 
 
 def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBall:
@@ -676,8 +698,19 @@ def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBa
     nclu.update({name: int(z[i].max()) + 1 for name, i in picks.items()})
     dist = {"estimate": 0.0}
     dist.update({name: float(d[i]) for name, i in picks.items()})
-    return CredibleBall(loss, float(a), float(prob), eps, est, d, canonical_labels(z[h]),
-                        canonical_labels(z[up]), canonical_labels(z[lo]), nclu, dist)
+    return CredibleBall(
+        loss,
+        float(a),
+        float(prob),
+        eps,
+        est,
+        d,
+        canonical_labels(z[h]),
+        canonical_labels(z[up]),
+        canonical_labels(z[lo]),
+        nclu,
+        dist,
+    )
 
 
 # --- helpers ---
@@ -899,7 +932,8 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
 if numba is not None:
     _jit = lambda f: numba.njit(cache=True, nogil=True)(f)  # noqa: E731
     _move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous = map(
-        _jit, (_move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous))
+        _jit, (_move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous)
+    )
     _search = _jit(_search_py)
 else:  # pragma: no cover
     _search = _search_py

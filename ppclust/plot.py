@@ -185,8 +185,19 @@ def match_labels(reference, labels) -> np.ndarray:
     return new[lab]
 
 
-def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title=None, max_links=400,
-                      legend=True, seed=0, point_size=14):
+def scatter_partition(
+    ax,
+    X2,
+    labels,
+    *,
+    must_link=None,
+    cannot_link=None,
+    title=None,
+    max_links=400,
+    legend=True,
+    seed=0,
+    point_size=14,
+):
     """Points of a 2-D embedding coloured by cluster, with may-links and may-not-links.
 
     Parameters
@@ -235,8 +246,10 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
         raise ValueError(f"`labels` must have shape ({len(X2)},) to match the points, got {labels.shape}.")
     rng = np.random.default_rng(seed)
     handles = []
-    styles = (("may-link", must_link, dict(color="tab:green", lw=0.7, alpha=0.55, linestyle="-")),
-              ("may-not-link", cannot_link, dict(color="tab:red", lw=0.6, alpha=0.45, linestyle="--")))
+    styles = (
+        ("may-link", must_link, dict(color="tab:green", lw=0.7, alpha=0.55, linestyle="-")),
+        ("may-not-link", cannot_link, dict(color="tab:red", lw=0.6, alpha=0.45, linestyle="--")),
+    )
     for name, pairs, style in styles:
         if pairs is None or len(pairs) == 0:
             continue
@@ -251,8 +264,11 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
     ids = np.unique(labels[labels >= 0])
     palette = cluster_colors(max(len(ids), 1))
     index = np.searchsorted(ids, labels)
-    colors = np.where((labels >= 0)[:, None], palette[np.minimum(index, len(ids) - 1) if len(ids) else 0],
-                      np.asarray(UNLABELLED_COLOR))
+    colors = np.where(
+        (labels >= 0)[:, None],
+        palette[np.minimum(index, len(ids) - 1) if len(ids) else 0],
+        np.asarray(UNLABELLED_COLOR),
+    )
     ax.scatter(X2[:, 0], X2[:, 1], c=colors, s=point_size, edgecolors="none", zorder=2)
     ax.autoscale_view()
     if title:
@@ -261,8 +277,9 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
         marker = dict(marker="o", linestyle="", markersize=5)
         cluster_handles = []
         if len(ids) <= MAX_LEGEND_CLUSTERS:
-            cluster_handles = [Line2D([], [], color=palette[k], label=f"cluster {v}", **marker)
-                               for k, v in enumerate(ids)]
+            cluster_handles = [
+                Line2D([], [], color=palette[k], label=f"cluster {v}", **marker) for k, v in enumerate(ids)
+            ]
         else:
             cluster_handles = [Line2D([], [], color=palette[0], label=f"{len(ids)} clusters", **marker)]
         if (labels < 0).any():
@@ -271,8 +288,17 @@ def scatter_partition(ax, X2, labels, *, must_link=None, cannot_link=None, title
     return ax
 
 
-def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side information", *, ax=None,
-                    max_links=400, legend=True):
+def plot_data_links(
+    X,
+    y,
+    must_link=None,
+    cannot_link=None,
+    title="data and side information",
+    *,
+    ax=None,
+    max_links=400,
+    legend=True,
+):
     """Data (first two principal components when d > 2) coloured by ``y``, may-links solid, may-not-links
     dashed (:func:`scatter_partition`); the axes name the components and the variance they explain.
 
@@ -309,14 +335,23 @@ def plot_data_links(X, y, must_link=None, cannot_link=None, title="data and side
     """
     X2, ratio = pca_2d(X)
     ax = _axes(ax, (5.2, 4.6))
-    scatter_partition(ax, X2, y, must_link=must_link, cannot_link=cannot_link, title=title,
-                      max_links=max_links, legend=legend)
+    scatter_partition(
+        ax,
+        X2,
+        y,
+        must_link=must_link,
+        cannot_link=cannot_link,
+        title=title,
+        max_links=max_links,
+        legend=legend,
+    )
     _label_projection(ax, ratio)
     return ax
 
 
-def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match: bool = True, *, fig=None,
-                    legend=False):
+def plot_partitions(
+    X, partitions: dict[str, np.ndarray], ncols: int = 4, match: bool = True, *, fig=None, legend=False
+):
     """One panel per named partition, on the same 2-D projection; with ``match`` the colours of
     every partition follow the first one (e.g. the truth) through :func:`match_labels`.
 
@@ -361,8 +396,9 @@ def plot_partitions(X, partitions: dict[str, np.ndarray], ncols: int = 4, match:
     axes = np.asarray(fig.subplots(nrows, ncols, squeeze=False))
     for i, (ax, (name, lab)) in enumerate(zip(axes.ravel(), partitions.items(), strict=False)):
         # matched colours mean the same thing in every panel: one legend, on the first, is enough
-        scatter_partition(ax, X2, lab, title=f"{name} (K={len(np.unique(lab))})",
-                          legend=legend or (match and i == 0))
+        scatter_partition(
+            ax, X2, lab, title=f"{name} (K={len(np.unique(lab))})", legend=legend or (match and i == 0)
+        )
         _label_projection(ax, ratio, fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
@@ -519,8 +555,7 @@ def point_uncertainty(labels, *, psm=None, proba=None) -> np.ndarray:
     sums = sums - onehot * np.diag(psm)[:, None]
     mean = np.where(sizes > 0, sums / np.maximum(sizes, 1), 0.0)
     alone = sizes[np.arange(n), code] == 0  # singleton of the estimate: sure of itself unless pulled away
-    mean[alone, code[alone]] = 1.0 - np.max(np.where(sizes[alone] > 0, mean[alone], 0.0), axis=1,
-                                            initial=0.0)
+    mean[alone, code[alone]] = 1.0 - np.max(np.where(sizes[alone] > 0, mean[alone], 0.0), axis=1, initial=0.0)
     return np.clip(1.0 - mean.max(axis=1), 0.0, 1.0)
 
 
@@ -564,15 +599,32 @@ def plot_uncertainty(X, labels, uncertainty, *, ax=None, title="classification u
         raise ValueError(f"`uncertainty` must have shape ({len(X2)},), got {u.shape}.")
     ax = _axes(ax, (5.4, 4.6))
     size = 8 + 60 * (u / max(float(u.max()), 1e-12))
-    sc = ax.scatter(X2[:, 0], X2[:, 1], c=u, s=size, cmap="magma_r", vmin=0, vmax=max(float(u.max()), 1e-12),
-                    edgecolors="none", zorder=2)
+    sc = ax.scatter(
+        X2[:, 0],
+        X2[:, 1],
+        c=u,
+        s=size,
+        cmap="magma_r",
+        vmin=0,
+        vmax=max(float(u.max()), 1e-12),
+        edgecolors="none",
+        zorder=2,
+    )
     ax.figure.colorbar(sc, ax=ax, shrink=0.8, label=r"uncertainty $1 - \max_k P(i \in C_k)$")
     if top is None:
         top = int(min(20, np.sum(u > np.quantile(u, 0.9)))) if u.max() > 0 else 0
     if top:
         idx = np.argsort(-u, kind="stable")[:top]
-        ax.scatter(X2[idx, 0], X2[idx, 1], s=size[idx] + 40, facecolors="none", edgecolors="black",
-                   linewidths=0.7, zorder=3, label=f"{top} most uncertain")
+        ax.scatter(
+            X2[idx, 0],
+            X2[idx, 1],
+            s=size[idx] + 40,
+            facecolors="none",
+            edgecolors="black",
+            linewidths=0.7,
+            zorder=3,
+            label=f"{top} most uncertain",
+        )
         ax.legend(fontsize=7, loc="best")
     _label_projection(ax, ratio)
     ax.set_title(f"{title} (K={len(np.unique(labels))})", fontsize=9)
@@ -676,8 +728,10 @@ def plot_cost_trace(trace, *, ax=None, label=None, ylabel="cost", xlabel="iterat
                 break
         else:
             found = ", ".join(a for a, _, _ in TRACE_ATTRIBUTES)
-            raise TypeError(f"{type(est).__name__} has no cost trace: expected a fitted estimator with one "
-                            f"of {found}, an array or a dict of arrays.")
+            raise TypeError(
+                f"{type(est).__name__} has no cost trace: expected a fitted estimator with one "
+                f"of {found}, an array or a dict of arrays."
+            )
     series = trace if isinstance(trace, dict) else {label: trace}
     ax = _axes(ax, (5.0, 3.0))
     for name, values in series.items():
@@ -693,8 +747,17 @@ def plot_cost_trace(trace, *, ax=None, label=None, ylabel="cost", xlabel="iterat
     return ax
 
 
-def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="NMI", title=None,
-                 baseline=None, errorbars=False):
+def plot_benefit(
+    amounts,
+    scores,
+    *,
+    ax=None,
+    xlabel="number of links",
+    ylabel="NMI",
+    title=None,
+    baseline=None,
+    errorbars=False,
+):
     """Score (NMI by default) against the amount of side information, one line per method.
 
     Parameters
@@ -736,15 +799,16 @@ def plot_benefit(amounts, scores, *, ax=None, xlabel="number of links", ylabel="
     for name, values in scores.items():
         values = np.asarray(values, dtype=float)
         if values.shape[0] != len(amounts):
-            raise ValueError(f"scores[{name!r}] has {values.shape[0]} rows, but there are {len(amounts)} "
-                             "amounts; give one row per amount.")
+            raise ValueError(
+                f"scores[{name!r}] has {values.shape[0]} rows, but there are {len(amounts)} "
+                "amounts; give one row per amount."
+            )
         with warnings.catch_warnings():  # an all-NaN row (no repeat at that amount) stays NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(values, axis=1) if values.ndim == 2 else values
             sd = np.nanstd(values, axis=1) if values.ndim == 2 else None
         if errorbars and values.ndim == 2 and values.shape[1] > 1:
-            ax.errorbar(amounts, mean, yerr=sd, marker="o", markersize=3.5, capsize=2.5,
-                        lw=1.2, label=name)
+            ax.errorbar(amounts, mean, yerr=sd, marker="o", markersize=3.5, capsize=2.5, lw=1.2, label=name)
             continue
         (line,) = ax.plot(amounts, mean, marker="o", markersize=3.5, label=name)
         if values.ndim == 2 and values.shape[1] > 1:
@@ -832,8 +896,13 @@ def save_fit_figures(est, X, out, must_link=None, cannot_link=None, **_) -> list
     ['.png']
     """
     out = Path(out)
-    jobs = [("partition.png", (plot_data_links, X, est.labels_, must_link, cannot_link),
-             dict(title=f"{type(est).__name__} partition"))]
+    jobs = [
+        (
+            "partition.png",
+            (plot_data_links, X, est.labels_, must_link, cannot_link),
+            dict(title=f"{type(est).__name__} partition"),
+        )
+    ]
     psm = getattr(est, "psm_", None)
     if psm is not None:
         jobs.append(("psm.png", (plot_psm, psm, est.labels_), {}))

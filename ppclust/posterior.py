@@ -206,8 +206,12 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
     # NumPy's Beta sampler, seeded from the JAX key (jax.random.beta compiles for tens of seconds)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
-    out = {"p": rng.beta(ap, bp), "q": rng.beta(aq, bq), "p_cond_mean": ap / (ap + bp),
-           "q_cond_mean": aq / (aq + bq)}
+    out = {
+        "p": rng.beta(ap, bp),
+        "q": rng.beta(aq, bq),
+        "p_cond_mean": ap / (ap + bp),
+        "q_cond_mean": aq / (aq + bq),
+    }
     return {k: v.reshape(shape) for k, v in out.items()}
 
 
@@ -218,8 +222,21 @@ def _pair_counts_all(lab, links):
     return jax.vmap(lambda z: pair_counts(z, links))(lab)
 
 
-def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None, q=None, alpha=None,
-                       partition="dp", point_logprior=None, backend="auto") -> np.ndarray:
+def loo_log_predictive(
+    labels,
+    x,
+    links,
+    family,
+    prior,
+    *,
+    pq="collapse",
+    p=None,
+    q=None,
+    alpha=None,
+    partition="dp",
+    point_logprior=None,
+    backend="auto",
+) -> np.ndarray:
     r"""Pointwise log-likelihood for PSIS-LOO: the collapsed leave-one-out predictive of each point.
 
     Parameters
@@ -301,8 +318,10 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         k_max = point_logprior.shape[1]
         lo, hi = int(np.min(np.asarray(labels))), int(np.max(np.asarray(labels)))
         if lo < 0 or hi >= k_max:  # the compiled pass indexes the K components by these labels unchecked
-            raise ValueError(f"labels of partition='finite' must be component ids in [0, K={k_max}) (K: the "
-                             f"columns of point_logprior), got values in [{lo}, {hi}]")
+            raise ValueError(
+                f"labels of partition='finite' must be component ids in [0, K={k_max}) (K: the "
+                f"columns of point_logprior), got values in [{lo}, {hi}]"
+            )
     if backend == "auto":
         from ppclust.inference import _gibbs_cpu
 
@@ -315,11 +334,33 @@ def loo_log_predictive(labels, x, links, family, prior, *, pq="collapse", p=None
         z = compact_labels(np.asarray(lab)) if partition == "dp" else np.asarray(lab)
         host_links = links._replace(**{f: np.asarray(getattr(links, f)) for f in ("pairs", "sign", "weight")})
         counts = pair_counts(z, host_links, xp=np)  # every draw's counts on the host (no traced program)
-        out = _gibbs_cpu.loo_log_predictive(z, x, links, family, prior, counts, (p_s, q_s, a_s), pq=pq,
-                                            partition=partition, point_logprior=point_logprior, k_max=k_max)
+        out = _gibbs_cpu.loo_log_predictive(
+            z,
+            x,
+            links,
+            family,
+            prior,
+            counts,
+            (p_s, q_s, a_s),
+            pq=pq,
+            partition=partition,
+            point_logprior=point_logprior,
+            k_max=k_max,
+        )
     else:
-        out = _loo_all(lab, (p_s, q_s, a_s), x, links, family, prior, point_logprior, pq=pq,
-                       partition=partition, k_max=k_max, batch_size=min(LOO_BATCH_SIZE, x.shape[0]))
+        out = _loo_all(
+            lab,
+            (p_s, q_s, a_s),
+            x,
+            links,
+            family,
+            prior,
+            point_logprior,
+            pq=pq,
+            partition=partition,
+            k_max=k_max,
+            batch_size=min(LOO_BATCH_SIZE, x.shape[0]),
+        )
     return np.asarray(out).reshape(shape + (lab.shape[-1],))
 
 
@@ -341,8 +382,18 @@ def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, p
             st = family.remove(stats, z[i], x[i])
             lp = family.log_predictive(st, x[i])
             now = GibbsState(z, st, counts, p, q, alpha, jnp.asarray(False))
-            logw, _, _ = conditional(i, now, x, links, family, prior, pq, removed=True, partition=partition,
-                                     point_logprior=point_logprior)
+            logw, _, _ = conditional(
+                i,
+                now,
+                x,
+                links,
+                family,
+                prior,
+                pq,
+                removed=True,
+                partition=partition,
+                point_logprior=point_logprior,
+            )
             base = logw - lp
             if point_logprior is not None:
                 base = base - point_logprior[i]
@@ -354,9 +405,16 @@ def _loo_all(lab, draw_params, x, links, family, prior, point_logprior, *, pq, p
     return jax.lax.map(draw, (lab, *draw_params))
 
 
-def build_datatree(posterior: dict, *, sample_stats: dict | None = None,
-                   log_likelihood: dict | None = None, observed_data: dict | None = None,
-                   clustering: dict | None = None, attrs: dict | None = None, dims: dict | None = None):
+def build_datatree(
+    posterior: dict,
+    *,
+    sample_stats: dict | None = None,
+    log_likelihood: dict | None = None,
+    observed_data: dict | None = None,
+    clustering: dict | None = None,
+    attrs: dict | None = None,
+    dims: dict | None = None,
+):
     """ArviZ DataTree from per-draw arrays shaped (chain, draw, ...), with the groups of the module docstring.
 
     Parameters

@@ -35,9 +35,23 @@ import numpy as np
 
 from ppclust.errors import ConflictingLinksError, InvalidInputError
 
-__all__ = ["SideInfo", "NeighbourTable", "RowPairs", "Links", "make_links", "pair_counts", "link_counts",
-           "table_within_counts", "link_weight_per_point", "check_labels", "decode_pair_index",
-           "labelled_means", "link_agreement", "link_folds", "weigh_link_kinds"]
+__all__ = [
+    "SideInfo",
+    "NeighbourTable",
+    "RowPairs",
+    "Links",
+    "make_links",
+    "pair_counts",
+    "link_counts",
+    "table_within_counts",
+    "link_weight_per_point",
+    "check_labels",
+    "decode_pair_index",
+    "labelled_means",
+    "link_agreement",
+    "link_folds",
+    "weigh_link_kinds",
+]
 
 _CONFLICT_OPTIONS = ("error", "keep")
 
@@ -103,18 +117,21 @@ class SideInfo:
         lab = None if labels is None else check_labels(labels, n=n, name="labels")
         if pairs is None:
             if sign is not None or weight is not None:
-                raise InvalidInputError("`sign`/`weight` were given without `pairs`; pass the linked "
-                                        "pairs too.")
+                raise InvalidInputError(
+                    "`sign`/`weight` were given without `pairs`; pass the linked pairs too."
+                )
             p = np.zeros((0, 2), np.int32)
             s = np.zeros(0, np.int8)
             w = np.zeros(0, np.float64)
         else:
             p = _check_pairs(pairs, n, "pairs")
             if sign is None:
-                raise InvalidInputError("`pairs` were given without `sign`; pass +1 (may-link) or -1 "
-                                        "(may-not-link) "
-                                        "for each pair, or use "
-                                        "SideInfo.from_links(n, must_link=..., cannot_link=...).")
+                raise InvalidInputError(
+                    "`pairs` were given without `sign`; pass +1 (may-link) or -1 "
+                    "(may-not-link) "
+                    "for each pair, or use "
+                    "SideInfo.from_links(n, must_link=..., cannot_link=...)."
+                )
             s = _check_sign(sign, len(p))
             w = _check_weight(weight, len(p), "weight")
             p, s, w = _canonical(p, s, w, n, on_conflict)
@@ -139,8 +156,9 @@ class SideInfo:
         return cls(len(lab), labels=lab)
 
     @classmethod
-    def from_links(cls, n, must_link=None, cannot_link=None, weight=None, on_conflict="error", *,
-                   labels=None) -> SideInfo:
+    def from_links(
+        cls, n, must_link=None, cannot_link=None, weight=None, on_conflict="error", *, labels=None
+    ) -> SideInfo:
         """Side information from lists of must-link and cannot-link pairs.
 
         Parameters
@@ -155,8 +173,9 @@ class SideInfo:
         """
         n = _check_n(n)
         ml = np.zeros((0, 2), np.int64) if must_link is None else _check_pairs(must_link, n, "must_link")
-        cl = (np.zeros((0, 2), np.int64) if cannot_link is None
-              else _check_pairs(cannot_link, n, "cannot_link"))
+        cl = (
+            np.zeros((0, 2), np.int64) if cannot_link is None else _check_pairs(cannot_link, n, "cannot_link")
+        )
         pairs = np.concatenate([ml, cl]).astype(np.int64)
         sign = np.concatenate([np.ones(len(ml), np.int8), -np.ones(len(cl), np.int8)])
         w = _check_weight(weight, len(pairs), "weight")
@@ -198,8 +217,9 @@ class SideInfo:
         return np.bincount(self.pairs.ravel(), minlength=self.n)
 
     # ------------------------------------------------------------------ derived structures
-    def links_from_labels(self, max_pairs=None, seed=None, *, keep_labels=False,
-                          on_conflict="error") -> SideInfo:
+    def links_from_labels(
+        self, max_pairs=None, seed=None, *, keep_labels=False, on_conflict="error"
+    ) -> SideInfo:
         """Convert the partial labels into links between labelled points.
 
         Every pair of labelled points becomes a must-link (same label) or a cannot-link (different
@@ -211,8 +231,10 @@ class SideInfo:
         Labels are dropped unless ``keep_labels=True`` (so that methods do not count them twice).
         """
         if self.labels is None:
-            raise InvalidInputError("links_from_labels needs partial labels; this SideInfo has none "
-                                    "(build it with SideInfo.from_labels(y)).")
+            raise InvalidInputError(
+                "links_from_labels needs partial labels; this SideInfo has none "
+                "(build it with SideInfo.from_labels(y))."
+            )
         idx = np.flatnonzero(self.labels >= 0)
         L = len(idx)
         total = L * (L - 1) // 2
@@ -301,13 +323,15 @@ class SideInfo:
         bad = comp[cl[:, 0]] == comp[cl[:, 1]]
         if bad.any():
             i, j = (int(v) for v in cl[np.argmax(bad)])
-            raise InvalidInputError(f"cannot-link ({i}, {j}) contradicts the must-links: the transitive "
-                                    f"closure of "
-                                    f"the must-links puts {i} and {j} in the same component "
-                                    f"({int(bad.sum())} such "
-                                    "cannot-link(s)). Remove the contradictory links or use a method that "
-                                    "models "
-                                    "noisy links (TVClust, RDP-means).")
+            raise InvalidInputError(
+                f"cannot-link ({i}, {j}) contradicts the must-links: the transitive "
+                f"closure of "
+                f"the must-links puts {i} and {j} in the same component "
+                f"({int(bad.sum())} such "
+                "cannot-link(s)). Remove the contradictory links or use a method that "
+                "models "
+                "noisy links (TVClust, RDP-means)."
+            )
         if self.labels is None:
             return
         lab = self.labels
@@ -319,13 +343,16 @@ class SideInfo:
             clash = (c[1:] == c[:-1]) & (y[1:] != y[:-1])
             if clash.any():
                 k = int(np.argmax(clash))
-                raise InvalidInputError(f"points {int(pts[k])} and {int(pts[k + 1])} have different labels "
-                                        f"({int(y[k])} and {int(y[k + 1])}) but the must-links join them.")
+                raise InvalidInputError(
+                    f"points {int(pts[k])} and {int(pts[k + 1])} have different labels "
+                    f"({int(y[k])} and {int(y[k + 1])}) but the must-links join them."
+                )
         both = (lab[cl[:, 0]] >= 0) & (lab[cl[:, 0]] == lab[cl[:, 1]])
         if both.any():
             i, j = (int(v) for v in cl[np.argmax(both)])
-            raise InvalidInputError(f"cannot-link ({i}, {j}) joins two points with the same label "
-                                    f"{int(lab[i])}.")
+            raise InvalidInputError(
+                f"cannot-link ({i}, {j}) joins two points with the same label {int(lab[i])}."
+            )
 
     # ------------------------------------------------------------------ printing / comparison
     def summary(self) -> dict:
@@ -348,8 +375,10 @@ class SideInfo:
     def __repr__(self) -> str:
         s = self.summary()
         extra = f", conflicting={s['n_conflicting_pairs']}" if s["n_conflicting_pairs"] else ""
-        return (f"SideInfo(n={s['n']}, labelled={s['n_labelled']}, must_link={s['n_must_link']}, "
-                f"cannot_link={s['n_cannot_link']}{extra})")
+        return (
+            f"SideInfo(n={s['n']}, labelled={s['n_labelled']}, must_link={s['n_must_link']}, "
+            f"cannot_link={s['n_cannot_link']}{extra})"
+        )
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, SideInfo):
@@ -358,8 +387,11 @@ class SideInfo:
             return False
         if self.labels is not None and not np.array_equal(self.labels, other.labels):
             return False
-        return (np.array_equal(self.pairs, other.pairs) and np.array_equal(self.sign, other.sign)
-                and np.array_equal(self.weight, other.weight))
+        return (
+            np.array_equal(self.pairs, other.pairs)
+            and np.array_equal(self.sign, other.sign)
+            and np.array_equal(self.weight, other.weight)
+        )
 
     __hash__ = None  # mutable-looking arrays inside: not hashable
 
@@ -444,8 +476,15 @@ def pair_counts(labels, links: Links, *, xp=None):
     same = (labels[..., links.pairs[:, 0]] == labels[..., links.pairs[:, 1]]).astype(links.weight.dtype)
     plus = links.weight * (links.sign > 0)
     minus = links.weight * (links.sign < 0)
-    return xp.stack([(plus * same).sum(-1), (minus * same).sum(-1), (plus * (1 - same)).sum(-1),
-                     (minus * (1 - same)).sum(-1)], -1)
+    return xp.stack(
+        [
+            (plus * same).sum(-1),
+            (minus * same).sum(-1),
+            (plus * (1 - same)).sum(-1),
+            (minus * (1 - same)).sum(-1),
+        ],
+        -1,
+    )
 
 
 def link_counts(nb_labels, sgn, wgt, k_max: int):
@@ -535,8 +574,11 @@ def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, 
     for f in range(n_folds):
         parts = []
         for keep in (fold != f, fold == f):
-            parts.append(SideInfo.from_pairs(side.n, side.pairs[keep], side.sign[keep], side.weight[keep],
-                                             on_conflict="keep"))
+            parts.append(
+                SideInfo.from_pairs(
+                    side.n, side.pairs[keep], side.sign[keep], side.weight[keep], on_conflict="keep"
+                )
+            )
         out.append(tuple(parts))
     return out
 
@@ -633,15 +675,18 @@ def check_labels(y, n=None, name="labels") -> np.ndarray:
         if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
         else:
-            raise InvalidInputError(f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
-                            "(Unknown label type); encode classes as 0..K-1, e.g. with "
-                            "np.unique(y, return_inverse=True).")
+            raise InvalidInputError(
+                f"`{name}` must hold integers (-1 = unlabelled), got dtype {arr.dtype} "
+                "(Unknown label type); encode classes as 0..K-1, e.g. with "
+                "np.unique(y, return_inverse=True)."
+            )
     if n is not None and len(arr) != n:
         raise InvalidInputError(f"`{name}` has length {len(arr)} but n_samples={n}.")
     if arr.size and arr.min() < -1:
         bad = int(np.flatnonzero(arr < -1)[0])
-        raise InvalidInputError(f"`{name}` must be >= -1 (-1 = unlabelled); got {int(arr[bad])} at index "
-                                f"{bad}.")
+        raise InvalidInputError(
+            f"`{name}` must be >= -1 (-1 = unlabelled); got {int(arr[bad])} at index {bad}."
+        )
     if arr.size and arr.max() > np.iinfo(np.int32).max:
         raise InvalidInputError(f"`{name}` has labels that do not fit in int32 (max {int(arr.max())}).")
     return arr.astype(np.int32, copy=True)
@@ -719,9 +764,11 @@ class RowPairs:
 def _check_pairs(pairs, n, name) -> np.ndarray:
     if isinstance(pairs, RowPairs):
         if pairs.n_samples != n:
-            raise InvalidInputError(f"`{name}` is a RowPairs for n_samples={pairs.n_samples}, but the data "
-                                    f"have "
-                                    f"n_samples={n}; build it for the rows of X.")
+            raise InvalidInputError(
+                f"`{name}` is a RowPairs for n_samples={pairs.n_samples}, but the data "
+                f"have "
+                f"n_samples={n}; build it for the rows of X."
+            )
         pairs = pairs.pairs
     arr = np.asarray(pairs)
     if arr.size == 0:
@@ -735,15 +782,19 @@ def _check_pairs(pairs, n, name) -> np.ndarray:
     rows = out.any(axis=1)
     if rows.any():
         first = tuple(int(v) for v in arr[np.argmax(rows)])
-        raise InvalidInputError(f"`{name}` has {int(rows.sum())} pair(s) with an index outside [0, "
-                                f"n_samples={n}) "
-                         f"(first: {first}); indices must lie in [0, n_samples).")
+        raise InvalidInputError(
+            f"`{name}` has {int(rows.sum())} pair(s) with an index outside [0, "
+            f"n_samples={n}) "
+            f"(first: {first}); indices must lie in [0, n_samples)."
+        )
     selfp = arr[:, 0] == arr[:, 1]
     if selfp.any():
         first = tuple(int(v) for v in arr[np.argmax(selfp)])
-        raise InvalidInputError(f"`{name}` has {int(selfp.sum())} self-pair(s) (first: {first}); a point "
-                                f"cannot be "
-                                "linked to itself.")
+        raise InvalidInputError(
+            f"`{name}` has {int(selfp.sum())} self-pair(s) (first: {first}); a point "
+            f"cannot be "
+            "linked to itself."
+        )
     return arr
 
 
@@ -758,8 +809,9 @@ def _check_sign(sign, m) -> np.ndarray:
     ok = (s == 1) | (s == -1)
     if not ok.all():
         k = int(np.argmax(~ok))
-        raise InvalidInputError(f"`sign` must be +1 (may-link) or -1 (may-not-link); got {s[k]!r} at "
-                                f"position {k}.")
+        raise InvalidInputError(
+            f"`sign` must be +1 (may-link) or -1 (may-not-link); got {s[k]!r} at position {k}."
+        )
     return s.astype(np.int8)
 
 
@@ -773,8 +825,9 @@ def _check_weight(weight, m, name) -> np.ndarray:
     if w.ndim == 0:
         w = np.full(m, float(w))
     if w.shape != (m,):
-        raise InvalidInputError(f"`{name}` must be a scalar or have shape ({m},) (one weight per link), "
-                                f"got shape {w.shape}.")
+        raise InvalidInputError(
+            f"`{name}` must be a scalar or have shape ({m},) (one weight per link), got shape {w.shape}."
+        )
     if not (np.all(np.isfinite(w)) and np.all(w > 0)):
         k = int(np.argmax(~(np.isfinite(w) & (w > 0))))
         raise InvalidInputError(f"`{name}` must be finite and > 0; got {w[k]!r} at position {k}.")
@@ -810,5 +863,8 @@ def _canonical(pairs, sign, weight, n, on_conflict):
             raise ConflictingLinksError(
                 f"{len(dup)} pair(s) are given both as may-link (+1) and may-not-link (-1) (first: {first}). "
                 "Remove the contradiction, or pass on_conflict='keep' to keep both signs (for methods that "
-                "model noisy links, e.g. TVClust, RDPMeans).", n_pairs=len(dup), first=first)
+                "model noisy links, e.g. TVClust, RDPMeans).",
+                n_pairs=len(dup),
+                first=first,
+            )
     return p, s, w

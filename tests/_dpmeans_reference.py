@@ -20,8 +20,22 @@ def same_partition(a, b):
     return True
 
 
-def rdpmeans_numpy(x, nbr, sgn, wgt, lam, mu0, orders, *, xi0=1e-3, xi_rate=2.0, xi_max=1e12, patience=20,
-                   max_iter=1000, on_move=None):
+def rdpmeans_numpy(
+    x,
+    nbr,
+    sgn,
+    wgt,
+    lam,
+    mu0,
+    orders,
+    *,
+    xi0=1e-3,
+    xi_rate=2.0,
+    xi_max=1e12,
+    patience=20,
+    max_iter=1000,
+    on_move=None,
+):
     """Returns (labels, centers (K, d), n_iter). ``orders(t)`` gives the visiting order of sweep t.
 
     ``on_move(z, centers, xi)`` (optional) is called after every single-point assignment.

@@ -99,6 +99,7 @@ def shared_dir() -> Path:
 
 # --- canonical data sets ----------------------------------------------------------------------------------
 
+
 class Blobs(NamedTuple):
     """Three well separated 2-D Gaussian blobs with side information of every kind."""
 

@@ -52,9 +52,15 @@ def main(args: list[str]) -> int:
     rc, out = run(args)
     if rc != 0 and only_crashes(out):
         crashed = [line for line in out.splitlines() if _FAILURE.match(line)]
-        print("\n" + "=" * 100 + "\nA worker process crashed (no test failed):\n  " + "\n  ".join(crashed)
-              + "\nThe suite runs once more in fresh processes; its result is the result.\n" + "=" * 100,
-              flush=True)
+        print(
+            "\n"
+            + "=" * 100
+            + "\nA worker process crashed (no test failed):\n  "
+            + "\n  ".join(crashed)
+            + "\nThe suite runs once more in fresh processes; its result is the result.\n"
+            + "=" * 100,
+            flush=True,
+        )
         rc, _ = run(args)
     return rc
 

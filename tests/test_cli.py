@@ -25,8 +25,11 @@ def test_methods_lists_every_registered_method(capsys):
 
 @pytest.mark.parametrize(
     "content, message",
-    [("1,2\n3,nan\n", "non-finite value at row 1"), ("a,b\n", "at least 2 rows"),
-     ("1,2\n3\n", "cannot read")],
+    [
+        ("1,2\n3,nan\n", "non-finite value at row 1"),
+        ("a,b\n", "at least 2 rows"),
+        ("1,2\n3\n", "cannot read"),
+    ],
 )
 def test_fit_bad_data_is_one_line_error_and_no_output(tmp_path, capsys, content, message):
     data = tmp_path / "x.csv"
@@ -74,12 +77,14 @@ def test_reproduce_table_covers_registered_methods():
 
 @pytest.mark.parametrize(
     "text, header, rows, names",
-    [("x,y\n1,2\n3,4\n", None, 2, ["x", "y"]),  # every value non-numeric: a header
-     ('"x";"y"\n1;2\n3;4\n', None, 2, ["x", "y"]),
-     ("1,2\n3,4\n", None, 2, None),
-     ("# made by hand\n\n1 2\n3 4\n", None, 2, None),  # comment and blank lines are not rows
-     ("1,2\n3,4\n", True, 1, ["1", "2"]),  # --header: the first line is a header whatever it holds
-     ("x,y\n1,2\n", False, None, None)],  # --no-header: 'x' is then a bad value, not a dropped row
+    [
+        ("x,y\n1,2\n3,4\n", None, 2, ["x", "y"]),  # every value non-numeric: a header
+        ('"x";"y"\n1;2\n3;4\n', None, 2, ["x", "y"]),
+        ("1,2\n3,4\n", None, 2, None),
+        ("# made by hand\n\n1 2\n3 4\n", None, 2, None),  # comment and blank lines are not rows
+        ("1,2\n3,4\n", True, 1, ["1", "2"]),  # --header: the first line is a header whatever it holds
+        ("x,y\n1,2\n", False, None, None),
+    ],  # --no-header: 'x' is then a bad value, not a dropped row
 )
 def test_read_table_header_rules(tmp_path, text, header, rows, names):
     f = tmp_path / "t.csv"
@@ -94,12 +99,17 @@ def test_read_table_header_rules(tmp_path, text, header, rows, names):
 
 @pytest.mark.parametrize(
     "text, message",
-    [("NA,1.0\n1,2\n3,4\n", r"non-numeric value 'NA' at row 0, column 0 \(0-based; line 1 of the file\); "
-                            r"the first line is data because some of its values are numbers \(pass --header"),
-     ("x,1.0\n1,2\n", r"'x' at row 0, column 0"),  # one stray token: data, not a header
-     ("a,b\n1,2\n3,?\n", r"non-numeric value '\?' at row 1, column 1 \(0-based; line 3 of the file\)"),
-     ("1,2\n3,4,5\n", r"row 1 \(line 2\) has 3 column\(s\), the first row has 2"),
-     ("1,2\n3,inf\n4,5\n", r"non-finite value at row 1, column 1 \(0-based; line 2 of the file\): inf")],
+    [
+        (
+            "NA,1.0\n1,2\n3,4\n",
+            r"non-numeric value 'NA' at row 0, column 0 \(0-based; line 1 of the file\); "
+            r"the first line is data because some of its values are numbers \(pass --header",
+        ),
+        ("x,1.0\n1,2\n", r"'x' at row 0, column 0"),  # one stray token: data, not a header
+        ("a,b\n1,2\n3,?\n", r"non-numeric value '\?' at row 1, column 1 \(0-based; line 3 of the file\)"),
+        ("1,2\n3,4,5\n", r"row 1 \(line 2\) has 3 column\(s\), the first row has 2"),
+        ("1,2\n3,inf\n4,5\n", r"non-finite value at row 1, column 1 \(0-based; line 2 of the file\): inf"),
+    ],
 )
 def test_read_data_names_row_column_and_value(tmp_path, text, message):
     f = tmp_path / "d.csv"
@@ -113,8 +123,11 @@ def test_side_files_follow_the_same_rules(tmp_path):
     lab.write_text("label\n0\n-1\n1\n")
     np.testing.assert_array_equal(cli.read_labels(str(lab), 3), [0, -1, 1])
     lab.write_text("NA\n0\n-1\n1\n")  # one column: 'NA' alone reads as a header, and the count says so
-    with pytest.raises(cli.CLIError, match=r"3 entries but the data has 4 rows \(its first line 'NA' "
-                                           r"was read as a header; pass --no-header"):
+    with pytest.raises(
+        cli.CLIError,
+        match=r"3 entries but the data has 4 rows \(its first line 'NA' "
+        r"was read as a header; pass --no-header",
+    ):
         cli.read_labels(str(lab), 4)
     with pytest.raises(cli.CLIError, match=r"non-numeric value 'NA' at row 0"):
         cli.read_labels(str(lab), 4, header=False)
@@ -153,8 +166,11 @@ def test_fit_reports_rows_read_and_stdin(tmp_path, capsys, monkeypatch):
     assert main(argv) == 0
     assert "read 4 rows x 2 columns from <stdin> (no header)" in capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n_rows_read"] == 4 and summary["inputs"]["data"] == {"path": "<stdin>", "n_rows_read": 4,
-                                                                          "header": None}
+    assert summary["n_rows_read"] == 4 and summary["inputs"]["data"] == {
+        "path": "<stdin>",
+        "n_rows_read": 4,
+        "header": None,
+    }
     assert np.loadtxt(out / "labels.csv", skiprows=1).shape == (4,)
     assert main(["fit", "-", "--labels", "-", "--method", "dpmeans", "--out", str(tmp_path / "o2")]) == 2
     assert "only one input file can be read from stdin" in capsys.readouterr().err

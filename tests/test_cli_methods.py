@@ -19,10 +19,12 @@ PLAN = {
     # 7 clusters (RDPMeans docstring); the test checks the CLI's plumbing, not the start
     "rdpmeans": (["lam=8.0", "init=bbox_random", "random_state=0"], "links"),
     "ssgmm": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
-    "bayesian-ssgmm": (["n_clusters=3", "n_draws=10", "n_warmup=10", "n_chains=1", "random_state=0"],
-                       "labels"),
+    "bayesian-ssgmm": (
+        ["n_clusters=3", "n_draws=10", "n_warmup=10", "n_chains=1", "random_state=0"],
+        "labels",
+    ),
     "cecib": (["n_clusters=3", "n_init=2", "random_state=0"], "labels"),
-    "c3l": (["n_clusters=3", "n_init=2", "init=\"k-means++\"", "random_state=0"], "labels2"),
+    "c3l": (["n_clusters=3", "n_init=2", 'init="k-means++"', "random_state=0"], "labels2"),
     "ccib": (["n_clusters=2", "n_init=2", "random_state=0"], "background"),
     "smic": (["n_clusters=3", "n_neighbors=5", "gamma=1.0", "eta=0.0", "random_state=0"], "links"),
 }
@@ -75,8 +77,11 @@ def test_fit_writes_labels_and_summary(files, method, capsys):
     assert labels.shape == (60,) and summary["method"] == method and summary["n_samples"] == 60
     assert summary["n_rows_read"] == 60 and summary["inputs"]["data"]["header"] == ["a", "b"]
     if side == "links":
-        assert summary["inputs"]["links"] == {"path": str(d / "links.csv"), "n_must_link": int(ml),
-                                              "n_cannot_link": int(cl)}
+        assert summary["inputs"]["links"] == {
+            "path": str(d / "links.csv"),
+            "n_must_link": int(ml),
+            "n_cannot_link": int(cl),
+        }
     elif side in ("labels", "labels2"):
         assert summary["inputs"]["labels"]["n_labelled"] == int((np.loadtxt(d / f"{side}.csv") >= 0).sum())
     if method == "ccib":  # given the split {0} vs {1, 2}, the non-redundant partition separates 1 from 2
@@ -91,11 +96,21 @@ def test_tvclust_link_prior_reaches_the_cli(files):
     """``--param link_noise=... --param link_strength=...`` reach TVClust (the session-10 default link
     prior and the neutral one), and a non-positive strength is a CLI error naming the parameter."""
     d, _ = files
-    base = ["fit", "--method", "tvclust", str(d / "x.csv"), "--links", str(d / "links.csv"), "--no-plots",
-            *(a for v in ("n_draws=5", "n_warmup=5", "n_chains=1", "random_state=0") for a in ("--param", v))]
+    base = [
+        "fit",
+        "--method",
+        "tvclust",
+        str(d / "x.csv"),
+        "--links",
+        str(d / "links.csv"),
+        "--no-plots",
+        *(a for v in ("n_draws=5", "n_warmup=5", "n_chains=1", "random_state=0") for a in ("--param", v)),
+    ]
     p = {}
-    for name, extra in (("neutral", ["link_noise=null"]),
-                        ("strong", ["link_noise=0.2", "link_strength=1000"])):
+    for name, extra in (
+        ("neutral", ["link_noise=null"]),
+        ("strong", ["link_noise=0.2", "link_strength=1000"]),
+    ):
         argv = base + ["--out", str(d / f"out-prior-{name}")] + [a for e in extra for a in ("--param", e)]
         assert cli.main(argv) == 0
         summary = json.loads((d / f"out-prior-{name}" / "summary.json").read_text())
@@ -113,8 +128,19 @@ def test_rdpmeans_link_reliability_reaches_the_cli(files):
     summary, clean links: shares <= 1 and p, q high), ``null`` weighs every link fully (no estimate); a bad
     value is a CLI error."""
     d, _ = files
-    base = ["fit", "--method", "rdpmeans", str(d / "x.csv"), "--links", str(d / "links.csv"), "--no-plots",
-            "--param", "lam=8.0", "--param", "random_state=0"]
+    base = [
+        "fit",
+        "--method",
+        "rdpmeans",
+        str(d / "x.csv"),
+        "--links",
+        str(d / "links.csv"),
+        "--no-plots",
+        "--param",
+        "lam=8.0",
+        "--param",
+        "random_state=0",
+    ]
     out = {}
     for name, extra in (("auto", []), ("off", ["--param", "link_reliability=null"])):
         assert cli.main(base + ["--out", str(d / f"out-rel-{name}"), *extra]) == 0
@@ -123,7 +149,7 @@ def test_rdpmeans_link_reliability_reaches_the_cli(files):
     assert set(rel) == {"p", "q"} and min(rel.values()) > 0.8, rel
     assert set(out["auto"]["link_weight_share_"]) == {"may_link", "may_not_link"}
     assert out["off"]["link_reliability_"] is None and out["off"]["params"]["link_reliability"] is None
-    assert cli.main(base + ["--out", str(d / "out-rel-bad"), "--param", "link_reliability=\"yes\""]) != 0
+    assert cli.main(base + ["--out", str(d / "out-rel-bad"), "--param", 'link_reliability="yes"']) != 0
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -134,8 +160,18 @@ def test_ssgmm_prior_reaches_the_cli(files):
     objective = {}
     for extra in ([], ["--param", "prior=null"]):
         out = d / f"out-prior-{len(extra)}"
-        argv = ["fit", "--method", "ssgmm", str(d / "x.csv"), "--out", str(out), "--no-plots",
-                "--labels", str(d / "labels.csv"), *extra]
+        argv = [
+            "fit",
+            "--method",
+            "ssgmm",
+            str(d / "x.csv"),
+            "--out",
+            str(out),
+            "--no-plots",
+            "--labels",
+            str(d / "labels.csv"),
+            *extra,
+        ]
         for p in PLAN["ssgmm"][0]:  # the settings of the plan's ssgmm run (its compiled programs)
             argv += ["--param", p]
         assert cli.main(argv) == 0

@@ -46,8 +46,10 @@ def test_fit_refuses_non_empty_folder_and_touches_nothing(tmp_path, data):
     out = tmp_path / "results"
     _user_folder(out)
     before = _snapshot(out)
-    r = _run(["fit", str(data), "--method", "dpmeans", "--param", "lam=20", "--out", str(out), "--no-plots"],
-             tmp_path)
+    r = _run(
+        ["fit", str(data), "--method", "dpmeans", "--param", "lam=20", "--out", str(out), "--no-plots"],
+        tmp_path,
+    )
     assert r.returncode == 2, r.stderr
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and "not empty" in err[0] and "--overwrite" in err[0]
@@ -67,8 +69,21 @@ def test_fit_out_dot_never_wipes_the_current_folder(tmp_path, data):
 def test_overwrite_replaces_only_what_ppclust_writes(tmp_path, data):
     out = tmp_path / "results"
     _user_folder(out)
-    r = _run(["fit", str(data), "--method", "dpmeans", "--param", "lam=20", "--out", str(out), "--no-plots",
-              "--overwrite"], tmp_path)
+    r = _run(
+        [
+            "fit",
+            str(data),
+            "--method",
+            "dpmeans",
+            "--param",
+            "lam=20",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--overwrite",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     after = _snapshot(out)
     assert after["thesis.txt"] == b"years of work" and after["sub/keep.dat"] == b"x"

@@ -14,16 +14,31 @@ from ppclust.estimators._base import check_links, check_partial_labels, check_si
 from ppclust.metrics import nmi
 from ppclust.sideinfo import SideInfo
 
-KEEL_SHAPES = {"segment": (2310, 19, 7), "vehicle": (846, 18, 4), "satimage": (6435, 36, 6),
-               "optdigits": (5620, 64, 10), "penbased": (10992, 16, 10), "letter": (20000, 16, 26),
-               "vowel": (990, 13, 11), "texture": (5500, 40, 11), "movement_libras": (360, 90, 15)}
+KEEL_SHAPES = {
+    "segment": (2310, 19, 7),
+    "vehicle": (846, 18, 4),
+    "satimage": (6435, 36, 6),
+    "optdigits": (5620, 64, 10),
+    "penbased": (10992, 16, 10),
+    "letter": (20000, 16, 26),
+    "vowel": (990, 13, 11),
+    "texture": (5500, 40, 11),
+    "movement_libras": (360, 90, 15),
+}
 
 
 # ----------------------------------------------------------------------------- load
 
 
-@pytest.mark.parametrize("name, shape", [("iris", (150, 4, 3)), ("wine", (178, 13, 3)),
-                                         ("breast_cancer", (569, 30, 2)), ("digits", (1797, 64, 10))])
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("iris", (150, 4, 3)),
+        ("wine", (178, 13, 3)),
+        ("breast_cancer", (569, 30, 2)),
+        ("digits", (1797, 64, 10)),
+    ],
+)
 def test_load_sklearn(name, shape):
     X, y = D.load(name)
     assert X.dtype == np.float64 and y.dtype == np.int32
@@ -94,6 +109,7 @@ def test_make_two_factor_independent_partitions():
     X, y1, y2 = D.make_two_factor(2000, (2, 3), (2, 2), noise_features=1, seed=0)
     assert X.shape == (2000, 5)
     assert nmi(y1, y2) < 0.01  # independent factors
+
     # factor 1 lives in the first two coordinates, factor 2 in the next two
     def nearest_mean(Z, y, k):
         means = np.stack([Z[y == c].mean(0) for c in range(k)])
@@ -105,16 +121,17 @@ def test_make_two_factor_independent_partitions():
 
 
 def test_make_two_factor_counts():
-    X, y1, y2 = D.make_two_factor_counts(400, (2, 2), words_per_topic=10, n_background_words=20,
-                                         doc_length=80, seed=0)
+    X, y1, y2 = D.make_two_factor_counts(
+        400, (2, 2), words_per_topic=10, n_background_words=20, doc_length=80, seed=0
+    )
     assert X.dtype == np.int64 and X.shape == (400, 60)
     np.testing.assert_array_equal(X.sum(1), 80)
     # block of factor-1 class a gets words only from documents with y1 == a
     for a in range(2):
-        block = X[:, a * 10:(a + 1) * 10].sum(1)
+        block = X[:, a * 10 : (a + 1) * 10].sum(1)
         assert np.all(block[y1 != a] == 0) and np.all(block[y1 == a] > 0)
     for b in range(2):
-        block = X[:, 20 + b * 10:20 + (b + 1) * 10].sum(1)
+        block = X[:, 20 + b * 10 : 20 + (b + 1) * 10].sum(1)
         assert np.all(block[y2 != b] == 0)
     assert nmi(y1, y2) < 0.02
 
@@ -204,8 +221,12 @@ def test_paper_links_protocol_reproduces_reference_files(shared_dir, data, ratio
     y = table["target"].astype(np.int64)
     if data == "iris":
         np.testing.assert_array_equal(y, D.load("iris")[1])
-    ref = np.loadtxt(inputs / f"{data}_constraints_r2pct_p0.9_seed{ratio_seed}.csv", delimiter=",",
-                     skiprows=1, dtype=np.int64)
+    ref = np.loadtxt(
+        inputs / f"{data}_constraints_r2pct_p0.9_seed{ratio_seed}.csv",
+        delimiter=",",
+        skiprows=1,
+        dtype=np.int64,
+    )
     out = D.paper_links_protocol(y, 0.02, 0.9, seed=np.random.default_rng(ratio_seed))
     np.testing.assert_array_equal(out.rows, ref)  # exact replay: same draws in the same order
     e = _later_row_wins(ref, len(y))
@@ -215,8 +236,12 @@ def test_paper_links_protocol_reproduces_reference_files(shared_dir, data, ratio
 
 @pytest.mark.parametrize("data, seed", [("iris", 101), ("wine", 102)])
 def test_sample_labels_reproduces_reference_labelled_subsets(shared_dir, data, seed):
-    ref = np.loadtxt(shared_dir / "reference" / "inputs" / f"{data}_labelled_10pct_seed{seed}.csv",
-                     delimiter=",", skiprows=1, dtype=np.int64)
+    ref = np.loadtxt(
+        shared_dir / "reference" / "inputs" / f"{data}_labelled_10pct_seed{seed}.csv",
+        delimiter=",",
+        skiprows=1,
+        dtype=np.int64,
+    )
     _, y = D.load(data)
     part = D.sample_labels(y, 0.1, stratify=True, seed=np.random.default_rng(seed))
     np.testing.assert_array_equal(np.flatnonzero(part >= 0), np.sort(ref[:, 0]))

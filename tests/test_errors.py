@@ -122,8 +122,9 @@ def _rdp(X, side=None, **links):
     # the authors' uncapped schedule, so a single link is enforced however far its points lie; every link at
     # its given weight (the reliability weighting reads a pair given with both signs as two pair counts, as
     # TVClust does, so it would weigh the net link and the two entries differently)
-    est = ppclust.RDPMeans(lam=20.0, xi_max=1e12, link_reliability=None, random_state=0, n_init=1,
-                           max_iter=200)
+    est = ppclust.RDPMeans(
+        lam=20.0, xi_max=1e12, link_reliability=None, random_state=0, n_init=1, max_iter=200
+    )
     return est.fit(X, must_link=side, **links) if side is not None else est.fit(X, **links)
 
 
@@ -168,17 +169,27 @@ def _eight(X, z):
     ml = [(0, 1), (8, 9)]
     cl = [(0, 8)]
     return [
-        (ppclust.TVClust(**{_name(ppclust.TVClust, "n_draws", "n_samples"): 3}, n_warmup=3, n_chains=1,
-                         random_state=0), dict(must_link=ml, cannot_link=cl)),
+        (
+            ppclust.TVClust(
+                **{_name(ppclust.TVClust, "n_draws", "n_samples"): 3}, n_warmup=3, n_chains=1, random_state=0
+            ),
+            dict(must_link=ml, cannot_link=cl),
+        ),
         (ppclust.DPMeans(lam=20.0, random_state=0), {}),
         (ppclust.RDPMeans(lam=20.0, random_state=0, max_iter=50), dict(must_link=ml, cannot_link=cl)),
-        (ppclust.SemiSupervisedGMM(**{_name(ppclust.SemiSupervisedGMM, "n_clusters", "n_components"): 2},
-                                   random_state=0), dict(y=y)),
+        (
+            ppclust.SemiSupervisedGMM(
+                **{_name(ppclust.SemiSupervisedGMM, "n_clusters", "n_components"): 2}, random_state=0
+            ),
+            dict(y=y),
+        ),
         (ppclust.CECIB(n_clusters=2, n_init=1, random_state=0), dict(y=y)),
         (ppclust.C3L(n_clusters=2, n_init=1, random_state=0), dict(y=y)),
         (ppclust.CCIB(n_clusters=2, n_init=1, random_state=0), dict(background=np.arange(len(z)) % 2)),
-        (ppclust.SMIC(n_clusters=2, n_neighbors=3, gamma=1.0, eta=0.0, random_state=0),
-         dict(must_link=ml, cannot_link=cl)),
+        (
+            ppclust.SMIC(n_clusters=2, n_neighbors=3, gamma=1.0, eta=0.0, random_state=0),
+            dict(must_link=ml, cannot_link=cl),
+        ),
     ]
 
 

@@ -15,14 +15,19 @@ import pytest
 from ppclust._jax import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = ("import json, os, jax, ppclust._jax as j;"
-         "print(json.dumps([jax.config.jax_compilation_cache_dir, os.environ.get('NUMBA_CACHE_DIR'),"
-         " jax.config.jax_persistent_cache_min_compile_time_secs]))")
+PROBE = (
+    "import json, os, jax, ppclust._jax as j;"
+    "print(json.dumps([jax.config.jax_compilation_cache_dir, os.environ.get('NUMBA_CACHE_DIR'),"
+    " jax.config.jax_persistent_cache_min_compile_time_secs]))"
+)
 
 
 def _probe(env_extra, drop=()):
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", *drop}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", *drop}
+    }
     env.update(env_extra, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     res = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr
@@ -55,9 +60,13 @@ def test_import_enables_the_cache_in_the_user_folder(tmp_path):
 def test_disabled_and_user_settings_are_respected(tmp_path):
     assert _probe({"PPCLUST_CACHE_DIR": "off"})[:2] == [None, None]
     mine = str(tmp_path / "user-jax")
-    jax_dir, numba_dir, min_secs = _probe({"PPCLUST_CACHE_DIR": str(tmp_path / "c"),
-                                           "JAX_COMPILATION_CACHE_DIR": mine,
-                                           "NUMBA_CACHE_DIR": str(tmp_path / "user-numba")})
+    jax_dir, numba_dir, min_secs = _probe(
+        {
+            "PPCLUST_CACHE_DIR": str(tmp_path / "c"),
+            "JAX_COMPILATION_CACHE_DIR": mine,
+            "NUMBA_CACHE_DIR": str(tmp_path / "user-numba"),
+        }
+    )
     assert jax_dir == mine and numba_dir == str(tmp_path / "user-numba")
     assert min_secs == pytest.approx(1.0)  # JAX's default: the user's cache, the user's settings
 
@@ -91,17 +100,22 @@ def test_warmup_compiles_what_a_later_fit_of_other_data_loads(tmp_path):
     set-up) are loaded from the cache, none compiled. (The Hartigan loop used to compile again here: its
     module, imported before ``ppclust._jax`` set ``NUMBA_CACHE_DIR``, kept its cache next to the source,
     and x came read-only from JAX or writable from NumPy, two numba signatures.)"""
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR"}
+    }
     env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    res = subprocess.run([sys.executable, "-m", "ppclust", "warmup"], env=env, capture_output=True, text=True,
-                         timeout=1800)
+    res = subprocess.run(
+        [sys.executable, "-m", "ppclust", "warmup"], env=env, capture_output=True, text=True, timeout=1800
+    )
     assert res.returncode == 0, res.stderr
     for name in ("TVClust", "CECIB", "C3L"):
         assert f"{name} kernels ready" in res.stdout
     assert any((tmp_path / "cache" / "numba").rglob("*.nbi"))
-    res = subprocess.run([sys.executable, "-c", AFTER_WARMUP], env=env, capture_output=True, text=True,
-                         timeout=900)
+    res = subprocess.run(
+        [sys.executable, "-c", AFTER_WARMUP], env=env, capture_output=True, text=True, timeout=900
+    )
     assert res.returncode == 0, res.stderr
     stats = json.loads(res.stdout.strip().splitlines()[-1])
     for name, (hits, misses) in stats.items():

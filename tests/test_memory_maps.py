@@ -17,8 +17,10 @@ import pytest
 from ppclust import DPMeans, _jax
 from ppclust.estimators import _base
 
-linux = pytest.mark.skipif(_jax.memory_maps() is None or _jax.memory_map_limit() is None,
-                           reason="needs /proc/self/maps and /proc/sys/vm/max_map_count (Linux)")
+linux = pytest.mark.skipif(
+    _jax.memory_maps() is None or _jax.memory_map_limit() is None,
+    reason="needs /proc/self/maps and /proc/sys/vm/max_map_count (Linux)",
+)
 
 
 @linux
@@ -87,8 +89,9 @@ def test_a_process_fitting_many_shapes_stays_under_a_mapping_limit():
     """)
     runs = {}
     for mode in ("on", "off"):
-        out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True,
-                             timeout=600)  # (the user's persistent cache: loaded programs map like compiled)
+        out = subprocess.run(
+            [sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=600
+        )  # (the user's persistent cache: loaded programs map like compiled)
         assert out.returncode == 0, out.stderr[-2000:]
         runs[mode] = json.loads(out.stdout.strip().splitlines()[-1])
     on, off = runs["on"], runs["off"]
@@ -98,8 +101,9 @@ def test_a_process_fitting_many_shapes_stays_under_a_mapping_limit():
     assert on["labels"] == off["labels"]  # and clearing changed no result
 
 
-@pytest.mark.parametrize(("value", "expected"),
-                         [("", 0.5), ("0.3", 0.3), ("off", None), ("0", None), ("1", 1.0)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("", 0.5), ("0.3", 0.3), ("off", None), ("0", None), ("1", 1.0)]
+)
 def test_map_fraction_from_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv("PPCLUST_MAP_FRACTION", value)
     assert _jax._map_fraction() == expected

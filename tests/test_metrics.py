@@ -20,8 +20,11 @@ from ppclust._jax import x64
 AVERAGES = ("arithmetic", "geometric", "max", "min")
 
 labelings = st.integers(1, 40).flatmap(
-    lambda n: st.tuples(st.lists(st.integers(0, 5), min_size=n, max_size=n),
-                        st.lists(st.integers(0, 5), min_size=n, max_size=n)))
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 5), min_size=n, max_size=n),
+        st.lists(st.integers(0, 5), min_size=n, max_size=n),
+    )
+)
 
 
 def _brute_pairs(a, b):
@@ -145,8 +148,9 @@ def test_jax_metrics_match_host_under_jit_and_x64():
             for avg in AVERAGES:
                 assert abs(float(M.nmi_jax(ja, jb, K, avg)) - M.nmi(a, b, avg)) < 1e-9
             assert abs(float(M.ari_jax(ja, jb, K)) - M.ari(a, b)) < 1e-9
-            np.testing.assert_allclose([float(v) for v in M.pairwise_f1_jax(ja, jb, K)], M.pairwise_f1(a, b),
-                                       atol=1e-12)
+            np.testing.assert_allclose(
+                [float(v) for v in M.pairwise_f1_jax(ja, jb, K)], M.pairwise_f1(a, b), atol=1e-12
+            )
             assert abs(float(M.purity_jax(ja, jb, K)) - M.purity(a, b)) < 1e-12
 
 

@@ -34,8 +34,11 @@ def test_plotting_cell_detector():
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("plot.plot_psm(psm)"), nbformat.v4.new_code_cell("x = 1"),
-                nbformat.v4.new_code_cell("fig, ax = plt.subplots()")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("plot.plot_psm(psm)"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("fig, ax = plt.subplots()"),
+    ]
     nb.cells[2].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"})]
     assert RUN.plotting_cells_without_image(nb) == [0]
 
@@ -59,9 +62,21 @@ def test_notebook_runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
     nbformat.write(nb, path)
     full = os.environ.get("PPCLUST_NOTEBOOK_FULL") == "1"  # make reproduce
     nb = RUN.execute(path, full=full, timeout=1800 if full else 900)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    errors = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
     assert not errors, errors
     assert RUN.plotting_cells_without_image(nb) == []
-    assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-               for o in c.get("outputs", [])) >= 1
+    assert (
+        sum(
+            "image/png" in o.get("data", {})
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.get("outputs", [])
+        )
+        >= 1
+    )

@@ -35,9 +35,11 @@ def _blobs(n=30, d=4, seed=0):
 
 def test_import_leaves_the_backend_alone():
     """`import ppclust.plot` (and drawing into pyplot) must not switch a notebook's inline backend."""
-    code = ("import matplotlib; before = matplotlib.get_backend(); import ppclust.plot as p;"
-            "import numpy as np; p.plot_k_posterior(np.array([1, 2, 2]));"
-            "after = matplotlib.get_backend(); print(before, after); assert before == after, (before, after)")
+    code = (
+        "import matplotlib; before = matplotlib.get_backend(); import ppclust.plot as p;"
+        "import numpy as np; p.plot_k_posterior(np.array([1, 2, 2]));"
+        "after = matplotlib.get_backend(); print(before, after); assert before == after, (before, after)"
+    )
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", PYTHONPATH=str(ROOT))
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -118,8 +120,13 @@ def test_data_links_draws_links_in_two_styles_and_samples_them_down():
     assert may.get_linestyle() != mayn.get_linestyle()
     assert to_rgb(may.get_color()[0]) != to_rgb(mayn.get_color()[0])
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["cluster 0", "cluster 1", "cluster 2", f"may-link (100 of {len(ml)} shown)",
-                      "may-not-link (2)"]
+    assert legend == [
+        "cluster 0",
+        "cluster 1",
+        "cluster 2",
+        f"may-link (100 of {len(ml)} shown)",
+        "may-not-link (2)",
+    ]
     pts = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(pts) == 1 and len(pts[0].get_offsets()) == 60
 
@@ -139,10 +146,7 @@ def test_point_uncertainty_against_hand_values():
     proba = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
     np.testing.assert_allclose(plot.point_uncertainty(None, proba=proba), [0.1, 0.5, 0.2])
     # co-clustering form on a 4-point PSM, estimate {0, 1}, {2, 3}
-    psm = np.array([[1.0, 0.8, 0.2, 0.0],
-                    [0.8, 1.0, 0.6, 0.4],
-                    [0.2, 0.6, 1.0, 0.9],
-                    [0.0, 0.4, 0.9, 1.0]])
+    psm = np.array([[1.0, 0.8, 0.2, 0.0], [0.8, 1.0, 0.6, 0.4], [0.2, 0.6, 1.0, 0.9], [0.0, 0.4, 0.9, 1.0]])
     labels = np.array([0, 0, 1, 1])
     # point 1: own cluster mean 0.8, other cluster mean (0.6 + 0.4) / 2 = 0.5 -> 1 - 0.8
     # point 0: 0.8 vs 0.1 -> 0.2; point 2: 0.9 vs 0.4 -> 0.1; point 3: 0.9 vs 0.2 -> 0.1

@@ -54,12 +54,12 @@ def test_loo_log_predictive_equals_brute_force(pq, backend):
         fam = _family(2)
         draws = np.array([[0, 0, 1, 1, 1], [3, 3, 3, 0, 0], [0, 1, 2, 3, 4]])
         kw = dict(p=0.8, q=0.7) if pq == "fixed" else {}
-        got = posterior.loo_log_predictive(draws[None], x, links, fam, PRIOR, pq=pq, alpha=PRIOR.alpha,
-                                           backend=backend, **kw)
+        got = posterior.loo_log_predictive(
+            draws[None], x, links, fam, PRIOR, pq=pq, alpha=PRIOR.alpha, backend=backend, **kw
+        )
         for s, z in enumerate(draws):
             want = _brute_loo(z, x, links, fam, PRIOR, kw.get("p"), kw.get("q"))
             np.testing.assert_allclose(got[0, s], want, rtol=0, atol=1e-9)
-
 
 
 @pytest.mark.parametrize("bad", [-1, 3])
@@ -71,8 +71,10 @@ def test_loo_of_a_finite_mixture_refuses_labels_outside_its_components(bad):
         links = make_links(5, PAIRS5, SIGN5)
         z = np.array([[[0, 0, 1, 2, bad]]])
         with pytest.raises(ValueError, match=r"component ids in \[0, K=3\)"):
-            posterior.loo_log_predictive(z, x, links, _family(2), PRIOR, partition="finite",
-                                         point_logprior=np.zeros((5, 3)))
+            posterior.loo_log_predictive(
+                z, x, links, _family(2), PRIOR, partition="finite", point_logprior=np.zeros((5, 3))
+            )
+
 
 def test_link_parameter_draws_are_beta_given_the_partition():
     with x64():
@@ -152,8 +154,9 @@ def test_ssgmm_gibbs_posterior_has_its_own_quantities():
     X = np.array([[0, 0], [3, 0], [0, 3]])[z] + rng.normal(size=(90, 2))  # overlapping: draws vary
     y = np.where(np.arange(90) % 3 == 0, z, -1)
     y[0] = 1  # one wrong label
-    g = BayesianSemiSupervisedGMM(3, covariance_type="full", n_draws=50, n_warmup=30, n_chains=2,
-                                  label_noise=0.05, random_state=0).fit(X, y)
+    g = BayesianSemiSupervisedGMM(
+        3, covariance_type="full", n_draws=50, n_warmup=30, n_chains=2, label_noise=0.05, random_state=0
+    ).fit(X, y)
     ds = g.posterior_["posterior"].ds
     assert set(ds.data_vars) == {"n_clusters", "weights_sorted", "label_noise_rate"}
     w = ds["weights_sorted"].values
@@ -165,12 +168,14 @@ def test_ssgmm_gibbs_posterior_has_its_own_quantities():
     assert g.posterior_["log_likelihood"]["x"].shape == (2, 50, 90)
     assert np.isfinite(az.loo(g.posterior_).elpd)
     lab = y >= 0
-    np.testing.assert_array_equal(g.classes_[g.component_classes_[g.labels_[lab & (np.arange(90) > 0)]]],
-                                  y[lab & (np.arange(90) > 0)])
+    np.testing.assert_array_equal(
+        g.classes_[g.component_classes_[g.labels_[lab & (np.arange(90) > 0)]]], y[lab & (np.arange(90) > 0)]
+    )
 
 
-def test_numpyro_kernel_starts_like_the_estimator_and_summarises_scalars(monkeypatch, capsys,
-                                                                          make_linked_blobs):
+def test_numpyro_kernel_starts_like_the_estimator_and_summarises_scalars(
+    monkeypatch, capsys, make_linked_blobs
+):
     from numpyro.infer import MCMC
 
     from ppclust import inference

@@ -99,8 +99,9 @@ def test_gibbs_bars_show_two_phases_and_do_not_change_the_draws(quiet_env, capsy
         capsys.readouterr()
         quiet_env.setenv("PPCLUST_PROGRESS", "1")
         # chunks of 2 draws: 3 calls with a surplus draw, warm-up in 4 pieces of 2 sweeps + its own bar
-        on = gibbs.sample(jax.random.key(4), x, links, fam, prior, progress_bar=True, chunk=2, desc="tv",
-                          **kw)
+        on = gibbs.sample(
+            jax.random.key(4), x, links, fam, prior, progress_bar=True, chunk=2, desc="tv", **kw
+        )
     err = capsys.readouterr().err
     assert "tv warm-up" in err and "7/7" in err
     assert "tv sampling" in err and "10/10" in err
@@ -126,11 +127,13 @@ def test_smic_bar_counts_model_selection_candidates(quiet_env, capsys):
     X = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 5])
     quiet_env.setenv("PPCLUST_PROGRESS", "1")
     est = SMIC(n_clusters=2, n_neighbors=5, gamma="auto", eta=0.0, random_state=0).fit(
-        X, must_link=[[0, 1]], cannot_link=[[0, 25]])
+        X, must_link=[[0, 1]], cannot_link=[[0, 25]]
+    )
     err = capsys.readouterr().err
     n = len(est.selection_)
     assert "SMIC model selection" in err and f"{n}/{n}" in err
     capsys.readouterr()
     SMIC(n_clusters=2, n_neighbors=5, gamma="auto", eta=0.0, random_state=0, progress_bar=False).fit(
-        X, must_link=[[0, 1]], cannot_link=[[0, 25]])
+        X, must_link=[[0, 1]], cannot_link=[[0, 25]]
+    )
     assert "SMIC" not in capsys.readouterr().err

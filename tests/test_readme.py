@@ -15,13 +15,24 @@ def test_readme_is_short():
 
 def test_readme_glance_block_matches_the_results_files():
     """``benchmarks/readme_glance.py --check`` rewrites the block in memory and fails when it differs."""
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "readme_glance.py"), "--check"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "readme_glance.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
 
 
 def test_readme_links_exist():
     text = (ROOT / "README.md").read_text()
-    for target in ("LICENSE", "CONTRIBUTING.md", "CHANGELOG.md", "ARCHITECTURE.md", "docs/decisions/", "notebooks/"):
+    for target in (
+        "LICENSE",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "ARCHITECTURE.md",
+        "docs/decisions/",
+        "notebooks/",
+    ):
         assert f"]({target})" in text, target
         assert (ROOT / target).exists(), target

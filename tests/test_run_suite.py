@@ -10,8 +10,10 @@ run_suite = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(run_suite)
 
 REPORT = "worker 'gw0' crashed while running 'tests/test_demo.py::test_demo'"
-CRASH = (f"{REPORT}\n"
-         "FAILED tests/test_demo.py::test_demo - worker 'gw0' crashed while running 'tests/test_demo.py::...")
+CRASH = (
+    f"{REPORT}\n"
+    "FAILED tests/test_demo.py::test_demo - worker 'gw0' crashed while running 'tests/test_demo.py::..."
+)
 
 
 def test_only_crashes_earn_a_second_run():
@@ -26,10 +28,12 @@ def test_only_crashes_earn_a_second_run():
 
 def test_a_crash_whose_summary_line_is_truncated_still_earns_a_second_run():
     # what CI printed (80 columns): the summary line cut before "crashed"; the FAILURES section names the test
-    out = ("[gw1] node down: Not properly terminated\n"
-           "worker 'gw1' crashed while running 'tests/test_demo.py::test_quick_demo_runs_every_method'\n"
-           "FAILED tests/test_demo.py::test_quick_demo_runs_every_method - worker 'gw1' c...\n"
-           "1 failed, 1037 passed, 9 skipped, 25 xfailed")
+    out = (
+        "[gw1] node down: Not properly terminated\n"
+        "worker 'gw1' crashed while running 'tests/test_demo.py::test_quick_demo_runs_every_method'\n"
+        "FAILED tests/test_demo.py::test_quick_demo_runs_every_method - worker 'gw1' c...\n"
+        "1 failed, 1037 passed, 9 skipped, 25 xfailed"
+    )
     assert run_suite.only_crashes(out)
     # a second, real failure in another test is final
     assert not run_suite.only_crashes(out + "\nFAILED tests/test_x.py::test_y - assert 0\n")

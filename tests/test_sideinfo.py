@@ -75,8 +75,11 @@ def test_inputs_not_modified():
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        (dict(must_link=[(0, 5)]), ValueError,
-         r"`must_link` has 1 pair.*outside \[0, n_samples=5\).*\(0, 5\)"),
+        (
+            dict(must_link=[(0, 5)]),
+            ValueError,
+            r"`must_link` has 1 pair.*outside \[0, n_samples=5\).*\(0, 5\)",
+        ),
         (dict(cannot_link=[(-1, 2)]), ValueError, r"`cannot_link`.*first: \(-1, 2\)"),
         (dict(must_link=[(3, 3), (1, 1)]), ValueError, r"`must_link` has 2 self-pair.*first: \(3, 3\)"),
         (dict(must_link=[(0, 1, 2)]), ValueError, r"`must_link` must have shape \(n_pairs, 2\)"),
@@ -143,8 +146,12 @@ def test_roundtrip_and_invariants(case):
         # links given in another order and orientation give the same object
         perm = np.random.default_rng(0).permutation(len(si.pairs))
         flipped = si.pairs[perm][:, ::-1]
-        assert SideInfo.from_pairs(si.n, flipped, si.sign[perm], si.weight[perm], on_conflict="keep",
-                                   labels=si.labels) == si
+        assert (
+            SideInfo.from_pairs(
+                si.n, flipped, si.sign[perm], si.weight[perm], on_conflict="keep", labels=si.labels
+            )
+            == si
+        )
         # must/cannot split round-trips through from_links when there is no conflict
         if not si.has_conflicts:
             w = np.concatenate([si.weight[si.sign > 0], si.weight[si.sign < 0]])
@@ -167,13 +174,19 @@ def test_neighbour_table_matches_brute_force():
     z = rng.integers(0, 4, size=n)
     for i in range(n):
         # table entries = the links at i, as a multiset
-        got = sorted((int(a), float(s), float(c))
-                     for a, s, c in zip(nbr[i], sgn[i], wgt[i], strict=True) if c)
-        want = sorted((int(b if a == i else a), float(s), float(c))
-                      for (a, b), s, c in zip(si.pairs, si.sign, si.weight, strict=True) if i in (a, b))
+        got = sorted(
+            (int(a), float(s), float(c)) for a, s, c in zip(nbr[i], sgn[i], wgt[i], strict=True) if c
+        )
+        want = sorted(
+            (int(b if a == i else a), float(s), float(c))
+            for (a, b), s, c in zip(si.pairs, si.sign, si.weight, strict=True)
+            if i in (a, b)
+        )
         assert got == want
         # padding is inert: nbr = 0, sgn = wgt = 0
-        assert np.all(nbr[i, deg[i]:] == 0) and np.all(sgn[i, deg[i]:] == 0) and np.all(wgt[i, deg[i]:] == 0)
+        assert (
+            np.all(nbr[i, deg[i] :] == 0) and np.all(sgn[i, deg[i] :] == 0) and np.all(wgt[i, deg[i] :] == 0)
+        )
         # O(degree) count of friends minus strangers in each cluster equals the direct sum
         counts = np.zeros(4)
         np.add.at(counts, z[nbr[i]], sgn[i] * wgt[i])
@@ -282,13 +295,23 @@ def test_links_from_labels_errors():
 def test_summary_is_json_ready():
     import json
 
-    si = SideInfo.from_links(6, must_link=[(0, 1), (1, 2)], cannot_link=[(4, 5)], weight=[1, 2, 1],
-                             labels=[0, 0, -1, 1, -1, -1])
+    si = SideInfo.from_links(
+        6, must_link=[(0, 1), (1, 2)], cannot_link=[(4, 5)], weight=[1, 2, 1], labels=[0, 0, -1, 1, -1, -1]
+    )
     s = si.summary()
     json.dumps(s)
-    assert s == {"n": 6, "n_labelled": 3, "n_label_classes": 2, "n_links": 3, "n_must_link": 2,
-                 "n_cannot_link": 1, "n_conflicting_pairs": 0, "n_linked_points": 5, "max_degree": 2,
-                 "weighted": True}
+    assert s == {
+        "n": 6,
+        "n_labelled": 3,
+        "n_label_classes": 2,
+        "n_links": 3,
+        "n_must_link": 2,
+        "n_cannot_link": 1,
+        "n_conflicting_pairs": 0,
+        "n_linked_points": 5,
+        "max_degree": 2,
+        "weighted": True,
+    }
 
 
 def test_link_weight_per_point_counts_each_pair_at_both_ends_with_its_net_weight():
@@ -344,14 +367,13 @@ def _unique_pairs(rng, n, m):
     return np.stack([iu[0][pick], iu[1][pick]], 1), rng.choice([-1, 1], size=m)
 
 
-
-
 def test_weigh_link_kinds_scales_each_kind_of_link():
     """``weigh_link_kinds`` multiplies may-link weights by the first share and may-not-link weights by the
     second (both ends of a pair alike), leaving empty slots at 0; ``link_weight_shares`` at the default
     reference is 1 for both kinds at p = q = 0.9 and ln 4 / ln 9 at p = q = 0.8."""
-    side = SideInfo.from_pairs(5, np.array([[0, 1], [1, 2], [3, 4]]), np.array([1, -1, 1]),
-                               np.array([1.0, 2.0, 0.5]))
+    side = SideInfo.from_pairs(
+        5, np.array([[0, 1], [1, 2], [3, 4]]), np.array([1, -1, 1]), np.array([1.0, 2.0, 0.5])
+    )
     table = side.neighbour_table()
     out = weigh_link_kinds(table, (0.25, 0.5))
     sgn, wgt = np.asarray(table.sgn), np.asarray(table.wgt)

@@ -90,13 +90,35 @@ from ppclust._jax import release_compiled_programs
 from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
-__all__ = ["ClusterMixin", "check_X", "validate_X", "check_partial_labels", "check_links", "check_side_info",
-           "fit_context",
-           "Interval", "StrOptions", "Integral", "Real", "InvalidParameterError",
-           "POSITIVE_INT", "NONNEG_INT", "POSITIVE_REAL", "NONNEG_REAL", "UNIT_OPEN", "DEVICES",
-           "RANDOM_STATE", "data_mesh", "restart_devices",
-           "LINK_MODELS", "link_side_info",
-           "data_variance", "side_labels", "RowPairs", "refit_if_singular"]
+__all__ = [
+    "ClusterMixin",
+    "check_X",
+    "validate_X",
+    "check_partial_labels",
+    "check_links",
+    "check_side_info",
+    "fit_context",
+    "Interval",
+    "StrOptions",
+    "Integral",
+    "Real",
+    "InvalidParameterError",
+    "POSITIVE_INT",
+    "NONNEG_INT",
+    "POSITIVE_REAL",
+    "NONNEG_REAL",
+    "UNIT_OPEN",
+    "DEVICES",
+    "RANDOM_STATE",
+    "data_mesh",
+    "restart_devices",
+    "LINK_MODELS",
+    "link_side_info",
+    "data_variance",
+    "side_labels",
+    "RowPairs",
+    "refit_if_singular",
+]
 
 
 class ClusterMixin(_SklearnClusterMixin):
@@ -133,7 +155,6 @@ class ClusterMixin(_SklearnClusterMixin):
             ``labels_`` after the fit.
         """
         return self.fit(X, y, **kwargs).labels_
-
 
 
 def fit_context(*, prefer_skip_nested_validation: bool):
@@ -195,6 +216,7 @@ def fit_context(*, prefer_skip_nested_validation: bool):
 
     return decorator
 
+
 # Reusable constraints (each a list of alternatives, scikit-learn style).
 POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
 NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
@@ -202,9 +224,15 @@ POSITIVE_REAL = [Interval(Real, 0, None, closed="neither")]  # (0, inf): exclude
 NONNEG_REAL = [Interval(Real, 0, None, closed="left")]  # [0, inf): excludes inf and NaN
 UNIT_OPEN = [Interval(Real, 0, 1, closed="neither")]
 # ppclust's random_state: None, an int seed >= 0, a numpy RandomState / Generator, or a JAX key.
-RANDOM_STATE = [None, Interval(Integral, 0, None, closed="left"), np.random.RandomState, np.random.Generator,
-                jax.Array]
+RANDOM_STATE = [
+    None,
+    Interval(Integral, 0, None, closed="left"),
+    np.random.RandomState,
+    np.random.Generator,
+    jax.Array,
+]
 DEVICES = [None, StrOptions({"all", "auto"}), Interval(Integral, 1, None, closed="left"), list, tuple, Mesh]
+
 
 def data_mesh(devices, *, parallel_ok: bool = True):
     r"""``devices`` (see the module docstring) as a 1-D data mesh for the data-parallel solvers, or None.
@@ -261,11 +289,14 @@ def restart_devices(devices, who: str):
     if isinstance(devices, str):
         return "auto"  # "all" and "auto" are synonyms; one device when n_init is not a multiple
     if isinstance(devices, (list, tuple)):
-        raise InvalidInputError(f"{who} runs its restarts on the first m local devices: pass devices=m (an "
-                                f"int) or 'all', not a list of {len(devices)} devices.")
+        raise InvalidInputError(
+            f"{who} runs its restarts on the first m local devices: pass devices=m (an "
+            f"int) or 'all', not a list of {len(devices)} devices."
+        )
     if devices is not None and not isinstance(devices, (int, np.integer)):
-        raise InvalidInputError(f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got "
-                                f"{devices!r}.")
+        raise InvalidInputError(
+            f"{who}: `devices` must be None, 'all', 'auto' or an int >= 1, got {devices!r}."
+        )
     return devices
 
 
@@ -300,45 +331,61 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
     if X is None:
         raise InvalidInputError(f"`{name}` must be an array of shape (n_samples, n_features), got None.")
     if hasattr(X, "tocsr") or hasattr(X, "toarray"):
-        raise InvalidInputError(f"`{name}` is a sparse matrix; ppclust needs a dense array: pass "
-                                f"{name}.toarray().")
+        raise InvalidInputError(
+            f"`{name}` is a sparse matrix; ppclust needs a dense array: pass {name}.toarray()."
+        )
     try:
         arr = np.asarray(X)
     except Exception as err:  # ragged lists and the like
         raise InvalidInputError(f"`{name}` could not be converted to an array: {err}") from err
     if arr.dtype.kind == "c":
-        raise InvalidInputError(f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not "
-                                f"supported; pass the real part ({name}.real) or split real and imaginary "
-                                "parts into features.")
+        raise InvalidInputError(
+            f"`{name}` holds complex numbers (dtype {arr.dtype}): Complex data not "
+            f"supported; pass the real part ({name}.real) or split real and imaginary "
+            "parts into features."
+        )
     if arr.dtype == object:  # an object array of numbers is converted, as scikit-learn does
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
-            raise InvalidInputError(f"`{name}` must hold real numbers; an element of the object array "
-                                    f"could not be converted ({err}); encode categorical features as "
-                                    "numbers first.") from None
+            raise InvalidInputError(
+                f"`{name}` must hold real numbers; an element of the object array "
+                f"could not be converted ({err}); encode categorical features as "
+                "numbers first."
+            ) from None
     if arr.dtype.kind not in "biuf":
-        raise InvalidInputError(f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
-                                "features as numbers first.")
+        raise InvalidInputError(
+            f"`{name}` must hold real numbers, got dtype {arr.dtype}; encode categorical "
+            "features as numbers first."
+        )
     if arr.ndim == 1:
-        raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array "
-                                f"of shape {arr.shape}. Reshape your data with {name}.reshape(-1, 1) for "
-                                f"one feature or {name}.reshape(1, -1) for one sample.")
+        raise InvalidInputError(
+            f"`{name}` must be 2-D of shape (n_samples, n_features), got a 1-D array "
+            f"of shape {arr.shape}. Reshape your data with {name}.reshape(-1, 1) for "
+            f"one feature or {name}.reshape(1, -1) for one sample."
+        )
     if arr.ndim != 2:
-        raise InvalidInputError(f"`{name}` must be 2-D of shape (n_samples, n_features), got shape "
-                                f"{arr.shape}.")
+        raise InvalidInputError(
+            f"`{name}` must be 2-D of shape (n_samples, n_features), got shape {arr.shape}."
+        )
     if arr.shape[0] < min_samples:
-        raise InvalidInputError(f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a "
-                                f"minimum of {min_samples} is required.")
+        raise InvalidInputError(
+            f"`{name}` has {arr.shape[0]} sample(s) (shape={arr.shape}) while a "
+            f"minimum of {min_samples} is required."
+        )
     if arr.shape[1] < min_features:
-        raise InvalidInputError(f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a "
-                                f"minimum of {min_features} is required.")
+        raise InvalidInputError(
+            f"`{name}` has {arr.shape[1]} feature(s) (shape={arr.shape}) while a "
+            f"minimum of {min_features} is required."
+        )
     out = np.array(arr, dtype=dtype, order="C", copy=True)
     finite = np.isfinite(out)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]
-        raise InvalidInputError(f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
-                                f"row {r}, column {c}: {out[r, c]}); remove or impute them.")
+        raise InvalidInputError(
+            f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
+            f"row {r}, column {c}: {out[r, c]}); remove or impute them."
+        )
     return out
 
 
@@ -426,12 +473,18 @@ def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str,
         cost, result = run(JITTER)
     used = JITTER if auto else reg
     if auto:
-        warnings.warn(f"{who}: the clusters' covariances are singular (constant, collinear, one-hot or "
-                      f"binary features?); each cluster's scatter was regularised with reg={used:g} x the "
-                      "data's mean variance (fitted as `reg_`).", UserWarning, stacklevel=5)
+        warnings.warn(
+            f"{who}: the clusters' covariances are singular (constant, collinear, one-hot or "
+            f"binary features?); each cluster's scatter was regularised with reg={used:g} x the "
+            "data's mean variance (fitted as `reg_`).",
+            UserWarning,
+            stacklevel=5,
+        )
     if not np.isfinite(cost):
-        raise PPClustError(f"{who}: every restart ended with a singular cluster even with a regularised "
-                           f"covariance (reg={used:g}); {advice}")
+        raise PPClustError(
+            f"{who}: every restart ended with a singular cluster even with a regularised "
+            f"covariance (reg={used:g}); {advice}"
+        )
     return result, used
 
 
@@ -521,13 +574,16 @@ def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> 
     lab = check_labels(y, n=n, name=name)
     if n_classes is not None and lab.size and lab.max() >= n_classes:
         k = int(np.argmax(lab >= n_classes))
-        raise InvalidInputError(f"`{name}` has label {int(lab[k])} at index {k}, but labels must lie in "
-                                f"[0, n_classes={n_classes}) (or be -1 for unlabelled).")
+        raise InvalidInputError(
+            f"`{name}` has label {int(lab[k])} at index {k}, but labels must lie in "
+            f"[0, n_classes={n_classes}) (or be -1 for unlabelled)."
+        )
     return lab
 
 
-def check_links(n, must_link=None, cannot_link=None, *, weight=None, on_conflict="error",
-                hard=False) -> SideInfo:
+def check_links(
+    n, must_link=None, cannot_link=None, *, weight=None, on_conflict="error", hard=False
+) -> SideInfo:
     r"""Validate must-link / cannot-link lists into a :class:`~ppclust.sideinfo.SideInfo` (links only).
 
     Parameters
@@ -558,18 +614,29 @@ def check_links(n, must_link=None, cannot_link=None, *, weight=None, on_conflict
             raise InvalidInputError("pass either a SideInfo as `must_link` or pair lists, not both.")
         side = must_link
         if side.n != n:
-            raise InvalidInputError(f"the SideInfo passed as `must_link` is for n={side.n} points, but X has "
-                                    f"n_samples={n}.")
+            raise InvalidInputError(
+                f"the SideInfo passed as `must_link` is for n={side.n} points, but X has n_samples={n}."
+            )
     else:
-        side = SideInfo.from_links(n, must_link=must_link, cannot_link=cannot_link, weight=weight,
-                                   on_conflict=on_conflict)
+        side = SideInfo.from_links(
+            n, must_link=must_link, cannot_link=cannot_link, weight=weight, on_conflict=on_conflict
+        )
     if hard:
         side.check_hard()
     return side
 
 
-def check_side_info(n, y=None, must_link=None, cannot_link=None, *, weight=None, on_conflict="error",
-                    n_classes=None, hard=False) -> SideInfo:
+def check_side_info(
+    n,
+    y=None,
+    must_link=None,
+    cannot_link=None,
+    *,
+    weight=None,
+    on_conflict="error",
+    n_classes=None,
+    hard=False,
+) -> SideInfo:
     r"""Partial labels and links together in one validated :class:`~ppclust.sideinfo.SideInfo`.
 
     Parameters
@@ -616,8 +683,9 @@ def check_side_info(n, y=None, must_link=None, cannot_link=None, *, weight=None,
 LINK_MODELS = {"soft": "keep", "hard": "error"}
 
 
-def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None,
-                   seed=0) -> SideInfo:
+def link_side_info(
+    n, y=None, must_link=None, cannot_link=None, *, link_model="hard", max_label_pairs=None, seed=0
+) -> SideInfo:
     r"""Links for the link-based methods (TVClust, RDP-means, SMIC): the given links plus the pairs among
     labelled points of ``y`` (all of them, or ``max_label_pairs`` sampled uniformly).
 
@@ -662,7 +730,9 @@ def link_side_info(n, y=None, must_link=None, cannot_link=None, *, link_model="h
             f"{err.n_pairs} pair(s) are given both as may-link (+1) and may-not-link (-1){via} (first: "
             f"{err.first}); this method treats links as hard constraints. Remove the contradiction, or "
             "use a method that models noisy links (TVClust, RDPMeans), where both signs combine.",
-            n_pairs=err.n_pairs, first=err.first) from None
+            n_pairs=err.n_pairs,
+            first=err.first,
+        ) from None
     if side.labels is not None and side.n_links:
         side = SideInfo.from_pairs(n, side.pairs, side.sign, side.weight, on_conflict="keep")
     elif side.labels is not None:

@@ -172,9 +172,23 @@ class C3L(ClusterMixin, BaseEstimator):
         "progress_bar": ["boolean"],
     }
 
-    def __init__(self, n_clusters=10, *, leakage=0.05, min_cluster_fraction=0.05, cap_clusters=True,
-                 n_init=10, random_state=None, init="k-means++", max_iter=100, standardize=False, svm_C=1.0,
-                 algorithm="hartigan", devices="auto", progress_bar=True):
+    def __init__(
+        self,
+        n_clusters=10,
+        *,
+        leakage=0.05,
+        min_cluster_fraction=0.05,
+        cap_clusters=True,
+        n_init=10,
+        random_state=None,
+        init="k-means++",
+        max_iter=100,
+        standardize=False,
+        svm_C=1.0,
+        algorithm="hartigan",
+        devices="auto",
+        progress_bar=True,
+    ):
         self.n_clusters = n_clusters
         self.leakage = leakage
         self.min_cluster_fraction = min_cluster_fraction
@@ -217,14 +231,18 @@ class C3L(ClusterMixin, BaseEstimator):
         y = side_labels(y, partial_labels)
         if hyperplane is None:
             if y is None:
-                raise PPClustError("C3L needs side information: two categories y or "
-                                   "hyperplane=(normal, offset)")
+                raise PPClustError(
+                    "C3L needs side information: two categories y or hyperplane=(normal, offset)"
+                )
             y = check_partial_labels(y, n).astype(np.int64)
             n_cat = np.unique(y[y >= 0]).size
             if n_cat > 2:
-                warnings.warn(f"C3L with {n_cat} categories uses one one-vs-rest hyperplane per category "
-                              "(an extension beyond the paper, which treats two categories only)",
-                              UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"C3L with {n_cat} categories uses one one-vs-rest hyperplane per category "
+                    "(an extension beyond the paper, which treats two categories only)",
+                    UserWarning,
+                    stacklevel=2,
+                )
             normal, offset = _c3l.hyperplane_from_labels(X, y, C=self.svm_C)
         else:
             normal, offset = hyperplane
@@ -232,8 +250,9 @@ class C3L(ClusterMixin, BaseEstimator):
         if hp_x.normals.shape[1] != N:
             raise PPClustError(f"hyperplane normal has {hp_x.normals.shape[1]} entries, X has {N} features")
         J = hp_x.normals.shape[0]
-        self.hyperplane_ = (hp_x.normals[0], float(hp_x.offsets[0])) if J == 1 else (hp_x.normals,
-                                                                                      hp_x.offsets)
+        self.hyperplane_ = (
+            (hp_x.normals[0], float(hp_x.offsets[0])) if J == 1 else (hp_x.normals, hp_x.offsets)
+        )
         self.center_, self.scale_ = _c3l.standardization(X, self.standardize)
         self._hp = _c3l.standardized_hyperplane(hp_x, self.center_, self.scale_)
         Z = _c3l.transform((X - self.center_) / self.scale_, self._hp)
@@ -242,40 +261,62 @@ class C3L(ClusterMixin, BaseEstimator):
         cm = _c3l.min_size(n, d, float(self.min_cluster_fraction))
         side = np.sign(Z[:, :J])
         if np.all(side >= 0, axis=0).any() or np.all(side <= 0, axis=0).any():
-            warnings.warn("all points lie on one side of the hyperplane: only clusters near it are affected",
-                          UserWarning, stacklevel=2)
+            warnings.warn(
+                "all points lie on one side of the hyperplane: only clusters near it are affected",
+                UserWarning,
+                stacklevel=2,
+            )
         K = int(self.n_clusters)
         if self.cap_clusters:
             K = _hartigan.max_start_clusters(K, n, cm)
         centres = None
         if self.init == "labels":
             if y is None or hyperplane is not None or not (y >= 0).any():
-                raise InvalidParameterError("The 'init' parameter 'labels' needs partial labels y with a "
-                                            "labelled point (not an explicit hyperplane).", parameter="init")
+                raise InvalidParameterError(
+                    "The 'init' parameter 'labels' needs partial labels y with a "
+                    "labelled point (not an explicit hyperplane).",
+                    parameter="init",
+                )
             codes, m = _cecib.encode_labels(y, n)
             centres = labelled_means(Z, codes, m)
             K = max(K, m)
         # covariance regularisation of the r-part (hartigan.ridge), only where the data need it: a singular
         # r-covariance (constant or collinear features), or every restart ending with singular clusters
-        with x64(), _progress.bar(int(self.n_init), "C3L restarts", "restart",
-                                  bool(self.progress_bar)) as bar:
+        with (
+            x64(),
+            _progress.bar(int(self.n_init), "C3L restarts", "restart", bool(self.progress_bar)) as bar,
+        ):
             z = jnp.asarray(Z)
 
             def run(reg_covar):
                 cost = _c3l.make_cost(z, J, alpha, reg_covar=reg_covar)
-                kw = dict(K=K, min_size=cm, n_init=int(self.n_init), init=self.init,
-                          max_passes=int(self.max_iter), reassign="immediate", centres=centres)
+                kw = dict(
+                    K=K,
+                    min_size=cm,
+                    n_init=int(self.n_init),
+                    init=self.init,
+                    max_passes=int(self.max_iter),
+                    reassign="immediate",
+                    centres=centres,
+                )
                 if self.algorithm == "batch":
-                    out = _c3l.fit_batch(as_key(self.random_state), z, cost, **kw,
-                                         mesh=data_mesh(self.devices))
+                    out = _c3l.fit_batch(
+                        as_key(self.random_state), z, cost, **kw, mesh=data_mesh(self.devices)
+                    )
                 else:
-                    out = _c3l.fit(as_key(self.random_state), z, cost, **kw,
-                                   devices=restart_devices(self.devices, "C3L"))
+                    out = _c3l.fit(
+                        as_key(self.random_state), z, cost, **kw, devices=restart_devices(self.devices, "C3L")
+                    )
                 return float(out[0].cost), (cost, *out)
 
             (cost, best, all_costs, all_passes, _), self.reg_covar_ = refit_if_singular(
-                "C3L", run, reg=0.0, singular=d > 0 and _hartigan.singular_data(Z[:, J:]), can_jitter=d > 0,
-                advice="decrease n_clusters or increase min_cluster_fraction")
+                "C3L",
+                run,
+                reg=0.0,
+                singular=d > 0 and _hartigan.singular_data(Z[:, J:]),
+                can_jitter=d > 0,
+                advice="decrease n_clusters or increase min_cluster_fraction",
+            )
             params = _c3l.cluster_params(cost, best.stats)
             parts = _c3l.cost_parts(params, best.active)
             active = np.asarray(best.active)
@@ -310,7 +351,6 @@ class C3L(ClusterMixin, BaseEstimator):
         self.t_scale_ = sq(params.t_scale)
         self.means_, self.covariances_ = _c3l.x_space_gaussians(params, self._hp, self.center_, self.scale_)
         return self
-
 
     def _log_density(self, X):
         check_is_fitted(self, "labels_")

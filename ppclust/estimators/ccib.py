@@ -175,10 +175,30 @@ class CCIB(ClusterMixin, BaseEstimator):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_clusters=2, *, lam=0.3, feature_model="auto", background_type="auto",
-                 x_weight="paper", rho0=None, anneal_rate=0.9, perturb_eps=1e-2, smoothing=1e-10,
-                 variance=1.0, ridge=1e-2, n_newton=3, drop_features_in_z=False, c_max=None, n_init=10,
-                 max_iter=300, max_inner=500, tol=1e-6, random_state=None, progress_bar=True):
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        lam=0.3,
+        feature_model="auto",
+        background_type="auto",
+        x_weight="paper",
+        rho0=None,
+        anneal_rate=0.9,
+        perturb_eps=1e-2,
+        smoothing=1e-10,
+        variance=1.0,
+        ridge=1e-2,
+        n_newton=3,
+        drop_features_in_z=False,
+        c_max=None,
+        n_init=10,
+        max_iter=300,
+        max_inner=500,
+        tol=1e-6,
+        random_state=None,
+        progress_bar=True,
+    ):
         self.n_clusters = n_clusters
         self.lam = lam
         self.feature_model = feature_model
@@ -231,12 +251,21 @@ class CCIB(ClusterMixin, BaseEstimator):
             self._set_trivial(n)
             return self
         static = _solver.Static(
-            n_clusters=k, n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
-            feature=feature, background=bg_kind, n_newton=int(self.n_newton),
-            max_iter=int(self.max_iter), max_inner=int(self.max_inner))
+            n_clusters=k,
+            n_groups=max(1, len(getattr(self, "background_categories_", [0]))),
+            feature=feature,
+            background=bg_kind,
+            n_newton=int(self.n_newton),
+            max_iter=int(self.max_iter),
+            max_inner=int(self.max_inner),
+        )
         hyper = self._hyper()
-        with x64(), _progress.bar(int(self.n_init), "CCIB annealing restarts (vmapped)", "restart",
-                                  bool(self.progress_bar)) as bar:
+        with (
+            x64(),
+            _progress.bar(
+                int(self.n_init), "CCIB annealing restarts (vmapped)", "restart", bool(self.progress_bar)
+            ) as bar,
+        ):
             keys = jax.random.split(as_key(self.random_state), int(self.n_init))
             data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
             res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
@@ -244,8 +273,10 @@ class CCIB(ClusterMixin, BaseEstimator):
             bar.update(int(self.n_init))
         if not np.all(np.isfinite(res.objective)):
             bad = int((~np.isfinite(res.objective)).sum())
-            raise NonFiniteError(f"CCIB produced a non-finite objective in {bad} of {len(res.objective)} "
-                                 "restart(s); check the data and `smoothing`")
+            raise NonFiniteError(
+                f"CCIB produced a non-finite objective in {bad} of {len(res.objective)} "
+                "restart(s); check the data and `smoothing`"
+            )
         best = int(np.argmax(res.objective))  # A5: largest final F~
         self._static, self._hyper_used = static, hyper
         self.params_ = _solver.Params(*[np.asarray(p[best]) for p in res.params])
@@ -267,11 +298,18 @@ class CCIB(ClusterMixin, BaseEstimator):
         self.annealing_trace_ = {m: np.asarray(v[best][:steps]) for m, v in res.trace.items()}
         self.objective_trace_ = np.asarray(self.annealing_trace_.get("objective", np.zeros(0)), np.float64)
         if int(res.inner_capped[best]) > 0:
-            warnings.warn(f"CCIB: the inner loop hit max_inner={self.max_inner} at "
-                          f"{int(res.inner_capped[best])} temperatures", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"CCIB: the inner loop hit max_inner={self.max_inner} at "
+                f"{int(res.inner_capped[best])} temperatures",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         if self.k_eff_ < k:
-            warnings.warn(f"CCIB: only {self.k_eff_} of {k} clusters have distinct parameters (E9)",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"CCIB: only {self.k_eff_} of {k} clusters have distinct parameters (E9)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return self
 
     def predict_proba(self, X, *, background=None):
@@ -285,8 +323,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         _, z_codes, design = self._encode_background(background, n, fitting=False)
         unseen = z_codes < 0
         if unseen.any():
-            warnings.warn(f"{int(unseen.sum())} objects have a background value unseen in fit: "
-                          "only the coordination term assigns them", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"{int(unseen.sum())} objects have a background value unseen in fit: "
+                "only the coordination term assigns them",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         data = self._data(X, np.maximum(z_codes, 0), design, np.full(n, -1), self._static.n_clusters)
         with x64():
             data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
@@ -303,10 +345,16 @@ class CCIB(ClusterMixin, BaseEstimator):
     # --- helpers ---------------------------------------------------------------------------------
     def _hyper(self):
         return _solver.Hyper(
-            lam=float(self.lam), rate=float(self.anneal_rate), eps=float(self.perturb_eps),
-            smoothing=float(self.smoothing), variance=self.variance_, ridge=float(self.ridge),
+            lam=float(self.lam),
+            rate=float(self.anneal_rate),
+            eps=float(self.perturb_eps),
+            smoothing=float(self.smoothing),
+            variance=self.variance_,
+            ridge=float(self.ridge),
             c_max=float("inf") if self.c_max is None else float(self.c_max),
-            rho0=0.0 if self.rho0 is None else float(self.rho0), tol=float(self.tol))
+            rho0=0.0 if self.rho0 is None else float(self.rho0),
+            tol=float(self.tol),
+        )
 
     def _feature_model(self, X):
         fm = self.feature_model
@@ -326,8 +374,11 @@ class CCIB(ClusterMixin, BaseEstimator):
                 kind = "none"
             else:
                 z = np.asarray(background)
-                if z.ndim == 2 and z.shape[1] == 1 and (z.dtype.kind in "iub" or self.background_type
-                                                        == "categorical"):
+                if (
+                    z.ndim == 2
+                    and z.shape[1] == 1
+                    and (z.dtype.kind in "iub" or self.background_type == "categorical")
+                ):
                     z = z[:, 0]
                 kind = self.background_type
                 if kind == "auto":
@@ -363,8 +414,9 @@ class CCIB(ClusterMixin, BaseEstimator):
             self.background_categories_ = np.zeros(1)
             self._z_width = z.shape[1]
         elif z.shape[1] != self._z_width:
-            raise PPClustError(f"background has {z.shape[1]} columns, the model was fitted with "
-                               f"{self._z_width}")
+            raise PPClustError(
+                f"background has {z.shape[1]} columns, the model was fitted with {self._z_width}"
+            )
         self._z_cont = z if fitting else getattr(self, "_z_cont", None)
         return kind, z_codes, np.concatenate([np.ones((n, 1)), z], axis=1)
 
@@ -390,11 +442,23 @@ class CCIB(ClusterMixin, BaseEstimator):
         cond_mask = np.ones(X.shape[1])
         if self.drop_features_in_z and self._bg_kind == "continuous":
             zc = design[:, 1:]
-            same = np.array([any(np.array_equal(X[:, j], zc[:, m]) for m in range(zc.shape[1]))
-                             for j in range(X.shape[1])])
+            same = np.array(
+                [
+                    any(np.array_equal(X[:, j], zc[:, m]) for m in range(zc.shape[1]))
+                    for j in range(X.shape[1])
+                ]
+            )
             cond_mask = (~same).astype(float)
-        return _solver.CCIBData(y=y, z=z_codes.astype(np.int32), design=design, w_x=w_x, w_fit=w_fit * 1.0,
-                                clamp=clamp, clamp_q=clamp_q, cond_mask=cond_mask)
+        return _solver.CCIBData(
+            y=y,
+            z=z_codes.astype(np.int32),
+            design=design,
+            w_x=w_x,
+            w_fit=w_fit * 1.0,
+            clamp=clamp,
+            clamp_q=clamp_q,
+            cond_mask=cond_mask,
+        )
 
     def _set_trivial(self, n):
         self._static = None

@@ -183,9 +183,24 @@ class CECIB(ClusterMixin, BaseEstimator):
         "progress_bar": ["boolean"],
     }
 
-    def __init__(self, n_clusters=10, *, beta="auto", label_noise=0.0, min_cluster_fraction=0.05,
-                 cap_clusters=True, n_init=10, random_state=None, init="auto", reassign="lazy", max_iter=100,
-                 reg_covar=0.0, algorithm="hartigan", devices="auto", progress_bar=True):
+    def __init__(
+        self,
+        n_clusters=10,
+        *,
+        beta="auto",
+        label_noise=0.0,
+        min_cluster_fraction=0.05,
+        cap_clusters=True,
+        n_init=10,
+        random_state=None,
+        init="auto",
+        reassign="lazy",
+        max_iter=100,
+        reg_covar=0.0,
+        algorithm="hartigan",
+        devices="auto",
+        progress_bar=True,
+    ):
         self.n_clusters = n_clusters
         self.beta = beta
         self.label_noise = label_noise
@@ -221,14 +236,18 @@ class CECIB(ClusterMixin, BaseEstimator):
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n < d + 2:
-            raise PPClustError(f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, "
-                               f"got n_samples = {n}.")
+            raise PPClustError(
+                f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, got n_samples = {n}."
+            )
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
         beta = 1.0 if self.beta == "auto" else float(self.beta)
         if self.init == "labels" and m == 0:
-            raise InvalidParameterError("The 'init' parameter 'labels' needs partial labels (y or "
-                                        "partial_labels) with at least one labelled point.", parameter="init")
+            raise InvalidParameterError(
+                "The 'init' parameter 'labels' needs partial labels (y or "
+                "partial_labels) with at least one labelled point.",
+                parameter="init",
+            )
         min_size = _cecib.min_size(n, d, float(self.min_cluster_fraction))
         n_clusters = int(self.n_clusters)
         if self.cap_clusters:
@@ -236,29 +255,48 @@ class CECIB(ClusterMixin, BaseEstimator):
 
         def solve(beta, init):
             with _progress.bar(int(self.n_init), "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
+
                 def run(reg_covar):
-                    kw = dict(n_clusters=n_clusters, beta=beta,
-                              min_cluster_fraction=float(self.min_cluster_fraction), n_init=int(self.n_init),
-                              init=init, max_passes=int(self.max_iter),
-                              reassign=self.reassign, reg_covar=reg_covar)
+                    kw = dict(
+                        n_clusters=n_clusters,
+                        beta=beta,
+                        min_cluster_fraction=float(self.min_cluster_fraction),
+                        n_init=int(self.n_init),
+                        init=init,
+                        max_passes=int(self.max_iter),
+                        reassign=self.reassign,
+                        reg_covar=reg_covar,
+                    )
                     with x64():
                         if self.algorithm == "batch":
-                            best, costs, _, _ = _cecib.fit_batch(as_key(self.random_state), _dev(X), yc, m,
-                                                                 **kw, mesh=data_mesh(self.devices))
+                            best, costs, _, _ = _cecib.fit_batch(
+                                as_key(self.random_state), _dev(X), yc, m, **kw, mesh=data_mesh(self.devices)
+                            )
                         else:
-                            best, costs, _, _ = _cecib.fit(as_key(self.random_state), _dev(X), yc, m, **kw,
-                                                           devices=restart_devices(self.devices, "CECIB"))
+                            best, costs, _, _ = _cecib.fit(
+                                as_key(self.random_state),
+                                _dev(X),
+                                yc,
+                                m,
+                                **kw,
+                                devices=restart_devices(self.devices, "CECIB"),
+                            )
                         return float(best.cost), (best, np.asarray(costs))
 
                 reg = float(self.reg_covar)
                 (best, costs), reg = refit_if_singular(
-                    "CECIB", run, reg=reg, singular=reg == 0 and _hartigan.singular_data(X),
-                    advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction")
+                    "CECIB",
+                    run,
+                    reg=reg,
+                    singular=reg == 0 and _hartigan.singular_data(X),
+                    advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction",
+                )
                 bar.update(int(self.n_init))
             return best, costs, reg
 
-        init, beta, flip = _cecib.choose_start(lambda b, i: solve(b, i)[0], self.init, yc, m, beta,
-                                               self.label_noise)
+        init, beta, flip = _cecib.choose_start(
+            lambda b, i: solve(b, i)[0], self.init, yc, m, beta, self.label_noise
+        )
         best, costs, reg = solve(beta, init)
         labels = np.asarray(best.labels)
         active = np.asarray(best.active)
@@ -274,7 +312,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         with x64():
             g = _cecib.cluster_gaussians(X, self.labels_, rho, max(int(self.n_clusters), self.n_clusters_))
             self.weights_, self.means_, self.covariances_, self.precisions_cholesky_ = (
-                np.asarray(v)[: self.n_clusters_] for v in g)
+                np.asarray(v)[: self.n_clusters_] for v in g
+            )
         self.objective_ = float(best.cost)
         tr = np.asarray(best.trace)
         self.objective_trace_ = tr[np.isfinite(tr)]
@@ -288,11 +327,12 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.n_clusters_init_ = max(n_clusters, m) if init == "labels" else n_clusters
         self.label_noise_ = flip
         parts = _cecib.cecib_cost(X, self.labels_, y, beta, ridge=rho)
-        self.objective_terms_ = {"model_complexity": float(parts.model_complexity),
-                                 "accuracy": float(parts.accuracy),
-                                 "side_information": float(parts.side_information)}
+        self.objective_terms_ = {
+            "model_complexity": float(parts.model_complexity),
+            "accuracy": float(parts.accuracy),
+            "side_information": float(parts.side_information),
+        }
         return self
-
 
     def predict(self, X):
         """The CEC rule: the cluster of largest :math:`\\ln p_k + \\ln N(x; \\mu_k, \\Sigma_k)`.

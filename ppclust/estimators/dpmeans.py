@@ -47,7 +47,6 @@ def _side_table(n, y, must_link, cannot_link):
 
 
 class _Base(ClusterMixin, BaseEstimator):
-
     _parameter_constraints: dict = {
         "lam": [None, *POSITIVE_REAL],
         "lam_k": POSITIVE_INT,
@@ -71,15 +70,22 @@ class _Base(ClusterMixin, BaseEstimator):
         if self.lam is not None:
             return float(self.lam)
         if self.lam_k > X.shape[0]:
-            raise PPClustError(f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from "
-                               "the lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower "
-                               "`lam_k` or pass `lam`.")
+            raise PPClustError(
+                f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from "
+                "the lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower "
+                "`lam_k` or pass `lam`."
+            )
         lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
         if not lam > 0:  # every new point would open a cluster: garbage, not a fit
-            what = ("all points are identical" if np.ptp(X, axis=0).max() == 0 else
-                    f"the data have too few distinct points for lam_k={self.lam_k}")
-            raise PPClustError(f"cannot set lam from the data: {what}, so lam_method={self.lam_method!r} "
-                               f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0")
+            what = (
+                "all points are identical"
+                if np.ptp(X, axis=0).max() == 0
+                else f"the data have too few distinct points for lam_k={self.lam_k}"
+            )
+            raise PPClustError(
+                f"cannot set lam from the data: {what}, so lam_method={self.lam_method!r} "
+                f"gives lam={lam:g}, but lam must be > 0; pass an explicit lam > 0"
+            )
         return lam
 
     def _xi_cap(self, lam, table, xi0):
@@ -105,20 +111,35 @@ class _Base(ClusterMixin, BaseEstimator):
         n = X.shape[0]
         lam = self._lambda(X)
         xi_max = self._xi_cap(lam, table, xi0) if xi_max is None else xi_max
-        kw = dict(xi0=xi0, xi_rate=getattr(self, "xi_rate", 1.0), xi_ratio=getattr(self, "xi_ratio", 1.0),
-                  xi_max=xi_max, k_max=min(int(self.k_max), n), max_iter=self.max_iter,
-                  divergence=self.divergence, tie=self.tie, compat=self.compat, variant=self.variant,
-                  order=self.order, init=self.init, patience=self.patience,
-                  mesh=data_mesh(self.devices, parallel_ok=self.variant == "delayed" and not self.compat))
+        kw = dict(
+            xi0=xi0,
+            xi_rate=getattr(self, "xi_rate", 1.0),
+            xi_ratio=getattr(self, "xi_ratio", 1.0),
+            xi_max=xi_max,
+            k_max=min(int(self.k_max), n),
+            max_iter=self.max_iter,
+            divergence=self.divergence,
+            tie=self.tie,
+            compat=self.compat,
+            variant=self.variant,
+            order=self.order,
+            init=self.init,
+            patience=self.patience,
+            mesh=data_mesh(self.devices, parallel_ok=self.variant == "delayed" and not self.compat),
+        )
         with x64():
             res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
             res = type(res)(*[np.asarray(a) for a in res])
         if res.overflow.any():
-            raise KMaxExhaustedError(f"all k_max={kw['k_max']} cluster slots were used and another cluster "
-                                     f"was needed (lam={lam:g}); increase `k_max` or `lam`")
+            raise KMaxExhaustedError(
+                f"all k_max={kw['k_max']} cluster slots were used and another cluster "
+                f"was needed (lam={lam:g}); increase `k_max` or `lam`"
+            )
         if not np.all(np.isfinite(res.objective)):
-            raise NonFiniteError(f"non-finite objective in {int((~np.isfinite(res.objective)).sum())} of "
-                                 f"{len(res.objective)} restart(s); check the data and `xi_max`")
+            raise NonFiniteError(
+                f"non-finite objective in {int((~np.isfinite(res.objective)).sum())} of "
+                f"{len(res.objective)} restart(s); check the data and `xi_max`"
+            )
         best = int(np.argmin(res.objective))
         k = int(res.n_clusters[best])
         self.lam_ = lam
@@ -249,9 +270,26 @@ class DPMeans(_Base):
     (2, True)
     """
 
-    def __init__(self, lam=None, *, lam_k=3, lam_method="kth_farthest_from_mean", divergence="sqeuclidean",
-                 k_max=64, n_init=1, init="bbox_random", order="random", tie="first", variant="sequential",
-                 compat=False, patience=1, max_iter=100, smoothing=0.3, random_state=None, devices=None):
+    def __init__(
+        self,
+        lam=None,
+        *,
+        lam_k=3,
+        lam_method="kth_farthest_from_mean",
+        divergence="sqeuclidean",
+        k_max=64,
+        n_init=1,
+        init="bbox_random",
+        order="random",
+        tie="first",
+        variant="sequential",
+        compat=False,
+        patience=1,
+        max_iter=100,
+        smoothing=0.3,
+        random_state=None,
+        devices=None,
+    ):
         self.lam = lam
         self.lam_k = lam_k
         self.lam_method = lam_method
@@ -273,9 +311,11 @@ class DPMeans(_Base):
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """Fit on X. DP-means uses no side information: links are an error (use :class:`RDPMeans`)."""
         if must_link is not None or cannot_link is not None:
-            raise InvalidInputError("DPMeans uses no links; `must_link`/`cannot_link` were given. Use "
-                                    "RDPMeans, DP-means with link rewards and penalties (Khashabi et al. "
-                                    "2015), to fit with links.")
+            raise InvalidInputError(
+                "DPMeans uses no links; `must_link`/`cannot_link` were given. Use "
+                "RDPMeans, DP-means with link rewards and penalties (Khashabi et al. "
+                "2015), to fit with links."
+            )
         X = self._prepare(X, reset=True)
         return self._run(X, None, 0.0)
 
@@ -427,11 +467,31 @@ class RDPMeans(_Base):
         "link_reliability": [StrOptions({"auto"}), None],
     }
 
-    def __init__(self, lam=None, *, xi0=1e-3, xi_rate=2.0, xi_ratio=1.0, xi_max="auto",
-                 link_reliability="auto", lam_k=3, lam_method="kth_farthest_from_mean",
-                 divergence="sqeuclidean", k_max=64, n_init=1,
-                 init="mean", order="random", tie="first", variant="sequential", compat=False,
-                 patience=20, max_iter=1000, smoothing=0.3, random_state=None, devices=None):
+    def __init__(
+        self,
+        lam=None,
+        *,
+        xi0=1e-3,
+        xi_rate=2.0,
+        xi_ratio=1.0,
+        xi_max="auto",
+        link_reliability="auto",
+        lam_k=3,
+        lam_method="kth_farthest_from_mean",
+        divergence="sqeuclidean",
+        k_max=64,
+        n_init=1,
+        init="mean",
+        order="random",
+        tie="first",
+        variant="sequential",
+        compat=False,
+        patience=20,
+        max_iter=1000,
+        smoothing=0.3,
+        random_state=None,
+        devices=None,
+    ):
         self.lam = lam
         self.xi0 = xi0
         self.xi_rate = xi_rate

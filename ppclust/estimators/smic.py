@@ -130,9 +130,20 @@ class SMIC(ClusterMixin, BaseEstimator):
         "link_repeats": POSITIVE_INT,
     }
 
-    def __init__(self, n_clusters=2, *, n_neighbors="auto", gamma="auto", eta="auto", random_state=None,
-                 assign="model", dense_max=_smic.DENSE_MAX, progress_bar=True, link_folds=5,
-                 link_repeats=_smic.DEFAULT_LINK_REPEATS):
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        n_neighbors="auto",
+        gamma="auto",
+        eta="auto",
+        random_state=None,
+        assign="model",
+        dense_max=_smic.DENSE_MAX,
+        progress_bar=True,
+        link_folds=5,
+        link_repeats=_smic.DEFAULT_LINK_REPEATS,
+    ):
         self.n_clusters = n_clusters
         self.n_neighbors = n_neighbors
         self.gamma = gamma
@@ -159,9 +170,20 @@ class SMIC(ClusterMixin, BaseEstimator):
         gammas = _smic.DEFAULT_GAMMAS if _is_auto(self.gamma) else (float(self.gamma),)
         etas = _smic.DEFAULT_ETAS if _is_auto(self.eta) else (float(self.eta),)
         seed = as_seed(self.random_state)
-        sel = _smic.select(X, c, links, ts=ts, gammas=gammas, etas=etas, seed=seed, assign=self.assign,
-                           dense_max=int(self.dense_max), progress_bar=bool(self.progress_bar),
-                           link_folds=int(self.link_folds), link_repeats=int(self.link_repeats))
+        sel = _smic.select(
+            X,
+            c,
+            links,
+            ts=ts,
+            gammas=gammas,
+            etas=etas,
+            seed=seed,
+            assign=self.assign,
+            dense_max=int(self.dense_max),
+            progress_bar=bool(self.progress_bar),
+            link_folds=int(self.link_folds),
+            link_repeats=int(self.link_repeats),
+        )
         row = sel.rows[sel.best]
         self.X_fit_ = X
         self.links_ = links

@@ -385,8 +385,15 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         C = len(self.classes_)
         self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         mesh = data_mesh(self.devices)
-        with x64(), _progress.bar(int(self.n_init), "SemiSupervisedGMM EM restarts (vmapped)", "restart",
-                                  bool(self.progress_bar)) as bar:
+        with (
+            x64(),
+            _progress.bar(
+                int(self.n_init),
+                "SemiSupervisedGMM EM restarts (vmapped)",
+                "restart",
+                bool(self.progress_bar),
+            ) as bar,
+        ):
             xc = jnp.asarray(X - shift)
             prior = None
             if self.prior == "default":
@@ -641,17 +648,29 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             c0 = em.kmeanspp_centres(key, xc, jnp.asarray(centres - shift), jnp.asarray(fixed))
             init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
             res = gibbs.sample(
-                jax.random.fold_in(key, 1), xc, make_links(n), family, TVClustPrior(alpha=a * K),
-                n_draws=n_draws, n_warmup=int(self.n_warmup), n_chains=int(self.n_chains),
-                thin=int(self.thin), k_max=K, pq="fixed", partition="finite",
-                point_logprior=jnp.asarray(log_mask), init_labels=init, desc="BayesianSemiSupervisedGMM",
+                jax.random.fold_in(key, 1),
+                xc,
+                make_links(n),
+                family,
+                TVClustPrior(alpha=a * K),
+                n_draws=n_draws,
+                n_warmup=int(self.n_warmup),
+                n_chains=int(self.n_chains),
+                thin=int(self.thin),
+                k_max=K,
+                pq="fixed",
+                partition="finite",
+                point_logprior=jnp.asarray(log_mask),
+                init_labels=init,
+                desc="BayesianSemiSupervisedGMM",
                 progress_bar=bool(self.progress_bar),
             )
             draws = res.labels.reshape(-1, n)
             loss = self.point_estimate if self.point_estimate != "max_log_joint" else "vi"
             seed = int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**30))
-            point = posterior.point_estimate(res.labels, loss=self.point_estimate, log_joint=res.log_joint,
-                                             seed=seed)
+            point = posterior.point_estimate(
+                res.labels, loss=self.point_estimate, log_joint=res.log_joint, seed=seed
+            )
             psm = posterior.similarity_matrix(draws, max_n=5000)
             z = _component_labels(draws, point, K)
             stats = family.stats(xc, jnp.asarray(z), K)
@@ -671,8 +690,9 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         self.objective_trace_ = np.asarray(res.log_joint)
         self.samples_ = res
         self.psm_ = psm
-        self.posterior_ = self._gibbs_datatree(key, X, xc, family, res, z, loss, psm, log_mask,
-                                               self.component_classes_, a, codes)
+        self.posterior_ = self._gibbs_datatree(
+            key, X, xc, family, res, z, loss, psm, log_mask, self.component_classes_, a, codes
+        )
         self._shift = shift
         self._n_train = n
         self.labels_ = z.astype(np.int64)
@@ -699,13 +719,26 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             lm = jnp.asarray(log_mask)
             loglik = None
             if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
-                loglik = {"x": posterior.loo_log_predictive(res.labels, xc, make_links(n), family,
-                                                            TVClustPrior(alpha=a * K), pq="fixed", p=0.9,
-                                                            q=0.9, partition="finite", point_logprior=lm)}
+                loglik = {
+                    "x": posterior.loo_log_predictive(
+                        res.labels,
+                        xc,
+                        make_links(n),
+                        family,
+                        TVClustPrior(alpha=a * K),
+                        pq="fixed",
+                        p=0.9,
+                        q=0.9,
+                        partition="finite",
+                        point_logprior=lm,
+                    )
+                }
             else:
-                warnings.warn(f"n x draws = {lab.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES: posterior_ "
-                              "has no log_likelihood group (az.loo unavailable); thin the draws",
-                              stacklevel=4)
+                warnings.warn(
+                    f"n x draws = {lab.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES: posterior_ "
+                    "has no log_likelihood group (az.loo unavailable); thin the draws",
+                    stacklevel=4,
+                )
         post = {"n_clusters": res.n_clusters, "weights_sorted": -np.sort(-np.asarray(w), axis=-1)}
         codes = np.asarray(codes)
         if self.label_noise > 0 and np.any(codes >= 0):
@@ -721,19 +754,31 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         self.credible_ball_ = ball
         self.expected_loss_ = partition.expected_loss(z, lab, loss)
         attrs = {f"param_{k}": v for k, v in self.get_params().items() if k != "random_state"}
-        attrs.update(model="semi-supervised Gaussian mixture, K labelled components, Dirichlet weights "
-                           "integrated out, NIW prior (ppclust.families.mixture_niw_prior on centred data)",
-                     sampler="collapsed Gibbs over assignments (ppclust.inference.gibbs.sample, finite)",
-                     weight_concentration=a, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
-                     component_classes=np.asarray(g), classes=np.asarray(self.classes_),
-                     log_likelihood="log p(x_i, y_i | x_-i, z_-i): leave-one-out predictive, own component "
-                                    "summed out (ppclust.posterior.loo_log_predictive)",
-                     point_estimate_loss=loss, expected_loss=self.expected_loss_,
-                     credible_ball_radius=ball.epsilon)
+        attrs.update(
+            model="semi-supervised Gaussian mixture, K labelled components, Dirichlet weights "
+            "integrated out, NIW prior (ppclust.families.mixture_niw_prior on centred data)",
+            sampler="collapsed Gibbs over assignments (ppclust.inference.gibbs.sample, finite)",
+            weight_concentration=a,
+            niw_kappa0=float(family.kappa0),
+            niw_nu0=float(family.nu0),
+            component_classes=np.asarray(g),
+            classes=np.asarray(self.classes_),
+            log_likelihood="log p(x_i, y_i | x_-i, z_-i): leave-one-out predictive, own component "
+            "summed out (ppclust.posterior.loo_log_predictive)",
+            point_estimate_loss=loss,
+            expected_loss=self.expected_loss_,
+            credible_ball_radius=ball.epsilon,
+        )
         return posterior.build_datatree(
-            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik,
-            observed_data={"x": X, "y": codes}, clustering=clustering, attrs=attrs,
-            dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]})
+            post,
+            sample_stats={"lp": res.log_joint},
+            log_likelihood=loglik,
+            observed_data={"x": X, "y": codes},
+            clustering=clustering,
+            attrs=attrs,
+            dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]},
+        )
+
 
 def _ssgmm_ll(x, params, log_mask, cov_type):
     return ssgmm_log_likelihood(x, params.weights, params.means, params.prec_chol, log_mask, cov_type)

@@ -47,8 +47,22 @@ from ppclust.models.tvclust import TVClustPrior, link_noise_beta, log_joint, mak
 __all__ = ["TVClust"]
 
 #: parameters that only the samplers read, only the variational algorithm, only the sub-cluster sampler
-_SAMPLER_ONLY = ("n_draws", "n_warmup", "n_chains", "thin", "pq", "p", "q", "sample_alpha", "k_max",
-                 "point_estimate", "loss_a", "init", "init_clusters", "backend")
+_SAMPLER_ONLY = (
+    "n_draws",
+    "n_warmup",
+    "n_chains",
+    "thin",
+    "pq",
+    "p",
+    "q",
+    "sample_alpha",
+    "k_max",
+    "point_estimate",
+    "loss_a",
+    "init",
+    "init_clusters",
+    "backend",
+)
 _VB_ONLY = ("vb_truncation", "vb_mask", "vb_max_iter", "vb_tol")
 _SUBCLUSTER_ONLY = ("subcluster_moves",)
 
@@ -257,13 +271,46 @@ class TVClust(ClusterMixin, BaseEstimator):
         "backend": [StrOptions(set(BACKENDS))],
     }
 
-    def __init__(self, n_draws=500, *, n_warmup=500, n_chains=2, thin=1, alpha=1.0, a_p=1.0, b_p=10.0,
-                 a_q=10.0, b_q=1.0, link_noise="auto", link_strength="links", pq="collapse", p=0.9, q=0.9,
-                 sample_alpha=False, covariance_type="full", kappa0=None, nu0=None, psi_scale=1.0,
-                 standardize=True, k_max=64, point_estimate="binder", loss_a=1.0, max_psm_n=5000,
-                 random_state=None, algorithm="collapsed", init="kmeans++", init_clusters=10, backend="auto",
-                 progress_bar=True, vb_truncation=15,
-                 vb_mask="symmetric", vb_max_iter=30, vb_tol=5e-5, devices=None, subcluster_moves=4):
+    def __init__(
+        self,
+        n_draws=500,
+        *,
+        n_warmup=500,
+        n_chains=2,
+        thin=1,
+        alpha=1.0,
+        a_p=1.0,
+        b_p=10.0,
+        a_q=10.0,
+        b_q=1.0,
+        link_noise="auto",
+        link_strength="links",
+        pq="collapse",
+        p=0.9,
+        q=0.9,
+        sample_alpha=False,
+        covariance_type="full",
+        kappa0=None,
+        nu0=None,
+        psi_scale=1.0,
+        standardize=True,
+        k_max=64,
+        point_estimate="binder",
+        loss_a=1.0,
+        max_psm_n=5000,
+        random_state=None,
+        algorithm="collapsed",
+        init="kmeans++",
+        init_clusters=10,
+        backend="auto",
+        progress_bar=True,
+        vb_truncation=15,
+        vb_mask="symmetric",
+        vb_max_iter=30,
+        vb_tol=5e-5,
+        devices=None,
+        subcluster_moves=4,
+    ):
         self.n_draws = n_draws
         self.subcluster_moves = subcluster_moves
         self.devices = devices
@@ -326,13 +373,18 @@ class TVClust(ClusterMixin, BaseEstimator):
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
-            raise PPClustError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
-                               "degrees of freedom); raise it or leave nu0=None (d + 2).")
-        side = link_side_info(n, side_labels(y, partial_labels), must_link, cannot_link,
-                              link_model="soft")  # noisy links combine
+            raise PPClustError(
+                f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1} (inverse-Wishart "
+                "degrees of freedom); raise it or leave nu0=None (d + 2)."
+            )
+        side = link_side_info(
+            n, side_labels(y, partial_labels), must_link, cannot_link, link_model="soft"
+        )  # noisy links combine
         if self.algorithm == "variational" and data_mesh(self.devices, parallel_ok=False) is not None:
-            raise PPClustError(f"TVClust(algorithm='variational') runs on one device; "
-                               f"devices={self.devices!r} cannot be honoured.")
+            raise PPClustError(
+                f"TVClust(algorithm='variational') runs on one device; "
+                f"devices={self.devices!r} cannot be honoured."
+            )
         if self.algorithm == "variational":
             return self._fit_variational(X, side)
         if self.standardize:
@@ -346,26 +398,53 @@ class TVClust(ClusterMixin, BaseEstimator):
             psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
             kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)  # see the docstring
             # host arrays put on the device: no program compiled per shape
-            family = GaussianNIW(*jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)),
-                                 covariance_type)
+            family = GaussianNIW(
+                *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)), covariance_type
+            )
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
             if self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
-            kw = dict(init_labels=init_labels, n_draws=int(self.n_draws), n_warmup=int(self.n_warmup),
-                      n_chains=int(self.n_chains), thin=int(self.thin), k_max=k_max, pq=self.pq,
-                      p=float(self.p), q=float(self.q), sample_alpha=bool(self.sample_alpha),
-                      backend=self.backend)
+            kw = dict(
+                init_labels=init_labels,
+                n_draws=int(self.n_draws),
+                n_warmup=int(self.n_warmup),
+                n_chains=int(self.n_chains),
+                thin=int(self.thin),
+                k_max=k_max,
+                pq=self.pq,
+                p=float(self.p),
+                q=float(self.q),
+                sample_alpha=bool(self.sample_alpha),
+                backend=self.backend,
+            )
             if self.algorithm == "subcluster":
-                res = subcluster.sample(key, xj, links, family, prior, mesh=data_mesh(self.devices),
-                                        n_moves=int(self.subcluster_moves), **kw)
+                res = subcluster.sample(
+                    key,
+                    xj,
+                    links,
+                    family,
+                    prior,
+                    mesh=data_mesh(self.devices),
+                    n_moves=int(self.subcluster_moves),
+                    **kw,
+                )
             else:
                 if self.devices is not None:  # the chains over devices (else gibbs.sample's own "auto")
                     kw["devices"] = restart_devices(self.devices, "TVClust")
-                res = gibbs.sample(key, xj, links, family, prior, algorithm=self.algorithm,
-                                   progress_bar=bool(self.progress_bar), desc="TVClust", **kw)
+                res = gibbs.sample(
+                    key,
+                    xj,
+                    links,
+                    family,
+                    prior,
+                    algorithm=self.algorithm,
+                    progress_bar=bool(self.progress_bar),
+                    desc="TVClust",
+                    **kw,
+                )
         self.samples_ = res
         self.n_features_in_ = X.shape[1]
         self._set_posterior(key, X, side, links, family, prior, res)
@@ -395,7 +474,9 @@ class TVClust(ClusterMixin, BaseEstimator):
             if getattr(self, name) != default:
                 raise InvalidParameterError(
                     f"The '{name}' parameter of TVClust is not used by algorithm={self.algorithm!r}; "
-                    f"leave it at its default ({default!r}).", parameter=name)
+                    f"leave it at its default ({default!r}).",
+                    parameter=name,
+                )
 
     def _set_posterior(self, key, X, side, links, family, prior, res):
         """Point estimate, credible ball, PSM (small n) and the ArviZ ``posterior_`` from the draws."""
@@ -406,9 +487,15 @@ class TVClust(ClusterMixin, BaseEstimator):
         loss = self.point_estimate if self.point_estimate in partition.LOSSES else "vi"
         if self.point_estimate == "max_log_joint":
             point = posterior.point_estimate(res.labels, loss="max_log_joint", log_joint=res.log_joint)
-            est = partition.PartitionEstimate(point.astype(np.int64), loss, float(self.loss_a),
-                                              partition.expected_loss(point, res.labels, loss, self.loss_a),
-                                              float("nan"), 0, 0.0)
+            est = partition.PartitionEstimate(
+                point.astype(np.int64),
+                loss,
+                float(self.loss_a),
+                partition.expected_loss(point, res.labels, loss, self.loss_a),
+                float("nan"),
+                0,
+                0.0,
+            )
         else:
             est = partition.salso(res.labels, loss, a=float(self.loss_a), log_joint=res.log_joint, seed=seed)
         ball = partition.credible_ball(est.labels, res.labels, loss, a=float(self.loss_a))
@@ -431,10 +518,13 @@ class TVClust(ClusterMixin, BaseEstimator):
             if res.labels[..., 0].size * X.shape[0] <= posterior.MAX_LOGLIK_ENTRIES:
                 loglik = {"x": posterior.loo_log_predictive(res.labels, xj, links, family, prior, **kw)}
             else:
-                warnings.warn(f"n x draws = {res.labels.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES="
-                              f"{posterior.MAX_LOGLIK_ENTRIES:.0e}: posterior_ has no log_likelihood group "
-                              "(az.loo unavailable); thin the draws or call ppclust.posterior."
-                              "loo_log_predictive on a subset", stacklevel=3)
+                warnings.warn(
+                    f"n x draws = {res.labels.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES="
+                    f"{posterior.MAX_LOGLIK_ENTRIES:.0e}: posterior_ has no log_likelihood group "
+                    "(az.loo unavailable); thin the draws or call ppclust.posterior."
+                    "loo_log_predictive on a subset",
+                    stacklevel=3,
+                )
         self.p_ = float(np.mean(post["p"])) if "p" in post else float(self.p)
         self.q_ = float(np.mean(post["q"])) if "q" in post else float(self.q)
         self.alpha_ = float(np.mean(res.alpha))
@@ -453,18 +543,28 @@ class TVClust(ClusterMixin, BaseEstimator):
         attrs.update(
             model="TVClust (Khashabi et al. 2015): DP Gaussian mixture (NIW prior) + noisy links",
             sampler="sub-cluster split/merge, ppclust.inference.subcluster.sample"
-                    if self.algorithm == "subcluster" else
-                    f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
-            prior_alpha=prior.alpha, prior_a_p=prior.a_p, prior_b_p=prior.b_p, prior_a_q=prior.a_q,
-            prior_b_q=prior.b_q, niw_kappa0=float(family.kappa0), niw_nu0=float(family.nu0),
-            niw_psi0=np.asarray(family.psi0), covariance=family.covariance,
+            if self.algorithm == "subcluster"
+            else f"collapsed Gibbs ({self.algorithm}), ppclust.inference.gibbs.sample",
+            prior_alpha=prior.alpha,
+            prior_a_p=prior.a_p,
+            prior_b_p=prior.b_p,
+            prior_a_q=prior.a_q,
+            prior_b_q=prior.b_q,
+            niw_kappa0=float(family.kappa0),
+            niw_nu0=float(family.nu0),
+            niw_psi0=np.asarray(family.psi0),
+            covariance=family.covariance,
             observed_x="features after standardisation" if self.standardize else "features as given",
             log_likelihood="log p(x_i | x_-i, z_-i, E): collapsed leave-one-out predictive, own label summed "
-                           "out (ppclust.posterior.loo_log_predictive)",
+            "out (ppclust.posterior.loo_log_predictive)",
             p_q="draws from Beta(a + N, b + N) given each partition; p_cond_mean, q_cond_mean = E[. | z, E]"
-                if self.pq == "collapse" else f"pq={self.pq}",
-            point_estimate_loss=loss, point_estimate_a=float(self.loss_a),
-            expected_loss=est.expected_loss, credible_ball_prob=ball.prob, credible_ball_radius=ball.epsilon,
+            if self.pq == "collapse"
+            else f"pq={self.pq}",
+            point_estimate_loss=loss,
+            point_estimate_a=float(self.loss_a),
+            expected_loss=est.expected_loss,
+            credible_ball_prob=ball.prob,
+            credible_ball_radius=ball.epsilon,
         )
         self.point_estimate_ = est
         self.credible_ball_ = ball
@@ -475,19 +575,35 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.objective_trace_ = np.asarray(res.log_joint)
         with x64():
             point_prior = prior._replace(alpha=self.alpha_)
-            self.objective_ = float(log_joint(self.labels_, jnp.asarray(X), links, family, point_prior,
-                                              *((float(self.p), float(self.q)) if self.pq == "fixed" else ()),
-                                              k_max=self.n_clusters_))
+            self.objective_ = float(
+                log_joint(
+                    self.labels_,
+                    jnp.asarray(X),
+                    links,
+                    family,
+                    point_prior,
+                    *((float(self.p), float(self.q)) if self.pq == "fixed" else ()),
+                    k_max=self.n_clusters_,
+                )
+            )
         self.posterior_ = posterior.build_datatree(
-            post, sample_stats={"lp": res.log_joint}, log_likelihood=loglik, observed_data=observed,
-            clustering=clustering, attrs=attrs, dims=dims)
+            post,
+            sample_stats={"lp": res.log_joint},
+            log_likelihood=loglik,
+            observed_data=observed,
+            clustering=clustering,
+            attrs=attrs,
+            dims=dims,
+        )
 
     def _fit_variational(self, X, side):
         """``algorithm="variational"``: :func:`ppclust.inference.tvclust_vb.fit` (see the class docstring)."""
         n, d = X.shape
         if self.covariance_type != "full":
-            raise PPClustError("algorithm='variational' supports covariance_type='full' only (the authors' "
-                               f"Normal-Wishart components), got {self.covariance_type!r}")
+            raise PPClustError(
+                "algorithm='variational' supports covariance_type='full' only (the authors' "
+                f"Normal-Wishart components), got {self.covariance_type!r}"
+            )
         if self.standardize:  # the authors' code: centre, divide by the sd with n - 1
             sd = X.std(0, ddof=1) if n > 1 else np.ones(d)
             X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
@@ -502,9 +618,21 @@ class TVClust(ClusterMixin, BaseEstimator):
             kappa0 = 1.0 if self.kappa0 is None else float(self.kappa0)  # the authors' beta0
             family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, "full")
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
-            res = tvclust_vb.fit(jnp.asarray(X), means0, family, nbr, ev, valid, src, dst, e,
-                                 tuple(float(v) for v in self._link_prior(_link_mass(side))),
-                                 float(self.alpha), max_iter=int(self.vb_max_iter), tol=float(self.vb_tol))
+            res = tvclust_vb.fit(
+                jnp.asarray(X),
+                means0,
+                family,
+                nbr,
+                ev,
+                valid,
+                src,
+                dst,
+                e,
+                tuple(float(v) for v in self._link_prior(_link_mass(side))),
+                float(self.alpha),
+                max_iter=int(self.vb_max_iter),
+                tol=float(self.vb_tol),
+            )
             res = jax.tree_util.tree_map(np.asarray, res)
         it = int(res.n_iter)
         self.n_features_in_ = d

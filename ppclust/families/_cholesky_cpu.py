@@ -23,8 +23,17 @@ import numpy as np
 
 from ppclust.families._numba import compile_kernel, inline_kernel
 
-__all__ = ["chol_rank_one", "solve_lower_sq", "rank_one_slot", "logdet_slot", "pivots_slot", "chol_update",
-           "chol_downdate", "chol_logdet", "chol_singular"]
+__all__ = [
+    "chol_rank_one",
+    "solve_lower_sq",
+    "rank_one_slot",
+    "logdet_slot",
+    "pivots_slot",
+    "chol_update",
+    "chol_downdate",
+    "chol_logdet",
+    "chol_singular",
+]
 
 
 def _ir_inline(fn):
@@ -245,8 +254,11 @@ def logdet_slot(L, k):
     d = L.shape[0]
     acc = 0.0
     for c in range(d):
-        acc += math.log(L[c, c, k]) if L[c, c, k] > 0.0 else (np.nan if L[c, c, k] < 0.0
-                                                               or L[c, c, k] != L[c, c, k] else -np.inf)
+        acc += (
+            math.log(L[c, c, k])
+            if L[c, c, k] > 0.0
+            else (np.nan if L[c, c, k] < 0.0 or L[c, c, k] != L[c, c, k] else -np.inf)
+        )
     return 2.0 * acc
 
 

@@ -33,8 +33,19 @@ from ppclust.families._numba import inline_kernel
 from ppclust.families.niw import GaussianNIW
 from ppclust.families.spherical import SphericalGaussian
 
-__all__ = ["FULL", "DIAG", "SPHERICAL", "KNOWN_VAR", "family_code", "family_arrays", "rank_one",
-           "predictive_log_norm", "predictive_cache_slot", "log_predictive_cached", "log_predictive_loo"]
+__all__ = [
+    "FULL",
+    "DIAG",
+    "SPHERICAL",
+    "KNOWN_VAR",
+    "family_code",
+    "family_arrays",
+    "rank_one",
+    "predictive_log_norm",
+    "predictive_cache_slot",
+    "log_predictive_cached",
+    "log_predictive_loo",
+]
 
 #: Family codes of the compiled kernels: GaussianNIW full / diag / spherical, SphericalGaussian.
 FULL, DIAG, SPHERICAL, KNOWN_VAR = 0, 1, 2, 3
@@ -440,5 +451,6 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
     if not r > 1e-8:
         return np.nan
     df1 = nu0 + n1 - d + 1.0
-    return (size - hl[k] - 0.5 * d * math.log(math.pi * (kn1 + 1.0) * ikn)
-            + 0.5 * (df1 + d - 1.0) * math.log(r))
+    return (
+        size - hl[k] - 0.5 * d * math.log(math.pi * (kn1 + 1.0) * ikn) + 0.5 * (df1 + d - 1.0) * math.log(r)
+    )

@@ -20,8 +20,10 @@ __all__ = ["TWIN_SOURCES", "available", "compile_kernel", "inline_kernel"]
 
 #: The source files of the compiled twins: folded into the cache stamp of every kernel made here (numba keys
 #: a cached function on its own source file only, and the kernels inline the twins).
-TWIN_SOURCES = tuple(str(Path(__file__).with_name(f))
-                     for f in ("_numba.py", "_cholesky_cpu.py", "_niw_cpu.py", "_densities_cpu.py"))
+TWIN_SOURCES = tuple(
+    str(Path(__file__).with_name(f))
+    for f in ("_numba.py", "_cholesky_cpu.py", "_niw_cpu.py", "_densities_cpu.py")
+)
 
 
 def available() -> bool:

@@ -48,18 +48,39 @@ TWINS = [
     Twin("_cholesky_cpu.chol_logdet", _cholesky_cpu.chol_logdet, (cholesky.chol_logdet,)),
     Twin("_cholesky_cpu.pivots_slot", _cholesky_cpu.pivots_slot, (cholesky.chol_singular,)),
     Twin("_cholesky_cpu.chol_singular", _cholesky_cpu.chol_singular, (cholesky.chol_singular,)),
-    Twin("_niw_cpu.rank_one", _niw_cpu.rank_one,
-         (GaussianNIW.add, GaussianNIW.remove, SphericalGaussian.add, SphericalGaussian.remove)),
-    Twin("_niw_cpu.predictive_log_norm", _niw_cpu.predictive_log_norm,
-         (GaussianNIW.predictive_log_norm, SphericalGaussian.predictive_log_norm)),
-    Twin("_niw_cpu.predictive_cache_slot", _niw_cpu.predictive_cache_slot,
-         (GaussianNIW.predictive_cache, SphericalGaussian.predictive_cache)),
-    Twin("_niw_cpu.log_predictive_cached", _niw_cpu.log_predictive_cached,
-         (GaussianNIW.log_predictive_cached, SphericalGaussian.log_predictive_cached)),
+    Twin(
+        "_niw_cpu.rank_one",
+        _niw_cpu.rank_one,
+        (GaussianNIW.add, GaussianNIW.remove, SphericalGaussian.add, SphericalGaussian.remove),
+    ),
+    Twin(
+        "_niw_cpu.predictive_log_norm",
+        _niw_cpu.predictive_log_norm,
+        (GaussianNIW.predictive_log_norm, SphericalGaussian.predictive_log_norm),
+    ),
+    Twin(
+        "_niw_cpu.predictive_cache_slot",
+        _niw_cpu.predictive_cache_slot,
+        (GaussianNIW.predictive_cache, SphericalGaussian.predictive_cache),
+    ),
+    Twin(
+        "_niw_cpu.log_predictive_cached",
+        _niw_cpu.log_predictive_cached,
+        (GaussianNIW.log_predictive_cached, SphericalGaussian.log_predictive_cached),
+    ),
     Twin("_niw_cpu.log_predictive_loo", _niw_cpu.log_predictive_loo, (GaussianNIW.log_predictive_loo,)),
     Twin("_densities_cpu.gaussian_loglik", _densities_cpu.gaussian_loglik, (densities.gaussian_loglik,)),
 ]
 
 #: Public names of the twin modules that are no twins (layout codes and converters of the kernels' inputs).
-NOT_TWINS = frozenset({"_niw_cpu.FULL", "_niw_cpu.DIAG", "_niw_cpu.SPHERICAL", "_niw_cpu.KNOWN_VAR",
-                       "_niw_cpu.family_code", "_niw_cpu.family_arrays", "_densities_cpu.UPPER"})
+NOT_TWINS = frozenset(
+    {
+        "_niw_cpu.FULL",
+        "_niw_cpu.DIAG",
+        "_niw_cpu.SPHERICAL",
+        "_niw_cpu.KNOWN_VAR",
+        "_niw_cpu.family_code",
+        "_niw_cpu.family_arrays",
+        "_densities_cpu.UPPER",
+    }
+)

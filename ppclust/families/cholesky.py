@@ -13,8 +13,16 @@ import numpy as np
 from jax import lax
 from jax.scipy.linalg import solve_triangular
 
-__all__ = ["SING_TOL", "chol_rank_one", "chol_update", "chol_downdate", "chol_logdet", "chol_singular",
-           "solve_lower", "solve_lower_sq"]
+__all__ = [
+    "SING_TOL",
+    "chol_rank_one",
+    "chol_update",
+    "chol_downdate",
+    "chol_logdet",
+    "chol_singular",
+    "solve_lower",
+    "solve_lower_sq",
+]
 
 Array = jax.Array
 

@@ -15,10 +15,21 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaln, multigammaln
 
-__all__ = ["LOG_2PI", "LOG_2PIE", "normal_logpdf", "isotropic_gaussian_loglik",
-           "gaussian_log_normaliser_chol", "gaussian_logpdf_chol", "mvt_logpdf", "GaussianParams",
-           "gaussian_loglik", "gaussian_loglik_matrix",
-           "wishart_expected_logdet", "wishart_entropy", "log_multinomial_coef"]
+__all__ = [
+    "LOG_2PI",
+    "LOG_2PIE",
+    "normal_logpdf",
+    "isotropic_gaussian_loglik",
+    "gaussian_log_normaliser_chol",
+    "gaussian_logpdf_chol",
+    "mvt_logpdf",
+    "GaussianParams",
+    "gaussian_loglik",
+    "gaussian_loglik_matrix",
+    "wishart_expected_logdet",
+    "wishart_entropy",
+    "log_multinomial_coef",
+]
 
 Array = jax.Array
 #: :math:`\ln 2\pi`
@@ -160,8 +171,13 @@ def mvt_logpdf(delta: Array, logdet: Array, df: Array, d: int) -> Array:
     >>> round(float(mvt_logpdf(jnp.array(0.0), jnp.array(0.0), jnp.array(1.0), 1)), 6)
     -1.14473
     """
-    return (gammaln((df + d) / 2.0) - gammaln(df / 2.0) - 0.5 * d * jnp.log(df * jnp.pi)
-            - 0.5 * logdet - 0.5 * (df + d) * jnp.log1p(delta / df))
+    return (
+        gammaln((df + d) / 2.0)
+        - gammaln(df / 2.0)
+        - 0.5 * d * jnp.log(df * jnp.pi)
+        - 0.5 * logdet
+        - 0.5 * (df + d) * jnp.log1p(delta / df)
+    )
 
 
 class GaussianParams(NamedTuple):
@@ -302,8 +318,11 @@ def wishart_expected_logdet(logdet_w: Array, nu: Array, d: int) -> Array:
     0.729637
     """
     a = jnp.arange(1, d + 1, dtype=jnp.result_type(nu, float))
-    return jnp.sum(jax.scipy.special.digamma((jnp.asarray(nu)[..., None] + 1 - a) / 2), -1) \
-        + d * math.log(2.0) + logdet_w
+    return (
+        jnp.sum(jax.scipy.special.digamma((jnp.asarray(nu)[..., None] + 1 - a) / 2), -1)
+        + d * math.log(2.0)
+        + logdet_w
+    )
 
 
 def wishart_entropy(logdet_w: Array, nu: Array, d: int) -> Array:

@@ -98,8 +98,10 @@ def draw_block(key, dtype, n_normal: int, n_uniform: int):
     ((3,), (2,))
     """
     kz, ku = jax.random.split(key)
-    return (jax.random.normal(kz, (n_normal,), dtype),
-            jax.random.uniform(ku, (n_uniform,), dtype, minval=jnp.finfo(dtype).tiny))
+    return (
+        jax.random.normal(kz, (n_normal,), dtype),
+        jax.random.uniform(ku, (n_uniform,), dtype, minval=jnp.finfo(dtype).tiny),
+    )
 
 
 def gamma_draws(key, a: Array, shape, dtype) -> Array:
@@ -138,5 +140,9 @@ def gamma_draws(key, a: Array, shape, dtype) -> Array:
     m = math.prod(shape)
     T = GAMMA_TRIES
     z, u = draw_block(key, dtype, T * m, (T + 1) * m)
-    return mt_gamma(jnp.broadcast_to(jnp.asarray(a, dtype), shape), z.reshape((T,) + shape),
-                    u[:T * m].reshape((T,) + shape), u[T * m:].reshape(shape))
+    return mt_gamma(
+        jnp.broadcast_to(jnp.asarray(a, dtype), shape),
+        z.reshape((T,) + shape),
+        u[: T * m].reshape((T,) + shape),
+        u[T * m :].reshape(shape),
+    )

@@ -15,8 +15,17 @@ from jax.scipy.linalg import solve_triangular
 from ppclust.families.densities import LOG_2PI
 from ppclust.families.niw import DEFAULT_KAPPA0, GaussianNIW
 
-__all__ = ["GMMParams", "NIWPrior", "log_gaussian_prob", "mixture_niw_prior", "precision_cholesky",
-           "covariances", "gaussian_moment_stats", "gaussian_map_estimate", "niw_log_prior"]
+__all__ = [
+    "GMMParams",
+    "NIWPrior",
+    "log_gaussian_prob",
+    "mixture_niw_prior",
+    "precision_cholesky",
+    "covariances",
+    "gaussian_moment_stats",
+    "gaussian_map_estimate",
+    "niw_log_prior",
+]
 
 
 def _log_det_prec_chol(prec_chol, cov_type, d):
@@ -439,4 +448,3 @@ def niw_log_prior(params, prior, cov_type):
             - 0.5 * jnp.trace(prior.psi0) * prec
         )
     return out
-

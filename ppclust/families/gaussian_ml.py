@@ -293,8 +293,11 @@ def ml_logdet(L: Array, tol: float = ML_SING_TOL) -> Array:
     >>> float(ml_logdet(jnp.eye(2))), float(ml_logdet(jnp.diag(jnp.array([1.0, 0.0]))))
     (0.0, -inf)
     """
-    return jnp.where(chol_singular(L, tol), -jnp.inf,
-                     2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L, axis1=-2, axis2=-1))), -1))
+    return jnp.where(
+        chol_singular(L, tol),
+        -jnp.inf,
+        2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(L, axis1=-2, axis2=-1))), -1),
+    )
 
 
 def ml_degenerate(L: Array, n: Array, min_count, tol: float = ML_SING_TOL) -> Array:

@@ -109,8 +109,9 @@ class Multinomial:
         -------
         Stats
         """
-        return Stats(stats.n.at[k].add(1.0), stats.s.at[k].add(x),
-                     stats.scale.at[k].add(log_multinomial_coef(x)))
+        return Stats(
+            stats.n.at[k].add(1.0), stats.s.at[k].add(x), stats.scale.at[k].add(log_multinomial_coef(x))
+        )
 
     def remove(self, stats: Stats, k, x: Array) -> Stats:
         """Statistics with x removed from slot k.
@@ -128,8 +129,9 @@ class Multinomial:
         -------
         Stats
         """
-        return Stats(stats.n.at[k].add(-1.0), stats.s.at[k].add(-x),
-                     stats.scale.at[k].add(-log_multinomial_coef(x)))
+        return Stats(
+            stats.n.at[k].add(-1.0), stats.s.at[k].add(-x), stats.scale.at[k].add(-log_multinomial_coef(x))
+        )
 
     def posterior_mean(self, stats: Stats) -> Array:
         """Posterior mean of the cell probabilities per slot (K, d).
@@ -180,8 +182,9 @@ class Multinomial:
         a = self.alpha + stats.s
         A = a.sum(-1)
         m = x.sum()
-        return (log_multinomial_coef(x) + gammaln(A) - gammaln(A + m)
-                + jnp.sum(gammaln(a + x) - gammaln(a), -1))
+        return (
+            log_multinomial_coef(x) + gammaln(A) - gammaln(A + m) + jnp.sum(gammaln(a + x) - gammaln(a), -1)
+        )
 
     def log_prior_predictive(self, x: Array) -> Array:
         """log p(x) under the prior predictive.
@@ -212,8 +215,12 @@ class Multinomial:
         """
         a = self.alpha + stats.s
         A0 = self.alpha.sum()
-        return (stats.scale + gammaln(A0) - gammaln(A0 + stats.s.sum(-1))
-                + jnp.sum(gammaln(a) - gammaln(self.alpha), -1))
+        return (
+            stats.scale
+            + gammaln(A0)
+            - gammaln(A0 + stats.s.sum(-1))
+            + jnp.sum(gammaln(a) - gammaln(self.alpha), -1)
+        )
 
     def bregman(self, x: Array, means: Array) -> Array:
         """KL(x / |x| || mean_k): the multinomial's Bregman divergence on normalised counts

@@ -99,8 +99,14 @@ class GaussianNIW:
             raise ValueError(f"covariance must be 'full', 'diag' or 'spherical', got {self.covariance!r}")
 
     @classmethod
-    def default(cls, x, covariance: str = "full", kappa0: float = DEFAULT_KAPPA0, nu0: float | None = None,
-                psi_scale: float = 1.0) -> GaussianNIW:
+    def default(
+        cls,
+        x,
+        covariance: str = "full",
+        kappa0: float = DEFAULT_KAPPA0,
+        nu0: float | None = None,
+        psi_scale: float = 1.0,
+    ) -> GaussianNIW:
         """A weak data-scaled prior: mu0 = data mean, Psi0 = psi_scale * diag(var(x)) * (nu0 - d - 1 or 1).
 
         With standardised features and ``psi_scale=1`` this is the spec's [R] default
@@ -218,7 +224,7 @@ class GaussianNIW:
         S = centered_scatter(x, summ, n, s, outer_sum, reduce)
         kn = self.kappa0 + n
         dev = s / jnp.maximum(n, 1e-300)[:, None] - self.mu0
-        shrink = (self.kappa0 * n / kn)
+        shrink = self.kappa0 * n / kn
         psin = self.psi0 + S + shrink[:, None, None] * dev[:, :, None] * dev[:, None, :]
         if self.covariance == "full":
             scale = jnp.linalg.cholesky(psin)
@@ -246,6 +252,7 @@ class GaussianNIW:
         Stats
             One slot.
         """
+
         def outer_sum(xc):
             if xc.shape[1] > 4:
                 return ((xc * w[:, None]).T @ xc)[None]
@@ -464,13 +471,15 @@ class GaussianNIW:
             a = nun / 2.0
             df = 2.0 * a
             var = (stats.scale / 2.0) * ((kn + 1.0) / (a * kn))[:, None]
-            return PredictiveCache(mun, norm - 0.5 * jnp.sum(jnp.log(var), -1), ones, 0.5 * (df + 1.0),
-                                   1.0 / (var * df[:, None]))
+            return PredictiveCache(
+                mun, norm - 0.5 * jnp.sum(jnp.log(var), -1), ones, 0.5 * (df + 1.0), 1.0 / (var * df[:, None])
+            )
         a = nun * d / 2.0
         df = 2.0 * a
         var = (stats.scale / 2.0) * (kn + 1.0) / (a * kn)
-        return PredictiveCache(mun, norm - 0.5 * d * jnp.log(var), 1.0 / (var * df), 0.5 * (df + d),
-                               jnp.ones_like(stats.s))
+        return PredictiveCache(
+            mun, norm - 0.5 * d * jnp.log(var), 1.0 / (var * df), 0.5 * (df + d), jnp.ones_like(stats.s)
+        )
 
     def log_predictive_cached(self, cache: PredictiveCache, stats: Stats, x: Array) -> Array:
         r""":meth:`log_predictive` of x at every slot from the slot constants (K,), O(K d^2) (full) / O(K d).
@@ -538,8 +547,12 @@ class GaussianNIW:
         v = x - (self.kappa0 * self.mu0 + stats.s[k] - x) / kn1
         r = 1.0 - c * solve_lower_sq(L[None], v[None])[0]
         df1 = self.nu0 + n1 - d + 1.0
-        return (self.predictive_log_norm(n1, d) - jnp.sum(jnp.log(jnp.diagonal(L)))
-                - 0.5 * d * jnp.log(jnp.pi * (kn1 + 1.0) / kn1) + 0.5 * (df1 + d - 1.0) * jnp.log(r))
+        return (
+            self.predictive_log_norm(n1, d)
+            - jnp.sum(jnp.log(jnp.diagonal(L)))
+            - 0.5 * d * jnp.log(jnp.pi * (kn1 + 1.0) / kn1)
+            + 0.5 * (df1 + d - 1.0) * jnp.log(r)
+        )
 
     def log_prior_predictive(self, x: Array) -> Array:
         """log p(x) under the prior predictive (an empty slot's :meth:`log_predictive`)."""
@@ -555,20 +568,36 @@ class GaussianNIW:
         n = stats.n
         if self.covariance == "full":
             ld0 = jnp.linalg.slogdet(self.psi0)[1]
-            return (-0.5 * n * d * jnp.log(jnp.pi)
-                    + multigammaln(nun / 2.0, d) - multigammaln(self.nu0 / 2.0, d)
-                    + 0.5 * self.nu0 * ld0 - 0.5 * nun * chol_logdet(stats.scale)
-                    + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn)))
+            return (
+                -0.5 * n * d * jnp.log(jnp.pi)
+                + multigammaln(nun / 2.0, d)
+                - multigammaln(self.nu0 / 2.0, d)
+                + 0.5 * self.nu0 * ld0
+                - 0.5 * nun * chol_logdet(stats.scale)
+                + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn))
+            )
         if self.covariance == "diag":
             a0, an = self.nu0 / 2.0, nun / 2.0
             b0, bn = jnp.diagonal(self.psi0) / 2.0, stats.scale / 2.0
-            per = (gammaln(an)[:, None] - gammaln(a0) + a0 * jnp.log(b0) - an[:, None] * jnp.log(bn)
-                   + 0.5 * (jnp.log(self.kappa0) - jnp.log(kn))[:, None] - 0.5 * n[:, None] * LOG_2PI)
+            per = (
+                gammaln(an)[:, None]
+                - gammaln(a0)
+                + a0 * jnp.log(b0)
+                - an[:, None] * jnp.log(bn)
+                + 0.5 * (jnp.log(self.kappa0) - jnp.log(kn))[:, None]
+                - 0.5 * n[:, None] * LOG_2PI
+            )
             return per.sum(-1)
         a0, an = self.nu0 * d / 2.0, nun * d / 2.0
         b0, bn = jnp.trace(self.psi0) / 2.0, stats.scale / 2.0
-        return (gammaln(an) - gammaln(a0) + a0 * jnp.log(b0) - an * jnp.log(bn)
-                + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn)) - 0.5 * n * d * LOG_2PI)
+        return (
+            gammaln(an)
+            - gammaln(a0)
+            + a0 * jnp.log(b0)
+            - an * jnp.log(bn)
+            + 0.5 * d * (jnp.log(self.kappa0) - jnp.log(kn))
+            - 0.5 * n * d * LOG_2PI
+        )
 
     def sample_posterior(self, key, stats: Stats) -> GaussianParams:
         r"""One draw :math:`(\mu_k, \Sigma_k)` per slot from the NIW posterior (empty slot: the prior).
@@ -598,13 +627,14 @@ class GaussianNIW:
         g = K * d if self.covariance != "spherical" else K  # gamma variates
         n_tri = K * d * d if self.covariance == "full" else 0
         z, u = draw_block(key, dtype, T * g + n_tri + K * d, (T + 1) * g)
-        gz, tri, eps = z[:T * g], z[T * g:T * g + n_tri], z[T * g + n_tri:].reshape(K, d)
+        gz, tri, eps = z[: T * g], z[T * g : T * g + n_tri], z[T * g + n_tri :].reshape(K, d)
         gshape = (K, d) if self.covariance != "spherical" else (K,)
 
         def gam(a):
             a = jnp.broadcast_to(a, gshape)
-            return mt_gamma(a, gz.reshape((T,) + gshape), u[:T * g].reshape((T,) + gshape),
-                             u[T * g:].reshape(gshape))
+            return mt_gamma(
+                a, gz.reshape((T,) + gshape), u[: T * g].reshape((T,) + gshape), u[T * g :].reshape(gshape)
+            )
 
         if self.covariance == "full":
             chi2 = 2.0 * gam((nun[:, None] - jnp.arange(d)) / 2.0)
@@ -637,5 +667,6 @@ class GaussianNIW:
         return sq_euclidean(x, means)
 
 
-jax.tree_util.register_dataclass(GaussianNIW, data_fields=["mu0", "kappa0", "nu0", "psi0"],
-                                 meta_fields=["covariance"])
+jax.tree_util.register_dataclass(
+    GaussianNIW, data_fields=["mu0", "kappa0", "nu0", "psi0"], meta_fields=["covariance"]
+)

@@ -180,6 +180,7 @@ def triangle_outer_sum(summ):
     >>> triangle_outer_sum(summ)(jnp.array([[1.0, 2.0]]))[0].tolist()
     [[1.0, 2.0], [2.0, 4.0]]
     """
+
     def outer_sum(xc):
         d = xc.shape[1]
         iu, ju = np.triu_indices(d)

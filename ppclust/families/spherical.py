@@ -266,8 +266,11 @@ class SphericalGaussian:
         ss = stats.scale - 2.0 * stats.s @ self.mu0 + n * (self.mu0 @ self.mu0)  # sum ||x - mu0||^2
         t = stats.s - n[:, None] * self.mu0  # sum (x - mu0)
         quad = ss - self.tau2 / (self.sigma2 + n * self.tau2) * jnp.sum(t * t, -1)
-        return (-0.5 * n * d * jnp.log(2.0 * jnp.pi * self.sigma2)
-                - 0.5 * d * jnp.log1p(n * self.tau2 / self.sigma2) - 0.5 * quad / self.sigma2)
+        return (
+            -0.5 * n * d * jnp.log(2.0 * jnp.pi * self.sigma2)
+            - 0.5 * d * jnp.log1p(n * self.tau2 / self.sigma2)
+            - 0.5 * quad / self.sigma2
+        )
 
     def sample_posterior(self, key, stats: Stats) -> GaussianParams:
         """One mean per slot from its posterior N(m_n, v_n I) (empty slot: the prior); variance known.

@@ -23,8 +23,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["wire", "unwire", "wire_shape", "to_wire", "from_wire", "hold", "Wired", "wired", "call",
-           "labels_operand"]
+__all__ = [
+    "wire",
+    "unwire",
+    "wire_shape",
+    "to_wire",
+    "from_wire",
+    "hold",
+    "Wired",
+    "wired",
+    "call",
+    "labels_operand",
+]
 
 
 def wire(a):
@@ -224,8 +234,9 @@ def call(host, outs, args):
     """
     dtypes = [a.dtype if isinstance(a, Wired) else np.dtype(a.dtype) for a in args]
     held = [isinstance(a, Wired) and a.token is not None for a in args]
-    wired_args = [a.token if h else a.bits if isinstance(a, Wired) else wire(a)
-                  for a, h in zip(args, held, strict=True)]
+    wired_args = [
+        a.token if h else a.bits if isinstance(a, Wired) else wire(a) for a, h in zip(args, held, strict=True)
+    ]
     core = [a.ndim for a in wired_args]
     shapes = [tuple(a.shape) for a in wired_args]
     wdt = [np.dtype(a.dtype) for a in wired_args]
@@ -246,7 +257,7 @@ def call(host, outs, args):
         ops = [None] * len(wired_args)
         o = 0
         for i, m in zip(packed, sizes, strict=True):
-            ops[i] = _np_from_words(words[..., o:o + m], wdt[i]).reshape(words.shape[:nb] + shapes[i])
+            ops[i] = _np_from_words(words[..., o : o + m], wdt[i]).reshape(words.shape[:nb] + shapes[i])
             o += m
         for i, a in zip(big, rest, strict=True):
             ops[i] = a
@@ -263,8 +274,9 @@ def call(host, outs, args):
             one = [a[tuple(j if a.shape[m] > 1 else 0 for m, j in enumerate(ix))] for a in wired]
             res = host(*[operand(a, t, h) for a, t, h in zip(one, dtypes, held, strict=True)])
             per.append([np.asarray(r) for r in res])
-        return [to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape))
-                for r in range(len(outs))], batch
+        return [
+            to_wire(np.stack([p[r] for p in per]).reshape(batch + per[0][r].shape)) for r in range(len(outs))
+        ], batch
 
     def run(words, *rest):  # (the operands arrive as jax Arrays: slicing them would dispatch XLA ops)
         res, batch = run_all(*unpack(np.asarray(words), [np.asarray(a) for a in rest]))
@@ -272,15 +284,22 @@ def call(host, outs, args):
         small = np.concatenate(flat, -1) if flat else np.zeros(batch + (0,), np.uint32)
         return (small,) + tuple(res[r] for r in out_big)
 
-    words = (jnp.concatenate([_as_words(wired_args[i]).reshape(-1) for i in packed]) if packed
-             else jnp.zeros((0,), jnp.uint32))
-    res = jax.pure_callback(run, (jax.ShapeDtypeStruct((sum(out_sizes),), jnp.uint32),)
-                            + tuple(wire_outs[r] for r in out_big), words, *[wired_args[i] for i in big],
-                            vmap_method="expand_dims")
+    words = (
+        jnp.concatenate([_as_words(wired_args[i]).reshape(-1) for i in packed])
+        if packed
+        else jnp.zeros((0,), jnp.uint32)
+    )
+    res = jax.pure_callback(
+        run,
+        (jax.ShapeDtypeStruct((sum(out_sizes),), jnp.uint32),) + tuple(wire_outs[r] for r in out_big),
+        words,
+        *[wired_args[i] for i in big],
+        vmap_method="expand_dims",
+    )
     got = [None] * len(outs)
     o = 0
     for r, m in zip(out_small, out_sizes, strict=True):
-        got[r] = _from_words(res[0][o:o + m], wire_outs[r].dtype).reshape(wire_outs[r].shape)
+        got[r] = _from_words(res[0][o : o + m], wire_outs[r].dtype).reshape(wire_outs[r].shape)
         o += m
     for r, a in zip(out_big, res[1:], strict=True):
         got[r] = a

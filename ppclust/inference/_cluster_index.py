@@ -190,14 +190,14 @@ def candidates(n, token=None, rows=None):
     order, off = held
     js = np.flatnonzero(np.any(rows, 0)).astype(np.int64)
     if len(js) == 1:
-        return order[off[js[0]]:off[js[0] + 1]]
+        return order[off[js[0]] : off[js[0] + 1]]
     key = (int(token), js.tobytes())
     last = _LAST_UNION[0]  # one read of the (key, points) pair: another thread may replace it meanwhile
     if last is not None and last[0] == key:  # a move's fit and its sides visit the same union: merged once
         return last[1]
     out = np.empty(int(sum(off[j + 1] - off[j] for j in js)), np.int32)
     if len(js) == 2:
-        a, b = order[off[js[0]]:off[js[0] + 1]], order[off[js[1]]:off[js[1] + 1]]
+        a, b = order[off[js[0]] : off[js[0] + 1]], order[off[js[1]] : off[js[1] + 1]]
         merge_two(a, b, out)
     else:
         merge_segments(order, off, js, out)

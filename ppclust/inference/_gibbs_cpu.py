@@ -96,8 +96,15 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     args = (
         jnp.stack([order_u, u]).astype(dtype),
         jnp.concatenate([state.labels.astype(jnp.int32), state.overflow.astype(jnp.int32)[None]]),
-        jnp.concatenate([st.n, st.s.ravel(), _scale_layout(st.scale, code).ravel(), state.counts,
-                         jnp.stack([state.p, state.q, state.alpha])]).astype(dtype),
+        jnp.concatenate(
+            [
+                st.n,
+                st.s.ravel(),
+                _scale_layout(st.scale, code).ravel(),
+                state.counts,
+                jnp.stack([state.p, state.q, state.alpha]),
+            ]
+        ).astype(dtype),
         x,
         links.nbr.astype(jnp.int32),
         jnp.stack([links.sgn, links.wgt]).astype(dtype),
@@ -112,14 +119,15 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
         res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
         return tuple(to_wire(r) for r in res)
 
-    res = jax.pure_callback(host, tuple(wire_shape(o) for o in outs), *(wire(a) for a in args),
-                            vmap_method="expand_dims")
+    res = jax.pure_callback(
+        host, tuple(wire_shape(o) for o in outs), *(wire(a) for a in args), vmap_method="expand_dims"
+    )
     labi, flt = (from_wire(r, o.dtype) for r, o in zip(res, outs, strict=True))
     n_pts = x.shape[0]
     o = K + K * d
-    scale = _scale_layout(flt[o:o + K * m].reshape(st.scale.shape), code)
+    scale = _scale_layout(flt[o : o + K * m].reshape(st.scale.shape), code)
     stats = Stats(flt[:K], flt[K:o].reshape(K, d), scale)
-    counts = flt[o + K * m:o + K * m + 4]
+    counts = flt[o + K * m : o + K * m + 4]
     return labi[:n_pts].astype(state.labels.dtype), stats, counts, labi[n_pts] != 0
 
 
@@ -161,6 +169,7 @@ def _ir_inline(fn):
 # Per slot cache: loc (K, d) predictive location, lw0 (K,) size term + log-normaliser, a1 (K,) quadratic-form
 # factor, hexp (K,) exponent, b1 (K, d) reciprocal Cholesky diagonal (full) / per-coordinate factors.
 # ---------------------------------------------------------------------------------------------------
+
 
 @inline_kernel
 def _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite):
@@ -267,8 +276,10 @@ def link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, x
         for j in range(nbr.shape[1]):
             if sgn[i, j] != 0.0:
                 lab = labels[nbr[i, j]]
-                link[lab] = (_betaln(a_p + c0 + f[lab], b_p + c1 + st[lab])
-                             + _betaln(a_q + c3 + S - st[lab], b_q + c2 + F - f[lab])) - base
+                link[lab] = (
+                    _betaln(a_p + c0 + f[lab], b_p + c1 + st[lab])
+                    + _betaln(a_q + c3 + S - st[lab], b_q + c2 + F - f[lab])
+                ) - base
     else:
         for j in range(nbr.shape[1]):
             if sgn[i, j] != 0.0:
@@ -349,8 +360,30 @@ def _compile_sweep(fn):
 
 
 @_compile_sweep
-def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, code,
-               pq, finite, has_lp):
+def _sweep_one(
+    order,
+    u,
+    labels,
+    n,
+    s,
+    sc,
+    counts,
+    p,
+    q,
+    alpha,
+    x,
+    nbr,
+    sgn,
+    wgt,
+    lpp,
+    mu0,
+    hyp,
+    pri,
+    code,
+    pq,
+    finite,
+    has_lp,
+):
     npts, d = x.shape
     K = n.shape[0]
     dt = x.dtype
@@ -390,8 +423,9 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         if removed:  # (not a shared helper: inlined, its 16 array arguments cost the diag sweep 10%)
             _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
             rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-            _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
-                     finite)
+            _refresh(
+                k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
+            )
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
         F, S, deg = link_counts(i, labels, nbr, sgn, wgt, f, st)
         c0 = counts[0] - f[k_old]
@@ -429,11 +463,29 @@ def _sweep_one(order, u, labels, n, s, sc, counts, p, q, alpha, x, nbr, sgn, wgt
         else:
             if not removed:
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-                _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
-                         alpha_k, finite)
+                _refresh(
+                    k_old,
+                    code,
+                    n,
+                    s,
+                    sc,
+                    mu0,
+                    hyp,
+                    loc,
+                    lw0,
+                    a1,
+                    hexp,
+                    b1,
+                    hl,
+                    table,
+                    log_alpha,
+                    alpha_k,
+                    finite,
+                )
             rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
-            _refresh(k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
-                     finite)
+            _refresh(
+                k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
+            )
         counts[0] = c0 + f[k_new]
         counts[1] = c1 + st[k_new]
         counts[2] = c2 + (F - f[k_new])
@@ -463,12 +515,30 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
             order[t] = order[j]
             order[j] = tmp
         lab = labi[c, :npts]
-        ovf = _sweep_one(order, r[1], lab, row[:K], row[K:o].reshape((K, d)),
-                         row[o:o + K * m].reshape((K, m)), row[o + K * m:o + K * m + 4],
-                         row[o + K * m + 4], row[o + K * m + 5], row[o + K * m + 6],
-                         x[min(c, x.shape[0] - 1)], nbr[min(c, nbr.shape[0] - 1)], lk[0], lk[1],
-                         lpp[min(c, lpp.shape[0] - 1)], pr[:d], pr[d:d + 4], pr[d + 4:d + 8], code, pq,
-                         finite, has_lp)
+        ovf = _sweep_one(
+            order,
+            r[1],
+            lab,
+            row[:K],
+            row[K:o].reshape((K, d)),
+            row[o : o + K * m].reshape((K, m)),
+            row[o + K * m : o + K * m + 4],
+            row[o + K * m + 4],
+            row[o + K * m + 5],
+            row[o + K * m + 6],
+            x[min(c, x.shape[0] - 1)],
+            nbr[min(c, nbr.shape[0] - 1)],
+            lk[0],
+            lk[1],
+            lpp[min(c, lpp.shape[0] - 1)],
+            pr[:d],
+            pr[d : d + 4],
+            pr[d + 4 : d + 8],
+            code,
+            pq,
+            finite,
+            has_lp,
+        )
         if ovf:
             labi[c, npts] = 1
 
@@ -477,8 +547,21 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
 # leave-one-out predictive (PSIS-LOO's pointwise log-likelihood), the weights of the sweep without a draw
 # ---------------------------------------------------------------------------------------------------
 
-def loo_log_predictive(labels, x, links, family, prior, pair_counts, link_alpha, *, pq="collapse",
-                       partition="dp", point_logprior=None, k_max):
+
+def loo_log_predictive(
+    labels,
+    x,
+    links,
+    family,
+    prior,
+    pair_counts,
+    link_alpha,
+    *,
+    pq="collapse",
+    partition="dp",
+    point_logprior=None,
+    k_max,
+):
     r"""The compiled twin of :func:`ppclust.posterior.loo_log_predictive`'s XLA program, for the families of
     :func:`supports`: per draw and point :math:`\log\sum_k w_k p_k - \log\sum_k w_k` with :math:`w_k` the
     sweep's prior weights (CRP or Dirichlet size term times the link term) and :math:`p_k` the predictive,
@@ -519,14 +602,33 @@ def loo_log_predictive(labels, x, links, family, prior, pair_counts, link_alpha,
     lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
     out = np.empty((S, n))
     own = lambda a, dt=f64: np.ascontiguousarray(np.asarray(a, dt))  # noqa: E731
-    _loo_draws(lab, pqa, own(pair_counts), xn, own(links.nbr, np.int32), own(links.sgn), own(links.wgt), lpp,
-               mu0, hyp, pri, sc0, code, _PQ[pq], partition == "finite", has_lp, int(k_max), out)
+    _loo_draws(
+        lab,
+        pqa,
+        own(pair_counts),
+        xn,
+        own(links.nbr, np.int32),
+        own(links.sgn),
+        own(links.wgt),
+        lpp,
+        mu0,
+        hyp,
+        pri,
+        sc0,
+        code,
+        _PQ[pq],
+        partition == "finite",
+        has_lp,
+        int(k_max),
+        out,
+    )
     return out
 
 
 @_compile_sweep
-def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, code, pq, finite, has_lp,
-               K, out):
+def _loo_draws(
+    labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, code, pq, finite, has_lp, K, out
+):
     S, npts = labels.shape
     d = x.shape[1]
     m_sc = sc0.shape[0]
@@ -565,8 +667,9 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
         log_alpha = math.log(alpha)
         alpha_k = alpha / K
         for k in range(K):
-            _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k,
-                     finite)
+            _refresh(
+                k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
+            )
         xi1 = math.log(p) - math.log1p(-q)
         xi2 = math.log(q) - math.log1p(-p)
         for i in range(npts):
@@ -574,21 +677,57 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
             k_old = lab[i]
             lw_own = np.nan
             if code == FULL and n[k_old] >= 2.0:
-                lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k,
-                                   finite)
+                lw_own = _loo_full(
+                    k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite
+                )
             removed = lw_own != lw_own
             if removed:  # as in the sweep (_sweep_one)
                 _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-                _refresh(k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha,
-                         alpha_k, finite)
+                _refresh(
+                    k_old,
+                    code,
+                    n,
+                    s,
+                    sc,
+                    mu0,
+                    hyp,
+                    loc,
+                    lw0,
+                    a1,
+                    hexp,
+                    b1,
+                    hl,
+                    table,
+                    log_alpha,
+                    alpha_k,
+                    finite,
+                )
             F, Sn, deg = link_counts(i, lab, nbr, sgn, wgt, f, st)
             if deg > 0:
-                link_terms(i, lab, nbr, sgn, f, st, F, Sn, counts[0] - f[k_old], counts[1] - st[k_old],
-                           counts[2] - (F - f[k_old]), counts[3] - (Sn - st[k_old]), pq, pri, xi1, xi2, link)
+                link_terms(
+                    i,
+                    lab,
+                    nbr,
+                    sgn,
+                    f,
+                    st,
+                    F,
+                    Sn,
+                    counts[0] - f[k_old],
+                    counts[1] - st[k_old],
+                    counts[2] - (F - f[k_old]),
+                    counts[3] - (Sn - st[k_old]),
+                    pq,
+                    pri,
+                    xi1,
+                    xi2,
+                    link,
+                )
             na, _, a_old = _candidates(n, k_old, finite, cand)
-            log_predictive_cached(code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1,
-                                  w, logw)
+            log_predictive_cached(
+                code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1, w, logw
+            )
             if not removed:
                 logw[a_old] = lw_own
             # prior weight of each candidate: size term (x_i left out) + link term; logw adds the predictive
@@ -596,8 +735,9 @@ def _loo_draws(labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, 
             mb = -np.inf
             for a in range(na):
                 k = cand[a]
-                crp = _crp_weight(n[k] - (1.0 if (k == k_old and not removed) else 0.0), log_alpha, alpha_k,
-                                  finite)
+                crp = _crp_weight(
+                    n[k] - (1.0 if (k == k_old and not removed) else 0.0), log_alpha, alpha_k, finite
+                )
                 lw = logw[a] + link[k]
                 if has_lp:
                     lw += lpp[i, k]

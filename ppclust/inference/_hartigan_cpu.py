@@ -65,9 +65,24 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     numba = None
     U = int
 
-__all__ = ["available", "ml_entropy",
-           "constrained_cost_1d", "logdet_after_add", "cluster_cost", "slot_logdet", "degenerate",
-           "pack_factors", "Data", "Config", "Slots", "Trace", "run_restarts", "njit", "TILE", "BLOCK"]
+__all__ = [
+    "available",
+    "ml_entropy",
+    "constrained_cost_1d",
+    "logdet_after_add",
+    "cluster_cost",
+    "slot_logdet",
+    "degenerate",
+    "pack_factors",
+    "Data",
+    "Config",
+    "Slots",
+    "Trace",
+    "run_restarts",
+    "njit",
+    "TILE",
+    "BLOCK",
+]
 
 _LOG_2PIE = float(LOG_2PIE)  # plain Python floats: numba freezes them as compile-time constants
 _LOG_2PI = float(LOG_2PI)
@@ -221,9 +236,9 @@ def _solve_all(Lf, mTf, xr, wf, quad, acc, d, K):
             oc = U(c * K)
             for k in range(K):
                 uk = U(k)
-                acc[uk] -= ((Lf[o + uk] * wf[oc + uk] + Lf[o + uK + uk] * wf[oc + uK + uk])
-                            + (Lf[o + 2 * uK + uk] * wf[oc + 2 * uK + uk]
-                               + Lf[o + 3 * uK + uk] * wf[oc + 3 * uK + uk]))
+                acc[uk] -= (Lf[o + uk] * wf[oc + uk] + Lf[o + uK + uk] * wf[oc + uK + uk]) + (
+                    Lf[o + 2 * uK + uk] * wf[oc + 2 * uK + uk] + Lf[o + 3 * uK + uk] * wf[oc + 3 * uK + uk]
+                )
             c += 4
         while c < r:
             o = base + U(c * K)
@@ -282,10 +297,10 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, nb):
                     w1 = W[oc + uB + up]
                     w2 = W[oc + 2 * uB + up]
                     w3 = W[oc + 3 * uB + up]
-                    A[up] -= ((a0 * w0 + a1 * w1) + (a2 * w2 + a3 * w3))
-                    A[uB + up] -= ((b0 * w0 + b1 * w1) + (b2 * w2 + b3 * w3))
-                    A[2 * uB + up] -= ((c0 * w0 + c1 * w1) + (c2 * w2 + c3 * w3))
-                    A[3 * uB + up] -= ((e0 * w0 + e1 * w1) + (e2 * w2 + e3 * w3))
+                    A[up] -= (a0 * w0 + a1 * w1) + (a2 * w2 + a3 * w3)
+                    A[uB + up] -= (b0 * w0 + b1 * w1) + (b2 * w2 + b3 * w3)
+                    A[2 * uB + up] -= (c0 * w0 + c1 * w1) + (c2 * w2 + c3 * w3)
+                    A[3 * uB + up] -= (e0 * w0 + e1 * w1) + (e2 * w2 + e3 * w3)
         else:  # the last rows when d is not a multiple of 4
             for j in range(nr):
                 r = r0 + j
@@ -297,8 +312,9 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, nb):
                     oc = uc * uB
                     for p in range(nb):
                         up = U(p)
-                        A[oa + up] -= ((a0 * W[oc + up] + a1 * W[oc + uB + up])
-                                       + (a2 * W[oc + 2 * uB + up] + a3 * W[oc + 3 * uB + up]))
+                        A[oa + up] -= (a0 * W[oc + up] + a1 * W[oc + uB + up]) + (
+                            a2 * W[oc + 2 * uB + up] + a3 * W[oc + 3 * uB + up]
+                        )
         for j in range(nr):  # the triangle: single columns c = 4q .. r - 1, then the pivot
             r = r0 + j
             ro = U(r * (r + 1) // 2)
@@ -436,8 +452,8 @@ class _Work(NamedTuple):
 
 @_inline
 def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, floor, d):
-    """Twin of ``CECCost.slot_cost``: (n_k/n)(ln n - ln n_k + H_ML + sum_j E1 + beta H_lab), J = len(tmean).
-    """
+    """Twin of ``CECCost.slot_cost``: (n_k/n)(ln n - ln n_k + H_ML + sum_j E1 + beta H_lab), J =
+    len(tmean)."""
     if nk <= 0.0:
         return 0.0
     safe = max(nk, 1.0)
@@ -547,8 +563,9 @@ def _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J):
     """addc[k] = E(Y_k with the point) for every slot (``cost.cost_add``)."""
     K = s.n.shape[0]
     if d > 0:
-        _solve_all(s.L.reshape(d * d * K), c.mT.reshape(d * K), xr, wk.w.reshape(d * K), wk.quad, wk.addc, d,
-                   K)
+        _solve_all(
+            s.L.reshape(d * d * K), c.mT.reshape(d * K), xr, wk.w.reshape(d * K), wk.quad, wk.addc, d, K
+        )
     _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J)
 
 
@@ -662,8 +679,9 @@ def _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J):
         cnt = s.counts[a, cat]
         nl = nl - 1.0
         cl = cl + _xlogx(cnt - 1.0, data.xlx) - _xlogx(cnt, data.xlx)
-    return _cluster_cost(n1, ld, tm_new, t2_new, nl, cl, cfg.n_total, math.log(cfg.n_total), cfg.beta,
-                         data.p, data.floor, d)
+    return _cluster_cost(
+        n1, ld, tm_new, t2_new, nl, cl, cfg.n_total, math.log(cfg.n_total), cfg.beta, data.p, data.floor, d
+    )
 
 
 @_njit
@@ -787,8 +805,19 @@ def run_restarts(data, cfg, state, out):
     for c in range(1, npts + 2):
         xlx[c] = c * math.log(c)
     for r in range(R):
-        s = Slots(state.labels[r], state.active[r], state.n[r], state.sT[r], state.L[r], state.tmean[r],
-                  state.tm2[r], state.counts[r], state.nlab[r], state.clogc[r], state.costs[r])
+        s = Slots(
+            state.labels[r],
+            state.active[r],
+            state.n[r],
+            state.sT[r],
+            state.L[r],
+            state.tmean[r],
+            state.tm2[r],
+            state.counts[r],
+            state.nlab[r],
+            state.clogc[r],
+            state.costs[r],
+        )
         _run_one(s, data, cfg, out, r, K, J, d)
 
 
@@ -836,8 +865,14 @@ def _run_one(s, data, cfg, out, r, K, J, d):
     trace = out.trace[r]
     ktrace = out.ktrace[r]
     npts = x.shape[0]
-    c = _Cache(np.zeros((max(d, 1), K)), np.zeros(K), np.zeros(K), np.zeros(K), np.ones(K, np.bool_),
-               np.zeros((K, max(d * (d + 1) // 2, 1))))
+    c = _Cache(
+        np.zeros((max(d, 1), K)),
+        np.zeros(K),
+        np.zeros(K),
+        np.zeros(K),
+        np.ones(K, np.bool_),
+        np.zeros((K, max(d * (d + 1) // 2, 1))),
+    )
     for k in range(K):
         if not active[k] and d > 0:  # dead from the start: a harmless factor (never read for decisions)
             for a in range(d):
@@ -845,8 +880,14 @@ def _run_one(s, data, cfg, out, r, K, J, d):
                     L[a, b, k] = 1.0 if a == b else 0.0
         if d > 0:
             _slot_summary(s, c, k)
-    wk = _Work(np.zeros((max(d, 1), K)), np.zeros(K), np.empty(K), np.empty(max(d, 1)), np.empty((2, J)),
-               np.empty((max(d, 1), max(d, 1), 1)))
+    wk = _Work(
+        np.zeros((max(d, 1), K)),
+        np.zeros(K),
+        np.empty(K),
+        np.empty(max(d, 1)),
+        np.empty((2, J)),
+        np.empty((max(d, 1), max(d, 1), 1)),
+    )
     quad = wk.quad
     min_size = cfg.min_size
     tol = cfg.tol

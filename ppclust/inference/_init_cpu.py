@@ -268,8 +268,19 @@ def _costs_one(s, K, data, cfg):
     any_live = False
     for k in range(K):
         logdet = _h.slot_logdet(L, k) if d > 0 else 0.0
-        costs[k] = _h.cluster_cost(n[k], logdet, s.tmean[k], s.tm2[k], s.nlab[k], s.clogc[k], cfg.n_total,
-                                   cfg.beta, data.p, data.floor, d)
+        costs[k] = _h.cluster_cost(
+            n[k],
+            logdet,
+            s.tmean[k],
+            s.tm2[k],
+            s.nlab[k],
+            s.clogc[k],
+            cfg.n_total,
+            cfg.beta,
+            data.p,
+            data.floor,
+            d,
+        )
         live = n[k] > 0 and np.isfinite(costs[k])
         if live:
             live = not _h.degenerate(k, n, L, cfg.min_count, cfg.sing_tol)
@@ -312,8 +323,19 @@ def init_states(data, cfg, state, K, ridge):
     d = x.shape[1] - J
     Kp = state.n.shape[1]
     for r in range(R):
-        s = _h.Slots(labels[r], state.active[r], state.n[r], state.sT[r], state.L[r], state.tmean[r],
-                     state.tm2[r], state.counts[r], state.nlab[r], state.clogc[r], state.costs[r])
+        s = _h.Slots(
+            labels[r],
+            state.active[r],
+            state.n[r],
+            state.sT[r],
+            state.L[r],
+            state.tmean[r],
+            state.tm2[r],
+            state.counts[r],
+            state.nlab[r],
+            state.clogc[r],
+            state.costs[r],
+        )
         _stats_one(x, data.side, s, K, J, ridge)
         if not _costs_one(s, K, data, cfg):
             for i in range(labels.shape[1]):

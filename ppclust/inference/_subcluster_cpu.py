@@ -55,8 +55,16 @@ try:
 except ImportError:  # pragma: no cover
     prange = range
 
-__all__ = ["supports", "chunks", "rows_logliks", "param_arrays", "family_stats", "subsamples",
-           "peel_points_of", "move"]
+__all__ = [
+    "supports",
+    "chunks",
+    "rows_logliks",
+    "param_arrays",
+    "family_stats",
+    "subsamples",
+    "peel_points_of",
+    "move",
+]
 
 #: numba's disk cache keys a kernel on its own source file: the kernels here inline the families' compiled
 #: twins (folded in by :func:`ppclust.families._numba.compile_kernel`) and the counter uniforms, so that
@@ -74,8 +82,12 @@ def supports(family, dtype=jnp.float64) -> bool:
     >>> supports(GaussianNIW.default(jnp.eye(3)), jnp.float32)
     False
     """
-    return available() and isinstance(family, GaussianNIW) and family_code(family) is not None \
+    return (
+        available()
+        and isinstance(family, GaussianNIW)
+        and family_code(family) is not None
         and np.dtype(dtype) == np.float64
+    )
 
 
 def parallel_kernel(fn):
@@ -86,8 +98,6 @@ def contracted_kernel(fn):
     """:func:`parallel_kernel` whose multiply-adds may fuse (fastmath ``contract``: one rounding instead of
     two; about 10% off the outer-product and density loops). No reassociation: every sum keeps its order."""
     return compile_kernel(fn, parallel=True, fastmath={"contract"})
-
-
 
 
 # -- kernels of the moves ------------------------------------------------------------------------
@@ -215,7 +225,6 @@ def peel_points(labels, cand_c, cand_s, c, j, s, out):
             break
 
 
-
 @compile_kernel
 def _targets(u, cnt):
     """The ranks 1 + floor(u_j cnt) of :func:`pick_subsamples` and their order."""
@@ -295,8 +304,28 @@ _MOVE_ROWS = 128
 
 
 @contracted_kernel
-def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw, code, clip, s0, s1, prop,
-               res, s_b, outer_b):
+def move_sides(
+    x,
+    centre,
+    labels,
+    cand,
+    ca,
+    cb,
+    new,
+    is_split,
+    mean,
+    A,
+    half,
+    lw,
+    code,
+    clip,
+    s0,
+    s1,
+    prop,
+    res,
+    s_b,
+    outer_b,
+):
     """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
     merge): ``r_i = sigmoid(clip(l_iA - l_iB))`` of the sub-cluster fit (``mean, A, half`` of its two
     components, log weights ``lw``); for a split, side A iff ``log u_i < log r_i`` with ``u_i =
@@ -381,7 +410,6 @@ def move_sides(x, centre, labels, cand, ca, cb, new, is_split, mean, A, half, lw
     res[1] = tot[2]
     res[2] = tot[3]
     res[3] = tot[4]
-
 
 
 @partial(compile_kernel, inline="always")
@@ -485,8 +513,6 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec, code
 
 
-
-
 def family_stats(x, labels, k_max, family, xw=None):
     """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
     :func:`wired` ``x``, else made here).
@@ -511,13 +537,14 @@ def family_stats(x, labels, k_max, family, xw=None):
         stats_sums(x, centre, labels, n_out, s_out, o_out)
         return n_out, s_out, o_out
 
-    outs = (jax.ShapeDtypeStruct((k_max,), x.dtype), jax.ShapeDtypeStruct((k_max, d), x.dtype),
-            jax.ShapeDtypeStruct((k_max, d, d), x.dtype))
+    outs = (
+        jax.ShapeDtypeStruct((k_max,), x.dtype),
+        jax.ShapeDtypeStruct((k_max, d), x.dtype),
+        jax.ShapeDtypeStruct((k_max, d, d), x.dtype),
+    )
     cnt, s, outer = call(host, outs, (xw, xw.centre, labels_operand(labels)))
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
-
-
 
 
 def peel_points_of(labels, c, j, s, index=None):
@@ -543,8 +570,9 @@ def peel_points_of(labels, c, j, s, index=None):
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     ix = () if index is None else index_args(index, index.cover[c], index.cover[s])
-    (out,) = call(host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels_operand(labels), i32(c), i32(j),
-                                                                   i32(s)) + ix)
+    (out,) = call(
+        host, (jax.ShapeDtypeStruct((2,), jnp.int32),), (labels_operand(labels), i32(c), i32(j), i32(s)) + ix
+    )
     return out[0], out[1]
 
 
@@ -566,16 +594,21 @@ def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
     def host(labels, ca, cb, is_split, u, u_lab, *ix):
         idx, li, ia, ib = (np.empty(k, np.int32) for k in (m, ml, ml, ml))
         counts = np.zeros(3, np.int32)
-        pick_subsamples(labels, candidates(n, *ix), int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia,
-                        ib, counts)
+        pick_subsamples(
+            labels, candidates(n, *ix), int(ca), int(cb), bool(is_split), u, u_lab, idx, li, ia, ib, counts
+        )
         return idx, li, ia, ib, counts
 
-    outs = (jax.ShapeDtypeStruct((m,), jnp.int32),) + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3 \
+    outs = (
+        (jax.ShapeDtypeStruct((m,), jnp.int32),)
+        + (jax.ShapeDtypeStruct((ml,), jnp.int32),) * 3
         + (jax.ShapeDtypeStruct((3,), jnp.int32),)
+    )
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     ix = () if index is None else index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
-    idx, li, ia, ib, c = call(host, outs, (labels_operand(labels), i32(ca), i32(cb), jnp.asarray(is_split),
-                                           u, u_lab) + ix)
+    idx, li, ia, ib, c = call(
+        host, outs, (labels_operand(labels), i32(ca), i32(cb), jnp.asarray(is_split), u, u_lab) + ix
+    )
     return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
 
 
@@ -609,17 +642,44 @@ def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=Non
         res = np.zeros(4)
         s_b, o_b = np.zeros(d), np.zeros((d, d))
         s0, s1 = host_seed(seed)
-        move_sides(x, centre, labels, candidates(n, *ix), int(ca), int(cb), int(new), bool(is_split), mean, A,
-                   half, lw, code, float(clip), s0, s1, prop, res, s_b, o_b)
+        move_sides(
+            x,
+            centre,
+            labels,
+            candidates(n, *ix),
+            int(ca),
+            int(cb),
+            int(new),
+            bool(is_split),
+            mean,
+            A,
+            half,
+            lw,
+            code,
+            float(clip),
+            s0,
+            s1,
+            prop,
+            res,
+            s_b,
+            o_b,
+        )
         return prop, res, s_b, o_b
 
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     lab = labels_operand(labels)
-    outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((4,), x.dtype),
-            jax.ShapeDtypeStruct((d,), x.dtype), jax.ShapeDtypeStruct((d, d), x.dtype))
+    outs = (
+        jax.ShapeDtypeStruct((n,), lab.dtype),
+        jax.ShapeDtypeStruct((4,), x.dtype),
+        jax.ShapeDtypeStruct((d,), x.dtype),
+        jax.ShapeDtypeStruct((d, d), x.dtype),
+    )
     ix = () if index is None else index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
-    prop, res, s_b, o_b = call(host, outs, (xw, xw.centre, lab, i32(ca), i32(cb), i32(new),
-                                             jnp.asarray(is_split), mean, A, half, lw, seed) + ix)
+    prop, res, s_b, o_b = call(
+        host,
+        outs,
+        (xw, xw.centre, lab, i32(ca), i32(cb), i32(new), jnp.asarray(is_split), mean, A, half, lw, seed) + ix,
+    )
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
     return prop.astype(labels.dtype), res[0], res[1], res[2], side_b

@@ -43,8 +43,7 @@ __all__ = ["draw_block", "accept_sub_blocks"]
 
 #: the kernels here inline the families' compiled densities, the counter uniforms and the row densities of
 #: _subcluster_cpu: those files' stamps are folded into numba's disk-cache key (an edit recompiles them)
-compile_kernel = partial(_numba.compile_kernel, depends=(_counter_rng.__file__,
-                                                                 _subcluster_cpu.__file__))
+compile_kernel = partial(_numba.compile_kernel, depends=(_counter_rng.__file__, _subcluster_cpu.__file__))
 
 
 def _parallel_kernel(fn):
@@ -58,20 +57,26 @@ def _contracted_kernel(fn):
 
 # -- exp that vectorises ---------------------------------------------------------------------------------
 if _intrinsic is not None:
+
     @_intrinsic
     def _bits_f64(typingctx, v):
         """The float64 whose bits are the int64 ``v`` (an LLVM bit cast: vectorises)."""
+
         def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], _ir.DoubleType())
+
         return _types.float64(_types.int64), codegen
 
     @_intrinsic
     def _f64_bits(typingctx, v):
         """The int64 holding the bits of the float64 ``v``."""
+
         def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], _ir.IntType(64))
+
         return _types.int64(_types.float64), codegen
 else:  # pragma: no cover
+
     def _bits_f64(v):
         return float(np.array(v, np.int64).view(np.float64))
 
@@ -83,8 +88,9 @@ _LOG2E = 1.4426950408889634
 _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # Cody & Waite's split of ln 2
 _ROUND = 6755399441055744.0  # 1.5 * 2^52: adding it rounds to an integer held in the low mantissa bits
 _ROUND_BITS = int(np.array(_ROUND).view(np.int64))
-_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12 = (1.0 / math.factorial(i)
-                                                                     for i in range(13))
+_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12 = (
+    1.0 / math.factorial(i) for i in range(13)
+)
 
 
 @partial(compile_kernel, fastmath={"contract"})
@@ -123,8 +129,6 @@ def _inverse_cdf(e, K, target):
         if g < gap:
             gap = g
     return j, gap
-
-
 
 
 @partial(compile_kernel, inline="always")
@@ -349,8 +353,6 @@ def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, l
             cnt[k] += cc[c, k]
 
 
-
-
 #: above this dimension :func:`draw_block` runs :func:`block_draw` (each slot's density bounded in O(d)
 #: before it is computed in O(d^2), :func:`_bounded_logliks`); up to it :func:`dense_draw` (every density
 #: and weight, vector loops over points)
@@ -435,20 +437,50 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         s0, s1 = host_seed(seed)
         Ha = np.ascontiguousarray(H[:, act])
         if d <= _BOUND_MIN_D:
-            dense_draw(x, keep, labels, np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act]), Ha,
-                       act, K, code, s0, s1, z, cnt)
+            dense_draw(
+                x,
+                keep,
+                labels,
+                np.ascontiguousarray(M[:, act]),
+                np.ascontiguousarray(Af[:, act]),
+                Ha,
+                act,
+                K,
+                code,
+                s0,
+                s1,
+                z,
+                cnt,
+            )
             return z, cnt.astype(np.int32)
         mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
         pos = np.full(K, -1, np.int32)
         pos[act] = np.arange(len(act))
-        block_draw(x, keep, labels, Ha, act, K, code, s0, s1, float(cut), z, cnt, mean, A,
-                   *precision_bound(A, code, d), pos)
+        block_draw(
+            x,
+            keep,
+            labels,
+            Ha,
+            act,
+            K,
+            code,
+            s0,
+            s1,
+            float(cut),
+            z,
+            cnt,
+            mean,
+            A,
+            *precision_bound(A, code, d),
+            pos,
+        )
         return z, cnt.astype(np.int32)
 
     lab = labels_operand(labels)
     outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((K,), jnp.int32))
-    return call(host, outs, (x if xw is None else xw, keep, lab, mean.T, A.T, jnp.stack([half, log_pi]),
-                              seed))
+    return call(
+        host, outs, (x if xw is None else xw, keep, lab, mean.T, A.T, jnp.stack([half, log_pi]), seed)
+    )
 
 
 # -- the unlinked block's acceptance by sub-blocks (twin of ``subcluster.accept_sub_blocks``) -------------

@@ -51,12 +51,33 @@ from ppclust.families import (
 from ppclust.inference import hartigan
 from ppclust.inference.cec import CECCost, CECStats, constrained_cost_1d, constrained_fit_1d, quantile
 
-__all__ = ["LOG_2PI", "quantile", "constrained_fit_1d", "constrained_cost_1d", "Hyperplane",
-           "make_hyperplane", "transform", "inverse_transform", "hyperplane_from_labels",
-           "make_cost", "ClusterParams", "cluster_params", "cost_parts", "log_density", "gaussian_leakage",
-           "min_kurtosis_direction", "gmm_1d_threshold", "pp_hyperplane", "min_size",
-           "standardization", "standardized_hyperplane", "x_space_gaussians", "log_jacobian", "fit",
-           "fit_batch"]
+__all__ = [
+    "LOG_2PI",
+    "quantile",
+    "constrained_fit_1d",
+    "constrained_cost_1d",
+    "Hyperplane",
+    "make_hyperplane",
+    "transform",
+    "inverse_transform",
+    "hyperplane_from_labels",
+    "make_cost",
+    "ClusterParams",
+    "cluster_params",
+    "cost_parts",
+    "log_density",
+    "gaussian_leakage",
+    "min_kurtosis_direction",
+    "gmm_1d_threshold",
+    "pp_hyperplane",
+    "min_size",
+    "standardization",
+    "standardized_hyperplane",
+    "x_space_gaussians",
+    "log_jacobian",
+    "fit",
+    "fit_batch",
+]
 
 Array = jax.Array
 
@@ -110,8 +131,10 @@ def make_hyperplane(normal, offset) -> Hyperplane:
     h = np.atleast_2d(np.asarray(normal, dtype=np.float64))
     a = np.atleast_1d(np.asarray(offset, dtype=np.float64)).reshape(-1)
     if h.ndim != 2 or a.shape[0] != h.shape[0]:
-        raise ValueError(f"hyperplane: normal must be (N,) or (J, N) and offset scalar or (J,); got shapes "
-                         f"{np.shape(normal)} and {np.shape(offset)}")
+        raise ValueError(
+            f"hyperplane: normal must be (N,) or (J, N) and offset scalar or (J,); got shapes "
+            f"{np.shape(normal)} and {np.shape(offset)}"
+        )
     if not (np.all(np.isfinite(h)) and np.all(np.isfinite(a))):
         raise ValueError("hyperplane: normal and offset must be finite")
     J, N = h.shape
@@ -268,8 +291,10 @@ def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
     lab = y >= 0
     cats = np.unique(y[lab])
     if cats.size < 2:
-        raise ValueError("hyperplane_from_labels: y needs labelled points of at least two categories "
-                         f"(found {cats.tolist()}); pass hyperplane=(normal, offset) instead")
+        raise ValueError(
+            "hyperplane_from_labels: y needs labelled points of at least two categories "
+            f"(found {cats.tolist()}); pass hyperplane=(normal, offset) instead"
+        )
     mean = X.mean(0)
     std = X.std(0)
     std = np.where(std > 0, std, 1.0)
@@ -321,8 +346,17 @@ def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: flo
     floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
     rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg_covar) if z.shape[1] > n_dec else 0.0
     d = z.shape[1] - n_dec
-    return CECCost(jnp.asarray(z.shape[0], z.dtype), jnp.asarray(0.0, z.dtype), quantile(alpha), floor,
-                   jnp.asarray(rho, z.dtype), n_labels=0, n_dec=n_dec, dim=d, min_count=d + 2.0)
+    return CECCost(
+        jnp.asarray(z.shape[0], z.dtype),
+        jnp.asarray(0.0, z.dtype),
+        quantile(alpha),
+        floor,
+        jnp.asarray(rho, z.dtype),
+        n_labels=0,
+        n_dec=n_dec,
+        dim=d,
+        min_count=d + 2.0,
+    )
 
 
 def min_size(n: int, d_r: int, min_cluster_fraction: float = 0.05) -> int:
@@ -389,8 +423,9 @@ def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
         r_mean = jnp.zeros((stats.n.shape[0], 0))
         r_cov = jnp.zeros((stats.n.shape[0], 0, 0))
         er = jnp.zeros_like(safe)
-    return ClusterParams(stats.n / cost.n_total, m, sig, stats.t_mean, s, act, nat, leak, r_mean, r_cov,
-                         e1.sum(-1), er)
+    return ClusterParams(
+        stats.n / cost.n_total, m, sig, stats.t_mean, s, act, nat, leak, r_mean, r_cov, e1.sum(-1), er
+    )
 
 
 class CostParts(NamedTuple):
@@ -542,8 +577,9 @@ def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int =
     W = V[:, keep] / np.sqrt(ev[keep])  # (N, r) whitening
     xs = (X - mean) @ W
     with x64():
-        w, k = _min_kurtosis_sphered(as_key(random_state), jnp.asarray(xs), n_starts=n_starts,
-                                     n_steps=n_steps)
+        w, k = _min_kurtosis_sphered(
+            as_key(random_state), jnp.asarray(xs), n_starts=n_starts, n_steps=n_steps
+        )
         w = np.asarray(w)
         k = float(k)
     return W @ w, k, W, mean
@@ -589,8 +625,12 @@ def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
     # crossing of w0 N(mu0, v0) and w1 N(mu1, v1): quadratic a y^2 + b y + c = 0
     a = 0.5 / var[1] - 0.5 / var[0]
     b = mu[0] / var[0] - mu[1] / var[1]
-    c = (0.5 * mu[1] ** 2 / var[1] - 0.5 * mu[0] ** 2 / var[0] + np.log(w[0] / w[1])
-         + 0.5 * np.log(var[1] / var[0]))
+    c = (
+        0.5 * mu[1] ** 2 / var[1]
+        - 0.5 * mu[0] ** 2 / var[0]
+        + np.log(w[0] / w[1])
+        + 0.5 * np.log(var[1] / var[0])
+    )
     if abs(a) < 1e-14 * (abs(b) + 1e-300):
         roots = np.array([-c / b])
     else:
@@ -627,9 +667,21 @@ def pp_hyperplane(X, random_state=0, n_starts: int = 50):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-        max_passes: int = 100, reassign: str = "immediate", devices="auto", backend: str = "auto",
-        centres=None):
+def fit(
+    key,
+    z,
+    cost: CECCost,
+    *,
+    K: int,
+    min_size,
+    n_init: int = 10,
+    init: str = "random",
+    max_passes: int = 100,
+    reassign: str = "immediate",
+    devices="auto",
+    backend: str = "auto",
+    centres=None,
+):
     """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
     cost. Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes,
     n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
@@ -650,14 +702,40 @@ def fit(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str 
     >>> int(out.best.active.sum())
     2
     """
-    return hartigan.fit(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
-                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
-                        centres=centres)
+    return hartigan.fit(
+        key,
+        cost,
+        z,
+        None,
+        K=K,
+        min_size=min_size,
+        n_init=n_init,
+        init=init,
+        max_passes=max_passes,
+        reassign=reassign,
+        devices=devices,
+        backend=backend,
+        centres=centres,
+    )
 
 
-def fit_batch(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init: str = "random",
-              max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "immediate",
-              backend: str = "auto", mesh=None, centres=None):
+def fit_batch(
+    key,
+    z,
+    cost: CECCost,
+    *,
+    K: int,
+    min_size,
+    n_init: int = 10,
+    init: str = "random",
+    max_iter: int = 100,
+    polish: bool = True,
+    max_passes: int = 100,
+    reassign: str = "immediate",
+    backend: str = "auto",
+    mesh=None,
+    centres=None,
+):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
     (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
     :class:`~ppclust.inference.hartigan.HartiganFit`.
@@ -674,7 +752,21 @@ def fit_batch(key, z, cost: CECCost, *, K: int, min_size, n_init: int = 10, init
     >>> int(out.best.active.sum())
     2
     """
-    fitted, _ = hartigan.fit_batch(key, cost, z, None, K=K, min_size=min_size, n_init=n_init, init=init,
-                                   max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend, mesh=mesh, centres=centres)
+    fitted, _ = hartigan.fit_batch(
+        key,
+        cost,
+        z,
+        None,
+        K=K,
+        min_size=min_size,
+        n_init=n_init,
+        init=init,
+        max_iter=max_iter,
+        polish=polish,
+        polish_passes=max_passes,
+        reassign=reassign,
+        backend=backend,
+        mesh=mesh,
+        centres=centres,
+    )
     return fitted

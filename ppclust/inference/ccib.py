@@ -278,8 +278,9 @@ def p_step(params: Params, data: CCIBData, hyper: Hyper, static: Static, rho):
     return jnp.where(data.clamp[:, None], data.clamp_q, q)
 
 
-def objective_terms(q, params: Params, data: CCIBData, hyper: Hyper, static: Static, rho, baseline,
-                    loglik=None):
+def objective_terms(
+    q, params: Params, data: CCIBData, hyper: Hyper, static: Static, rho, baseline, loglik=None
+):
     r"""F~(q, Q) and its terms (nats).  At Q = m_step(q) (consistent weighting) F~ = F up to constants.
 
     Returns a dict with ``objective`` = :math:`\sum_i w_i\sum_c q_{ic}(B_{ic}+\lambda A_{ic})-\rho\,
@@ -490,9 +491,19 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
         auto = hyper.rho0 <= 0
         zero = jnp.asarray(0.0, dtype)
         rho_start = jnp.where(auto, 1.0, hyper.rho0).astype(dtype)
-        return AnnealState(jnp.int32(0), jnp.where(auto, 0, 1).astype(jnp.int32), jnp.int32(0), jnp.int32(0),
-                           rho_start, rho_start, uniform, params_u, jnp.asarray(False), jnp.int32(0),
-                           {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero})
+        return AnnealState(
+            jnp.int32(0),
+            jnp.where(auto, 0, 1).astype(jnp.int32),
+            jnp.int32(0),
+            jnp.int32(0),
+            rho_start,
+            rho_start,
+            uniform,
+            params_u,
+            jnp.asarray(False),
+            jnp.int32(0),
+            {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero},
+        )
 
     def step(key, s: AnnealState) -> tuple[AnnealState, AnnealInfo]:
         search = s.phase == 0
@@ -507,13 +518,26 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
         keff = _k_eff(params, q, data, static)
         row = dict(terms, rho=rho, k_eff=keff.astype(dtype), n_inner=n_inner.astype(dtype))
         hard = jnp.min(jnp.where(data.clamp, 1.0, q.max(1))) > 1.0 - _HARD
-        done = record & (hard | (rho * hyper.rate < hyper.rho_min_ratio * rho0)
-                         | (terms["i_cx"] >= hyper.c_max - 1e-3) | (idx + 1 >= static.max_iter))
+        done = record & (
+            hard
+            | (rho * hyper.rate < hyper.rho_min_ratio * rho0)
+            | (terms["i_cx"] >= hyper.c_max - 1e-3)
+            | (idx + 1 >= static.max_iter)
+        )
         new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
-        new = AnnealState(s.it + 1, jnp.where(record, 1, 0).astype(jnp.int32),
-                          s.n_doublings + search.astype(jnp.int32), idx + record.astype(jnp.int32), new_rho,
-                          rho0, q, params, done,
-                          s.capped + (record & (n_inner >= static.max_inner)).astype(jnp.int32), terms)
+        new = AnnealState(
+            s.it + 1,
+            jnp.where(record, 1, 0).astype(jnp.int32),
+            s.n_doublings + search.astype(jnp.int32),
+            idx + record.astype(jnp.int32),
+            new_rho,
+            rho0,
+            q,
+            params,
+            done,
+            s.capped + (record & (n_inner >= static.max_inner)).astype(jnp.int32),
+            terms,
+        )
         return new, AnnealInfo(record, idx, {m: row[m] for m in _TRACE})
 
     return AnnealAlgorithm(init, step)
@@ -548,18 +572,29 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
     def body(c):
         s, trace = c
         new, info = alg.step(jax.random.fold_in(key, s.it), s)
-        trace = {m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m])
-                 for m in _TRACE}
+        trace = {
+            m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m]) for m in _TRACE
+        }
         return new, trace
 
     s, trace = lax.while_loop(lambda c: ~c[0].done, body, (alg.init(), trace0))
     q, params, terms = s.q, s.params, s.terms
     labels = jnp.argmax(q, axis=1).astype(jnp.int32)
     return Result(
-        q=q, labels=labels, params=params, rho=s.rho, rho0=s.rho0, objective=terms["objective"],
-        i_cx=terms["i_cx"], i_cy_given_z=terms["i_cy_given_z"], i_cy=terms["i_cy"],
-        k_eff=_k_eff(params, q, data, static), n_dead=jnp.sum(jnp.exp(params.log_pi) < _DEAD),
-        n_steps=s.step, inner_capped=s.capped, trace=trace,
+        q=q,
+        labels=labels,
+        params=params,
+        rho=s.rho,
+        rho0=s.rho0,
+        objective=terms["objective"],
+        i_cx=terms["i_cx"],
+        i_cy_given_z=terms["i_cy_given_z"],
+        i_cy=terms["i_cy"],
+        k_eff=_k_eff(params, q, data, static),
+        n_dead=jnp.sum(jnp.exp(params.log_pi) < _DEAD),
+        n_steps=s.step,
+        inner_capped=s.capped,
+        trace=trace,
     )
 
 
@@ -603,8 +638,9 @@ def _table_loglik(feature, y, params, mask, hyper):
 
 
 def _glm_kind(feature):
-    return {"gaussian": "gaussian", "bernoulli": "bernoulli", "poisson": "poisson",
-            "multinomial": "poisson"}[feature]
+    return {"gaussian": "gaussian", "bernoulli": "bernoulli", "poisson": "poisson", "multinomial": "poisson"}[
+        feature
+    ]
 
 
 def _glm_init(w, data, static):
@@ -685,6 +721,7 @@ def _k_eff(params: Params, q, data: CCIBData, static: Static):
         p_z = jax.nn.one_hot(data.z, params.cond.shape[1], dtype=q.dtype).T @ data.w_x  # (G,)
         d = d + jnp.einsum("g,gcd->cd", p_z, jax.vmap(_js_rows, in_axes=1)(params.cond))
     else:
+
         def msd(m):  # (k, ...) -> (k, k) mean squared difference
             m = m.reshape(k, -1)
             return jnp.mean((m[:, None, :] - m[None, :, :]) ** 2, axis=-1)

@@ -29,8 +29,16 @@ from jax.scipy.special import ndtri, xlogy
 
 from ppclust.families import LOG_2PI, ML_SING_TOL, GaussianML, Stats, ml_degenerate, ml_entropy, ml_logdet
 
-__all__ = ["SING_TOL", "CECStats", "CECCost", "cluster_cost", "label_entropy", "quantile",
-           "constrained_fit_1d", "constrained_cost_1d"]
+__all__ = [
+    "SING_TOL",
+    "CECStats",
+    "CECCost",
+    "cluster_cost",
+    "label_entropy",
+    "quantile",
+    "constrained_fit_1d",
+    "constrained_cost_1d",
+]
 
 Array = jax.Array
 #: A cluster's scatter is numerically singular when lambda_min <= SING_TOL * lambda_max.
@@ -103,8 +111,9 @@ def constrained_fit_1d(mu, s2, p):
     disc = (pa * pa + 4.0) * mu * mu + 4.0 * s2
     m_act = sgn * 2.0 * pa * (s2 + mu * mu) / (pa * amu + jnp.sqrt(disc))
     m_safe = jnp.where(active, m_act, 1.0)
-    e_act = 0.5 * (1.0 + pa * pa - pa * pa * mu / m_safe + LOG_2PI + 2.0 * jnp.log(jnp.abs(m_safe))
-                   - 2.0 * jnp.log(pa))
+    e_act = 0.5 * (
+        1.0 + pa * pa - pa * pa * mu / m_safe + LOG_2PI + 2.0 * jnp.log(jnp.abs(m_safe)) - 2.0 * jnp.log(pa)
+    )
     e_mle = 0.5 * (1.0 + LOG_2PI + jnp.log(s2))
     m = jnp.where(active, m_act, mu)
     sigma = jnp.where(active, jnp.abs(m_act) / pa, s)
@@ -323,8 +332,9 @@ class CECCost:
     def cost_slot(self, stats, k):
         """() E(Y_k) of slot k alone."""
         logdet = ml_logdet(stats.scale[k]) if self.dim > 0 else jnp.zeros_like(stats.n[k])
-        return self.slot_cost(stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet, stats.n_lab[k],
-                              stats.clogc[k])
+        return self.slot_cost(
+            stats.n[k], stats.t_mean[k], stats.t_m2[k], logdet, stats.n_lab[k], stats.clogc[k]
+        )
 
     def add(self, stats, k, x_i, side_i):
         """Rank-one update of slot k with x_i, O(d^2)."""
@@ -376,5 +386,8 @@ class CECCost:
         return CECStats(stats.n.at[k].add(sign), s, scale, t_mean, t_m2, counts, n_lab, clogc)
 
 
-jax.tree_util.register_dataclass(CECCost, data_fields=["n_total", "beta", "p", "var_floor", "ridge"],
-                                 meta_fields=["n_labels", "n_dec", "dim", "min_count"])
+jax.tree_util.register_dataclass(
+    CECCost,
+    data_fields=["n_total", "beta", "p", "var_floor", "ridge"],
+    meta_fields=["n_labels", "n_dec", "dim", "min_count"],
+)

@@ -46,10 +46,26 @@ from ppclust.inference.cec import CECCost
 from ppclust.models.ssgmm import partition_flip_rate
 from ppclust.sideinfo import labelled_means
 
-__all__ = ["CostParts", "make_cost", "min_size", "cecib_cost", "encode_labels", "fit", "fit_batch", "replay",
-           "label_channel_information", "choose_start", "ClusterGaussians", "cluster_gaussians",
-           "log_weighted_densities", "beta0", "beta0_from_labels", "LOG_2PIE", "BETA0_HALF_NORMAL",
-           "SING_TOL"]
+__all__ = [
+    "CostParts",
+    "make_cost",
+    "min_size",
+    "cecib_cost",
+    "encode_labels",
+    "fit",
+    "fit_batch",
+    "replay",
+    "label_channel_information",
+    "choose_start",
+    "ClusterGaussians",
+    "cluster_gaussians",
+    "log_weighted_densities",
+    "beta0",
+    "beta0_from_labels",
+    "LOG_2PIE",
+    "BETA0_HALF_NORMAL",
+    "SING_TOL",
+]
 
 Array = jax.Array
 #: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
@@ -102,9 +118,17 @@ def make_cost(x: Array, n_labels: int, beta=1.0, reg_covar: float = 0.0) -> CECC
     n, d = x.shape
     ridge = hartigan.ridge(x, reg_covar)
     dt = x.dtype
-    return CECCost(jnp.asarray(float(n), dt), jnp.asarray(beta, dt), jnp.zeros(0, dt), jnp.zeros(0, dt),
-                   jnp.asarray(ridge, dt), n_labels=max(int(n_labels), 1), n_dec=0, dim=int(d),
-                   min_count=d + 1.0)
+    return CECCost(
+        jnp.asarray(float(n), dt),
+        jnp.asarray(beta, dt),
+        jnp.zeros(0, dt),
+        jnp.zeros(0, dt),
+        jnp.asarray(ridge, dt),
+        n_labels=max(int(n_labels), 1),
+        n_dec=0,
+        dim=int(d),
+        min_count=d + 1.0,
+    )
 
 
 def min_size(n: int, d: int, min_cluster_fraction: float) -> float:
@@ -171,8 +195,11 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
         cnt = np.bincount(yy[(z == k) & (yy >= 0)], minlength=max(m, 1)).astype(float)
         L = cnt.sum()
         q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)
-        terms[k] = (-p * np.log(p), np.inf if sing else p * ml_entropy(1.0, logdet, d, xp=np),
-                    p * float(-(q * np.log(q)).sum()))
+        terms[k] = (
+            -p * np.log(p),
+            np.inf if sing else p * ml_entropy(1.0, logdet, d, xp=np),
+            p * float(-(q * np.log(q)).sum()),
+        )
     a, b, c = terms.sum(0)
     return CostParts(a + b + beta * c, a, b, beta * c, terms, sizes)
 
@@ -202,9 +229,23 @@ def encode_labels(y, n: int):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, min_cluster_fraction: float = 0.05,
-        n_init: int = 10, init: str = "k-means++", max_passes: int = 100, reassign: str = "lazy",
-        reg_covar: float = 0.0, devices="auto", backend: str = "auto") -> hartigan.HartiganFit:
+def fit(
+    key,
+    x,
+    y_codes,
+    n_labels: int,
+    *,
+    n_clusters: int,
+    beta=1.0,
+    min_cluster_fraction: float = 0.05,
+    n_init: int = 10,
+    init: str = "k-means++",
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    reg_covar: float = 0.0,
+    devices="auto",
+    backend: str = "auto",
+) -> hartigan.HartiganFit:
     """CEC-IB by Hartigan moves with ``n_init`` restarts; call inside ``jax.enable_x64(True)``.
 
     Parameters
@@ -239,10 +280,21 @@ def fit(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0, min_cluste
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg_covar)
     K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
-    return hartigan.fit(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
-                        min_size=min_size(n, d, min_cluster_fraction), n_init=n_init, init=init,
-                        max_passes=max_passes, reassign=reassign, devices=devices, backend=backend,
-                        centres=centres)
+    return hartigan.fit(
+        key,
+        cost,
+        x,
+        jnp.asarray(y_codes, jnp.int32),
+        K=K,
+        min_size=min_size(n, d, min_cluster_fraction),
+        n_init=n_init,
+        init=init,
+        max_passes=max_passes,
+        reassign=reassign,
+        devices=devices,
+        backend=backend,
+        centres=centres,
+    )
 
 
 def _seeding(x, y_codes, n_labels, n_clusters, init):
@@ -254,10 +306,25 @@ def _seeding(x, y_codes, n_labels, n_clusters, init):
     return max(n_clusters, n_labels), labelled_means(x, y_codes, n_labels)
 
 
-def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0,
-              min_cluster_fraction: float = 0.05, n_init: int = 10, init: str = "k-means++",
-              max_iter: int = 100, polish: bool = True, max_passes: int = 100, reassign: str = "lazy",
-              reg_covar: float = 0.0, backend: str = "auto", mesh=None) -> hartigan.HartiganFit:
+def fit_batch(
+    key,
+    x,
+    y_codes,
+    n_labels: int,
+    *,
+    n_clusters: int,
+    beta=1.0,
+    min_cluster_fraction: float = 0.05,
+    n_init: int = 10,
+    init: str = "k-means++",
+    max_iter: int = 100,
+    polish: bool = True,
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    reg_covar: float = 0.0,
+    backend: str = "auto",
+    mesh=None,
+) -> hartigan.HartiganFit:
     """CEC-IB by batch steps, then Hartigan passes; call inside ``jax.enable_x64(True)``.
 
     Batch steps reassign every point at once (:func:`ppclust.inference.hartigan.fit_batch`, which says
@@ -281,16 +348,39 @@ def fit_batch(key, x, y_codes, n_labels: int, *, n_clusters: int, beta=1.0,
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg_covar)
     K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
-    fitted, _ = hartigan.fit_batch(key, cost, x, jnp.asarray(y_codes, jnp.int32), K=K,
-                                   min_size=min_size(n, d, min_cluster_fraction), n_init=n_init, init=init,
-                                   max_iter=max_iter, polish=polish, polish_passes=max_passes,
-                                   reassign=reassign, backend=backend, mesh=mesh, centres=centres)
+    fitted, _ = hartigan.fit_batch(
+        key,
+        cost,
+        x,
+        jnp.asarray(y_codes, jnp.int32),
+        K=K,
+        min_size=min_size(n, d, min_cluster_fraction),
+        n_init=n_init,
+        init=init,
+        max_iter=max_iter,
+        polish=polish,
+        polish_passes=max_passes,
+        reassign=reassign,
+        backend=backend,
+        mesh=mesh,
+        centres=centres,
+    )
     return fitted
 
 
-def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, min_cluster_fraction: float = 0.05,
-           max_passes: int = 100, reassign: str = "lazy", reg_covar: float = 0.0,
-           backend: str = "auto") -> hartigan.HartiganResult:
+def replay(
+    x,
+    y_codes,
+    n_labels: int,
+    centre_idx,
+    *,
+    beta=1.0,
+    min_cluster_fraction: float = 0.05,
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    reg_covar: float = 0.0,
+    backend: str = "auto",
+) -> hartigan.HartiganResult:
     """One deterministic run from the nearest-centre partition of given centre indices.
 
     As the ``fixed_centres`` runs of the authors' program. Call inside ``jax.enable_x64(True)``.
@@ -310,9 +400,17 @@ def replay(x, y_codes, n_labels: int, centre_idx, *, beta=1.0, min_cluster_fract
     n, d = x.shape
     cost = make_cost(x, n_labels, beta, reg_covar)
     labels0 = hartigan.voronoi(x, jnp.asarray(centre_idx, jnp.int32))
-    return hartigan.run(cost, x, jnp.asarray(y_codes, jnp.int32), labels0, K=len(centre_idx),
-                        min_size=min_size(n, d, min_cluster_fraction), max_passes=max_passes,
-                        reassign=reassign, backend=backend)
+    return hartigan.run(
+        cost,
+        x,
+        jnp.asarray(y_codes, jnp.int32),
+        labels0,
+        K=len(centre_idx),
+        min_size=min_size(n, d, min_cluster_fraction),
+        max_passes=max_passes,
+        reassign=reassign,
+        backend=backend,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,8 +555,10 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
     """
     x = np.asarray(x, np.float64)
     one_hot = np.eye(k)
-    parts = [families.gaussian_moment_stats(x[i:i + chunk], one_hot[labels[i:i + chunk]], "full")
-             for i in range(0, len(x), chunk)]
+    parts = [
+        families.gaussian_moment_stats(x[i : i + chunk], one_hot[labels[i : i + chunk]], "full")
+        for i in range(0, len(x), chunk)
+    ]
     stats = tuple(jax.device_put(sum(p[j] for p in parts)) for j in range(3))
     params = _map_estimate(stats, jnp.asarray(ridge, jnp.float64))
     return ClusterGaussians(params.weights, params.means, _covariances(params.prec_chol), params.prec_chol)
@@ -485,8 +585,13 @@ def log_weighted_densities(x, weights, means, precisions_cholesky) -> np.ndarray
 def _map_estimate(stats, rho):
     d = stats[1].shape[1]
     dt = stats[1].dtype
-    ridge = families.NIWPrior(jnp.ones((), dt), jnp.zeros(d, dt), jnp.zeros((), dt),
-                              jnp.asarray(-(d + 2.0), dt), rho * jnp.eye(d, dtype=dt))
+    ridge = families.NIWPrior(
+        jnp.ones((), dt),
+        jnp.zeros(d, dt),
+        jnp.zeros((), dt),
+        jnp.asarray(-(d + 2.0), dt),
+        rho * jnp.eye(d, dtype=dt),
+    )
     return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
 
 
@@ -551,4 +656,3 @@ def beta0_from_labels(X, y) -> float:
     y = np.asarray(y)
     cats = [c for c in np.unique(y) if c != -1]
     return beta0([X[y == c] for c in cats])
-

@@ -190,9 +190,19 @@ class DPMeansStatic(NamedTuple):
 
     @classmethod
     def from_config(cls, config: DPMeansConfig, *, use_links: bool) -> DPMeansStatic:
-        return cls(int(config.k_max), int(config.max_iter), config.divergence, config.tie,
-                   bool(config.compat), config.variant, config.order, int(config.patience),
-                   bool(config.xi_first_zero), bool(config.xi_ratio == 1.0), bool(use_links))
+        return cls(
+            int(config.k_max),
+            int(config.max_iter),
+            config.divergence,
+            config.tie,
+            bool(config.compat),
+            config.variant,
+            config.order,
+            int(config.patience),
+            bool(config.xi_first_zero),
+            bool(config.xi_ratio == 1.0),
+            bool(use_links),
+        )
 
 
 class DPMeansSchedule(NamedTuple):
@@ -214,9 +224,13 @@ class DPMeansSchedule(NamedTuple):
 
     @classmethod
     def from_config(cls, lam, config: DPMeansConfig, dtype) -> DPMeansSchedule:
-        return cls(jnp.asarray(lam, dtype), jnp.asarray(config.xi0, dtype),
-                   jnp.asarray(config.xi_rate, dtype), jnp.asarray(config.xi_ratio, dtype),
-                   jnp.asarray(config.xi_max, dtype))
+        return cls(
+            jnp.asarray(lam, dtype),
+            jnp.asarray(config.xi0, dtype),
+            jnp.asarray(config.xi_rate, dtype),
+            jnp.asarray(config.xi_ratio, dtype),
+            jnp.asarray(config.xi_max, dtype),
+        )
 
 
 class _Shard(NamedTuple):
@@ -245,8 +259,9 @@ def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> Neighb
     """
     if pairs is None or len(pairs) == 0:
         return SideInfo(n).neighbour_table(width)
-    return SideInfo.from_pairs(n, pairs, np.sign(sign).astype(np.int8), weight,
-                               on_conflict="keep").neighbour_table(width)
+    return SideInfo.from_pairs(
+        n, pairs, np.sign(sign).astype(np.int8), weight, on_conflict="keep"
+    ).neighbour_table(width)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -424,12 +439,12 @@ def _update(x, z, mu_old, k_count, *, compat):
     """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count)."""
     k_max = mu_old.shape[0]
     if compat:  # sums accumulated point by point in index order, as rdpmeans.m does
+
         def acc(i, c):
             s, cnt = c
             return s.at[z[i]].add(x[i]), cnt.at[z[i]].add(1.0)
 
-        sums, counts = lax.fori_loop(0, x.shape[0], acc,
-                                     (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
+        sums, counts = lax.fori_loop(0, x.shape[0], acc, (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
     else:
         sums = jax.ops.segment_sum(x, z, num_segments=k_max)
         counts = jax.ops.segment_sum(jnp.ones(x.shape[0], x.dtype), z, num_segments=k_max)
@@ -439,6 +454,7 @@ def _update(x, z, mu_old, k_count, *, compat):
     target = jnp.where(nonempty, new_index, k_max)
     mu = jnp.zeros_like(mu_old).at[target].set(means, mode="drop")
     if compat:  # labels > c (original index) decremented once per emptied c, in order (stale labels)
+
         def relabel(c, zz):
             empty_c = (~nonempty[c]) & (c < k_count)
             return jnp.where(empty_c & (zz > c), zz - 1, zz)
@@ -476,11 +492,13 @@ def _fit(key, x, table, schedule: DPMeansSchedule, mu0, orders, static: DPMeansS
 
     def per_device(rep, x_loc, w_loc, t_loc):
         key, schedule, mu0 = rep
-        return _loop(key, x_loc, t_loc, schedule, mu0, None, static, w=w_loc, axis=AXIS, n_total=n,
-                     n_pad=n_pad)
+        return _loop(
+            key, x_loc, t_loc, schedule, mu0, None, static, w=w_loc, axis=AXIS, n_total=n, n_pad=n_pad
+        )
 
-    res = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(),
-                        check_vma=False)(rep, xp, w, tp)
+    res = jax.shard_map(
+        per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(), check_vma=False
+    )(rep, xp, w, tp)
     return res._replace(labels=res.labels[:n])
 
 
@@ -536,8 +554,18 @@ class DPMeansAlgorithm(NamedTuple):
     step: object
 
 
-def build(x, table, schedule: DPMeansSchedule, orders, static: DPMeansStatic, *, w=None, axis=None,
-          n_total=None, n_pad=None) -> DPMeansAlgorithm:
+def build(
+    x,
+    table,
+    schedule: DPMeansSchedule,
+    orders,
+    static: DPMeansStatic,
+    *,
+    w=None,
+    axis=None,
+    n_total=None,
+    n_pad=None,
+) -> DPMeansAlgorithm:
     """One DP-means / RDP-means sweep (assignments, then centre update, then the convergence test) with the
     data, links and configuration closed over.
 
@@ -586,8 +614,15 @@ def build(x, table, schedule: DPMeansSchedule, orders, static: DPMeansStatic, *,
 
     def init(mu0) -> DPMeansState:
         mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
-        return DPMeansState(jnp.int32(0), jnp.zeros(n, LABEL_DTYPE), mu, jnp.int32(1), jnp.int32(0),
-                            jnp.array(False), jnp.array(False))
+        return DPMeansState(
+            jnp.int32(0),
+            jnp.zeros(n, LABEL_DTYPE),
+            mu,
+            jnp.int32(1),
+            jnp.int32(0),
+            jnp.array(False),
+            jnp.array(False),
+        )
 
     def xi_at(t):  # t is the 0-based sweep index
         xi = jnp.minimum(xi0 * xi_rate ** t.astype(x.dtype), xi_max)
@@ -598,14 +633,16 @@ def build(x, table, schedule: DPMeansSchedule, orders, static: DPMeansStatic, *,
         xi1 = xi_at(t)
         xi2 = xi1 * xi_ratio
         if sharded:
+
             def obj(x, z, mu, k):
                 return _objective_sharded(x, w, z, offset, mu, k, lam, xi1, xi2, table, divergence, axis)
         else:
             obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
         j_before = obj(x, s.labels, s.centers, s.n_clusters)
         if sharded:
-            z, mu_end, k_end, ovf = _delayed_sweep_sharded(shard, s.labels, s.centers, s.n_clusters, lam, xi1,
-                                                           xi2, table, static)
+            z, mu_end, k_end, ovf = _delayed_sweep_sharded(
+                shard, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, static
+            )
             z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
             z_new, mu_new, k_new = _update_sharded(x, w, z, offset, mu_end, k_end, axis=axis)
         elif static.variant == "sequential":
@@ -615,11 +652,13 @@ def build(x, table, schedule: DPMeansSchedule, orders, static: DPMeansStatic, *,
                 perm = jnp.arange(n)
             else:
                 perm = jax.random.permutation(key, n)
-            z, mu_end, k_end, ovf = _sequential_sweep(x, s.labels, s.centers, s.n_clusters, perm, lam, xi1,
-                                                      xi2, table, static)
+            z, mu_end, k_end, ovf = _sequential_sweep(
+                x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, static
+            )
         else:
-            z, mu_end, k_end, ovf = _delayed_sweep(x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table,
-                                                   static)
+            z, mu_end, k_end, ovf = _delayed_sweep(
+                x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, static
+            )
         if not sharded:
             z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
         j_after = obj(x, z_new, mu_new, k_new)
@@ -656,14 +695,28 @@ def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):
         s, (xi_tr, k_tr, jb_tr, ja_tr) = c
         t = s.n_iter
         new, info = alg.step(jax.random.fold_in(key, t), s)
-        return new, (xi_tr.at[t].set(info.xi), k_tr.at[t].set(info.n_clusters_before),
-                     jb_tr.at[t].set(info.objective_before), ja_tr.at[t].set(info.objective))
+        return new, (
+            xi_tr.at[t].set(info.xi),
+            k_tr.at[t].set(info.n_clusters_before),
+            jb_tr.at[t].set(info.objective_before),
+            ja_tr.at[t].set(info.objective),
+        )
 
     s, (xi_tr, k_tr, jb_tr, ja_tr) = lax.while_loop(cond, body, (alg.init(mu0), traces))
     last = jnp.maximum(s.n_iter - 1, 0)
-    return DPMeansResult(labels=s.labels, centers=s.centers, n_clusters=s.n_clusters, objective=ja_tr[last],
-                         n_iter=s.n_iter, converged=s.done, overflow=s.overflow, xi_trace=xi_tr,
-                         k_trace=k_tr, objective_before=jb_tr, objective_trace=ja_tr)
+    return DPMeansResult(
+        labels=s.labels,
+        centers=s.centers,
+        n_clusters=s.n_clusters,
+        objective=ja_tr[last],
+        n_iter=s.n_iter,
+        converged=s.done,
+        overflow=s.overflow,
+        xi_trace=xi_tr,
+        k_trace=k_tr,
+        objective_before=jb_tr,
+        objective_trace=ja_tr,
+    )
 
 
 def _init_centre(key, x, init):
@@ -676,8 +729,18 @@ def _init_centre(key, x, init):
     raise ValueError(f"init must be 'bbox_random' or 'mean', got {init!r}")
 
 
-def fit(key, x, table: NeighbourTable | None, lam, config: DPMeansConfig | None = None, *, orders=None,
-        init_centre=None, mesh=None, **options) -> DPMeansResult:
+def fit(
+    key,
+    x,
+    table: NeighbourTable | None,
+    lam,
+    config: DPMeansConfig | None = None,
+    *,
+    orders=None,
+    init_centre=None,
+    mesh=None,
+    **options,
+) -> DPMeansResult:
     """Run DP-means (``xi0=0`` or no links) or RDP-means (Algorithm 1) from one initialisation.
 
     Parameters
@@ -719,20 +782,31 @@ def fit(key, x, table: NeighbourTable | None, lam, config: DPMeansConfig | None 
     """
     config = (DPMeansConfig() if config is None else config)._replace(**options)
     if mesh is not None and (config.variant != "delayed" or config.compat):
-        raise ValueError("a device mesh needs variant='delayed' and compat=False (the sequential sweep "
-                         "is inherently serial)")
+        raise ValueError(
+            "a device mesh needs variant='delayed' and compat=False (the sequential sweep "
+            "is inherently serial)"
+        )
     x = jnp.asarray(x)
     n = x.shape[0]
     use_links = table is not None and np.asarray(table.wgt).any()
     if table is None:
         table = NeighbourTable.empty(n)
-    table = NeighbourTable(jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype),
-                           jnp.asarray(table.wgt, x.dtype))
+    table = NeighbourTable(
+        jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype), jnp.asarray(table.wgt, x.dtype)
+    )
     k_init, k_run = jax.random.split(key)
     mu0 = _init_centre(k_init, x, config.init) if init_centre is None else jnp.asarray(init_centre, x.dtype)
     orders = jnp.zeros((1, n), jnp.int32) if orders is None else jnp.asarray(orders, jnp.int32)
-    return _fit(k_run, x, table, DPMeansSchedule.from_config(lam, config, x.dtype), mu0, orders,
-                DPMeansStatic.from_config(config, use_links=bool(use_links)), mesh=mesh)
+    return _fit(
+        k_run,
+        x,
+        table,
+        DPMeansSchedule.from_config(lam, config, x.dtype),
+        mu0,
+        orders,
+        DPMeansStatic.from_config(config, use_links=bool(use_links)),
+        mesh=mesh,
+    )
 
 
 def fit_restarts(key, x, table, lam, n_init, config: DPMeansConfig | None = None, **options) -> DPMeansResult:

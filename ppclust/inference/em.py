@@ -436,8 +436,20 @@ class EMConfig(NamedTuple):
     n_init: int = 1
 
 
-def fit(key, x, log_mask, allowed, init_centres, init_fixed, config: EMConfig | None = None, *, prior=None,
-        init_params=None, mesh=None, **options) -> EMResult:
+def fit(
+    key,
+    x,
+    log_mask,
+    allowed,
+    init_centres,
+    init_fixed,
+    config: EMConfig | None = None,
+    *,
+    prior=None,
+    init_params=None,
+    mesh=None,
+    **options,
+) -> EMResult:
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
     Parameters
@@ -485,9 +497,20 @@ def fit(key, x, log_mask, allowed, init_centres, init_fixed, config: EMConfig | 
     [0.1, 5.1]
     """
     config = EMConfig(**options) if config is None else config._replace(**options)
-    return _fit(key, x, log_mask, allowed, init_centres, init_fixed, config.tol, config.reg_covar, prior,
-                init_params, _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter),
-                                       int(config.n_init)), mesh)
+    return _fit(
+        key,
+        x,
+        log_mask,
+        allowed,
+        init_centres,
+        init_fixed,
+        config.tol,
+        config.reg_covar,
+        prior,
+        init_params,
+        _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter), int(config.n_init)),
+        mesh,
+    )
 
 
 class _EMStatic(NamedTuple):
@@ -498,12 +521,25 @@ class _EMStatic(NamedTuple):
 
 
 @partial(jax.jit, static_argnames=("static", "mesh"))
-def _fit(key, x, log_mask, allowed, init_centres, init_fixed, tol, reg_covar, prior, init_params,
-         static: _EMStatic, mesh):
+def _fit(
+    key,
+    x,
+    log_mask,
+    allowed,
+    init_centres,
+    init_fixed,
+    tol,
+    reg_covar,
+    prior,
+    init_params,
+    static: _EMStatic,
+    mesh,
+):
     cov_type, max_iter, n_init = static.cov_type, static.max_iter, static.n_init
     keys = jax.random.split(key, n_init)
 
     if mesh is None:
+
         def one(k_):
             if init_params is None:
                 p0 = _initial_params(k_, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior)
@@ -514,8 +550,17 @@ def _fit(key, x, log_mask, allowed, init_centres, init_fixed, tol, reg_covar, pr
         params, obj, ll, resp, trace, it, conv, finite = jax.vmap(one)(keys)
     else:
         params, obj, ll, resp, trace, it, conv, finite = _fit_sharded(
-            keys, x, log_mask, (allowed, init_centres, init_fixed), static, tol, reg_covar, prior,
-            init_params, mesh)
+            keys,
+            x,
+            log_mask,
+            (allowed, init_centres, init_fixed),
+            static,
+            tol,
+            reg_covar,
+            prior,
+            init_params,
+            mesh,
+        )
     score = jnp.where(finite, obj, -jnp.inf)
     b = jnp.argmax(score)
     take = lambda a: a[b]
@@ -548,13 +593,19 @@ def _fit_sharded(keys, x, log_mask, start, static: _EMStatic, tol, reg_covar, pr
                 p0 = _initial_params(k_, x_full, allowed, centres0, fixed, cov_type, reg_covar, prior)
             else:
                 p0 = init_params
-            return _em(x_loc, p0, lm_loc, cov_type, max_iter, tol, reg_covar, prior, w=w_loc, n_total=n,
-                       axis=AXIS)
+            return _em(
+                x_loc, p0, lm_loc, cov_type, max_iter, tol, reg_covar, prior, w=w_loc, n_total=n, axis=AXIS
+            )
 
         return jax.vmap(one)(keys)
 
     out_specs = (P(), P(), P(), P(None, AXIS), P(), P(), P(), P())
-    out = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(AXIS), P(AXIS), P(AXIS)),
-                        out_specs=out_specs, check_vma=False)(keys, rep, xp, w, lm)
+    out = jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P(), P(AXIS), P(AXIS), P(AXIS)),
+        out_specs=out_specs,
+        check_vma=False,
+    )(keys, rep, xp, w, lm)
     params, obj, ll, resp, trace, it, conv, finite = out
     return params, obj, ll, resp[:, :n], trace, it, conv, finite

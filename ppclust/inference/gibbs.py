@@ -171,8 +171,19 @@ class ChainResult(NamedTuple):
     state: GibbsState  # batched over chains
 
 
-def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alpha=1.0,
-         algorithm="collapsed", key=None) -> GibbsState:
+def init(
+    x,
+    links: Links,
+    family,
+    *,
+    k_max: int,
+    labels=None,
+    p=0.9,
+    q=0.9,
+    alpha=1.0,
+    algorithm="collapsed",
+    key=None,
+) -> GibbsState:
     """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given.
 
     ``algorithm="explicit"`` also draws every slot's theta from its posterior (``key`` required).
@@ -199,8 +210,16 @@ def init(x, links: Links, family, *, k_max: int, labels=None, p=0.9, q=0.9, alph
         theta = family.sample_posterior(key, stats)
     elif algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    return GibbsState(labels, stats, pair_counts(labels, links).astype(dtype), jnp.asarray(p, dtype),
-                      jnp.asarray(q, dtype), jnp.asarray(alpha, dtype), jnp.asarray(False), theta)
+    return GibbsState(
+        labels,
+        stats,
+        pair_counts(labels, links).astype(dtype),
+        jnp.asarray(p, dtype),
+        jnp.asarray(q, dtype),
+        jnp.asarray(alpha, dtype),
+        jnp.asarray(False),
+        theta,
+    )
 
 
 @partial(jax.jit, static_argnames=("k_max", "n_chains"))
@@ -244,8 +263,18 @@ def numba_unsupported(family, algorithm="collapsed") -> str | None:
     return None
 
 
-def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = None,
-         *, point_logprior=None, **options):
+def step(
+    key,
+    state: GibbsState,
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior,
+    config: SamplerConfig = None,
+    *,
+    point_logprior=None,
+    **options,
+):
     """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
 
     Parameters
@@ -291,19 +320,23 @@ def step(key, state: GibbsState, x, links: Links, family, prior: TVClustPrior, c
     theta = state.theta
     if algorithm == "explicit":
         if theta is None:
-            raise ValueError("algorithm='explicit' needs state.theta (init(..., algorithm='explicit', "
-                             "key=...))")
+            raise ValueError(
+                "algorithm='explicit' needs state.theta (init(..., algorithm='explicit', key=...))"
+            )
         key_cand, key_theta = jax.random.split(jax.random.fold_in(key, 0x5EED))
-        labels, stats, counts, overflow, theta = _sweep_explicit(key_cand, shuffle_order(order_u), u, state,
-                                                                 x, links, family, prior, pq, point_logprior)
+        labels, stats, counts, overflow, theta = _sweep_explicit(
+            key_cand, shuffle_order(order_u), u, state, x, links, family, prior, pq, point_logprior
+        )
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
     elif backend == "numba":
-        labels, stats, counts, overflow = _gibbs_cpu.sweep(order_u, u, state, x, links, family, prior, pq,
-                                                           partition, point_logprior)
+        labels, stats, counts, overflow = _gibbs_cpu.sweep(
+            order_u, u, state, x, links, family, prior, pq, partition, point_logprior
+        )
     else:
         order = shuffle_order(order_u)
-        labels, stats, counts, overflow = _sweep(order, u, state, x, links, family, prior, pq, partition,
-                                                 point_logprior)
+        labels, stats, counts, overflow = _sweep(
+            order, u, state, x, links, family, prior, pq, partition, point_logprior
+        )
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
         ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
@@ -338,8 +371,16 @@ class GibbsAlgorithm(NamedTuple):
     step: Callable
 
 
-def build(x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = None, *, point_logprior=None,
-          **options) -> GibbsAlgorithm:
+def build(
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior,
+    config: SamplerConfig = None,
+    *,
+    point_logprior=None,
+    **options,
+) -> GibbsAlgorithm:
     """The sampler's :func:`init` and :func:`step` as a pair of two-argument functions (options as
     :func:`step`, slots ``config.k_max``); :func:`sample`'s chains run this ``step``.
 
@@ -359,8 +400,18 @@ def build(x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = 
     k_max, algorithm = cfg.k_max, cfg.algorithm
 
     def init_(labels=None, *, p=0.9, q=0.9, alpha=None, key=None) -> GibbsState:
-        return init(x, links, family, k_max=k_max, labels=labels, p=p, q=q,
-                    alpha=prior.alpha if alpha is None else alpha, algorithm=algorithm, key=key)
+        return init(
+            x,
+            links,
+            family,
+            k_max=k_max,
+            labels=labels,
+            p=p,
+            q=q,
+            alpha=prior.alpha if alpha is None else alpha,
+            algorithm=algorithm,
+            key=key,
+        )
 
     def step_(key, state: GibbsState):
         return step(key, state, x, links, family, prior, cfg, point_logprior=point_logprior)
@@ -368,9 +419,19 @@ def build(x, links: Links, family, prior: TVClustPrior, config: SamplerConfig = 
     return GibbsAlgorithm(init_, step_)
 
 
-def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), config: SamplerConfig = None,
-           *, init_labels=None, init_state: GibbsState | None = None, point_logprior=None,
-           **options) -> ChainResult:
+def sample(
+    key,
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior = TVClustPrior(),
+    config: SamplerConfig = None,
+    *,
+    init_labels=None,
+    init_state: GibbsState | None = None,
+    point_logprior=None,
+    **options,
+) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
     Parameters
@@ -435,16 +496,19 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
     if point_logprior is not None:
         point_logprior = jnp.asarray(point_logprior, x.dtype)
         if point_logprior.shape != (n, k_max):
-            raise ValueError(f"point_logprior must have shape (n, k_max)={(n, k_max)}, got "
-                             f"{point_logprior.shape}")
+            raise ValueError(
+                f"point_logprior must have shape (n, k_max)={(n, k_max)}, got {point_logprior.shape}"
+            )
         if init_labels is None:
             init_labels = jnp.argmax(point_logprior, axis=1).astype(jnp.int32)
     if init_labels is not None and not isinstance(init_labels, jax.core.Tracer):
         lab = np.asarray(init_labels)  # the compiled sweep indexes its slot arrays by these labels unchecked
         if lab.shape[-1:] != (n,) or (lab.size and (lab.min() < 0 or lab.max() >= k_max)):
-            raise ValueError(f"init_labels must be {n} slot indices in [0, k_max={k_max}), got shape "
-                             f"{lab.shape} with values in [{lab.min() if lab.size else None}, "
-                             f"{lab.max() if lab.size else None}]")
+            raise ValueError(
+                f"init_labels must be {n} slot indices in [0, k_max={k_max}), got shape "
+                f"{lab.shape} with values in [{lab.min() if lab.size else None}, "
+                f"{lab.max() if lab.size else None}]"
+            )
     if init_state is None:
         state = _init_chains(x, links, family, init_labels, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
         if algorithm == "explicit":
@@ -458,9 +522,14 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
         if algorithm == "collapsed":
             state = state._replace(theta=None)
     # the options the compiled program depends on (a static argument: equal options, one program)
-    sweep_cfg = SamplerConfig(pq=pq, sample_alpha=sample_alpha, store_labels=store_labels,
-                              partition=partition, algorithm=algorithm,
-                              backend=resolve_backend(backend, numba_unsupported(family, algorithm)))
+    sweep_cfg = SamplerConfig(
+        pq=pq,
+        sample_alpha=sample_alpha,
+        store_labels=store_labels,
+        partition=partition,
+        algorithm=algorithm,
+        backend=resolve_backend(backend, numba_unsupported(family, algorithm)),
+    )
     place = _chain_placement(n_chains, devices)
     state = place(state)
     show = _progress.enabled(True if progress_bar is None else progress_bar)
@@ -473,11 +542,10 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
         chunk = max(1, 100 // max(thin, 1)) if show else max(n_draws, 1)
     n_chunks = max(1, -(-n_draws // chunk))
     per_chunk = -(-n_draws // n_chunks)
-    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_draws,
-                           surplus=n_chunks * per_chunk - n_draws)
+    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_draws, surplus=n_chunks * per_chunk - n_draws)
 
     def call(c, state, first_lo, first_hi, thin):
-        keys = place(draw_keys[:, c * per_chunk:(c + 1) * per_chunk])
+        keys = place(draw_keys[:, c * per_chunk : (c + 1) * per_chunk])
         bounds = (jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin))
         data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate)
         return _run(keys, state, bounds, data, length=per_chunk, config=sweep_cfg)
@@ -502,7 +570,8 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a chain needed a new cluster with every slot "
-            f"occupied); increase k_max (at most n={n} is ever needed) or lower alpha.")
+            f"occupied); increase k_max (at most n={n} is ever needed) or lower alpha."
+        )
     cat = lambda f: np.concatenate([f(o) for o in outs], axis=1)[:, :n_draws]
     lab = cat(lambda o: o[0]) if store_labels else None
     return ChainResult(
@@ -524,8 +593,19 @@ def _chain_placement(n_chains, devices):
     return lambda tree: jax.device_put(tree, sharding)
 
 
-def conditional(i, state: GibbsState, x, links: Links, family, prior: TVClustPrior, pq: str = "collapse", *,
-                removed: bool = False, partition: str = "dp", point_logprior=None):
+def conditional(
+    i,
+    state: GibbsState,
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior,
+    pq: str = "collapse",
+    *,
+    removed: bool = False,
+    partition: str = "dp",
+    point_logprior=None,
+):
     """Unnormalised log-weights of z_i over the ``k_max`` slots (module docstring), O(degree + K d^2).
 
     ``state`` gives the labels, ``p``, ``q``, ``alpha`` and the statistics and pair counts of the full
@@ -600,7 +680,7 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
         a = jnp.concatenate([prior.a_p + c[0] + fk, prior.a_q + c[3] + S - sk])
         b = jnp.concatenate([prior.b_p + c[1] + sk, prior.b_q + c[2] + F - fk])
         v = betaln(a, b)
-        v = v[:fk.shape[0]] + v[fk.shape[0]:]
+        v = v[: fk.shape[0]] + v[fk.shape[0] :]
         return jnp.where(hot.any(0), v[1:][jnp.argmax(hot, 0)], v[0])
     xi1, xi2 = link_log_odds(p, q, xp=jnp)
     return f * xi1 - s * xi2
@@ -646,16 +726,27 @@ def draw_categorical(logw, u):
     return jnp.argmax(c > u * c[-1])
 
 
-def _sweep(order, u, state: GibbsState, x, links: Links, family, prior, pq, partition="dp",
-           point_logprior=None):
+def _sweep(
+    order, u, state: GibbsState, x, links: Links, family, prior, pq, partition="dp", point_logprior=None
+):
     def body(t, carry):
         labels, stats, counts, overflow = carry
         i = order[t]
         xi, k_old = x[i], labels[i]
         stats = family.remove(stats, k_old, xi)
         now = GibbsState(labels, stats, counts, state.p, state.q, state.alpha, overflow)
-        logw, c, fs = conditional(i, now, x, links, family, prior, pq, removed=True, partition=partition,
-                                  point_logprior=point_logprior)
+        logw, c, fs = conditional(
+            i,
+            now,
+            x,
+            links,
+            family,
+            prior,
+            pq,
+            removed=True,
+            partition=partition,
+            point_logprior=point_logprior,
+        )
         f, s, F, S = fs
         full = jnp.all(stats.n > 0) if partition == "dp" else jnp.asarray(False)
         k = draw_categorical(logw, u[i]).astype(labels.dtype)
@@ -667,8 +758,9 @@ def _sweep(order, u, state: GibbsState, x, links: Links, family, prior, pq, part
     return jax.lax.fori_loop(0, x.shape[0], body, carry)
 
 
-def _sweep_explicit(key, order, u, state: GibbsState, x, links: Links, family, prior, pq,
-                    point_logprior=None):
+def _sweep_explicit(
+    key, order, u, state: GibbsState, x, links: Links, family, prior, pq, point_logprior=None
+):
     r"""Neal (2000) Algorithm 2 point updates with explicit ``state.theta`` (spec 2.2-2.3, 2.7).
 
     Occupied slot: :math:`\log n_{-i,k} + \log p(x_i\mid\theta_k) + \ell_k`; new cluster:
@@ -744,8 +836,11 @@ def sweep_info(state: GibbsState, family, prior, pq, partition="dp", point_logpr
     if point_logprior is not None:
         lj = lj + jnp.take_along_axis(point_logprior, state.labels[:, None], axis=1).sum()
         if pq == "sample":
-            lj = (lj + _log_beta_pdf(state.p, prior.a_p, prior.b_p)
-                  + _log_beta_pdf(state.q, prior.a_q, prior.b_q))
+            lj = (
+                lj
+                + _log_beta_pdf(state.p, prior.a_p, prior.b_p)
+                + _log_beta_pdf(state.q, prior.a_q, prior.b_q)
+            )
     n_clusters = (state.stats.n > 0).sum().astype(jnp.int32)
     return SweepInfo(n_clusters, lj.astype(state.p.dtype), state.p, state.q, state.alpha)
 
@@ -768,8 +863,11 @@ def _chain(keys, state, bounds, data, *, length, config):
         lo = jnp.where(j == 0, first_lo, 0)
         hi = jnp.where(j == 0, first_hi, thin)
         carry, _ = jax.lax.fori_loop(
-            lo, hi, lambda t, c: alg.step(jax.random.fold_in(k, t), c[0]),
-            (carry, sweep_info(carry, family, prior, pq, partition, point_logprior)))
+            lo,
+            hi,
+            lambda t, c: alg.step(jax.random.fold_in(k, t), c[0]),
+            (carry, sweep_info(carry, family, prior, pq, partition, point_logprior)),
+        )
         info = sweep_info(carry, family, prior, pq, partition, point_logprior)
         return carry, (carry.labels if cfg.store_labels else None, info)
 

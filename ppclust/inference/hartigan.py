@@ -82,11 +82,30 @@ from ppclust._devices import axis_sharding
 from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
 
-__all__ = ["HartiganResult", "HartiganFit", "HartiganInfo", "HartiganAlgorithm",
-           "build", "BatchResult", "run", "seeded_partitions",
-           "fit", "fit_batch", "assignment_costs",
-           "init_kmeanspp", "init_random", "voronoi", "kmeanspp_partition", "resolve_backend", "BACKENDS",
-           "JITTER", "ridge", "singular_data", "bucket", "max_start_clusters"]
+__all__ = [
+    "HartiganResult",
+    "HartiganFit",
+    "HartiganInfo",
+    "HartiganAlgorithm",
+    "build",
+    "BatchResult",
+    "run",
+    "seeded_partitions",
+    "fit",
+    "fit_batch",
+    "assignment_costs",
+    "init_kmeanspp",
+    "init_random",
+    "voronoi",
+    "kmeanspp_partition",
+    "resolve_backend",
+    "BACKENDS",
+    "JITTER",
+    "ridge",
+    "singular_data",
+    "bucket",
+    "max_start_clusters",
+]
 
 BACKENDS = ("auto", "numba", "xla")
 
@@ -322,9 +341,20 @@ def init_random(key: Array, n: int, K: int) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
-def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
-        reassign: str = "lazy", tol: float = 0.0, order: Array | None = None,
-        backend: str = "auto") -> HartiganResult:
+def run(
+    cost,
+    x: Array,
+    side,
+    labels0: Array,
+    *,
+    K: int,
+    min_size,
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    tol: float = 0.0,
+    order: Array | None = None,
+    backend: str = "auto",
+) -> HartiganResult:
     """One Hartigan run from the partition ``labels0`` (int32, values in 0..K-1).
 
     Parameters
@@ -357,11 +387,31 @@ def run(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: i
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
     if resolve_backend(backend) == "numba":
-        res = _run_cpu(cost, x, side, jnp.asarray(labels0)[None], K=K, min_size=min_size,
-                       max_passes=max_passes, reassign=reassign, tol=tol, order=order)
+        res = _run_cpu(
+            cost,
+            x,
+            side,
+            jnp.asarray(labels0)[None],
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            order=order,
+        )
         return jax.tree_util.tree_map(lambda v: v[0], res)
-    return _run_xla(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                    reassign=reassign, tol=tol, order=order)
+    return _run_xla(
+        cost,
+        x,
+        side,
+        labels0,
+        K=K,
+        min_size=min_size,
+        max_passes=max_passes,
+        reassign=reassign,
+        tol=tol,
+        order=order,
+    )
 
 
 class HartiganInfo(NamedTuple):
@@ -396,8 +446,17 @@ class HartiganAlgorithm(NamedTuple):
     step: Any
 
 
-def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol: float = 0.0,
-          order: Array | None = None) -> HartiganAlgorithm:
+def build(
+    cost,
+    x: Array,
+    side,
+    *,
+    K: int,
+    min_size,
+    reassign: str = "lazy",
+    tol: float = 0.0,
+    order: Array | None = None,
+) -> HartiganAlgorithm:
     """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
     over (arguments as :func:`run`).
 
@@ -445,8 +504,9 @@ def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol
         def do_move(st: _State) -> _State:
             base = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), st.stats, removed)
             costs = jnp.where(orphan, st.costs, st.costs.at[a].set(rem_c)).at[b].set(add_c[b])
-            return _State(st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs,
-                          jnp.asarray(True))
+            return _State(
+                st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs, jnp.asarray(True)
+            )
 
         st = lax.cond(move, do_move, lambda s: s, st)
         n_act = st.active.sum()
@@ -471,8 +531,19 @@ def build(cost, x: Array, side, *, K: int, min_size, reassign: str = "lazy", tol
 
 
 @partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
-def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_passes: int = 100,
-             reassign: str = "lazy", tol: float = 0.0, order: Array | None = None) -> HartiganResult:
+def _run_xla(
+    cost,
+    x: Array,
+    side,
+    labels0: Array,
+    *,
+    K: int,
+    min_size,
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    tol: float = 0.0,
+    order: Array | None = None,
+) -> HartiganResult:
     """The engine as one XLA program (accelerators; ``vmap``/``jit``-able): a ``while_loop`` over
     :func:`build`'s passes. See :func:`run`."""
     alg = build(cost, x, side, K=K, min_size=min_size, reassign=reassign, tol=tol, order=order)
@@ -496,9 +567,23 @@ def _run_xla(cost, x: Array, side, labels0: Array, *, K: int, min_size, max_pass
     return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, converged, trace, ktrace)
 
 
-def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10, init: str = "k-means++",
-        max_passes: int = 100, reassign: str = "lazy", tol: float = 0.0, devices="auto",
-        backend: str = "auto", centres=None) -> HartiganFit:
+def fit(
+    key: Array,
+    cost,
+    x: Array,
+    side,
+    *,
+    K: int,
+    min_size,
+    n_init: int = 10,
+    init: str = "k-means++",
+    max_passes: int = 100,
+    reassign: str = "lazy",
+    tol: float = 0.0,
+    devices="auto",
+    backend: str = "auto",
+    centres=None,
+) -> HartiganFit:
     """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
 
     ``init="labels"`` needs ``centres`` (m, d), m <= K, fixed initial centres (the labelled classes' means):
@@ -534,14 +619,34 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
     if init == "labels":
         labels0 = seeded_partitions(key, x, centres, K, n_init)
         if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-            res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                           reassign=reassign, tol=tol, order=None)
+            res = _run_cpu(
+                cost,
+                x,
+                side,
+                labels0,
+                K=K,
+                min_size=min_size,
+                max_passes=max_passes,
+                reassign=reassign,
+                tol=tol,
+                order=None,
+            )
             return _pick_best_host(res)
         labels0 = _put(labels0)
         if sharding is not None:
             labels0 = jax.device_put(labels0, sharding)
-        return _fit_from(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                         reassign=reassign, tol=tol, sharding=sharding)
+        return _fit_from(
+            cost,
+            x,
+            side,
+            labels0,
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            sharding=sharding,
+        )
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
         # the set-up is compiled (numba) for any n: k-means++ from draws whose shape does not depend on n
@@ -555,13 +660,36 @@ def fit(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
             labels0 = _init_cpu.initial_labels(np.array(first), np.array(u), np.array(x, np.float64), K)
         else:
             xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
-            labels0 = np.asarray(_initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None,
-                                                 n_valid=np.int32(n)))[:, :n]
-        res = _run_cpu(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                       reassign=reassign, tol=tol, order=None)
+            labels0 = np.asarray(
+                _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=np.int32(n))
+            )[:, :n]
+        res = _run_cpu(
+            cost,
+            x,
+            side,
+            labels0,
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            order=None,
+        )
         return _pick_best_host(res)
-    return _fit(key, cost, x, side, K=K, min_size=min_size, n_init=n_init, init=init, max_passes=max_passes,
-                reassign=reassign, tol=tol, sharding=sharding)
+    return _fit(
+        key,
+        cost,
+        x,
+        side,
+        K=K,
+        min_size=min_size,
+        n_init=n_init,
+        init=init,
+        max_passes=max_passes,
+        reassign=reassign,
+        tol=tol,
+        sharding=sharding,
+    )
 
 
 def _check_init(init, centres):
@@ -669,13 +797,26 @@ def _pick_best(res: HartiganResult) -> HartiganFit:
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
 def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
     labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding)
-    return _runs_best(cost, x, side, labels0, K=K, min_size=min_size, max_passes=max_passes,
-                      reassign=reassign, tol=tol, sharding=sharding)
+    return _runs_best(
+        cost,
+        x,
+        side,
+        labels0,
+        K=K,
+        min_size=min_size,
+        max_passes=max_passes,
+        reassign=reassign,
+        tol=tol,
+        sharding=sharding,
+    )
 
 
 def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, sharding):
-    res = jax.vmap(lambda l0: _run_xla(cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes,
-                                       reassign=reassign, tol=tol))(labels0)
+    res = jax.vmap(
+        lambda l0: _run_xla(
+            cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes, reassign=reassign, tol=tol
+        )
+    )(labels0)
     if sharding is not None:
         res = jax.tree_util.tree_map(lambda v: lax.with_sharding_constraint(v, sharding), res)
     return _pick_best(res)
@@ -694,18 +835,31 @@ def _cpu_inputs(cost, x, side, order, *, min_size, tol, max_passes, reassign):
 
     n = np.shape(x)[0]
     # a writable copy of x: one numba signature whether x came from JAX (read-only) or NumPy
-    data = cpu.Data(own(x), np.full(n, -1, np.int32) if side is None else own(side, np.int32),
-                    np.arange(n, dtype=np.int64) if order is None else own(order, np.int64),
-                    own(np.atleast_1d(np.asarray(cost.p))), own(np.atleast_1d(np.asarray(cost.var_floor))),
-                    np.zeros(n + 2))
-    cfg = cpu.Config(float(cost.n_total), float(cost.beta) if cost.n_labels > 0 else 0.0, float(min_size),
-                     float(tol), float(cost.min_count), float(SING_TOL), int(cpu.BLOCK), int(max_passes),
-                     reassign == "immediate")
+    data = cpu.Data(
+        own(x),
+        np.full(n, -1, np.int32) if side is None else own(side, np.int32),
+        np.arange(n, dtype=np.int64) if order is None else own(order, np.int64),
+        own(np.atleast_1d(np.asarray(cost.p))),
+        own(np.atleast_1d(np.asarray(cost.var_floor))),
+        np.zeros(n + 2),
+    )
+    cfg = cpu.Config(
+        float(cost.n_total),
+        float(cost.beta) if cost.n_labels > 0 else 0.0,
+        float(min_size),
+        float(tol),
+        float(cost.min_count),
+        float(SING_TOL),
+        int(cpu.BLOCK),
+        int(max_passes),
+        reassign == "immediate",
+    )
     return data, cfg
 
 
-def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order,
-             _kernel_args: list | None = None) -> HartiganResult:
+def _run_cpu(
+    cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, order, _kernel_args: list | None = None
+) -> HartiganResult:
     """The compiled engine for R initial partitions ``labels0`` (R, n): initial statistics,
     costs and live slots by :func:`._init_cpu.init_states` (the compiled twin of :func:`_init_states`, any n
     without a new program), then :func:`._hartigan_cpu.run_restarts`, then back to pytrees.
@@ -714,34 +868,72 @@ def _run_cpu(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, 
     from ppclust.inference import _init_cpu
 
     R, n = np.shape(labels0)
-    data, cfg = _cpu_inputs(cost, x, side, order, min_size=min_size, tol=tol, max_passes=max_passes,
-                            reassign=reassign)
+    data, cfg = _cpu_inputs(
+        cost, x, side, order, min_size=min_size, tol=tol, max_passes=max_passes, reassign=reassign
+    )
     J = cost.n_dec
     d = data.x.shape[1] - J
     m = cost.n_labels
     # the compiled loop takes slots in tiles: K padded to Kp with dead slots (identity factor, count 1)
     Kp = -(-K // cpu.TILE) * cpu.TILE
-    state = cpu.Slots(np.array(labels0, np.int32, order="C", copy=True), np.zeros((R, Kp), np.bool_),
-                      np.zeros((R, Kp)), np.zeros((R, d, Kp)), np.zeros((R, d, d, Kp)), np.zeros((R, Kp, J)),
-                      np.zeros((R, Kp, J)), np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp)),
-                      np.zeros((R, Kp)))
+    state = cpu.Slots(
+        np.array(labels0, np.int32, order="C", copy=True),
+        np.zeros((R, Kp), np.bool_),
+        np.zeros((R, Kp)),
+        np.zeros((R, d, Kp)),
+        np.zeros((R, d, d, Kp)),
+        np.zeros((R, Kp, J)),
+        np.zeros((R, Kp, J)),
+        np.zeros((R, Kp, m)),
+        np.zeros((R, Kp)),
+        np.zeros((R, Kp)),
+        np.zeros((R, Kp)),
+    )
     _init_cpu.init_states(data, cfg, state, K, float(cost.ridge))
     # singular initial slots are dead (the loop gives them identity)
     state = state._replace(L=np.where(np.isfinite(state.L), state.L, 0.0))
-    out = cpu.Trace(np.full((R, max_passes + 1), np.nan), np.zeros((R, max_passes + 1), np.int32),
-                    np.zeros(R, np.int32), np.zeros(R, np.bool_))
+    out = cpu.Trace(
+        np.full((R, max_passes + 1), np.nan),
+        np.zeros((R, max_passes + 1), np.int32),
+        np.zeros(R, np.int32),
+        np.zeros(R, np.bool_),
+    )
     if _kernel_args is not None:
-        _kernel_args.append(tuple(type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
-                                  for t in (data, cfg, state, out)))
+        _kernel_args.append(
+            tuple(
+                type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
+                for t in (data, cfg, state, out)
+            )
+        )
     cpu.run_restarts(data, cfg, state, out)
-    stats = CECStats(*(_put(v) for v in (state.n[:, :K], np.swapaxes(state.sT, 1, 2)[:, :K],
-                                         state.L.transpose(0, 3, 1, 2)[:, :K], state.tmean[:, :K],
-                                         state.tm2[:, :K], state.counts[:, :K], state.nlab[:, :K],
-                                         state.clogc[:, :K])))
+    stats = CECStats(
+        *(
+            _put(v)
+            for v in (
+                state.n[:, :K],
+                np.swapaxes(state.sT, 1, 2)[:, :K],
+                state.L.transpose(0, 3, 1, 2)[:, :K],
+                state.tmean[:, :K],
+                state.tm2[:, :K],
+                state.counts[:, :K],
+                state.nlab[:, :K],
+                state.clogc[:, :K],
+            )
+        )
+    )
     act, cst = state.active[:, :K], state.costs[:, :K]
     energy = _put(np.sum(np.where(act, cst, 0.0), -1))
-    return HartiganResult(_put(state.labels), _put(act), stats, _put(cst), energy, _put(out.n_passes),
-                          _put(out.converged), _put(out.trace, data.x.dtype), _put(out.ktrace))
+    return HartiganResult(
+        _put(state.labels),
+        _put(act),
+        stats,
+        _put(cst),
+        energy,
+        _put(out.n_passes),
+        _put(out.converged),
+        _put(out.trace, data.x.dtype),
+        _put(out.ktrace),
+    )
 
 
 def _put(a, dtype=None):
@@ -795,8 +987,13 @@ def _insert(cost, x, side, st: _State, i, K) -> _State:
     delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
     delta = jnp.where(st.active, delta, jnp.inf)
     b = jnp.argmin(delta).astype(jnp.int32)
-    return _State(st.labels.at[i].set(b), st.active, cost.add(st.stats, b, xi, si),
-                  st.costs.at[b].set(add_c[b]), jnp.asarray(True))
+    return _State(
+        st.labels.at[i].set(b),
+        st.active,
+        cost.add(st.stats, b, xi, si),
+        st.costs.at[b].set(add_c[b]),
+        jnp.asarray(True),
+    )
 
 
 def _reassign_cluster(cost, x, side, st: _State, a, K) -> _State:
@@ -991,10 +1188,25 @@ def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: in
     return CECStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
 
 
-def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int = 10,
-              init: str = "k-means++", max_iter: int = 100, polish: bool = True, polish_passes: int = 100,
-              reassign: str = "lazy", backend: str = "auto", mesh=None, chunk: int = 1024,
-              centres=None) -> tuple[HartiganFit, BatchResult]:
+def fit_batch(
+    key: Array,
+    cost,
+    x: Array,
+    side,
+    *,
+    K: int,
+    min_size,
+    n_init: int = 10,
+    init: str = "k-means++",
+    max_iter: int = 100,
+    polish: bool = True,
+    polish_passes: int = 100,
+    reassign: str = "lazy",
+    backend: str = "auto",
+    mesh=None,
+    chunk: int = 1024,
+    centres=None,
+) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
     Each step assigns every point at once to the slot of smallest :func:`assignment_costs` (an n x K
@@ -1043,18 +1255,36 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
     if mesh is None:
         res = _batch_runs(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
     else:
-        res = _batch_runs_sharded(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter,
-                                  chunk=chunk, mesh=mesh)
+        res = _batch_runs_sharded(
+            cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, mesh=mesh
+        )
     c = np.where(np.isfinite(np.asarray(res.cost)), np.asarray(res.cost), np.inf)
     b = int(np.argmin(c))
     if polish:
-        best = run(cost, x, side, res.labels[b], K=K, min_size=min_size, max_passes=polish_passes,
-                   reassign=reassign, backend=backend)
+        best = run(
+            cost,
+            x,
+            side,
+            res.labels[b],
+            K=K,
+            min_size=min_size,
+            max_passes=polish_passes,
+            reassign=reassign,
+            backend=backend,
+        )
     else:
         labels, st, costs, active = _init_state(cost, x, side, res.labels[b], K)
-        best = HartiganResult(labels, active, st, costs, jnp.sum(jnp.where(active, costs, 0.0)),
-                              res.n_iter[b], res.converged[b], jnp.full(1, res.cost[b]),
-                              jnp.full(1, active.sum(), jnp.int32))
+        best = HartiganResult(
+            labels,
+            active,
+            st,
+            costs,
+            jnp.sum(jnp.where(active, costs, 0.0)),
+            res.n_iter[b],
+            res.converged[b],
+            jnp.full(1, res.cost[b]),
+            jnp.full(1, active.sum(), jnp.int32),
+        )
     fitted = HartiganFit(best, res.cost, res.n_iter, res.active.sum(-1).astype(jnp.int32))
     return fitted, res
 
@@ -1062,6 +1292,7 @@ def fit_batch(key: Array, cost, x: Array, side, *, K: int, min_size, n_init: int
 def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, axis=None) -> BatchResult:
     """Batch restarts over the rows this device holds (all rows when ``axis`` is None); ``valid`` marks
     the real rows (padding rows keep label K and count nowhere)."""
+
     def one(l0):
         def stats_of(labels):
             cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
@@ -1109,8 +1340,9 @@ def _batch_runs_sharded(cost, x, side, labels0, *, K, min_size, max_iter, chunk,
     sp = None if side is None else jnp.pad(jnp.asarray(side, jnp.int32), (0, pad), constant_values=-1)
     lp = jnp.pad(jnp.asarray(labels0, jnp.int32), ((0, 0), (0, pad)), constant_values=K)
     valid = jnp.arange(n + pad) < n
-    res = _batch_sharded_jit(cost, xp, sp, lp, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk,
-                             mesh=mesh, axis=AXIS)
+    res = _batch_sharded_jit(
+        cost, xp, sp, lp, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, mesh=mesh, axis=AXIS
+    )
     return res._replace(labels=res.labels[:, :n])
 
 
@@ -1119,12 +1351,16 @@ def _batch_sharded_jit(cost, x, side, labels0, valid, *, K, min_size, max_iter, 
     from jax.sharding import PartitionSpec as P
 
     def per_device(cost, x, side, labels0, valid, min_size, max_iter):
-        return _batch_loop(cost, x, side, labels0, valid, K=K, min_size=min_size, max_iter=max_iter,
-                           chunk=chunk, axis=axis)
+        return _batch_loop(
+            cost, x, side, labels0, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, axis=axis
+        )
 
     out_specs = BatchResult(P(None, axis), P(), P(), P(), P())
     side_spec = None if side is None else P(axis)
-    return jax.shard_map(per_device, mesh=mesh,
-                         in_specs=(P(), P(axis), side_spec, P(None, axis), P(axis), P(), P()),
-                         out_specs=out_specs, check_vma=False)(cost, x, side, labels0, valid, min_size,
-                                                                max_iter)
+    return jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P(axis), side_spec, P(None, axis), P(axis), P(), P()),
+        out_specs=out_specs,
+        check_vma=False,
+    )(cost, x, side, labels0, valid, min_size, max_iter)

@@ -18,8 +18,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["kmeanspp_centres", "kmeanspp_indices", "kmeanspp_uniforms", "kmeanspp_from_uniforms",
-           "nearest_centre"]
+__all__ = [
+    "kmeanspp_centres",
+    "kmeanspp_indices",
+    "kmeanspp_uniforms",
+    "kmeanspp_from_uniforms",
+    "nearest_centre",
+]
 
 
 def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):

@@ -94,8 +94,10 @@ class SamplerConfig(NamedTuple):
         """
         unknown = set(options) - set(self._fields)
         if unknown:
-            raise TypeError(f"unknown sampler option(s) {sorted(unknown)}; the options are the fields of "
-                            "ppclust.inference.sampler_config.SamplerConfig")
+            raise TypeError(
+                f"unknown sampler option(s) {sorted(unknown)}; the options are the fields of "
+                "ppclust.inference.sampler_config.SamplerConfig"
+            )
         return self._replace(**options)
 
     def check_unused(self, names, who) -> None:

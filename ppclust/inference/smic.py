@@ -478,13 +478,24 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
     _gap_warn(np.abs(lam), c)
     lam, vec = lam[:c], vec[:, :c]
     if np.any(lam <= 0):
-        warnings.warn("a chosen SMIC eigenvalue is <= 0; the simplified post-processing assumes > 0",
-                      stacklevel=2)
+        warnings.warn(
+            "a chosen SMIC eigenvalue is <= 0; the simplified post-processing assumes > 0", stacklevel=2
+        )
     return postprocess(K, vec, lam)
 
 
-def threesmic_fit(kernel_or_K, c, links: LinkMatrices, gamma, eta, *, assign="model", sign="eigvec",
-                  dense_max=DENSE_MAX, tol=1e-10):
+def threesmic_fit(
+    kernel_or_K,
+    c,
+    links: LinkMatrices,
+    gamma,
+    eta,
+    *,
+    assign="model",
+    sign="eigvec",
+    dense_max=DENSE_MAX,
+    tol=1e-10,
+):
     """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6).
 
     Examples
@@ -499,12 +510,22 @@ def threesmic_fit(kernel_or_K, c, links: LinkMatrices, gamma, eta, *, assign="mo
     >>> bool(res.labels[0] == res.labels[1] != res.labels[15])
     True
     """
-    return threesmic_grid(kernel_or_K, c, links, [(gamma, eta)], assign=assign, sign=sign,
-                          dense_max=dense_max, tol=tol)[0]
+    return threesmic_grid(
+        kernel_or_K, c, links, [(gamma, eta)], assign=assign, sign=sign, dense_max=dense_max, tol=tol
+    )[0]
 
 
-def threesmic_grid(kernel_or_K, c, links: LinkMatrices, grid, *, assign="model", sign="eigvec",
-                   dense_max=DENSE_MAX, tol=1e-10):
+def threesmic_grid(
+    kernel_or_K,
+    c,
+    links: LinkMatrices,
+    grid,
+    *,
+    assign="model",
+    sign="eigvec",
+    dense_max=DENSE_MAX,
+    tol=1e-10,
+):
     """3SMIC for a list of (gamma, eta) sharing one kernel; dense JAX path mapped over the grid."""
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
@@ -514,8 +535,9 @@ def threesmic_grid(kernel_or_K, c, links: LinkMatrices, grid, *, assign="model",
     if n <= dense_max:
         with x64(), one_blas_thread():
             parts = _u_parts(Kp, links)
-            lams, vecs = _dense_top_grid(jnp.asarray(parts), jnp.asarray([g for g, _ in grid]),
-                                         jnp.asarray([e for _, e in grid]), c)
+            lams, vecs = _dense_top_grid(
+                jnp.asarray(parts), jnp.asarray([g for g, _ in grid]), jnp.asarray([e for _, e in grid]), c
+            )
             lams, vecs = np.asarray(lams), np.asarray(vecs)
         for a in range(len(grid)):
             _gap_warn(lams[a], c)
@@ -573,8 +595,14 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
         labels[zero] = np.argmax(raw[zero], axis=1)
     norms = np.maximum(Kphi, 0.0).sum(0)  # out-of-sample normaliser (E6)
     labels = labels.astype(LABEL_DTYPE)
-    return SMICResult(labels=labels, scores=scores, phi=phi, eigenvalues=np.asarray(lam),
-                      norms=norms, n_nonempty=int(np.unique(labels).size))
+    return SMICResult(
+        labels=labels,
+        scores=scores,
+        phi=phi,
+        eigenvalues=np.asarray(lam),
+        norms=norms,
+        n_nonempty=int(np.unique(labels).size),
+    )
 
 
 def predict_scores(rows, phi, norms, n):
@@ -663,8 +691,7 @@ class LSMIEstimator:
         self.fold = rng.permutation(np.arange(n) % n_folds)
         self.n_folds = n_folds
         xc = x[self.centres]
-        self._d2 = np.maximum(
-            np.sum(x**2, 1)[:, None] + np.sum(xc**2, 1)[None, :] - 2 * x @ xc.T, 0.0)
+        self._d2 = np.maximum(np.sum(x**2, 1)[:, None] + np.sum(xc**2, 1)[None, :] - 2 * x @ xc.T, 0.0)
         cache = self._d2.nbytes * len(self.kappas) <= max_cache_bytes
         self._L = np.stack([self._phi(k) for k in self.kappas]) if cache else None  # (nk, n, b)
         # label-independent Grams per kappa: per fold (nk, M, b, b) and their sum (nk, b, b)
@@ -846,9 +873,22 @@ def eq9_scores(lsmi, nv):
     return term - pen
 
 
-def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GAMMAS, etas=DEFAULT_ETAS,
-           lsmi: LSMIEstimator | None = None, seed=0, progress_bar=False, link_folds=0,
-           link_repeats=DEFAULT_LINK_REPEATS, eigen: EigenOptions | None = None, **options):
+def select(
+    x,
+    c,
+    links: LinkMatrices | None,
+    *,
+    ts=DEFAULT_TS,
+    gammas=DEFAULT_GAMMAS,
+    etas=DEFAULT_ETAS,
+    lsmi: LSMIEstimator | None = None,
+    seed=0,
+    progress_bar=False,
+    link_folds=0,
+    link_repeats=DEFAULT_LINK_REPEATS,
+    eigen: EigenOptions | None = None,
+    **options,
+):
     """Grid search: LSMI over t for SMIC (no links), eq. (9) over (t, gamma, eta) for 3SMIC.
 
     ``progress_bar``: a bar over the model-selection candidates (:mod:`ppclust._progress`).
@@ -900,8 +940,9 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
         kern = _kernel_from_knn(x, dist, idx, t, nn)
         kernel_of_t.append((t, kern))
         if supervised:
-            results = threesmic_grid(kern, c, links, grid, assign=assign, sign=sign,
-                                     dense_max=dense_max, tol=tol)
+            results = threesmic_grid(
+                kern, c, links, grid, assign=assign, sign=sign, dense_max=dense_max, tol=tol
+            )
             params = grid
         else:
             results = [smic_fit(kern, c, dense_max=dense_max, tol=tol)]
@@ -937,18 +978,50 @@ def select(x, c, links: LinkMatrices | None, *, ts=DEFAULT_TS, gammas=DEFAULT_GA
     none_lsmi = [cache[_canonical(res.labels).tobytes()] for res in none_fits]
     nb = int(np.argmax(none_lsmi))  # ties to the smallest t, as in the unsupervised branch
     none_fit, (none_t, none_kern) = none_fits[nb], kernel_of_t[nb]
-    check = link_check(kern, c, links, rows[best]["gamma"], rows[best]["eta"], none_fit.labels,
-                       n_folds=link_folds, n_repeats=link_repeats, seed=seed, eigen=eigen)
+    check = link_check(
+        kern,
+        c,
+        links,
+        rows[best]["gamma"],
+        rows[best]["eta"],
+        none_fit.labels,
+        n_folds=link_folds,
+        n_repeats=link_repeats,
+        seed=seed,
+        eigen=eigen,
+    )
     if check["use_links"]:
         return SelectionResult(best=best, rows=rows, fit=fits[best], kernel=kern, Kp=Kp, link_check=check)
-    rows.append(dict(t=none_t, gamma=0.0, eta=0.0, lsmi=none_lsmi[nb],
-                     violations=count_violations(none_fit.labels, links), score=float("nan"), links=False))
-    return SelectionResult(best=len(rows) - 1, rows=rows, fit=none_fit, kernel=none_kern, Kp=none_kern.K,
-                           link_check=check)
+    rows.append(
+        dict(
+            t=none_t,
+            gamma=0.0,
+            eta=0.0,
+            lsmi=none_lsmi[nb],
+            violations=count_violations(none_fit.labels, links),
+            score=float("nan"),
+            links=False,
+        )
+    )
+    return SelectionResult(
+        best=len(rows) - 1, rows=rows, fit=none_fit, kernel=none_kern, Kp=none_kern.K, link_check=check
+    )
 
 
-def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, *, n_folds=5, n_repeats=1,
-               seed=0, eigen: EigenOptions | None = None, **options):
+def link_check(
+    kernel: Kernel,
+    c,
+    links: LinkMatrices,
+    gamma,
+    eta,
+    labels_none,
+    *,
+    n_folds=5,
+    n_repeats=1,
+    seed=0,
+    eigen: EigenOptions | None = None,
+    **options,
+):
     """Held-out link check (not in the paper): do the links improve on the no-link labelling?
 
     The links are split into ``n_folds`` folds (:func:`ppclust.sideinfo.link_folds`); 3SMIC at ``(gamma,
@@ -980,16 +1053,29 @@ def link_check(kernel: Kernel, c, links: LinkMatrices, gamma, eta, labels_none, 
     for r in range(int(n_repeats)):
         splits = link_folds(side, n_folds, seed=seed + 1000 * r)
         for train, held in splits:
-            res = threesmic_fit(kernel, c, link_matrices(train), gamma, eta, assign=assign, sign=sign,
-                                dense_max=dense_max, tol=tol)
+            res = threesmic_fit(
+                kernel,
+                c,
+                link_matrices(train),
+                gamma,
+                eta,
+                assign=assign,
+                sign=sign,
+                dense_max=dense_max,
+                tol=tol,
+            )
             hit += link_agreement(res.labels, held) * float(np.sum(held.weight))
         n_splits = len(splits)
     if not n_splits:
         return dict(folds=0, agreement_links=float("nan"), agreement_none=float("nan"), use_links=True)
     a_links = hit / (float(np.sum(side.weight)) * int(n_repeats))
     a_none = link_agreement(labels_none, side)
-    return dict(folds=n_splits, agreement_links=float(a_links), agreement_none=float(a_none),
-                use_links=bool(a_links >= a_none))
+    return dict(
+        folds=n_splits,
+        agreement_links=float(a_links),
+        agreement_none=float(a_none),
+        use_links=bool(a_links >= a_none),
+    )
 
 
 # --- helpers ---

@@ -211,7 +211,7 @@ def colour_links(links: Links, n: int) -> Colouring:
     width = max([len(m) for m in members] + [1])
     classes = np.full((max(n_col, 1), width), n, np.int32)
     for c, m in enumerate(members):
-        classes[c, :len(m)] = m
+        classes[c, : len(m)] = m
     if n_col == 0:
         classes = classes[:0]
     return Colouring(jnp.asarray(classes), jnp.asarray(linked))
@@ -295,8 +295,13 @@ def _block_draw(x, u, keep, labels, family, log_pi, theta, mesh):
         z, cnt = _fused_draw(xb, ub, kb, lb, family, log_pi, theta, min(_DRAW_CHUNK, n_loc))
         return z, jax.lax.psum(cnt, AXIS)
 
-    z, cnt = jax.shard_map(per_device, mesh=mesh, in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(), P()),
-                           out_specs=(P(AXIS), P()), check_vma=False)(xp, up, kp, lp, log_pi, theta)
+    z, cnt = jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(), P()),
+        out_specs=(P(AXIS), P()),
+        check_vma=False,
+    )(xp, up, kp, lp, log_pi, theta)
     return _replicated(mesh, z[:n], cnt)
 
 
@@ -329,9 +334,13 @@ def _sharded_stats_counts(x, labels, links, family, k_max, mesh):
         local = Links(pairs=pb, sign=sb, weight=wb, nbr=None, sgn=None, wgt=None)  # pair_counts reads these
         return st, psum(pair_counts(lab_all, local))
 
-    st, counts = jax.shard_map(per_device, mesh=mesh,
-                               in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(AXIS), P()),
-                               out_specs=(P(), P()), check_vma=False)(xp, lp, pairs, sign, weight, labels)
+    st, counts = jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(AXIS), P(AXIS), P(AXIS), P(AXIS), P(AXIS), P()),
+        out_specs=(P(), P()),
+        check_vma=False,
+    )(xp, lp, pairs, sign, weight, labels)
     return _replicated(mesh, st, counts.astype(x.dtype))
 
 
@@ -355,8 +364,10 @@ def accept_sub_blocks(labels, draw, sizes, n_blocks):
     blk = jnp.arange(n, dtype=jnp.int32) % n_blocks
     chg = (draw != labels).astype(sizes.dtype)
     seg = blk * w
-    delta = (jax.ops.segment_sum(chg, seg + draw, n_blocks * w)
-             - jax.ops.segment_sum(chg, seg + labels, n_blocks * w)).reshape(n_blocks, w)
+    delta = (
+        jax.ops.segment_sum(chg, seg + draw, n_blocks * w)
+        - jax.ops.segment_sum(chg, seg + labels, n_blocks * w)
+    ).reshape(n_blocks, w)
     active = sizes > 0
 
     def visit(now, d):
@@ -383,8 +394,9 @@ def _label_step(key, labels, sizes, problem: MoveProblem, colouring, log_pi, the
     log_pi = jnp.where(active, log_pi, -jnp.inf)
     seed = counter_seed(key)
     if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
-        draw, cnt = _subcluster_draw_cpu.draw_block(x, colouring.linked, labels, log_pi, theta, seed, family,
-                                                    _DRAW_CUT, xw)
+        draw, cnt = _subcluster_draw_cpu.draw_block(
+            x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT, xw
+        )
     else:
         u = counter_uniform(seed, jnp.arange(n), x.dtype)
         draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
@@ -427,8 +439,20 @@ def _widths(k_max):
     return out + [k_max]
 
 
-def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, prior: TVClustPrior,
-         config: SamplerConfig = None, *, x_wired=None, chain_axis=None, **options):
+def step(
+    key,
+    state: GibbsState,
+    x,
+    links: Links,
+    colouring: Colouring,
+    family,
+    prior: TVClustPrior,
+    config: SamplerConfig = None,
+    *,
+    x_wired=None,
+    chain_axis=None,
+    **options,
+):
     """One sweep: ``n_moves`` split/merge, max(1, n_moves) peel/absorb MH steps, ``p, q``, augmentation,
     restricted block label updates (module docstring (a)-(d)). Returns ``(state, moves)`` with ``moves`` a
     :class:`~ppclust.inference.subcluster_moves.MoveInfo` of shape (n_moves,) (the split/merge steps).
@@ -491,26 +515,35 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
 
     def one(carry, k):
         labels, lj, stats, counts, full, index = carry
-        labels, lj, stats, counts, f, info, *rest = split_merge_move(k, labels, lj, stats, counts, problem,
-                                                                     index)
+        labels, lj, stats, counts, f, info, *rest = split_merge_move(
+            k, labels, lj, stats, counts, problem, index
+        )
         return (labels, lj, stats, counts, full | f, index if index is None else rest[0]), info
 
     (labels, lj, stats, counts, full, index), moves = jax.lax.scan(
-        one, (labels, lj, stats, counts, jnp.asarray(False), index), jax.random.split(k_moves, n_moves))
+        one, (labels, lj, stats, counts, jnp.asarray(False), index), jax.random.split(k_moves, n_moves)
+    )
+
     # (a'): max(1, n_moves) peel/absorb steps per sweep (one point moves: O(1) but finding it)
     def peel(carry, k):
         labels, lj, stats, counts, full, index = carry
-        labels, lj, stats, counts, f, _, *rest = peel_absorb_move(k, labels, lj, stats, counts, problem,
-                                                                  index)
+        labels, lj, stats, counts, f, _, *rest = peel_absorb_move(
+            k, labels, lj, stats, counts, problem, index
+        )
         return (labels, lj, stats, counts, full | f, index if index is None else rest[0]), None
 
     peel_keys = jax.vmap(lambda j: jax.random.fold_in(k_moves, j))(n_moves + jnp.arange(max(1, n_moves)))
-    (labels, lj, stats, counts, full, index), _ = jax.lax.scan(peel, (labels, lj, stats, counts, full, index),
-                                                               peel_keys)
+    (labels, lj, stats, counts, full, index), _ = jax.lax.scan(
+        peel, (labels, lj, stats, counts, full, index), peel_keys
+    )
     p, q = state.p, state.q
     if pq != "fixed":  # (b): Beta conditionals given the partition
-        g = gamma_draws(k_p, jnp.stack(link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q,
-                                                        prior.b_q)).astype(x.dtype), (4,), x.dtype)
+        g = gamma_draws(
+            k_p,
+            jnp.stack(link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)).astype(x.dtype),
+            (4,),
+            x.dtype,
+        )
         p, q = g[0] / (g[0] + g[1]), g[2] / (g[2] + g[3])
     # (c): pi_k ~ Dir(n_1..n_K, alpha) up to normalisation (pi_{K+1} is not needed), theta_k | x_k
     active = stats.n > 0
@@ -528,8 +561,16 @@ def step(key, state: GibbsState, x, links: Links, colouring: Colouring, family, 
     label_problem = problem._replace(p=p, q=q)
 
     def block(w):
-        return lambda lab: _label_step(k_lab, lab, stats.n[order][:w], label_problem, colouring, log_pi[:w],
-                                       jax.tree.map(lambda a: a[:w], theta), mesh)
+        return lambda lab: _label_step(
+            k_lab,
+            lab,
+            stats.n[order][:w],
+            label_problem,
+            colouring,
+            log_pi[:w],
+            jax.tree.map(lambda a: a[:w], theta),
+            mesh,
+        )
 
     branch = jnp.sum(jnp.asarray(widths) < n_act)
     if chain_axis is not None:  # one width for all chains: an unbatched index, one branch runs
@@ -567,14 +608,26 @@ def numba_unsupported(family, dtype, mesh=None) -> str | None:
     False
     """
     if mesh is not None or not _subcluster_cpu.supports(family, dtype):
-        return ("of the sub-cluster sampler needs numba, one device (no mesh) and a float64 GaussianNIW "
-                f"family (got {type(family).__name__}, {np.dtype(dtype)}, mesh={mesh is not None})")
+        return (
+            "of the sub-cluster sampler needs numba, one device (no mesh) and a float64 GaussianNIW "
+            f"family (got {type(family).__name__}, {np.dtype(dtype)}, mesh={mesh is not None})"
+        )
     return None
 
 
-def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), config: SamplerConfig = None,
-           *, init_labels=None, init_state: GibbsState | None = None, colouring: Colouring | None = None,
-           **options) -> ChainResult:
+def sample(
+    key,
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior = TVClustPrior(),
+    config: SamplerConfig = None,
+    *,
+    init_labels=None,
+    init_state: GibbsState | None = None,
+    colouring: Colouring | None = None,
+    **options,
+) -> ChainResult:
     """Run ``n_chains`` chains of the sub-cluster sampler: ``jit(vmap(scan))`` over sweeps.
 
     The same arguments and the same :class:`~ppclust.inference.gibbs.ChainResult` as
@@ -640,11 +693,25 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     # the options the compiled program depends on (a static argument: equal options, one program)
-    run_cfg = SamplerConfig(n_draws=int(n_draws), n_warmup=int(n_warmup), thin=int(thin), pq=pq,
-                            n_moves=int(n_moves), sample_alpha=bool(sample_alpha),
-                            store_labels=bool(store_labels), mesh=mesh, backend=backend)
-    run = partial(_run, keys, state, (x, links, colouring, family, prior, alpha_shape, alpha_rate),
-                  config=run_cfg, agree_width=_AGREE_WIDTH)
+    run_cfg = SamplerConfig(
+        n_draws=int(n_draws),
+        n_warmup=int(n_warmup),
+        thin=int(thin),
+        pq=pq,
+        n_moves=int(n_moves),
+        sample_alpha=bool(sample_alpha),
+        store_labels=bool(store_labels),
+        mesh=mesh,
+        backend=backend,
+    )
+    run = partial(
+        _run,
+        keys,
+        state,
+        (x, links, colouring, family, prior, alpha_shape, alpha_rate),
+        config=run_cfg,
+        agree_width=_AGREE_WIDTH,
+    )
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         with _callback.hold(x) as token:  # the callbacks run before the block releases the copy
             state, out = jax.block_until_ready(run(x_token=token))
@@ -654,11 +721,18 @@ def sample(key, x, links: Links, family, prior: TVClustPrior = TVClustPrior(), c
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
-            f"increase k_max (at most n={n} is ever needed) or lower alpha.")
+            f"increase k_max (at most n={n} is ever needed) or lower alpha."
+        )
     lab, info = out
-    return ChainResult(labels=None if lab is None else np.asarray(lab, np.int32),
-                       n_clusters=np.asarray(info.n_clusters), log_joint=np.asarray(info.log_joint),
-                       p=np.asarray(info.p), q=np.asarray(info.q), alpha=np.asarray(info.alpha), state=state)
+    return ChainResult(
+        labels=None if lab is None else np.asarray(lab, np.int32),
+        n_clusters=np.asarray(info.n_clusters),
+        log_joint=np.asarray(info.log_joint),
+        p=np.asarray(info.p),
+        q=np.asarray(info.q),
+        alpha=np.asarray(info.alpha),
+        state=state,
+    )
 
 
 @partial(jax.jit, static_argnames=("config", "agree_width"))

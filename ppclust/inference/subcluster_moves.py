@@ -261,7 +261,6 @@ class MoveInfo(NamedTuple):
     accepted: jax.Array  # () bool
 
 
-
 class SubFit(NamedTuple):
     """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`).
 
@@ -301,8 +300,7 @@ def _log_h(y, em_side):
     m = y.shape[0]
     k = y.sum().astype(jnp.result_type(float))
     log_subset = -jnp.log(m + 1.0) - (gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
-    return jnp.logaddexp(jnp.log(_LAB_SUBSET) + log_subset,
-                         jnp.log1p(-_LAB_SUBSET) + _log_flip(y, em_side))
+    return jnp.logaddexp(jnp.log(_LAB_SUBSET) + log_subset, jnp.log1p(-_LAB_SUBSET) + _log_flip(y, em_side))
 
 
 def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
@@ -368,8 +366,9 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
     u_lab = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
     if pick_all is None:
-        picked = (pick("C", u), pick("C", u_lab)) + ((pick("A", u_lab), pick("B", u_lab)) if in_a is not None
-                                                      else ())
+        picked = (pick("C", u), pick("C", u_lab)) + (
+            (pick("A", u_lab), pick("B", u_lab)) if in_a is not None else ()
+        )
     else:
         picked = pick_all(u, u_lab)
     idx, count = picked[0]
@@ -452,8 +451,11 @@ def _log_m_counts(y, ina, n_a, n_b):
     """:func:`_log_m_lab` from the labelled points' membership of A (``ina``) and the pieces' sizes."""
     beta = _beta_a(n_a, n_b)
     dt = jnp.result_type(float)
-    lp = jnp.where(ina, jnp.log(beta) - jnp.log(jnp.maximum(n_a, 1).astype(dt)),
-                   jnp.log1p(-beta) - jnp.log(jnp.maximum(n_b, 1).astype(dt)))
+    lp = jnp.where(
+        ina,
+        jnp.log(beta) - jnp.log(jnp.maximum(n_a, 1).astype(dt)),
+        jnp.log1p(-beta) - jnp.log(jnp.maximum(n_b, 1).astype(dt)),
+    )
     return lp.sum() + _log_flip(y, ina)
 
 
@@ -487,6 +489,7 @@ def counter_uniform(seed, idx, dtype):
     >>> bool(((u > 0) & (u < 1)).all())
     True
     """
+
     def mix(h):
         h = h ^ (h >> 16)
         h = h * jnp.uint32(0x7FEB352D)
@@ -499,8 +502,8 @@ def counter_uniform(seed, idx, dtype):
     a = mix(mix(i ^ s0) ^ s1)
     if np.dtype(dtype) == np.float64:
         b = mix(mix(i ^ s1 ^ jnp.uint32(0x5BD1E995)) + s0)
-        return ((a >> 5).astype(dtype) * 67108864.0 + (b >> 6).astype(dtype) + 0.5) * (2.0 ** -53)
-    return ((a >> 8).astype(dtype) + 0.5) * (2.0 ** -24)
+        return ((a >> 5).astype(dtype) * 67108864.0 + (b >> 6).astype(dtype) + 0.5) * (2.0**-53)
+    return ((a >> 8).astype(dtype) + 0.5) * (2.0**-24)
 
 
 def _log_q_pair(log_r, log_1r, mask, in_a):
@@ -559,8 +562,11 @@ def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=
     if log_pair is None:
         kp = jnp.where(is_split, k + 1.0, k)
         log_pair = jnp.log(2.0 / (kp * (kp - 1.0)))
-    return jnp.where(is_split, lj_new - lj_old + log_pair + jnp.log(k) - log_q,
-                     lj_new - lj_old - jnp.log(k - 1.0) + log_q - log_pair)
+    return jnp.where(
+        is_split,
+        lj_new - lj_old + log_pair + jnp.log(k) - log_q,
+        lj_new - lj_old - jnp.log(k - 1.0) + log_q - log_pair,
+    )
 
 
 def _neighbour_log_probs(stats):
@@ -599,8 +605,9 @@ def merge_pair_log_prob(a, b, stats):
     k = (stats.n > 0).sum().astype(stats.s.dtype)
     lp = _neighbour_log_probs(stats)
     informed = jnp.logaddexp(lp[a, b], lp[b, a]) - jnp.log(k)
-    return jnp.logaddexp(jnp.log(_MERGE_UNIFORM) + jnp.log(2.0 / (k * (k - 1.0))),
-                         jnp.log1p(-_MERGE_UNIFORM) + informed)
+    return jnp.logaddexp(
+        jnp.log(_MERGE_UNIFORM) + jnp.log(2.0 / (k * (k - 1.0))), jnp.log1p(-_MERGE_UNIFORM) + informed
+    )
 
 
 def _pick_occupied(key, active, exclude=None):
@@ -659,11 +666,18 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
     side_b = None
     in_a = labels == ca
     if backend == "numba":
-        fit, theta, lw = _subcluster_fit(k_sub, x, None, family, in_a, jnp.logical_not(is_split),
-                                         pick_all=lambda u, u_lab: _subcluster_cpu.subsamples(
-                                             labels, ca, cb, is_split, u, u_lab, index))
-        proposal, log_q, n_c, n_a, side_b = _subcluster_cpu.move(x, labels, ca, cb, new, is_split, theta, lw,
-                                                                 side_seed, family, _LOGIT_CLIP, xw, index)
+        fit, theta, lw = _subcluster_fit(
+            k_sub,
+            x,
+            None,
+            family,
+            in_a,
+            jnp.logical_not(is_split),
+            pick_all=lambda u, u_lab: _subcluster_cpu.subsamples(labels, ca, cb, is_split, u, u_lab, index),
+        )
+        proposal, log_q, n_c, n_a, side_b = _subcluster_cpu.move(
+            x, labels, ca, cb, new, is_split, theta, lw, side_seed, family, _LOGIT_CLIP, xw, index
+        )
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
@@ -709,8 +723,9 @@ def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
-    prop, log_q, ok, full, (a, b), side_b = _propose(k_prop, is_split, labels, stats, x, family, backend, xw,
-                                                     index)
+    prop, log_q, ok, full, (a, b), side_b = _propose(
+        k_prop, is_split, labels, stats, x, family, backend, xw, index
+    )
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = log_joint_given(st_new, c_new, family, prior, pq, p, q)
@@ -719,8 +734,14 @@ def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     log_h = jnp.where(ok & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda u, v: jax.tree.map(lambda u_, v_: jnp.where(acc, u_, v_), u, v)  # noqa: E731
-    out = (pick(prop, labels), pick(lj_new, lj), pick(st_new, stats), pick(c_new, counts), full,
-           MoveInfo(is_split, log_h, acc))
+    out = (
+        pick(prop, labels),
+        pick(lj_new, lj),
+        pick(st_new, stats),
+        pick(c_new, counts),
+        full,
+        MoveInfo(is_split, log_h, acc),
+    )
     return out if index is None else out + (index.moved(acc, is_split, a, b),)
 
 
@@ -754,6 +775,7 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     >>> round(float(fwd), 4)
     -1.3863
     """
+
     def peel(st, big):
         k = (st.n > 0).sum().astype(st.s.dtype)
         nb = st.n[big]
@@ -827,8 +849,14 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     log_h = jnp.where(valid & jnp.isfinite(log_h), log_h, -jnp.inf)
     acc = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < log_h
     pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(acc, u, v), a, b)  # noqa: E731
-    out = (labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])), pick(lj_new, lj), pick(st_new, stats),
-           pick(c_new, counts), full, MoveInfo(is_split, log_h, acc))
+    out = (
+        labels.at[i_sel].set(jnp.where(acc, to, labels[i_sel])),
+        pick(lj_new, lj),
+        pick(st_new, stats),
+        pick(c_new, counts),
+        full,
+        MoveInfo(is_split, log_h, acc),
+    )
     return out if index is None else out + (index.moved(acc, is_split, c, s),)
 
 
@@ -852,10 +880,11 @@ def _proposal_stats(family, stats, x, is_split, prop, a, b, side_b=None):
     one = lambda k: jax.tree.map(lambda v: v[k][None], stats)  # noqa: E731
     if side_b is None:
         side_b = family.weighted_stats(x, (prop == b).astype(x.dtype))  # the split's new slot
-    keep = jax.tree.map(lambda u, v: jnp.where(is_split, u, v),
-                        family.pool(one(a), side_b, -1.0), family.pool(one(a), one(b), 1.0))
+    keep = jax.tree.map(
+        lambda u, v: jnp.where(is_split, u, v),
+        family.pool(one(a), side_b, -1.0),
+        family.pool(one(a), one(b), 1.0),
+    )
     other = jax.tree.map(lambda u, v: jnp.where(is_split, u, v), side_b, family.empty(1, x.shape[1], x.dtype))
     put = lambda st, k, v: jax.tree.map(lambda s_, v_: s_.at[k].set(v_[0]), st, v)  # noqa: E731
     return put(put(stats, a, keep), b, other)
-
-

@@ -55,8 +55,20 @@ class TVClustKernel:
             cls = type(cls.__name__, (cls, MCMCKernel), {})
         return object.__new__(cls)
 
-    def __init__(self, links: Links, family, prior: TVClustPrior = TVClustPrior(), *, k_max=64,
-                 pq="collapse", p=0.9, q=0.9, sample_alpha=False, init="kmeans++", init_clusters=10):
+    def __init__(
+        self,
+        links: Links,
+        family,
+        prior: TVClustPrior = TVClustPrior(),
+        *,
+        k_max=64,
+        pq="collapse",
+        p=0.9,
+        q=0.9,
+        sample_alpha=False,
+        init="kmeans++",
+        init_clusters=10,
+    ):
         if init not in ("kmeans++", "one"):
             raise ValueError(f"`init` must be 'kmeans++' or 'one', got {init!r}")
         check_modes(pq, "dp", sample_alpha)
@@ -78,8 +90,16 @@ class TVClustKernel:
             if labels is None and self.init_mode == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 labels = hartigan.voronoi(x, hartigan.init_kmeanspp(key_init, x, k0)).astype(jnp.int32)
-            st = init(x, self.links, self.family, k_max=k_max, labels=labels, p=self.p, q=self.q,
-                      alpha=self.prior.alpha)
+            st = init(
+                x,
+                self.links,
+                self.family,
+                k_max=k_max,
+                labels=labels,
+                p=self.p,
+                q=self.q,
+                alpha=self.prior.alpha,
+            )
             return self._wrap(st, sweep_info(st, self.family, self.prior, self.pq), key)
 
         from numpyro.util import is_prng_key
@@ -110,8 +130,16 @@ class TVClustKernel:
 
     def _sample_one(self, state, x):
         key, sub = jax.random.split(state.rng_key)
-        st, info = step(sub, state.inner, x, self.links, self.family, self.prior, pq=self.pq,
-                        sample_alpha=self.sample_alpha)
+        st, info = step(
+            sub,
+            state.inner,
+            x,
+            self.links,
+            self.family,
+            self.prior,
+            pq=self.pq,
+            sample_alpha=self.sample_alpha,
+        )
         return self._wrap(st, info, key)
 
     def postprocess_fn(self, model_args, model_kwargs):

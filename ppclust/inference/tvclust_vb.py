@@ -50,9 +50,18 @@ from jax.scipy.special import betaln, digamma
 
 from ppclust.families import GaussianNIW, chol_logdet, wishart_entropy, wishart_expected_logdet
 
-__all__ = ["VBResult", "VBState", "VBInfo", "VBAlgorithm", "build", "MASKS", "authors_init_means",
-           "directed_entries",
-           "neighbour_arrays", "fit"]
+__all__ = [
+    "VBResult",
+    "VBState",
+    "VBInfo",
+    "VBAlgorithm",
+    "build",
+    "MASKS",
+    "authors_init_means",
+    "directed_entries",
+    "neighbour_arrays",
+    "fit",
+]
 
 MASKS = ("symmetric", "as_run")
 _LOG2 = float(np.log(2.0))
@@ -182,8 +191,9 @@ def _resp_base(x, family: GaussianNIW, stats, gamma):
     sg = digamma(gamma.sum(1))
     elnv = digamma(gamma[:, 0]) - sg
     eln1v = digamma(gamma[:, 1]) - sg
-    elnpi = jnp.concatenate([elnv, jnp.zeros(1, x.dtype)]) + jnp.concatenate([jnp.zeros(1, x.dtype),
-                                                                              jnp.cumsum(eln1v)])
+    elnpi = jnp.concatenate([elnv, jnp.zeros(1, x.dtype)]) + jnp.concatenate(
+        [jnp.zeros(1, x.dtype), jnp.cumsum(eln1v)]
+    )
     return eln / 2 - esq / 2 + elnpi, eln
 
 
@@ -210,8 +220,9 @@ def _pq_update(r, src, dst, e, w, prior_ab):
     rho = jnp.sum(r[src] * r[dst], 1)
     s_e_rho, s_ne_rho = jnp.sum(w * e * rho), jnp.sum(w * (1 - e) * rho)
     s_ne_nrho, s_e_nrho = jnp.sum(w * (1 - e) * (1 - rho)), jnp.sum(w * e * (1 - rho))
-    return jnp.stack([prior_ab[0] + s_e_rho, prior_ab[1] + s_ne_rho, prior_ab[2] + s_ne_nrho,
-                      prior_ab[3] + s_e_nrho]), (s_e_rho, s_ne_rho, s_e_nrho, s_ne_nrho)
+    return jnp.stack(
+        [prior_ab[0] + s_e_rho, prior_ab[1] + s_ne_rho, prior_ab[2] + s_ne_nrho, prior_ab[3] + s_e_nrho]
+    ), (s_e_rho, s_ne_rho, s_e_nrho, s_ne_nrho)
 
 
 def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0, eln_stale):
@@ -233,8 +244,11 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
     xc = x[:, None, :] - xb[None]
     S = jnp.einsum("nk,nki,nkj->kij", r, xc, xc) / Nsafe[:, None, None]
     dm = xb - mun
-    t71 = 0.5 * N * (eln - d / kn - nun * jnp.einsum("kij,kji->k", S, W)
-                     - nun * jnp.einsum("ki,kij,kj->k", dm, W, dm))
+    t71 = (
+        0.5
+        * N
+        * (eln - d / kn - nun * jnp.einsum("kij,kji->k", S, W) - nun * jnp.einsum("ki,kij,kj->k", dm, W, dm))
+    )
     t71 = jnp.sum(jnp.where(ok, t71, 0.0))
     sg = digamma(gamma.sum(1))
     l1, l2 = digamma(gamma[:, 0]) - sg, digamma(gamma[:, 1]) - sg
@@ -254,8 +268,14 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
     elnq, elnmq = digamma(aq) - digamma(aq + bq), digamma(bq) - digamma(aq + bq)
     s_e_rho, s_ne_rho, s_e_nrho, s_ne_nrho = sums
     t_links = s_e_rho * elnp + s_ne_rho * elnmp + s_e_nrho * elnmq + s_ne_nrho * elnq
-    t_pq = ((prior_ab[0] - ap) * elnp + (prior_ab[1] - bp) * elnmp + (prior_ab[2] - aq) * elnq
-            + (prior_ab[3] - bq) * elnmq + betaln(ap, bp) + betaln(aq, bq))
+    t_pq = (
+        (prior_ab[0] - ap) * elnp
+        + (prior_ab[1] - bp) * elnmp
+        + (prior_ab[2] - aq) * elnq
+        + (prior_ab[3] - bq) * elnmq
+        + betaln(ap, bp)
+        + betaln(aq, bq)
+    )
     return t71 + t72 + t73 + t74 - t75 - t76 - t77 + t_links + t_pq
 
 
@@ -310,8 +330,21 @@ class VBAlgorithm(NamedTuple):
     step: object
 
 
-def build(x, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *, tol: float = 5e-5,
-          entry_weight=None) -> VBAlgorithm:
+def build(
+    x,
+    family: GaussianNIW,
+    nbr,
+    ev,
+    valid,
+    src,
+    dst,
+    e,
+    prior_ab,
+    alpha0,
+    *,
+    tol: float = 5e-5,
+    entry_weight=None,
+) -> VBAlgorithm:
     """The authors' VB iteration (module docstring, steps 1-5) with the data, links, prior and ``tol``
     closed over; arguments as :func:`fit`.
 
@@ -343,8 +376,16 @@ def build(x, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0,
         # the initial q(mu, Lambda): m_k = init means, beta_k = beta0, W_k = W0, nu_k = nu0; an "empty" Stats
         # whose posterior mean is the init mean (s = m_k * kappa0 - kappa0 * mu0 makes mu_n = m_k with n = 0)
         stats0 = empty._replace(s=(init_means - family.mu0) * family.kappa0)
-        return VBState(jnp.asarray(0), jnp.full((n, K), 1.0 / K, dt), stats0, jnp.ones((K - 1, 2), dt),
-                       prior_ab, jnp.asarray(jnp.nan, dt), jnp.zeros(K, dt), jnp.asarray(False))
+        return VBState(
+            jnp.asarray(0),
+            jnp.full((n, K), 1.0 / K, dt),
+            stats0,
+            jnp.ones((K - 1, 2), dt),
+            prior_ab,
+            jnp.asarray(jnp.nan, dt),
+            jnp.zeros(K, dt),
+            jnp.asarray(False),
+        )
 
     def step(key, state: VBState) -> tuple[VBState, VBInfo]:
         del key  # deterministic
@@ -368,8 +409,23 @@ def build(x, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0,
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
-def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_ab, alpha0, *,
-        max_iter: int = 30, tol: float = 5e-5, entry_weight=None) -> VBResult:
+def fit(
+    x,
+    init_means,
+    family: GaussianNIW,
+    nbr,
+    ev,
+    valid,
+    src,
+    dst,
+    e,
+    prior_ab,
+    alpha0,
+    *,
+    max_iter: int = 30,
+    tol: float = 5e-5,
+    entry_weight=None,
+) -> VBResult:
     """Run the authors' VB (module docstring): a ``while_loop`` over :func:`build`'s ``step``. ``x`` (n, d)
     as the model sees it (the authors standardise first, sd with n - 1); ``init_means`` (K, d) the initial
     m_k (the authors: R's ``set.seed(1); rnorm(d K)``); ``family`` the Normal-Wishart prior as
@@ -408,5 +464,14 @@ def fit(x, init_means, family: GaussianNIW, nbr, ev, valid, src, dst, e, prior_a
     elbo0 = jnp.full((max_iter,), jnp.nan, x.dtype)
     state, elbo = lax.while_loop(cond, body, (alg.init(init_means), elbo0))
     _, _, mun = family.posterior_params(state.stats)
-    return VBResult(jnp.argmax(state.resp, 1), state.resp, elbo, state.n_iter, state.stop, state.gamma, mun,
-                    state.nk, state.pq_params)
+    return VBResult(
+        jnp.argmax(state.resp, 1),
+        state.resp,
+        elbo,
+        state.n_iter,
+        state.stop,
+        state.gamma,
+        mun,
+        state.nk,
+        state.pq_params,
+    )

@@ -31,8 +31,15 @@ from jax.scipy.special import gammaln, logsumexp
 
 from ppclust.families import log_gaussian_prob
 
-__all__ = ["default_component_classes", "label_log_mask", "label_noise_update", "partition_flip_rate",
-           "ssgmm_model", "ssgmm_log_likelihood", "ssgmm_log_joint"]
+__all__ = [
+    "default_component_classes",
+    "label_log_mask",
+    "label_noise_update",
+    "partition_flip_rate",
+    "ssgmm_model",
+    "ssgmm_log_likelihood",
+    "ssgmm_log_joint",
+]
 
 
 def default_component_classes(n_components: int, n_classes: int) -> np.ndarray:
@@ -295,7 +302,7 @@ def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
     if n_classes < 2 or not lab.any():
         return 0.0
     g = np.asarray(component_classes)
-    off = (g[None, :] != y_codes[lab][:, None])
+    off = g[None, :] != y_codes[lab][:, None]
     eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
     return min(max(eps, 0.0), (n_classes - 1) / n_classes)
 

@@ -91,8 +91,12 @@ def log_crp(sizes, alpha) -> jax.Array:
     sizes = jnp.asarray(sizes)
     active = sizes > 0
     n = sizes.sum()
-    return (active.sum() * jnp.log(alpha) + gammaln(alpha) - gammaln(alpha + n)
-            + jnp.where(active, gammaln(jnp.where(active, sizes, 1.0)), 0.0).sum())
+    return (
+        active.sum() * jnp.log(alpha)
+        + gammaln(alpha)
+        - gammaln(alpha + n)
+        + jnp.where(active, gammaln(jnp.where(active, sizes, 1.0)), 0.0).sum()
+    )
 
 
 def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Array:
@@ -111,9 +115,13 @@ def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Arra
     """
     n11, n01, n10, n00 = counts[0], counts[1], counts[2], counts[3]
     if p is None:
-        return (betaln(prior.a_p + n11, prior.b_p + n01) + betaln(prior.a_q + n00, prior.b_q + n10)
-                - betaln(prior.a_p, prior.b_p) - betaln(prior.a_q, prior.b_q))
-    return (_xlogy(n11, p) + _xlogy(n01, 1 - p) + _xlogy(n00, q) + _xlogy(n10, 1 - q))
+        return (
+            betaln(prior.a_p + n11, prior.b_p + n01)
+            + betaln(prior.a_q + n00, prior.b_q + n10)
+            - betaln(prior.a_p, prior.b_p)
+            - betaln(prior.a_q, prior.b_q)
+        )
+    return _xlogy(n11, p) + _xlogy(n01, 1 - p) + _xlogy(n00, q) + _xlogy(n10, 1 - q)
 
 
 def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
@@ -254,12 +262,16 @@ def log_joint_from_stats(stats, counts, family, prior: TVClustPrior, p=None, q=N
     >>> bool(jnp.isfinite(log_joint_from_stats(stats, jnp.zeros(4), fam, TVClustPrior())))
     True
     """
-    return (log_crp(stats.n, prior.alpha) + family.log_marginal(stats).sum()
-            + log_link_likelihood(counts, prior, p, q))
+    return (
+        log_crp(stats.n, prior.alpha)
+        + family.log_marginal(stats).sum()
+        + log_link_likelihood(counts, prior, p, q)
+    )
 
 
-def log_joint(labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None, *,
-              k_max=None) -> jax.Array:
+def log_joint(
+    labels, x, links: Links, family, prior: TVClustPrior, p=None, q=None, *, k_max=None
+) -> jax.Array:
     r"""Log joint :math:`\log p(z, x, E \mid \alpha[, p, q])`, cluster parameters integrated out.
 
     Parameters
@@ -315,8 +327,7 @@ def link_noise_beta(link_noise, strength):
     return s * (1 - eps), s * eps, s * (1 - eps), s * eps
 
 
-def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, mean_scale=5.0,
-                 labels=None):
+def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, mean_scale=5.0, labels=None):
     """Ancestral sampler (spec Section 1.4) for synthetic tests, Gaussian data view.
 
     1. ``z ~ CRP(alpha)`` (or the given ``labels``); 2. cluster means ``N(0, mean_scale^2 I)``, unit
@@ -361,8 +372,21 @@ def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, 
     return x, labels, pairs, sign
 
 
-def numpyro_model(x=None, pairs=None, sign=None, *, n=None, d=None, k_trunc=15, alpha=1.0, mu0=None,
-                  kappa0=1.0, nu0=None, psi0=None, prior: TVClustPrior | None = None):
+def numpyro_model(
+    x=None,
+    pairs=None,
+    sign=None,
+    *,
+    n=None,
+    d=None,
+    k_trunc=15,
+    alpha=1.0,
+    mu0=None,
+    kappa0=1.0,
+    nu0=None,
+    psi0=None,
+    prior: TVClustPrior | None = None,
+):
     """TVClust in NumPyro: truncated stick-breaking DP (T = ``k_trunc``), NIW Gaussian components.
 
     Sites: ``v`` (sticks), ``Sigma``, ``mu``, ``p``, ``q``, ``z`` (discrete), ``x`` and ``E`` (``E = 1`` for a
@@ -539,8 +563,9 @@ def small_variance_hyper(sigma2, lam, xi1, xi2=None, *, d, tau2=1.0, mu0=None, s
     if not (p < 1.0 and q < 1.0):
         raise ValueError(f"p, q round to 1 at xi/(2 sigma2) = {max(a1, a2):.0f}; use scale_links='weight'")
     mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, np.float64)
-    return SmallVarianceHyper(float(np.exp(log_alpha)), float(log_alpha), p, q, float(weight), sigma2,
-                              float(tau2), mu0)
+    return SmallVarianceHyper(
+        float(np.exp(log_alpha)), float(log_alpha), p, q, float(weight), sigma2, float(tau2), mu0
+    )
 
 
 # --- helpers ---

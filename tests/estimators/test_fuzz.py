@@ -38,12 +38,45 @@ BASE = {
     "smic": dict(n_clusters=2, n_neighbors=2, gamma=1.0, eta=0.0, random_state=0),
 }
 LINKS = {"tvclust", "rdpmeans", "smic", "dpmeans"}
-FIT_ARGS = {"X", "y", "must_link", "cannot_link", "partial_labels", "hyperplane", "background", "n_samples",
-            "n_features", "pairs", "labels"}
+FIT_ARGS = {
+    "X",
+    "y",
+    "must_link",
+    "cannot_link",
+    "partial_labels",
+    "hyperplane",
+    "background",
+    "n_samples",
+    "n_features",
+    "pairs",
+    "labels",
+}
 EXAMPLE_SECONDS = 120  # a single example taking longer than this counts as a hang
 
-ODD_VALUES = st.sampled_from([0, -1, 1, 2, 3, 1000, 2.5, 0.0, -0.5, 0.5, 1.0, math.nan, math.inf, -math.inf,
-                              "auto", "all", "foo", None, True, [1, 2]])
+ODD_VALUES = st.sampled_from(
+    [
+        0,
+        -1,
+        1,
+        2,
+        3,
+        1000,
+        2.5,
+        0.0,
+        -0.5,
+        0.5,
+        1.0,
+        math.nan,
+        math.inf,
+        -math.inf,
+        "auto",
+        "all",
+        "foo",
+        None,
+        True,
+        [1, 2],
+    ]
+)
 
 
 def _array(draw, n, d, dtype):
@@ -53,8 +86,9 @@ def _array(draw, n, d, dtype):
         X[:, 0] = np.round(X[:, 0])  # constant-ish / integer columns
     k = draw(st.integers(0, 2))  # number of non-finite cells
     for _ in range(k):
-        X[draw(st.integers(0, n - 1)), draw(st.integers(0, d - 1))] = draw(st.sampled_from([np.nan, np.inf,
-                                                                                              -np.inf]))
+        X[draw(st.integers(0, n - 1)), draw(st.integers(0, d - 1))] = draw(
+            st.sampled_from([np.nan, np.inf, -np.inf])
+        )
     if dtype == "object":
         return X.astype(object)
     if dtype == "str":
@@ -70,8 +104,9 @@ def _array(draw, n, d, dtype):
 def problems(draw, name):
     n = draw(st.sampled_from([1, 2, 5, 12]))
     d = draw(st.sampled_from([1, 2, 3]))
-    dtype = draw(st.sampled_from(["float64", "float64", "float32", "int64", "bool", "object", "str",
-                                  "complex"]))
+    dtype = draw(
+        st.sampled_from(["float64", "float64", "float32", "int64", "bool", "object", "str", "complex"])
+    )
     shape = draw(st.sampled_from(["2d", "2d", "2d", "1d", "3d", "list", "empty"]))
     X = _array(draw, n, d, dtype)
     if shape == "1d":
@@ -131,8 +166,9 @@ def _check_outcome(name, X, params, kw):
             est.fit(X, y, **kw2)
     except (ValueError, TypeError) as err:
         msg = str(err)
-        named = [a for a in _names(params, kw)
-                 if re.search(rf"(?<![A-Za-z_]){re.escape(a)}(?![A-Za-z_])", msg)]
+        named = [
+            a for a in _names(params, kw) if re.search(rf"(?<![A-Za-z_]){re.escape(a)}(?![A-Za-z_])", msg)
+        ]
         assert named, f"{name}({params}).fit(...) raised {type(err).__name__} naming no argument: {msg}"
         return
     finally:
@@ -145,8 +181,13 @@ def _check_outcome(name, X, params, kw):
 
 
 def _fuzz(name):
-    @settings(max_examples=12, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=12,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(problems(name))
     def run(problem):
         _check_outcome(name, *problem)

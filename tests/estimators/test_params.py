@@ -103,8 +103,9 @@ def test_every_parameter_declared_and_keyword_only(name):
     params = [p for p in sig.parameters.values() if p.name != "self"]
     assert set(cls._parameter_constraints) == {p.name for p in params}
     # the first parameter may be positional, every later one is keyword-only
-    assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), [p.name for p in params[1:]
-                                                               if p.kind is not p.KEYWORD_ONLY]
+    assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), [
+        p.name for p in params[1:] if p.kind is not p.KEYWORD_ONLY
+    ]
 
 
 OLD_NAMES = ("n_samples", "n_components", "max_passes", "max_steps", "covariance", "method")
@@ -168,4 +169,3 @@ def test_dpmeans_lam_k_message_names_lam_k():
 
     with pytest.raises(ValueError, match=r"`lam_k`=5 exceeds n_samples=2"):
         DPMeans(lam_k=5).fit(np.array([[0.0, 1.0], [1.0, 0.0]]))
-

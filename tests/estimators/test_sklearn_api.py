@@ -33,16 +33,19 @@ SMALL = {
     "dpmeans": dict(lam_k=3, max_iter=10, random_state=0),
     "rdpmeans": dict(lam_k=3, max_iter=10, patience=2, random_state=0),
     "ssgmm": dict(n_clusters=3, covariance_type="diag", max_iter=10, random_state=0),
-    "bayesian-ssgmm": dict(n_clusters=3, covariance_type="diag", n_draws=3, n_warmup=3, n_chains=1,
-                           random_state=0),
+    "bayesian-ssgmm": dict(
+        n_clusters=3, covariance_type="diag", n_draws=3, n_warmup=3, n_chains=1, random_state=0
+    ),
     "cecib": dict(n_clusters=3, n_init=1, max_iter=5, random_state=0),
     "c3l": dict(n_clusters=3, n_init=1, max_iter=5, random_state=0),
     "ccib": dict(n_clusters=3, n_init=1, max_iter=10, max_inner=20, random_state=0),
     "smic": dict(n_clusters=3, n_neighbors=3, gamma=1.0, eta=1.0, random_state=0),
 }
 
-_Y_CLASSES = ("y is partial labels here: the check sets n_clusters={k} and passes a y with more classes, an "
-              "input error (ValueError naming y and n_clusters); predict's invariance is tested below")
+_Y_CLASSES = (
+    "y is partial labels here: the check sets n_clusters={k} and passes a y with more classes, an "
+    "input error (ValueError naming y and n_clusters); predict's invariance is tested below"
+)
 _Y_SUBSETS = {
     "check_dont_overwrite_parameters": _Y_CLASSES.format(k=1),
     "check_methods_sample_order_invariance": _Y_CLASSES.format(k=2),
@@ -52,18 +55,23 @@ _Y_SUBSETS = {
     "check_fit2d_predict1d": _Y_CLASSES.format(k=1),
     "check_dtype_object": _Y_CLASSES.format(k=3),  # its y has four classes
 }
-_C3L_Y = ("C3L needs side information, two categories of labels y (or hyperplane=): the check passes a y of "
-          "three classes on random data, whose one-vs-rest hyperplanes are linearly dependent (ValueError)")
+_C3L_Y = (
+    "C3L needs side information, two categories of labels y (or hyperplane=): the check passes a y of "
+    "three classes on random data, whose one-vs-rest hyperplanes are linearly dependent (ValueError)"
+)
 _C3L_NO_Y = "C3L needs side information (y with two categories, or hyperplane=); the check passes y=None"
 # method -> {check: reason}: the documented skip list (non-strict xfail).
 EXPECTED_FAILED: dict[str, dict[str, str]] = {
     "ssgmm": {k: v for k, v in _Y_SUBSETS.items() if k != "check_fit2d_1sample"},
     "bayesian-ssgmm": {k: v for k, v in _Y_SUBSETS.items() if k != "check_fit2d_1sample"},
     "ccib": dict(_Y_SUBSETS),
-    "c3l": {"check_estimators_overwrite_params": _C3L_Y, "check_estimators_fit_returns_self": _C3L_Y,
-            "check_readonly_memmap_input": _C3L_Y,
-            "check_clustering": _C3L_NO_Y,  # both variants (readonly_memmap=True too)
-            "check_fit2d_1sample": "the check's one sample holds one category; C3L needs two (ValueError)"},
+    "c3l": {
+        "check_estimators_overwrite_params": _C3L_Y,
+        "check_estimators_fit_returns_self": _C3L_Y,
+        "check_readonly_memmap_input": _C3L_Y,
+        "check_clustering": _C3L_NO_Y,  # both variants (readonly_memmap=True too)
+        "check_fit2d_1sample": "the check's one sample holds one category; C3L needs two (ValueError)",
+    },
 }
 
 
@@ -89,13 +97,26 @@ def test_small_settings_cover_every_registered_method():
 # them over both workers (a file goes to whichever worker is free; session 6 measured the new sampler's
 # checks at ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
 HEAVY_METHODS = ("tvclust", "cecib", "c3l", "ccib", "bayesian-ssgmm")
-CHEAP = {"check_estimator_tags_renamed", "check_valid_tag_types", "check_estimator_repr",
-         "check_no_attributes_set_in_init", "check_estimators_unfitted",
-         "check_do_not_raise_errors_in_init_or_set_params", "check_mixin_order", "check_estimator_sparse_tag",
-         "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_complex_data",
-         "check_estimators_empty_data_messages",
-         "check_parameters_default_constructible", "check_get_params_invariance", "check_set_params",
-         "check_fit1d", "check_array_api_input", "check_estimators_partial_fit_n_features"}
+CHEAP = {
+    "check_estimator_tags_renamed",
+    "check_valid_tag_types",
+    "check_estimator_repr",
+    "check_no_attributes_set_in_init",
+    "check_estimators_unfitted",
+    "check_do_not_raise_errors_in_init_or_set_params",
+    "check_mixin_order",
+    "check_estimator_sparse_tag",
+    "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix",
+    "check_complex_data",
+    "check_estimators_empty_data_messages",
+    "check_parameters_default_constructible",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_fit1d",
+    "check_array_api_input",
+    "check_estimators_partial_fit_n_features",
+}
 
 
 def checks_for(names, heavy_fitting: bool):
@@ -103,8 +124,9 @@ def checks_for(names, heavy_fitting: bool):
     HEAVY_METHODS only their CHEAP checks (``heavy_fitting=False``) or only their fitting checks (True)."""
     from sklearn.utils.estimator_checks import _check_name
 
-    parametrize = parametrize_with_checks([METHODS[name].load()(**SMALL[name]) for name in names],
-                                          expected_failed_checks=_expected_failed)
+    parametrize = parametrize_with_checks(
+        [METHODS[name].load()(**SMALL[name]) for name in names], expected_failed_checks=_expected_failed
+    )
     mark = parametrize.mark
     cases = []
     for case in mark.args[1]:
@@ -144,8 +166,9 @@ def test_predict_sample_order_and_subset_invariance(name):
             full = getattr(est, method)(Xt)
             np.testing.assert_allclose(full[idx], getattr(est, method)(Xt[idx]), atol=1e-9, err_msg=method)
             for part in np.array_split(np.arange(20), 3):
-                np.testing.assert_allclose(full[part], getattr(est, method)(Xt[part]), atol=1e-9,
-                                           err_msg=method)
+                np.testing.assert_allclose(
+                    full[part], getattr(est, method)(Xt[part]), atol=1e-9, err_msg=method
+                )
 
 
 def test_feature_names_in_and_permuted_columns_warn():
@@ -173,8 +196,9 @@ def test_feature_names_in_and_permuted_columns_warn():
 def _fold_pairs(pairs, rows):
     """Brute force: the pairs with both ends in ``rows``, as positions in ``rows``."""
     where = {int(r): k for k, r in reversed(list(enumerate(rows)))}
-    return np.array([(where[i], where[j]) for i, j in pairs if i in where and j in where],
-                    dtype=np.int64).reshape(-1, 2)
+    return np.array(
+        [(where[i], where[j]) for i, j in pairs if i in where and j in where], dtype=np.int64
+    ).reshape(-1, 2)
 
 
 def test_row_pairs_slice_like_rows():
@@ -242,7 +266,8 @@ def test_grid_search_routes_side_information_per_fold():
     _Recording.seen = []
     with sklearn.config_context(enable_metadata_routing=True):
         est = _Recording(lam=8.0, max_iter=20, patience=2, random_state=0).set_fit_request(
-            must_link=True, cannot_link=True, partial_labels=True)
+            must_link=True, cannot_link=True, partial_labels=True
+        )
         search = GridSearchCV(est, {"xi0": [1e-3, 1e-1]}, scoring="adjusted_rand_score", cv=cv)
         search.fit(X, truth, must_link=RowPairs(ml, n), cannot_link=RowPairs(cl, n), partial_labels=partial)
     assert np.isfinite(search.best_score_) and search.best_score_ > 0.5

@@ -11,6 +11,6 @@ from __future__ import annotations
 from tests.estimators.test_sklearn_api import checks_for, run_check
 
 
-@checks_for(('cecib', 'c3l'), heavy_fitting=True)
+@checks_for(("cecib", "c3l"), heavy_fitting=True)
 def test_sklearn_fitting_checks(estimator, check):
     run_check(estimator, check)

@@ -25,8 +25,9 @@ def test_loglik_matrix_equals_per_point_loglik(shape, d):
         rng = np.random.default_rng(4)
         x = jnp.asarray(rng.normal(size=(40, d)) * 2.0)
         factor = rng.normal(size=shape) + (3 * np.eye(d) if len(shape) == 3 else 2.0)
-        params = GaussianParams(jnp.asarray(rng.normal(size=(5, d))), jnp.asarray(factor),
-                                jnp.asarray(rng.normal(size=5)))
+        params = GaussianParams(
+            jnp.asarray(rng.normal(size=(5, d))), jnp.asarray(factor), jnp.asarray(rng.normal(size=5))
+        )
         per_point = jax.vmap(gaussian_loglik, (None, 0))(params, x)
         np.testing.assert_allclose(gaussian_loglik_matrix(params, x), per_point, rtol=1e-10, atol=1e-10)
 
@@ -58,14 +59,20 @@ def test_gaussian_log_densities_match_scipy():
     ent = [sps.multivariate_normal(mean[k], cov[k]).entropy() for k in range(K)]
     np.testing.assert_allclose(ml_entropy(1.0, np.linalg.slogdet(cov)[1], d, xp=np), ent, rtol=1e-12)
     # log normaliser = -log density at the mean
-    np.testing.assert_allclose(gaussian_log_normaliser_chol(L, xp=np),
-                               [-sps.multivariate_normal(mean[k], cov[k]).logpdf(mean[k]) for k in range(K)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        gaussian_log_normaliser_chol(L, xp=np),
+        [-sps.multivariate_normal(mean[k], cov[k]).logpdf(mean[k]) for k in range(K)],
+        rtol=1e-12,
+    )
     with x64():
         np.testing.assert_allclose(np.asarray(normal_logpdf(jnp.asarray(x), loc, scale)), ref, rtol=1e-12)
-        np.testing.assert_allclose(np.asarray(isotropic_gaussian_loglik(jnp.asarray(sq), 1.7, d)), iso,
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(isotropic_gaussian_loglik(jnp.asarray(sq), 1.7, d)), iso, rtol=1e-12
+        )
         got = gaussian_logpdf_chol(jnp.asarray(pts), jnp.asarray(mean), jnp.asarray(L))
         np.testing.assert_allclose(np.asarray(got), ref_mvn, rtol=1e-12)
-        np.testing.assert_allclose(np.asarray(ml_entropy(jnp.full(K, 9.0), jnp.asarray(
-            np.linalg.slogdet(9.0 * cov)[1]), d)), ent, rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(ml_entropy(jnp.full(K, 9.0), jnp.asarray(np.linalg.slogdet(9.0 * cov)[1]), d)),
+            ent,
+            rtol=1e-12,
+        )

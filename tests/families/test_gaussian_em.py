@@ -38,18 +38,22 @@ def test_ml_estimate_is_the_weighted_moments(cov_type):
     means = resp.T @ x / nk[:, None]
     np.testing.assert_allclose(p.means, means, rtol=1e-10)
     np.testing.assert_allclose(p.weights, nk / nk.sum(), rtol=1e-10)
-    full = np.stack([((x - means[j]) * resp[:, j:j + 1]).T @ (x - means[j]) / nk[j] for j in range(2)])
-    want = {"full": full, "tied": (full * nk[:, None, None]).sum(0) / nk.sum(),
-            "diag": np.diagonal(full, axis1=1, axis2=2),
-            "spherical": np.trace(full, axis1=1, axis2=2) / 3}[cov_type]
+    full = np.stack([((x - means[j]) * resp[:, j : j + 1]).T @ (x - means[j]) / nk[j] for j in range(2)])
+    want = {
+        "full": full,
+        "tied": (full * nk[:, None, None]).sum(0) / nk.sum(),
+        "diag": np.diagonal(full, axis1=1, axis2=2),
+        "spherical": np.trace(full, axis1=1, axis2=2) / 3,
+    }[cov_type]
     np.testing.assert_allclose(cov, want, rtol=1e-8)
 
 
 def test_log_gaussian_prob_is_scipy():
     x, resp = _data(1)
     with x64():
-        p = gaussian_map_estimate(gaussian_moment_stats(jnp.asarray(x), jnp.asarray(resp), "full"), "full",
-                                  0.0)
+        p = gaussian_map_estimate(
+            gaussian_moment_stats(jnp.asarray(x), jnp.asarray(resp), "full"), "full", 0.0
+        )
         lp = np.asarray(log_gaussian_prob(jnp.asarray(x), p.means, p.prec_chol, "full"))
         cov = np.asarray(covariances(p.prec_chol, "full"))
     for j in range(2):

@@ -23,9 +23,13 @@ def _niw(d, cov="full", dtype=np.float64):
     rng = np.random.default_rng(d)
     a = rng.normal(size=(d, d))
     psi0 = a @ a.T + d * np.eye(d)
-    return GaussianNIW(jnp.asarray(rng.normal(size=d), dtype), jnp.asarray(0.7, dtype),
-                       jnp.asarray(d + 1.5, dtype), jnp.asarray(psi0, dtype), cov)
-
+    return GaussianNIW(
+        jnp.asarray(rng.normal(size=d), dtype),
+        jnp.asarray(0.7, dtype),
+        jnp.asarray(d + 1.5, dtype),
+        jnp.asarray(psi0, dtype),
+        cov,
+    )
 
 
 def _problem(cov, d, seed=0):
@@ -124,8 +128,9 @@ def test_niw_pool_and_weighted_stats_equal_recomputed(cov, d):
             np.testing.assert_allclose(L @ L.T, psin, rtol=1e-10)
 
 
-@pytest.mark.parametrize("fam_name", ["niw-full", "niw-diag", "niw-spherical", "spherical", "multinomial",
-                                      "ml"])
+@pytest.mark.parametrize(
+    "fam_name", ["niw-full", "niw-diag", "niw-spherical", "spherical", "multinomial", "ml"]
+)
 def test_stats_reduced_over_shards_equal_whole_data_stats(fam_name):
     """``stats(..., reduce=psum)`` on each of 3 shards of the rows (``vmap`` with a named axis stands in for
     devices) returns the whole data set's statistics on every shard, padding rows (label K) counted
@@ -137,10 +142,14 @@ def test_stats_reduced_over_shards_equal_whole_data_stats(fam_name):
         x = rng.normal(size=(n, d)) * 2 + 5.0  # far from 0: a shift that differs per shard would show
         if fam_name == "multinomial":
             x = rng.integers(0, 6, size=(n, d)).astype(float)
-        fam = {"niw-full": _niw(d, "full"), "niw-diag": _niw(d, "diag"),
-               "niw-spherical": _niw(d, "spherical"),
-               "spherical": SphericalGaussian(jnp.asarray(0.5), jnp.zeros(d), jnp.asarray(2.0)),
-               "multinomial": Multinomial(jnp.ones(d)), "ml": GaussianML()}[fam_name]
+        fam = {
+            "niw-full": _niw(d, "full"),
+            "niw-diag": _niw(d, "diag"),
+            "niw-spherical": _niw(d, "spherical"),
+            "spherical": SphericalGaussian(jnp.asarray(0.5), jnp.zeros(d), jnp.asarray(2.0)),
+            "multinomial": Multinomial(jnp.ones(d)),
+            "ml": GaussianML(),
+        }[fam_name]
         z = rng.integers(0, K, n)
         z[:K] = np.arange(K)
         if fam_name == "ml":  # every slot needs d + 1 points for a Cholesky factor of its scatter
@@ -149,8 +158,9 @@ def test_stats_reduced_over_shards_equal_whole_data_stats(fam_name):
         pad = 3 * 16 - n
         xs = jnp.asarray(np.pad(x, ((0, pad), (0, 0))).reshape(3, 16, d))
         zs = jnp.asarray(np.pad(z, (0, pad), constant_values=K).reshape(3, 16))
-        red = jax.vmap(lambda a, b: fam.stats(a, b, K, reduce=lambda t: jax.lax.psum(t, "shard")),
-                       axis_name="shard")(xs, zs)
+        red = jax.vmap(
+            lambda a, b: fam.stats(a, b, K, reduce=lambda t: jax.lax.psum(t, "shard")), axis_name="shard"
+        )(xs, zs)
         for shard in range(3):
             for a, b in zip(jax.tree.map(lambda t, i=shard: t[i], red), ref, strict=True):
                 np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
@@ -205,8 +215,11 @@ def test_niw_float32_tracks_float64():
     fam32 = _niw(2, dtype=np.float32)
     s32 = fam32.stats(jnp.asarray(x, jnp.float32), jnp.asarray(z), 3)
     for i in range(30):
-        s32 = fam32.add(fam32.remove(s32, z[i], jnp.asarray(x[i], jnp.float32)), (z[i] + 1) % 3,
-                        jnp.asarray(x[i], jnp.float32))
+        s32 = fam32.add(
+            fam32.remove(s32, z[i], jnp.asarray(x[i], jnp.float32)),
+            (z[i] + 1) % 3,
+            jnp.asarray(x[i], jnp.float32),
+        )
     z2 = (z + 1) % 3
     with jax.enable_x64(True):
         fam64 = _niw(2)

@@ -29,5 +29,6 @@ def test_spherical_gaussian_marginal_and_predictive():
             total += float(fam.log_predictive(s1, jnp.asarray(x[i]))[0])
             s1 = fam.add(s1, 0, jnp.asarray(x[i]))
         assert np.isclose(total, ref, rtol=1e-10)
-        assert np.allclose(fam.bregman(jnp.asarray(x), jnp.asarray(x[:2])),
-                           ((x[:, None] - x[None, :2]) ** 2).sum(-1))
+        assert np.allclose(
+            fam.bregman(jnp.asarray(x), jnp.asarray(x[:2])), ((x[:, None] - x[None, :2]) ** 2).sum(-1)
+        )

@@ -125,8 +125,9 @@ def check_solve_lower_sq(d):
         L = np.linalg.cholesky(A @ np.swapaxes(A, 1, 2) + d * np.eye(d))
         u = rng.normal(size=(3, d))
         want = np.asarray(solve_lower_sq(jnp.asarray(L), jnp.asarray(u)))
-        np.testing.assert_allclose(want, [u[k] @ np.linalg.solve(L[k] @ L[k].T, u[k]) for k in range(3)],
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            want, [u[k] @ np.linalg.solve(L[k] @ L[k].T, u[k]) for k in range(3)], rtol=1e-10
+        )
         sc = np.ascontiguousarray(np.swapaxes(L, 1, 2).reshape(3, d * d))
         b1 = 1.0 / np.diagonal(L, axis1=1, axis2=2)
         got = [_cholesky_cpu.solve_lower_sq(k, sc, b1, u[k].copy()) for k in range(3)]
@@ -304,8 +305,12 @@ def check_gaussian_loglik(layout, K=4, d=3):
         params = GaussianParams(jnp.asarray(mean), jnp.asarray(A), jnp.asarray(half))
         want = np.stack([np.asarray(gaussian_loglik(params, jnp.asarray(xi))) for xi in x])
     w = np.empty(d)
-    got = np.array([[_densities_cpu.gaussian_loglik(x, i, mean, flat, half, k, code, w) for k in range(K)]
-                    for i in range(len(x))])
+    got = np.array(
+        [
+            [_densities_cpu.gaussian_loglik(x, i, mean, flat, half, k, code, w) for k in range(K)]
+            for i in range(len(x))
+        ]
+    )
     np.testing.assert_allclose(got, want, **TOL)
 
 
@@ -361,11 +366,21 @@ def test_registry_is_complete():
     """Every public function of a twin module is registered (or is a listed non-twin), and every check is
     of a registered twin."""
     registered = {t.name for t in TWINS}
-    public = {f"{m.__name__.rsplit('.', 1)[1]}.{n}" for m in (_cholesky_cpu, _niw_cpu, _densities_cpu)
-              for n in m.__all__}
+    public = {
+        f"{m.__name__.rsplit('.', 1)[1]}.{n}"
+        for m in (_cholesky_cpu, _niw_cpu, _densities_cpu)
+        for n in m.__all__
+    }
     assert public - NOT_TWINS == registered
     assert set(CHECKS) == registered
     for t in TWINS:
         module, fn = t.name.split(".")
-        assert getattr({"_cholesky_cpu": _cholesky_cpu, "_niw_cpu": _niw_cpu,
-                        "_densities_cpu": _densities_cpu}[module], fn) is t.twin
+        assert (
+            getattr(
+                {"_cholesky_cpu": _cholesky_cpu, "_niw_cpu": _niw_cpu, "_densities_cpu": _densities_cpu}[
+                    module
+                ],
+                fn,
+            )
+            is t.twin
+        )

@@ -37,8 +37,9 @@ def _np_cost(Z, labels, alpha, J=1):
                 e += 0.5 * (1 + np.log(2 * np.pi * s2))
             else:  # brute-force the boundary |m| = p sigma in the direction of mu (1-D golden search)
                 sg = 1.0 if mu >= 0 else -1.0
-                f = lambda m, mu=mu, s2=s2, sg=sg: (0.5 * np.log(2 * np.pi * (m / p) ** 2)
-                                                    + ((mu - sg * m) ** 2 + s2) / (2 * (m / p) ** 2))
+                f = lambda m, mu=mu, s2=s2, sg=sg: (
+                    0.5 * np.log(2 * np.pi * (m / p) ** 2) + ((mu - sg * m) ** 2 + s2) / (2 * (m / p) ** 2)
+                )
                 lo, hi = 1e-9, abs(mu) + s2 / max(abs(mu), 1e-12) + 10 * s + 1.0
                 g = (np.sqrt(5) - 1) / 2
                 for _ in range(200):
@@ -55,8 +56,10 @@ def _np_cost(Z, labels, alpha, J=1):
 @pytest.fixture(scope="module")
 def fits():
     X, _ = _data()
-    return X, {a: C3L(n_clusters=4, leakage=a, n_init=4, random_state=1).fit(X, hyperplane=HP)
-               for a in (0.01, 0.05, 0.5)}
+    return X, {
+        a: C3L(n_clusters=4, leakage=a, n_init=4, random_state=1).fit(X, hyperplane=HP)
+        for a in (0.01, 0.05, 0.5)
+    }
 
 
 def test_leakage_bounded_and_cost_consistent(fits):
@@ -66,8 +69,9 @@ def test_leakage_bounded_and_cost_consistent(fits):
         assert m.n_clusters_ == len(np.unique(m.labels_)) == len(m.leakage_)
         assert np.all(m.leakage_ <= min(a, 0.5) + 1e-9)
         np.testing.assert_allclose(m.leakage_[m.constraint_active_], a, rtol=1e-9)
-        np.testing.assert_allclose(m.leakage_, np.minimum(m.natural_leakage_, a) if a < 0.5
-                                   else m.natural_leakage_, rtol=1e-9)
+        np.testing.assert_allclose(
+            m.leakage_, np.minimum(m.natural_leakage_, a) if a < 0.5 else m.natural_leakage_, rtol=1e-9
+        )
         # leakage of the X-space Gaussians w.r.t. H (spec §1.2 general formula) is the same number
         np.testing.assert_allclose(c3l.gaussian_leakage(m.means_, m.covariances_, *HP), m.leakage_, rtol=1e-7)
         # the cost after thousands of rank-one updates equals an independent numpy recomputation

@@ -44,8 +44,10 @@ def wine_runs():
         rng = np.random.default_rng(r)
         ypart = np.where(rng.random(len(y)) < 0.15, ypm, -1)
         h, a = c3l.hyperplane_from_labels(X, ypart)
-        fits = {al: C3L(n_clusters=6, leakage=al, n_init=10, random_state=r).fit(X, hyperplane=(h, a))
-                for al in ALPHAS}
+        fits = {
+            al: C3L(n_clusters=6, leakage=al, n_init=10, random_state=r).fit(X, hyperplane=(h, a))
+            for al in ALPHAS
+        }
         runs.append(((h, a), fits))
     return X, y, runs
 

@@ -20,16 +20,19 @@ def _h(mu, s2, m, sig):
     return 0.5 * np.log(2 * np.pi * sig**2) + ((mu - m) ** 2 + s2) / (2 * sig**2)
 
 
-@pytest.mark.parametrize(("mu", "s", "alpha", "m", "sig", "e1"), [
-    (1.0, 1.0, 0.1, 1.168561, 0.911833, 1.445093),
-    (1.0, 1.0, 0.05, 1.338153, 0.813540, 1.554425),
-    (1.0, 1.0, 0.01, 1.553858, 0.667939, 1.979889),
-    (1.0, 1.0, 0.001, 1.698058, 0.549492, 2.783047),
-    (0.0, 1.0, 0.05, 1.644854, 1.0, 2.771710),
-    (-2.0, 3.0, 0.05, -3.813048, 2.318168, 2.902939),
-    (3.0, 1.0, 0.01, 3.0, 1.0, 1.418939),
-    (1.0, 1.0, 0.2, 1.0, 1.0, 1.418939),
-])
+@pytest.mark.parametrize(
+    ("mu", "s", "alpha", "m", "sig", "e1"),
+    [
+        (1.0, 1.0, 0.1, 1.168561, 0.911833, 1.445093),
+        (1.0, 1.0, 0.05, 1.338153, 0.813540, 1.554425),
+        (1.0, 1.0, 0.01, 1.553858, 0.667939, 1.979889),
+        (1.0, 1.0, 0.001, 1.698058, 0.549492, 2.783047),
+        (0.0, 1.0, 0.05, 1.644854, 1.0, 2.771710),
+        (-2.0, 3.0, 0.05, -3.813048, 2.318168, 2.902939),
+        (3.0, 1.0, 0.01, 3.0, 1.0, 1.418939),
+        (1.0, 1.0, 0.2, 1.0, 1.0, 1.418939),
+    ],
+)
 def test_spec_vectors(mu, s, alpha, m, sig, e1):
     got = _fit(mu, s * s, alpha)
     np.testing.assert_allclose(got[:3], (m, sig, e1), atol=1e-6)
@@ -57,8 +60,13 @@ def test_closed_form_equals_brute_force():
         assert H[j] <= e_cf[i] + 5e-2
         sgn = np.sign(M[j]) or 1.0
         cons = [{"type": "ineq", "fun": lambda v, sgn=sgn, p=p: sgn * v[0] - p * np.exp(v[1])}]
-        res = minimize(lambda v, mu=mu, s=s: _h(mu, s * s, v[0], np.exp(v[1])), [M[j], LS[j]],
-                       constraints=cons, method="SLSQP", options={"ftol": 1e-15, "maxiter": 500})
+        res = minimize(
+            lambda v, mu=mu, s=s: _h(mu, s * s, v[0], np.exp(v[1])),
+            [M[j], LS[j]],
+            constraints=cons,
+            method="SLSQP",
+            options={"ftol": 1e-15, "maxiter": 500},
+        )
         assert res.fun >= e_cf[i] - 1e-9
         assert abs(res.fun - e_cf[i]) < 1e-7
         # the returned parameters attain the cost, are feasible, and leak exactly alpha when active

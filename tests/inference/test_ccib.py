@@ -31,12 +31,15 @@ def precision(labels, ref):
 def _data(y, z=None, n_groups=1, k=2, w_fit=None, w_x=None, design=None, clamp=None):
     n = y.shape[0]
     return S.CCIBData(
-        y=jnp.asarray(y), z=jnp.asarray(np.zeros(n, np.int32) if z is None else z.astype(np.int32)),
+        y=jnp.asarray(y),
+        z=jnp.asarray(np.zeros(n, np.int32) if z is None else z.astype(np.int32)),
         design=jnp.ones((n, 1)) if design is None else jnp.asarray(design),
         w_x=jnp.full(n, 1.0 / n) if w_x is None else jnp.asarray(w_x),
         w_fit=jnp.ones(n) if w_fit is None else jnp.asarray(w_fit),
         clamp=jnp.zeros(n, bool) if clamp is None else jnp.asarray(clamp),
-        clamp_q=jnp.zeros((n, k)), cond_mask=jnp.ones(y.shape[1]))
+        clamp_q=jnp.zeros((n, k)),
+        cond_mask=jnp.ones(y.shape[1]),
+    )
 
 
 def _counts(rng, n=40, d=15, g=3):
@@ -110,8 +113,9 @@ def test_p_step_matches_eq5_by_hand():
     lengths = counts.sum(1)
     # hand-computed (9a)-(9c), paper weighting
     th_m = (q.T @ counts) / (q.T @ lengths)[:, None]
-    th_c = np.stack([(q[z == g].T @ counts[z == g]) / (q[z == g].T @ lengths[z == g])[:, None]
-                     for g in range(2)], axis=1)
+    th_c = np.stack(
+        [(q[z == g].T @ counts[z == g]) / (q[z == g].T @ lengths[z == g])[:, None] for g in range(2)], axis=1
+    )
     pi = q.mean(0)
     freq = counts / lengths[:, None]
     log0 = lambda t: np.log(np.maximum(t, 1e-300))  # 0 log 0 = 0: zero counts meet zero estimates

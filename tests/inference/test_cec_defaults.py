@@ -119,10 +119,25 @@ def test_cli_reaches_label_noise_and_cap_clusters(tmp_path):
     lab = np.where(rng.random(len(y)) < 0.5, y, -1)
     np.savetxt(tmp_path / "x.csv", x, delimiter=",")
     np.savetxt(tmp_path / "y.csv", lab, fmt="%d")
+
     def run(out, *params):
-        argv = ["fit", "--method", "cecib", str(tmp_path / "x.csv"), "--labels", str(tmp_path / "y.csv"),
-                "--out", str(tmp_path / out), "--no-plots", "--param", "n_clusters=40", "--param", "n_init=2",
-                "--param", "random_state=0"]
+        argv = [
+            "fit",
+            "--method",
+            "cecib",
+            str(tmp_path / "x.csv"),
+            "--labels",
+            str(tmp_path / "y.csv"),
+            "--out",
+            str(tmp_path / out),
+            "--no-plots",
+            "--param",
+            "n_clusters=40",
+            "--param",
+            "n_init=2",
+            "--param",
+            "random_state=0",
+        ]
         for p in params:
             argv += ["--param", p]
         assert cli.main(argv) == 0

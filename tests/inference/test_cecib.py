@@ -141,8 +141,9 @@ def test_run_monotone_and_rank_one_stats_match_recomputation():
         yc, m = cecib.encode_labels(y, n)
         cost = cecib.make_cost(X, m, 1.0)
         labels0 = jnp.asarray(np.random.default_rng(3).integers(0, K, n), jnp.int32)
-        res = hartigan.run(cost, X, jnp.asarray(yc), labels0, K=K, min_size=4.0,
-                           order=jnp.arange(n, dtype=jnp.int32))
+        res = hartigan.run(
+            cost, X, jnp.asarray(yc), labels0, K=K, min_size=4.0, order=jnp.arange(n, dtype=jnp.int32)
+        )
         p = int(res.n_passes)
         trace = np.asarray(res.trace)[: p + 1]
         ktrace = np.asarray(res.n_clusters_trace)[: p + 1]
@@ -164,14 +165,22 @@ def test_run_monotone_and_rank_one_stats_match_recomputation():
         total = cecib.cecib_cost(x, np.asarray(res.labels), y, 1.0).total
         assert float(res.cost) == pytest.approx(total, abs=1e-9)
         # one more pass from the result moves nothing (it is a local optimum)
-        again = hartigan.run(cost, X, jnp.asarray(yc), res.labels, K=K, min_size=4.0,
-                             order=jnp.arange(n, dtype=jnp.int32))
+        again = hartigan.run(
+            cost, X, jnp.asarray(yc), res.labels, K=K, min_size=4.0, order=jnp.arange(n, dtype=jnp.int32)
+        )
         assert int(again.n_passes) == 1
         np.testing.assert_array_equal(again.labels, res.labels)
         # permuting the points, with the visiting order permuted alike, gives the same partition
         perm = np.random.default_rng(4).permutation(n)
-        res_p = hartigan.run(cost, X[perm], jnp.asarray(yc[perm]), labels0[perm], K=K, min_size=4.0,
-                             order=jnp.asarray(np.argsort(perm), jnp.int32))
+        res_p = hartigan.run(
+            cost,
+            X[perm],
+            jnp.asarray(yc[perm]),
+            labels0[perm],
+            K=K,
+            min_size=4.0,
+            order=jnp.asarray(np.argsort(perm), jnp.int32),
+        )
         np.testing.assert_array_equal(np.asarray(res_p.labels), np.asarray(res.labels)[perm])
         assert float(res_p.cost) == pytest.approx(float(res.cost), abs=1e-10)
 

@@ -34,8 +34,10 @@ def test_example_4_1_cost_sign_flip_and_beta0_remarks():
     y = (x[:, 0] >= 0).astype(int)
     one = np.zeros(n, int)
     h = np.log(2.0)  # H(1/2, 1/2) up to the O(1/sqrt(n)) imbalance of the split
-    d = {b: cecib.cecib_cost(x, one, y, b).total - cecib.cecib_cost(x, y, y, b).total
-         for b in (0.25, BETA0, 0.29)}
+    d = {
+        b: cecib.cecib_cost(x, one, y, b).total - cecib.cecib_cost(x, y, y, b).total
+        for b in (0.25, BETA0, 0.29)
+    }
     assert d[0.25] < -0.01 and d[0.29] > 0.01
     assert abs(d[BETA0]) < 2e-3
     assert d[0.29] - d[0.25] == pytest.approx(h * 0.04, rel=1e-3)  # slope H(p) in beta, exactly linear
@@ -57,8 +59,15 @@ def _fit(X, lab, C, beta, seed):
     # the paper's protocol pinned (sessions 8-9 changed the library's defaults: init="auto" takes the
     # label-seeded or cost-chosen start, cap_clusters lowers k_init; on main these tests had failed since
     # session 8): the authors' k-means++ start and k_init = 2 x classes as given
-    return CECIB(n_clusters=2 * C, beta=beta, min_cluster_fraction=0.05, n_init=10, random_state=seed,
-                 init="k-means++", cap_clusters=False).fit(X, lab)
+    return CECIB(
+        n_clusters=2 * C,
+        beta=beta,
+        min_cluster_fraction=0.05,
+        n_init=10,
+        random_state=seed,
+        init="k-means++",
+        cap_clusters=False,
+    ).fit(X, lab)
 
 
 @pytest.fixture(scope="module", params=["iris", "wine"])

@@ -73,8 +73,9 @@ def test_theorem_4_1():
         merged = to_group[y]
         gap = cecib.cecib_cost(x, merged, z, 1.0).total - cecib.cecib_cost(x, y, z, 1.0).total
         worst = min(worst, gap)
-        lowered_at_half += (cecib.cecib_cost(x, merged, z, 0.5).total
-                            < cecib.cecib_cost(x, y, z, 0.5).total - 1e-12)
+        lowered_at_half += (
+            cecib.cecib_cost(x, merged, z, 0.5).total < cecib.cecib_cost(x, y, z, 0.5).total - 1e-12
+        )
     assert worst >= -1e-12, worst
     assert lowered_at_half > 0
 

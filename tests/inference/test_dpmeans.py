@@ -17,8 +17,9 @@ LAM_IRIS_SKLEARN = 3.5790868481592684  # reference/README.md, rdpmeans section
 
 def _iris(shared):
     X = np.loadtxt(shared / "reference/inputs/iris.csv", delimiter=",", skiprows=1)
-    cons = np.loadtxt(shared / "reference/inputs/iris_constraints_r2pct_p0.9_seed11.csv", delimiter=",",
-                      skiprows=1).astype(int)
+    cons = np.loadtxt(
+        shared / "reference/inputs/iris_constraints_r2pct_p0.9_seed11.csv", delimiter=",", skiprows=1
+    ).astype(int)
     E = {}
     for i, j, s, _ in cons:  # later rows overwrite earlier ones (reference protocol)
         E[(min(i, j), max(i, j))] = s
@@ -30,8 +31,9 @@ def _iris(shared):
 def _compat_kw(alg, d):
     if alg == "rdpmeans":
         orders = np.array([list(map(int, line.split())) for line in open(d / "sweep_orders.txt")])
-        return dict(xi0=1e-3, xi_rate=2.0, xi_max=np.inf, order="given", orders=orders, patience=20,
-                    max_iter=60)
+        return dict(
+            xi0=1e-3, xi_rate=2.0, xi_max=np.inf, order="given", orders=orders, patience=20, max_iter=60
+        )
     return dict(xi0=0.0, order="fixed", patience=0, max_iter=99)
 
 
@@ -47,8 +49,18 @@ def test_golden_replay_octave(shared_dir, alg):
             init = np.loadtxt(d / "init_centroid.csv", delimiter=",")
             labels = np.loadtxt(d / "labels.txt").astype(int)
             cent = np.loadtxt(d / "centroids.csv", delimiter=",", ndmin=2)
-            r = dp.fit(jax.random.key(0), X, table if alg == "rdpmeans" else None, lam, compat=True,
-                       divergence="euclidean", tie="last", init_centre=init, k_max=16, **_compat_kw(alg, d))
+            r = dp.fit(
+                jax.random.key(0),
+                X,
+                table if alg == "rdpmeans" else None,
+                lam,
+                compat=True,
+                divergence="euclidean",
+                tie="last",
+                init_centre=init,
+                k_max=16,
+                **_compat_kw(alg, d),
+            )
             k, n_iter = int(r.n_clusters), int(r.n_iter)
             assert k == cent.shape[0]
             np.testing.assert_array_equal(np.asarray(r.labels) + 1, labels)
@@ -67,10 +79,18 @@ def test_xi0_zero_is_dpmeans(shared_dir):
     """Claim 8 / R1: RDP-means with xi0 = 0 returns exactly the DP-means partition (same init, order)."""
     X, _, table = _iris(shared_dir)
     lam = dp.kth_farthest_from_mean(X, 3)
-    init = np.loadtxt(shared_dir / "reference/rdpmeans/iris_dpmeans_octseed1/init_centroid.csv",
-                      delimiter=",")
-    kw = dict(compat=True, divergence="euclidean", tie="last", init_centre=init, k_max=16, order="fixed",
-              max_iter=99)
+    init = np.loadtxt(
+        shared_dir / "reference/rdpmeans/iris_dpmeans_octseed1/init_centroid.csv", delimiter=","
+    )
+    kw = dict(
+        compat=True,
+        divergence="euclidean",
+        tie="last",
+        init_centre=init,
+        k_max=16,
+        order="fixed",
+        max_iter=99,
+    )
     with x64():
         a = dp.fit(jax.random.key(0), X, table, lam, xi0=0.0, patience=0, **kw)
         b = dp.fit(jax.random.key(0), X, None, lam, xi0=0.0, patience=0, **kw)
@@ -101,8 +121,9 @@ def test_matches_numpy_algorithm1_and_objective_monotone():
     lam, mu0 = 4.0, X.min(0) + 0.3 * (X.max(0) - X.min(0))
     kw = dict(xi0=0.05, xi_rate=1.5, xi_max=50.0, patience=5, max_iter=200)
     with x64():
-        r = dp.fit(jax.random.key(0), X, table, lam, init_centre=mu0, order="given", orders=orders, k_max=32,
-                   **kw)
+        r = dp.fit(
+            jax.random.key(0), X, table, lam, init_centre=mu0, order="given", orders=orders, k_max=32, **kw
+        )
     # per-move monotonicity of J (Section 3.5) inside the NumPy loop, with an independent dense E
     E = np.zeros((n, n))
     E[pairs[:, 0], pairs[:, 1]] = E[pairs[:, 1], pairs[:, 0]] = sign
@@ -112,8 +133,12 @@ def test_matches_numpy_algorithm1_and_objective_monotone():
     def J(z, mu, xi):
         same = z[iu[0]] == z[iu[1]]
         e = E[iu]
-        return (((X - mu[z]) ** 2).sum() + lam * len(mu) - xi * (same & (e > 0)).sum()
-                + xi * (same & (e < 0)).sum())
+        return (
+            ((X - mu[z]) ** 2).sum()
+            + lam * len(mu)
+            - xi * (same & (e > 0)).sum()
+            + xi * (same & (e < 0)).sum()
+        )
 
     def on_move(z, mu, xi):
         j = J(z, mu, xi)
@@ -121,8 +146,9 @@ def test_matches_numpy_algorithm1_and_objective_monotone():
             state["rises"] += 1
         state["J"], state["xi"] = j, xi
 
-    z_np, mu_np, t_np = rdpmeans_numpy(X, table.nbr, table.sgn, table.wgt, lam, mu0, lambda t: orders[t],
-                                       on_move=on_move, **kw)
+    z_np, mu_np, t_np = rdpmeans_numpy(
+        X, table.nbr, table.sgn, table.wgt, lam, mu0, lambda t: orders[t], on_move=on_move, **kw
+    )
     k = int(r.n_clusters)
     assert int(r.n_iter) == t_np and k == len(mu_np)
     np.testing.assert_array_equal(np.asarray(r.labels), z_np)
@@ -184,8 +210,9 @@ def test_delayed_variant_and_restarts():
     rng = np.random.default_rng(5)
     X = np.concatenate([rng.normal(c, 0.3, size=(40, 2)) for c in ([0, 0], [5, 0], [0, 5], [5, 5])])
     with x64():
-        r = dp.fit(jax.random.key(1), X, None, 4.0, xi0=0.0, variant="delayed", patience=1, max_iter=50,
-                   k_max=16)
+        r = dp.fit(
+            jax.random.key(1), X, None, 4.0, xi0=0.0, variant="delayed", patience=1, max_iter=50, k_max=16
+        )
         t = int(r.n_iter)
         assert bool(r.converged)
         jb, ja = np.asarray(r.objective_before[:t]), np.asarray(r.objective_trace[:t])
@@ -195,6 +222,7 @@ def test_delayed_variant_and_restarts():
         one = dp.fit(keys[2], X, None, 4.0, xi0=0.0, patience=1, max_iter=50, k_max=16)
     np.testing.assert_array_equal(np.asarray(rs.labels[2]), np.asarray(one.labels))
     from sklearn.metrics import adjusted_rand_score
+
     assert adjusted_rand_score(np.repeat(np.arange(4), 40), np.asarray(r.labels)) > 0.9
     k = int(r.n_clusters)  # a DP-means fixed point: every point's nearest centre is its own, within lam
     D = ((X[:, None, :] - np.asarray(r.centers[:k])[None]) ** 2).sum(-1)
@@ -219,8 +247,9 @@ def test_lambda_helpers():
 
 def test_estimators_api_and_errors():
     X, y, pairs, sign = _blobs_with_links(6, flip=0.0)
-    m = RDPMeans(xi0=1e-3, random_state=0, n_init=2, k_max=16).fit(X, must_link=pairs[sign > 0],
-                                                        cannot_link=pairs[sign < 0])
+    m = RDPMeans(xi0=1e-3, random_state=0, n_init=2, k_max=16).fit(
+        X, must_link=pairs[sign > 0], cannot_link=pairs[sign < 0]
+    )
     assert m.labels_.shape == (len(X),) and m.n_clusters_ == m.cluster_centers_.shape[0]
     assert m.labels_.max() == m.n_clusters_ - 1 and np.isfinite(m.objective_) and m.n_iter_ >= 1
     assert m.lam_ == pytest.approx(dp.kth_farthest_from_mean(X, 3, "sqeuclidean"))
@@ -251,6 +280,7 @@ def test_kl_divergence_multinomial():
     X = np.stack([rng.multinomial(200, probs[c]) for c in y]).astype(float)
     m = DPMeans(lam=0.3, divergence="kl", random_state=0, k_max=16).fit(X)
     from sklearn.metrics import adjusted_rand_score
+
     assert adjusted_rand_score(y, m.labels_) == 1.0
 
 
@@ -269,8 +299,10 @@ def test_reproduce_table1_iris_wine():
         assert abs(f - paper) <= 0.06, (d, f)
 
     def f_by_p(meth):
-        return [np.mean([np.mean(res[(meth, d, r, p)], axis=0)[0] for d in ("iris", "wine") for r in RS])
-                for p in PS]
+        return [
+            np.mean([np.mean(res[(meth, d, r, p)], axis=0)[0] for d in ("iris", "wine") for r in RS])
+            for p in PS
+        ]
 
     f_p = f_by_p("RDP-means")
     np.testing.assert_allclose(f_p, [0.93, 0.92, 0.87, 0.75], atol=0.06)

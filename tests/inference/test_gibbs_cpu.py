@@ -41,8 +41,14 @@ def _family(name, x):
     return GaussianNIW.default(x, name)
 
 
-CASES = [("full", "collapse", "dp"), ("full", "sample", "dp"), ("diag", "fixed", "dp"),
-         ("spherical", "collapse", "dp"), ("known-variance", "fixed", "dp"), ("full", "collapse", "finite")]
+CASES = [
+    ("full", "collapse", "dp"),
+    ("full", "sample", "dp"),
+    ("diag", "fixed", "dp"),
+    ("spherical", "collapse", "dp"),
+    ("known-variance", "fixed", "dp"),
+    ("full", "collapse", "finite"),
+]
 
 
 @pytest.mark.parametrize(("family", "pq", "partition"), CASES)
@@ -52,8 +58,18 @@ def test_compiled_sweep_takes_the_xla_sweeps_decisions(family, pq, partition):
         x = jnp.asarray(x)
         fam = _family(family, x)
         k_max = 8 if partition == "finite" else 24
-        kw = dict(n_draws=4, n_warmup=4, n_chains=2, k_max=k_max, pq=pq, p=0.85, q=0.9, progress_bar=False,
-                  partition=partition, sample_alpha=partition == "dp")
+        kw = dict(
+            n_draws=4,
+            n_warmup=4,
+            n_chains=2,
+            k_max=k_max,
+            pq=pq,
+            p=0.85,
+            q=0.9,
+            progress_bar=False,
+            partition=partition,
+            sample_alpha=partition == "dp",
+        )
         if partition == "finite":  # partial labels as a per-point log prior (the SSGMM's use)
             lp = np.zeros((x.shape[0], k_max))
             lp[:20] = np.log(0.05 / (k_max - 1))
@@ -82,8 +98,19 @@ def test_single_step_unbatched_and_resumed():
         sb, ib = gibbs.step(key, st, x, links, fam, TVClustPrior(), backend="numba")
         np.testing.assert_array_equal(sa.labels, sb.labels)
         assert float(ia.log_joint) == pytest.approx(float(ib.log_joint), rel=1e-12)
-        first = gibbs.sample(key, x, links, fam, TVClustPrior(), n_draws=3, n_warmup=0, n_chains=2,
-                             k_max=16, progress_bar=False, backend="numba")
+        first = gibbs.sample(
+            key,
+            x,
+            links,
+            fam,
+            TVClustPrior(),
+            n_draws=3,
+            n_warmup=0,
+            n_chains=2,
+            k_max=16,
+            progress_bar=False,
+            backend="numba",
+        )
         kw = dict(n_draws=3, n_warmup=0, k_max=16, progress_bar=False, init_state=first.state)
         a = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="xla", **kw)
         b = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="numba", **kw)
@@ -107,8 +134,19 @@ def test_k_max_exhausted_raises_in_the_compiled_sweep():
         x, links = _problem(n=40, d=2)
         x = jnp.asarray(x)
         with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=3"):
-            gibbs.sample(jax.random.key(0), x, links, GaussianNIW.default(x), TVClustPrior(alpha=50.0),
-                         n_draws=3, n_warmup=0, n_chains=1, k_max=3, progress_bar=False, backend="numba")
+            gibbs.sample(
+                jax.random.key(0),
+                x,
+                links,
+                GaussianNIW.default(x),
+                TVClustPrior(alpha=50.0),
+                n_draws=3,
+                n_warmup=0,
+                n_chains=1,
+                k_max=3,
+                progress_bar=False,
+                backend="numba",
+            )
 
 
 def test_backend_resolution_and_errors():
@@ -116,7 +154,8 @@ def test_backend_resolution_and_errors():
     niw = GaussianNIW.default(jnp.ones((4, 2)) + jnp.arange(8.0).reshape(4, 2))
     multi = Multinomial(jnp.ones(3))
     assert resolve_backend("auto", gibbs.numba_unsupported(niw)) == (
-        "numba" if jax.default_backend() == "cpu" else "xla")
+        "numba" if jax.default_backend() == "cpu" else "xla"
+    )
     assert resolve_backend("auto", gibbs.numba_unsupported(multi)) == "xla"
     assert resolve_backend("auto", gibbs.numba_unsupported(niw, "explicit")) == "xla"
     with pytest.raises(ValueError, match="does not support Multinomial"):
@@ -171,15 +210,19 @@ def test_link_counts_and_link_terms_twins():
             c = np.asarray(counts) - np.array([f[k_old], st[k_old], F - f[k_old], S - st[k_old]])
             touched = np.asarray(hot).any(0)
             # collapsed: ln B(a_p + N11 + f, b_p + N01 + s) + ln B(a_q + N00 + S - s, b_q + N10 + F - f)
-            exact = {"collapse": sp_betaln(pri[0] + c[0] + f, pri[1] + c[1] + st)
-                     + sp_betaln(pri[2] + c[3] + S - st, pri[3] + c[2] + F - f),
-                     "fixed": f * xi1 - st * xi2}
+            exact = {
+                "collapse": sp_betaln(pri[0] + c[0] + f, pri[1] + c[1] + st)
+                + sp_betaln(pri[2] + c[3] + S - st, pri[3] + c[2] + F - f),
+                "fixed": f * xi1 - st * xi2,
+            }
             for pq in ("collapse", "fixed"):
-                jax_terms = np.asarray(gibbs._link_terms(f_j, s_j, F_j, S_j, jnp.asarray(c), p, q, prior, pq,
-                                                         nb_lab, hot))
+                jax_terms = np.asarray(
+                    gibbs._link_terms(f_j, s_j, F_j, S_j, jnp.asarray(c), p, q, prior, pq, nb_lab, hot)
+                )
                 link = np.zeros(k_max)
-                base = _gibbs_cpu.link_terms(i, labels, nbr, sgn, f, st, F, S, *c, int(pq == "collapse"), pri,
-                                             xi1, xi2, link)
+                base = _gibbs_cpu.link_terms(
+                    i, labels, nbr, sgn, f, st, F, S, *c, int(pq == "collapse"), pri, xi1, xi2, link
+                )
                 got = np.where(touched, link + base, base)
                 np.testing.assert_allclose(got, exact[pq], rtol=1e-12, atol=1e-12)
                 # jax.scipy.special.betaln (jax 0.12) is accurate to ~1e-6 relative only, hence 1e-5 here
@@ -226,8 +269,13 @@ def test_compiled_loo_log_predictive_equals_the_xla_program(family, pq, partitio
         labels = rng.integers(0, 4 if partition == "dp" else K, (2, 3, 40))
         labels[0, 0] = np.arange(40) % 7  # gaps and singletons
         labels[1, 2] = 0  # one cluster
-        kw = dict(pq=pq, partition=partition, p=rng.uniform(0.6, 0.9, (2, 3)),
-                  q=rng.uniform(0.6, 0.9, (2, 3)), alpha=rng.uniform(0.5, 2.0, (2, 3)))
+        kw = dict(
+            pq=pq,
+            partition=partition,
+            p=rng.uniform(0.6, 0.9, (2, 3)),
+            q=rng.uniform(0.6, 0.9, (2, 3)),
+            alpha=rng.uniform(0.5, 2.0, (2, 3)),
+        )
         if partition == "finite":
             lp = np.log(np.full((40, K), 0.05 / (K - 1)))
             lp[np.arange(40), np.arange(40) % K] = np.log(0.95)
@@ -252,5 +300,16 @@ def test_init_labels_outside_the_slots_are_refused(bad):
         labels = np.zeros(30, np.int32)
         labels[7] = bad
         with pytest.raises(ValueError, match=r"init_labels must be 30 slot indices in \[0, k_max=6\)"):
-            gibbs.sample(jax.random.key(0), x, links, GaussianNIW.default(x, "full"), TVClustPrior(),
-                         n_draws=2, n_warmup=0, n_chains=1, k_max=6, init_labels=labels, progress_bar=False)
+            gibbs.sample(
+                jax.random.key(0),
+                x,
+                links,
+                GaussianNIW.default(x, "full"),
+                TVClustPrior(),
+                n_draws=2,
+                n_warmup=0,
+                n_chains=1,
+                k_max=6,
+                init_labels=labels,
+                progress_bar=False,
+            )

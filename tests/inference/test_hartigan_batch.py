@@ -45,8 +45,9 @@ def test_assignment_costs_cecib_match_gaussian_and_label_entropy():
         for beta in (0.0, 1.0):
             cost = cecib.make_cost(X, m, beta)
             st = cost.stats(X, jnp.asarray(yc), jnp.asarray(z, jnp.int32), K)
-            out[beta] = np.asarray(hartigan.assignment_costs(cost, X, jnp.asarray(yc), st, jnp.ones(K, bool),
-                                                             chunk=64))
+            out[beta] = np.asarray(
+                hartigan.assignment_costs(cost, X, jnp.asarray(yc), st, jnp.ones(K, bool), chunk=64)
+            )
     for k in range(K):
         xk = x[z == k]
         want = -np.log(len(xk) / n) - multivariate_normal(xk.mean(0), np.cov(xk.T, bias=True)).logpdf(x)
@@ -90,8 +91,9 @@ def test_batch_then_polish_matches_hartigan():
     with jax.enable_x64(True):
         X = jnp.asarray(x)
         cost = cecib.make_cost(X, m, 1.0)
-        fitted, runs = hartigan.fit_batch(jax.random.key(0), cost, X, jnp.asarray(yc), K=6,
-                                          min_size=cecib.min_size(n, d, 0.05), n_init=4)
+        fitted, runs = hartigan.fit_batch(
+            jax.random.key(0), cost, X, jnp.asarray(yc), K=6, min_size=cecib.min_size(n, d, 0.05), n_init=4
+        )
         exact = cecib.fit(jax.random.key(0), X, yc, m, n_clusters=6, n_init=4)
     best = fitted.best
     assert bool(best.converged)
@@ -101,8 +103,16 @@ def test_batch_then_polish_matches_hartigan():
     assert abs(nmi(truth, np.asarray(best.labels)) - nmi(truth, np.asarray(exact.best.labels))) <= 0.02
     # without polish: the best batch partition itself
     with jax.enable_x64(True):
-        raw, _ = hartigan.fit_batch(jax.random.key(0), cost, X, jnp.asarray(yc), K=6,
-                                    min_size=cecib.min_size(n, d, 0.05), n_init=4, polish=False)
+        raw, _ = hartigan.fit_batch(
+            jax.random.key(0),
+            cost,
+            X,
+            jnp.asarray(yc),
+            K=6,
+            min_size=cecib.min_size(n, d, 0.05),
+            n_init=4,
+            polish=False,
+        )
     assert float(raw.best.cost) == pytest.approx(np.nanmin(np.asarray(runs.cost)), abs=1e-9)
 
 
@@ -164,10 +174,15 @@ def test_batch_sharded_over_two_devices_equals_one():
     import sys
     from pathlib import Path
 
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
-               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    out = subprocess.run([sys.executable, "-c", BATCH_CHILD], env=env, capture_output=True, text=True,
-                         timeout=600)
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", BATCH_CHILD], env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     for name in ("cecib", "c3l"):

@@ -70,8 +70,14 @@ def test_ml_entropy_and_constrained_1d_twins():
             assert cpu.ml_entropy(n, ld, d) == pytest.approx(float(families.ml_entropy(n, ld, d)), abs=1e-12)
         p = float(c3l.quantile(0.05))
         # inactive (|mu| >= p s), active with either sign, mu = 0, void constraint (p <= 0)
-        for mu, s2, pp in [(3.0, 1.0, p), (0.4, 1.0, p), (-0.4, 2.0, p), (0.0, 0.5, p), (0.1, 1.0, -0.2),
-                           (1e-3, 1e-8, float(c3l.quantile(1e-10)))]:
+        for mu, s2, pp in [
+            (3.0, 1.0, p),
+            (0.4, 1.0, p),
+            (-0.4, 2.0, p),
+            (0.0, 0.5, p),
+            (0.1, 1.0, -0.2),
+            (1e-3, 1e-8, float(c3l.quantile(1e-10))),
+        ]:
             want = float(c3l.constrained_cost_1d(mu, s2, pp))
             assert cpu.constrained_cost_1d(mu, s2, pp) == pytest.approx(want, abs=1e-12), (mu, s2, pp)
 
@@ -86,8 +92,11 @@ def test_logdet_after_add_twin(K):
     L = np.stack([_spd_factor(rng, d) for _ in range(K)])
     x = rng.normal(size=d)
     with jax.enable_x64(True):
-        want = np.asarray(families.GaussianML().logdet_after_add(families.Stats(*map(jnp.asarray, (n, s, L))),
-                                                                 jnp.asarray(x)))
+        want = np.asarray(
+            families.GaussianML().logdet_after_add(
+                families.Stats(*map(jnp.asarray, (n, s, L))), jnp.asarray(x)
+            )
+        )
     np.testing.assert_allclose(cpu.logdet_after_add(n, s, L, x), want, rtol=0, atol=1e-12)
 
 
@@ -102,21 +111,54 @@ def test_cluster_cost_twin():
         (9.0, -np.inf, [0.3, 0.3], [1.0, 1.0], 0.0, 0.0),  # singular -> inf
     ]
     with jax.enable_x64(True):
-        cost_c3l = cec.CECCost(jnp.asarray(100.0), jnp.asarray(0.0), jnp.asarray(p), jnp.asarray(floor),
-                               jnp.asarray(0.0), n_labels=0, n_dec=2, dim=4, min_count=6.0)
+        cost_c3l = cec.CECCost(
+            jnp.asarray(100.0),
+            jnp.asarray(0.0),
+            jnp.asarray(p),
+            jnp.asarray(floor),
+            jnp.asarray(0.0),
+            n_labels=0,
+            n_dec=2,
+            dim=4,
+            min_count=6.0,
+        )
         for nk, ld, tm, t2, _, _ in cases:
-            want = float(cost_c3l.slot_cost(jnp.asarray(nk), jnp.asarray(tm), jnp.asarray(t2),
-                                            jnp.asarray(ld), 0.0, 0.0))
+            want = float(
+                cost_c3l.slot_cost(
+                    jnp.asarray(nk), jnp.asarray(tm), jnp.asarray(t2), jnp.asarray(ld), 0.0, 0.0
+                )
+            )
             got = cpu.cluster_cost(nk, ld, np.asarray(tm), np.asarray(t2), 0.0, 0.0, 100.0, 0.0, p, floor, 4)
             assert got == pytest.approx(want, abs=1e-12) or got == want == np.inf
-        cost_ib = cec.CECCost(jnp.asarray(100.0), jnp.asarray(0.7), jnp.zeros(0), jnp.zeros(0),
-                              jnp.asarray(0.0), n_labels=3, n_dec=0, dim=5, min_count=6.0)
-        for nk, ld, n_lab, clogc in [(12.0, 3.2, 5.0, 3 * np.log(3) + 2 * np.log(2)), (30.0, -2.0, 0.0, 0.0),
-                                     (8.0, 1.0, 4.0, 4 * np.log(4))]:
-            want = float(cost_ib.slot_cost(jnp.asarray(nk), jnp.zeros(0), jnp.zeros(0), jnp.asarray(ld),
-                                           jnp.asarray(n_lab), jnp.asarray(clogc)))
-            got = cpu.cluster_cost(nk, ld, np.zeros(0), np.zeros(0), n_lab, clogc, 100.0, 0.7, np.zeros(0),
-                                   np.zeros(0), 5)
+        cost_ib = cec.CECCost(
+            jnp.asarray(100.0),
+            jnp.asarray(0.7),
+            jnp.zeros(0),
+            jnp.zeros(0),
+            jnp.asarray(0.0),
+            n_labels=3,
+            n_dec=0,
+            dim=5,
+            min_count=6.0,
+        )
+        for nk, ld, n_lab, clogc in [
+            (12.0, 3.2, 5.0, 3 * np.log(3) + 2 * np.log(2)),
+            (30.0, -2.0, 0.0, 0.0),
+            (8.0, 1.0, 4.0, 4 * np.log(4)),
+        ]:
+            want = float(
+                cost_ib.slot_cost(
+                    jnp.asarray(nk),
+                    jnp.zeros(0),
+                    jnp.zeros(0),
+                    jnp.asarray(ld),
+                    jnp.asarray(n_lab),
+                    jnp.asarray(clogc),
+                )
+            )
+            got = cpu.cluster_cost(
+                nk, ld, np.zeros(0), np.zeros(0), n_lab, clogc, 100.0, 0.7, np.zeros(0), np.zeros(0), 5
+            )
             assert got == pytest.approx(want, abs=1e-12)
 
 
@@ -135,8 +177,9 @@ def _assert_same_run(a: hartigan.HartiganResult, b: hartigan.HartiganResult, cos
     np.testing.assert_allclose(np.asarray(a.costs)[act], np.asarray(b.costs)[act], rtol=0, atol=1e-10)
     ca, cb = a.stats, b.stats
     for f in ("n", "s", "scale", "t_mean", "t_m2", "counts", "n_lab", "clogc"):
-        np.testing.assert_allclose(np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act],
-                                   rtol=1e-9, atol=1e-9, err_msg=f)
+        np.testing.assert_allclose(
+            np.asarray(getattr(ca, f))[act], np.asarray(getattr(cb, f))[act], rtol=1e-9, atol=1e-9, err_msg=f
+        )
 
 
 def _blobs(seed, n_per=60, d=3):
@@ -168,8 +211,9 @@ def test_engine_matches_xla_cecib(reassign):
 @pytest.mark.parametrize("J", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_engine_matches_xla_c3l(J):
     rng = np.random.default_rng(J)
-    x = np.concatenate([rng.normal(size=(80, 4)) * [1, 3, 1, 1],
-                        rng.normal(size=(60, 4)) * 0.5 + [2.5, 0, 1, 0]])
+    x = np.concatenate(
+        [rng.normal(size=(80, 4)) * [1, 3, 1, 1], rng.normal(size=(60, 4)) * 0.5 + [2.5, 0, 1, 0]]
+    )
     normals = np.eye(4)[:J] + 0.1
     hp = c3l.make_hyperplane(normals if J > 1 else normals[0], np.zeros(J) if J > 1 else 0.3)
     z = c3l.transform(x, hp)
@@ -260,12 +304,24 @@ def test_blocked_visits_same_run_as_point_visits(reassign):
         cost = cecib.make_cost(X, m, 0.8)
         labels0 = jnp.asarray(np.random.default_rng(6).integers(0, 7, (2, n)), jnp.int32)
         captured = []
-        hartigan._run_cpu(cost, X, jnp.asarray(yc), labels0, K=7, min_size=cecib.min_size(n, d, 0.1),
-                          max_passes=100, reassign=reassign, tol=0.0, order=None, _kernel_args=captured)
+        hartigan._run_cpu(
+            cost,
+            X,
+            jnp.asarray(yc),
+            labels0,
+            K=7,
+            min_size=cecib.min_size(n, d, 0.1),
+            max_passes=100,
+            reassign=reassign,
+            tol=0.0,
+            order=None,
+            _kernel_args=captured,
+        )
     runs = []
     for block in (0, 32, 5):
-        data, cfg, state, out = (type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t))
-                                 for t in captured[0])
+        data, cfg, state, out = (
+            type(t)(*(a.copy() if isinstance(a, np.ndarray) else a for a in t)) for t in captured[0]
+        )
         cpu.run_restarts(data, cfg._replace(block=block), state, out)
         runs.append((state, out))
     state0, out0 = runs[0]

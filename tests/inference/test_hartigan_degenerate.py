@@ -50,9 +50,15 @@ def _one_hot(x):
     return np.c_[x, np.eye(3)[np.arange(len(x)) % 3]]
 
 
-@pytest.mark.parametrize("make", [_constant, pytest.param(_collinear, marks=pytest.mark.slow),
-                                  pytest.param(_one_hot, marks=pytest.mark.slow)],
-                         ids=["constant", "collinear", "one-hot"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        _constant,
+        pytest.param(_collinear, marks=pytest.mark.slow),
+        pytest.param(_one_hot, marks=pytest.mark.slow),
+    ],
+    ids=["constant", "collinear", "one-hot"],
+)
 def test_cecib_singular_features_regularised(make):
     x, truth = _two_blobs()
     X = make(x)
@@ -116,8 +122,16 @@ def test_cecib_max_passes_one_assigns_every_point():
         cost = cecib.make_cost(X, 1, 1.0)
         labels0 = jnp.asarray(np.arange(len(x)) % 10, jnp.int32)
         for backend in ("numba", "xla"):
-            res = hartigan.run(cost, X, jnp.full(len(x), -1, jnp.int32), labels0, K=10, min_size=12.0,
-                               max_passes=1, backend=backend)
+            res = hartigan.run(
+                cost,
+                X,
+                jnp.full(len(x), -1, jnp.int32),
+                labels0,
+                K=10,
+                min_size=12.0,
+                max_passes=1,
+                backend=backend,
+            )
             assert np.asarray(res.active)[np.asarray(res.labels)].all(), backend
             fresh = cecib.cecib_cost(x, np.asarray(res.labels), None, 1.0).total
             assert float(res.cost) == pytest.approx(fresh, abs=1e-9)
@@ -130,8 +144,9 @@ def test_engine_keeps_one_cluster_when_every_initial_cluster_is_degenerate():
         cost = cecib.make_cost(X, 1, 1.0)
         labels0 = jnp.arange(len(x), dtype=jnp.int32)  # one point per slot: all singular
         for backend in ("numba", "xla"):
-            res = hartigan.run(cost, X, jnp.full(len(x), -1, jnp.int32), labels0, K=len(x), min_size=4.0,
-                               backend=backend)
+            res = hartigan.run(
+                cost, X, jnp.full(len(x), -1, jnp.int32), labels0, K=len(x), min_size=4.0, backend=backend
+            )
             assert int(np.asarray(res.active).sum()) == 1 and np.all(np.asarray(res.labels) == 0), backend
             one = cecib.cecib_cost(x, np.zeros(len(x)), None).total
             assert float(res.cost) == pytest.approx(one, abs=1e-9)
@@ -141,8 +156,9 @@ def _collinear_r(x):
     return np.c_[x, x[:, 1] - 2.0 * x[:, 2]]  # collinear among the coordinates along the hyperplane
 
 
-@pytest.mark.parametrize("make", [_constant, pytest.param(_collinear_r, marks=pytest.mark.slow)],
-                         ids=["constant", "collinear"])
+@pytest.mark.parametrize(
+    "make", [_constant, pytest.param(_collinear_r, marks=pytest.mark.slow)], ids=["constant", "collinear"]
+)
 def test_c3l_singular_features(make):
     x, truth = _two_blobs(7)
     X = make(x)

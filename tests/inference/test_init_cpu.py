@@ -36,8 +36,9 @@ def test_inverse_cdf_by_hand():
     with jax.enable_x64(True):
         for u1, want in [(0.95, 1), (0.91, 1), (0.89, 2), (0.0, 2)]:
             u = np.array([0.5, u1])
-            got_j = init.kmeanspp_from_uniforms(jnp.int32(0), jnp.asarray(u), jnp.asarray(x),
-                                                jnp.asarray(zero_c), jnp.asarray(no_fixed))[0]
+            got_j = init.kmeanspp_from_uniforms(
+                jnp.int32(0), jnp.asarray(u), jnp.asarray(x), jnp.asarray(zero_c), jnp.asarray(no_fixed)
+            )[0]
             got_c = _cpu().kmeanspp_from_uniforms(0, u, x, zero_c, no_fixed, 3)[0]
             assert list(np.asarray(got_j)) == list(got_c) == [0, want], u1
 
@@ -66,8 +67,9 @@ def test_kmeanspp_twin(case):
         for seed in range(4):
             first, u = init.kmeanspp_uniforms(jax.random.key(seed), K, n_valid, jnp.float64)
             pad = n_valid if case == "padded" else None
-            idx_j, cs_j = init.kmeanspp_from_uniforms(first, u, jnp.asarray(x), jnp.asarray(centres),
-                                                      jnp.asarray(fixed), pad)
+            idx_j, cs_j = init.kmeanspp_from_uniforms(
+                first, u, jnp.asarray(x), jnp.asarray(centres), jnp.asarray(fixed), pad
+            )
             idx_c, cs_c = _cpu().kmeanspp_from_uniforms(int(first), np.asarray(u), x, centres, fixed, n_valid)
             np.testing.assert_array_equal(np.asarray(idx_j), idx_c)
             np.testing.assert_allclose(np.asarray(cs_j), cs_c, rtol=0, atol=1e-12)
@@ -100,24 +102,47 @@ def test_initial_labels_twin():
         first, u = hartigan._kmeanspp_draws(key, np.int32(len(x)), K=5, n_init=6, dtype="float64")
         got = _cpu().initial_labels(np.asarray(first), np.asarray(u), x, 5)
     np.testing.assert_array_equal(np.asarray(want), got)
-    np.testing.assert_array_equal(_cpu().voronoi(x, np.array([3, 0, 9])),
-                                  np.asarray(hartigan.voronoi(jnp.asarray(x), jnp.array([3, 0, 9]))))
+    np.testing.assert_array_equal(
+        _cpu().voronoi(x, np.array([3, 0, 9])),
+        np.asarray(hartigan.voronoi(jnp.asarray(x), jnp.array([3, 0, 9]))),
+    )
 
 
 def _compare_states(cost, x, side, labels0, K, min_size=0.0):
     """_init_cpu.init_states against hartigan._init_states (JAX) on the same partitions."""
     R, n = labels0.shape
-    data, cfg = hartigan._cpu_inputs(cost, x, side, None, min_size=min_size, tol=0.0, max_passes=1,
-                                     reassign="lazy")
+    data, cfg = hartigan._cpu_inputs(
+        cost, x, side, None, min_size=min_size, tol=0.0, max_passes=1, reassign="lazy"
+    )
     J, m = cost.n_dec, cost.n_labels
     d, Kp = x.shape[1] - J, K + 3
-    st = cpu.Slots(labels0.astype(np.int32).copy(), np.zeros((R, Kp), bool), np.zeros((R, Kp)),
-                   np.zeros((R, d, Kp)), np.zeros((R, d, d, Kp)), np.zeros((R, Kp, J)), np.zeros((R, Kp, J)),
-                   np.zeros((R, Kp, m)), np.zeros((R, Kp)), np.zeros((R, Kp)), np.zeros((R, Kp)))
+    st = cpu.Slots(
+        labels0.astype(np.int32).copy(),
+        np.zeros((R, Kp), bool),
+        np.zeros((R, Kp)),
+        np.zeros((R, d, Kp)),
+        np.zeros((R, d, d, Kp)),
+        np.zeros((R, Kp, J)),
+        np.zeros((R, Kp, J)),
+        np.zeros((R, Kp, m)),
+        np.zeros((R, Kp)),
+        np.zeros((R, Kp)),
+        np.zeros((R, Kp)),
+    )
     _cpu().init_states(data, cfg, st, K, float(cost.ridge))
     labels = st.labels
-    out = dict(n=st.n, sT=st.sT, L=st.L, tmean=st.tmean, tm2=st.tm2, counts=st.counts, nlab=st.nlab,
-               clogc=st.clogc, costs=st.costs, active=st.active)
+    out = dict(
+        n=st.n,
+        sT=st.sT,
+        L=st.L,
+        tmean=st.tmean,
+        tm2=st.tm2,
+        counts=st.counts,
+        nlab=st.nlab,
+        clogc=st.clogc,
+        costs=st.costs,
+        active=st.active,
+    )
     lab_j, st_j, costs_j, act_j = hartigan._init_states(cost, jnp.asarray(x), side, jnp.asarray(labels0), K=K)
     cs = st_j
     act = np.asarray(act_j)
@@ -126,14 +151,23 @@ def _compare_states(cost, x, side, labels0, K, min_size=0.0):
     assert not out["active"][:, K:].any() and np.all(out["n"][:, K:] == 1.0)
     live = act
     np.testing.assert_allclose(out["costs"][:, :K][live], np.asarray(costs_j)[live], rtol=1e-12, atol=1e-12)
-    for mine, theirs in [("n", cs.n), ("tmean", cs.t_mean), ("tm2", cs.t_m2), ("counts", cs.counts),
-                         ("nlab", cs.n_lab), ("clogc", cs.clogc)]:
-        np.testing.assert_allclose(out[mine][:, :K][live], np.asarray(theirs)[live], rtol=1e-12, atol=1e-12,
-                                   err_msg=mine)
-    np.testing.assert_allclose(np.swapaxes(out["sT"], 1, 2)[:, :K][live], np.asarray(cs.s)[live], rtol=1e-12,
-                               atol=1e-10)
-    np.testing.assert_allclose(out["L"].transpose(0, 3, 1, 2)[:, :K][live], np.asarray(cs.scale)[live],
-                               rtol=1e-10, atol=1e-10)
+    for mine, theirs in [
+        ("n", cs.n),
+        ("tmean", cs.t_mean),
+        ("tm2", cs.t_m2),
+        ("counts", cs.counts),
+        ("nlab", cs.n_lab),
+        ("clogc", cs.clogc),
+    ]:
+        np.testing.assert_allclose(
+            out[mine][:, :K][live], np.asarray(theirs)[live], rtol=1e-12, atol=1e-12, err_msg=mine
+        )
+    np.testing.assert_allclose(
+        np.swapaxes(out["sT"], 1, 2)[:, :K][live], np.asarray(cs.s)[live], rtol=1e-12, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        out["L"].transpose(0, 3, 1, 2)[:, :K][live], np.asarray(cs.scale)[live], rtol=1e-10, atol=1e-10
+    )
     return out, act
 
 
@@ -159,8 +193,9 @@ def test_init_states_twin_cecib():
 @pytest.mark.slow  # C3L's statistics (the same kernel as CEC-IB's with J > 0)
 def test_init_states_twin_c3l():
     rng = np.random.default_rng(6)
-    x = np.concatenate([rng.normal(size=(70, 4)) * [1, 3, 1, 1],
-                        rng.normal(size=(50, 4)) * 0.5 + [2.5, 0, 1, 0]])
+    x = np.concatenate(
+        [rng.normal(size=(70, 4)) * [1, 3, 1, 1], rng.normal(size=(50, 4)) * 0.5 + [2.5, 0, 1, 0]]
+    )
     hp = c3l.make_hyperplane(np.eye(4)[0] + 0.1, 0.3)
     z = np.array(c3l.transform(x, hp), np.float64)  # writable, as the engine's copy
     with jax.enable_x64(True):

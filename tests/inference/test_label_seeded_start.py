@@ -77,8 +77,9 @@ def test_label_seeded_fit_recovers_classes_where_random_start_does_not(seed):
     # the same start through the inference layer, one restart per seed (m = K: all restarts equal)
     codes, m = cecib.encode_labels(lab, len(lab))
     with x64():
-        fit = cecib.fit(jax.random.PRNGKey(0), jnp.asarray(x), codes, m, n_clusters=9, init="labels",
-                        n_init=2)
+        fit = cecib.fit(
+            jax.random.PRNGKey(0), jnp.asarray(x), codes, m, n_clusters=9, init="labels", n_init=2
+        )
     assert metrics.ari(y, np.asarray(fit.best.labels)) == pytest.approx(metrics.ari(y, seeded.labels_))
 
 

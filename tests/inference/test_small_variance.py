@@ -65,11 +65,25 @@ def _gibbs(X, side, sigma2, *, lam=LAM, xi=XI, unscaled_links=False, n_samples=1
         links = make_links(len(X), side.pairs, side.sign, np.full(len(side.pairs), weight))
         state = None
         if init is not None:
-            state = jax.vmap(lambda z: gibbs.init(x, links, h.family(), k_max=24, labels=z, p=h.p, q=h.q,
-                                                  alpha=h.alpha))(jnp.asarray(init, jnp.int32))
-        res = gibbs.sample(jax.random.key(3), x, links, h.family(), h.prior(), n_draws=n_samples,
-                           n_warmup=15, n_chains=2, k_max=24, pq="fixed", p=h.p, q=h.q, init_state=state,
-                           progress_bar=False)
+            state = jax.vmap(
+                lambda z: gibbs.init(x, links, h.family(), k_max=24, labels=z, p=h.p, q=h.q, alpha=h.alpha)
+            )(jnp.asarray(init, jnp.int32))
+        res = gibbs.sample(
+            jax.random.key(3),
+            x,
+            links,
+            h.family(),
+            h.prior(),
+            n_draws=n_samples,
+            n_warmup=15,
+            n_chains=2,
+            k_max=24,
+            pq="fixed",
+            p=h.p,
+            q=h.q,
+            init_state=state,
+            progress_bar=False,
+        )
     return res
 
 
@@ -89,8 +103,9 @@ def _anneal(X, side, sigma2s=(1.0, 0.2, 0.05, 0.01), **kw):
 @pytest.fixture(scope="module")
 def problem():
     X, side, expected, idx = _problem()
-    rdp = RDPMeans(lam=LAM, xi0=XI, xi_rate=1.0, n_init=4, max_iter=50, patience=3, init="bbox_random",
-                   random_state=0)
+    rdp = RDPMeans(
+        lam=LAM, xi0=XI, xi_rate=1.0, n_init=4, max_iter=50, patience=3, init="bbox_random", random_state=0
+    )
     rdp.fit(X, must_link=side.must_link, cannot_link=side.cannot_link)
     return X, side, expected, idx, rdp.labels_
 

@@ -135,7 +135,7 @@ def test_kernel_properties():
     np.fill_diagonal(A, True)
     assert np.array_equal(K != 0, A)
     i, j = np.nonzero(A & ~np.eye(50, dtype=bool))
-    expect = np.exp(-D[i, j] ** 2 / (2 * kern.sigma[i] * kern.sigma[j]))
+    expect = np.exp(-(D[i, j] ** 2) / (2 * kern.sigma[i] * kern.sigma[j]))
     assert np.allclose(K[i, j], expect) and np.allclose(K, K.T) and np.allclose(np.diag(K), 1)
 
 

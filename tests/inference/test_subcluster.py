@@ -31,9 +31,23 @@ def _enumeration(x, pairs, sign, pq, n_chains=1500, n_samples=6, thin=3, backend
         fam = _family(xj)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(xj, links, fam, PRIOR, p, q)
-        res = subcluster.sample(jax.random.key(11), xj, links, fam, PRIOR, n_draws=n_samples, n_warmup=8,
-                                thin=thin, n_chains=n_chains, k_max=n, pq=pq, p=0.8, q=0.9, n_moves=2,
-                                backend=backend)
+        res = subcluster.sample(
+            jax.random.key(11),
+            xj,
+            links,
+            fam,
+            PRIOR,
+            n_draws=n_samples,
+            n_warmup=8,
+            thin=thin,
+            n_chains=n_chains,
+            k_max=n,
+            pq=pq,
+            p=0.8,
+            q=0.9,
+            n_moves=2,
+            backend=backend,
+        )
     pval, tv = chi_square_pvalue(res.labels.reshape(-1, n), parts, probs)
     return res, pval, tv
 
@@ -185,11 +199,13 @@ def test_split_merge_ratio_equals_brute_force(pq):
             np.testing.assert_allclose(float(log_q), np.log(q_split), rtol=1e-10)
             log_pair = moves.merge_pair_log_prob(ka, kb, fam.stats(xj, jnp.asarray(z_new), 5))
             np.testing.assert_allclose(float(log_pair), np.log(pair), rtol=1e-10)
-            log_h = moves.split_merge_log_ratio(True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q,
-                                                     log_pair)
+            log_h = moves.split_merge_log_ratio(
+                True, jnp.asarray(lj_new), jnp.asarray(lj), k, log_q, log_pair
+            )
             np.testing.assert_allclose(float(log_h), brute, rtol=1e-9, atol=1e-9)
-            back = moves.split_merge_log_ratio(False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q,
-                                                    log_pair)
+            back = moves.split_merge_log_ratio(
+                False, jnp.asarray(lj), jnp.asarray(lj_new), k + 1, log_q, log_pair
+            )
             np.testing.assert_allclose(float(back), -brute, rtol=1e-9, atol=1e-9)
             checked += 1
         assert checked >= 3
@@ -212,8 +228,9 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             assert bool(valid) and not bool(full) and len(np.unique(z_new)) == 2 and len(merged)
             target = z_new[merged[0]]
             mask = z_new == target
-            fit = RESP(jax.random.split(key, 6)[2], xj, jnp.asarray(mask), fam, jnp.asarray(z == target),
-                       True)
+            fit = RESP(
+                jax.random.split(key, 6)[2], xj, jnp.asarray(mask), fam, jnp.asarray(z == target), True
+            )
             lr, l1r = np.asarray(fit.log_r), np.asarray(fit.log_1r)
             a = mask & (z == target)
             b = mask & ~a
@@ -288,7 +305,7 @@ def test_merge_pair_frequencies_match_their_probability():
         draw = jax.jit(jax.vmap(lambda k: moves.propose(k, False, jnp.asarray(z), stats, xj, fam)[4]))
         a, b = map(np.asarray, draw(jax.random.split(jax.random.key(0), 4000)))
         occ = [0, 1, 2, 4]
-        pairs = [(c, e) for i, c in enumerate(occ) for e in occ[i + 1:]]
+        pairs = [(c, e) for i, c in enumerate(occ) for e in occ[i + 1 :]]
         prob = np.array([float(np.exp(moves.merge_pair_log_prob(c, e, stats))) for c, e in pairs])
     np.testing.assert_allclose(prob, [_brute_pair_prob(z, x, c, e) for c, e in pairs], rtol=1e-10)
     np.testing.assert_allclose(prob.sum(), 1.0, rtol=1e-12)
@@ -362,8 +379,9 @@ def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
     X = np.array([[0, 0], [6, 0], [0, 6]])[truth] + rng.normal(size=(60, 2))
     ml = np.array([[0, 1], [20, 21], [40, 41]])
     cl = np.array([[0, 20], [20, 40]])
-    est = TVClust(n_draws=20, n_warmup=20, n_chains=2, k_max=12, init="one", algorithm="subcluster",
-                  random_state=0).fit(X, must_link=ml, cannot_link=cl)
+    est = TVClust(
+        n_draws=20, n_warmup=20, n_chains=2, k_max=12, init="one", algorithm="subcluster", random_state=0
+    ).fit(X, must_link=ml, cannot_link=cl)
     assert ari(truth, est.labels_) > 0.9 and est.n_clusters_ == 3
     ds = est.posterior_["posterior"].ds
     assert set(ds.data_vars) >= {"n_clusters", "p", "q"} and ds["p"].shape == (2, 20)
@@ -373,12 +391,32 @@ def test_estimator_and_cli_reach_the_subcluster_sampler(tmp_path):
     from ppclust.cli import main
 
     np.savetxt(tmp_path / "x.csv", X, delimiter=",")
-    np.savetxt(tmp_path / "links.csv", np.concatenate([np.c_[ml, np.ones(3)], np.c_[cl, -np.ones(2)]]),
-               delimiter=",", fmt="%d")
-    params = ["n_draws=20", "n_warmup=20", "n_chains=2", "k_max=12", "init=one", "algorithm=subcluster",
-              "random_state=0"]
-    argv = ["fit", "--method", "tvclust", str(tmp_path / "x.csv"), "--links", str(tmp_path / "links.csv"),
-            "--no-plots", "--out", str(tmp_path / "out")]
+    np.savetxt(
+        tmp_path / "links.csv",
+        np.concatenate([np.c_[ml, np.ones(3)], np.c_[cl, -np.ones(2)]]),
+        delimiter=",",
+        fmt="%d",
+    )
+    params = [
+        "n_draws=20",
+        "n_warmup=20",
+        "n_chains=2",
+        "k_max=12",
+        "init=one",
+        "algorithm=subcluster",
+        "random_state=0",
+    ]
+    argv = [
+        "fit",
+        "--method",
+        "tvclust",
+        str(tmp_path / "x.csv"),
+        "--links",
+        str(tmp_path / "links.csv"),
+        "--no-plots",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert main(argv + [a for kv in params for a in ("--param", kv)]) == 0
     cli_labels = np.loadtxt(tmp_path / "out" / "labels.csv", delimiter=",", skiprows=1)
     assert ari(truth, cli_labels.reshape(len(X), -1)[:, -1]) > 0.9
@@ -393,8 +431,18 @@ def test_n_draws_must_be_positive(sampler):
         xj = jnp.asarray(X5)
         links = make_links(len(X5), PAIRS5, SIGN5)
         with pytest.raises(ValueError, match="n_draws must be >= 1"):
-            sample(jax.random.key(5), xj, links, _family(xj), PRIOR, n_draws=0, n_warmup=1, n_chains=2,
-                   k_max=6, **extra)
+            sample(
+                jax.random.key(5),
+                xj,
+                links,
+                _family(xj),
+                PRIOR,
+                n_draws=0,
+                n_warmup=1,
+                n_chains=2,
+                k_max=6,
+                **extra,
+            )
 
 
 def _partition(z):
@@ -452,8 +500,9 @@ def test_peel_absorb_probabilities_equal_brute_force():
                 zz[i] = 5  # the first free slot
                 fwd, rev = probs(True, c, 5, stats_of(jnp.asarray(z)), stats_of(jnp.asarray(zz)))
                 np.testing.assert_allclose(float(fwd), np.log(peel0[_partition(zz)]), rtol=1e-10)
-                np.testing.assert_allclose(float(rev), np.log(_brute_peel_absorb(zz, x)[1][_partition(z)]),
-                                           rtol=1e-10)
+                np.testing.assert_allclose(
+                    float(rev), np.log(_brute_peel_absorb(zz, x)[1][_partition(z)]), rtol=1e-10
+                )
                 checked += 1
         for s in (1, 3, 4):
             for c in np.unique(z):
@@ -462,8 +511,9 @@ def test_peel_absorb_probabilities_equal_brute_force():
                 zz = np.where(z == s, c, z).astype(np.int32)
                 fwd, rev = probs(False, c, s, stats_of(jnp.asarray(z)), stats_of(jnp.asarray(zz)))
                 np.testing.assert_allclose(float(fwd), np.log(absorb0[_partition(zz)]), rtol=1e-10)
-                np.testing.assert_allclose(float(rev), np.log(_brute_peel_absorb(zz, x)[0][_partition(z)]),
-                                           rtol=1e-10)
+                np.testing.assert_allclose(
+                    float(rev), np.log(_brute_peel_absorb(zz, x)[0][_partition(z)]), rtol=1e-10
+                )
                 checked += 1
     assert checked == 6 + 12
 
@@ -481,8 +531,13 @@ def test_merge_labelled_subsample_is_drawn_from_its_probability():
     with x64():
         xj = jnp.asarray(x)
         fam = _family(xj)
-        draw = jax.jit(jax.vmap(lambda k: moves.subcluster_responsibilities(
-            k, xj, jnp.asarray(mask), fam, jnp.asarray(a), True)[2:4]))
+        draw = jax.jit(
+            jax.vmap(
+                lambda k: moves.subcluster_responsibilities(
+                    k, xj, jnp.asarray(mask), fam, jnp.asarray(a), True
+                )[2:4]
+            )
+        )
         idx, y = map(np.asarray, draw(jax.random.split(jax.random.key(1), 3000)))
     assert mask[idx].all()
     frac_a = a[idx].mean()
@@ -528,8 +583,17 @@ def test_estimator_passes_subcluster_moves(monkeypatch):
     X = np.random.default_rng(0).normal(size=(12, 2))
     for k in (4, 7):
         kw = {} if k == 4 else dict(subcluster_moves=k)
-        TVClust(n_draws=2, n_warmup=0, n_chains=1, k_max=4, init="one", algorithm="subcluster",
-                progress_bar=False, random_state=0, **kw).fit(X)
+        TVClust(
+            n_draws=2,
+            n_warmup=0,
+            n_chains=1,
+            k_max=4,
+            init="one",
+            algorithm="subcluster",
+            progress_bar=False,
+            random_state=0,
+            **kw,
+        ).fit(X)
     assert seen == [4, 7]
     with pytest.raises(ValueError, match="subcluster_moves"):
         TVClust(algorithm="subcluster", subcluster_moves=0).fit(X)
@@ -544,8 +608,9 @@ def _sub_block_transition(accept, n, k, n_blocks, w):
     index = {tuple(s): j for j, s in enumerate(states)}
     prop = np.prod(w[np.arange(n), grid], axis=1)  # probability of each draw vector
     sizes = np.stack([np.bincount(s, minlength=k) for s in states]).astype(float)
-    run = jax.jit(jax.vmap(jax.vmap(lambda z, y, s: accept(z, y, s, n_blocks)[0], (None, 0, None)),
-                           (0, None, 0)))
+    run = jax.jit(
+        jax.vmap(jax.vmap(lambda z, y, s: accept(z, y, s, n_blocks)[0], (None, 0, None)), (0, None, 0))
+    )
     out = np.asarray(run(jnp.asarray(states), jnp.asarray(grid), jnp.asarray(sizes)))
     trans = np.zeros((len(states), len(states) + 1))  # last column: left the support (a cluster emptied)
     for a in range(len(states)):
@@ -583,9 +648,27 @@ def test_sub_block_brute_force_detects_acceptance_against_the_start_sizes():
     def wrong(labels, draw, sizes, n_blocks):
         n, w = labels.shape[0], sizes.shape[0]
         blk = jnp.arange(n) % n_blocks
-        ok = jnp.stack([~jnp.any((sizes > 0) & (sizes + jnp.sum(jnp.where(blk[:, None] == b, (
-            draw[:, None] == jnp.arange(w)).astype(sizes.dtype) - (labels[:, None] == jnp.arange(w)), 0), 0)
-            == 0)) for b in range(n_blocks)])
+        ok = jnp.stack(
+            [
+                ~jnp.any(
+                    (sizes > 0)
+                    & (
+                        sizes
+                        + jnp.sum(
+                            jnp.where(
+                                blk[:, None] == b,
+                                (draw[:, None] == jnp.arange(w)).astype(sizes.dtype)
+                                - (labels[:, None] == jnp.arange(w)),
+                                0,
+                            ),
+                            0,
+                        )
+                        == 0
+                    )
+                )
+                for b in range(n_blocks)
+            ]
+        )
         return jnp.where(ok[blk], draw, labels), sizes
 
     n, k = 5, 3

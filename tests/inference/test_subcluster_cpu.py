@@ -73,8 +73,12 @@ def test_gaussian_loglik_twin(cov):
     mean, A, half, code = cpu.param_arrays(th, code)
     mean, A, half = np.asarray(mean), np.asarray(A), np.asarray(half)
     w = np.empty(x.shape[1])
-    got = np.array([[_densities_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
-                    for i in range(len(x))])
+    got = np.array(
+        [
+            [_densities_cpu.gaussian_loglik(x, i, mean, A, half, k, code, w) for k in range(5)]
+            for i in range(len(x))
+        ]
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
 
@@ -110,8 +114,9 @@ def test_pick_subsamples_twin():
 
     for ca, cb, is_split in ((2, 4, True), (2, 4, False), (7, 1, True), (1, 7, False), (5, 5, False)):
         mask = (labels == ca) | ((labels == cb) & (not is_split))
-        got = jax.jit(lambda s, a, b: cpu.subsamples(jnp.asarray(labels), a, b, s, jnp.asarray(u),
-                                                     jnp.asarray(u_lab)))(is_split, ca, cb)
+        got = jax.jit(
+            lambda s, a, b: cpu.subsamples(jnp.asarray(labels), a, b, s, jnp.asarray(u), jnp.asarray(u_lab))
+        )(is_split, ca, cb)
         pieces = (mask & (labels == ca), mask & (labels != ca))  # the JAX fit's mask & in_a, mask & ~in_a
         for (idx, cnt), m_, v in zip(got, (mask, mask) + pieces, (u, u_lab, u_lab, u_lab), strict=True):
             np.testing.assert_array_equal(np.asarray(idx), ref(m_, v))
@@ -157,7 +162,7 @@ def test_merge_two_equals_sorted_union():
     runs included, and equal to the k-way merge of the same index segments."""
     rng = np.random.default_rng(0)
     for na, nb in ((0, 5), (5, 0), (1, 1), (3, 7), (200, 31)):
-        r = rng.permutation(400)[:na + nb]
+        r = rng.permutation(400)[: na + nb]
         a, b = np.sort(r[:na]).astype(np.int32), np.sort(r[na:]).astype(np.int32)
         out = np.empty(na + nb, np.int32)
         cidx.merge_two(a, b, out)
@@ -210,10 +215,17 @@ def test_twins_with_cluster_index_equal_full_visits():
         pick = jax.jit(lambda s, a, b, ix: cpu.subsamples(labj, a, b, s, uj, ulj, ix))
         mv = jax.jit(lambda s, a, b, ix: cpu.move(xj, labj, a, b, 5, s, sub, lw, seed, fam, 30.0, None, ix))
         pp = jax.jit(lambda c, j, s, ix: cpu.peel_points_of(labj, c, j, s, ix))
-        for ca, cb, is_split in ((2, 6, False), (1, 3, True), (1, 6, False), (6, 0, True), (7, 3, False),
-                                 (5, 1, True)):
-            for (i1, c1), (i2, c2) in zip(pick(is_split, ca, cb, index), pick(is_split, ca, cb, None),
-                                          strict=True):
+        for ca, cb, is_split in (
+            (2, 6, False),
+            (1, 3, True),
+            (1, 6, False),
+            (6, 0, True),
+            (7, 3, False),
+            (5, 1, True),
+        ):
+            for (i1, c1), (i2, c2) in zip(
+                pick(is_split, ca, cb, index), pick(is_split, ca, cb, None), strict=True
+            ):
                 np.testing.assert_array_equal(np.asarray(i1), np.asarray(i2))
                 assert int(c1) == int(c2)
             got, ref = mv(is_split, ca, cb, index), mv(is_split, ca, cb, None)
@@ -222,7 +234,7 @@ def test_twins_with_cluster_index_equal_full_visits():
             assert int(got[2]) == int(ref[2]) and int(got[3]) == int(ref[3])
             for a, b in zip(got[4], ref[4], strict=True):
                 np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-10)
-            for j in (0, 7, 10 ** 6):
+            for j in (0, 7, 10**6):
                 assert [int(v) for v in pp(ca, j, 7, index)] == [int(v) for v in pp(ca, j, 7, None)]
         assert int(mv(False, 2, 6, index)[2]) == int(((lab == 2) | (lab == 6)).sum())
 
@@ -266,17 +278,28 @@ def test_fexp_matches_libm_exp():
     uses (t <= 0), exact at 0, and exp(-708) for every t below -708 (a wrong polynomial, range reduction or
     exponent write is off by far more)."""
     rng = np.random.default_rng(0)
-    t = np.concatenate([-rng.random(20000) * 40, -rng.random(2000) * 708, [0.0, -1e-300, -np.log(2) / 2,
-                                                                          -np.log(2), -700.0]])
+    t = np.concatenate(
+        [-rng.random(20000) * 40, -rng.random(2000) * 708, [0.0, -1e-300, -np.log(2) / 2, -np.log(2), -700.0]]
+    )
     got = np.array([draw.fexp(v) for v in t])
     assert got[-5] == 1.0
     np.testing.assert_array_less(np.abs(got - np.exp(t)), 3 * np.finfo(float).eps * np.exp(t))
     assert draw.fexp(-745.0) == draw.fexp(-1e10) == pytest.approx(np.exp(-708.0), rel=1e-15)
 
 
-@pytest.mark.parametrize("cov,cut,d", [("full", 20.0, 2), ("full", 20.0, 3), ("diag", 20.0, 3),
-                                       ("spherical", 20.0, 3), ("full", 20.0, 6), ("diag", 20.0, 6),
-                                       ("spherical", 20.0, 6), ("full", 1.0, 6)])
+@pytest.mark.parametrize(
+    "cov,cut,d",
+    [
+        ("full", 20.0, 2),
+        ("full", 20.0, 3),
+        ("diag", 20.0, 3),
+        ("spherical", 20.0, 3),
+        ("full", 20.0, 6),
+        ("diag", 20.0, 6),
+        ("spherical", 20.0, 6),
+        ("full", 1.0, 6),
+    ],
+)
 def test_block_draw_twin(cov, cut, d):
     """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
     products) label for label, with the same slot counts: overlapping and separated clusters, an inactive
@@ -298,14 +321,14 @@ def test_block_draw_twin(cov, cut, d):
         u = moves.counter_uniform(seed, jnp.arange(len(x)), xj.dtype)
         lab = jnp.asarray(z)
         ref, ref_cnt = subcluster._block_draw(xj, u, jnp.asarray(keep), lab, fam, log_pi, theta, None)
-        got, cnt = jax.jit(lambda: draw.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam,
-                                                  cut))()
+        got, cnt = jax.jit(
+            lambda: draw.draw_block(xj, jnp.asarray(keep), lab, log_pi, theta, seed, fam, cut)
+        )()
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
     np.testing.assert_array_equal(np.asarray(cnt), np.asarray(ref_cnt))
     got = np.asarray(got)
     assert np.all(got[keep] == z[keep]) and not np.any(got[~keep] == 2) and np.any(got[~keep] == 5)
     assert 0.05 < np.mean(got[~keep] != z[~keep]) < 0.9  # the draws are random, not the argmax
-
 
 
 @pytest.mark.parametrize("cov", COVS + ["round"])
@@ -320,24 +343,33 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
     rng = np.random.default_rng(4)
     if cov in ("full", "round"):
         Q = np.linalg.qr(rng.normal(size=(K, d, d)))[0]
-        ev = (np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]) if cov == "full"
-              else rng.uniform(1.0, 1.5, d))
+        ev = (
+            np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)])
+            if cov == "full"
+            else rng.uniform(1.0, 1.5, d)
+        )
         A = np.sqrt(ev)[None, :, None] * np.swapaxes(Q, 1, 2)  # A^T A = Q diag(ev) Q^T
         code = _niw_cpu.FULL
         Af = np.swapaxes(A, 1, 2).reshape(K, -1)  # param_arrays' column-major layout
     elif cov == "diag":
-        Af = np.sqrt(rng.permuted(np.tile(np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]),
-                                          (K, 1)), axis=1))
+        Af = np.sqrt(
+            rng.permuted(
+                np.tile(np.concatenate([[0.01, 0.05], rng.uniform(1.0, 3.0, d - 2)]), (K, 1)), axis=1
+            )
+        )
         code, A = _niw_cpu.DIAG, None
     else:
         Af, code, A = rng.uniform(0.5, 2.0, (K, 1)), _niw_cpu.SPHERICAL, None
     lam, V = draw.precision_bound(Af, code, d)
-    P = (np.swapaxes(A, 1, 2) @ A if A is not None
-         else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af]))
+    P = (
+        np.swapaxes(A, 1, 2) @ A
+        if A is not None
+        else np.stack([np.diag(np.broadcast_to(a * a, (d,))) for a in Af])
+    )
 
     def bound(u):
         p0, p1 = np.einsum("kj,nkj->nk", V[:, 0], u), np.einsum("kj,nkj->nk", V[:, 1], u)
-        return lam[:, 0] * (u * u).sum(-1) - lam[:, 1] * p0 ** 2 - lam[:, 2] * p1 ** 2
+        return lam[:, 0] * (u * u).sum(-1) - lam[:, 1] * p0**2 - lam[:, 2] * p1**2
 
     u = rng.normal(size=(2000, K, d)) * rng.uniform(0.1, 10.0, (2000, 1, 1))
     q = np.einsum("nkj,kjl,nkl->nk", u, P, u)
@@ -348,12 +380,14 @@ def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
         assert np.all(bound(u) >= evs[:, 0] * (u * u).sum(-1) * (1 - 1e-6))
         return
     in_span = np.einsum("nkt,klt->nkl", rng.normal(size=(50, K, 2)), vecs[:, :, :2])
-    np.testing.assert_allclose(bound(in_span), np.einsum("nkj,kjl,nkl->nk", in_span, P, in_span),
-                               rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(
+        bound(in_span), np.einsum("nkj,kjl,nkl->nk", in_span, P, in_span), rtol=1e-6, atol=1e-12
+    )
     off = u - np.einsum("nkj,kjt,klt->nkl", u, vecs[:, :, :2], vecs[:, :, :2])
     assert np.all(bound(off) >= evs[:, 2] * (off * off).sum(-1) * (1 - 1e-6))
     if cov != "spherical":
         assert np.all(evs[:, 2] > 10 * evs[:, 0])  # the smallest eigenvalue alone would be far weaker
+
 
 def _chain_problem(n=240, seed=0):
     rng = np.random.default_rng(seed)
@@ -374,8 +408,10 @@ def test_chain_numba_equals_xla():
         links = make_links(len(x), pairs, sign)
         fam = GaussianNIW.default(xj, "full")
         kw = dict(n_draws=6, n_warmup=0, n_chains=2, k_max=12, n_moves=3, pq="sample")
-        res = {b: subcluster.sample(jax.random.key(4), xj, links, fam, TVClustPrior(), backend=b, **kw)
-               for b in ("xla", "numba")}
+        res = {
+            b: subcluster.sample(jax.random.key(4), xj, links, fam, TVClustPrior(), backend=b, **kw)
+            for b in ("xla", "numba")
+        }
         assert resolve_backend("auto", subcluster.numba_unsupported(fam, xj.dtype)) == "numba"
     np.testing.assert_array_equal(res["numba"].labels, res["xla"].labels)
     np.testing.assert_allclose(res["numba"].log_joint, res["xla"].log_joint, rtol=1e-9)
@@ -437,8 +473,19 @@ def test_chains_run_one_label_block_width_per_sweep(monkeypatch):
         xj = jnp.asarray(x)
         links = make_links(len(x), pairs, sign)
         fam = GaussianNIW.default(xj, "full")
-        res = subcluster.sample(jax.random.key(2), xj, links, fam, TVClustPrior(), n_draws=3, n_warmup=0,
-                                n_chains=2, k_max=32, n_moves=2, backend="numba")
+        res = subcluster.sample(
+            jax.random.key(2),
+            xj,
+            links,
+            fam,
+            TVClustPrior(),
+            n_draws=3,
+            n_warmup=0,
+            n_chains=2,
+            k_max=32,
+            n_moves=2,
+            backend="numba",
+        )
     assert len(calls) == 2 * 3
     assert res.labels.shape == (2, 3, len(x)) and res.n_clusters.min() >= 1
 

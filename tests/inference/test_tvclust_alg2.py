@@ -15,8 +15,10 @@ from ppclust.models.tvclust import make_links
 from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
 
 
-@pytest.mark.parametrize("cov", ["full", pytest.param("diag", marks=pytest.mark.slow),
-                                 pytest.param("spherical", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "cov",
+    ["full", pytest.param("diag", marks=pytest.mark.slow), pytest.param("spherical", marks=pytest.mark.slow)],
+)
 def test_niw_sample_posterior_moments(cov):
     """E[Sigma] = Psi_n / (nu_n - d - 1), E[mu] = mu_n, Cov(mu) = E[Sigma] / kappa_n, log det consistent.
 
@@ -32,7 +34,8 @@ def test_niw_sample_posterior_moments(cov):
         fam = GaussianNIW(jnp.array([0.3, -0.2, 0.1]), jnp.asarray(0.7), jnp.asarray(12.0), psi0, cov)
         st = fam.stats(x, z, 3)  # two occupied slots and one empty one (prior draws)
         th = jax.jit(jax.vmap(lambda k, st=st, fam=fam: fam.sample_posterior(k, st)))(
-            jax.random.split(jax.random.key(1), S))
+            jax.random.split(jax.random.key(1), S)
+        )
         A = np.asarray(th.prec_factor)
         if cov == "full":
             sig = np.linalg.inv(np.swapaxes(A, -1, -2) @ A)
@@ -52,8 +55,9 @@ def test_niw_sample_posterior_moments(cov):
         assert np.abs(m.mean(0) - mun).max() < 0.03 * np.sqrt(scale), cov
         cmu = np.einsum("ski,skj->kij", m - mun, m - mun) / S
         assert np.abs(cmu - expect / kn[:, None, None]).max() < 0.04 * scale / kn.min(), cov
-        np.testing.assert_allclose(np.asarray(th.half_logdet_prec), -0.5 * np.linalg.slogdet(sig)[1],
-                                   atol=1e-8)
+        np.testing.assert_allclose(
+            np.asarray(th.half_logdet_prec), -0.5 * np.linalg.slogdet(sig)[1], atol=1e-8
+        )
         # log_likelihood is the Gaussian density at the drawn parameters
         from scipy.stats import multivariate_normal as mvn
 
@@ -80,14 +84,29 @@ def _explicit_case(fam, pq, n_chains=1500):
         links = make_links(5, PAIRS5, SIGN5)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
-        res = gibbs.sample(jax.random.key(11), x, links, fam, PRIOR, n_draws=6, n_warmup=10, thin=4,
-                           n_chains=n_chains, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False,
-                           algorithm="explicit")
+        res = gibbs.sample(
+            jax.random.key(11),
+            x,
+            links,
+            fam,
+            PRIOR,
+            n_draws=6,
+            n_warmup=10,
+            thin=4,
+            n_chains=n_chains,
+            k_max=5,
+            pq=pq,
+            p=0.8,
+            q=0.9,
+            progress_bar=False,
+            algorithm="explicit",
+        )
     return res, parts, probs
 
 
-@pytest.mark.parametrize("case", ["niw-collapse", pytest.param("niw-sample", marks=pytest.mark.slow),
-                                  "spherical-fixed"])
+@pytest.mark.parametrize(
+    "case", ["niw-collapse", pytest.param("niw-sample", marks=pytest.mark.slow), "spherical-fixed"]
+)
 def test_explicit_sampler_matches_exact_enumeration(case):
     """Spec G4 for the literal sampler: partitions of 5 linked points vs the exact collapsed posterior.
 
@@ -96,8 +115,11 @@ def test_explicit_sampler_matches_exact_enumeration(case):
     """
     kind, pq = case.split("-")
     with x64():
-        fam = (_family(None) if kind == "niw"
-               else SphericalGaussian(jnp.asarray(0.3), jnp.array([1.0, 0.7]), jnp.asarray(1.5)))
+        fam = (
+            _family(None)
+            if kind == "niw"
+            else SphericalGaussian(jnp.asarray(0.3), jnp.array([1.0, 0.7]), jnp.asarray(1.5))
+        )
     res, parts, probs = _explicit_case(fam, pq)
     assert res.state.theta is not None and res.state.theta.mean.shape == (1500, 5, 2)
     pval, tv = chi_square_pvalue(res.labels.reshape(-1, 5), parts, probs)
@@ -112,8 +134,16 @@ def test_explicit_rejects_bad_options():
         with pytest.raises(ValueError, match="algorithm"):
             gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR, algorithm="alg2", n_draws=1)
         with pytest.raises(ValueError, match="partition='dp'"):
-            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR, algorithm="explicit",
-                         partition="finite", n_draws=1)
+            gibbs.sample(
+                jax.random.key(0),
+                x,
+                make_links(5),
+                fam,
+                PRIOR,
+                algorithm="explicit",
+                partition="finite",
+                n_draws=1,
+            )
 
 
 def test_estimator_explicit_on_blobs():

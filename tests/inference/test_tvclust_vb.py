@@ -14,8 +14,10 @@ from ppclust._jax import x64
 from ppclust.families import GaussianNIW
 from ppclust.inference import tvclust_vb as vb
 
-CONSTRAINTS = {"iris": "iris_constraints_r2pct_p0.9_seed11.csv",
-               "blobs3": "blobs3_constraints_r2pct_p0.9_seed12.csv"}
+CONSTRAINTS = {
+    "iris": "iris_constraints_r2pct_p0.9_seed11.csv",
+    "blobs3": "blobs3_constraints_r2pct_p0.9_seed12.csv",
+}
 MASK = {"sym": "symmetric", "asym": "as_run"}
 
 
@@ -36,15 +38,40 @@ def _golden_run(shared, run):
     means0 = np.loadtxt(ref / "tvclust_vb" / f"init_means_d{d}.csv", delimiter=",")
     with x64():
         fam = GaussianNIW(jnp.zeros(d), jnp.asarray(1.0), jnp.asarray(float(d)), jnp.eye(d))
-        res = vb.fit(jnp.asarray(x), jnp.asarray(means0), fam, nbr, ev, valid, src, dst, e,
-                     (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=30, tol=5e-5)
+        res = vb.fit(
+            jnp.asarray(x),
+            jnp.asarray(means0),
+            fam,
+            nbr,
+            ev,
+            valid,
+            src,
+            dst,
+            e,
+            (1.0, 10.0, 10.0, 1.0),
+            1.0,
+            max_iter=30,
+            tol=5e-5,
+        )
     gold = ref / "tvclust_vb" / run
-    return res, (np.loadtxt(gold / "labels.txt").astype(int) - 1, np.loadtxt(gold / "elbo.txt"),
-                 np.loadtxt(gold / "rQ.csv", delimiter=","), np.loadtxt(gold / "gammaQ.csv", delimiter=","))
+    return res, (
+        np.loadtxt(gold / "labels.txt").astype(int) - 1,
+        np.loadtxt(gold / "elbo.txt"),
+        np.loadtxt(gold / "rQ.csv", delimiter=","),
+        np.loadtxt(gold / "gammaQ.csv", delimiter=","),
+    )
 
 
-@pytest.mark.parametrize("run", ["blobs3_sym", *(pytest.param(r, marks=pytest.mark.slow) for r in (
-    "blobs3_asym", "blobs3_none", "iris_sym", "iris_asym", "iris_none"))])
+@pytest.mark.parametrize(
+    "run",
+    [
+        "blobs3_sym",
+        *(
+            pytest.param(r, marks=pytest.mark.slow)
+            for r in ("blobs3_asym", "blobs3_none", "iris_sym", "iris_asym", "iris_none")
+        ),
+    ],
+)
 def test_golden_vb_runs(shared_dir, run):
     """Labels identical (the same slots, not only up to relabelling), the same number of iterations (the
     stopping rule counts a decrease: iris_asym stops on one), the ELBO trace to 5e-8 relative (XLA's
@@ -103,16 +130,30 @@ def test_estimator_and_cli_variational(tmp_path):
     assert adjusted_rand_score(y, m.labels_) > 0.9
     assert m.responsibilities_.shape == (120, 15) and np.allclose(m.responsibilities_.sum(1), 1.0)
     assert len(m.objective_trace_) == m.n_iter_ <= 30 and m.p_ > 0.5 and m.q_ > 0.5
-    assert np.allclose(np.diag(m.psm_), (m.responsibilities_ ** 2).sum(1))
+    assert np.allclose(np.diag(m.psm_), (m.responsibilities_**2).sum(1))
     assert m.posterior_ is None and m.samples_ is None
     with pytest.raises(ValueError, match="full"):
         TVClust(algorithm="variational", covariance_type="diag").fit(x)
     np.savetxt(tmp_path / "x.csv", x, delimiter=",")
     links = np.column_stack([pairs, np.where(same, 1, -1)])
     np.savetxt(tmp_path / "links.csv", links, delimiter=",", fmt="%d")
-    rc = main(["fit", str(tmp_path / "x.csv"), "--method", "tvclust", "--links", str(tmp_path / "links.csv"),
-               "--param", "algorithm=variational", "--param", "random_state=0", "--out", str(tmp_path / "o"),
-               "--no-plots"])
+    rc = main(
+        [
+            "fit",
+            str(tmp_path / "x.csv"),
+            "--method",
+            "tvclust",
+            "--links",
+            str(tmp_path / "links.csv"),
+            "--param",
+            "algorithm=variational",
+            "--param",
+            "random_state=0",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-plots",
+        ]
+    )
     assert rc == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["params"]["algorithm"] == "variational" and summary["n_clusters_"] == m.n_clusters_

@@ -43,8 +43,9 @@ def _load(shared_dir, name, labelled_file):
 @pytest.mark.parametrize("cov_type", COV_TYPES)
 def test_all_labelled_is_per_class_ml(cov_type):
     X, z = _blobs(1)
-    g = SemiSupervisedGMM(3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, label_noise=0.0, prior=None,
-                          random_state=0).fit(X, z)
+    g = SemiSupervisedGMM(
+        3, covariance_type=cov_type, reg_covar=0.0, tol=1e-12, label_noise=0.0, prior=None, random_state=0
+    ).fit(X, z)
     assert np.array_equal(g.labels_, z)
     w = np.bincount(z) / len(z)
     mu = np.stack([X[z == c].mean(0) for c in range(3)])
@@ -136,7 +137,13 @@ def test_objective_monotone(cov_type, prior):
     y = np.where(np.random.default_rng(0).random(len(z)) < 0.15, z, -1)
     y[:6] = (z[:6] + 1) % 3  # a few wrong labels, absorbed by the noise model
     g = SemiSupervisedGMM(
-        3, covariance_type=cov_type, reg_covar=0.0, tol=1e-9, label_noise=0.1, prior=prior, init="k-means++",
+        3,
+        covariance_type=cov_type,
+        reg_covar=0.0,
+        tol=1e-9,
+        label_noise=0.1,
+        prior=prior,
+        init="k-means++",
         random_state=1,
     )
     with warnings.catch_warnings():
@@ -213,8 +220,9 @@ def test_numpyro_model_matches_em_likelihood(cov_type):
 def test_label_noise_zero_keeps_labels_and_free_components():
     X, z = _blobs(7)
     y = np.where((np.arange(200) % 4 == 0) & (z < 2), z, -1)  # class 2 never labelled
-    g = SemiSupervisedGMM(3, covariance_type="diag", component_classes=[0, 1, -1], label_noise=0.0,
-                          random_state=0).fit(X, y)
+    g = SemiSupervisedGMM(
+        3, covariance_type="diag", component_classes=[0, 1, -1], label_noise=0.0, random_state=0
+    ).fit(X, y)
     lab = y >= 0
     assert np.all(g.component_classes_[g.labels_[lab]] == y[lab])
     assert np.all(g.responsibilities_[lab][:, 2] == 0)  # the free component takes no labelled point
@@ -286,8 +294,17 @@ def test_against_mclust_ssc(shared_dir, name, labelled_file):
         )
     )
     fits = {
-        ct: SemiSupervisedGMM(3, covariance_type=ct, n_init=5, tol=1e-10, max_iter=1000, reg_covar=0.0,
-                              label_noise=0.0, prior=None, random_state=0).fit(X, y)  # mclust: ML, trusts y
+        ct: SemiSupervisedGMM(
+            3,
+            covariance_type=ct,
+            n_init=5,
+            tol=1e-10,
+            max_iter=1000,
+            reg_covar=0.0,
+            label_noise=0.0,
+            prior=None,
+            random_state=0,
+        ).fit(X, y)  # mclust: ML, trusts y
         for ct in (COV_TYPES if name == "iris" else ("full", "diag"))
     }  # wine: fewer compiles
     for ct, g in fits.items():
@@ -329,8 +346,9 @@ def test_label_noise_robustness(shared_dir):
                 y[bad] = (t[bad] + rng.integers(1, 3, len(bad))) % 3
                 for eps in res:
                     e = max(wrong, 0.02) if eps == "matched" else eps
-                    g = SemiSupervisedGMM(3, covariance_type="diag", n_init=3, label_noise=e,
-                                          random_state=rep).fit(X, y)
+                    g = SemiSupervisedGMM(
+                        3, covariance_type="diag", n_init=3, label_noise=e, random_state=rep
+                    ).fit(X, y)
                     res[eps].append(normalized_mutual_info_score(t, g.labels_))
             rows.append((name, wrong, *(np.mean(v) for v in res.values())))
     lines = [
@@ -395,9 +413,22 @@ def test_gibbs_matches_exact_enumeration(K, classes, eps):
         x = jnp.asarray(X5)
         fam = GaussianNIW(jnp.zeros(2), jnp.asarray(0.5), jnp.asarray(3.0), jnp.eye(2) * 0.8)
         zs, probs = _exact_assignment_posterior(x, fam, K, alpha, log_mask)
-        res = gibbs.sample(jax.random.key(11), x, make_links(5), fam, TVClustPrior(alpha=alpha), n_draws=6,
-                           n_warmup=60, thin=8, n_chains=1500, k_max=K, pq="fixed", partition="finite",
-                           point_logprior=jnp.asarray(log_mask), progress_bar=False)
+        res = gibbs.sample(
+            jax.random.key(11),
+            x,
+            make_links(5),
+            fam,
+            TVClustPrior(alpha=alpha),
+            n_draws=6,
+            n_warmup=60,
+            thin=8,
+            n_chains=1500,
+            k_max=K,
+            pq="fixed",
+            partition="finite",
+            point_logprior=jnp.asarray(log_mask),
+            progress_bar=False,
+        )
         # the sampler's log joint is the enumeration's (up to the constant normaliser)
         lj_last = res.log_joint[:, -1]
         z_last = res.labels[:, -1]
@@ -437,8 +468,9 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     y = np.where(np.arange(150) % 4 == 0, z, -1)
     kw = dict(random_state=0)
     e = SemiSupervisedGMM(3, covariance_type="full", **kw).fit(X, y)
-    g = BayesianSemiSupervisedGMM(3, covariance_type="full", n_draws=40, n_warmup=40, n_chains=2,
-                                  **kw).fit(X, y)
+    g = BayesianSemiSupervisedGMM(3, covariance_type="full", n_draws=40, n_warmup=40, n_chains=2, **kw).fit(
+        X, y
+    )
     assert adjusted_rand_score(e.labels_, g.labels_) > 0.9
     assert adjusted_rand_score(z, g.labels_) > 0.85
     lab = y >= 0
@@ -499,8 +531,9 @@ def test_em_is_a_loop_over_build_init_step():
         for _ in range(6):
             state, info = step(None, state)
             objs.append(float(info.objective))
-        params, _, _, _, trace, it, _, _ = jax.jit(
-            lambda p: em._em(x, p, None, "diag", 6, 0.0, 0.0, prior))(p0)
+        params, _, _, _, trace, it, _, _ = jax.jit(lambda p: em._em(x, p, None, "diag", 6, 0.0, 0.0, prior))(
+            p0
+        )
     assert int(state.n_iter) == int(it) == 6
     np.testing.assert_allclose(objs, np.asarray(trace), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(state.params.means), np.asarray(params.means), rtol=1e-12)
@@ -598,8 +631,9 @@ def test_partition_flip_rate_is_the_em_update_with_one_hot_responsibilities():
         ids = np.unique(z)
         maj = np.array([np.bincount(codes[(z == c) & (codes >= 0)], minlength=m).argmax() for c in ids])
         resp = (z[:, None] == ids[None]).astype(float)
-        assert partition_flip_rate(z, codes, m) == pytest.approx(label_noise_update(resp, codes, maj, m),
-                                                                  abs=1e-12)
+        assert partition_flip_rate(z, codes, m) == pytest.approx(
+            label_noise_update(resp, codes, maj, m), abs=1e-12
+        )
     # one cluster, labels uniform over 3 categories: 2/3 off the majority, the clip (m-1)/m
     assert partition_flip_rate(np.zeros(6, int), np.array([0, 1, 2, 0, 1, 2]), 3) == pytest.approx(2 / 3)
 
@@ -611,7 +645,15 @@ def test_bayesian_objective_is_the_log_joint_of_the_point_estimate():
     rng = np.random.default_rng(0)
     X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(5, 1, (20, 2))])
     y = np.where(np.arange(40) % 4 == 0, np.repeat([0, 1], 20), -1)
-    g = BayesianSemiSupervisedGMM(2, n_draws=5, n_warmup=5, n_chains=1, random_state=0, label_noise=0.1,
-                                  point_estimate="max_log_joint", progress_bar=False).fit(X, y)
+    g = BayesianSemiSupervisedGMM(
+        2,
+        n_draws=5,
+        n_warmup=5,
+        n_chains=1,
+        random_state=0,
+        label_noise=0.1,
+        point_estimate="max_log_joint",
+        progress_bar=False,
+    ).fit(X, y)
     assert isinstance(g.objective_, float) and g.objective_trace_.shape == (1, 5)
     assert g.objective_ == pytest.approx(g.objective_trace_.max(), rel=1e-12)

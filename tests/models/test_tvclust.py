@@ -90,13 +90,18 @@ def test_link_likelihood_identity_and_table():
             z = rng.integers(0, 3, n)
             table = sum(
                 np.log(p if s > 0 else 1 - p) if z[i] == z[j] else np.log(1 - q if s > 0 else q)
-                for (i, j), s in zip(pairs, sign, strict=True))
+                for (i, j), s in zip(pairs, sign, strict=True)
+            )
             c = pair_counts(jnp.asarray(z), links)
             np.testing.assert_allclose(log_link_likelihood(c, PRIOR, p, q), table, rtol=1e-12)
             n11, n01, n10, n00 = np.asarray(c)
             mplus, mminus = n11 + n10, n01 + n00
-            ident = (mplus * np.log(1 - q) + mminus * np.log(q) + np.log(p / (1 - q)) * n11
-                     - np.log(q / (1 - p)) * n01)
+            ident = (
+                mplus * np.log(1 - q)
+                + mminus * np.log(q)
+                + np.log(p / (1 - q)) * n11
+                - np.log(q / (1 - p)) * n01
+            )
             np.testing.assert_allclose(table, ident, rtol=1e-12)
             # relabelling invariance
             np.testing.assert_allclose(pair_counts(jnp.asarray((z + 1) % 3), links), c)
@@ -131,8 +136,15 @@ def test_gibbs_conditional_equals_log_joint_differences(pq):
             for i in range(n):
                 st = fam.stats(x, jnp.asarray(z), k_max)
                 counts = pair_counts(jnp.asarray(z), links)
-                state = gibbs.GibbsState(jnp.asarray(z), st, counts, jnp.asarray(0.8), jnp.asarray(0.65),
-                                         jnp.asarray(PRIOR.alpha), jnp.asarray(False))
+                state = gibbs.GibbsState(
+                    jnp.asarray(z),
+                    st,
+                    counts,
+                    jnp.asarray(0.8),
+                    jnp.asarray(0.65),
+                    jnp.asarray(PRIOR.alpha),
+                    jnp.asarray(False),
+                )
                 logw, _, _ = cond(i, state, x, links, fam, PRIOR, pq="fixed" if p else "collapse")
                 logw = np.asarray(logw)
                 cand = np.flatnonzero(np.isfinite(logw))
@@ -154,14 +166,37 @@ def _enumeration_case(pq, backend="auto"):
         fam = _family(x)
         p, q = (0.8, 0.9) if pq == "fixed" else (None, None)
         parts, probs = exact_posterior(x, links, fam, PRIOR, p, q)
-        res = gibbs.sample(jax.random.key(7), x, links, fam, PRIOR, n_draws=6, n_warmup=8, thin=3,
-                           n_chains=1500, k_max=5, pq=pq, p=0.8, q=0.9, progress_bar=False, backend=backend)
+        res = gibbs.sample(
+            jax.random.key(7),
+            x,
+            links,
+            fam,
+            PRIOR,
+            n_draws=6,
+            n_warmup=8,
+            thin=3,
+            n_chains=1500,
+            k_max=5,
+            pq=pq,
+            p=0.8,
+            q=0.9,
+            progress_bar=False,
+            backend=backend,
+        )
     return res, parts, probs
 
 
-@pytest.mark.parametrize(("pq", "backend"), [("collapse", "numba"), ("sample", "numba"), ("fixed", "numba"),
-                                             ("collapse", "xla"), ("fixed", "xla"),
-                                             pytest.param("sample", "xla", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    ("pq", "backend"),
+    [
+        ("collapse", "numba"),
+        ("sample", "numba"),
+        ("fixed", "numba"),
+        ("collapse", "xla"),
+        ("fixed", "xla"),
+        pytest.param("sample", "xla", marks=pytest.mark.slow),
+    ],
+)
 def test_sampler_matches_exact_enumeration(pq, backend):
     """Spec G4 / claim 13: empirical partition distribution vs exact posterior over Bell(5)=52 partitions,
     for the compiled CPU sweep and the XLA sweep."""
@@ -196,8 +231,18 @@ def test_k_max_exhausted_raises():
         x = jnp.asarray(X5 * 100.0)  # far-apart points want their own clusters
         fam = _family(x)
         with pytest.raises(gibbs.KMaxExhaustedError, match="k_max=2"):
-            gibbs.sample(jax.random.key(0), x, make_links(5), fam, PRIOR._replace(alpha=50.0), n_draws=5,
-                         n_warmup=5, n_chains=1, k_max=2, progress_bar=False)
+            gibbs.sample(
+                jax.random.key(0),
+                x,
+                make_links(5),
+                fam,
+                PRIOR._replace(alpha=50.0),
+                n_draws=5,
+                n_warmup=5,
+                n_chains=1,
+                k_max=2,
+                progress_bar=False,
+            )
 
 
 def test_point_estimates_and_psm():
@@ -210,8 +255,9 @@ def test_point_estimates_and_psm():
     for loss in ("binder", "vi"):
         np.testing.assert_array_equal(posterior.point_estimate(draws, loss=loss), [0, 0, 1, 1])
     lj = np.array([0.0, 1.0, 5.0, 2.0])
-    np.testing.assert_array_equal(posterior.point_estimate(draws, loss="max_log_joint", log_joint=lj),
-                                  [0, 0, 0, 1])
+    np.testing.assert_array_equal(
+        posterior.point_estimate(draws, loss="max_log_joint", log_joint=lj), [0, 0, 0, 1]
+    )
     assert posterior.variation_of_information([0, 0, 1, 1], [5, 5, 2, 2]) == pytest.approx(0.0, abs=1e-12)
 
 
@@ -250,8 +296,13 @@ def test_numpyro_kernel_adapter_targets_the_posterior(monkeypatch):
         x = jnp.asarray(X5)
         links = make_links(5, PAIRS5, SIGN5)
         fam = _family(x)
-        mcmc = MCMC(TVClustKernel(links, fam, PRIOR, k_max=5), num_warmup=20, num_samples=3000,
-                    num_chains=1, progress_bar=True)
+        mcmc = MCMC(
+            TVClustKernel(links, fam, PRIOR, k_max=5),
+            num_warmup=20,
+            num_samples=3000,
+            num_chains=1,
+            progress_bar=True,
+        )
         mcmc.run(jax.random.key(0), x, extra_fields=("log_joint", "n_clusters"))
         lab = np.asarray(mcmc.get_samples()["labels"])
         parts, probs = exact_posterior(x, links, fam, PRIOR)
@@ -323,8 +374,10 @@ def test_default_link_prior_keeps_clean_cannot_links_that_the_neutral_prior_expl
         X, y = _paired_classes(seed)
         si = datasets.sample_links(y, 3 * len(y), 0.0, seed=seed)
         kw = dict(n_draws=100, n_warmup=100, n_chains=1, random_state=seed, progress_bar=False)
-        fits = [TVClust(link_noise=ln, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
-                for ln in (None, "auto")]
+        fits = [
+            TVClust(link_noise=ln, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
+            for ln in (None, "auto")
+        ]
         rows.append([(metrics.nmi(y, e.labels_), e.n_clusters_, e.p_) for e in fits])
     old, new = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
     assert new[:, 0].mean() > old[:, 0].mean() + 0.05, rows
@@ -344,8 +397,10 @@ def test_link_noise_keeps_clean_links_credible():
     X, y = datasets.load("wine")
     si = datasets.sample_links(y, 44, noise=0.0, seed=5)
     kw = dict(n_draws=60, n_warmup=60, n_chains=1, random_state=0, progress_bar=False)
-    fits = {eps: TVClust(link_noise=eps, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
-            for eps in (None, 0.1)}
+    fits = {
+        eps: TVClust(link_noise=eps, **kw).fit(X, must_link=si.must_link, cannot_link=si.cannot_link)
+        for eps in (None, 0.1)
+    }
     assert fits[0.1].p_ > 0.85 > fits[None].p_ + 0.1, (fits[0.1].p_, fits[None].p_)
 
 
@@ -421,8 +476,9 @@ def test_link_reliability_is_the_beta_posterior_mean_of_brute_force_pair_counts(
     assert (p, q) == pytest.approx((float(d["p_cond_mean"][0, 0]), float(d["q_cond_mean"][0, 0])), rel=1e-12)
     # separate priors on q (the samplers' TVClustPrior), traced as the sweeps call it
     p2, q2 = link_reliability(jax.numpy.asarray(counts, float), 2.0, 0.5, a_q=3.0, b_q=0.25, xp=jax.numpy)
-    assert (float(p2), float(q2)) == pytest.approx(((n11 + 2.0) / (n11 + n01 + 2.5),
-                                                    (n00 + 3.0) / (n00 + n10 + 3.25)), rel=1e-6)
+    assert (float(p2), float(q2)) == pytest.approx(
+        ((n11 + 2.0) / (n11 + n01 + 2.5), (n00 + 3.0) / (n00 + n10 + 3.25)), rel=1e-6
+    )
     prior = TVClustPrior(a_p=2.0, b_p=0.5, a_q=3.0, b_q=0.25)
     d = link_parameter_draws(jax.random.key(0), z[None, None], make_links(n, side=side), prior)
     assert float(d["q_cond_mean"][0, 0]) == pytest.approx((n00 + 3.0) / (n00 + n10 + 3.25), rel=1e-12)
