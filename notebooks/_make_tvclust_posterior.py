@@ -178,7 +178,7 @@ t0 = time.perf_counter()
 gibbs = ppclust.TVClust(**gibbs_kw).fit(X, **fit_kw)  # the settings of `est`, compiled already
 t_gibbs = time.perf_counter() - t0
 from ppclust.plot import point_uncertainty  # (a helper of the plotting module; it draws nothing)
-u_vb = point_uncertainty(vb.labels_, proba=vb.resp_)
+u_vb = point_uncertainty(vb.labels_, proba=vb.responsibilities_)
 u_gibbs = point_uncertainty(gibbs.labels_, psm=gibbs.psm_)
 rank = lambda v: np.argsort(np.argsort(v))
 print(f"{'':22s}{'VB':>10s}{'Gibbs':>10s}")

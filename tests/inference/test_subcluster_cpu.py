@@ -525,7 +525,7 @@ def test_accept_sub_blocks_twin(n, n_blocks):
     out = np.asarray(ref[0])
     np.testing.assert_array_equal(np.asarray(ref[1]), np.bincount(out, minlength=5))
     assert np.all(np.bincount(out, minlength=5)[sizes > 0] > 0)  # no occupied slot emptied
-    took = (out == draw) & (draw != lab)
+    took = (out == proposal) & (proposal != lab)
     assert np.any(took) == (n_blocks > 1)  # one block: rejected (small clusters empty); several: some taken
     assert np.any(out != draw)
 
