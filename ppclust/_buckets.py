@@ -1,0 +1,158 @@
+"""Bucketed shapes: pad every data-dependent length up to one of a few sizes, so that compiled programs
+are reused across data sizes.
+
+A jitted solver compiles one program per input shape. Padding the row count (and the link count, the
+number of labelled points, a neighbour table's width ...) up to a *bucket* makes every data size between
+two buckets share one program. Buckets are ``2**k`` and ``3 * 2**(k-1)`` (..., 64, 96, 128, 192, 256,
+384, ...), at least ``minimum``: the padding is at most a third of the bucket, and the sizes from 100 to
+10,000 fall into 13 buckets.
+
+Padded entries carry weight 0 (:func:`pad_rows`, :func:`pad_pairs`); a solver multiplies every sum, cost,
+draw and acceptance by that weight (or masks with it), so no result depends on the bucket. Random draws
+per point are keyed by the point's row index (``jax.random.fold_in(key, i)`` or a counter-based stream),
+never by the array's length, so the same data give the same draws whatever padding they got.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["bucket_size", "pad_rows", "pad_pairs", "pad_vector"]
+
+
+def bucket_size(n: int, minimum: int = 32) -> int:
+    """The smallest bucket ``>= n``: a power of two or 1.5 times one, at least ``minimum``.
+
+    Parameters
+    ----------
+    n : int
+        The length to cover (rows, links, labelled points ...), ``n >= 0``.
+    minimum : int, default=32
+        The smallest bucket; a power of two (so that the buckets above it keep the ``2**k, 3 * 2**(k-1)``
+        pattern).
+
+    Returns
+    -------
+    int
+        ``b >= max(n, minimum)`` with ``b`` in ``{minimum * 2**j, minimum * 3 * 2**(j-1)}``; ``b < 1.5 * n``
+        whenever ``n > minimum``.
+
+    Examples
+    --------
+    >>> [bucket_size(n) for n in (0, 1, 32, 33, 48, 49, 100, 178, 1000)]
+    [32, 32, 32, 48, 48, 64, 128, 192, 1024]
+    >>> bucket_size(5, minimum=8)
+    8
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"bucket_size: n must be >= 0, got {n}")
+    if minimum < 1 or minimum & (minimum - 1):
+        raise ValueError(f"bucket_size: minimum must be a power of two, got {minimum}")
+    if n <= minimum:
+        return int(minimum)
+    power = 1 << (n - 1).bit_length()  # smallest power of two >= n
+    three_halves = 3 * power // 4  # 1.5 times the power of two below it
+    return int(three_halves) if three_halves >= n and three_halves >= minimum else int(power)
+
+
+def pad_rows(X, size: int | None = None, *, minimum: int = 32):
+    """Pad the rows of ``X`` with zeros up to ``size`` (default: :func:`bucket_size` of its length).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, ...)
+        The rows to pad (data, labels, weights ...).
+    size : int, optional
+        The padded length, ``>= n``; default ``bucket_size(n, minimum)``.
+    minimum : int, default=32
+        Passed to :func:`bucket_size` when ``size`` is not given.
+
+    Returns
+    -------
+    padded : ndarray of shape (size, ...)
+        ``X`` followed by ``size - n`` rows of zeros (same dtype).
+    weight : ndarray of shape (size,)
+        ``1.0`` on the ``n`` real rows, ``0.0`` on the padding (``X``'s float dtype, float64 otherwise).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xp, w = pad_rows(np.ones((3, 2)), 4)
+    >>> Xp.shape, w.tolist()
+    ((4, 2), [1.0, 1.0, 1.0, 0.0])
+    >>> pad_rows(np.arange(40.0))[0].shape
+    (48,)
+    """
+    X = np.asarray(X)
+    n = X.shape[0]
+    size = bucket_size(n, minimum) if size is None else int(size)
+    if size < n:
+        raise ValueError(f"pad_rows: size {size} is smaller than the {n} rows")
+    padded = np.zeros((size,) + X.shape[1:], dtype=X.dtype)
+    padded[:n] = X
+    wdtype = X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64
+    weight = np.zeros(size, dtype=wdtype)
+    weight[:n] = 1.0
+    return padded, weight
+
+
+def pad_vector(v, size: int, fill) -> np.ndarray:
+    """Pad a 1-D array with ``fill`` up to ``size`` (e.g. partial labels with ``-1``, "unlabelled").
+
+    Parameters
+    ----------
+    v : array-like of shape (n,)
+        The values.
+    size : int
+        The padded length, ``>= n``.
+    fill : scalar
+        The value of the padding.
+
+    Returns
+    -------
+    ndarray of shape (size,)
+        ``v`` followed by ``size - n`` copies of ``fill`` (``v``'s dtype).
+
+    Examples
+    --------
+    >>> pad_vector([0, 2, 1], 5, -1).tolist()
+    [0, 2, 1, -1, -1]
+    """
+    v = np.asarray(v)
+    if size < v.shape[0]:
+        raise ValueError(f"pad_vector: size {size} is smaller than the {v.shape[0]} entries")
+    out = np.full((size,) + v.shape[1:], fill, dtype=v.dtype)
+    out[: v.shape[0]] = v
+    return out
+
+
+def pad_pairs(pairs, size: int | None = None, *, minimum: int = 8):
+    """Pad an ``(m, 2)`` array of row pairs up to ``size`` rows with the pair ``(0, 0)`` of weight 0.
+
+    Parameters
+    ----------
+    pairs : array-like of shape (m, 2)
+        Row-index pairs (links), integers.
+    size : int, optional
+        The padded length, ``>= m``; default ``bucket_size(m, minimum)``.
+    minimum : int, default=8
+        Passed to :func:`bucket_size` when ``size`` is not given.
+
+    Returns
+    -------
+    padded : ndarray of shape (size, 2)
+        The pairs followed by ``(0, 0)`` rows (a self-pair, which no solver reads as a link once its
+        weight is 0).
+    weight : ndarray of shape (size,)
+        ``1.0`` on the real pairs, ``0.0`` on the padding (float64).
+
+    Examples
+    --------
+    >>> p, w = pad_pairs([[0, 3], [1, 2]])
+    >>> p.shape, int(w.sum())
+    ((8, 2), 2)
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    padded, weight = pad_rows(pairs, size, minimum=minimum)
+    return padded, weight.astype(np.float64)
