@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks docs
 	$(VENV)/bin/ruff format --check ppclust tests benchmarks docs
-	$(PY) tests/run_suite.py -m "not slow" -n $(JOBS) --dist loadfile -q tests ppclust --doctest-modules  # once more only if a worker crashed
+	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadfile -q --durations=20 tests ppclust --doctest-modules
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks docs

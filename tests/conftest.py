@@ -52,40 +52,6 @@ def _private_numba_cache() -> None:
 _private_numba_cache()
 
 
-def pytest_configure(config):
-    """``make test`` (``-m "not slow"``): compile with LLVM's lowest optimisation level.
-
-    The fast suite fits tiny data sets on many shapes, so XLA's compiles (one per new shape) dominate its
-    time; ``--xla_backend_optimization_level=0`` cuts their CPU time while XLA's own graph optimisations
-    still run. Results agree to the last bit or two (labels identical), far inside every test tolerance.
-    Heavy runs (``make reproduce``, slow tests, benchmarks) keep the default. Opt out with
-    ``PPCLUST_TEST_XLA_OPT=1``. Set before the first computation initialises the backend; the compilation
-    cache keys on the flags, so entries never mix.
-    """
-    if "not slow" in (config.option.markexpr or "") and os.environ.get("PPCLUST_TEST_XLA_OPT") != "1":
-        flags = os.environ.get("XLA_FLAGS", "")
-        if "xla_backend_optimization_level" not in flags:
-            os.environ["XLA_FLAGS"] = (flags + " --xla_backend_optimization_level=0").strip()
-
-
-@pytest.fixture(autouse=True)
-def _release_compiled_programs():
-    """After each test, drop JAX's compiled programs once the worker holds a quarter of the kernel's limit
-    on memory mappings (:func:`ppclust._jax.release_compiled_programs`; estimators' fits do it at half).
-
-    A worker runs hundreds of tests that compile thousands of programs (one per shape) and XLA:CPU keeps
-    each in its own mappings: without this a worker can pass ``vm.max_map_count``, and the next XLA load
-    then fails half-way and crashes the worker (segmentation fault in the C++ unwinder). Programs dropped
-    here load again from the persistent cache when a later test needs them.
-    ``PPCLUST_MAP_FRACTION=off`` turns this off with the fits' own check (``benchmarks/suite_memory_maps.py``
-    measures both)."""
-    yield
-    from ppclust import _jax
-
-    if _jax.MAP_FRACTION is not None:
-        _jax.release_compiled_programs(fraction=0.25)
-
-
 SHARED = Path(os.environ.get("PPCLUST_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
 
 

@@ -86,7 +86,6 @@ from sklearn.utils._param_validation import InvalidParameterError as _SklearnInv
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ppclust._devices import resolve_mesh
-from ppclust._jax import release_compiled_programs
 from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
@@ -162,9 +161,9 @@ def fit_context(*, prefer_skip_nested_validation: bool):
 
     Every parameter is validated against the estimator's ``_parameter_constraints`` before ``fit`` reads
     the data; a bad value raises :class:`ppclust.errors.InvalidParameterError` (a ``PPClustError`` naming
-    the parameter, and a subclass of scikit-learn's class, so both catch it). Each fit first calls
-    :func:`ppclust._jax.release_compiled_programs` (compiled programs of many fits near the kernel's limit
-    on memory mappings are released instead of crashing the process).
+    the parameter, and a subclass of scikit-learn's class, so both catch it). A fit never clears JAX's
+    caches: compiled programs are the user's to keep (solvers pad data to bucketed sizes, so a long session
+    of many data sizes compiles a bounded set of programs).
 
     Parameters
     ----------
@@ -199,7 +198,6 @@ def fit_context(*, prefer_skip_nested_validation: bool):
 
         @functools.wraps(fit_method)
         def wrapper(estimator, *args, **kwargs):
-            release_compiled_programs()  # a long session of many shapes stays clear of the mapping limit
             if get_config()["skip_parameter_validation"]:
                 return inner(estimator, *args, **kwargs)
             try:
