@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import normalized_mutual_info_score
 
-from benchmarks.cecib_golden import blobs as _blobs
-from benchmarks.cecib_golden import golden_costs, replays
 from ppclust.estimators.cecib import CECIB
 from ppclust.inference import cecib, hartigan
+from tests._cecib_jar import blobs as _blobs
+from tests._cecib_jar import golden_costs, replays
 
 pd = pytest.importorskip("pandas")
 
@@ -31,7 +31,7 @@ def _ref(shared_dir):
 
 
 def test_golden_cost_every_saved_partition(shared_dir):
-    # the measurements are benchmarks/cecib_golden.py's (which writes them into results/cecib.md)
+    # reproduce/cecib_golden.py writes the same measurements into reproduce/results/cecib.md
     c = golden_costs(_ref(shared_dir))
     assert c["rows"] >= 170
     for name, o in c["per_dataset"].items():

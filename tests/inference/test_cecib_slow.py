@@ -1,5 +1,5 @@
 """CEC-IB paper claims (spec cecib.md §3.5, §5, §6: C6, C10, C12, C13); numbers and the full protocol in
-benchmarks/reproduce_cecib.py -> benchmarks/results/cecib.md.
+reproduce/cecib.py -> reproduce/results/cecib.md.
 
 One fast test (Example 4.1 on the cost itself, plus the two beta0 remarks); the rest are ``slow`` paper
 reproductions on iris and wine (scikit-learn copies, raw features, k_init = 2 x classes, eps = 0.05,
@@ -109,7 +109,7 @@ def test_noise_free_labels_raise_nmi_on_wine(runs):
     unsupervised NMI (ours 0.84 vs 0.72). Not asserted on iris: there labels keep a 6th cluster alive and
     NMI stays at 0.73-0.74 (the paper too reports CEC-IB below the GMMs on iris for its cluster count)."""
     if runs["name"] != "wine":
-        pytest.skip("claim holds on wine only (see benchmarks/results/cecib.md)")
+        pytest.skip("claim holds on wine only (see reproduce/results/cecib.md)")
     y = runs["y"]
     n0 = np.mean([nmi(y, m.labels_) for m in runs["unsup"]])
     n30 = np.mean([nmi(y, m.labels_) for m in runs["clean"]])
