@@ -75,7 +75,7 @@ def per_fit() -> dict:
 
 def suite(keep: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PPCLUST_MAP_FRACTION"}
-    if keep:  # the test fixture's and the estimators' check off: the suite as it ran before session 17
+    if keep:  # the test fixture's and the estimators' check off: the suite without either
         env["PPCLUST_MAP_FRACTION"] = "off"
     cmd = [
         sys.executable,

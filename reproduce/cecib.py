@@ -127,7 +127,7 @@ def default_datasets(quick: bool) -> list[str]:
 
 def cecib_fit(X, lab, C, beta, seed, n_init=10):
     # the paper's protocol (the authors' k-means++ start, k_init = 2 x classes as given), pinned against
-    # the library's later defaults (session 8: label-seeded start; session 9: cost-chosen start, cap_clusters)
+    # the library's defaults (label-seeded or cost-chosen start, cap_clusters)
     m = CECIB(
         n_clusters=2 * C,
         beta=beta,

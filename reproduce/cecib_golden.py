@@ -40,8 +40,7 @@ def blob_runs() -> dict:
 
     x, y, truth = blobs(seed=1)
     true_cost = cecib.cecib_cost(x, truth, y, 1.0).total
-    # k-means++ restarts as when these numbers were first written (session 6), pinned against the later
-    # init="auto" defaults (sessions 8-9)
+    # k-means++ restarts (the protocol of this table), pinned against the init="auto" default
     est = CECIB(n_clusters=6, beta=1.0, n_init=10, random_state=0, init="k-means++").fit(x, y)
     single = []
     for s in SINGLE_SEEDS:

@@ -1,4 +1,4 @@
-"""Parameter-validation matrix (issue 16): every estimator against a set of bad and edge values.
+"""Parameter-validation matrix: every estimator against a set of bad and edge values.
 
 For each (estimator, parameter, value) the script records what ``fit`` does *before reading the data*
 (``fit(None)``: a parameter error must come first): "rejected" with scikit-learn's message, or

@@ -1,7 +1,7 @@
-"""Which default NIW prior for the fixed-K semi-supervised GMM (issue 15): evidence for
+"""Which default NIW prior for the fixed-K semi-supervised GMM: evidence for
 ``ppclust.families.mixture_niw_prior``, the one prior shared by EM's MAP fit and the Gibbs sampler.
 
-Before issue 15 the two algorithms of this model used different priors: EM's ``prior="default"`` was
+The candidates are the priors the two algorithms of this model once used apart: EM's ``prior="default"`` was
 mclust's ``priorControl()`` (kappa0 = 0.01, Psi0 = cov(x) / K^(2/d)), the Gibbs mode TVClust's
 Dirichlet-process default ``GaussianNIW.default`` (kappa0 = 1, Psi0 = diag(var(x))). This script fits
 both algorithms under the four combinations of those two choices, on four real data sets (scikit-learn's
@@ -38,7 +38,7 @@ from reproduce._common import RESULTS, machine_info, md_table, write_result
 
 def _mclust_prior(x, K, alpha, kappa0):
     """mclust's ``priorControl()`` (Fraley & Raftery 2007): Psi0 = cov(x) / K^(2/d), nu0 = d + 2 (the
-    alternative; EM's ``prior="default"`` before issue 15)."""
+    alternative: mclust's default)."""
     d = x.shape[1]
     return NIWPrior(
         jnp.asarray(alpha, x.dtype),

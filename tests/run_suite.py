@@ -1,14 +1,14 @@
 """``make test``'s pytest run, once more when only a worker process crashed.
 
 pytest-xdist (3.8) hangs when a crashed worker is replaced under ``--dist loadfile`` and the file it died
-in has one test left (pytest-xdist issues #1323 and #1327: the replacement waits for a second item that
+in has one test left (pytest-dev/pytest-xdist#1323 and #1327: the replacement waits for a second item that
 never comes), so one crash of a worker process (a fatal signal in a native library, not a failed
 assertion) turned a CI run into a 90-minute timeout with no summary. Here workers are never replaced
 (``--max-worker-restart=0``): a crash ends the run at once, with the crashed test named and the dying
 worker's stack printed (faulthandler). When every failure of the run is such a crash, the whole suite
 runs once more in fresh processes and its result is the result, with a banner saying so; any real
-failure (an assertion, an error) is final. (The crashes seen up to session 16 had one cause, fixed in
-session 17: a worker's compiled XLA programs passed the kernel's limit on memory mappings; see the
+failure (an assertion, an error) is final. (The crashes seen so far had one cause, since fixed: a
+worker's compiled XLA programs passed the kernel's limit on memory mappings; see the
 ``_release_compiled_programs`` fixture in ``tests/conftest.py``. The retry stays as a net.)
 Usage: ``python tests/run_suite.py <pytest arguments>``.
 """

@@ -232,8 +232,8 @@ def test_estimator_recovers_blobs_and_predicts():
 def test_auto_beta_is_one_at_every_label_budget(share):
     """``beta="auto"`` (the default) is 1 at every labelled share (Theorem 4.1; the panel study found a beta
     growing as the budget shrinks no better): the fit is the fit with an explicit beta = 1 and its reported
-    cost is E_1; session 6's rule max(1, 0.1 / f) would give beta 2 at 5% labels, another optimum here (a
-    third of the labels are wrong, so beta matters)."""
+    cost is E_1; the budget rule max(1, 0.1 / f) (decision record 0003) would give beta 2 at 5% labels,
+    another optimum here (a third of the labels are wrong, so beta matters)."""
     x, _, truth = _blobs(seed=1)
     rng = np.random.default_rng(0)
     y = np.full(len(x), -1)

@@ -56,9 +56,9 @@ def test_example_4_1_cost_sign_flip_and_beta0_remarks():
 
 
 def _fit(X, lab, C, beta, seed):
-    # the paper's protocol pinned (sessions 8-9 changed the library's defaults: init="auto" takes the
-    # label-seeded or cost-chosen start, cap_clusters lowers k_init; on main these tests had failed since
-    # session 8): the authors' k-means++ start and k_init = 2 x classes as given
+    # the paper's protocol pinned (the library's defaults differ from it: init="auto" takes the
+    # label-seeded or cost-chosen start, cap_clusters lowers k_init): the authors' k-means++ start and
+    # k_init = 2 x classes as given
     return CECIB(
         n_clusters=2 * C,
         beta=beta,
@@ -74,7 +74,7 @@ def _fit(X, lab, C, beta, seed):
 def runs(request):
     """Per data set: unsupervised fits (3 seeds), 30 % correct labels (5 draws), 30 % labels of which 30 %
     wrong (5 draws) with CEC-IB_1, CEC-IB_0 and the semi-supervised GMM that trusts every label
-    (``label_noise=0``: its default learns the flip rate since session 8)."""
+    (``label_noise=0``: its default learns the flip rate)."""
     X, y = load(request.param)
     C = int(y.max()) + 1
     out = {"name": request.param, "y": y, "C": C}
