@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks._common import machine_info
 from ppclust._jax import memory_maps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,6 +148,8 @@ def main(argv=None) -> int:
         "# Memory mappings of compiled programs (`benchmarks/suite_memory_maps.py`)",
         "",
         "Written by the script; Linux, `vm.max_map_count` = {:,}, {} CPUs.".format(limit, res["cpu_count"]),
+        "",
+        machine_info(),
         "",
         "## Per fit",
         "",
