@@ -26,30 +26,31 @@ demo: $(STAMP)
 	$(VENV)/bin/ppclust demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check ppclust tests benchmarks docs
-	$(VENV)/bin/ruff format --check ppclust tests benchmarks docs
+	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs
+	$(VENV)/bin/ruff format --check ppclust tests benchmarks reproduce docs
 	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadfile -q --durations=20 tests ppclust --doctest-modules
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check ppclust tests benchmarks docs
-	$(VENV)/bin/ruff format --check ppclust tests benchmarks docs
+	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs
+	$(VENV)/bin/ruff format --check ppclust tests benchmarks reproduce docs
 
 # slow tests and notebooks (JUnit report for the claim ledger), then the cheap paper-reproduction scripts and
-# the fast claim tests, then benchmarks/results/CLAIMS.md (benchmarks/claims.py lists each script's cost;
-# bench_smic's full sweep takes ~1.5 h and runs only with `python -m benchmarks.claims --run-scripts all`)
+# the fast claim tests, then reproduce/results/CLAIMS.md (reproduce/claims.py lists each script's cost;
+# reproduce/smic.py's full sweep takes ~1.5 h and runs only with `python -m reproduce.claims --run-scripts all`)
 reproduce: $(STAMP)
-	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q --junitxml=benchmarks/results/junit_slow.xml; \
-	rc=$$?; PYTHONPATH=. $(PY) -m benchmarks.claims --run-scripts cheap --run-tests; exit $$rc
+	PPCLUST_NOTEBOOK_FULL=1 $(PY) -m pytest -m "slow or notebook" -q --junitxml=reproduce/results/junit_slow.xml; \
+	rc=$$?; PYTHONPATH=. $(PY) -m reproduce.claims --run-scripts cheap --run-tests; exit $$rc
 
-# re-execute every notebook through a Jupyter kernel with full settings and write outputs and figures
 # the documentation site (Sphinx, warnings as errors) into docs/_build/html
 docs: $(STAMP)
 	rm -rf docs/_build
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
+# re-execute every notebook through a Jupyter kernel with full settings and write outputs and figures
 notebooks: $(STAMP)
 	$(PY) notebooks/_run.py --full --write
 
+# speed benchmarks (benchmarks/bench_*.py), each writing benchmarks/results/<name>.md
 bench: $(STAMP)
 	$(PY) -m benchmarks.run_all
 

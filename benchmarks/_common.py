@@ -38,7 +38,25 @@ def cpu_best(fn: Callable[[], object], repeat: int = 3) -> float:
     return best
 
 
+def commit() -> str:
+    """The short hash of the checkout's HEAD (``+dirty`` with uncommitted changes), or ``"unknown"``."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def machine_info() -> str:
+    """One line naming the machine, the load average, the versions, the date and the commit of a run."""
     import jax
     import numpy as np
 
@@ -46,7 +64,8 @@ def machine_info() -> str:
     return (
         f"{platform.node()} | {platform.processor() or platform.machine()} | {os.cpu_count()} cores | "
         f"jax {jax.__version__} ({jax.default_backend()}) | numpy {np.__version__} | "
-        f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')}"
+        f"python {platform.python_version()} | load {load[0]:.2f} | {time.strftime('%Y-%m-%d %H:%M')} | "
+        f"commit {commit()}"
     )
 
 
@@ -85,9 +104,11 @@ def md_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
-def write_result(name: str, text: str) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    p = RESULTS / name
+def write_result(name: str, text: str, folder: Path | None = None) -> Path:
+    """Write ``text`` to ``folder / name`` (default: this package's results folder)."""
+    folder = RESULTS if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
     p.write_text(text)
     return p
 
@@ -106,15 +127,16 @@ def _jsonable(v):
     return v
 
 
-def write_json(name: str, data: dict, script: str, merge: bool = False) -> Path:
+def write_json(name: str, data: dict, script: str, merge: bool = False, folder: Path | None = None) -> Path:
     """Write the numbers behind ``results/<name>.md`` to ``results/<name>.json`` (read by
-    ``benchmarks/claims.py``, which builds the claim ledger CLAIMS.md). ``merge`` keeps the keys of a
+    ``reproduce/claims.py``, which builds the claim ledger CLAIMS.md). ``merge`` keeps the keys of a
     previous run that this run did not produce (scripts that can regenerate one section at a time);
     every top-level section records the machine line and time of the run that wrote it."""
     import json
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    p = RESULTS / f"{name}.json"
+    folder = RESULTS if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / f"{name}.json"
     old = json.loads(p.read_text()) if merge and p.exists() else {}
     stamp = {"script": script, "machine": machine_info()}
     for k, v in data.items():
@@ -140,39 +162,3 @@ def timed_labels(fit: Callable, *args, **kwargs):
         return pred, {"s": time.time() - t0}
     except Exception as e:  # recorded
         return None, {"error": f"{type(e).__name__}: {str(e)[:120]}", "s": time.time() - t0}
-
-
-def budget_spent(t0: float, budget_s: float) -> bool:
-    """True once a study script has run ``budget_s`` seconds since ``t0`` (it then starts no more fits; what
-    is cached stays and the tables use it), and says so."""
-    if time.time() - t0 > budget_s:
-        print("budget reached", flush=True)
-        return True
-    return False
-
-
-def study_row(cache, data, draw, name, level, noise):
-    """The cached fit ``data|draw|name|level|noise`` of a study script, or None (missing or failed)."""
-    r = cache.get(f"{data}|{draw}|{name}|{level:g}|{noise:g}")
-    return r if r and "error" not in r else None
-
-
-def cached_study_main(
-    argv, doc: str, cache_path: Path, run: Callable, tables: Callable, *, draws: int, budget_s: float
-) -> None:
-    """Command line of a study script with a JSON cache of fits: ``[--draws N] [--budget-s S]
-    [--tables-only]``; ``run(args, cache)`` adds fits to ``cache`` (stopping after ``--budget-s``), which
-    is saved, then ``tables(args, cache)`` writes the results file."""
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=draws)
-    ap.add_argument("--budget-s", type=float, default=budget_s)
-    ap.add_argument("--tables-only", action="store_true")
-    args = ap.parse_args(argv)
-    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    if not args.tables_only:
-        run(args, cache)
-        cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
-    tables(args, cache)

@@ -267,7 +267,7 @@ def main():
         )
     if comp:
         text += (
-            "\nFirst-fit compile time (issue 18): seconds of `ppclust warmup`'s TVClust fit (sweep and "
+            "\nFirst-fit compile time: seconds of `ppclust warmup`'s TVClust fit (sweep and "
             "PSIS-LOO kernels) with an empty numba cache minus the same with that cache filled, best of "
             f"{a.rounds} per side, alternating.\n\n"
             + md_table(["measure", "before", "after", "after/before"], comp)

@@ -19,6 +19,7 @@ import jax
 import numpy as np
 from sklearn.cluster import KMeans
 
+from benchmarks._common import machine_info
 from ppclust._jax import x64
 from ppclust.inference import dpmeans as dp
 from tests._dpmeans_reference import rdpmeans_numpy
@@ -104,6 +105,8 @@ def main():
     dev = jax.devices()[0]
     lines = [
         "# RDP-means benchmark",
+        "",
+        machine_info(),
         "",
         f"n = {a.n}, d = 10, 20 clusters, {len(pairs)} links (0.1% of n), lambda = {lam:.3g}, "
         f"k_max = 64, float64. JAX device: {dev.platform} ({dev.device_kind}); "

@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
+from benchmarks._common import machine_info
 from ppclust._jax import x64
 from ppclust.inference import em
 
@@ -95,6 +96,8 @@ def main():
         return
     lines = [
         "# EM iteration time (benchmarks/bench_em.py)",
+        "",
+        machine_info(),
         "",
         f"n={a.n}, d={a.d}, k={a.k}, full covariance, float64, same initial parameters, median of "
         f"{a.repeats} x ({2 * m} - {m} iterations) / {m}.",

@@ -11,7 +11,7 @@ script does, and times inside it:
   process, whose cache now holds n = 178 only, fits n = 178 (first and repeat), then a new n = 150
   (first and repeat; same power-of-two bucket as 178), then n = 100 (a new bucket, 128).
 
-Goals (issue 18): warm-cache first TVClust fit <= 3x a repeat fit; CECIB on a new n <= 2x a repeat;
+Goals: warm-cache first TVClust fit <= 3x a repeat fit; CECIB on a new n <= 2x a repeat;
 fresh-install first TVClust fit < 15 s on the 2-core machine. Writes ``benchmarks/results/first_fit.md``.
 
 Run: ``python -m benchmarks.bench_first_fit`` (about 2-4 minutes on 2 cores).

@@ -12,8 +12,8 @@ timed sweeps). Sections written to benchmarks/results/subcluster.md:
    the final state, both started from one cluster; sweeps until ARI > 0.95 (mixing from one cluster);
 2. throughput at d = 30 (blobs with random centres N(0, 3^2 I)), 12 clusters;
 3. mixing from a wrong K: k-means++ start with 30 clusters, sweeps until K = 12 and ARI > 0.95, 8 seeds
-   of each sampler (sub-cluster sampler with 4 and 16 moves per sweep, and 4 with the merge-pair choice
-   before session 15), K after sweep t;
+   of each sampler (sub-cluster sampler with 4 and 16 moves per sweep, and 4 with the former merge-pair
+   choice: 1/2 uniform, exp(-D / min D)), K after sweep t;
 4. time to a stable K and ARI vs sklearn ``BayesianGaussianMixture(weight_concentration_prior_type=
    "dirichlet_process")`` (n_components = 30, its default tolerance), no links for sklearn.
 
@@ -174,7 +174,7 @@ def section_throughput(
     rounds of the numba collapsed sweep, A/B/A/B: the ratio is per round), ``backend="xla"`` and the
     2-device mesh (continued from the numba chain's state, ``xla_sweeps`` / ``mesh_sweeps`` timed).
     ``int32_rounds``: that many pairs of ``sweeps`` continued sweeps with the labels crossing the callbacks
-    as int32 (``subcluster._UINT8_SLOTS = 0``, the sweep before session 15) and as uint8, alternating."""
+    as int32 (``subcluster._UINT8_SLOTS = 0``) and as uint8, alternating."""
     x, truth, pairs, sign = blobs(n, d)
     rows = []
     with x64():
@@ -221,7 +221,7 @@ def section_throughput(
             m32, m8 = float(np.median(t32)), float(np.median(t8))
             rows.append(
                 [
-                    f"subcluster, backend numba, int32 labels in the callbacks (before session 15; "
+                    f"subcluster, backend numba, int32 labels in the callbacks ("
                     f"{int32_rounds} rounds alternating with uint8)",
                     f"{n / m32:,.0f}",
                     f"{m32:.3f}",
@@ -404,7 +404,7 @@ def section_merge_diagnosis(n, k0=30, k_max=48, n_fits=5, blur_sweeps=5):
 
 def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=8, moves=(4, 16), old_pairs=True):
     """Both samplers from a k-means++ partition with K = k0; ``old_pairs``: also n_moves = 4 with the merge
-    pair choice before session 15 (``_MERGE_UNIFORM`` 1/2, ``_MERGE_SHARPNESS`` 1), the same seeds."""
+    pair choice ``_MERGE_UNIFORM`` 1/2, ``_MERGE_SHARPNESS`` 1 (the former default), the same seeds."""
     x, truth, pairs, sign = blobs(n, 2, seed=1)
     rows, trace = [], []
     marks = [t for t in (1, 2, 5, 10, 15, 20, 25, 30) if t <= sweeps]
@@ -451,8 +451,7 @@ def section_wrong_k(n, sweeps, k0=30, k_max=48, seeds=8, moves=(4, 16), old_pair
         f"{subcluster_moves._MERGE_UNIFORM:g} uniform, else a uniform cluster and a partner with weight "
         f"exp(-{subcluster_moves._MERGE_SHARPNESS:g} D / min D) (D: squared distance of the means)"
         + (
-            '; "old pair choice": 1/2 uniform and exp(-D / min D), the choice before session 15, '
-            "the same seeds"
+            '; "old pair choice": 1/2 uniform and exp(-D / min D), the former default, the same seeds'
             if old_pairs
             else ""
         )
@@ -625,7 +624,7 @@ def _mesh_rows(n, mesh, sweeps, rounds, anchor):
         start = subcluster.sample(jax.random.key(0), xj, links, fam, PRIOR, n_draws=10, **kw).state
         kinds = [("one device", None, True), ("2 CPU devices (shard_map)", mesh, True)]
         if anchor:
-            kinds.append(("2 CPU devices, no fence (the code before session 13)", mesh, False))
+            kinds.append(("2 CPU devices, no fence", mesh, False))
         times = {name: [] for name, _, _ in kinds}
         labels = {}
 
@@ -635,7 +634,7 @@ def _mesh_rows(n, mesh, sweeps, rounds, anchor):
                 jax.random.key(1), xj, links, fam, PRIOR, n_draws=sweeps, init_state=start, mesh=m, **kw
             )
             jax.block_until_ready(res.state.labels)
-            if r:  # round 0 compiles
+            if r:  # the first round compiles
                 times[name].append((time.perf_counter() - t0) / sweeps)
             labels[name] = np.asarray(res.labels[0, -1])
 
@@ -670,7 +669,7 @@ def section_mesh(ns, sweeps=5, rounds=2):
     """The data-parallel path (``mesh`` over the process's 2 CPU devices, ``backend="xla"``) against the
     same chain on one device, per n in ``ns``: both continue one state (10 sweeps from one cluster on one
     device) in alternating timed rounds of ``sweeps`` sweeps. At the smallest n also the mesh without the
-    sharding fence of ``subcluster._replicated`` (session 13's fix; monkeypatched to the identity), the
+    sharding fence of ``subcluster._replicated`` (monkeypatched to the identity), the
     anchor that shows what the fence changed."""
     from ppclust._devices import resolve_mesh
 
@@ -794,7 +793,7 @@ def section_profile(n, d, reps=3, k_max=32, backend="numba", start="truth", chai
     the throughput sections' timed chain (``chain_sweeps`` sweeps of ``backend`` from one cluster, seed 0, as
     :func:`section_throughput` runs it first). Parts: a split/merge MH step (``_move``, the mean over 4
     ``reps`` keys, 50/50 split/merge draws, from the sweep's cluster index on numba), the peel/absorb step
-    (the mean over 4 ``reps`` keys; a sweep makes max(1, n_moves) = 4 since session 11),
+    (the mean over 4 ``reps`` keys; a sweep makes max(1, n_moves) = 4),
     the block label step at the width the sweep uses (``_label_step``; on numba also its unlinked block's draw
     alone, the callback), the statistics and pair counts of the end of the sweep, and the whole sweep
     (``step``, 4 moves); the last row is the whole sweep less the parts (the sum with 4 moves: the O(K) and

@@ -1,8 +1,9 @@
 """Write the README's "at a glance" block from the results files (no number is typed by hand).
 
-Reads ``benchmarks/results/benefit.md`` (the side-information benefit panel's goal table),
-``hartigan.md`` (the Hartigan engine against the authors' CEC-IB program), ``subcluster.md`` (the
-sub-cluster sampler's throughput) and ``CLAIMS.md`` (the claim ledger), and replaces the lines between
+Reads ``reproduce/results/benefit.md`` (the side-information benefit panel's goal table) and
+``reproduce/results/CLAIMS.md`` (the claim ledger), ``benchmarks/results/hartigan.md`` (the Hartigan engine
+against the authors' CEC-IB program) and ``benchmarks/results/subcluster.md`` (the sub-cluster sampler's
+throughput), and replaces the lines between
 ``<!-- glance:start -->`` and ``<!-- glance:end -->`` in ``README.md``.
 
 Usage::
@@ -20,7 +21,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results"  # speed
+REPRODUCE = ROOT / "reproduce" / "results"  # accuracy and the claim ledger
 START, END = "<!-- glance:start -->", "<!-- glance:end -->"
 SIDE = {
     "TVClust": "noisy links",
@@ -49,7 +51,7 @@ def _rows(text: str, header_start: str) -> list[list[str]]:
 
 def accuracy_rows() -> list[str]:
     """Per method: mean NMI over the panel's data sets without and with the largest clean budget."""
-    text = (RESULTS / "benefit.md").read_text()
+    text = (REPRODUCE / "benefit.md").read_text()
     goals = text[text.index("## Goals") :]
     by_method: dict[str, list[tuple[str, float, float]]] = {}
     for r in _rows(goals, "| method | data | draws | NMI none"):
@@ -83,11 +85,11 @@ def speed_rows() -> list[str]:
 
 
 def claims_line() -> str:
-    text = (RESULTS / "CLAIMS.md").read_text()
+    text = (REPRODUCE / "CLAIMS.md").read_text()
     m = re.search(r"\*\*(\d+) claims: (\d+) reproduced or explained", text)
     return (
         f"Of the papers' {m.group(1)} measurable claims, {m.group(2)} are reproduced or explained with a "
-        "script-written number (the claim ledger, `benchmarks/results/CLAIMS.md`)."
+        "script-written number (the claim ledger, `reproduce/results/CLAIMS.md`)."
     )
 
 

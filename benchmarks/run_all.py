@@ -10,7 +10,6 @@ from pathlib import Path
 # command-line arguments per script, so that each writes its table to benchmarks/results/
 ARGS = {
     "bench_dpmeans": ["--out", "benchmarks/results/bench_dpmeans.md"],
-    "bench_ccib": ["--quick"],
     "bench_tvclust_alg2": ["--append"],
 }
 

@@ -4,9 +4,10 @@ Nothing written here is typed by hand: every number and figure comes from a file
 
 * ``docs/gallery/``: the notebooks of ``notebooks/`` copied as they are (rendered from their stored
   outputs; ``nb_execution_mode = "off"``) and an index page listing them.
-* ``docs/generated/claims.md``: "Reproducing the papers", the claim ledger ``results/CLAIMS.md``
+* ``docs/generated/claims.md``: "Reproducing the papers", the claim ledger ``reproduce/results/CLAIMS.md``
   included verbatim.
-* ``docs/generated/benchmarks.md``: one section per speed-benchmark results file, included verbatim,
+* ``docs/generated/benchmarks.md``: one section per speed-benchmark results file of
+  ``benchmarks/results/``, included verbatim,
   with the figures the benchmark wrote beside it (``<name>.png``, ``<name>_*.png``).
 * ``docs/generated/_include/methods-table.md`` (the registry of methods) and ``cli-help.md`` (the CLI help),
   included by the user guide.
@@ -32,13 +33,13 @@ ROOT = DOCS.parent
 GALLERY = DOCS / "gallery"
 GENERATED = DOCS / "generated"
 
-# Where the results files live: benchmarks/results/ (speed) and, once the paper reproductions move
-# out of benchmarks/, reproduce/results/ (claim ledger). The first folder holding a file wins.
-RESULT_DIRS = [ROOT / "reproduce" / "results", ROOT / "reproduce", ROOT / "benchmarks" / "results"]
+# Where the results files live: benchmarks/results/ (speed benchmarks only) and reproduce/results/
+# (paper reproductions, the benefit panel, the claim ledger).
+SPEED_RESULTS = ROOT / "benchmarks" / "results"
+REPRODUCE_RESULTS = ROOT / "reproduce" / "results"
 
-# The speed benchmarks' results files, in page order (stems of benchmarks/results/<stem>.md).
-# A stem without a file is skipped; when reproduce/ exists, benchmarks/results/ holds speed results
-# only and every other .md there is added after these.
+# The speed benchmarks' results files first, in this order (stems of benchmarks/results/<stem>.md; a stem
+# without a file is skipped), then every other .md there.
 SPEED = [
     "scaling",
     "compare",
@@ -49,9 +50,9 @@ SPEED = [
     "subcluster",
     "point_estimate",
     "ssgmm",
-    "suite_memory_maps",
+    "tvclust_summary",
+    "compiles",
 ]
-NOT_SPEED = {"CLAIMS", "params_matrix"}
 
 HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
@@ -74,14 +75,6 @@ def _rel(path: Path, start: Path) -> str:
     import os
 
     return Path(os.path.relpath(path, start)).as_posix()
-
-
-def _find(name: str) -> Path:
-    for folder in RESULT_DIRS:
-        if (folder / name).exists():
-            return folder / name
-    tried = ", ".join(str(d.relative_to(ROOT) / name) for d in RESULT_DIRS)
-    raise FileNotFoundError(f"docs/_generate.py: {name} not found (looked for {tried})")
 
 
 def _min_heading(text: str) -> int:
@@ -126,7 +119,7 @@ def gallery() -> list[str]:
 
 def claims() -> None:
     page = GENERATED / "claims.md"
-    ledger = _find("CLAIMS.md")
+    ledger = REPRODUCE_RESULTS / "CLAIMS.md"
     text = [
         "# Reproducing the papers",
         "",
@@ -143,10 +136,9 @@ def claims() -> None:
 
 def benchmarks() -> None:
     page = GENERATED / "benchmarks.md"
-    results = ROOT / "benchmarks" / "results"
+    results = SPEED_RESULTS
     stems = [s for s in SPEED if (results / f"{s}.md").exists()]
-    if (ROOT / "reproduce").is_dir():
-        stems += sorted(p.stem for p in results.glob("*.md") if p.stem not in {*stems, *NOT_SPEED})
+    stems += sorted(p.stem for p in results.glob("*.md") if p.stem not in stems)
     text = [
         "# Benchmarks",
         "",

@@ -541,13 +541,13 @@ def cmd_demo(args) -> int:
     return run_demo(out=args.out, quick=args.quick, overwrite=args.overwrite)
 
 
-# paper -> (reproduction script under benchmarks/ with quick arguments, where it writes, slow-test filter)
+# paper -> (reproduction script under reproduce/ with quick arguments, where it writes, slow-test filter)
 REPRODUCTIONS = {
-    "rdpmeans": (["reproduce_rdpmeans.py", "--trials", "2", "--out", "{out}/rdpmeans.md"], "dpmeans"),
-    "cecib": (["reproduce_cecib.py", "--quick", "--out", "{out}/cecib.md"], "cecib"),
-    "c3l": (["bench_c3l.py", "--reps", "3"], "c3l"),
-    "ccib": (["bench_ccib.py", "--quick"], "ccib"),
-    "smic": (["bench_smic.py", "--seeds", "1", "--skip-scaling", "--out", "{out}/smic.md"], "smic"),
+    "rdpmeans": (["rdpmeans.py", "--trials", "2", "--out", "{out}/rdpmeans.md"], "dpmeans"),
+    "cecib": (["cecib.py", "--quick", "--out", "{out}/cecib.md"], "cecib"),
+    "c3l": (["c3l.py", "--reps", "3"], "c3l"),
+    "ccib": (["ccib.py", "--quick"], "ccib"),
+    "smic": (["smic.py", "--seeds", "1", "--skip-scaling", "--out", "{out}/smic.md"], "smic"),
     "ssgmm": (None, "ssgmm"),
     "bayesian-ssgmm": (None, "ssgmm"),
     "tvclust": (None, "tvclust or small_variance"),
@@ -561,9 +561,9 @@ def cmd_reproduce(args) -> int:
     if args.paper not in REPRODUCTIONS:
         raise CLIError(f"unknown paper {args.paper!r}; choose one of: {', '.join(REPRODUCTIONS)}")
     root = Path(__file__).resolve().parent.parent
-    if not (root / "benchmarks").is_dir() or not (root / "tests").is_dir():
+    if not (root / "reproduce").is_dir() or not (root / "tests").is_dir():
         raise CLIError(
-            "reproductions need the source checkout (benchmarks/ and tests/); run from the repository"
+            "reproductions need the source checkout (reproduce/ and tests/); run from the repository"
         )
     script, tests = REPRODUCTIONS[args.paper]
     if args.tests or script is None:
@@ -577,8 +577,8 @@ def cmd_reproduce(args) -> int:
         PPCLUST_RESULTS_DIR=str(out),
         PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p),
     )
-    print(f"running benchmarks/{argv[0]} (quick settings); tables go to {out}/", flush=True)
-    rc = subprocess.call([sys.executable, str(root / "benchmarks" / argv[0]), *argv[1:]], cwd=root, env=env)
+    print(f"running reproduce/{argv[0]} (quick settings); tables go to {out}/", flush=True)
+    rc = subprocess.call([sys.executable, str(root / "reproduce" / argv[0]), *argv[1:]], cwd=root, env=env)
     if rc == 0:
         print(f"paper-vs-ppclust tables: {', '.join(sorted(p.name for p in out.glob('*.md')))} in {out}/")
     return rc

@@ -72,7 +72,7 @@ def test_reproduce_table_covers_registered_methods():
 
 
 # ---------------------------------------------------------------------------------------------
-# input files never lose a row silently (issue 16)
+# input files never lose a row silently
 
 
 @pytest.mark.parametrize(

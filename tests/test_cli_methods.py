@@ -93,8 +93,8 @@ def test_fit_writes_labels_and_summary(files, method, capsys):
 
 @pytest.mark.filterwarnings("ignore")
 def test_tvclust_link_prior_reaches_the_cli(files):
-    """``--param link_noise=... --param link_strength=...`` reach TVClust (the session-10 default link
-    prior and the neutral one), and a non-positive strength is a CLI error naming the parameter."""
+    """``--param link_noise=... --param link_strength=...`` reach TVClust (the default link prior
+    and the neutral one), and a non-positive strength is a CLI error naming the parameter."""
     d, _ = files
     base = [
         "fit",

@@ -1,4 +1,4 @@
-"""One exception hierarchy, soft links that combine, and the messages issue 16 listed as misleading."""
+"""One exception hierarchy, soft links that combine, and messages that say what went wrong."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def test_link_parameter_draws_are_beta_given_the_partition():
 
 @pytest.mark.slow  # two fits of 360 sweeps (about 30 s on an idle 2-core machine)
 def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p(blobs):
-    """Issue 17: with pq='collapse' the stored p, q are genuine draws (sd as with pq='sample'); the
+    """With pq='collapse' the stored p, q are genuine draws (sd as with pq='sample'); the
     Rao-Blackwellised conditional means are much narrower and stored under another name."""
     from ppclust import TVClust
 

@@ -1,4 +1,4 @@
-"""Fuzzing the public estimator API with hypothesis (issue 16).
+"""Fuzzing the public estimator API with hypothesis.
 
 Random data shapes and dtypes, NaN/inf placed anywhere, random parameter values (valid, out of range,
 NaN, wrong type, misspelt strings), partial labels and link arrays of any shape and range. Every call

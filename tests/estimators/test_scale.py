@@ -1,4 +1,4 @@
-"""Units of the data (issue 16): every method whose model is scale-invariant gives the same partition
+"""Units of the data: every method whose model is scale-invariant gives the same partition
 on ``X * c`` as on ``X``, for ``c`` from 1e-6 to 1e6.
 
 Scale-invariant here: DP-means with ``lam`` from ``lam_k`` (the k-th farthest distance scales with the

@@ -87,15 +87,15 @@ def test_small_settings_cover_every_registered_method():
 
 # Cost. A fit on a new data shape compiles the jitted solver for that shape (a repeat fit on the same shape
 # takes ~16 ms for CECIB); each check fits on its own shapes, so the checks cost what the compiles cost.
-# Measured on the 2-core VM (one session-5 run, cold JAX cache, --xla_backend_optimization_level=0 as
+# Measured on the 2-core VM (one run, cold JAX cache, --xla_backend_optimization_level=0 as
 # `make test` sets it): all checks of all eight estimators 7 min of CPU. So every check runs in
 # `make test`: the four fast estimators and the checks that raise before any solver runs (CHEAP) here,
 # the fitting checks of the five heavier ones (two Gibbs samplers, two Hartigan engines and an annealing
 # solver) in tests/estimators/test_sklearn_checks_samplers.py (TVClust, CCIB),
 # tests/estimators/test_sklearn_checks_hartigan.py (CECIB, C3L) and
 # tests/estimators/test_sklearn_checks_bayesian_ssgmm.py, so that pytest-xdist's --dist loadfile spreads
-# them over both workers (a file goes to whichever worker is free; session 6 measured the new sampler's
-# checks at ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
+# them over both workers (a file goes to whichever worker is free; the sampler's checks
+# took ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
 HEAVY_METHODS = ("tvclust", "cecib", "c3l", "ccib", "bayesian-ssgmm")
 CHEAP = {
     "check_estimator_tags_renamed",
@@ -189,7 +189,7 @@ def test_feature_names_in_and_permuted_columns_warn():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Cross-validation with side information (issue 16): partial labels as metadata, not y; links re-indexed
+# Cross-validation with side information: partial labels as metadata, not y; links re-indexed
 # to each fold's rows (RowPairs); pairs crossing a fold dropped.
 
 

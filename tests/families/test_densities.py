@@ -33,7 +33,7 @@ def test_loglik_matrix_equals_per_point_loglik(shape, d):
 
 
 def test_gaussian_log_densities_match_scipy():
-    """Issue 15: the 1-D, isotropic and Cholesky-factored Gaussian log-densities and the ML entropy that
+    """The 1-D, isotropic and Cholesky-factored Gaussian log-densities and the ML entropy that
     the CCIB, C3L, Hartigan and CEC-IB callers share, in JAX and NumPy, against scipy.stats."""
     from ppclust.families import (
         gaussian_log_normaliser_chol,

@@ -1,6 +1,6 @@
-"""C3L paper claims on real data (spec c3l.md C4, C5, C9; numbers in benchmarks/results/c3l.md).
+"""C3L paper claims on real data (spec c3l.md C4, C5, C9; numbers in reproduce/results/c3l.md).
 
-Protocol of benchmarks/bench_c3l.py (Table 3, Wine): standardised features, 15 % of the points labelled
+Protocol of reproduce/c3l.py (Table 3, Wine): standardised features, 15 % of the points labelled
 with the two categories Y_- = {class 1, 2}, Y_+ = {class 3}, a linear SVM gives the hyperplane, C3L with
 6 initial clusters and 10 restarts. Slow: one compile per alpha plus 5 draws x 3 alphas.
 """
@@ -54,7 +54,7 @@ def wine_runs():
 
 def test_wine_nmi_of_c3l_above_045(wine_runs):
     """C9 (Wine column of Table 3): paper 0.50 / 0.51 at alpha 0.01 / 0.05 against plain CEC 0.46; ours
-    0.53 / 0.54 against 0.48 over 20 draws (benchmarks/results/c3l.md). Draw by draw against plain CEC
+    0.53 / 0.54 against 0.48 over 20 draws (reproduce/results/c3l.md). Draw by draw against plain CEC
     (alpha = 0.5, the same hyperplane, restarts and seed): C3L's mean gain over CEC is positive and C3L is
     not worse than CEC by more than 0.02 in at least 3 of the 5 draws; and the mean is above 0.45.
     A C3L that ignored the hyperplane would equal CEC draw by draw (gain 0); one with a broken leakage

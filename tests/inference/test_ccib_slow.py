@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import wilcoxon
 
-from benchmarks.bench_ccib import table1, text_ordering, two_stage
+from tests._ccib_protocol import table1, text_ordering, two_stage
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ def test_table1_k1():
         pytest.param(
             1.0,
             marks=pytest.mark.xfail(
-                reason="measured 0.830 on 5 sets (benchmarks/results/ccib.md): the dominant split wins",
+                reason="measured 0.830 on 5 sets (reproduce/results/ccib.md): the dominant split wins",
                 strict=False,
             ),
         ),

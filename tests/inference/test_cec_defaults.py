@@ -1,4 +1,4 @@
-"""CEC-IB / C3L defaults of issue 20 (session 9): the capped start (``cap_clusters``) and the label-noise
+"""CEC-IB / C3L defaults: the capped start (``cap_clusters``) and the label-noise
 weight (``label_noise``: ``cecib.label_channel_information``, the flip rate read off a partition,
 ``sideinfo.partition_flip_rate``, tested in ``tests/test_sideinfo.py``)."""
 

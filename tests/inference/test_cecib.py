@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import normalized_mutual_info_score
 
-from benchmarks.cecib_golden import blobs as _blobs
-from benchmarks.cecib_golden import golden_costs, replays
 from ppclust.estimators.cecib import CECIB
 from ppclust.inference import cecib, hartigan
+from tests._cecib_jar import blobs as _blobs
+from tests._cecib_jar import golden_costs, replays
 
 pd = pytest.importorskip("pandas")
 
@@ -31,7 +31,7 @@ def _ref(shared_dir):
 
 
 def test_golden_cost_every_saved_partition(shared_dir):
-    # the measurements are benchmarks/cecib_golden.py's (which writes them into results/cecib.md)
+    # reproduce/cecib_golden.py writes the same measurements into reproduce/results/cecib.md
     c = golden_costs(_ref(shared_dir))
     assert c["rows"] >= 170
     for name, o in c["per_dataset"].items():
@@ -232,8 +232,8 @@ def test_estimator_recovers_blobs_and_predicts():
 def test_auto_beta_is_one_at_every_label_budget(share):
     """``beta="auto"`` (the default) is 1 at every labelled share (Theorem 4.1; the panel study found a beta
     growing as the budget shrinks no better): the fit is the fit with an explicit beta = 1 and its reported
-    cost is E_1; session 6's rule max(1, 0.1 / f) would give beta 2 at 5% labels, another optimum here (a
-    third of the labels are wrong, so beta matters)."""
+    cost is E_1; the budget rule max(1, 0.1 / f) (decision record 0003) would give beta 2 at 5% labels,
+    another optimum here (a third of the labels are wrong, so beta matters)."""
     x, _, truth = _blobs(seed=1)
     rng = np.random.default_rng(0)
     y = np.full(len(x), -1)

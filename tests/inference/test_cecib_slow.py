@@ -1,5 +1,5 @@
 """CEC-IB paper claims (spec cecib.md §3.5, §5, §6: C6, C10, C12, C13); numbers and the full protocol in
-benchmarks/reproduce_cecib.py -> benchmarks/results/cecib.md.
+reproduce/cecib.py -> reproduce/results/cecib.md.
 
 One fast test (Example 4.1 on the cost itself, plus the two beta0 remarks); the rest are ``slow`` paper
 reproductions on iris and wine (scikit-learn copies, raw features, k_init = 2 x classes, eps = 0.05,
@@ -56,9 +56,9 @@ def test_example_4_1_cost_sign_flip_and_beta0_remarks():
 
 
 def _fit(X, lab, C, beta, seed):
-    # the paper's protocol pinned (sessions 8-9 changed the library's defaults: init="auto" takes the
-    # label-seeded or cost-chosen start, cap_clusters lowers k_init; on main these tests had failed since
-    # session 8): the authors' k-means++ start and k_init = 2 x classes as given
+    # the paper's protocol pinned (the library's defaults differ from it: init="auto" takes the
+    # label-seeded or cost-chosen start, cap_clusters lowers k_init): the authors' k-means++ start and
+    # k_init = 2 x classes as given
     return CECIB(
         n_clusters=2 * C,
         beta=beta,
@@ -74,7 +74,7 @@ def _fit(X, lab, C, beta, seed):
 def runs(request):
     """Per data set: unsupervised fits (3 seeds), 30 % correct labels (5 draws), 30 % labels of which 30 %
     wrong (5 draws) with CEC-IB_1, CEC-IB_0 and the semi-supervised GMM that trusts every label
-    (``label_noise=0``: its default learns the flip rate since session 8)."""
+    (``label_noise=0``: its default learns the flip rate)."""
     X, y = load(request.param)
     C = int(y.max()) + 1
     out = {"name": request.param, "y": y, "C": C}
@@ -109,7 +109,7 @@ def test_noise_free_labels_raise_nmi_on_wine(runs):
     unsupervised NMI (ours 0.84 vs 0.72). Not asserted on iris: there labels keep a 6th cluster alive and
     NMI stays at 0.73-0.74 (the paper too reports CEC-IB below the GMMs on iris for its cluster count)."""
     if runs["name"] != "wine":
-        pytest.skip("claim holds on wine only (see benchmarks/results/cecib.md)")
+        pytest.skip("claim holds on wine only (see reproduce/results/cecib.md)")
     y = runs["y"]
     n0 = np.mean([nmi(y, m.labels_) for m in runs["unsup"]])
     n30 = np.mean([nmi(y, m.labels_) for m in runs["clean"]])

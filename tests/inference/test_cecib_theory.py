@@ -86,7 +86,7 @@ def test_remark_4_1():
     (10 restarts, lowest cost kept) ends with one cluster in >= 9 of 10 data draws, and every single restart
     that ends with more clusters is costlier than the one-cluster partition (a local optimum of Hartigan, not
     a better split). A label term that rewarded random splits keeps 2+ clusters. (Single restarts: 8/10 in
-    benchmarks/cecib_theory.py; at n = 400 two draws keep 3-4 clusters even with 10 restarts.)"""
+    reproduce/cecib_theory.py; at n = 400 two draws keep 3-4 clusters even with 10 restarts.)"""
     from ppclust import CECIB
 
     n, ones = 1000, 0

@@ -291,7 +291,7 @@ def test_reproduce_table1_iris_wine():
     noise level p within 0.06 of Table 2 (.93/.92/.87/.75; a 2-of-5-set average, hence the single-cell
     tolerance), non-increasing in noise, dropping <= 0.03 from p = 1 to .95; K-means and DP-means F
     unaffected by the noise (spread over p <= 0.02, claim 6: they never see the links)."""
-    from benchmarks.reproduce_rdpmeans import PS, RS, run
+    from tests._rdpmeans_protocol import PS, RS, run
 
     res = run(("iris", "wine"), trials=5, vb=False)
     for d, paper in (("iris", 0.86), ("wine", 0.81)):

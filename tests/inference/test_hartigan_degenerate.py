@@ -1,4 +1,4 @@
-"""Degenerate data for CEC-IB and C3L (issue 16): every point gets a cluster, at least one cluster survives,
+"""Degenerate data for CEC-IB and C3L: every point gets a cluster, at least one cluster survives,
 and a singular covariance is regularised with the documented relative jitter only when the data need it.
 
 Each case failed before the fix: C3L with a constant feature returned every label -1 and n_clusters_ == 0;

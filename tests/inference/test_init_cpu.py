@@ -4,7 +4,7 @@
 The seeding is checked against a hand-computed inverse CDF and the numba twin index for index against
 the JAX function (with fixed centres, with padding rows); the initial statistics, costs and live slots
 against ``hartigan._init_states`` for CEC-IB (labels, ridge, the one-cluster fallback) and C3L. Last, a
-CECIB fit on a new n of another size bucket compiles no JAX program (issue 18).
+CECIB fit on a new n of another size bucket compiles no JAX program.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The label-seeded start of the Hartigan engine (``init="labels"``: CEC-IB, C3L; issue 20)."""
+"""The label-seeded start of the Hartigan engine (``init="labels"``: CEC-IB, C3L)."""
 
 from __future__ import annotations
 

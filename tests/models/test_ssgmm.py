@@ -579,7 +579,7 @@ def test_learnt_label_noise_finds_the_flip_rate_and_keeps_clean_labels():
 
 
 def test_default_prior_keeps_a_small_class_covariance_positive_definite():
-    """The default ``prior="default"`` (session 10): MAP under ``families.mixture_niw_prior``, so every
+    """The default ``prior="default"`` (record 0011): MAP under ``families.mixture_niw_prior``, so every
     component's covariance is at least Psi0 / (n_k + nu0 + d + 2) = diag var(X) / (n_k + 2d + 4). A class
     with fewer points than dimensions has a singular ML covariance (``prior=None``: only the ridge
     ``reg_covar`` keeps it invertible)."""

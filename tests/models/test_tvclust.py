@@ -361,7 +361,7 @@ def _paired_classes(seed, d=6, n=25, off=3.0, sep=10.0):
 
 
 def test_default_link_prior_keeps_clean_cannot_links_that_the_neutral_prior_explains_as_noise():
-    """Issue 20's mechanism on data built for it: with the neutral Beta(1, 10) / Beta(10, 1) prior
+    """Why the default link prior, on data built for it: with the neutral Beta(1, 10) / Beta(10, 1) prior
     (``link_noise=None``) the chain merges overlapping classes and explains the clean may-not-links inside
     the merged clusters as noise (posterior p near 0.5: each merge puts cannot-links inside clusters,
     which lowers p, which makes the next merge cheaper); the default prior (``link_noise="auto"``: mean
