@@ -151,7 +151,8 @@ class SweepInfo(NamedTuple):
     n_clusters : jax.Array of int32 of shape ()
         Number of occupied slots.
     log_joint : jax.Array of shape ()
-        ``log p(z, x, E | alpha[, p, q])`` (plus the Beta log densities of ``p`` and ``q`` with ``pq="sample"``).
+        ``log p(z, x, E | alpha[, p, q])`` (plus the Beta log densities of ``p`` and ``q`` with
+        ``pq="sample"``).
     p, q : jax.Array of shape ()
         Link sensitivity and specificity after the sweep.
     alpha : jax.Array of shape ()
