@@ -1,6 +1,7 @@
 """Sphinx configuration of the ppclust documentation.
 
-Build (warnings are errors): ``sphinx-build -W --keep-going -b html docs docs/_build/html``.
+Build (warnings are errors): ``sphinx-build -W --keep-going -b html docs docs/_build/html``; with
+``PPCLUST_DOCS_API_ONLY=1`` in the environment, the API reference alone (``tests/test_docs.py``'s fast build).
 Generated pages (gallery, benchmarks, the claim ledger, the solver reference) are written by
 ``docs/_generate.py`` when this file is read, so a plain ``sphinx-build`` is enough.
 """
@@ -8,6 +9,7 @@ Generated pages (gallery, benchmarks, the claim ledger, the solver reference) ar
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -48,6 +50,15 @@ exclude_patterns = [
     "README.md",
 ]
 root_doc = "index"
+
+# ``PPCLUST_DOCS_API_ONLY=1``: the API reference alone (``api/`` and the generated solver pages, rooted at
+# ``api/index``), what the fast test of ``make test`` builds with warnings as errors. Its links into the
+# user guide, left out here, are checked by the full build.
+API_ONLY = os.environ.get("PPCLUST_DOCS_API_ONLY", "") == "1"
+if API_ONLY:
+    root_doc = "api/index"
+    include_patterns = ["api/**", "generated/api-*"]
+    suppress_warnings = ["ref.doc"]
 
 # --- API reference -------------------------------------------------------------------------------
 autosummary_generate = False  # the API pages are written by hand (automodule) or by _generate.py
@@ -100,5 +111,51 @@ def _skip_sklearn_generated(app, what, name, obj, skip, options):
     return skip
 
 
+# Docstrings are written for ``help()`` first: a fitted attribute (``n_iter_``) or an absolute value
+# (``|x|``) may appear as plain text, which reStructuredText would read as a hyperlink reference or a
+# substitution. After numpydoc has turned the sections into reST, such words outside inline markup,
+# literal and math blocks and doctests are escaped, so they print as written.
+_INLINE = re.compile(r"``.+?``|:[\w:+.-]+:`[^`]*`|`[^`]*`_{0,2}|\*\*[^*]+\*\*|\*[^*\s][^*]*\*")
+_REFERENCE = re.compile(r"(?<![\w\\])([A-Za-z](?:\w*?[A-Za-z0-9])?)_(?![\w`])")
+_SUBSTITUTION = re.compile(r"(?<![\w\\|])\|(?=[^\s|])([^|`]*?[^\s|\\])\|(?![\w|])")
+
+
+def _escape_text(text: str) -> str:
+    text = _REFERENCE.sub(r"\1\\_", text)
+    return _SUBSTITUTION.sub(r"\\|\1\\|", text)
+
+
+def escape_plain_markup(lines: list[str]) -> list[str]:
+    """``lines`` (reST) with bare ``word_`` references and ``|x|`` substitutions escaped, leaving inline
+    markup (literals, roles, emphasis), indented blocks after ``::`` (literal blocks, math and other
+    directives) and doctest blocks unchanged."""
+    out, block_indent, in_doctest = [], None, False
+    for line in lines:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if block_indent is not None:
+            if not stripped or indent > block_indent:
+                out.append(line)
+                continue
+            block_indent = None
+        if in_doctest or stripped.startswith(">>>"):
+            in_doctest = bool(stripped)
+            out.append(line)
+            continue
+        pieces, last = [], 0
+        for m in _INLINE.finditer(line):
+            pieces += [_escape_text(line[last : m.start()]), m.group(0)]
+            last = m.end()
+        out.append("".join(pieces) + _escape_text(line[last:]))
+        if stripped.endswith("::"):
+            block_indent = indent
+    return out
+
+
+def _escape_docstring(app, what, name, obj, options, lines):
+    lines[:] = escape_plain_markup(lines)
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_sklearn_generated)
+    app.connect("autodoc-process-docstring", _escape_docstring, priority=900)  # after numpydoc's (500)

@@ -63,6 +63,15 @@ class NeighbourTable(NamedTuple):
     contribute nothing to sums such as ``sum_s sgn[i, s] * wgt[i, s] * [z[nbr[i, s]] == k]``.
     ``max_deg`` is at least 1, so the arrays are never zero-width.
 
+    Attributes
+    ----------
+    nbr : ndarray of int32 of shape (n, max_deg)
+        Index of each linked neighbour of a point (0 in padding slots).
+    sgn : ndarray of float64 of shape (n, max_deg)
+        ``+1`` may-link, ``-1`` may-not-link, ``0`` padding.
+    wgt : ndarray of float64 of shape (n, max_deg)
+        Link weight, ``0`` padding.
+
     Examples
     --------
     >>> NeighbourTable.empty(3).nbr.shape
@@ -406,6 +415,21 @@ class Links(NamedTuple):
     Padded table slots have ``nbr = 0`` and ``sgn = wgt = 0``: gathers stay in range and add nothing.
     Built by :func:`make_links` from a validated :class:`SideInfo`.
 
+    Attributes
+    ----------
+    pairs : array of int32 of shape (m, 2)
+        The linked pairs, ``i < j`` in each row.
+    sign : array of float of shape (m,)
+        ``+1`` may-link, ``-1`` may-not-link.
+    weight : array of float of shape (m,)
+        Positive link weights.
+    nbr : array of int32 of shape (n, max_deg)
+        Neighbour-table indices (:attr:`NeighbourTable.nbr`).
+    sgn : array of float of shape (n, max_deg)
+        Neighbour-table signs, ``0`` padding.
+    wgt : array of float of shape (n, max_deg)
+        Neighbour-table weights, ``0`` padding.
+
     Examples
     --------
     >>> make_links(3, [[0, 1]], [1]).pairs.tolist()
@@ -427,6 +451,21 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
     come as a ``SideInfo`` built with ``"keep"``); with no links the table has one all-padding column so
     shapes stay static. ``dtype`` defaults to JAX's current default float (float64 inside a
     ``ppclust._jax.x64()`` scope).
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    pairs : array-like of int of shape (m, 2), default=None
+        Linked pairs; ignored when ``side`` is given. None or empty means no links.
+    sign : array-like of shape (m,), default=None
+        ``+1`` may-link, ``-1`` may-not-link; None makes every pair a may-link.
+    weight : float or array-like of shape (m,), default=None
+        Positive link weights (None: 1).
+    side : SideInfo, default=None
+        Validated side information to take the links from instead of the pair arrays.
+    dtype : dtype, default=None
+        Float type of the signs and weights; None is JAX's default float.
 
     Examples
     --------
@@ -463,6 +502,15 @@ def pair_counts(labels, links: Links, *, xp=None):
     ``labels`` (..., n): leading axes (e.g. draws) give counts (..., 4). ``xp``: the array namespace,
     ``jax.numpy`` by default; ``numpy`` (with NumPy ``links`` fields) counts on the host without tracing.
 
+    Parameters
+    ----------
+    labels : array of int of shape (..., n)
+        A labelling, or a stack of labellings along leading axes.
+    links : Links
+        The links (pair list fields are read).
+    xp : module, default=None
+        Array namespace; None is ``jax.numpy``.
+
     Examples
     --------
     >>> import numpy as np
@@ -498,6 +546,17 @@ def link_counts(nb_labels, sgn, wgt, k_max: int):
     A one-hot comparison and a sum, not a scatter-add: XLA:CPU runs a scatter inside a per-point loop as
     a slow serial kernel.
 
+    Parameters
+    ----------
+    nb_labels : array of int of shape (..., max_deg)
+        Labels of each point's neighbours, gathered from its neighbour-table row.
+    sgn : array of float of shape (..., max_deg)
+        Link signs of the row (``0`` padding).
+    wgt : array of float of shape (..., max_deg)
+        Link weights of the row (``0`` padding).
+    k_max : int
+        Number of cluster slots counted.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -519,6 +578,17 @@ def table_within_counts(z, z_nbr, sgn, wgt):
     """``(N11, N01)``: weighted may-links and may-not-links inside clusters, from neighbour-table rows
     (z (r,) the rows' labels, z_nbr / sgn / wgt (r, max_deg)); every pair sits in two rows, hence 1/2.
     Summed over a subset of rows (one device's) it is that subset's share, reduced by the caller.
+
+    Parameters
+    ----------
+    z : array of int of shape (r,)
+        Labels of the rows' points.
+    z_nbr : array of int of shape (r, max_deg)
+        Labels of their neighbours (``z[table.nbr]`` for those rows).
+    sgn : array of float of shape (r, max_deg)
+        Link signs of the rows (``0`` padding).
+    wgt : array of float of shape (r, max_deg)
+        Link weights of the rows (``0`` padding).
 
     Examples
     --------
@@ -542,6 +612,13 @@ def link_agreement(labels, side: SideInfo) -> float:
     in the labelling's pair accuracy ``a`` on those pairs, so comparing two labellings on the same held-out
     links ranks them by pair accuracy whatever the (unknown) flip rate. Host NumPy.
 
+    Parameters
+    ----------
+    labels : array-like of int of shape (n,)
+        The labelling to score.
+    side : SideInfo
+        The links it is scored on (labels are ignored).
+
     Examples
     --------
     >>> import numpy as np
@@ -558,6 +635,15 @@ def link_agreement(labels, side: SideInfo) -> float:
 def link_folds(side: SideInfo, n_folds: int, seed=None) -> list[tuple[SideInfo, SideInfo]]:
     """``n_folds`` (train, held-out) splits of the links of ``side`` (a random partition of the links into
     folds of sizes differing by at most one; labels are dropped). Fewer folds when there are fewer links.
+
+    Parameters
+    ----------
+    side : SideInfo
+        The links to split.
+    n_folds : int
+        Number of folds; fewer when there are fewer links, none (an empty list) under 2.
+    seed : int or None, default=None
+        Seed of the random fold assignment.
 
     Examples
     --------
@@ -587,6 +673,13 @@ def weigh_link_kinds(table: NeighbourTable, shares) -> NeighbourTable:
     """``table`` with every may-link's weight times ``shares[0]`` and every may-not-link's times
     ``shares[1]`` (:func:`ppclust.models.tvclust.link_weight_shares`; empty slots stay 0). Host arrays.
 
+    Parameters
+    ----------
+    table : NeighbourTable
+        The neighbour table to reweigh.
+    shares : pair of float
+        Factors of the may-link and of the may-not-link weights.
+
     Examples
     --------
     >>> t = SideInfo(2, pairs=[[0, 1]], sign=[-1]).neighbour_table()
@@ -602,6 +695,11 @@ def link_weight_per_point(table: NeighbourTable) -> float:
     ``n`` rows (``2 * n_links / n`` for unit weights, each pair counted at both ends). A pair stored with
     both signs (soft links) counts with its net weight ``|sum sgn * wgt|``, as it acts in a cost that adds
     the two terms.
+
+    Parameters
+    ----------
+    table : NeighbourTable
+        A neighbour table of ``n`` rows.
 
     Examples
     --------
@@ -621,6 +719,11 @@ def decode_pair_index(k):
     """Map linear indices ``k`` in ``[0, L (L - 1) / 2)`` to pairs ``(a, b)``, ``a < b``.
 
     The order is ``k = b (b - 1) / 2 + a`` (column-major upper triangle), exact in int64.
+
+    Parameters
+    ----------
+    k : array-like of int
+        Linear pair indices in ``[0, L (L - 1) / 2)``.
 
     Examples
     --------
@@ -642,6 +745,15 @@ def labelled_means(x, codes, m: int) -> np.ndarray:
     unlabelled (the codes of ``ppclust.inference.cecib.encode_labels``); every category must have a
     labelled point. The fixed centres of a label-seeded start (CEC-IB's / C3L's ``init="labels"``).
 
+    Parameters
+    ----------
+    x : array-like of float of shape (n, d)
+        Data.
+    codes : array-like of int of shape (n,)
+        Label category of each point in ``0..m-1``, ``-1`` unlabelled.
+    m : int
+        Number of label categories; each must have a labelled point.
+
     Examples
     --------
     >>> import numpy as np
@@ -659,6 +771,15 @@ def labelled_means(x, codes, m: int) -> np.ndarray:
 
 def check_labels(y, n=None, name="labels") -> np.ndarray:
     """Validate partial labels: 1-D integers >= -1 (``-1`` = unlabelled), length ``n``; int32 copy.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels: integers, or integer-valued floats, ``>= -1``.
+    n : int, default=None
+        Required length; None accepts any.
+    name : str, default="labels"
+        Argument name used in error messages.
 
     Examples
     --------

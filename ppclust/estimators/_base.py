@@ -643,10 +643,12 @@ def check_side_info(
         Number of points.
     y : array-like of shape (n,) or None, default=None
         Partial labels (-1 = unlabelled).
-    must_link, cannot_link, weight, on_conflict, hard :
+    must_link, cannot_link, weight, on_conflict :
         As :func:`check_links`.
     n_classes : int or None, default=None
         If given, labels must be ``< n_classes``.
+    hard : bool, default=False
+        As :func:`check_links`.
 
     Returns
     -------

@@ -40,6 +40,11 @@ __all__ = [
 def wire(a):
     """``a`` (a JAX array) as it crosses a callback: 64-bit types as uint32 pairs (a trailing axis of 2).
 
+    Parameters
+    ----------
+    a : jax.Array
+        An operand of a callback.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -53,6 +58,13 @@ def wire(a):
 
 def unwire(a, dtype):
     """Host side: the operand ``a`` as its own ``dtype`` again (inverse of :func:`wire`).
+
+    Parameters
+    ----------
+    a : array-like
+        The operand as it arrived on the host.
+    dtype : numpy.dtype
+        Its own type before :func:`wire`.
 
     Examples
     --------
@@ -70,6 +82,11 @@ def unwire(a, dtype):
 def wire_shape(a):
     """The :class:`jax.ShapeDtypeStruct` of a result ``a`` as it crosses back (see :func:`to_wire`).
 
+    Parameters
+    ----------
+    a : jax.ShapeDtypeStruct
+        Shape and type of a result of the host function.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -84,6 +101,11 @@ def wire_shape(a):
 def to_wire(a):
     """Host side: a result ``a`` (NumPy) as it crosses back: 64-bit types as uint32 pairs.
 
+    Parameters
+    ----------
+    a : numpy.ndarray
+        A result of the host function.
+
     Examples
     --------
     >>> import numpy as np
@@ -97,6 +119,13 @@ def to_wire(a):
 
 def from_wire(r, dtype):
     """A result ``r`` back in JAX as its own ``dtype`` (inverse of :func:`to_wire`).
+
+    Parameters
+    ----------
+    r : jax.Array
+        The result as it crossed back.
+    dtype : dtype
+        Its own type before :func:`to_wire`.
 
     Examples
     --------
@@ -121,6 +150,11 @@ def hold(x):
     :func:`wired`. The sampler holds its data around one compiled call (``subcluster.sample``): the token is
     an operand of the program (no recompilation per data set) and the callbacks look the data up by it.
 
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        The data; a private, C-contiguous copy is held until the block ends.
+
     Examples
     --------
     >>> import numpy as np
@@ -142,6 +176,17 @@ class Wired:
     when held), ``dtype`` the array's own type (static), ``centre`` its column means (the shift of the
     centred sums, as ``families._centered_scatter`` takes it), ``token`` (a () int32 array, or None) the
     :func:`hold` token of the data: the callbacks then read the held host copy (``x`` never crosses them).
+
+    Parameters
+    ----------
+    bits : jax.Array or None
+        The data as :func:`wire` gives it; None when held.
+    dtype : dtype
+        The data's own type (static: the pytree's auxiliary data).
+    centre : jax.Array of shape (d,)
+        Column means of the data.
+    token : jax.Array of int32 of shape () or None, default=None
+        :func:`hold` token of the data, None when ``bits`` are passed instead.
 
     Examples
     --------
@@ -168,6 +213,13 @@ def wired(x, token=None):
     (about as long as the callback's own operand copy) and the means a pass over it, so the sampler makes
     both once per chain, not once per call. With the ``token`` of :func:`hold` (the sampler's path), only
     the token crosses the callbacks.
+
+    Parameters
+    ----------
+    x : jax.Array of shape (n, d)
+        The data.
+    token : int or None, default=None
+        :func:`hold` token of a held host copy of ``x``; None sends ``x`` itself.
 
     Examples
     --------
@@ -223,6 +275,16 @@ def call(host, outs, args):
     sizes are static: JAX slices and bitcasts them back, the host views them). Under ``vmap`` the chains
     come in one call (``expand_dims``: leading batch axes, size 1 where an operand is shared) and ``host``
     runs once per chain (each kernel is multi-threaded over the points).
+
+    Parameters
+    ----------
+    host : callable
+        Host function taking the operands (NumPy, own types; held data for a held :class:`Wired`) and
+        returning a sequence of arrays matching ``outs``.
+    outs : sequence of jax.ShapeDtypeStruct
+        Shapes and types of the results.
+    args : sequence of jax.Array or Wired
+        The operands.
 
     Examples
     --------
@@ -310,6 +372,11 @@ def labels_operand(labels):
     """``labels`` as a callback operand: uint8 labels as they are (within a sweep of :func:`ppclust.inference.
     subcluster.step`: a quarter of the bytes of int32, and the fixed cost of a crossing grows with them),
     else int32. The kernels compile for either.
+
+    Parameters
+    ----------
+    labels : jax.Array of int
+        Point labels.
 
     Examples
     --------

@@ -31,6 +31,15 @@ def counting_sort(labels, order, off):
     points sorted by label, stably (each slot's points in increasing index order), slot k's points
     ``order[off[k]:off[k + 1]]``; labels outside [0, K) (K = ``off.size - 1``) are left out.
 
+    Parameters
+    ----------
+    labels : ndarray of int32 of shape (n,)
+        Point labels.
+    order : ndarray of int32 of shape (n,)
+        Output: the points sorted by label (only the first ``off[K]`` entries are written).
+    off : ndarray of int32 of shape (K + 1,)
+        Output: the segment offsets of the K slots.
+
     Examples
     --------
     >>> import numpy as np
@@ -112,6 +121,13 @@ class ClusterIndex(NamedTuple):
     is a superset, never a miss, so the kernels filter by the current labels and give exactly what a visit
     of all n points gives; so does a token dropped from the cache (the kernels then visit all n points).
 
+    Attributes
+    ----------
+    token : jax.Array of int32 of shape ()
+        Names the host-held ``(order, off)`` of the index.
+    cover : jax.Array of bool of shape (K, K)
+        ``cover[k, j]``: segment j may hold points of slot k.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -149,6 +165,13 @@ def cluster_index(labels, k_max):
     """The :class:`ClusterIndex` of ``labels`` (:func:`counting_sort` in one callback; its arrays held on the
     host under a fresh token).
 
+    Parameters
+    ----------
+    labels : jax.Array of int of shape (n,)
+        Point labels in ``[0, k_max)``.
+    k_max : int
+        Number of slots (static).
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -176,6 +199,15 @@ def candidates(n, token=None, rows=None):
     """Host side: increasing point indices holding every point of the slots whose covers are the rows of
     ``rows`` (the union of their index segments, :func:`merge_segments`); all n points without an index
     (``token`` None, or dropped from the cache).
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    token : int or None, default=None
+        Token of a :class:`ClusterIndex`; None (or a token dropped from the cache) gives all n points.
+    rows : ndarray of bool of shape (r, K), default=None
+        Cover rows of the slots whose points are wanted.
 
     Examples
     --------
@@ -212,6 +244,11 @@ _LAST_UNION: list = [None]
 
 def index_args(index, *rows):
     """The operands of a kernel's candidates: ``(token, cover rows)``, none without an index.
+
+    Parameters
+    ----------
+    index : ClusterIndex or None
+        The sweep's cluster index; None gives no operands.
 
     Examples
     --------

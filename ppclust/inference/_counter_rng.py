@@ -23,6 +23,11 @@ def host_seed(seed):
     """The two uint64 words a kernel takes from a seed array (two uint32, :func:`ppclust.inference.
     subcluster.counter_seed`).
 
+    Parameters
+    ----------
+    seed : ndarray of uint32 of shape (2,)
+        A per-draw seed.
+
     Examples
     --------
     >>> import numpy as np
@@ -47,6 +52,13 @@ def _mix32(h):
 @compile_kernel
 def counter_uniform(s0, s1, i):
     """The twin of ``subcluster.counter_uniform`` for one index ``i``: uniform on (0, 1) with 53 bits.
+
+    Parameters
+    ----------
+    s0, s1 : numpy.uint64
+        The two seed words (:func:`host_seed`).
+    i : int
+        Point index.
 
     Examples
     --------

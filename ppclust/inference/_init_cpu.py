@@ -38,6 +38,21 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
 
     Returns ``(idx (k,) int32, centres (k, d))``.
 
+    Parameters
+    ----------
+    first : int
+        Index of the first centre when no row is fixed.
+    u : ndarray of shape (k,)
+        Uniforms in [0, 1), centre j drawing with ``u[j]``.
+    x : ndarray of float64 of shape (n, d)
+        Points (rows from ``n_valid`` on are padding).
+    centres : ndarray of shape (k, d)
+        Centres; the rows where ``fixed`` is True are kept.
+    fixed : ndarray of bool of shape (k,)
+        Rows of ``centres`` that count as already chosen.
+    n_valid : int
+        Number of real rows of ``x``.
+
     Examples
     --------
     >>> import numpy as np
@@ -110,6 +125,13 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
 def voronoi(x, centre_idx):
     """Twin of :func:`ppclust.inference.hartigan.voronoi`: nearest seed (ties to the earlier), (n,) int32.
 
+    Parameters
+    ----------
+    x : ndarray of float64 of shape (n, d)
+        Points.
+    centre_idx : ndarray of int of shape (k,)
+        Indices of the seed points.
+
     Examples
     --------
     >>> import numpy as np
@@ -138,6 +160,17 @@ def initial_labels(first, u, x, K):
     """(R, n) int32 k-means++ partitions of R restarts from their draws ``first`` (R,), ``u`` (R, K).
 
     The compiled ``hartigan._initial_labels``.
+
+    Parameters
+    ----------
+    first : ndarray of int of shape (R,)
+        First centre of each restart.
+    u : ndarray of shape (R, K)
+        The restarts' uniforms (:func:`ppclust.inference.init.kmeanspp_uniforms`).
+    x : ndarray of float64 of shape (n, d)
+        Points.
+    K : int
+        Number of seeds per restart.
 
     Examples
     --------

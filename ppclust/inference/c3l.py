@@ -471,19 +471,6 @@ def log_density(z, params: ClusterParams, n_dec: int) -> Array:
     >>> cost = c3l.make_cost(z, 1, 0.05)
     >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
     >>> params = c3l.cluster_params(cost, stats)
-    >>> parts = c3l.cost_parts(params, jnp.ones(2, bool))
-    >>> round(float(parts.complexity), 6)  # ln 2
-    0.693147
-
-    Examples
-    --------
-    >>> import jax, jax.numpy as jnp, numpy as np
-    >>> from ppclust.inference import c3l
-    >>> rng = np.random.default_rng(0)
-    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
-    >>> cost = c3l.make_cost(z, 1, 0.05)
-    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
-    >>> params = c3l.cluster_params(cost, stats)
     >>> c3l.log_density(z, params, 1).shape
     (40, 2)
     """

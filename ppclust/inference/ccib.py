@@ -90,6 +90,25 @@ _TINY = 1e-300
 class CCIBData(NamedTuple):
     """Everything the solver reads about the objects (host code builds it; see the estimator).
 
+    Attributes
+    ----------
+    y : jax.Array of shape (n, D)
+        Features: frequencies (multinomial), 0/1, reals or counts.
+    z : jax.Array of int32 of shape (n,)
+        Background codes (zeros unless categorical).
+    design : jax.Array of shape (n, a)
+        ``[1, z]`` for a continuous background, ones ``(n, 1)`` otherwise.
+    w_x : jax.Array of shape (n,)
+        P(x_i), summing to 1; 0 for objects excluded from fitting (empty documents).
+    w_fit : jax.Array of shape (n,)
+        Weights of the feature M-step (``n_i`` for multinomial "paper" / "length" weighting).
+    clamp : jax.Array of bool of shape (n,)
+        Semi-supervised objects whose assignment is fixed.
+    clamp_q : jax.Array of shape (n, k)
+        The fixed one-hot rows (ignored where ``clamp`` is False).
+    cond_mask : jax.Array of shape (D,)
+        1 where a feature enters the conditional term, 0 where dropped.
+
     Examples
     --------
     >>> CCIBData._fields[:3]
@@ -108,6 +127,31 @@ class CCIBData(NamedTuple):
 
 class Hyper(NamedTuple):
     """Real-valued options (traced: a lambda sweep compiles once).
+
+    Attributes
+    ----------
+    lam : float, default=0.3
+        lambda, weight of the coordination term I(C;Y), >= 0.
+    rate : float, default=0.9
+        Cooling factor b in (0, 1): ``rho <- b rho``.
+    eps : float, default=1e-2
+        Symmetry-breaking perturbation ``q <- normalise(q (1 + eps U(-1, 1)))``.
+    smoothing : float, default=1e-10
+        Additive smoothing of the tables (spec section 9).
+    variance : float, default=1.0
+        s^2 of the Gaussian feature model, > 0.
+    ridge : float, default=1e-2
+        tau of the GLM slopes, scaled by the cluster mass.
+    c_max : float, default=inf
+        Stop when I(C;X) >= ``c_max - 1e-3``.
+    rho0 : float, default=0.0
+        Start temperature; <= 0 means the doubling rule of spec 6.2.
+    rho_min_ratio : float, default=1e-8
+        Stop when ``rho < rho_min_ratio * rho0``.
+    tol : float, default=1e-6
+        Inner loop: stop when ``max |q_new - q_old|`` falls below it.
+    ftol : float, default=1e-9
+        Inner loop: stop when the relative change of F falls below it.
 
     Examples
     --------
@@ -131,6 +175,25 @@ class Hyper(NamedTuple):
 class Static(NamedTuple):
     """Shape-setting options (static under jit).
 
+    Attributes
+    ----------
+    n_clusters : int
+        Number of clusters k.
+    n_groups : int, default=1
+        Number of background categories (categorical background).
+    feature : {"multinomial", "bernoulli", "gaussian", "poisson"}, default="multinomial"
+        Feature model.
+    background : {"none", "categorical", "continuous"}, default="none"
+        Background model.
+    n_newton : int, default=3
+        GLM Newton steps per M-step (generalised EM, warm started).
+    max_iter : int, default=300
+        Temperature (annealing) steps, the trace length.
+    max_inner : int, default=500
+        Most inner (P-step, Q-step) alternations per temperature.
+    max_doublings : int, default=60
+        Most steps of the search for rho0.
+
     Examples
     --------
     >>> Static(n_clusters=2).max_iter
@@ -150,6 +213,15 @@ class Static(NamedTuple):
 class Params(NamedTuple):
     """The Q-step distributions induced by q.
 
+    Attributes
+    ----------
+    log_pi : jax.Array of shape (k,)
+        Log cluster weights.
+    marg : jax.Array of shape (k, D)
+        Table parameters of P(y | c).
+    cond : jax.Array
+        Tables of P(y | c, z), shape (k, G, D), or GLM coefficients, shape (k, D, a).
+
     Examples
     --------
     >>> Params._fields
@@ -164,6 +236,33 @@ class Params(NamedTuple):
 class Result(NamedTuple):
     """Output of :func:`fit`: the final assignments, distributions, temperatures, objective terms and
     the per-step trace of one annealing run.
+
+    Attributes
+    ----------
+    q : jax.Array of shape (n, k)
+        Final soft assignments.
+    labels : jax.Array of int32 of shape (n,)
+        Hard assignments (argmax, lowest c on ties).
+    params : Params
+        The final Q-step distributions.
+    rho : jax.Array of shape ()
+        Final temperature.
+    rho0 : jax.Array of shape ()
+        Start temperature.
+    objective : jax.Array of shape ()
+        F~ at the final rho.
+    i_cx, i_cy_given_z, i_cy : jax.Array of shape ()
+        I(C;X), I(C;Y|Z) and I(C;Y) at the end (nats, model-based).
+    k_eff : jax.Array of shape ()
+        Effective number of clusters.
+    n_dead : jax.Array of shape ()
+        Clusters with weight below 1e-8.
+    n_steps : jax.Array of shape ()
+        Recorded temperatures.
+    inner_capped : jax.Array of shape ()
+        Number of temperatures whose inner loop hit ``max_inner``.
+    trace : dict
+        ``(max_iter,)`` arrays: rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner.
 
     Examples
     --------
@@ -194,6 +293,19 @@ class Result(NamedTuple):
 
 def m_step(q, data: CCIBData, hyper: Hyper, static: Static, cond_prev=None) -> Params:
     """Q-step: P(c), P(y|c) and P(y|c,z) induced by ``q`` (GLM warm-started from ``cond_prev``).
+
+    Parameters
+    ----------
+    q : jax.Array of shape (n, k)
+        Soft assignments.
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options.
+    cond_prev : jax.Array or None, default=None
+        GLM coefficients to warm-start from (continuous background).
 
     Examples
     --------
@@ -239,6 +351,19 @@ def log_likelihoods(params: Params, data: CCIBData, hyper: Hyper, static: Static
 def log_assignment(params: Params, a, b, rho, lam):
     """Eq. (5) in log space: log q_ic (normalised over c).
 
+    Parameters
+    ----------
+    params : Params
+        The Q-step distributions.
+    a : jax.Array of shape (n, k)
+        Expected log-likelihoods under the marginal model.
+    b : jax.Array of shape (n, k)
+        Expected log-likelihoods under the conditional model.
+    rho : float
+        Temperature, > 0.
+    lam : float
+        Weight of the coordination term.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -259,6 +384,19 @@ def log_assignment(params: Params, a, b, rho, lam):
 
 def p_step(params: Params, data: CCIBData, hyper: Hyper, static: Static, rho):
     """P-step, eq. (5); clamped (semi-supervised) rows keep their one-hot assignment.
+
+    Parameters
+    ----------
+    params : Params
+        The Q-step distributions.
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options.
+    rho : float
+        Temperature, > 0.
 
     Examples
     --------
@@ -286,6 +424,25 @@ def objective_terms(
     Returns a dict with ``objective`` = :math:`\sum_i w_i\sum_c q_{ic}(B_{ic}+\lambda A_{ic})-\rho\,
     \tilde I(C;X)`, ``i_cx``, ``i_cy_given_z`` and ``i_cy`` (model-based, relative to ``baseline``,
     the single-cluster expected log-likelihoods (cond, marg)).  ``loglik``: precomputed (A, B).
+
+    Parameters
+    ----------
+    q : jax.Array of shape (n, k)
+        Soft assignments.
+    params : Params
+        The Q-step distributions.
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options.
+    rho : float
+        Temperature.
+    baseline : jax.Array of shape (2,)
+        Single-cluster expected log-likelihoods (cond, marg).
+    loglik : tuple of jax.Array or None, default=None
+        Precomputed ``(A, B)``; None computes them.
 
     Examples
     --------
@@ -333,6 +490,21 @@ def inner_trace(q0, rho, data: CCIBData, hyper: Hyper, static: Static, n_iter: i
 
     Element 0 is F~(q0, m_step(q0)); element t is F~ after t (P-step, Q-step) pairs.
 
+    Parameters
+    ----------
+    q0 : jax.Array of shape (n, k)
+        Starting soft assignments.
+    rho : float
+        Temperature.
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options.
+    n_iter : int
+        Number of alternations (static).
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -368,11 +540,28 @@ def inner_trace(q0, rho, data: CCIBData, hyper: Hyper, static: Static, n_iter: i
 class AnnealState(NamedTuple):
     """State carried between temperature steps (:func:`build`).
 
-    it: steps taken (search + annealing); phase: 0 while searching rho0, 1 annealing; n_doublings: search
-    steps; step: recorded (annealing) temperatures; rho, rho0: the current and the start temperature;
-    q: (n, k) soft assignments; params: the Q-step distributions of ``q``; done: a stopping rule fired;
-    capped: recorded temperatures whose inner loop hit ``max_inner``; terms: the objective terms at the
-    last temperature.
+    Attributes
+    ----------
+    it : jax.Array of int of shape ()
+        Steps taken (search + annealing).
+    phase : jax.Array of int of shape ()
+        0 while searching rho0, 1 annealing.
+    n_doublings : jax.Array of int of shape ()
+        Search steps.
+    step : jax.Array of int of shape ()
+        Recorded (annealing) temperatures.
+    rho, rho0 : jax.Array of shape ()
+        The current and the start temperature.
+    q : jax.Array of shape (n, k)
+        Soft assignments.
+    params : Params
+        The Q-step distributions of ``q``.
+    done : jax.Array of bool of shape ()
+        A stopping rule fired.
+    capped : jax.Array of int of shape ()
+        Recorded temperatures whose inner loop hit ``max_inner``.
+    terms : dict
+        The objective terms at the last temperature (:func:`objective_terms`).
 
     Examples
     --------
@@ -397,6 +586,15 @@ class AnnealInfo(NamedTuple):
     """Per-step diagnostics: ``recorded`` (an annealing temperature, written to the trace at ``index``)
     and ``row``, the trace entries (rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner).
 
+    Attributes
+    ----------
+    recorded : jax.Array of bool of shape ()
+        The step was an annealing temperature, written to the trace.
+    index : jax.Array of int of shape ()
+        Its index in the trace.
+    row : dict
+        The trace entries (rho, objective, i_cx, i_cy_given_z, i_cy, k_eff, n_inner).
+
     Examples
     --------
     >>> AnnealInfo._fields
@@ -411,6 +609,13 @@ class AnnealInfo(NamedTuple):
 class AnnealAlgorithm(NamedTuple):
     """``init() -> AnnealState`` and ``step(key, state) -> (AnnealState, AnnealInfo)`` (BlackJAX's shape);
     ``key`` is the step's own key (its symmetry-breaking perturbation).
+
+    Attributes
+    ----------
+    init : callable
+        ``init() -> AnnealState``.
+    step : callable
+        ``step(key, state) -> (AnnealState, AnnealInfo)``.
 
     Examples
     --------
@@ -429,6 +634,15 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
     """One temperature step of the annealing (module docstring) with the data and options closed over:
     perturb, converge the inner (P-step, Q-step) loop at the current rho, record, lower rho (or, in the
     rho0 search, double it).
+
+    Parameters
+    ----------
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options.
 
     Examples
     --------
@@ -551,6 +765,17 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
     0: converge the perturbed uniform solution at rho = 1, 2, 4, ... until I(C;X) <= 1e-4 nats; that
     temperature becomes the first annealing step) and the annealing itself (phase 1: perturb, converge,
     record, rho <- b rho). Step ``t`` gets the key ``fold_in(key, t)``.
+
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key; step ``t`` uses ``fold_in(key, t)``.
+    data : CCIBData
+        The objects.
+    hyper : Hyper
+        Real-valued options.
+    static : Static
+        Shape-setting options (static under jit).
 
     Examples
     --------

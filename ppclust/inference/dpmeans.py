@@ -83,12 +83,30 @@ LABEL_DTYPE = jnp.int32
 class DPMeansResult(NamedTuple):
     """Output of :func:`fit`.
 
-    labels: (n,) int32 in 0..n_clusters-1; centers: (k_max, d) (rows >= n_clusters are junk);
-    n_clusters: () int; objective: () J of Section 3.5 at the last xi; n_iter: () sweeps done;
-    converged: () bool (stopping rule met before max_iter); overflow: () bool (k_max exhausted; the
-    caller must raise); xi_trace, k_trace, objective_before, objective_trace: (max_iter,) per sweep
-    t the xi used, K at the start of the sweep, J(xi_t) before the sweep and J(xi_t) after the
-    update step (NaN beyond n_iter).
+    Attributes
+    ----------
+    labels : jax.Array of int32 of shape (n,)
+        Cluster of every point, in ``0..n_clusters-1``.
+    centers : jax.Array of shape (k_max, d)
+        Centroids (rows from ``n_clusters`` on are junk).
+    n_clusters : jax.Array of int of shape ()
+        Number of clusters.
+    objective : jax.Array of shape ()
+        J of Section 3.5 at the last xi.
+    n_iter : jax.Array of int of shape ()
+        Sweeps done.
+    converged : jax.Array of bool of shape ()
+        The stopping rule was met before ``max_iter``.
+    overflow : jax.Array of bool of shape ()
+        ``k_max`` was exhausted (the caller must raise).
+    xi_trace : jax.Array of shape (max_iter,)
+        The xi used by each sweep (NaN beyond ``n_iter``, as the traces below).
+    k_trace : jax.Array of shape (max_iter,)
+        K at the start of each sweep.
+    objective_before : jax.Array of shape (max_iter,)
+        J(xi_t) before each sweep.
+    objective_trace : jax.Array of shape (max_iter,)
+        J(xi_t) after each sweep's update step.
 
     Examples
     --------
@@ -170,6 +188,15 @@ class DPMeansStatic(NamedTuple):
     ``equal_xi`` (``xi_ratio == 1``: the authors' ``xi (f - s)`` form) and ``use_links`` (a table with
     non-zero weights).
 
+    Attributes
+    ----------
+    k_max, max_iter, divergence, tie, compat, variant, order, patience, xi_first_zero
+        As :class:`DPMeansConfig`.
+    equal_xi : bool
+        ``xi_ratio == 1``: the link term in the authors' ``xi (f - s)`` form.
+    use_links : bool
+        The table holds links with non-zero weights.
+
     Examples
     --------
     >>> DPMeansStatic.from_config(DPMeansConfig(), use_links=False).equal_xi
@@ -208,6 +235,13 @@ class DPMeansStatic(NamedTuple):
 class DPMeansSchedule(NamedTuple):
     """The traced numbers of a run: new-cluster penalty ``lam`` and the link-weight schedule
     (:class:`DPMeansConfig`), as arrays of the data's dtype.
+
+    Attributes
+    ----------
+    lam : jax.Array of shape ()
+        New-cluster penalty lambda, > 0.
+    xi0, xi_rate, xi_ratio, xi_max : jax.Array of shape ()
+        The link-weight schedule of :class:`DPMeansConfig`.
 
     Examples
     --------
@@ -250,6 +284,19 @@ class _Shard(NamedTuple):
 def neighbour_table(n, pairs=None, sign=None, weight=None, width=None) -> NeighbourTable:
     """Padded neighbour table of unique pairs ``(m, 2)`` with signs +1/-1 (via :class:`SideInfo`).
 
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    pairs : array-like of int of shape (m, 2), default=None
+        Unique linked pairs; None or empty gives a table without links.
+    sign : array-like of shape (m,), default=None
+        Signs (any positive or negative number, read through ``np.sign``).
+    weight : float or array-like of shape (m,), default=None
+        Positive link weights (None: 1).
+    width : int, default=None
+        Pad to this many columns (at least the maximum degree).
+
     Examples
     --------
     >>> import numpy as np
@@ -283,6 +330,15 @@ def _point_divergence(x, mu, divergence, compat):
 def divergence_matrix(x, mu, divergence="sqeuclidean"):
     """D(x_i, mu_k) for all points and slots, (n, k_max), via matrix products (no (n, k, d) array).
 
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        Points.
+    mu : array of shape (k_max, d)
+        Centroids.
+    divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
+        The divergence (``"kl"``: strictly positive normalised histograms).
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -303,6 +359,27 @@ def divergence_matrix(x, mu, divergence="sqeuclidean"):
 
 def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean"):
     """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        Points.
+    z : array of int of shape (n,)
+        Cluster of each point.
+    mu : array of shape (k_max, d)
+        Centroids.
+    n_clusters : int or int scalar
+        Number of clusters counted in K.
+    lam : float
+        New-cluster penalty lambda.
+    xi1 : float
+        Weight of a may-link kept inside a cluster.
+    xi2 : float
+        Weight of a may-not-link violated inside a cluster.
+    table : NeighbourTable
+        The links.
+    divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
+        The divergence.
 
     Examples
     --------
@@ -505,9 +582,22 @@ def _fit(key, x, table, schedule: DPMeansSchedule, mu0, orders, static: DPMeansS
 class DPMeansState(NamedTuple):
     """State carried between sweeps (:func:`build`).
 
-    n_iter: sweeps done; labels: (n,) cluster of each point; centers: (k_max, d), the first
-    ``n_clusters`` live; run: consecutive sweeps that left the partition unchanged; overflow: a sweep
-    needed more than ``k_max`` clusters; done: converged (``run`` reached ``patience``).
+    Attributes
+    ----------
+    n_iter : jax.Array of int of shape ()
+        Sweeps done.
+    labels : jax.Array of int32 of shape (n,)
+        Cluster of each point.
+    centers : jax.Array of shape (k_max, d)
+        Centroids, the first ``n_clusters`` live.
+    n_clusters : jax.Array of int of shape ()
+        Number of live clusters.
+    run : jax.Array of int of shape ()
+        Consecutive sweeps that left the partition unchanged.
+    overflow : jax.Array of bool of shape ()
+        A sweep needed more than ``k_max`` clusters.
+    done : jax.Array of bool of shape ()
+        Converged (``run`` reached ``patience``).
 
     Examples
     --------
@@ -528,6 +618,17 @@ class DPMeansInfo(NamedTuple):
     """Per-sweep diagnostics: the link weight ``xi`` used, the number of clusters before the sweep, and the
     objective before and after it (at that sweep's ``xi``).
 
+    Attributes
+    ----------
+    xi : jax.Array of shape ()
+        Link weight used by the sweep.
+    n_clusters_before : jax.Array of int of shape ()
+        Number of clusters before the sweep.
+    objective_before : jax.Array of shape ()
+        Objective before the sweep (at its ``xi``).
+    objective : jax.Array of shape ()
+        Objective after the sweep.
+
     Examples
     --------
     >>> DPMeansInfo._fields[0]
@@ -543,6 +644,13 @@ class DPMeansInfo(NamedTuple):
 class DPMeansAlgorithm(NamedTuple):
     """``init(mu0) -> DPMeansState`` and ``step(key, state) -> (DPMeansState, DPMeansInfo)`` (BlackJAX's
     shape); ``key`` is the sweep's own key (the random visiting order of ``order="random"``).
+
+    Attributes
+    ----------
+    init : callable
+        ``init(mu0) -> DPMeansState``.
+    step : callable
+        ``step(key, state) -> (DPMeansState, DPMeansInfo)``.
 
     Examples
     --------
@@ -816,10 +924,14 @@ def fit_restarts(key, x, table, lam, n_init, config: DPMeansConfig | None = None
     ----------
     key : JAX PRNG key
         Split into one key per restart.
-    x, table, lam, config, **options
-        As :func:`fit` (``options`` may include ``mesh``).
+    x, table, lam
+        As :func:`fit`.
     n_init : int
         Number of restarts (>= 1).
+    config : DPMeansConfig or None, default=None
+        As :func:`fit`.
+    **options
+        As :func:`fit` (may include ``mesh``).
 
     Returns
     -------
@@ -849,6 +961,15 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
     "sqeuclidean" its square (for squared-Euclidean DP/RDP-means), "kl" the k-th largest
     KL(x_i || mean histogram).
 
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        Data.
+    k : int
+        Rank of the distance, 1 the largest.
+    divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
+        Distance to the mean.
+
     Examples
     --------
     >>> import numpy as np
@@ -876,6 +997,15 @@ def farthest_first(x, k, divergence="sqeuclidean"):
     Returns the max-min distance at the last (k-th) round, in the units of ``divergence``
     ("sqeuclidean": squared distances, "euclidean": plain).
 
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        Data.
+    k : int
+        Number of rounds.
+    divergence : {"sqeuclidean", "euclidean"}, default="sqeuclidean"
+        Units of the returned distance.
+
     Examples
     --------
     >>> import numpy as np
@@ -898,6 +1028,17 @@ def farthest_first(x, k, divergence="sqeuclidean"):
 
 def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
     """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first".
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        Data.
+    k : int
+        Target number of clusters.
+    method : {"kth_farthest_from_mean", "farthest_first"}, default="kth_farthest_from_mean"
+        The rule (:func:`kth_farthest_from_mean` is the authors'; ``docs/decisions/0008-rdpmeans-init.md``).
+    divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
+        Units of lambda: match the divergence of the run.
 
     Examples
     --------

@@ -78,11 +78,26 @@ COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 class EMResult(NamedTuple):
     r"""Output of :func:`fit` (best restart).
 
-    params: fitted GMMParams; objective: final log-likelihood + log prior (total, not per point);
-    log_likelihood: final log-likelihood; resp: (n, k) responsibilities at the final parameters;
-    trace: (max_iter,) objective at each E-step (NaN after stopping); n_iter: EM iterations done;
-    converged: bool; finite: bool (False when a restart produced non-finite values);
-    all_objectives: (n_init,) final objective of every restart.
+    Attributes
+    ----------
+    params : GMMParams
+        The fitted parameters.
+    objective : jax.Array of shape ()
+        Final log-likelihood + log prior (total, not per point).
+    log_likelihood : jax.Array of shape ()
+        Final log-likelihood.
+    resp : jax.Array of shape (n, k)
+        Responsibilities at the final parameters.
+    trace : jax.Array of shape (max_iter,)
+        Objective at each E-step (NaN after stopping).
+    n_iter : jax.Array of int of shape ()
+        EM iterations done.
+    converged : jax.Array of bool of shape ()
+        Whether the objective change fell below ``tol``.
+    finite : jax.Array of bool of shape ()
+        False when a restart produced non-finite values.
+    all_objectives : jax.Array of shape (n_init,)
+        Final objective of every restart.
 
     Examples
     --------
@@ -257,9 +272,17 @@ def _resp_from_centres(x, centres, allowed):
 class EMState(NamedTuple):
     r"""State carried between EM iterations (:func:`build`).
 
-    params: the current parameters (after the last M-step); n_iter: EM iterations done;
-    prev_objective, objective: the objective (log-likelihood + log prior) at the previous and the last
-    E-step (``-inf`` before any); log_likelihood: the log-likelihood at the last E-step (NaN before any).
+    Attributes
+    ----------
+    params : GMMParams
+        The current parameters (after the last M-step).
+    n_iter : jax.Array of int of shape ()
+        EM iterations done.
+    prev_objective, objective : jax.Array of shape ()
+        The objective (log-likelihood + log prior) at the previous and the last E-step (``-inf`` before
+        any).
+    log_likelihood : jax.Array of shape ()
+        The log-likelihood at the last E-step (NaN before any).
 
     Examples
     --------
@@ -278,6 +301,13 @@ class EMInfo(NamedTuple):
     r"""Per-step diagnostics, not carried: objective and log-likelihood at this step's E-step (the
     parameters the step started from).
 
+    Attributes
+    ----------
+    objective : jax.Array of shape ()
+        Log-likelihood + log prior at this step's E-step.
+    log_likelihood : jax.Array of shape ()
+        Log-likelihood at this step's E-step.
+
     Examples
     --------
     >>> EMInfo._fields
@@ -292,6 +322,15 @@ class EMAlgorithm(NamedTuple):
     r"""``init(params0) -> EMState`` and ``step(key, state) -> (EMState, EMInfo)`` (BlackJAX's shape; EM is
     deterministic, ``key`` is accepted for the common signature and not used); ``objective(params) ->
     (log-likelihood, objective, log responsibilities)`` is the E-step alone (the final one of a fit).
+
+    Attributes
+    ----------
+    init : callable
+        ``init(params0) -> EMState``.
+    step : callable
+        ``step(key, state) -> (EMState, EMInfo)``.
+    objective : callable
+        ``objective(params) -> (log-likelihood, objective, log responsibilities)``.
 
     Examples
     --------

@@ -103,6 +103,25 @@ __all__ = [
 class GibbsState(NamedTuple):
     """Carried between sweeps (one chain).
 
+    Attributes
+    ----------
+    labels : jax.Array of int32 of shape (n,)
+        Slot index of every point.
+    stats : family statistics
+        Per-slot sufficient statistics with ``k_max`` slots; the active slots are those with ``n > 0``.
+    counts : jax.Array of shape (4,)
+        Weighted pair counts ``[N11, N01, N10, N00]``.
+    p : jax.Array of shape ()
+        Current link sensitivity (its fixed value, the last draw, or the posterior mean when collapsed).
+    q : jax.Array of shape ()
+        Current link specificity, likewise.
+    alpha : jax.Array of shape ()
+        DP concentration.
+    overflow : jax.Array of bool of shape ()
+        True once ``k_max`` was exhausted at some point update.
+    theta : pytree or None, default=None
+        Per-slot cluster parameters (``family.sample_posterior``) with ``algorithm="explicit"``; else None.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -127,6 +146,18 @@ class GibbsState(NamedTuple):
 class SweepInfo(NamedTuple):
     """Label-invariant per-sweep diagnostics (not carried).
 
+    Attributes
+    ----------
+    n_clusters : jax.Array of int32 of shape ()
+        Number of occupied slots.
+    log_joint : jax.Array of shape ()
+        ``log p(z, x, E | alpha[, p, q])`` (plus the Beta log densities of ``p`` and ``q`` with
+        ``pq="sample"``).
+    p, q : jax.Array of shape ()
+        Link sensitivity and specificity after the sweep.
+    alpha : jax.Array of shape ()
+        DP concentration after the sweep.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -148,6 +179,21 @@ class SweepInfo(NamedTuple):
 
 class ChainResult(NamedTuple):
     """Draws of all chains, shapes (chain, draw, ...), and the final states (resume from them).
+
+    Attributes
+    ----------
+    labels : ndarray of int32 of shape (n_chains, n_draws, n) or None
+        Labels of every kept draw; None when not stored.
+    n_clusters : ndarray of shape (n_chains, n_draws)
+        Occupied slots of every draw.
+    log_joint : ndarray of shape (n_chains, n_draws)
+        Log joint of every draw (:class:`SweepInfo`).
+    p, q : ndarray of shape (n_chains, n_draws)
+        Link sensitivity and specificity of every draw.
+    alpha : ndarray of shape (n_chains, n_draws)
+        DP concentration of every draw.
+    state : GibbsState
+        Final states, batched over chains (resume from them with ``init_state``).
 
     Examples
     --------
@@ -187,6 +233,27 @@ def init(
     """Initial state: all points in one cluster (spec 2.8 [R]) unless ``labels`` (values < k_max) given.
 
     ``algorithm="explicit"`` also draws every slot's theta from its posterior (``key`` required).
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The points.
+    links : Links
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    k_max : int
+        Number of cluster slots (static).
+    labels : array of int of shape (n,), default=None
+        Starting labels in ``[0, k_max)``; None puts every point in slot 0.
+    p, q : float, default=0.9
+        Starting link sensitivity and specificity.
+    alpha : float, default=1.0
+        Starting DP concentration.
+    algorithm : {"collapsed", "explicit"}, default="collapsed"
+        Neal's Algorithm 3 or 2; ``"explicit"`` also draws every slot's parameters.
+    key : jax.random key, default=None
+        Required with ``algorithm="explicit"``.
 
     Examples
     --------
@@ -248,6 +315,13 @@ def numba_unsupported(family, algorithm="collapsed") -> str | None:
     The compiled sweep runs the collapsed sweep of the Gaussian families (NIW full, diag, spherical, and the
     known-variance spherical Gaussian); the argument ``unsupported`` of
     :func:`ppclust.inference.backend.resolve_backend`.
+
+    Parameters
+    ----------
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    algorithm : {"collapsed", "explicit"}, default="collapsed"
+        The sampler's algorithm.
 
     Examples
     --------
@@ -355,6 +429,13 @@ class GibbsAlgorithm(NamedTuple):
     """``init(labels=None, *, p, q, alpha, key) -> GibbsState`` and ``step(key, state) -> (GibbsState,
     SweepInfo)`` with the data, links, family, prior and sweep options closed over (BlackJAX's shape).
 
+    Attributes
+    ----------
+    init : callable
+        ``init(labels=None, *, p=0.9, q=0.9, alpha=None, key=None) -> GibbsState``.
+    step : callable
+        ``step(key, state) -> (GibbsState, SweepInfo)``.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -383,6 +464,21 @@ def build(
 ) -> GibbsAlgorithm:
     """The sampler's :func:`init` and :func:`step` as a pair of two-argument functions (options as
     :func:`step`, slots ``config.k_max``); :func:`sample`'s chains run this ``step``.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The points.
+    links : Links
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        alpha and the Beta priors of p and q.
+    config : SamplerConfig or None, default=None
+        Sweep options as :func:`step` reads them, and ``k_max``; None is ``SamplerConfig()``.
+    point_logprior : array of shape (n, k_max) or None, default=None
+        Per-point log prior over the slots.
 
     Examples
     --------
@@ -615,6 +711,29 @@ def conditional(
     ``-inf``; ``"finite"``: every slot gets ``log(n_k + alpha / k_max) + ...``. ``point_logprior[i]`` is added
     when given. Returns ``(logw, counts_without_i, (f, s, F, S))``.
 
+    Parameters
+    ----------
+    i : int or int scalar
+        The point.
+    state : GibbsState
+        The current state.
+    x : array of shape (n, d)
+        The points.
+    links : Links
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        alpha and the Beta priors of p and q.
+    pq : {"collapse", "sample", "fixed"}, default="collapse"
+        How the link parameters enter.
+    removed : bool, default=False
+        Whether ``state.stats`` already exclude point ``i``.
+    partition : {"dp", "finite"}, default="dp"
+        The partition prior.
+    point_logprior : array of shape (n, k_max) or None, default=None
+        Per-point log prior over the slots.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -693,6 +812,11 @@ def shuffle_order(order_u):
     in the compiled sweep (:mod:`ppclust.inference._gibbs_cpu`), so both backends visit the points in the
     same order. O(n); the compiled sweep shuffles in place (no sort-based permutation per sweep).
 
+    Parameters
+    ----------
+    order_u : array of shape (n,)
+        Uniforms in [0, 1).
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -715,6 +839,13 @@ def draw_categorical(logw, u):
 
     The first slot whose cumulative weight exceeds ``u`` times the total; a slot of zero weight is never
     returned (its cumulative weight equals its predecessor's).
+
+    Parameters
+    ----------
+    logw : array of shape (K,)
+        Unnormalised log-weights.
+    u : float or scalar
+        A uniform in [0, 1).
 
     Examples
     --------
@@ -801,6 +932,13 @@ def log_dirichlet_multinomial(sizes, alpha) -> jax.Array:
     :math:`\log\Gamma(\alpha) - \log\Gamma(\alpha + n) + \sum_k [\log\Gamma(n_k + \alpha/K)
     - \log\Gamma(\alpha/K)]` with ``K = len(sizes)``.
 
+    Parameters
+    ----------
+    sizes : array of shape (K,)
+        Slot sizes.
+    alpha : float
+        Total Dirichlet concentration, > 0.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -815,6 +953,21 @@ def sweep_info(state: GibbsState, family, prior, pq, partition="dp", point_logpr
     """The label-invariant summary of a state: its number of clusters, log joint (collapsed over the
     cluster parameters, and over ``p, q`` when ``pq="collapse"``; the Dirichlet-multinomial in place of the
     CRP for ``partition="finite"``; plus ``point_logprior`` of the labels when given), ``p``, ``q``, alpha.
+
+    Parameters
+    ----------
+    state : GibbsState
+        The state to summarise.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        The Beta priors of p and q (alpha is read from ``state``).
+    pq : {"collapse", "sample", "fixed"}
+        How the link parameters enter.
+    partition : {"dp", "finite"}, default="dp"
+        The partition prior.
+    point_logprior : array of shape (n, k_max) or None, default=None
+        Per-point log prior over the slots.
 
     Examples
     --------

@@ -41,7 +41,7 @@ update). Per-cluster costs are cached; ``cost.cost`` is called only at initialis
 statistics are never read again, so ``remove`` on it may return garbage (NaN) that the engine drops.
 
 Move rule (exactly the authors' Java demo, ``reference/cecib/README.md`` "Optimiser semantics")
---------------------------------------------------------------------------------------------
+-----------------------------------------------------------------------------------------------
 For point i in cluster a, candidate b ≠ a (active):
 ``Δ(b) = [E(Y_a∖i) − E(Y_a)] + [E(Y_b∪i) − E(Y_b)]``; a non-finite Δ counts as the largest finite
 double. The point moves to ``argmin Δ`` if ``Δ < -tol`` (``tol = 0`` by default, as in the jar).
@@ -116,16 +116,27 @@ _BIG = float(jnp.finfo(jnp.float64).max)  # the jar's stand-in for an infinite c
 class HartiganResult(NamedTuple):
     """Outcome of one (or the best of several) Hartigan runs.
 
-    labels : (n,) int32 cluster slot of every point (orphans not yet reassigned keep a dead slot).
-    active : (K,) bool slots alive at the end.
-    stats : the cost object's statistics (rank-one updated during the run).
-    costs : (K,) cached per-cluster cost E(Y_k) (meaningful for active slots).
-    cost : () total cost, sum of ``costs`` over active slots.
-    n_passes : () int32 passes over the data, including the final pass without a move.
-    converged : () bool, False if ``max_passes`` was hit.
-    trace : (max_passes + 1,) total cost after initialisation (index 0) and after each pass
-        (before the end-of-pass degeneracy check); NaN beyond ``n_passes``.
-    n_clusters_trace : (max_passes + 1,) int32 active clusters at the same moments.
+    Attributes
+    ----------
+    labels : array of int32 of shape (n,)
+        Cluster slot of every point (orphans not yet reassigned keep a dead slot).
+    active : array of bool of shape (K,)
+        Slots alive at the end.
+    stats : cost statistics
+        The cost object's statistics (rank-one updated during the run).
+    costs : array of shape (K,)
+        Cached per-cluster cost E(Y_k) (meaningful for active slots).
+    cost : scalar
+        Total cost, sum of ``costs`` over active slots.
+    n_passes : int32 scalar
+        Passes over the data, including the final pass without a move.
+    converged : bool scalar
+        False if ``max_passes`` was hit.
+    trace : array of shape (max_passes + 1,)
+        Total cost after initialisation (index 0) and after each pass (before the end-of-pass
+        degeneracy check); NaN beyond ``n_passes``.
+    n_clusters_trace : array of int32 of shape (max_passes + 1,)
+        Active clusters at the same moments.
 
     Examples
     --------

@@ -33,6 +33,17 @@ def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):
     with ``u[j]``. ``key`` is split into k keys; ``first`` comes from the first, ``u[j]`` from the j-th (the
     draws of ``jax.random.randint`` and ``jax.random.choice``).
 
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key, split into ``k`` keys.
+    k : int
+        Number of centres (static).
+    m : int or traced int
+        Number of points to draw the first centre among.
+    dtype : dtype, default=jnp.float64
+        Float type of ``u``.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -59,6 +70,21 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
 
     ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
     that is never drawn; the draws equal those on the unpadded rows.
+
+    Parameters
+    ----------
+    first : int or int scalar
+        Index of the first centre when no row is fixed.
+    u : array of shape (k,)
+        Uniforms in [0, 1) (:func:`kmeanspp_uniforms`).
+    x : array of shape (n, d)
+        Points.
+    centres : array of shape (k, d)
+        Centres; the rows where ``fixed`` is True are kept.
+    fixed : array of bool of shape (k,)
+        Rows of ``centres`` that count as already chosen.
+    n_valid : int or traced int, default=None
+        Number of real rows of ``x``; None is ``n``.
 
     Examples
     --------
@@ -104,6 +130,17 @@ def kmeanspp_centres(key, x, centres, fixed):
     The fixed rows (e.g. labelled class means) count as already chosen. With no fixed row, the first
     centre is a uniformly drawn point.
 
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    x : array of shape (n, d)
+        Points.
+    centres : array of shape (k, d)
+        Centres; the rows where ``fixed`` is True are kept.
+    fixed : array of bool of shape (k,)
+        Rows of ``centres`` that count as already chosen.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -119,6 +156,17 @@ def kmeanspp_centres(key, x, centres, fixed):
 def kmeanspp_indices(key, x, K: int, n_valid=None):
     """K distinct seed indices (int32) by D^2 sampling, the first uniform (the authors' Java demo of
     CEC-IB; :func:`kmeanspp_from_uniforms` with no fixed centre). ``n_valid``: see there.
+
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    x : array of shape (n, d)
+        Points.
+    K : int
+        Number of seeds (static), at most the number of distinct points.
+    n_valid : int or traced int, default=None
+        Number of real rows of ``x``; None is ``n``.
 
     Examples
     --------
@@ -137,6 +185,15 @@ def kmeanspp_indices(key, x, K: int, n_valid=None):
 def nearest_centre(x, centres, allowed):
     """Label (int32, (n,)) of each point's nearest centre (squared Euclidean, expanded form, first on
     ties) among the components it is ``allowed`` (n, k) to use.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        Points.
+    centres : array of shape (k, d)
+        Centres.
+    allowed : array of bool of shape (n, k)
+        The components each point may use.
 
     Examples
     --------

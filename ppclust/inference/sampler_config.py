@@ -20,8 +20,8 @@ class SamplerConfig(NamedTuple):
     """The options of a sampler run, shared by :func:`sample` and :func:`ppclust.inference.subcluster.sample`
     (immutable and hashable: every field is a Python scalar, string or None, or a mesh).
 
-    Fields
-    ------
+    Attributes
+    ----------
     n_draws, n_warmup, n_chains, thin : int, default=1000, 1000, 4, 1
         Kept draws per chain (>= 1), discarded sweeps, chains, sweeps per kept draw.
     k_max : int, default=64
@@ -29,10 +29,12 @@ class SamplerConfig(NamedTuple):
     pq : {"collapse", "sample", "fixed"}, default="collapse"
         Link parameters integrated out, sampled, or fixed at ``p``, ``q`` (the starting values otherwise).
     p, q : float, default=0.9
+        Link sensitivity and specificity in (0, 1).
     sample_alpha : bool, default=False
         Resample alpha after each sweep (:func:`ppclust.models.tvclust.escobar_west`) under a
         Gamma(``alpha_shape``, ``alpha_rate``) prior.
     alpha_shape, alpha_rate : float, default=1.0
+        Shape and rate of the Gamma prior on alpha.
     store_labels : bool, default=True
         Keep the labels of every draw (else only the scalars).
     backend : {"auto", "numba", "xla"}, default="auto"
@@ -117,6 +119,17 @@ class SamplerConfig(NamedTuple):
 def check_modes(pq, partition, sample_alpha, algorithm="collapsed"):
     """ValueError unless the sampler's modes are valid together (``pq``, ``partition``, ``sample_alpha``,
     ``algorithm``: see :func:`sample`).
+
+    Parameters
+    ----------
+    pq : {"collapse", "sample", "fixed"}
+        How the link parameters are treated.
+    partition : {"dp", "finite"}
+        The partition prior.
+    sample_alpha : bool
+        Whether alpha is resampled (``"dp"`` only).
+    algorithm : {"collapsed", "explicit"}, default="collapsed"
+        Neal's Algorithm 3 or 2 (``"explicit"`` with ``"dp"`` only).
 
     Examples
     --------

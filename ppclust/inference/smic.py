@@ -106,6 +106,17 @@ def one_blas_thread():
 class Kernel(NamedTuple):
     """Sparse kNN kernel and what out-of-sample prediction needs (§4, E6).
 
+    Attributes
+    ----------
+    K : scipy.sparse.csr_matrix of shape (n, n)
+        Symmetric kernel, entries in (0, 1], ``K_ii = 1``.
+    sigma : ndarray of shape (n,)
+        Local scales (distance to the t-th other neighbour, floored).
+    t : int
+        Neighbourhood size actually used (clamped to ``n - 1``).
+    nn : sklearn.neighbors.NearestNeighbors
+        Fitted on the training points.
+
     Examples
     --------
     >>> import numpy as np
@@ -130,6 +141,17 @@ class LinkMatrices(NamedTuple):
     SMIC's own view of the links (sparse n x n operators for the eigenproblem); built from the one link
     type, :class:`ppclust.sideinfo.SideInfo`, by :func:`link_matrices`.
 
+    Attributes
+    ----------
+    M : scipy.sparse.csr_matrix of shape (n, n)
+        Must-link matrix with unit diagonal.
+    C : scipy.sparse.csr_matrix of shape (n, n)
+        Cannot-link matrix with zero diagonal.
+    must : ndarray of int of shape (m1, 2)
+        Unique must-linked pairs, ``i < j``.
+    cannot : ndarray of int of shape (m2, 2)
+        Unique cannot-linked pairs, ``i < j``.
+
     Examples
     --------
     >>> import numpy as np
@@ -151,6 +173,21 @@ class LinkMatrices(NamedTuple):
 class SMICResult(NamedTuple):
     """One SMIC / 3SMIC solution: labels, normalised scores, sign-fixed eigenvectors, eigenvalues, the
     out-of-sample normaliser and the number of non-empty clusters.
+
+    Attributes
+    ----------
+    labels : ndarray of int32 of shape (n,)
+        Cluster of every point.
+    scores : ndarray of shape (n, c)
+        Normalised clipped outputs ``[g_y]_i / 1^T g_y``.
+    phi : ndarray of shape (n, c)
+        Sign-fixed eigenvectors.
+    eigenvalues : ndarray of shape (c,)
+        Eigenvalues of the solved matrix (K for SMIC, U for 3SMIC).
+    norms : ndarray of shape (c,)
+        ``1^T max(0, K' phi_y)``, the out-of-sample normaliser.
+    n_nonempty : int
+        Number of non-empty clusters (E2).
 
     Examples
     --------
@@ -175,6 +212,17 @@ def build_kernel(x, t, *, nn=None, max_t=None):
 
     ``nn``: an already fitted ``NearestNeighbors`` on ``x`` to reuse; ``max_t``: query that many
     neighbours once (callers building kernels for several t pass the largest).
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        Training points, n >= 2.
+    t : int
+        Neighbourhood size, >= 1 (clamped to ``n - 1`` with a warning).
+    nn : sklearn.neighbors.NearestNeighbors, default=None
+        Already fitted on ``x``, to reuse.
+    max_t : int, default=None
+        Query that many neighbours once (callers building kernels for several t pass the largest).
 
     Examples
     --------
@@ -246,6 +294,15 @@ def kernel_rows(kernel: Kernel, x_train, x_new):
     """Out-of-sample kernel rows K(x', x_i) as CSR (n_new, n) (E6): x_i among the t nearest training
     points of x', or ||x' - x_i|| <= sigma_i; sigma' is the distance to the t-th nearest training point.
 
+    Parameters
+    ----------
+    kernel : Kernel
+        The training kernel.
+    x_train : ndarray of shape (n, d)
+        The training points.
+    x_new : array-like of shape (n_new, d)
+        New points.
+
     Examples
     --------
     >>> import numpy as np
@@ -284,6 +341,11 @@ def link_matrices(side) -> LinkMatrices:
 
     A pair stored with both signs (a ``SideInfo`` built with ``on_conflict="keep"``) is dropped with a
     warning: 3SMIC's links are hard.
+
+    Parameters
+    ----------
+    side : SideInfo
+        Validated side information (its links are read).
 
     Examples
     --------
@@ -329,6 +391,13 @@ def labels_to_links(y):
 def modify_kernel(K, links: LinkMatrices):
     """K' of §3.4: K'_ij = 1 on must-links, 0 on cannot-links (direct links only, symmetric).
 
+    Parameters
+    ----------
+    K : scipy.sparse matrix of shape (n, n)
+        The kernel.
+    links : LinkMatrices
+        The links.
+
     Examples
     --------
     >>> import numpy as np
@@ -360,6 +429,17 @@ def _effective_eta(eta, c):
 def u_operator(Kp, links: LinkMatrices, gamma, eta):
     """Matrix-free U = K'[(I + gamma M)^2 + (I - eta C)^2]K' as a SciPy LinearOperator.
 
+    Parameters
+    ----------
+    Kp : scipy.sparse matrix of shape (n, n)
+        The modified kernel K'.
+    links : LinkMatrices
+        The links.
+    gamma : float
+        Must-link weight, >= 0.
+    eta : float
+        Cannot-link weight, >= 0.
+
     Examples
     --------
     >>> import numpy as np
@@ -389,6 +469,17 @@ def u_operator(Kp, links: LinkMatrices, gamma, eta):
 
 def u_dense(Kp, links: LinkMatrices, gamma, eta):
     """Dense U (small n only; used by tests and the dense path's oracle).
+
+    Parameters
+    ----------
+    Kp : scipy.sparse matrix of shape (n, n)
+        The modified kernel K'.
+    links : LinkMatrices
+        The links.
+    gamma : float
+        Must-link weight, >= 0.
+    eta : float
+        Cannot-link weight, >= 0.
 
     Examples
     --------
@@ -452,6 +543,17 @@ def _gap_warn(lam_sorted, c):
 def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
     """Unsupervised SMIC (§2): top-c eigenvectors of K by |lambda|, then §2.4 post-processing.
 
+    Parameters
+    ----------
+    kernel_or_K : Kernel or sparse matrix of shape (n, n)
+        The kernel.
+    c : int
+        Number of clusters.
+    dense_max : int, default=DENSE_MAX
+        Largest n solved with a dense eigendecomposition; above it Lanczos (``scipy.sparse.linalg.eigsh``).
+    tol : float, default=1e-10
+        Tolerance of the Lanczos solver.
+
     Examples
     --------
     >>> import numpy as np
@@ -497,6 +599,27 @@ def threesmic_fit(
     tol=1e-10,
 ):
     """3SMIC (§3) for one (gamma, eta): top-c eigenvectors of U, then post-processing (§3.6).
+
+    Parameters
+    ----------
+    kernel_or_K : Kernel or sparse matrix of shape (n, n)
+        The kernel.
+    c : int
+        Number of clusters.
+    links : LinkMatrices
+        The links.
+    gamma : float
+        Must-link weight, >= 0.
+    eta : float
+        Cannot-link weight, >= 0 (fixed to 0 when c > 2).
+    assign : {"model", "eigvec"}, default="model"
+        Post-processing (:func:`postprocess`).
+    sign : {"eigvec", "model"}, default="eigvec"
+        Sign fixing (:func:`postprocess`).
+    dense_max : int, default=DENSE_MAX
+        Largest n solved with a dense eigendecomposition.
+    tol : float, default=1e-10
+        Tolerance of the Lanczos solver.
 
     Examples
     --------
@@ -562,6 +685,19 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
     ``assign="model"``: g_y = max(0, K' phi_y) (the model output); ``"eigvec"``: g_y = max(0, phi_y).
     ``sign="eigvec"``: sign(phi_y^T 1) (paper); ``"model"``: sign(1^T K' phi_y).
 
+    Parameters
+    ----------
+    Kp : scipy.sparse matrix of shape (n, n)
+        The (modified) kernel.
+    phi : ndarray of shape (n, c)
+        Eigenvectors.
+    lam : ndarray of shape (c,)
+        Their eigenvalues.
+    assign : {"model", "eigvec"}, default="model"
+        Clip the model output or the eigenvectors.
+    sign : {"eigvec", "model"}, default="eigvec"
+        Sign fixing rule.
+
     Examples
     --------
     >>> import numpy as np
@@ -608,6 +744,17 @@ def postprocess(Kp, phi, lam, *, assign="model", sign="eigvec"):
 def predict_scores(rows, phi, norms, n):
     """Out-of-sample soft outputs p_hat(y|x') = (n/c) max(0, k(x') phi_y) / 1^T max(0, K' phi_y).
 
+    Parameters
+    ----------
+    rows : scipy.sparse matrix of shape (n_new, n)
+        Out-of-sample kernel rows (:func:`kernel_rows`).
+    phi : ndarray of shape (n, c)
+        Sign-fixed eigenvectors of the fit.
+    norms : ndarray of shape (c,)
+        The fit's normalisers (:class:`SMICResult`).
+    n : int
+        Number of training points.
+
     Examples
     --------
     >>> import numpy as np
@@ -629,6 +776,13 @@ def predict_scores(rows, phi, norms, n):
 
 def count_violations(labels, links: LinkMatrices):
     """Violated links (§3.7 [R]): must-linked pairs apart plus cannot-linked pairs together.
+
+    Parameters
+    ----------
+    labels : ndarray of int of shape (n,)
+        A labelling.
+    links : LinkMatrices
+        The links.
 
     Examples
     --------
@@ -658,6 +812,19 @@ class LSMIEstimator:
     """LSMI with label-independent parts cached: centres, folds, and per (kappa, fold) Gram matrices.
 
     ``estimate(labels)`` returns the LSMI value after 5-fold CV over the (kappa, delta) grid (§5).
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, d)
+        The points.
+    seed : int, default=0
+        Seed of the centres and the folds.
+    n_centres : int, default=500
+        Number of kernel centres (at most n).
+    n_folds : int, default=5
+        Cross-validation folds.
+    max_cache_bytes : float, default=4e8
+        Cache the per-kappa design matrices only when they fit in this many bytes.
 
     Examples
     --------
@@ -836,6 +1003,21 @@ class SelectionResult(NamedTuple):
     """Output of :func:`select`: the index of the chosen row, every candidate's row, the chosen solution,
     its kernel and modified kernel, and the held-out link check (None when not run).
 
+    Attributes
+    ----------
+    best : int
+        Index of the chosen row.
+    rows : list of dict
+        Every candidate: t, gamma, eta, lsmi, violations, score.
+    fit : SMICResult
+        The selected solution.
+    kernel : Kernel
+        Kernel of the selected t.
+    Kp : scipy.sparse.csr_matrix
+        Modified kernel of the selected t.
+    link_check : dict or None, default=None
+        The held-out link check (:func:`link_check`), None when not run.
+
     Examples
     --------
     >>> SelectionResult._fields[:3]
@@ -852,6 +1034,13 @@ class SelectionResult(NamedTuple):
 
 def eq9_scores(lsmi, nv):
     """Semi-supervised selection criterion eq. (9) with the §3.7 [R] guards.
+
+    Parameters
+    ----------
+    lsmi : ndarray of shape (m,)
+        LSMI of every candidate.
+    nv : ndarray of shape (m,)
+        Number of violated links of every candidate.
 
     Examples
     --------
@@ -906,6 +1095,34 @@ def select(
     Ties go to the smallest t, then smallest gamma, then smallest eta. LSMI values are cached per
     distinct labelling. ``eigen`` (:class:`EigenOptions`; its fields may also be given as keywords,
     ``options``) says how each candidate is solved.
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        The points.
+    c : int
+        Number of clusters.
+    links : LinkMatrices or None
+        The links; None (or no links) selects SMIC by LSMI.
+    ts : sequence of int, default=DEFAULT_TS
+        Candidate neighbourhood sizes (the grids: ``docs/decisions/0013-smic-model-selection.md``).
+    gammas : sequence of float, default=DEFAULT_GAMMAS
+        Candidate must-link weights.
+    etas : sequence of float, default=DEFAULT_ETAS
+        Candidate cannot-link weights (binary problems only).
+    lsmi : LSMIEstimator, default=None
+        A prepared estimator to reuse; None builds one.
+    seed : int, default=0
+        Seed of the LSMI estimator and the link folds.
+    progress_bar : bool, default=False
+        Show a bar over the candidates.
+    link_folds : int, default=0
+        Folds of the held-out link check; 0 turns it off (the paper's 3SMIC;
+        ``docs/decisions/0014-smic-link-check.md``).
+    link_repeats : int, default=DEFAULT_LINK_REPEATS
+        Random fold splits of the link check.
+    eigen : EigenOptions, default=None
+        How each candidate is solved; None is ``EigenOptions()``.
 
     Examples
     --------
@@ -1032,6 +1249,29 @@ def link_check(
     dict: ``folds``, ``agreement_links`` (pooled over the held-out folds), ``agreement_none``, ``use_links``
     (``agreement_links >= agreement_none``; True when there are fewer than 2 links). ``eigen`` and
     ``options`` as in :func:`select`.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel of the chosen t.
+    c : int
+        Number of clusters.
+    links : LinkMatrices
+        The links.
+    gamma : float
+        Must-link weight.
+    eta : float
+        Cannot-link weight.
+    labels_none : ndarray of int of shape (n,)
+        A labelling fitted without links.
+    n_folds : int, default=5
+        Folds of the links.
+    n_repeats : int, default=1
+        Independent fold splits.
+    seed : int, default=0
+        Seed of the first split.
+    eigen : EigenOptions, default=None
+        As :func:`select`.
 
     Examples
     --------

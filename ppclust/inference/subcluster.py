@@ -171,6 +171,13 @@ class Colouring(NamedTuple):
     """Colour classes of the link graph: ``classes`` (C, m) point indices padded with ``n``; ``linked``
     (n,) bool, the points with at least one link (the unlinked points are one more block).
 
+    Attributes
+    ----------
+    classes : jax.Array of int of shape (C, m)
+        Point indices of each colour class, padded with ``n``.
+    linked : jax.Array of bool of shape (n,)
+        The points with at least one link (the unlinked points are one more block).
+
     Examples
     --------
     >>> from ppclust.models.tvclust import make_links
@@ -187,6 +194,13 @@ def colour_links(links: Links, n: int) -> Colouring:
     """Greedy colouring of the link graph (host side, NumPy, once per fit): linked points in order of
     decreasing degree take the smallest colour none of their neighbours holds. Sparse links need few
     colours (at most max degree + 1).
+
+    Parameters
+    ----------
+    links : Links
+        The observed pairs.
+    n : int
+        Number of points.
 
     Examples
     --------
@@ -460,10 +474,12 @@ def step(
 
     Parameters
     ----------
-    key, state, x, links, family, prior :
+    key, state, x, links :
         As :func:`ppclust.inference.gibbs.step`.
     colouring : :class:`Colouring`
         The link graph's colour classes (:func:`colour_links`).
+    family, prior :
+        As :func:`ppclust.inference.gibbs.step`.
     config : :class:`~ppclust.inference.sampler_config.SamplerConfig` or None, default=None
         Read: ``pq``, ``n_moves``, ``sample_alpha``, ``alpha_shape``, ``alpha_rate``, ``mesh`` (None, or a
         1-D data mesh over which the unlinked block of (d) is drawn; the same draws) and ``backend``
@@ -600,6 +616,15 @@ def numba_unsupported(family, dtype, mesh=None) -> str | None:
     they need numba, one device (no ``mesh``) and a float64 :class:`~ppclust.families.GaussianNIW` family
     (the argument ``unsupported`` of :func:`ppclust.inference.backend.resolve_backend`).
 
+    Parameters
+    ----------
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    dtype : dtype
+        Float type of the data.
+    mesh : jax.sharding.Mesh or None, default=None
+        The data mesh, if any.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -636,7 +661,7 @@ def sample(
 
     Parameters
     ----------
-    key, x, links, family, prior, init_labels, init_state :
+    key, x, links, family, prior :
         As :func:`ppclust.inference.gibbs.sample`.
     config : :class:`~ppclust.inference.sampler_config.SamplerConfig` or None, default=None
         The run's options, ``**options`` replacing single fields. Read here besides the common ones:
@@ -646,6 +671,8 @@ def sample(
         ``partition``, ``devices``, ``chunk`` and ``desc`` do not apply. ``backend="auto"`` is ``"numba"``
         on CPU without a mesh for a float64 :class:`~ppclust.families.GaussianNIW` family
         (:func:`numba_unsupported`); the same chain up to float rounding either way.
+    init_labels, init_state :
+        As :func:`ppclust.inference.gibbs.sample`.
     colouring : :class:`Colouring` or None, default=None
         Precomputed :func:`colour_links` (else computed here, host side).
 

@@ -177,6 +177,15 @@ def loglik_matrix(family, theta, x):
     """(n, K) ``log p(x_i | theta_k)``: ``family.log_likelihood_matrix`` where the family has one (matrix
     products), else the per-point log likelihood mapped over the points.
 
+    Parameters
+    ----------
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    theta : pytree
+        Per-slot cluster parameters (``family.sample_posterior``), K slots.
+    x : array of shape (n, d)
+        The points.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -209,6 +218,25 @@ class MoveProblem(NamedTuple):
     ``backend`` and, for ``"numba"``, the data as the compiled twins take them (``xw``,
     :func:`ppclust.inference._callback.wired`).
 
+    Attributes
+    ----------
+    x : jax.Array of shape (n, d)
+        The points.
+    links : Links
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        The prior, its alpha the current one.
+    pq : {"collapse", "sample", "fixed"}
+        How the link parameters enter.
+    p, q : jax.Array of shape ()
+        Current link sensitivity and specificity.
+    backend : {"xla", "numba"}, default="xla"
+        Where the O(n) passes run.
+    xw : Wired or None, default=None
+        For ``"numba"``, the data as the compiled twins take them.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -239,6 +267,15 @@ class MoveProblem(NamedTuple):
 class MoveInfo(NamedTuple):
     """One split/merge proposal (for tests and diagnostics).
 
+    Attributes
+    ----------
+    is_split : jax.Array of bool of shape ()
+        A split (else a merge) was proposed.
+    log_ratio : jax.Array of shape ()
+        Log Hastings ratio (``-inf``: an invalid proposal).
+    accepted : jax.Array of bool of shape ()
+        Whether the proposal was accepted.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -263,6 +300,21 @@ class MoveInfo(NamedTuple):
 
 class SubFit(NamedTuple):
     """A sub-cluster fit of one cluster (:func:`subcluster_responsibilities`).
+
+    Attributes
+    ----------
+    log_r : jax.Array of shape (n,)
+        log r_i, the probability of side A (arbitrary outside the cluster).
+    log_1r : jax.Array of shape (n,)
+        log(1 - r_i).
+    idx : jax.Array of int of shape (m,)
+        The labelled subsample (indices of points of the cluster).
+    y : jax.Array of bool of shape (m,)
+        Its side labels, from which the sub-cluster parameters were fitted.
+    em : jax.Array of bool of shape (m,)
+        The EM sides of the labelled points.
+    log_h : jax.Array of shape ()
+        log h(I, y | C), the kernel's own probability of the labelled subsample.
 
     Examples
     --------
@@ -326,6 +378,21 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
 
     Everything but :math:`y` depends on the points of :math:`C` and fresh randomness only. Returns a
     :class:`SubFit` (``log_h`` = :math:`\log h(y\mid x_C, I)`, whichever way y was drawn).
+
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    x : array of shape (n, d)
+        The points.
+    mask : array of bool of shape (n,)
+        The points of the cluster.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    in_a : array of bool of shape (n,) or None, default=None
+        For a merge, membership of piece A.
+    from_pieces : bool, default=False
+        Draw the side labels from the pieces (a merge's reverse split).
 
     Examples
     --------
@@ -462,6 +529,11 @@ def _log_m_counts(y, ina, n_a, n_b):
 def counter_seed(key):
     """Two 32-bit words of ``key``: the seed of :func:`counter_uniform`.
 
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+
     Examples
     --------
     >>> import jax
@@ -481,6 +553,15 @@ def counter_uniform(seed, idx, dtype):
     + \lfloor b/2^6\rfloor + \tfrac12)\,2^{-53}` (53 bits, never 0 or 1), float32: :math:`(\lfloor
     a/2^8\rfloor + \tfrac12)\,2^{-24}`. ``tests/inference/test_subcluster_cpu.py`` checks uniformity (KS)
     and independence across seeds and neighbouring indices.
+
+    Parameters
+    ----------
+    seed : array of uint32 of shape (2,)
+        The seed (:func:`counter_seed`).
+    idx : array of int
+        Point indices, any shape.
+    dtype : dtype
+        Float type of the uniforms (float32 or float64).
 
     Examples
     --------
@@ -518,6 +599,21 @@ def log_joint_given(stats, counts, family, prior, pq, p, q):
     """The collapsed log joint from the statistics and pair counts: p and q integrated out
     (``pq="collapse"``) or at their current values.
 
+    Parameters
+    ----------
+    stats : family statistics
+        Per-slot sufficient statistics.
+    counts : array of shape (4,)
+        Pair counts ``[N11, N01, N10, N00]``.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        The prior (its alpha the current one).
+    pq : {"collapse", "sample", "fixed"}
+        ``"collapse"`` integrates p and q out; otherwise they are taken at ``p``, ``q``.
+    p, q : float or scalar
+        Current link sensitivity and specificity.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -551,6 +647,21 @@ def split_merge_log_ratio(is_split, lj_new, lj_old, n_clusters, log_q, log_pair=
     state where the two clusters exist (after the split for a split, the current state for a merge);
     None means the uniform choice :math:`2/(K'(K'-1))`. A split picks one of K clusters (1/K), a merge
     from K clusters is reversed by a split picking one of K - 1.
+
+    Parameters
+    ----------
+    is_split : bool or bool scalar
+        A split (else a merge).
+    lj_new : float or scalar
+        Log joint of the proposed state.
+    lj_old : float or scalar
+        Log joint of the current state.
+    n_clusters : int or int scalar
+        K, the number of clusters before the move.
+    log_q : float or scalar
+        Log proposal term of :func:`propose`.
+    log_pair : float or scalar or None, default=None
+        Log probability that the merge move picks the pair.
 
     Examples
     --------
@@ -592,6 +703,13 @@ def merge_pair_log_prob(a, b, stats):
     choices propose the merges of adjacent surplus clusters that a uniform choice rarely tries; the
     uniform share keeps every pair possible.
 
+    Parameters
+    ----------
+    a, b : int or int scalar
+        Two occupied slots.
+    stats : family statistics
+        Per-slot sufficient statistics.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -632,6 +750,23 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     cluster, or a split with no free slot; ``full`` flags the last (k_max exhausted); ``pair`` the two
     slots (kept slot, other slot) of the split's result or of the merged pair. ``backend="numba"``: the
     O(n) part on the compiled twins (:mod:`ppclust.inference._subcluster_cpu`), the same proposal.
+
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    is_split : bool or bool scalar
+        Propose a split (else a merge).
+    labels : array of int of shape (n,)
+        Current labels.
+    stats : family statistics
+        Their per-slot statistics.
+    x : array of shape (n, d)
+        The points.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    backend : {"xla", "numba"}, default="xla"
+        Where the O(n) part runs.
 
     Examples
     --------
@@ -702,6 +837,23 @@ def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     ``index`` (:class:`~ppclust.inference._cluster_index.ClusterIndex`) when one is given. ``lj`` is the log
     joint of the current state (:func:`log_joint_given`).
 
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    labels : array of int of shape (n,)
+        Current labels.
+    lj : scalar
+        Log joint of the current state.
+    stats : family statistics
+        Per-slot statistics of ``labels``.
+    counts : array of shape (4,)
+        Pair counts of ``labels``.
+    problem : MoveProblem
+        What the moves read.
+    index : ClusterIndex or None, default=None
+        The sweep's cluster index (numba backend).
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -763,6 +915,19 @@ def peel_absorb_log_probs(is_split, c, s, stats_from, stats_to):
     :func:`_neighbour_log_probs` (nearest means likelier): :math:`P(c\mid s)/N_1`, plus
     :math:`P(s\mid c)/N_1` if c is a singleton too (absorbing c into s gives the same partition).
 
+    Parameters
+    ----------
+    is_split : bool or bool scalar
+        A peel (else an absorb).
+    c : int or int scalar
+        The cluster a point is peeled off, or absorbed into.
+    s : int or int scalar
+        The singleton's slot.
+    stats_from : family statistics
+        Statistics before the move.
+    stats_to : family statistics
+        Statistics after the move.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -798,6 +963,23 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     point, or the singleton's point), so the proposal is one scatter and the new slot's statistics are that
     point's; what remains O(n) is finding the point (``backend="numba"``: one compiled visit of the labels,
     :func:`ppclust.inference._subcluster_cpu.peel_points`, the same point).
+
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    labels : array of int of shape (n,)
+        Current labels.
+    lj : scalar
+        Log joint of the current state.
+    stats : family statistics
+        Per-slot statistics of ``labels``.
+    counts : array of shape (4,)
+        Pair counts of ``labels``.
+    problem : MoveProblem
+        What the moves read.
+    index : ClusterIndex or None, default=None
+        The sweep's cluster index (numba backend).
 
     Examples
     --------

@@ -64,6 +64,17 @@ class TVClustPrior(NamedTuple):
     sensitivity ``p`` and specificity ``q`` (spec Section 2.8: Beta(1, 10) and Beta(10, 1), a prior
     under which links carry no information a priori).
 
+    Attributes
+    ----------
+    alpha : float, default=1.0
+        DP concentration (eq. 1), > 0.
+    a_p, b_p : float, default=1.0, 10.0
+        Beta prior of the link sensitivity ``p``, both > 0.
+    a_q, b_q : float, default=10.0, 1.0
+        Beta prior of the link specificity ``q``, both > 0. The defaults are spec 2.8's neutral prior; the
+        estimator sets its own through ``link_noise`` and ``link_strength``
+        (``docs/decisions/0002-tvclust-link-prior.md``).
+
     Examples
     --------
     >>> TVClustPrior(alpha=2.0).b_p
@@ -81,6 +92,13 @@ def log_crp(sizes, alpha) -> jax.Array:
     r"""Log EPPF of the CRP.
 
     :math:`K\log\alpha + \log\Gamma(\alpha) - \log\Gamma(\alpha+n) + \sum_k \log\Gamma(n_k)`.
+
+    Parameters
+    ----------
+    sizes : array of float of shape (K,)
+        Cluster sizes; empty slots (size 0) are ignored.
+    alpha : float
+        DP concentration, > 0.
 
     Examples
     --------
@@ -105,6 +123,15 @@ def log_link_likelihood(counts, prior: TVClustPrior, p=None, q=None) -> jax.Arra
     With ``p, q`` given: :math:`N_{11}\ln p + N_{01}\ln(1-p) + N_{00}\ln q + N_{10}\ln(1-q)`.
     With ``p = q = None``, ``p`` and ``q`` are integrated out against their Beta priors (spec 2.6):
     :math:`\ln B(a_p+N_{11}, b_p+N_{01}) + \ln B(a_q+N_{00}, b_q+N_{10}) - \ln B(a_p,b_p) - \ln B(a_q,b_q)`.
+
+    Parameters
+    ----------
+    counts : array of float of shape (4,)
+        Pair counts ``[N11, N01, N10, N00]`` (:func:`pair_counts`).
+    prior : TVClustPrior
+        Beta priors of ``p`` and ``q`` (used when they are integrated out).
+    p, q : float or None, default=None
+        Link sensitivity and specificity in (0, 1); None integrates both out.
 
     Examples
     --------
@@ -136,6 +163,15 @@ def link_beta_params(counts, a_p=1.0, b_p=1.0, a_q=None, b_q=None):
     :math:`q \mid z \sim \mathrm{Beta}(a_q + N_{00}, b_q + N_{10})`. Arrays of any namespace (traced in
     the samplers' sweeps, NumPy in ``posterior``).
 
+    Parameters
+    ----------
+    counts : array of float of shape (..., 4)
+        Pair counts ``[N11, N01, N10, N00]`` on the last axis.
+    a_p, b_p : float, default=1.0
+        Beta prior of the sensitivity ``p``, > 0.
+    a_q, b_q : float or None, default=None
+        Beta prior of the specificity ``q``; None takes ``a_p``, ``b_p``.
+
     Examples
     --------
     >>> import numpy as np
@@ -156,6 +192,17 @@ def link_reliability(counts, a=1.0, b=1.0, *, a_q=None, b_q=None, xp=np):
     ``posterior.link_parameter_draws``' ``p_cond_mean`` / ``q_cond_mean``); with the default
     ``xp=numpy``, host floats.
 
+    Parameters
+    ----------
+    counts : array-like of float of shape (..., 4)
+        Pair counts ``[N11, N01, N10, N00]``.
+    a, b : float, default=1.0
+        Beta prior of ``p`` (and of ``q`` unless ``a_q``, ``b_q`` are given), > 0.
+    a_q, b_q : float or None, default=None
+        Beta prior of ``q``; None takes ``a``, ``b``.
+    xp : module, default=numpy
+        Array namespace; with NumPy the result is a pair of host floats.
+
     Examples
     --------
     >>> link_reliability([8, 0, 0, 8], 1.0, 1.0)
@@ -175,6 +222,15 @@ def link_log_odds(p, q, xp=np):
     TVClust's Gibbs conditionals (``xp=jax.numpy`` there, traced) and, times :math:`2\sigma^2`, RDP-means'
     :math:`\xi_1, \xi_2` in the small-variance limit (:func:`small_variance_hyper`). With the
     default ``xp=numpy``: host floats.
+
+    Parameters
+    ----------
+    p : float or array
+        Link sensitivity in (0, 1).
+    q : float or array
+        Link specificity in (0, 1).
+    xp : module, default=numpy
+        Array namespace; with NumPy the result is a pair of host floats.
 
     Examples
     --------
@@ -199,6 +255,16 @@ def link_reliability_share(counts, reference=0.9, strength=11.0):
     violates loses weight in proportion to its log-odds, and a kind with no evidence (:math:`\ell \le 0`:
     violated as often as kept) gets 0. RDP-means' ``link_reliability="auto"``. Host scalars.
 
+    Parameters
+    ----------
+    counts : array-like of float of shape (4,)
+        Pair counts ``[N11, N01, N10, N00]`` of a partition.
+    reference : float, default=0.9
+        Prior mean of ``p`` and ``q`` in (0.5, 1): the reliability at which a link kind keeps its full
+        weight (``docs/decisions/0010-rdpmeans-link-reliability.md``).
+    strength : float, default=11.0
+        Pseudo-links of the Beta prior, > 0.
+
     Examples
     --------
     >>> link_reliability_share([0, 0, 0, 0])[0]
@@ -214,6 +280,15 @@ def link_weight_shares(p, q, reference=0.9) -> tuple[float, float]:
     :func:`link_log_odds`, :math:`\ell_{\rm ref} = \ln\frac{r}{1-r}` (``r = reference``; ``ln 9`` at the
     default 0.9). :func:`link_reliability_share` reads ``p, q`` off a partition's pair counts and calls it.
     Host scalars.
+
+    Parameters
+    ----------
+    p : float
+        Link sensitivity in (0, 1).
+    q : float
+        Link specificity in (0, 1).
+    reference : float, default=0.9
+        Reliability in (0.5, 1) whose log-odds give a share of 1.
 
     Examples
     --------
@@ -234,6 +309,21 @@ def escobar_west(key, alpha, k, n, a, b):
     b - \ln\eta)` with :math:`\pi_\eta / (1 - \pi_\eta) = (a + K - 1) / (n (b - \ln\eta))` (their eq. 13);
     ``alpha`` carries the dtype. Traced (the samplers call it after each sweep when ``sample_alpha``).
 
+    Parameters
+    ----------
+    key : jax.random key
+        PRNG key.
+    alpha : jax scalar of float
+        Current concentration, > 0; sets the dtype.
+    k : int or int scalar
+        Number of clusters.
+    n : int
+        Number of points.
+    a : float
+        Shape of the Gamma prior on alpha, > 0.
+    b : float
+        Rate of the Gamma prior on alpha, > 0.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -251,6 +341,19 @@ def escobar_west(key, alpha, k, n, a, b):
 
 def log_joint_from_stats(stats, counts, family, prior: TVClustPrior, p=None, q=None) -> jax.Array:
     """Log joint from per-slot statistics and pair counts (what a sampler carries), O(K).
+
+    Parameters
+    ----------
+    stats : family statistics
+        Per-slot sufficient statistics (``family.stats``), with counts ``stats.n``.
+    counts : array of float of shape (4,)
+        Pair counts ``[N11, N01, N10, N00]``.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        alpha and the Beta priors of p and q.
+    p, q : float or None, default=None
+        None integrates p and q out; values condition on them.
 
     Examples
     --------
@@ -318,6 +421,13 @@ def link_noise_beta(link_noise, strength):
     :math:`p, q \sim \mathrm{Beta}(s (1 - \epsilon), s \epsilon)` with :math:`\epsilon` = ``link_noise``
     in (0, 0.5] and :math:`s` = ``strength`` > 0 pseudo-links: prior mean :math:`1 - \epsilon` for both.
 
+    Parameters
+    ----------
+    link_noise : float
+        Prior share of wrong links, in (0, 0.5] (``docs/decisions/0002-tvclust-link-prior.md``).
+    strength : float
+        Pseudo-links of the prior, > 0.
+
     Examples
     --------
     >>> [round(v, 2) for v in link_noise_beta(0.1, 11.0)]
@@ -335,6 +445,27 @@ def sample_prior(key, n, *, alpha=1.0, p=0.9, q=0.9, link_fraction=0.01, dim=2, 
     pairs; 4. each observed pair is a may-link with probability ``p`` (same cluster) or ``1 - q``.
 
     Returns ``(x, labels, pairs, sign)`` as NumPy arrays (sign +1 / -1).
+
+    Parameters
+    ----------
+    key : jax.random key
+        Seeds the NumPy generator used for every draw.
+    n : int
+        Number of points.
+    alpha : float, default=1.0
+        CRP concentration (ignored when ``labels`` is given).
+    p : float, default=0.9
+        Probability that a same-cluster pair is a may-link.
+    q : float, default=0.9
+        Probability that a cross-cluster pair is a may-not-link.
+    link_fraction : float, default=0.01
+        Number of observed pairs as a share of ``n``.
+    dim : int, default=2
+        Data dimension.
+    mean_scale : float, default=5.0
+        Standard deviation of the cluster means.
+    labels : array-like of int of shape (n,), default=None
+        A partition to use instead of a CRP draw.
 
     Examples
     --------
@@ -398,6 +529,31 @@ def numpyro_model(
     for ``p`` and ``q``. The custom kernel :class:`ppclust.inference.TVClustKernel` samples the collapsed
     version.
 
+    Parameters
+    ----------
+    x : array-like of shape (n, d), default=None
+        Observed points; None simulates them (then ``n`` and ``d`` are required).
+    pairs : array-like of int of shape (m, 2), default=None
+        The observed pairs.
+    sign : array-like of shape (m,), default=None
+        Observed link signs (+1 / -1); None simulates them.
+    n, d : int, default=None
+        Number of points and dimension when ``x`` is None.
+    k_trunc : int, default=15
+        Truncation of the stick-breaking DP.
+    alpha : float, default=1.0
+        DP concentration (when ``prior`` is None).
+    mu0 : array-like of shape (d,), default=None
+        NIW prior mean; None is 0.
+    kappa0 : float, default=1.0
+        NIW mean pseudo-count (``docs/decisions/0001-tvclust-kappa0.md``).
+    nu0 : float, default=None
+        NIW degrees of freedom; None is ``d + 2``.
+    psi0 : array-like of shape (d, d), default=None
+        NIW scale matrix; None is ``(nu0 - d - 1) I``.
+    prior : TVClustPrior, default=None
+        alpha and the Beta priors of p and q; None is ``TVClustPrior(alpha=alpha)``.
+
     Examples
     --------
     >>> import jax
@@ -445,6 +601,21 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
     so ``factor = log_joint - log(T!/(T-K)!) + n log T``. ``numpyro.infer.DiscreteGibbs`` on this model
     targets the same partition posterior as :func:`ppclust.inference.gibbs.sample`.
 
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The points.
+    links : Links
+        The observed pairs.
+    family : a conjugate family from :mod:`ppclust.families`
+        The data view's cluster model.
+    prior : TVClustPrior
+        alpha and the Beta priors of p and q.
+    k_trunc : int, default=None
+        Number of labels ``T >= n``; None is ``n``.
+    p, q : float or None, default=None
+        None integrates p and q out; values condition on them.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp
@@ -471,6 +642,25 @@ def collapsed_numpyro_model(x, links: Links, family, prior: TVClustPrior, *, k_t
 
 class SmallVarianceHyper(NamedTuple):
     """TVClust hyperparameters whose ``sigma2 -> 0`` limit is RDP-means (see :func:`small_variance_hyper`).
+
+    Attributes
+    ----------
+    alpha : float
+        DP concentration.
+    log_alpha : float
+        Its logarithm (exact where ``alpha`` underflows).
+    p : float
+        Link sensitivity (fixed).
+    q : float
+        Link specificity (fixed).
+    link_weight : float
+        Weight of every observed pair.
+    sigma2 : float
+        Likelihood variance.
+    tau2 : float
+        Prior variance of the cluster means.
+    mu0 : ndarray of shape (d,)
+        Prior mean of the cluster means.
 
     Examples
     --------
@@ -522,10 +712,22 @@ def small_variance_hyper(sigma2, lam, xi1, xi2=None, *, d, tau2=1.0, mu0=None, s
 
     Parameters
     ----------
-    sigma2 : float > 0, the likelihood variance; lam : float > 0; xi1 : float > 0;
-    xi2 : float > 0 or None (= xi1).
-    d : data dimension; tau2 : prior variance of the cluster means; mu0 : prior mean (default 0).
-    scale_links : ``"weight"`` (default) puts the factor :math:`1/(2\sigma^2)` into ``link_weight`` and
+    sigma2 : float
+        The likelihood variance, > 0.
+    lam : float
+        RDP-means' cost of a cluster, > 0.
+    xi1 : float
+        RDP-means' weight of a may-link, > 0.
+    xi2 : float or None, default=None
+        RDP-means' weight of a may-not-link, > 0; None is ``xi1``.
+    d : int
+        Data dimension.
+    tau2 : float, default=1.0
+        Prior variance of the cluster means, > 0.
+    mu0 : array-like of shape (d,), default=None
+        Prior mean of the cluster means; None is 0.
+    scale_links : {"weight", "pq"}, default="weight"
+        ``"weight"`` puts the factor :math:`1/(2\sigma^2)` into ``link_weight`` and
         returns the :math:`\sigma`-free ``p, q`` with :math:`\ln\frac{p}{1-q}=\xi_1`,
         :math:`\ln\frac{q}{1-p}=\xi_2`; ``"pq"`` returns the spec's :math:`\sigma`-dependent ``p, q``
         (``link_weight = 1``), which round to 1 in float64 once :math:`\xi/(2\sigma^2)\gtrsim 36`
