@@ -93,7 +93,8 @@ def main():
         "Variational: `vb_max_iter` = draws; its summary is part of the fit (no `_set_posterior`). "
         "Above `ppclust.partition.SALSO_MAX_N` points the point estimate is `partition.best_draw`.\n"
     )
-    path = write_section(RESULTS / "tvclust_summary.md", f"draws{args.draws}", text)
+    name = f"draws{args.draws}-n{'-'.join(map(str, args.sizes))}-{'-'.join(args.algorithms)}"
+    path = write_section(RESULTS / "tvclust_summary.md", name, text)
     print("wrote", path)
 
 
