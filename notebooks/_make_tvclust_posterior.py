@@ -45,11 +45,12 @@ plot.plot_trace(est.objective_trace_, "log joint", ax=axes[1])
 plot.plot_k_posterior(est.samples_.n_clusters, ax=axes[2])
 plt.show()"""),
 md("""## Model criticism: PSIS-LOO and model comparison
-The `log_likelihood` group holds, per point and draw, the collapsed leave-one-out predictive
+The `log_likelihood` group (filled by `est.compute_log_likelihood()`) holds, per point and draw, the collapsed leave-one-out predictive
 $\\log p(x_i \\mid x_{-i}, z_{-i}, E)$ (the point's own label summed out; `ppclust.posterior.loo_log_predictive`),
 which is exactly the importance ratio PSIS-LOO needs. Compare TVClust with and without links, and full
 against diagonal covariances, on the same observations."""),
-code("""print(az.loo(dt))
+code("""est.compute_log_likelihood()  # fills dt["log_likelihood"]: fit does not compute it
+print(az.loo(dt))
 fits = {"links, full": est}
 fits["no links, full"] = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chains=n_chains,
                                          random_state=0).fit(X)
@@ -59,6 +60,7 @@ fits["links, diag"] = ppclust.TVClust(n_draws=n_draws, n_warmup=n_warmup, n_chai
 ok = {}
 for name, f in fits.items():
     try:
+        f.compute_log_likelihood()
         az.loo(f.posterior_)
         ok[name] = f.posterior_
     except ValueError as err:  # e.g. "All tail values are the same": the draws sit on a few partitions
@@ -102,7 +104,7 @@ code("""import tempfile, pathlib
 path = pathlib.Path(tempfile.mkdtemp()) / "tvclust.nc"
 posterior.save(dt, path)
 back = posterior.load(path)
-print({k: back.attrs[k] for k in ("model", "param_pq", "prior_a_p", "prior_b_p", "niw_nu0", "log_likelihood")})"""),
+print({k: back.attrs[k] for k in ("model", "param_pq", "prior_a_p", "prior_b_p", "niw_nu0", "pointwise_log_likelihood")})"""),
 md("""## Sensitivity to noisy links
 The posterior of $p$ (sensitivity) and $q$ (specificity) tracks the link noise: with more flipped links
 both fall, so the sampler trusts the links less. Under the default prior (`link_noise="auto"`: prior mean 0.9

@@ -54,7 +54,9 @@ by the *horizontal bound* (the draws in the ball farthest from the estimate), th
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,12 +78,18 @@ __all__ = [
     "losses_to_draws",
     "expected_loss",
     "salso",
+    "best_draw",
+    "SALSO_MAX_N",
     "credible_ball",
     "PartitionEstimate",
     "CredibleBall",
 ]
 
 LOSSES = ("binder", "vi")
+#: Largest ``n`` at which estimators run the full :func:`salso` search; above it they take
+#: :func:`best_draw` (O(candidates n S): a search move costs O(S K) with K, the estimate's clusters,
+#: growing with n when many points are uncertain, so sweetening at large n costs far more than sampling).
+SALSO_MAX_N = 5000
 
 
 # --------------------------------------------------------------------------- label handling
@@ -593,33 +601,26 @@ def salso(
     L = z.max(1).astype(np.int64) + 1
     lg = _xlogx(np.arange(n + 2, dtype=np.float64))  # x log x for counts 0..n+1
     is_vi = loss == "vi"
-    starts = []
-    if n_draw_starts:
-        m = min(n_draw_starts, S)
-        if log_joint is not None:
-            lj = np.asarray(log_joint, np.float64).reshape(-1)
-            if lj.size != S:
-                raise ValueError(f"`log_joint` must have one value per draw ({S}), got {lj.size}.")
-            idx = np.argsort(-lj, kind="stable")
-            uniq, picked = set(), []
-            for i in idx:  # distinct partitions only
-                key = z[i].tobytes()
-                if key not in uniq:
-                    uniq.add(key)
-                    picked.append(i)
-                if len(picked) == m:
-                    break
-        else:
-            picked = np.unique(np.linspace(0, S - 1, m).round().astype(int))
-        starts = [z[i] for i in picked]
+    starts = [z[i] for i in _start_draws(z, min(n_draw_starts, S), log_joint)] if n_draw_starts else []
     best, best_loss, draw_best = None, np.inf, np.inf
     runs = [(None, rng.permutation(n).astype(np.int64)) for _ in range(n_runs)]
     runs += [(st, rng.permutation(n).astype(np.int64)) for st in starts]
-    for st, order in runs:
-        init = np.full(n, -1, np.int32) if st is None else st.astype(np.int32)
+    for st, _ in runs:
         if st is not None:
             draw_best = min(draw_best, float(_losses_compact(compact_labels(st)[0], z, loss, a).mean()))
-        lab = _search(zt, L, init, order, float(a), is_vi, lg, int(max_sweeps))
+
+    def run(st_order):  # the compiled search releases the GIL: runs go to threads, the same results
+        st, order = st_order
+        init = np.full(n, -1, np.int32) if st is None else st.astype(np.int32)
+        return _search(zt, L, init, order, float(a), is_vi, lg, int(max_sweeps))
+
+    workers = min(len(runs), os.cpu_count() or 1) if numba is not None else 1
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            found = list(pool.map(run, runs))
+    else:
+        found = [run(r) for r in runs]
+    for lab in found:  # in the order of the runs: the first of equal losses wins
         val = float(_losses_compact(compact_labels(lab)[0], z, loss, float(a)).mean())
         if val < best_loss - 1e-12:
             best, best_loss = lab, val
@@ -633,6 +634,84 @@ def salso(
         len(runs),
         time.perf_counter() - t0,
     )
+
+
+def best_draw(draws, loss="vi", *, a=1.0, n_candidates=4, log_joint=None) -> PartitionEstimate:
+    """The sampled partition with the lowest posterior expected ``loss`` among a few candidate draws.
+
+    A point estimate in O(n_candidates n S) time and O(n S) memory at any ``n`` (no search move, no n x n
+    array); estimators use it above :data:`SALSO_MAX_N` points, where :func:`salso`'s moves cost O(S K)
+    each with K growing with n.
+
+    Parameters
+    ----------
+    draws : int array of shape (..., n)
+        Sampled partitions.
+    loss : {"vi", "binder"}, default "vi"
+        The loss whose posterior expectation is compared (module docstring).
+    a : float in (0, 2), default 1.0
+        The losses' cost parameter.
+    n_candidates : int >= 1, default 4
+        Distinct draws compared: those with the highest ``log_joint`` when given, else draws spread evenly
+        over the sample (as :func:`salso`'s draw starts).
+    log_joint : array of shape (S,), optional
+        Log joint density of each draw.
+
+    Returns
+    -------
+    PartitionEstimate
+        Canonical labels of the best candidate; ``expected_loss`` and ``best_draw_loss`` are its expected
+        loss, ``n_runs`` the candidates compared.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.partition import best_draw
+    >>> draws = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]])
+    >>> best_draw(draws, "binder", n_candidates=3).labels.tolist()
+    [0, 0, 1, 1]
+    """
+    _check_loss(loss, a)
+    if not isinstance(n_candidates, (int, np.integer)) or n_candidates < 1:
+        raise ValueError(f"`n_candidates` must be an integer >= 1, got {n_candidates!r}.")
+    t0 = time.perf_counter()
+    z = _as_compact_draws(draws)
+    S = z.shape[0]
+    picked = _start_draws(z, min(int(n_candidates), S), log_joint)
+    best, best_loss = None, np.inf
+    for i in picked:
+        val = float(_losses_compact(z[i], z, loss, float(a)).mean())
+        if val < best_loss - 1e-12:
+            best, best_loss = z[i], val
+    return PartitionEstimate(
+        canonical_labels(best).astype(np.int64),
+        loss,
+        float(a),
+        float(best_loss),
+        float(best_loss),
+        len(picked),
+        time.perf_counter() - t0,
+    )
+
+
+def _start_draws(z, m, log_joint):
+    """Indices of ``m`` distinct draws: the highest ``log_joint`` first, else spread evenly."""
+    S = z.shape[0]
+    if log_joint is not None:
+        lj = np.asarray(log_joint, np.float64).reshape(-1)
+        if lj.size != S:
+            raise ValueError(f"`log_joint` must have one value per draw ({S}), got {lj.size}.")
+        idx = np.argsort(-lj, kind="stable")
+        uniq, picked = set(), []
+        for i in idx:  # distinct partitions only
+            key = z[i].tobytes()
+            if key not in uniq:
+                uniq.add(key)
+                picked.append(i)
+            if len(picked) == m:
+                break
+        return picked
+    return list(np.unique(np.linspace(0, S - 1, m).round().astype(int)))
 
 
 def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBall:

@@ -10,7 +10,7 @@ built by :func:`build_datatree` has the groups
   ``alpha`` when it is sampled;
 * ``sample_stats``: ``lp``, the log joint of each draw (Gibbs samplers have no acceptance statistics);
 * ``log_likelihood``: pointwise :func:`loo_log_predictive` per point and draw (for ``az.loo`` /
-  ``az.compare``);
+  ``az.compare``), added on request (``TVClust.compute_log_likelihood``: O(draws n K d^2));
 * ``observed_data``: the data as the sampler saw it (and the links);
 * ``clustering`` (no draw dimension): the point estimate, its credible-ball bounds and, when computed,
   the posterior similarity matrix;
@@ -42,8 +42,9 @@ __all__ = [
     "LOO_BATCH_SIZE",
 ]
 
-#: Estimators store the pointwise log-likelihood (n x draws float64 values, O(n draws K d^2) to compute)
-#: only up to this many entries (160 MB); above it they warn and leave the group out.
+#: Estimators that compute the pointwise log-likelihood inside ``fit`` (n x draws float64 values,
+#: O(n draws K d^2) to compute) store it only up to this many entries (160 MB); above it they warn and
+#: leave the group out.
 MAX_LOGLIK_ENTRIES = 20_000_000
 #: Points per batch of :func:`loo_log_predictive`'s XLA program (its memory is O(batch K d^2)).
 LOO_BATCH_SIZE = 256

@@ -119,7 +119,21 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make
     with_links = TVClust(**kw).fit(X, must_link=ml, cannot_link=cl)
     without = TVClust(pq="fixed", **kw).fit(X)  # p, q fixed: constants, so not posterior variables
     dt = with_links.posterior_
+    assert "log_likelihood" not in dt.children  # fit does not compute it: az.loo says so until asked
+    with pytest.raises(TypeError, match="log likelihood not found"):
+        az.loo(dt)
+    group = with_links.compute_log_likelihood()
+    assert with_links.compute_log_likelihood() is not None and "x" in group
+    without.compute_log_likelihood()
     assert set(dt.children) >= {"posterior", "sample_stats", "log_likelihood", "observed_data", "clustering"}
+    with x64():  # the draws' own leave-one-out predictive, for the features as the sampler saw them
+        want = posterior.loo_log_predictive(
+            with_links.samples_.labels,
+            jnp.asarray(dt["observed_data"]["x"].values),
+            *with_links._loglik_inputs[:3],
+            **with_links._loglik_inputs[3],
+        )
+    np.testing.assert_array_equal(dt["log_likelihood"]["x"].values, want)
     names = set(dt["posterior"].ds.data_vars)
     assert {"p", "q", "p_cond_mean", "q_cond_mean", "alpha", "n_clusters"} <= names
     assert not {"p", "q", "p_cond_mean"} & set(without.posterior_["posterior"].ds.data_vars)
@@ -137,7 +151,7 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make
     n_links = dt["observed_data"]["link_sign"].size  # default link prior: Beta(0.9 L, 0.1 L), L >= 11
     assert back.attrs["param_pq"] == "collapse"
     assert back.attrs["prior_b_p"] == pytest.approx(0.1 * max(11, n_links))
-    assert "loo_log_predictive" in back.attrs["log_likelihood"]
+    assert "loo_log_predictive" in back.attrs["pointwise_log_likelihood"]
     np.testing.assert_array_equal(back["clustering"]["point_estimate"].values, with_links.labels_)
     np.testing.assert_allclose(back["log_likelihood"]["x"].values, dt["log_likelihood"]["x"].values)
     assert with_links.expected_loss_ == pytest.approx(with_links.point_estimate_.expected_loss)

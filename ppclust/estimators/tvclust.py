@@ -9,7 +9,6 @@ with :mod:`ppclust.posterior` and :mod:`ppclust.partition`.
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -120,7 +119,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         Cluster slots per chain (capped at n); a chain that needs more raises ``KMaxExhaustedError``.
     point_estimate : {"binder", "vi", "max_log_joint"}, default="binder"
         Loss whose posterior expectation ``labels_`` minimises over all partitions (SALSO search, Dahl,
-        Johnson & Müller 2022), or the kept draw with the highest log joint.
+        Johnson & Müller 2022), or the kept draw with the highest log joint. Above
+        ``ppclust.partition.SALSO_MAX_N`` points the loss is minimised over the four most probable
+        distinct draws instead (:func:`ppclust.partition.best_draw`, linear in n: the search's moves
+        cost O(draws x clusters) each and the clusters of a Binder estimate grow with n).
     loss_a : float in (0, 2), default=1.0
         Unequal-cost parameter of the Binder / VI loss: the cost of separating a pair the posterior joins
         (joining costs ``2 - loss_a``); above 1 favours fewer clusters.
@@ -189,7 +191,8 @@ class TVClust(ClusterMixin, BaseEstimator):
     credible_ball_ : CredibleBall or None
         95% credible ball around ``labels_`` under the same loss.
     posterior_ : arviz DataTree or None
-        Draws, sample stats, pointwise log likelihood and the clustering (:mod:`ppclust.posterior`).
+        Draws, sample stats, observed data and the clustering (:mod:`ppclust.posterior`); the pointwise
+        log-likelihood group is added by :meth:`compute_log_likelihood`.
     samples_ : ChainResult or None
         The raw draws and the final sampler state (resumable).
     responsibilities_ : ndarray of shape (n, vb_truncation)
@@ -450,6 +453,66 @@ class TVClust(ClusterMixin, BaseEstimator):
         self._set_posterior(key, X, side, links, family, prior, res)
         return self
 
+    def compute_log_likelihood(self):
+        r"""Pointwise log-likelihood of every point and draw, stored as the ``log_likelihood`` group of
+        ``posterior_`` (what ``az.loo`` and ``az.compare`` read).
+
+        ``fit`` does not compute it (it costs O(draws n K d^2), more than the sampling at large n); call this
+        method first, then ``az.loo(est.posterior_)``. Before the call ``posterior_`` has no
+        ``log_likelihood`` group and ``az.loo`` raises ArviZ's ``TypeError`` ("log likelihood not found").
+        A second call returns the stored group.
+
+        Returns
+        -------
+        xarray.DataTree
+            ``posterior_["log_likelihood"]``, variable ``x`` of shape (chain, draw, n):
+            :math:`\log p(x_i \mid x_{-i}, z^{(s)}_{-i}, E)`, the collapsed leave-one-out predictive with the
+            point's own label summed out (:func:`ppclust.posterior.loo_log_predictive`), for the features as
+            the sampler saw them (``posterior_["observed_data"]["x"]``).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        PPClustError
+            For ``algorithm="variational"`` (no draws, no ``posterior_``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> X = np.r_[np.zeros((6, 2)), np.full((6, 2), 5.0)] + np.random.default_rng(0).normal(size=(12, 2))
+        >>> est = TVClust(n_draws=10, n_warmup=10, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> "log_likelihood" in est.posterior_.children
+        False
+        >>> est.compute_log_likelihood()["x"].shape
+        (1, 10, 12)
+        >>> "log_likelihood" in est.posterior_.children
+        True
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from ppclust import posterior
+
+        check_is_fitted(self, "labels_")
+        if self.posterior_ is None:
+            raise PPClustError(
+                "TVClust(algorithm='variational') has no posterior draws: no pointwise log-likelihood."
+            )
+        if "log_likelihood" not in self.posterior_.children:
+            import arviz_base
+            import xarray as xr
+
+            links, family, prior, kw = self._loglik_inputs
+            x = self.posterior_["observed_data"]["x"].values
+            with x64():
+                ll = posterior.loo_log_predictive(
+                    self.samples_.labels, jnp.asarray(x), links, family, prior, **kw
+                )
+            group = arviz_base.from_dict({"log_likelihood": {"x": ll}}, dims={"x": ["obs"]})
+            self.posterior_["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
+        return self.posterior_["log_likelihood"]
+
     def _link_prior(self, n_links=0.0):
         """(a_p, b_p, a_q, b_q): the explicit Beta parameters, or those implied by ``link_noise`` and
         ``link_strength`` for ``n_links`` linked pairs (weights summed)."""
@@ -496,12 +559,13 @@ class TVClust(ClusterMixin, BaseEstimator):
                 0,
                 0.0,
             )
-        else:
+        elif X.shape[0] <= partition.SALSO_MAX_N:
             est = partition.salso(res.labels, loss, a=float(self.loss_a), log_joint=res.log_joint, seed=seed)
+        else:  # large n: the best of the most probable draws (linear time; see the class docstring)
+            est = partition.best_draw(res.labels, loss, a=float(self.loss_a), log_joint=res.log_joint)
         ball = partition.credible_ball(est.labels, res.labels, loss, a=float(self.loss_a))
         psm = posterior.similarity_matrix(res.labels, max_n=int(self.max_psm_n))
         with x64():
-            xj = jnp.asarray(X)
             post = {"n_clusters": res.n_clusters}
             kw = dict(pq=self.pq, p=None, q=None, alpha=res.alpha if self.sample_alpha else None)
             if self.pq != "fixed":
@@ -514,17 +578,6 @@ class TVClust(ClusterMixin, BaseEstimator):
                 kw.update(p=float(self.p), q=float(self.q))
             if self.sample_alpha:
                 post["alpha"] = res.alpha
-            loglik = None
-            if res.labels[..., 0].size * X.shape[0] <= posterior.MAX_LOGLIK_ENTRIES:
-                loglik = {"x": posterior.loo_log_predictive(res.labels, xj, links, family, prior, **kw)}
-            else:
-                warnings.warn(
-                    f"n x draws = {res.labels.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES="
-                    f"{posterior.MAX_LOGLIK_ENTRIES:.0e}: posterior_ has no log_likelihood group "
-                    "(az.loo unavailable); thin the draws or call ppclust.posterior."
-                    "loo_log_predictive on a subset",
-                    stacklevel=3,
-                )
         self.p_ = float(np.mean(post["p"])) if "p" in post else float(self.p)
         self.q_ = float(np.mean(post["q"])) if "q" in post else float(self.q)
         self.alpha_ = float(np.mean(res.alpha))
@@ -555,8 +608,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             niw_psi0=np.asarray(family.psi0),
             covariance=family.covariance,
             observed_x="features after standardisation" if self.standardize else "features as given",
-            log_likelihood="log p(x_i | x_-i, z_-i, E): collapsed leave-one-out predictive, own label summed "
-            "out (ppclust.posterior.loo_log_predictive)",
+            pointwise_log_likelihood="log p(x_i | x_-i, z_-i, E): collapsed leave-one-out predictive, own "
+            "label summed out (ppclust.posterior.loo_log_predictive); TVClust.compute_log_likelihood()",
             p_q="draws from Beta(a + N, b + N) given each partition; p_cond_mean, q_cond_mean = E[. | z, E]"
             if self.pq == "collapse"
             else f"pq={self.pq}",
@@ -566,6 +619,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             credible_ball_prob=ball.prob,
             credible_ball_radius=ball.epsilon,
         )
+        self._loglik_inputs = (links, family, prior, kw)
         self.point_estimate_ = est
         self.credible_ball_ = ball
         self.expected_loss_ = est.expected_loss
@@ -589,7 +643,6 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.posterior_ = posterior.build_datatree(
             post,
             sample_stats={"lp": res.log_joint},
-            log_likelihood=loglik,
             observed_data=observed,
             clustering=clustering,
             attrs=attrs,
