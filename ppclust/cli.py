@@ -188,7 +188,7 @@ def cmd_fit(args) -> int:
         except TypeError as err:
             raise CLIError(f"bad --param for {args.method}: {err}") from err
         args.fitting = True  # an error from here on is the estimator's: main() prefixes the method
-        est.fit(X, y, **fit_kw)
+        est.fit(X, partial_labels=y, **fit_kw)  # y: the user's side information, not a scoring target
         args.fitting = False
     elapsed = time.perf_counter() - t0
     summary = {

@@ -87,7 +87,13 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ppclust._devices import resolve_mesh
 from ppclust._jax import release_compiled_programs
-from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
+from ppclust.errors import (
+    AllLabelledWarning,
+    ConflictingLinksError,
+    InvalidInputError,
+    InvalidParameterError,
+    PPClustError,
+)
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
 __all__ = [
@@ -519,7 +525,10 @@ def side_labels(y, partial_labels):
     r"""The partial labels a ``fit`` uses: ``partial_labels`` when given, else ``y``.
 
     When ``partial_labels`` is given, ``y`` is only a scoring target (see "Side information in
-    cross-validation" in the module docstring).
+    cross-validation" in the module docstring). When it is not and ``y`` labels every point (no ``-1``),
+    :class:`~ppclust.errors.AllLabelledWarning` says how to pass scoring labels and partial labels
+    apart: a ``y`` that labels everything is most often the ground truth that model selection passes
+    to a scorer, which would leak into the fit.
 
     Parameters
     ----------
@@ -534,12 +543,36 @@ def side_labels(y, partial_labels):
 
     Examples
     --------
-    >>> side_labels([0, 1], None)
-    [0, 1]
+    >>> side_labels([0, -1, 1], None)
+    [0, -1, 1]
     >>> side_labels([0, 1], [-1, 1])
     [-1, 1]
     """
-    return y if partial_labels is None else partial_labels
+    if partial_labels is not None:
+        return partial_labels
+    if y is not None and _labels_every_point(y):
+        warnings.warn(
+            "`y` labels every point (no -1) and fit(X, y) reads it as partial labels, so the fit is "
+            "supervised by all of them. If `y` is the ground truth for scoring (GridSearchCV, "
+            "cross_validate), it leaks into every fold: pass the side information apart, "
+            "fit(X, y, partial_labels=y_partial) (-1 = unlabelled; all -1 for none), and `y` is only the "
+            "scorer's (with metadata routing: est.set_fit_request(partial_labels=True)). To fit on fully "
+            "labelled data on purpose, pass partial_labels=y.",
+            AllLabelledWarning,
+            stacklevel=6,  # side_labels < fit < fit_context < scikit-learn's _fit_context < the caller
+        )
+    return y
+
+
+def _labels_every_point(y) -> bool:
+    try:
+        arr = np.asarray(y)
+    except Exception:  # noqa: BLE001 - not array-like: the labels' validation says so
+        return False
+    if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iuf":
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(arr)) and np.all(arr >= 0))
 
 
 def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> np.ndarray | None:
@@ -726,10 +759,16 @@ def link_side_info(
             return side.links_from_labels(max_pairs=max_label_pairs, seed=seed, on_conflict=on_conflict)
     except ConflictingLinksError as err:  # say it in the estimator's terms (it has no on_conflict)
         via = "" if y is None else ", counting the pairs implied by the labels `y`"
+        truth = (
+            " If `y` is the ground truth for scoring (GridSearchCV), pass the side information apart: "
+            "fit(X, y, partial_labels=...) with -1 for unlabelled points (all -1 for links only)."
+            if y is not None and _labels_every_point(y)
+            else ""
+        )
         raise ConflictingLinksError(
             f"{err.n_pairs} pair(s) are given both as may-link (+1) and may-not-link (-1){via} (first: "
             f"{err.first}); this method treats links as hard constraints. Remove the contradiction, or "
-            "use a method that models noisy links (TVClust, RDPMeans), where both signs combine.",
+            f"use a method that models noisy links (TVClust, RDPMeans), where both signs combine.{truth}",
             n_pairs=err.n_pairs,
             first=err.first,
         ) from None
