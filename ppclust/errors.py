@@ -29,6 +29,8 @@ class                             warned when
 :class:`AllLabelledWarning`       ``fit(X, y)`` reads ``y`` as partial labels and ``y`` labels every
                                   point: likely the ground truth of a scorer (``GridSearchCV``), which
                                   would leak into the fit
+:class:`DegenerateDataWarning`    the data cannot support the model's covariances (too few distinct rows
+                                  or values, binary or collinear features): the fit may degenerate
 ================================  =====================================================================
 
 The two validation errors are both ``ValueError`` and ``TypeError`` (as scikit-learn's own
@@ -52,6 +54,7 @@ __all__ = [
     "KMaxExhaustedError",
     "NonFiniteError",
     "AllLabelledWarning",
+    "DegenerateDataWarning",
     "one_line",
 ]
 
@@ -196,6 +199,19 @@ class AllLabelledWarning(UserWarning):
     --------
     >>> from ppclust.errors import AllLabelledWarning
     >>> issubclass(AllLabelledWarning, UserWarning)
+    True
+    """
+
+
+class DegenerateDataWarning(UserWarning):
+    """The data cannot support the model's full covariances: too few distinct rows, a binary or few-valued
+    column, collinear features. Clusters can then collapse onto a value (zero variance) and the fit
+    degenerates (one cluster, the labels ignored) or depends on the collinearity.
+
+    Examples
+    --------
+    >>> from ppclust.errors import DegenerateDataWarning
+    >>> issubclass(DegenerateDataWarning, UserWarning)
     True
     """
 

@@ -72,11 +72,14 @@ cross-validation always wrap links in ``RowPairs``.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from numbers import Integral, Real
+from pathlib import Path
 
 import jax
 import numpy as np
+import sklearn
 from jax.sharding import Mesh
 from sklearn import config_context, get_config
 from sklearn.base import ClusterMixin as _SklearnClusterMixin
@@ -90,6 +93,7 @@ from ppclust._jax import release_compiled_programs
 from ppclust.errors import (
     AllLabelledWarning,
     ConflictingLinksError,
+    DegenerateDataWarning,
     InvalidInputError,
     InvalidParameterError,
     PPClustError,
@@ -124,7 +128,19 @@ __all__ = [
     "side_labels",
     "RowPairs",
     "refit_if_singular",
+    "OUTSIDE_CALLER",
+    "warn_degenerate_data",
 ]
+
+#: Files a warning about the caller's input skips (``warnings.warn(..., skip_file_prefixes=...)``), so that it
+#: points at the user's line whatever the depth of the call inside ppclust and scikit-learn's wrappers.
+OUTSIDE_CALLER = tuple(
+    {
+        str(folder) + os.sep
+        for base in (Path(sklearn.__file__).parent, Path(__file__).parent.parent)
+        for folder in (base, base.resolve())
+    }
+)
 
 
 class ClusterMixin(_SklearnClusterMixin):
@@ -392,6 +408,16 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
             f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
             f"row {r}, column {c}: {out[r, c]}); remove or impute them."
         )
+    big = float(np.max(np.abs(out))) if out.size else 0.0
+    # sums of squared differences (distances, scatter matrices) reach (2 max|x|)^2 x n_samples x n_features
+    if big > 0 and 2 * np.log10(2 * big) + np.log10(out.size) > np.log10(np.finfo(np.float64).max):
+        r, c = np.argwhere(np.abs(out) == big)[0]
+        raise InvalidInputError(
+            f"`{name}` has values as large as {out[r, c]:.3g} (row {r}, column {c}): its squared "
+            "distances and covariances overflow float64 (max 1.8e308). Standardise it first (e.g. "
+            f"sklearn.preprocessing.StandardScaler, or {name} / {name}.std()); ppclust's parameters are "
+            "relative to the data's scale."
+        )
     return out
 
 
@@ -494,6 +520,60 @@ def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str,
     return result, used
 
 
+def warn_degenerate_data(who: str, X, n_clusters: int) -> None:
+    r"""Warn (:class:`~ppclust.errors.DegenerateDataWarning`) when ``X`` cannot support ``n_clusters``
+    full-covariance Gaussian clusters: a column with only two distinct values (binary, boolean), or fewer
+    distinct rows than the :math:`K (d + 1)` that K clusters in d dimensions need for non-singular
+    covariances.
+
+    A cluster can then hold a single value of a column (zero variance there: an unbounded density), and
+    CEC-type fits degenerate (one cluster, the labels ignored) without any numerical error. A constant
+    column is left to :func:`refit_if_singular`.
+
+    Parameters
+    ----------
+    who : str
+        The estimator's name, for messages.
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+    n_clusters : int
+        The number of clusters the fit starts with.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_degenerate_data("Demo", np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]] * 5), 2)
+    >>> print(str(caught[0].message).split(":")[0])
+    Demo
+    """
+    n, d = X.shape
+    values = [np.unique(X[:, j]).size for j in range(d)]
+    few = [j for j, v in enumerate(values) if v == 2]
+    rows = np.unique(X, axis=0).shape[0]
+    need = int(n_clusters) * (d + 1)
+    if not few and rows >= need:
+        return
+    why = []
+    if few:
+        cols = ", ".join(map(str, few[:5])) + (", ..." if len(few) > 5 else "")
+        why.append(f"column(s) {cols} take only two distinct values (binary)")
+    if rows < need:
+        why.append(
+            f"X has {rows} distinct row(s), fewer than the {need} that {n_clusters} clusters with full "
+            f"covariances in {d} dimensions need"
+        )
+    warnings.warn(
+        f"{who}: {'; '.join(why)}. A cluster can then hold a single value of a feature (zero variance) "
+        "and the fit degenerates (e.g. one cluster, the labels ignored). The model is for continuous "
+        "features: drop or one-hot-and-reduce (PCA) the binary/few-valued ones, or decrease n_clusters.",
+        DegenerateDataWarning,
+        skip_file_prefixes=OUTSIDE_CALLER,
+    )
+
+
 def data_variance(X) -> float:
     r"""The data's variance unit for relative regularisers.
 
@@ -559,7 +639,7 @@ def side_labels(y, partial_labels):
             "scorer's (with metadata routing: est.set_fit_request(partial_labels=True)). To fit on fully "
             "labelled data on purpose, pass partial_labels=y.",
             AllLabelledWarning,
-            stacklevel=6,  # side_labels < fit < fit_context < scikit-learn's _fit_context < the caller
+            skip_file_prefixes=OUTSIDE_CALLER,
         )
     return y
 
