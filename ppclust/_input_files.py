@@ -54,12 +54,31 @@ STDIN = "-"
 
 
 class Table(NamedTuple):
-    """A numeric table read from a CSV/whitespace/NPY file (or stdin)."""
+    r"""A numeric table read from a CSV/whitespace/NPY file (or stdin), as :func:`read_table` returns it.
 
-    values: np.ndarray  # float64 (n_rows, n_cols)
-    header: list[str] | None  # the skipped header line's names, or None
-    source: str  # the path, or "<stdin>"
-    lines: np.ndarray | None  # 1-based file line of each row (text files), for messages
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, n_cols)
+        The values, float64.
+    header : list of str or None
+        The skipped header line's names, or None.
+    source : str
+        The path, or ``"<stdin>"``.
+    lines : ndarray of shape (n_rows,) or None
+        The 1-based file line of each row (text files), for messages.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.cli import Table
+    >>> Table(np.zeros((2, 1)), ["x"], "data.csv", np.array([2, 3])).header
+    ['x']
+    """
+
+    values: np.ndarray
+    header: list[str] | None
+    source: str
+    lines: np.ndarray | None
 
 
 def _numeric(token: str) -> bool:
@@ -319,11 +338,30 @@ def _integers(t: Table, what: str) -> np.ndarray:
 
 
 class Labels(NamedTuple):
-    """Partial labels read from a file, with the class names they were given as (if any)."""
+    r"""Partial labels read from a file, with the class names they were given as (:func:`read_labels_named`).
 
-    y: np.ndarray  # int64 (n,), -1 = unlabelled
-    classes: dict[str, int] | None  # class name -> integer code, when the file holds names
-    header: str | None  # the skipped header, or None
+    Parameters
+    ----------
+    y : int64 ndarray of shape (n,)
+        The labels, ``-1`` = unlabelled.
+    classes : dict of str to int, or None
+        Class name -> integer code, when the file holds names; None for integer labels.
+    header : str or None
+        The skipped header, or None.
+    source : str
+        The path, or ``"<stdin>"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.cli import Labels
+    >>> Labels(np.array([0, -1]), {"cat": 0}, None, "y.csv").classes
+    {'cat': 0}
+    """
+
+    y: np.ndarray
+    classes: dict[str, int] | None
+    header: str | None
     source: str
 
 

@@ -21,7 +21,7 @@ action ends the process without running any clean-up) raise ``SystemExit(128 + s
 the clean-up above runs; SIGINT raises ``KeyboardInterrupt``, which does the same. Only SIGKILL (or a
 power cut) can leave a staging folder: each holds a marker file, ``.ppclust-staging``, with the
 process id that made it, and the next run that stages beside it removes every marked staging folder
-made before that run started by a process no longer alive. Folders without the marker are never
+made before that run started by a process that has ended. Folders without the marker are never
 touched.
 """
 
@@ -103,7 +103,7 @@ def remove_stale_staging(parent) -> list[str]:
 
     A folder is removed only when its name starts with ``.ppclust-``, it holds the :data:`MARKER` file
     that ppclust writes into each staging folder, the marker is older than this process and the process
-    id it records is no longer alive. Anything else (a folder without the marker, a live run's folder) is
+    id it records has ended. Anything else (a folder without the marker, a live run's folder) is
     left alone.
 
     Parameters
