@@ -409,12 +409,11 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
             f"row {r}, column {c}: {out[r, c]}); remove or impute them."
         )
     big = float(np.max(np.abs(out))) if out.size else 0.0
-    # sums of squared differences (distances, scatter matrices) reach (2 max|x|)^2 x n_samples x n_features
-    if big > 0 and 2 * np.log10(2 * big) + np.log10(out.size) > np.log10(np.finfo(np.float64).max):
+    if big > np.sqrt(np.finfo(np.float64).max):  # every distance, variance and covariance squares values
         r, c = np.argwhere(np.abs(out) == big)[0]
         raise InvalidInputError(
-            f"`{name}` has values as large as {out[r, c]:.3g} (row {r}, column {c}): its squared "
-            "distances and covariances overflow float64 (max 1.8e308). Standardise it first (e.g. "
+            f"`{name}` has values as large as {out[r, c]:.3g} (row {r}, column {c}): their squares, in "
+            "distances and covariances, overflow float64 (max 1.8e308). Standardise it first (e.g. "
             f"sklearn.preprocessing.StandardScaler, or {name} / {name}.std()); ppclust's parameters are "
             "relative to the data's scale."
         )
