@@ -15,19 +15,134 @@
 
 ``overwrite=True`` therefore means: replace the files of the same name that this run writes
 (``labels.csv``, ``summary.json``, figures ...), nothing else.
+
+Interrupted runs leave nothing behind. While a staging folder exists, SIGTERM and SIGHUP (whose default
+action ends the process without running any clean-up) raise ``SystemExit(128 + signal)`` instead, so
+the clean-up above runs; SIGINT raises ``KeyboardInterrupt``, which does the same. Only SIGKILL (or a
+power cut) can leave a staging folder: each holds a marker file, ``.ppclust-staging``, with the
+process id that made it, and the next run that stages beside it removes every marked staging folder
+made before that run started by a process that has ended. Folders without the marker are never
+touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from ppclust.errors import OutputExistsError, PPClustError
 
-__all__ = ["OutputDir"]
+__all__ = ["OutputDir", "exit_on_signals", "MARKER", "remove_stale_staging"]
+
+#: The marker file inside each staging folder: ``{"pid": ..., "created": ...}`` (JSON).
+MARKER = ".ppclust-staging"
+
+#: When this process started (as read at import): staging folders made before it are candidates for removal.
+_STARTED = time.time()
+
+#: Signals whose default action ends the process without clean-up (only those the platform has).
+_FATAL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _raise_exit(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def exit_on_signals():
+    """Context manager: SIGTERM and SIGHUP raise ``SystemExit(128 + signal)`` inside it, so ``finally``
+    blocks and context managers run (the default action ends the process at once).
+
+    A signal whose handler is not the default one (set by the caller) is left alone; outside the main
+    thread (where Python cannot set handlers) nothing changes.
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> from ppclust._output import exit_on_signals
+    >>> try:
+    ...     with exit_on_signals():
+    ...         os.kill(os.getpid(), signal.SIGTERM)
+    ... except SystemExit as stop:
+    ...     print(stop.code == 128 + signal.SIGTERM)
+    True
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for sig in _FATAL_SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, _raise_exit)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's) or unknown: keep its folder
+    return True
+
+
+def remove_stale_staging(parent) -> list[str]:
+    r"""Remove the staging folders in ``parent`` left by ppclust runs that were killed (SIGKILL).
+
+    A folder is removed only when its name starts with ``.ppclust-``, it holds the :data:`MARKER` file
+    that ppclust writes into each staging folder, the marker is older than this process and the process
+    id it records has ended. Anything else (a folder without the marker, a live run's folder) is
+    left alone.
+
+    Parameters
+    ----------
+    parent : str or os.PathLike
+        The folder to clean (the parent of an output folder).
+
+    Returns
+    -------
+    list of str
+        The names of the folders removed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ppclust._output import remove_stale_staging
+    >>> remove_stale_staging(Path(tempfile.mkdtemp()))
+    []
+    """
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for d in entries:
+        if not d.name.startswith(".ppclust-") or d.is_symlink() or not d.is_dir():
+            continue
+        marker = d / MARKER
+        try:
+            info = json.loads(marker.read_text())
+            pid, created = int(info["pid"]), float(info["created"])
+            old = marker.stat().st_mtime < _STARTED and created < _STARTED
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not clearly ppclust's: never touched
+        if old and pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d.name)
+    return removed
 
 
 class OutputDir:
@@ -101,28 +216,31 @@ class OutputDir:
         # folders this run makes (the destination and missing ancestors), removed again if it fails
         created = [a for a in (self.path.resolve(), parent, *parent.parents) if not a.exists()]
         ok = False
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=".ppclust-", dir=parent))
-        except OSError as err:
-            _remove_empty(created)
-            why = err.strerror or err
-            raise PPClustError(f"cannot create output folder {str(self.path)!r}: {why}") from err
-        try:
-            yield tmp
-            self._commit(tmp)
-            ok = True
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # only ever holds what this run wrote
-            if not ok:
+        with exit_on_signals():
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+                remove_stale_staging(parent)
+                tmp = Path(tempfile.mkdtemp(prefix=".ppclust-", dir=parent))
+            except OSError as err:
                 _remove_empty(created)
+                why = err.strerror or err
+                raise PPClustError(f"cannot create output folder {str(self.path)!r}: {why}") from err
+            try:
+                (tmp / MARKER).write_text(json.dumps({"pid": os.getpid(), "created": time.time()}))
+                yield tmp
+                self._commit(tmp)
+                ok = True
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # only ever holds what this run wrote
+                if not ok:
+                    _remove_empty(created)
 
     def _commit(self, tmp: Path) -> None:
         self.check()  # the destination may have changed while we worked
         dest = self.path
         try:
             dest.mkdir(parents=True, exist_ok=True)
-            files = sorted(q for q in tmp.rglob("*") if q.is_file())
+            files = sorted(q for q in tmp.rglob("*") if q.is_file() and q != tmp / MARKER)
             for q in files:
                 target = dest / q.relative_to(tmp)
                 if target.is_dir():

@@ -3,12 +3,14 @@
 Every failure (bad file, bad argument, bad data, and any error raised deep inside a solver) becomes
 one line on stderr and exit code 2, with no traceback; ``PPCLUST_DEBUG=1`` in the environment re-raises
 it for developers. Outputs are written to a temporary folder and moved into place only when complete,
-so a failed run never leaves a partial output or a temporary folder, and ppclust never deletes or
-overwrites a file it did not write (see ``ppclust._output``).
+so a failed or interrupted run (Ctrl-C, SIGTERM, SIGHUP) never leaves a partial output or a temporary
+folder, and ppclust never deletes or overwrites a file it did not write (see ``ppclust._output``).
 
 Input files never lose a row silently (:func:`read_table`): a header is skipped only when every value
 of the first line is non-numeric (or with ``--header``); the rows read are reported on stderr and as
-``n_rows_read`` in ``summary.json``. ``-`` as a file name reads stdin.
+``n_rows_read`` in ``summary.json``. ``-`` as a file name reads stdin. A labels file keeps its empty
+cells as unlabelled points and may give classes by name (:func:`read_labels_named`). ``.npy`` files are
+loaded with ``allow_pickle=False``; a file that is not one is named for what it is.
 """
 
 from __future__ import annotations
@@ -21,360 +23,38 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-from ppclust._output import OutputDir
+from ppclust._input_files import (
+    STDIN,
+    CLIError,
+    Labels,
+    Table,
+    read_background,
+    read_data,
+    read_labels,
+    read_labels_named,
+    read_links,
+    read_table,
+)
+from ppclust._output import OutputDir, exit_on_signals
 from ppclust._registry import METHODS
 from ppclust._version import __version__
 from ppclust.errors import PPClustError, one_line
 
-__all__ = ["main", "CLIError", "read_table", "read_data", "read_labels", "read_links", "read_background"]
-
-
-class CLIError(PPClustError):
-    """An error caused by the user's input: printed as one line, exit code 2.
-
-    Examples
-    --------
-    >>> from ppclust.cli import CLIError
-    >>> from ppclust.errors import PPClustError
-    >>> issubclass(CLIError, PPClustError)
-    True
-    """
-
-
-# ---------------------------------------------------------------------------------------------
-# file readers
-# ---------------------------------------------------------------------------------------------
-
-STDIN = "-"
-
-
-class Table(NamedTuple):
-    """A numeric table read from a CSV/whitespace/NPY file (or stdin)."""
-
-    values: np.ndarray  # float64 (n_rows, n_cols)
-    header: list[str] | None  # the skipped header line's names, or None
-    source: str  # the path, or "<stdin>"
-    lines: np.ndarray | None  # 1-based file line of each row (text files), for messages
-
-
-def _numeric(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
-def _tokens(line: str, delim: str | None) -> list[str]:
-    parts = line.split(delim) if delim else line.split()
-    return [t.strip().strip('"').strip("'") for t in parts]
-
-
-def _read_text(path: str, what: str) -> tuple[str, str]:
-    if path == STDIN:
-        return sys.stdin.read(), "<stdin>"
-    p = Path(path)
-    if p.is_dir():
-        raise CLIError(f"{what} file {path} is a folder, not a file")
-    if not p.is_file():
-        raise CLIError(f"{what} file not found: {path}")
-    try:
-        return p.read_text(encoding="utf-8-sig"), path  # -sig: a byte-order mark is not part of a value
-    except UnicodeDecodeError as err:
-        raise CLIError(f"cannot read {what} file {path}: not a text (UTF-8) file; give CSV or .npy") from err
-    except OSError as err:
-        raise CLIError(f"cannot read {what} file {path}: {err.strerror or err}") from err
-
-
-def read_table(path: str, what: str, header: bool | None = None) -> Table:
-    r"""Read a numeric table from a text or ``.npy`` file (or stdin); never drops a data row silently.
-
-    Parameters
-    ----------
-    path : str
-        The file; ``"-"`` reads stdin. Text files hold one row per line, comma-, semicolon- or
-        whitespace-separated (decided by the first row); blank lines and lines starting with ``#`` are
-        skipped. ``.npy`` files have no header.
-    what : str
-        What the file holds (``"data"``, ``"labels"``, ...), for messages.
-    header : bool or None, default None
-        ``None`` (auto) takes the first row as a header only when **every** one of its values is
-        non-numeric (``x,y``); a first row such as ``NA,1.0`` is data, and its ``NA`` is then reported as a
-        non-numeric value. ``True`` / ``False`` force it.
-
-    Returns
-    -------
-    Table
-        ``values`` (float64, (n_rows, n_cols)), ``header`` (the skipped names or ``None``), ``source``
-        and ``lines`` (the 1-based file line of each row of a text file).
-
-    Raises
-    ------
-    CLIError
-        Naming the file, row, column and value (rows and columns 0-based, like the indices in
-        ``labels.csv`` and links files; the file's line number too).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "data.csv").write_text("x,y\n1,2\n3,4\n")
-    >>> from ppclust.cli import read_table
-    >>> t = read_table(str(folder / "data.csv"), "data")
-    >>> t.values.tolist(), t.header
-    ([[1.0, 2.0], [3.0, 4.0]], ['x', 'y'])
-    """
-    if path != STDIN and Path(path).suffix == ".npy" and Path(path).is_file():
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise CLIError(f"cannot read {what} file {path}: {str(err).splitlines()[0]}") from err
-        if arr.dtype.kind not in "biuf" or arr.ndim > 2:
-            raise CLIError(
-                f"{what} file {path} must hold a numeric array of at most 2 dimensions, got dtype "
-                f"{arr.dtype} and shape {arr.shape}"
-            )
-        values = np.asarray(arr, float)
-        return Table(values if values.ndim == 2 else values.reshape(-1, 1), None, path, None)
-    text, source = _read_text(path, what)
-    rows = [(k + 1, ln.strip()) for k, ln in enumerate(text.splitlines())]
-    rows = [(k, ln) for k, ln in rows if ln and not ln.startswith("#")]
-    if not rows:
-        return Table(np.zeros((0, 0)), None, source, np.zeros(0, int))
-    first = rows[0][1]
-    delim = "," if "," in first else (";" if ";" in first else None)
-    first_tokens = _tokens(first, delim)
-    names = None
-    if header is True or (header is None and not any(_numeric(t) for t in first_tokens)):
-        names, rows = first_tokens, rows[1:]
-    if not rows:
-        return Table(np.zeros((0, len(first_tokens))), names, source, np.zeros(0, int))
-    lines = np.array([k for k, _ in rows])
-    try:
-        values = np.loadtxt(
-            [ln for _, ln in rows], delimiter=delim, dtype=float, ndmin=2, comments=None, quotechar='"'
-        )
-    except ValueError as err:  # find the first offending value ourselves, with its row and column
-        _explain_bad_row(rows, delim, what, source, header if names is None else True)
-        raise CLIError(f"cannot read {what} file {source}: {str(err).splitlines()[0]}") from err
-    return Table(values, names, source, lines)
-
-
-def _explain_bad_row(rows, delim, what, source, header):
-    width = len(_tokens(rows[0][1], delim))
-    for r, (line, text) in enumerate(rows):
-        tok = _tokens(text, delim)
-        if len(tok) != width:
-            raise CLIError(
-                f"cannot read {what} file {source}: row {r} (line {line}) has {len(tok)} "
-                f"column(s), the first row has {width}"
-            )
-        for c, t in enumerate(tok):
-            if not _numeric(t):
-                if r == 0 and header is None:
-                    hint = (
-                        "; the first line is data because some of its values are numbers (pass "
-                        "--header if it is a header)"
-                    )
-                elif r == 0 and header is False:
-                    hint = "; --no-header makes the first line data"
-                else:
-                    hint = "; fix or remove it (missing values must be removed or imputed before clustering)"
-                raise CLIError(
-                    f"{what} file {source}: non-numeric value {t!r} at row {r}, column {c} "
-                    f"(0-based; line {line} of the file){hint}"
-                )
-
-
-def _check_finite(t: Table, what: str) -> None:
-    bad = ~np.isfinite(t.values)
-    if bad.any():
-        r, c = (int(v) for v in np.argwhere(bad)[0])
-        where = "" if t.lines is None else f" (0-based; line {int(t.lines[r])} of the file)"
-        raise CLIError(
-            f"{what} file {t.source} has a non-finite value at row {r}, column {c}{where}: "
-            f"{t.values[r, c]}; remove or impute it ({int(bad.sum())} such value(s))"
-        )
-
-
-def _header_hint(t: Table) -> str:
-    return (
-        f" (its first line {','.join(t.header)!r} was read as a header; pass --no-header if it is data)"
-        if t.header is not None
-        else ""
-    )
-
-
-def read_data(path: str, header: bool | None = None) -> Table:
-    r"""Read the data table: at least 2 rows, every value finite.
-
-    Parameters
-    ----------
-    path : str
-        The file (``"-"``: stdin), as :func:`read_table`.
-    header : bool or None, default None
-        As :func:`read_table`.
-
-    Returns
-    -------
-    Table
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "data.csv").write_text("0.5 1\n2 3\n")
-    >>> from ppclust.cli import read_data
-    >>> read_data(str(folder / "data.csv")).values.shape
-    (2, 2)
-    """
-    t = read_table(path, "data", header)
-    X = t.values
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise CLIError(
-            f"data file {t.source} must hold a 2-D table with at least 2 rows, got shape "
-            f"{X.shape}{_header_hint(t)}"
-        )
-    _check_finite(t, "data")
-    return t
-
-
-def _integers(t: Table, what: str) -> np.ndarray:
-    _check_finite(t, what)
-    frac = t.values != np.round(t.values)
-    if frac.any():
-        r, c = (int(v) for v in np.argwhere(frac)[0])
-        raise CLIError(
-            f"{what} file {t.source} must hold integers; got {t.values[r, c]} at row {r}, column {c}"
-        )
-    return t.values.astype(np.int64)
-
-
-def read_labels(path: str, n: int, header: bool | None = None) -> np.ndarray:
-    r"""Read partial labels: one integer per data row (-1 = unlabelled), in one column or one row.
-
-    Parameters
-    ----------
-    path : str
-        The file (``"-"``: stdin), as :func:`read_table`.
-    n : int
-        Number of data rows; the file must hold as many labels.
-    header : bool or None, default None
-        As :func:`read_table`.
-
-    Returns
-    -------
-    labels : int64 ndarray of shape (n,)
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "labels.csv").write_text("label\n0\n-1\n1\n")
-    >>> from ppclust.cli import read_labels
-    >>> read_labels(str(folder / "labels.csv"), 3).tolist()
-    [0, -1, 1]
-    """
-    t = read_table(path, "labels", header)
-    if t.values.ndim == 2 and min(t.values.shape) > 1:
-        raise CLIError(
-            f"labels file {t.source} must have one column (one integer per data row), got shape "
-            f"{t.values.shape}"
-        )
-    y = _integers(t, "labels").ravel()
-    if y.size != n:
-        raise CLIError(
-            f"labels file {t.source} has {y.size} entries but the data has {n} rows{_header_hint(t)}"
-        )
-    return y
-
-
-def read_links(path: str, n: int, header: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    r"""Read a links file: rows ``i,j,sign`` (0-based indices; sign +1 may-link, -1 may-not-link).
-
-    Parameters
-    ----------
-    path : str
-        The file (``"-"``: stdin), as :func:`read_table`.
-    n : int
-        Number of data rows; every index must lie in ``[0, n)``.
-    header : bool or None, default None
-        As :func:`read_table`.
-
-    Returns
-    -------
-    must_link, cannot_link : int64 ndarray of shape (m, 2)
-        The pairs with sign +1 and those with sign -1.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "links.csv").write_text("i,j,sign\n0,1,1\n1,2,-1\n")
-    >>> from ppclust.cli import read_links
-    >>> [a.tolist() for a in read_links(str(folder / "links.csv"), 3)]
-    [[[0, 1]], [[1, 2]]]
-    """
-    t = read_table(path, "links", header)
-    if t.values.size == 0:
-        return np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)
-    if t.values.shape[1] != 3:
-        raise CLIError(f"links file {t.source} must have 3 columns i,j,sign; got {t.values.shape[1]}")
-    v = _integers(t, "links")
-    out = (v[:, :2] < 0) | (v[:, :2] >= n)
-    if out.any():
-        r = int(np.argwhere(out)[0, 0])
-        raise CLIError(
-            f"links file {t.source}, row {r}: index out of range for {n} points: "
-            f"{tuple(int(a) for a in v[r, :2])}"
-        )
-    if not np.all(np.isin(v[:, 2], (-1, 1))):
-        r = int(np.argmax(~np.isin(v[:, 2], (-1, 1))))
-        raise CLIError(f"links file {t.source}, row {r}: sign must be +1 or -1, got {v[r, 2]}")
-    return v[v[:, 2] > 0, :2], v[v[:, 2] < 0, :2]
-
-
-def read_background(path: str, n: int, header: bool | None = None) -> np.ndarray:
-    r"""Read CCIB's background: a partition (one integer per row) or features (one row per data row).
-
-    Parameters
-    ----------
-    path : str
-        The file (``"-"``: stdin), as :func:`read_table`.
-    n : int
-        Number of data rows; the file must hold as many rows.
-    header : bool or None, default None
-        As :func:`read_table`.
-
-    Returns
-    -------
-    background : ndarray of shape (n,) or (n, d)
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "background.csv").write_text("0\n1\n1\n")
-    >>> from ppclust.cli import read_background
-    >>> read_background(str(folder / "background.csv"), 3).tolist()
-    [0.0, 1.0, 1.0]
-    """
-    t = read_table(path, "background", header)
-    _check_finite(t, "background")
-    if t.values.shape[0] != n:
-        raise CLIError(
-            f"background file {t.source} has {t.values.shape[0]} rows, the data has {n}{_header_hint(t)}"
-        )
-    return t.values.ravel() if t.values.shape[1] == 1 else t.values
+__all__ = [
+    "main",
+    "CLIError",
+    "read_table",
+    "read_data",
+    "read_labels",
+    "read_labels_named",
+    "Labels",
+    "Table",
+    "read_links",
+    "read_background",
+]
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -485,9 +165,12 @@ def cmd_fit(args) -> int:
     X = data.values
     n = X.shape[0]
     inputs = {"data": {"path": data.source, "n_rows_read": n, "header": data.header}}
-    y = read_labels(args.labels, n, args.header) if args.labels else None
-    if y is not None:
+    labels = read_labels_named(args.labels, n, args.header) if args.labels else None
+    y = None if labels is None else labels.y
+    if labels is not None:
         inputs["labels"] = {"path": _shown(args.labels), "n_labelled": int(np.count_nonzero(y >= 0))}
+        if labels.classes is not None:
+            inputs["labels"]["classes"] = labels.classes
     fit_kw = {}
     if args.links:
         ml, cl = read_links(args.links, n, args.header)
@@ -505,7 +188,7 @@ def cmd_fit(args) -> int:
         except TypeError as err:
             raise CLIError(f"bad --param for {args.method}: {err}") from err
         args.fitting = True  # an error from here on is the estimator's: main() prefixes the method
-        est.fit(X, y, **fit_kw)
+        est.fit(X, partial_labels=y, **fit_kw)  # y: the user's side information, not a scoring target
         args.fitting = False
     elapsed = time.perf_counter() - t0
     summary = {
@@ -531,6 +214,9 @@ def cmd_fit(args) -> int:
         print(f"ppclust: warning: {msg}", file=sys.stderr)
     head = "no header" if data.header is None else f"header {','.join(data.header)!r} skipped"
     print(f"ppclust: read {n} rows x {X.shape[1]} columns from {data.source} ({head})", file=sys.stderr)
+    if labels is not None and labels.classes is not None:
+        codes = ", ".join(f"{name}={code}" for name, code in labels.classes.items())
+        print(f"ppclust: labels given as {len(labels.classes)} class names, coded {codes}", file=sys.stderr)
     print(f"{args.method}: {summary.get('n_clusters_', '?')} clusters in {elapsed:.2f} s -> {args.out}")
     return 0
 
@@ -611,7 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
         "data", help="CSV/whitespace text (header optional) or .npy file, one row per point; '-' reads stdin"
     )
     f.add_argument("--method", required=True, help="see `ppclust methods`")
-    f.add_argument("--labels", help="partial labels, one integer per row (-1 = unlabelled)")
+    f.add_argument(
+        "--labels",
+        help="partial labels, one per data row: integers or class names (-1 or an empty cell = unlabelled)",
+    )
     f.add_argument("--links", help="links, rows i,j,sign with 0-based indices and sign +1/-1")
     f.add_argument("--background", help="background partition/features (CCIB)")
     f.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter (repeatable)")
@@ -683,10 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with exit_on_signals():  # SIGTERM/SIGHUP unwind like Ctrl-C: nothing half-written is left
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("ppclust: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as stop:
+        if isinstance(stop.code, int) and stop.code > 128:  # raised by exit_on_signals
+            print(f"ppclust: interrupted (signal {stop.code - 128})", file=sys.stderr)
+            return stop.code
+        raise
     except Exception as err:  # noqa: BLE001 - the one place every failure becomes one line
         if os.environ.get("PPCLUST_DEBUG", "") not in ("", "0"):
             raise

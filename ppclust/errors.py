@@ -21,6 +21,18 @@ class                             raised when
 :class:`NonFiniteError`           a solver produced a non-finite cost / objective / parameter
 ================================  =====================================================================
 
+Warnings (``UserWarning`` subclasses, so ``warnings.filterwarnings`` can single them out):
+
+================================  =====================================================================
+class                             warned when
+================================  =====================================================================
+:class:`AllLabelledWarning`       ``fit(X, y)`` reads ``y`` as partial labels and ``y`` labels every
+                                  point: likely the ground truth of a scorer (``GridSearchCV``), which
+                                  would leak into the fit
+:class:`DegenerateDataWarning`    the data cannot support the model's covariances (too few distinct rows
+                                  or values, binary or collinear features): the fit may degenerate
+================================  =====================================================================
+
 The two validation errors are both ``ValueError`` and ``TypeError`` (as scikit-learn's own
 ``InvalidParameterError``, of which :class:`InvalidParameterError` is also a subclass), so code that
 catches either built-in, or scikit-learn's class, keeps working; catching :class:`PPClustError` is enough.
@@ -41,6 +53,8 @@ __all__ = [
     "ConflictingLinksError",
     "KMaxExhaustedError",
     "NonFiniteError",
+    "AllLabelledWarning",
+    "DegenerateDataWarning",
     "one_line",
 ]
 
@@ -168,6 +182,36 @@ class NonFiniteError(PPClustError, FloatingPointError):
     --------
     >>> from ppclust.errors import NonFiniteError
     >>> issubclass(NonFiniteError, FloatingPointError)
+    True
+    """
+
+
+class AllLabelledWarning(UserWarning):
+    """``fit(X, y)`` read ``y`` as partial labels, and ``y`` labels every point (no ``-1``).
+
+    scikit-learn's model selection (``GridSearchCV``, ``cross_validate``) passes the *ground truth* as
+    ``y`` so that a scorer can compare with it; read as partial labels it supervises the fit with the
+    answer. Pass the side information apart, ``fit(X, y, partial_labels=y_partial)`` (``-1`` =
+    unlabelled; all ``-1`` for none): ``y`` is then only the scorer's. To fit on fully labelled data on
+    purpose, pass ``partial_labels=y``, which does not warn.
+
+    Examples
+    --------
+    >>> from ppclust.errors import AllLabelledWarning
+    >>> issubclass(AllLabelledWarning, UserWarning)
+    True
+    """
+
+
+class DegenerateDataWarning(UserWarning):
+    """The data cannot support the model's full covariances: too few distinct rows, a binary or few-valued
+    column, collinear features. Clusters can then collapse onto a value (zero variance) and the fit
+    degenerates (one cluster, the labels ignored) or depends on the collinearity.
+
+    Examples
+    --------
+    >>> from ppclust.errors import DegenerateDataWarning
+    >>> issubclass(DegenerateDataWarning, UserWarning)
     True
     """
 

@@ -72,11 +72,14 @@ cross-validation always wrap links in ``RowPairs``.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from numbers import Integral, Real
+from pathlib import Path
 
 import jax
 import numpy as np
+import sklearn
 from jax.sharding import Mesh
 from sklearn import config_context, get_config
 from sklearn.base import ClusterMixin as _SklearnClusterMixin
@@ -86,7 +89,14 @@ from sklearn.utils._param_validation import InvalidParameterError as _SklearnInv
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ppclust._devices import resolve_mesh
-from ppclust.errors import ConflictingLinksError, InvalidInputError, InvalidParameterError, PPClustError
+from ppclust.errors import (
+    AllLabelledWarning,
+    ConflictingLinksError,
+    DegenerateDataWarning,
+    InvalidInputError,
+    InvalidParameterError,
+    PPClustError,
+)
 from ppclust.sideinfo import RowPairs, SideInfo, check_labels
 
 __all__ = [
@@ -117,7 +127,19 @@ __all__ = [
     "side_labels",
     "RowPairs",
     "refit_if_singular",
+    "OUTSIDE_CALLER",
+    "warn_degenerate_data",
 ]
+
+#: Files a warning about the caller's input skips (``warnings.warn(..., skip_file_prefixes=...)``), so that it
+#: points at the user's line whatever the depth of the call inside ppclust and scikit-learn's wrappers.
+OUTSIDE_CALLER = tuple(
+    {
+        str(folder) + os.sep
+        for base in (Path(sklearn.__file__).parent, Path(__file__).parent.parent)
+        for folder in (base, base.resolve())
+    }
+)
 
 
 class ClusterMixin(_SklearnClusterMixin):
@@ -384,6 +406,15 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
             f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
             f"row {r}, column {c}: {out[r, c]}); remove or impute them."
         )
+    big = float(np.max(np.abs(out))) if out.size else 0.0
+    if big > np.sqrt(np.finfo(np.float64).max):  # every distance, variance and covariance squares values
+        r, c = np.argwhere(np.abs(out) == big)[0]
+        raise InvalidInputError(
+            f"`{name}` has values as large as {out[r, c]:.3g} (row {r}, column {c}): their squares, in "
+            "distances and covariances, overflow float64 (max 1.8e308). Standardise it first (e.g. "
+            f"sklearn.preprocessing.StandardScaler, or {name} / {name}.std()); ppclust's parameters are "
+            "relative to the data's scale."
+        )
     return out
 
 
@@ -486,6 +517,60 @@ def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str,
     return result, used
 
 
+def warn_degenerate_data(who: str, X, n_clusters: int) -> None:
+    r"""Warn (:class:`~ppclust.errors.DegenerateDataWarning`) when ``X`` cannot support ``n_clusters``
+    full-covariance Gaussian clusters: a column with only two distinct values (binary, boolean), or fewer
+    distinct rows than the :math:`K (d + 1)` that K clusters in d dimensions need for non-singular
+    covariances.
+
+    A cluster can then hold a single value of a column (zero variance there: an unbounded density), and
+    CEC-type fits degenerate (one cluster, the labels ignored) without any numerical error. A constant
+    column is left to :func:`refit_if_singular`.
+
+    Parameters
+    ----------
+    who : str
+        The estimator's name, for messages.
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+    n_clusters : int
+        The number of clusters the fit starts with.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_degenerate_data("Demo", np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]] * 5), 2)
+    >>> print(str(caught[0].message).split(":")[0])
+    Demo
+    """
+    n, d = X.shape
+    values = [np.unique(X[:, j]).size for j in range(d)]
+    few = [j for j, v in enumerate(values) if v == 2]
+    rows = np.unique(X, axis=0).shape[0]
+    need = int(n_clusters) * (d + 1)
+    if not few and rows >= need:
+        return
+    why = []
+    if few:
+        cols = ", ".join(map(str, few[:5])) + (", ..." if len(few) > 5 else "")
+        why.append(f"column(s) {cols} take only two distinct values (binary)")
+    if rows < need:
+        why.append(
+            f"X has {rows} distinct row(s), fewer than the {need} that {n_clusters} clusters with full "
+            f"covariances in {d} dimensions need"
+        )
+    warnings.warn(
+        f"{who}: {'; '.join(why)}. A cluster can then hold a single value of a feature (zero variance) "
+        "and the fit degenerates (e.g. one cluster, the labels ignored). The model is for continuous "
+        "features: drop or one-hot-and-reduce (PCA) the binary/few-valued ones, or decrease n_clusters.",
+        DegenerateDataWarning,
+        skip_file_prefixes=OUTSIDE_CALLER,
+    )
+
+
 def data_variance(X) -> float:
     r"""The data's variance unit for relative regularisers.
 
@@ -517,7 +602,10 @@ def side_labels(y, partial_labels):
     r"""The partial labels a ``fit`` uses: ``partial_labels`` when given, else ``y``.
 
     When ``partial_labels`` is given, ``y`` is only a scoring target (see "Side information in
-    cross-validation" in the module docstring).
+    cross-validation" in the module docstring). When it is not and ``y`` labels every point (no ``-1``),
+    :class:`~ppclust.errors.AllLabelledWarning` says how to pass scoring labels and partial labels
+    apart: a ``y`` that labels everything is most often the ground truth that model selection passes
+    to a scorer, which would leak into the fit.
 
     Parameters
     ----------
@@ -532,12 +620,36 @@ def side_labels(y, partial_labels):
 
     Examples
     --------
-    >>> side_labels([0, 1], None)
-    [0, 1]
+    >>> side_labels([0, -1, 1], None)
+    [0, -1, 1]
     >>> side_labels([0, 1], [-1, 1])
     [-1, 1]
     """
-    return y if partial_labels is None else partial_labels
+    if partial_labels is not None:
+        return partial_labels
+    if y is not None and _labels_every_point(y):
+        warnings.warn(
+            "`y` labels every point (no -1) and fit(X, y) reads it as partial labels, so the fit is "
+            "supervised by all of them. If `y` is the ground truth for scoring (GridSearchCV, "
+            "cross_validate), it leaks into every fold: pass the side information apart, "
+            "fit(X, y, partial_labels=y_partial) (-1 = unlabelled; all -1 for none), and `y` is only the "
+            "scorer's (with metadata routing: est.set_fit_request(partial_labels=True)). To fit on fully "
+            "labelled data on purpose, pass partial_labels=y.",
+            AllLabelledWarning,
+            skip_file_prefixes=OUTSIDE_CALLER,
+        )
+    return y
+
+
+def _labels_every_point(y) -> bool:
+    try:
+        arr = np.asarray(y)
+    except Exception:  # noqa: BLE001 - not array-like: the labels' validation says so
+        return False
+    if arr.ndim != 1 or arr.size < 2 or arr.dtype.kind not in "iuf":
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(arr)) and np.all(arr >= 0))
 
 
 def check_partial_labels(y, n, *, name="y", n_classes=None, allow_none=True) -> np.ndarray | None:
@@ -726,10 +838,16 @@ def link_side_info(
             return side.links_from_labels(max_pairs=max_label_pairs, seed=seed, on_conflict=on_conflict)
     except ConflictingLinksError as err:  # say it in the estimator's terms (it has no on_conflict)
         via = "" if y is None else ", counting the pairs implied by the labels `y`"
+        truth = (
+            " If `y` is the ground truth for scoring (GridSearchCV), pass the side information apart: "
+            "fit(X, y, partial_labels=...) with -1 for unlabelled points (all -1 for links only)."
+            if y is not None and _labels_every_point(y)
+            else ""
+        )
         raise ConflictingLinksError(
             f"{err.n_pairs} pair(s) are given both as may-link (+1) and may-not-link (-1){via} (first: "
             f"{err.first}); this method treats links as hard constraints. Remove the contradiction, or "
-            "use a method that models noisy links (TVClust, RDPMeans), where both signs combine.",
+            f"use a method that models noisy links (TVClust, RDPMeans), where both signs combine.{truth}",
             n_pairs=err.n_pairs,
             first=err.first,
         ) from None

@@ -11,9 +11,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
 from ppclust._jax import as_key, x64
-from ppclust.errors import InvalidParameterError, PPClustError
+from ppclust.errors import DegenerateDataWarning, InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
+    OUTSIDE_CALLER,
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
@@ -29,6 +30,7 @@ from ppclust.estimators._base import (
     restart_devices,
     side_labels,
     validate_X,
+    warn_degenerate_data,
 )
 from ppclust.inference import c3l as _c3l
 from ppclust.inference import cecib as _cecib
@@ -229,6 +231,11 @@ class C3L(ClusterMixin, BaseEstimator):
         if int(self.n_clusters) > n:
             raise PPClustError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
         y = side_labels(y, partial_labels)
+        if n > 1 and np.all(X == X[0]):
+            raise PPClustError(
+                f"C3L: every row of `X` is the same point ({n} copies): there is nothing to cluster and no "
+                "hyperplane separates the categories of `y`; check the data (a wrong column selection?)"
+            )
         if hyperplane is None:
             if y is None:
                 raise PPClustError(
@@ -236,17 +243,29 @@ class C3L(ClusterMixin, BaseEstimator):
                 )
             y = check_partial_labels(y, n).astype(np.int64)
             n_cat = np.unique(y[y >= 0]).size
+            if n_cat > 2 and n_cat > N:
+                raise PPClustError(
+                    f"C3L: `y` has {n_cat} categories but `X` has {N} feature(s): with more than two "
+                    "categories C3L uses one one-vs-rest hyperplane per category, and at most as many "
+                    "linearly independent hyperplanes as features exist. Merge the categories into two "
+                    f"(the paper's case){f' or at most {N}' if N > 2 else ''}, or pass "
+                    "hyperplane=(normal, offset)."
+                )
             if n_cat > 2:
                 warnings.warn(
                     f"C3L with {n_cat} categories uses one one-vs-rest hyperplane per category "
                     "(an extension beyond the paper, which treats two categories only)",
                     UserWarning,
-                    stacklevel=2,
+                    skip_file_prefixes=OUTSIDE_CALLER,
                 )
             normal, offset = _c3l.hyperplane_from_labels(X, y, C=self.svm_C)
+            try:
+                hp_x = _c3l.make_hyperplane(normal, offset)
+            except ValueError:
+                raise PPClustError(_no_hyperplane(X, y, n_cat)) from None
         else:
             normal, offset = hyperplane
-        hp_x = _c3l.make_hyperplane(normal, offset)
+            hp_x = _c3l.make_hyperplane(normal, offset)
         if hp_x.normals.shape[1] != N:
             raise PPClustError(f"hyperplane normal has {hp_x.normals.shape[1]} entries, X has {N} features")
         J = hp_x.normals.shape[0]
@@ -258,13 +277,25 @@ class C3L(ClusterMixin, BaseEstimator):
         Z = _c3l.transform((X - self.center_) / self.scale_, self._hp)
         self.n_decision_ = J
         d = N - J
+        warn_degenerate_data("C3L", X, int(self.n_clusters))
+        if _hartigan.singular_data((X - self.center_) / self.scale_) and not (
+            d > 0 and _hartigan.singular_data(Z[:, J:])
+        ):
+            warnings.warn(
+                "C3L: the covariance of `X` is singular (a feature is a linear combination of others, "
+                "e.g. the sum of two columns): C3L models the directions along and across the hyperplane "
+                "independently, so a redundant feature changes the partition. Drop the redundant "
+                "features (or reduce X with PCA) first.",
+                DegenerateDataWarning,
+                skip_file_prefixes=OUTSIDE_CALLER,
+            )
         cm = _c3l.min_size(n, d, float(self.min_cluster_fraction))
         side = np.sign(Z[:, :J])
         if np.all(side >= 0, axis=0).any() or np.all(side <= 0, axis=0).any():
             warnings.warn(
                 "all points lie on one side of the hyperplane: only clusters near it are affected",
                 UserWarning,
-                stacklevel=2,
+                skip_file_prefixes=OUTSIDE_CALLER,
             )
         K = int(self.n_clusters)
         if self.cap_clusters:
@@ -388,3 +419,19 @@ class C3L(ClusterMixin, BaseEstimator):
         from scipy.special import logsumexp
 
         return logsumexp(self._log_density(X), axis=1) + _c3l.log_jacobian(self._hp, self.scale_)
+
+
+def _no_hyperplane(X, y, n_cat: int) -> str:
+    """Why the linear SVM gave no usable hyperplane, in terms of the data."""
+    lab = y >= 0
+    if np.unique(X[lab], axis=0).shape[0] == 1:
+        return (
+            "C3L: the labelled points of `y` are all the same point of `X`: no hyperplane separates their "
+            "categories; label points that differ, or pass hyperplane=(normal, offset)"
+        )
+    return (
+        f"C3L: the linear SVM found no hyperplane between the {n_cat} categories of `y` (its normal vectors "
+        "are zero or linearly dependent: the categories' labelled points coincide, or lie on a subspace "
+        "of `X` too small for one hyperplane per category); label more distinct points, merge the "
+        "categories into two, or pass hyperplane=(normal, offset)"
+    )

@@ -26,6 +26,7 @@ from ppclust.estimators._base import (
     restart_devices,
     side_labels,
     validate_X,
+    warn_degenerate_data,
 )
 from ppclust.inference import cecib as _cecib
 from ppclust.inference import hartigan as _hartigan
@@ -252,6 +253,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         n_clusters = int(self.n_clusters)
         if self.cap_clusters:
             n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
+        warn_degenerate_data("CECIB", X, n_clusters)
 
         def solve(beta, init):
             with _progress.bar(int(self.n_init), "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
