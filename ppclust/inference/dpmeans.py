@@ -650,8 +650,8 @@ def build(
         Bucketed form (one device): only the first ``n_valid`` rows are points, the rest zero-weight
         padding (:func:`ppclust._buckets.pad_rows`, table rows without links) that is never visited,
         opens no cluster, adds nothing to a mean or the objective and follows point 0's label; may be
-        traced, so one program serves every ``n`` of a bucket. Random visiting orders are keyed per point
-        (``fold_in(key, i)``), so the real points' order does not depend on the padding.
+        traced, so one program serves every ``n`` of a bucket. A random visiting order is
+        ``jax.random.permutation(key, n_valid)`` whatever the padding.
 
     Returns
     -------
@@ -722,7 +722,7 @@ def build(
             elif static.order == "fixed":
                 perm = jnp.arange(n)
             else:
-                perm = _random_order(key, valid)
+                perm = _random_order(key, n_valid, n)
             z, mu_end, k_end, ovf = _sequential_sweep(
                 x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, static, n_valid
             )
@@ -750,12 +750,28 @@ def build(
     return DPMeansAlgorithm(init, step)
 
 
-def _random_order(key, valid):
-    """A uniformly random visiting order of the valid rows, then the padding rows: the rows sorted by
-    a counter-based uniform per row (``fold_in(key, i)``), so the real rows' order is the same whatever
-    the padding."""
-    u = jax.vmap(lambda i: jax.random.uniform(jax.random.fold_in(key, i)))(jnp.arange(valid.shape[0]))
-    return jnp.argsort(jnp.where(valid, u, 2.0), stable=True).astype(jnp.int32)
+def _shuffle_rounds(n):
+    """The number of sort rounds of ``jax.random.permutation`` for ``n`` items (``n`` may be traced)."""
+    n = jnp.maximum(n, 1).astype(jnp.float32)
+    return jnp.ceil(3.0 * jnp.log(n) / jnp.log(jnp.float32(np.iinfo(np.uint32).max))).astype(jnp.int32)
+
+
+def _random_order(key, n_valid, size):
+    """``jax.random.permutation(key, n_valid)`` followed by the padding rows ``n_valid..size-1`` (in any order).
+
+    The same algorithm (sort by fresh 32-bit keys, as many rounds as ``permutation`` uses for
+    ``n_valid`` items), with the padding rows sorted last in every round: the draws of the first
+    ``n_valid`` positions do not depend on ``size`` (counter-based bits), so the real rows' order is the
+    one ``permutation`` gives on the unpadded data, whatever the padding."""
+    order = jnp.arange(size, dtype=jnp.int32)
+    late = (order >= n_valid).astype(jnp.uint32)  # positions of the padding: the last ones, every round
+    rounds = _shuffle_rounds(n_valid)
+    for r in range(int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))):
+        key, sub = jax.random.split(key)
+        bits = jax.random.bits(sub, (size,), jnp.uint32)
+        _, _, shuffled = lax.sort((late, bits, order), num_keys=2)
+        order = jnp.where(r < rounds, shuffled, order)
+    return order
 
 
 def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):

@@ -96,3 +96,14 @@ def test_dpmeans_on_padded_rows_equals_dpmeans_on_the_rows(monkeypatch, variant)
     np.testing.assert_array_equal(np.asarray(got.n_iter), np.asarray(ref.n_iter))
     np.testing.assert_allclose(np.asarray(got.objective), np.asarray(ref.objective), rtol=1e-10)
     np.testing.assert_allclose(np.asarray(got.centers), np.asarray(ref.centers), atol=1e-10)
+
+
+@pytest.mark.parametrize(("n", "size"), [(178, 192), (1600, 2048), (1, 32)])
+def test_random_visiting_order_is_the_permutation_of_the_real_rows(n, size):
+    """DP-means' random sweep order on padded rows is ``jax.random.permutation(key, n)`` (the draws of the
+    unpadded solver), then the padding rows; 1600 and 2048 need different numbers of shuffle rounds."""
+    key = jax.random.fold_in(jax.random.key(4), 9)
+    want = np.asarray(jax.random.permutation(key, n))
+    got = np.asarray(jax.jit(dpmeans._random_order, static_argnums=2)(key, np.int32(n), size))
+    np.testing.assert_array_equal(got[:n], want)
+    np.testing.assert_array_equal(np.sort(got[n:]), np.arange(n, size))
