@@ -77,6 +77,7 @@ CASES = {
         lambda: ppclust.RDPMeans(lam=20.0, max_iter=5, k_max=8, variant="delayed", random_state=0),
         "links",
     ),
+    "ccib": (lambda: ppclust.CCIB(n_clusters=3, max_iter=10, random_state=0), "labels"),
 }
 
 

@@ -757,7 +757,7 @@ def _shuffle_rounds(n):
 
 
 def _random_order(key, n_valid, size):
-    """``jax.random.permutation(key, n_valid)`` followed by the padding rows ``n_valid..size-1`` (in any order).
+    """``jax.random.permutation(key, n_valid)``, then the padding rows ``n_valid..size-1`` in some order.
 
     The same algorithm (sort by fresh 32-bit keys, as many rounds as ``permutation`` uses for
     ``n_valid`` items), with the padding rows sorted last in every round: the draws of the first

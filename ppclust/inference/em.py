@@ -457,6 +457,10 @@ def fit(
 ) -> EMResult:
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
+    The rows are padded to their bucket (:mod:`ppclust._buckets`) with zero-weight rows that no
+    k-means++ draw, sum, objective or convergence test sees, so every ``n`` of a bucket runs one compiled
+    program; ``resp`` is cut back to the ``n`` rows.
+
     Parameters
     ----------
     key : JAX PRNG key
