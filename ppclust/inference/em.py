@@ -514,9 +514,7 @@ def fit(
     allowed_p = pad_vector(np.asarray(allowed), size, True)
     res = _fit(
         key,
-        xp,
-        w,
-        np.int32(n),
+        (xp, w, np.int32(n)),
         lm,
         allowed_p,
         init_centres,
@@ -541,9 +539,7 @@ class _EMStatic(NamedTuple):
 @partial(jax.jit, static_argnames=("static", "mesh"))
 def _fit(
     key,
-    x,
-    w,
-    n,
+    data,
     log_mask,
     allowed,
     init_centres,
@@ -556,6 +552,7 @@ def _fit(
     mesh,
 ):
     cov_type, max_iter, n_init = static.cov_type, static.max_iter, static.n_init
+    x, w, n = data  # the rows padded to their bucket, their 0/1 weights, the number of real rows
     keys = jax.random.split(key, n_init)
 
     if mesh is None:
