@@ -548,7 +548,7 @@ def _bucketed(x, table, orders, dtype):
         nbr = np.zeros((size, 1), np.int32)
         sgn = wgt = np.zeros((size, 1), dtype)
     else:
-        width = bucket_size(np.asarray(table.nbr).shape[1], minimum=4)
+        width = bucket_size(np.asarray(table.nbr).shape[1], minimum=1)
         cols = lambda a, dt: pad_rows(np.asarray(a, dt).T, width)[0].T  # noqa: E731
         nbr = pad_rows(cols(table.nbr, np.int32), size)[0]
         sgn = pad_rows(cols(table.sgn, dtype), size)[0]
