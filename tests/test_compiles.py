@@ -78,6 +78,17 @@ CASES = {
         "links",
     ),
     "ccib": (lambda: ppclust.CCIB(n_clusters=3, max_iter=10, random_state=0), "labels"),
+    "cecib-hartigan": (lambda: ppclust.CECIB(n_clusters=3, random_state=0), "labels"),
+    "c3l-hartigan": (lambda: ppclust.C3L(n_clusters=3, random_state=0), "labels"),
+    "cecib-batch": (lambda: ppclust.CECIB(n_clusters=3, algorithm="batch", random_state=0), "labels"),
+    "c3l-batch": (lambda: ppclust.C3L(n_clusters=3, algorithm="batch", random_state=0), "labels"),
+}
+
+# cases whose per-n programs come from modules outside the bucketed solvers (not run: known to build)
+_KNOWN = {
+    "c3l-hartigan": "ppclust/estimators/c3l.py stages the data with jnp.asarray(Z): one program per shape",
+    "cecib-batch": "the batch Hartigan engine (ppclust/inference/hartigan.py, cecib.py) is not bucketed",
+    "c3l-batch": "the batch Hartigan engine (ppclust/inference/hartigan.py, c3l.py) is not bucketed",
 }
 
 
@@ -97,7 +108,13 @@ def _builds(make, side, n):
     return {k: _COUNTS[k] - before[k] for k in _COUNTS}
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=_KNOWN[c], run=False)) if c in _KNOWN else c
+        for c in sorted(CASES)
+    ],
+)
 def test_new_sizes_reuse_the_bucket_programs(case):
     make, side = CASES[case]
     first = _builds(make, side, N1)
