@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
+from ppclust._buckets import bucket_size, pad_rows, pad_vector
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -35,6 +36,29 @@ __all__ = ["CCIB"]
 _FEATURE_MODELS = ("auto",) + _solver.FEATURES
 _BACKGROUND_TYPES = ("auto", "categorical", "continuous")
 _X_WEIGHTS = ("paper", "length", "uniform")
+
+
+def _bucketed(data):
+    """The objects padded to their bucket (:mod:`ppclust._buckets`), so that every n of a bucket runs one
+    compiled program: padding rows have weight 0 in every sum (``w_x``, ``w_fit``) and a clamped, fixed
+    assignment, so they take no part in the assignments, the convergence test or the objective. The
+    perturbations are drawn per (object, cluster) entry, the same for the first n rows whatever the
+    padding."""
+    n = data.y.shape[0]
+    size = bucket_size(n)
+    rows = lambda a: pad_rows(np.asarray(a), size)[0]  # noqa: E731
+    clamp_q = rows(data.clamp_q)
+    clamp_q[n:, 0] = 1.0
+    return _solver.CCIBData(
+        y=rows(data.y),
+        z=rows(data.z),
+        design=rows(data.design),
+        w_x=rows(data.w_x),
+        w_fit=rows(data.w_fit),
+        clamp=pad_vector(np.asarray(data.clamp), size, True),
+        clamp_q=clamp_q,
+        cond_mask=np.asarray(data.cond_mask),
+    )
 
 
 class CCIB(ClusterMixin, BaseEstimator):
@@ -267,9 +291,9 @@ class CCIB(ClusterMixin, BaseEstimator):
             ) as bar,
         ):
             keys = jax.random.split(as_key(self.random_state), int(self.n_init))
-            data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
-            res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, data_j, hyper, static)
+            res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, _bucketed(data), hyper, static)
             res = jax.tree_util.tree_map(np.asarray, res)
+            res = res._replace(q=res.q[:, :n], labels=res.labels[:, :n])
             bar.update(int(self.n_init))
         if not np.all(np.isfinite(res.objective)):
             bad = int((~np.isfinite(res.objective)).sum())

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust._buckets import bucket_size
 from ppclust._jax import as_key, x64
 from ppclust.errors import InvalidInputError, KMaxExhaustedError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -116,7 +117,7 @@ class _Base(ClusterMixin, BaseEstimator):
             xi_rate=getattr(self, "xi_rate", 1.0),
             xi_ratio=getattr(self, "xi_ratio", 1.0),
             xi_max=xi_max,
-            k_max=min(int(self.k_max), n),
+            k_max=min(int(self.k_max), bucket_size(n)),  # at most n clusters can open
             max_iter=self.max_iter,
             divergence=self.divergence,
             tie=self.tie,

@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
+from ppclust._buckets import pad_rows
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -115,8 +116,10 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
         return X, codes, log_mask, allowed, centres, fixed, shift, as_key(self.random_state)
 
     def _niw_prior(self, xc, K):
-        """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data."""
-        return mixture_niw_prior(xc, self.weight_concentration)
+        """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data
+        (numpy), computed on the rows padded to their bucket (no program compiled per n)."""
+        xp, w = pad_rows(np.asarray(xc))
+        return mixture_niw_prior(xp, float(self.weight_concentration), weight=w)
 
     # ------------------------------------------------------------------------------------------ predict
     def _log_prob(self, X):
@@ -394,7 +397,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 bool(self.progress_bar),
             ) as bar,
         ):
-            xc = jnp.asarray(X - shift)
+            xc = X - shift
             prior = None
             if self.prior == "default":
                 prior = self._niw_prior(xc, K)
@@ -409,10 +412,10 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 res = em.fit(
                     key,
                     xc,
-                    jnp.asarray(log_mask) if C > 0 else None,
-                    jnp.asarray(allowed),
-                    jnp.asarray(centres - shift),
-                    jnp.asarray(fixed),
+                    log_mask if C > 0 else None,
+                    allowed,
+                    centres - shift,
+                    fixed,
                     n_components=K,
                     cov_type=self.covariance_type,
                     max_iter=int(self.max_iter),

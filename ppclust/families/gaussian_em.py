@@ -154,7 +154,7 @@ class NIWPrior(NamedTuple):
     psi0: jax.Array  # (d, d)
 
 
-def mixture_niw_prior(x, alpha=1.0, *, kappa0=DEFAULT_KAPPA0) -> NIWPrior:
+def mixture_niw_prior(x, alpha=1.0, *, kappa0=DEFAULT_KAPPA0, weight=None) -> NIWPrior:
     r"""The default conjugate prior of a fixed-K Gaussian mixture.
 
     Shared by EM's MAP fit (``SemiSupervisedGMM(prior="default")``) and the Gibbs sampler
@@ -170,6 +170,9 @@ def mixture_niw_prior(x, alpha=1.0, *, kappa0=DEFAULT_KAPPA0) -> NIWPrior:
         Symmetric Dirichlet concentration of the weights (1: no weight prior).
     kappa0 : float, default :data:`~ppclust.families.DEFAULT_KAPPA0`
         Prior strength of the means (1: the prior mean counts as one observation).
+    weight : array (n,) or None, default None
+        0/1 row weights (0 on the padding rows of a bucketed ``x``, :func:`ppclust._buckets.pad_rows`):
+        the mean and variance are those of the rows of weight 1, computed by one program per bucket.
 
     Returns
     -------
@@ -189,8 +192,26 @@ def mixture_niw_prior(x, alpha=1.0, *, kappa0=DEFAULT_KAPPA0) -> NIWPrior:
     >>> float(p.nu0), p.psi0.tolist()
     (4.0, [[1.0, 0.0], [0.0, 4.0]])
     """
+    if weight is not None:
+        return _weighted_niw_prior(x, weight, alpha, kappa0)
     fam = GaussianNIW.default(x, "full", kappa0=kappa0)
     return NIWPrior(jnp.asarray(alpha, fam.mu0.dtype), fam.mu0, fam.kappa0, fam.nu0, fam.psi0)
+
+
+@jax.jit
+def _weighted_niw_prior(x, w, alpha, kappa0) -> NIWPrior:
+    """:meth:`GaussianNIW.default`'s hyper-parameters (``nu0 = d + 2``, so ``Psi0 = diag(var)``) from the
+    rows of weight 1: padding rows add nothing to the mean or the variance."""
+    x = jnp.asarray(x)
+    w = jnp.asarray(w, x.dtype)
+    d = x.shape[1]
+    m = jnp.sum(w)
+    mean = jnp.sum(w[:, None] * x, 0) / m
+    var = jnp.maximum(jnp.sum(w[:, None] * (x - mean) ** 2, 0) / m, 1e-12)
+    dt = x.dtype
+    return NIWPrior(
+        jnp.asarray(alpha, dt), mean, jnp.asarray(kappa0, dt), jnp.asarray(d + 2.0, dt), jnp.diag(var)
+    )
 
 
 def precision_cholesky(cov, cov_type):

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppclust._buckets import bucket_size, pad_rows
 from ppclust._jax import x64
 from ppclust.families import kl_divergence, sq_euclidean
 from ppclust.sideinfo import NeighbourTable, SideInfo, link_counts, table_within_counts
@@ -357,8 +358,9 @@ def divergence_matrix(x, mu, divergence="sqeuclidean"):
 # objective
 
 
-def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean"):
-    """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K.
+def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, divergence="sqeuclidean", w=None):
+    """J(z, mu) of spec Section 3.5 (pairs counted once); ``n_clusters`` slots are counted in K; ``w``
+    (optional, (n,)): 0 on padding rows, which then add nothing (their table rows carry no links).
 
     Parameters
     ----------
@@ -380,6 +382,8 @@ def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, diverg
         The links.
     divergence : {"sqeuclidean", "euclidean", "kl"}, default="sqeuclidean"
         The divergence.
+    w : array of shape (n,) or None, default=None
+        Row weights: 1 on real rows, 0 on bucket padding (which then adds nothing); None: all 1.
 
     Examples
     --------
@@ -392,6 +396,8 @@ def objective(x, z, mu, n_clusters, lam, xi1, xi2, table: NeighbourTable, diverg
     x, z, mu = jnp.asarray(x), jnp.asarray(z), jnp.asarray(mu)
     table = NeighbourTable(*(jnp.asarray(a) for a in table))
     d_own = jax.vmap(lambda xi_, k: _point_divergence(xi_, mu[k][None, :], divergence, False)[0])(x, z)
+    if w is not None:
+        d_own = jnp.where(w > 0, d_own, 0.0)
     n11, n01 = table_within_counts(z, z[table.nbr], table.sgn, table.wgt)
     return jnp.sum(d_own) + lam * n_clusters - xi1 * n11 + xi2 * n01
 
@@ -415,7 +421,9 @@ def _argmin(a, tie):
     return jnp.argmin(a).astype(LABEL_DTYPE)
 
 
-def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, cfg: DPMeansStatic):
+def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, cfg: DPMeansStatic, n_valid):
+    """Algorithm 1's sweep over the first ``n_valid`` entries of ``order`` (the padding rows sit after
+    them and are never visited)."""
     k_max = mu.shape[0]
     slots = jnp.arange(k_max)
 
@@ -436,7 +444,7 @@ def _sequential_sweep(x, z, mu, k_count, order, lam, xi1, xi2, table, cfg: DPMea
         z = z.at[i].set(k_new)
         return z, mu, k_count + do_open.astype(k_count.dtype), overflow | (open_new & full)
 
-    return lax.fori_loop(0, order.shape[0], body, (z, mu, k_count, jnp.array(False)))
+    return lax.fori_loop(0, n_valid, body, (z, mu, k_count, jnp.array(False)))
 
 
 def _best_assignment(x, z, mu, k_count, xi1, xi2, table, cfg: DPMeansStatic):
@@ -450,9 +458,10 @@ def _best_assignment(x, z, mu, k_count, xi1, xi2, table, cfg: DPMeansStatic):
     return k, jnp.take_along_axis(a, k[:, None].astype(jnp.int32), axis=1)[:, 0]
 
 
-def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, cfg: DPMeansStatic):
+def _delayed_sweep(x, z, mu, k_count, lam, xi1, xi2, table, cfg: DPMeansStatic, valid):
     k_max = mu.shape[0]
     k, best = _best_assignment(x, z, mu, k_count, xi1, xi2, table, cfg)
+    best = jnp.where(valid, best, -jnp.inf)  # padding rows never open a cluster
     worst = jnp.argmax(best)
     open_new = ~(best[worst] < lam)
     full = k_count >= k_max
@@ -512,8 +521,9 @@ def _objective_sharded(x, w, z_all, offset, mu, n_clusters, lam, xi1, xi2, table
     return d_sum + lam * n_clusters - xi1 * n11 + xi2 * n01
 
 
-def _update(x, z, mu_old, k_count, *, compat):
-    """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count)."""
+def _update(x, z, mu_old, k_count, *, compat, w):
+    """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count); ``w`` is 0
+    on the padding rows (all zero, at the end), which add nothing to a sum or a count."""
     k_max = mu_old.shape[0]
     if compat:  # sums accumulated point by point in index order, as rdpmeans.m does
 
@@ -521,10 +531,11 @@ def _update(x, z, mu_old, k_count, *, compat):
             s, cnt = c
             return s.at[z[i]].add(x[i]), cnt.at[z[i]].add(1.0)
 
-        sums, counts = lax.fori_loop(0, x.shape[0], acc, (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
+        n_valid = jnp.sum(w > 0).astype(jnp.int32)
+        sums, counts = lax.fori_loop(0, n_valid, acc, (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
     else:
-        sums = jax.ops.segment_sum(x, z, num_segments=k_max)
-        counts = jax.ops.segment_sum(jnp.ones(x.shape[0], x.dtype), z, num_segments=k_max)
+        sums = jax.ops.segment_sum(x * w[:, None], z, num_segments=k_max)
+        counts = jax.ops.segment_sum(w, z, num_segments=k_max)
     nonempty = (counts > 0) & (jnp.arange(k_max) < k_count)
     means = sums / jnp.where(nonempty, counts, 1.0)[:, None]
     new_index = (jnp.cumsum(nonempty) - 1).astype(LABEL_DTYPE)
@@ -551,32 +562,83 @@ def _same_partition(z_old, z_new, k_max):
     return one_way(z_old, z_new) & one_way(z_new, z_old)
 
 
-@partial(jax.jit, static_argnames=("static", "mesh"))
-def _fit(key, x, table, schedule: DPMeansSchedule, mu0, orders, static: DPMeansStatic, mesh=None):
+def _run(key, x, n_valid, table, schedule: DPMeansSchedule, mu0, orders, static: DPMeansStatic, mesh):
+    """One run on bucketed rows (the first ``n_valid`` real): the initial centroid (``mu0`` None: drawn
+    by ``static.init`` among the real rows), then the sweep loop, on one device or split over ``mesh``."""
+    k_init, k_run = jax.random.split(key)
+    valid = jnp.arange(x.shape[0]) < n_valid
+    if mu0 is None:
+        mu0 = _init_centre(k_init, x, static.init, valid)
     if mesh is None:
-        return _loop(key, x, table, schedule, mu0, orders, static)
+        return _loop(k_run, x, table, schedule, mu0, orders, static.run, n_valid=n_valid)
     from jax.sharding import PartitionSpec as P
 
-    from ppclust._devices import AXIS, pad_rows
+    from ppclust._devices import AXIS
+    from ppclust._devices import pad_rows as pad_to_mesh
 
-    n = x.shape[0]
-    n_pad = pad_rows(n, mesh)
-    pad = n_pad - n
+    size = x.shape[0]
+    n_pad = pad_to_mesh(size, mesh)
+    pad = n_pad - size
     xp = jnp.pad(x, ((0, pad), (0, 0)))
-    w = (jnp.arange(n_pad) < n).astype(x.dtype)
+    w = jnp.pad(valid.astype(x.dtype), (0, pad))
     tp = NeighbourTable(*(jnp.pad(a, ((0, pad), (0, 0))) for a in table))  # padding rows: no links
-    rep = (key, schedule, mu0)
+    rep = (k_run, schedule, mu0, n_valid)
 
     def per_device(rep, x_loc, w_loc, t_loc):
-        key, schedule, mu0 = rep
+        key, schedule, mu0, n_valid = rep
         return _loop(
-            key, x_loc, t_loc, schedule, mu0, None, static, w=w_loc, axis=AXIS, n_total=n, n_pad=n_pad
+            key,
+            x_loc,
+            t_loc,
+            schedule,
+            mu0,
+            None,
+            static.run,
+            w=w_loc,
+            axis=AXIS,
+            n_total=n_valid,
+            n_pad=n_pad,
         )
 
     res = jax.shard_map(
         per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(), check_vma=False
     )(rep, xp, w, tp)
-    return res._replace(labels=res.labels[:n])
+    return res._replace(labels=res.labels[:size])
+
+
+class _RunStatic(NamedTuple):
+    run: DPMeansStatic
+    init: str
+
+
+@partial(jax.jit, static_argnames=("static", "mesh"))
+def _fit_many(keys, x, n_valid, table, schedule, mu0, orders, static: _RunStatic, mesh=None):
+    return jax.vmap(lambda k: _run(k, x, n_valid, table, schedule, mu0, orders, static, mesh))(keys)
+
+
+def _bucketed(x, table, orders, dtype):
+    """Rows of ``x``, of the neighbour table (its width too) and of the given orders padded to their
+    buckets (:mod:`ppclust._buckets`): padding rows carry no links and come last in every order."""
+    x = np.asarray(x, dtype)
+    n = x.shape[0]
+    size = bucket_size(n)
+    xp = pad_rows(x, size)[0]
+    if table is None:
+        nbr = np.zeros((size, 1), np.int32)
+        sgn = wgt = np.zeros((size, 1), dtype)
+    else:
+        width = bucket_size(np.asarray(table.nbr).shape[1], minimum=1)
+        cols = lambda a, dt: pad_rows(np.asarray(a, dt).T, width)[0].T  # noqa: E731
+        nbr = pad_rows(cols(table.nbr, np.int32), size)[0]
+        sgn = pad_rows(cols(table.sgn, dtype), size)[0]
+        wgt = pad_rows(cols(table.wgt, dtype), size)[0]
+    if orders is None:
+        orders = np.zeros((1, size), np.int32)
+    else:
+        orders = np.asarray(orders, np.int32).reshape(-1, n)
+        tail = np.broadcast_to(np.arange(n, size, dtype=np.int32), (orders.shape[0], size - n))
+        orders = np.concatenate([orders, tail], axis=1)
+    return xp, NeighbourTable(nbr, sgn, wgt), orders
 
 
 class DPMeansState(NamedTuple):
@@ -673,6 +735,7 @@ def build(
     axis=None,
     n_total=None,
     n_pad=None,
+    n_valid=None,
 ) -> DPMeansAlgorithm:
     """One DP-means / RDP-means sweep (assignments, then centre update, then the convergence test) with the
     data, links and configuration closed over.
@@ -693,6 +756,12 @@ def build(
         Data-parallel form (``axis`` set, inside ``shard_map``, delayed variant only): ``x``/``w``/
         ``table`` are this device's rows, ``w`` is 0 on padding rows, labels are kept replicated for all
         ``n_pad`` rows of which ``n_total`` are real.
+    n_valid : int or None, default=None
+        Bucketed form (one device): only the first ``n_valid`` rows are points, the rest zero-weight
+        padding (:func:`ppclust._buckets.pad_rows`, table rows without links) that is never visited,
+        opens no cluster, adds nothing to a mean or the objective and follows point 0's label; may be
+        traced, so one program serves every ``n`` of a bucket. A random visiting order is
+        ``jax.random.permutation(key, n_valid)`` whatever the padding.
 
     Returns
     -------
@@ -719,6 +788,10 @@ def build(
         valid = jnp.arange(n_pad) < n_total
         n = n_pad
         shard = _Shard(x, w, offset, axis)
+    else:
+        n_valid = n if n_valid is None else n_valid
+        valid = jnp.arange(n) < n_valid
+        w = valid.astype(x.dtype)
 
     def init(mu0) -> DPMeansState:
         mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
@@ -745,7 +818,7 @@ def build(
             def obj(x, z, mu, k):
                 return _objective_sharded(x, w, z, offset, mu, k, lam, xi1, xi2, table, divergence, axis)
         else:
-            obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence)
+            obj = partial(objective, lam=lam, xi1=xi1, xi2=xi2, table=table, divergence=divergence, w=w)
         j_before = obj(x, s.labels, s.centers, s.n_clusters)
         if sharded:
             z, mu_end, k_end, ovf = _delayed_sweep_sharded(
@@ -759,16 +832,17 @@ def build(
             elif static.order == "fixed":
                 perm = jnp.arange(n)
             else:
-                perm = jax.random.permutation(key, n)
+                perm = _random_order(key, n_valid, n)
             z, mu_end, k_end, ovf = _sequential_sweep(
-                x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, static
+                x, s.labels, s.centers, s.n_clusters, perm, lam, xi1, xi2, table, static, n_valid
             )
         else:
             z, mu_end, k_end, ovf = _delayed_sweep(
-                x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, static
+                x, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, static, valid
             )
         if not sharded:
-            z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat)
+            z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
+            z_new, mu_new, k_new = _update(x, z, mu_end, k_end, compat=compat, w=w)
         j_after = obj(x, z_new, mu_new, k_new)
         if compat:
             live = jnp.arange(k_max) < k_new
@@ -784,6 +858,34 @@ def build(
         return new, DPMeansInfo(xi1, s.n_clusters, j_before, j_after)
 
     return DPMeansAlgorithm(init, step)
+
+
+def _shuffle_rounds(n):
+    """The number of sort rounds of ``jax.random.permutation`` for ``n`` items (``n`` may be traced)."""
+    n = jnp.maximum(n, 1).astype(jnp.float32)
+    return jnp.ceil(3.0 * jnp.log(n) / jnp.log(jnp.float32(np.iinfo(np.uint32).max))).astype(jnp.int32)
+
+
+def _random_order(key, n_valid, size):
+    """``jax.random.permutation(key, n_valid)``, then the padding rows ``n_valid..size-1`` in some order.
+
+    The same algorithm (sort by fresh 32-bit keys, as many rounds as ``permutation`` uses for
+    ``n_valid`` items), with the padding rows sorted last in every round: the draws of the first
+    ``n_valid`` positions do not depend on ``size`` (counter-based bits), so the real rows' order is the
+    one ``permutation`` gives on the unpadded data, whatever the padding."""
+    order = jnp.arange(size, dtype=jnp.int32)
+    late = (order >= n_valid).astype(jnp.uint32)  # positions of the padding: the last ones, every round
+    rounds = _shuffle_rounds(n_valid)
+    for r in range(int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))):
+        key, sub = jax.random.split(key)
+        bits = jax.random.bits(sub, (size,), jnp.uint32)
+        if jax.config.jax_enable_x64:  # one 64-bit key (padding flag, bits): a cheaper comparator
+            packed = (late.astype(jnp.uint64) << 32) | bits.astype(jnp.uint64)
+            _, shuffled = lax.sort_key_val(packed, order)
+        else:
+            _, _, shuffled = lax.sort((late, bits, order), num_keys=2)
+        order = jnp.where(r < rounds, shuffled, order)
+    return order
 
 
 def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):
@@ -827,11 +929,12 @@ def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):
     )
 
 
-def _init_centre(key, x, init):
+def _init_centre(key, x, init, valid):
     if init == "mean":
-        return jnp.mean(x, axis=0)
+        return jnp.sum(jnp.where(valid[:, None], x, 0.0), axis=0) / jnp.sum(valid)
     if init == "bbox_random":
-        lo, hi = jnp.min(x, axis=0), jnp.max(x, axis=0)
+        lo = jnp.min(jnp.where(valid[:, None], x, jnp.inf), axis=0)
+        hi = jnp.max(jnp.where(valid[:, None], x, -jnp.inf), axis=0)
         u = jax.random.uniform(key, (x.shape[1],), x.dtype)
         return u * (hi - lo) + lo
     raise ValueError(f"init must be 'bbox_random' or 'mean', got {init!r}")
@@ -888,50 +991,49 @@ def fit(
     >>> int(res.n_clusters)
     2
     """
-    config = (DPMeansConfig() if config is None else config)._replace(**options)
-    if mesh is not None and (config.variant != "delayed" or config.compat):
-        raise ValueError(
-            "a device mesh needs variant='delayed' and compat=False (the sequential sweep "
-            "is inherently serial)"
-        )
-    x = jnp.asarray(x)
-    n = x.shape[0]
-    use_links = table is not None and np.asarray(table.wgt).any()
-    if table is None:
-        table = NeighbourTable.empty(n)
-    table = NeighbourTable(
-        jnp.asarray(table.nbr, jnp.int32), jnp.asarray(table.sgn, x.dtype), jnp.asarray(table.wgt, x.dtype)
+    res = fit_restarts(
+        key, x, table, lam, None, config, orders=orders, init_centre=init_centre, mesh=mesh, **options
     )
-    k_init, k_run = jax.random.split(key)
-    mu0 = _init_centre(k_init, x, config.init) if init_centre is None else jnp.asarray(init_centre, x.dtype)
-    orders = jnp.zeros((1, n), jnp.int32) if orders is None else jnp.asarray(orders, jnp.int32)
-    return _fit(
-        k_run,
-        x,
-        table,
-        DPMeansSchedule.from_config(lam, config, x.dtype),
-        mu0,
-        orders,
-        DPMeansStatic.from_config(config, use_links=bool(use_links)),
-        mesh=mesh,
-    )
+    return res
 
 
-def fit_restarts(key, x, table, lam, n_init, config: DPMeansConfig | None = None, **options) -> DPMeansResult:
+def fit_restarts(
+    key,
+    x,
+    table,
+    lam,
+    n_init,
+    config: DPMeansConfig | None = None,
+    *,
+    orders=None,
+    init_centre=None,
+    mesh=None,
+    **options,
+) -> DPMeansResult:
     """``n_init`` independent restarts of :func:`fit` (initial centroid and orders), vmapped.
+
+    The rows (and the neighbour table's rows and width) are padded to their buckets
+    (:mod:`ppclust._buckets`), so every ``n`` of a bucket runs the same compiled program; the results are
+    those of the unpadded data (labels cut back to ``n``).
 
     Parameters
     ----------
     key : JAX PRNG key
-        Split into one key per restart.
+        Split into one key per restart (``n_init=None``: ``key`` is the one run's key, :func:`fit`).
     x, table, lam
         As :func:`fit`.
-    n_init : int
-        Number of restarts (>= 1).
+    n_init : int or None
+        Number of restarts (>= 1); None: one run without the leading restart axis.
     config : DPMeansConfig or None, default=None
         As :func:`fit`.
+    orders : array of int of shape (n_init, n) or None, default=None
+        Visiting orders of the sequential sweep, one per restart; None draws them from ``key``.
+    init_centre : array of shape (d,) or None, default=None
+        The first centroid; None uses the global mean (weighted by the real rows).
+    mesh : jax.sharding.Mesh or None, default=None
+        A 1-D data mesh for the delayed pass; None runs on one device.
     **options
-        As :func:`fit` (may include ``mesh``).
+        As :func:`fit`.
 
     Returns
     -------
@@ -945,9 +1047,35 @@ def fit_restarts(key, x, table, lam, n_init, config: DPMeansConfig | None = None
     >>> fit_restarts(jax.random.key(0), x, None, 1.0, 3, k_max=4).labels.shape
     (3, 4)
     """
-    x = jnp.asarray(x)
-    keys = jax.random.split(key, n_init)
-    return jax.vmap(lambda k: fit(k, x, table, lam, config, **options))(keys)
+    config = (DPMeansConfig() if config is None else config)._replace(**options)
+    if mesh is not None and (config.variant != "delayed" or config.compat):
+        raise ValueError(
+            "a device mesh needs variant='delayed' and compat=False (the sequential sweep "
+            "is inherently serial)"
+        )
+    x = np.asarray(x)
+    dtype = jax.dtypes.canonicalize_dtype(x.dtype if np.issubdtype(x.dtype, np.floating) else np.float64)
+    n = x.shape[0]
+    use_links = table is not None and np.asarray(table.wgt).any()
+    xp, tp, op = _bucketed(x, table, orders, dtype)
+    mu0 = None if init_centre is None else np.asarray(init_centre, dtype)
+    static = _RunStatic(DPMeansStatic.from_config(config, use_links=bool(use_links)), config.init)
+    keys = key if n_init is None else jax.random.split(key, n_init)
+    res = _fit_many(
+        jnp.reshape(keys, (-1,)),
+        xp,
+        np.int32(n),
+        tp,
+        DPMeansSchedule.from_config(lam, config, dtype),
+        mu0,
+        op,
+        static,
+        mesh=mesh,
+    )
+    res = res._replace(labels=np.asarray(res.labels)[:, :n])
+    if n_init is None:
+        res = jax.tree.map(lambda a: a[0], res)
+    return res
 
 
 # ------------------------------------------------------------------------------------------------

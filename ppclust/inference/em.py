@@ -32,8 +32,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import logsumexp
 
+from ppclust._buckets import bucket_size, pad_rows, pad_vector
 from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in the family module
     GMMParams,
     NIWPrior,
@@ -437,9 +439,12 @@ def _em(x, params0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=None,
     return params, obj, ll, jnp.exp(log_resp), trace, it, converged, finite
 
 
-def _initial_params(key, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior):
-    centres = kmeanspp_centres(key, x, init_centres, init_fixed)
-    return m_step(x, _resp_from_centres(x, centres, allowed), cov_type, reg_covar, prior)
+def _initial_params(key, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior, w, n):
+    """k-means++ centres among the first ``n`` rows, one-hot responsibilities, an M-step; the padding rows
+    (``w = 0``) are never drawn and add nothing to the statistics."""
+    centres = kmeanspp_centres(key, x, init_centres, init_fixed, n)
+    resp = _resp_from_centres(x, centres, allowed) * w[:, None]
+    return m_step(x, resp, cov_type, reg_covar, prior)
 
 
 class EMConfig(NamedTuple):
@@ -491,6 +496,10 @@ def fit(
 ) -> EMResult:
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
 
+    The rows are padded to their bucket (:mod:`ppclust._buckets`) with zero-weight rows that no
+    k-means++ draw, sum, objective or convergence test sees, so every ``n`` of a bucket runs one compiled
+    program; ``resp`` is cut back to the ``n`` rows.
+
     Parameters
     ----------
     key : JAX PRNG key
@@ -536,11 +545,17 @@ def fit(
     [0.1, 5.1]
     """
     config = EMConfig(**options) if config is None else config._replace(**options)
-    return _fit(
+    x = np.asarray(x)
+    n = x.shape[0]
+    size = bucket_size(n)
+    xp, w = pad_rows(x, size)
+    lm = None if log_mask is None else pad_rows(np.asarray(log_mask), size)[0]
+    allowed_p = pad_vector(np.asarray(allowed), size, True)
+    res = _fit(
         key,
-        x,
-        log_mask,
-        allowed,
+        (xp, w, np.int32(n)),
+        lm,
+        allowed_p,
         init_centres,
         init_fixed,
         config.tol,
@@ -550,6 +565,7 @@ def fit(
         _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter), int(config.n_init)),
         mesh,
     )
+    return res._replace(resp=np.asarray(res.resp)[:n])
 
 
 class _EMStatic(NamedTuple):
@@ -562,7 +578,7 @@ class _EMStatic(NamedTuple):
 @partial(jax.jit, static_argnames=("static", "mesh"))
 def _fit(
     key,
-    x,
+    data,
     log_mask,
     allowed,
     init_centres,
@@ -575,22 +591,25 @@ def _fit(
     mesh,
 ):
     cov_type, max_iter, n_init = static.cov_type, static.max_iter, static.n_init
+    x, w, n = data  # the rows padded to their bucket, their 0/1 weights, the number of real rows
     keys = jax.random.split(key, n_init)
 
     if mesh is None:
 
         def one(k_):
             if init_params is None:
-                p0 = _initial_params(k_, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior)
+                p0 = _initial_params(
+                    k_, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior, w, n
+                )
             else:
                 p0 = init_params
-            return _em(x, p0, log_mask, cov_type, max_iter, tol, reg_covar, prior)
+            return _em(x, p0, log_mask, cov_type, max_iter, tol, reg_covar, prior, w=w, n_total=n)
 
         params, obj, ll, resp, trace, it, conv, finite = jax.vmap(one)(keys)
     else:
         params, obj, ll, resp, trace, it, conv, finite = _fit_sharded(
             keys,
-            x,
+            (x, w, n),
             log_mask,
             (allowed, init_centres, init_fixed),
             static,
@@ -608,28 +627,32 @@ def _fit(
     )
 
 
-def _fit_sharded(keys, x, log_mask, start, static: _EMStatic, tol, reg_covar, prior, init_params, mesh):
+def _fit_sharded(keys, data, log_mask, start, static: _EMStatic, tol, reg_covar, prior, init_params, mesh):
+    x, w_rows, n = data
     allowed, init_centres, init_fixed = start
     cov_type, max_iter = static.cov_type, static.max_iter
     from jax.sharding import PartitionSpec as P
 
-    from ppclust._devices import AXIS, pad_rows
+    from ppclust._devices import AXIS
+    from ppclust._devices import pad_rows as pad_to_mesh
 
-    n = x.shape[0]
-    pad = pad_rows(n, mesh) - n
+    size = x.shape[0]
+    pad = pad_to_mesh(size, mesh) - size
     xp = jnp.pad(x, ((0, pad), (0, 0)))
-    w = (jnp.arange(n + pad) < n).astype(x.dtype)
+    w = jnp.pad(w_rows, (0, pad))
     k = init_centres.shape[0]
-    lm = jnp.zeros((n, k), x.dtype) if log_mask is None else log_mask  # adding 0.0 is exact
+    lm = jnp.zeros((size, k), x.dtype) if log_mask is None else log_mask  # adding 0.0 is exact
     lm = jnp.pad(lm, ((0, pad), (0, 0)))
-    rep = (x, allowed, init_centres, init_fixed, tol, reg_covar, prior, init_params)
+    rep = (x, w_rows, n, allowed, init_centres, init_fixed, tol, reg_covar, prior, init_params)
 
     def per_device(keys, rep, x_loc, w_loc, lm_loc):
-        x_full, allowed, centres0, fixed, tol, reg_covar, prior, init_params = rep
+        x_full, w_full, n, allowed, centres0, fixed, tol, reg_covar, prior, init_params = rep
 
         def one(k_):
             if init_params is None:  # replicated on every device: identical to the single-device init
-                p0 = _initial_params(k_, x_full, allowed, centres0, fixed, cov_type, reg_covar, prior)
+                p0 = _initial_params(
+                    k_, x_full, allowed, centres0, fixed, cov_type, reg_covar, prior, w_full, n
+                )
             else:
                 p0 = init_params
             return _em(
@@ -647,4 +670,4 @@ def _fit_sharded(keys, x, log_mask, start, static: _EMStatic, tol, reg_covar, pr
         check_vma=False,
     )(keys, rep, xp, w, lm)
     params, obj, ll, resp, trace, it, conv, finite = out
-    return params, obj, ll, resp[:, :n], trace, it, conv, finite
+    return params, obj, ll, resp[:, :size], trace, it, conv, finite

@@ -123,12 +123,13 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
     return idx, cs
 
 
-def kmeanspp_centres(key, x, centres, fixed):
+def kmeanspp_centres(key, x, centres, fixed, n_valid=None):
     """Fill the rows of ``centres`` (k, d) where ``fixed`` is False by k-means++ D^2 sampling
     (:func:`kmeanspp_from_uniforms` with the draws of :func:`kmeanspp_uniforms`).
 
     The fixed rows (e.g. labelled class means) count as already chosen. With no fixed row, the first
-    centre is a uniformly drawn point.
+    centre is a uniformly drawn point. ``n_valid`` (optional, may be traced): only the first ``n_valid``
+    rows are points, the rest padding that is never drawn (same centres as on the unpadded rows).
 
     Parameters
     ----------
@@ -149,8 +150,9 @@ def kmeanspp_centres(key, x, centres, fixed):
     >>> kmeanspp_centres(jax.random.key(0), x, jnp.array([[0.0], [0.0]]), jnp.array([True, False])).shape
     (2, 1)
     """
-    first, u = kmeanspp_uniforms(key, centres.shape[0], x.shape[0], x.dtype)
-    return kmeanspp_from_uniforms(first, u, x, centres, fixed)[1]
+    m = x.shape[0] if n_valid is None else n_valid
+    first, u = kmeanspp_uniforms(key, centres.shape[0], m, x.dtype)
+    return kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid)[1]
 
 
 def kmeanspp_indices(key, x, K: int, n_valid=None):

@@ -1,0 +1,125 @@
+"""Compile counts: a fit at a new data size reuses the programs of its bucket (:mod:`ppclust._buckets`).
+
+Programs are counted with ``jax.monitoring``: every program JAX builds is lowered to an MLIR module first
+(``/jax/core/compile/jaxpr_to_mlir_module_duration``), whether the executable then comes from XLA's
+compiler or from the persistent compilation cache (which the test suite enables). The backend event
+(``/jax/core/compile/backend_compile_duration``) wraps both the compile and the persistent-cache read
+in this JAX, so it is counted too, and a persistent-cache hit (``/jax/compilation_cache/cache_hits``) is
+one more witness: a fit "compiles nothing" when all three stay at zero.
+
+For every estimator: a repeat fit at the same ``n`` builds nothing; a second size in the same bucket
+builds nothing; a size in the next bucket builds at most the program set of the first fit.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax.monitoring as mon
+import numpy as np
+import pytest
+
+import ppclust
+from ppclust._buckets import bucket_size
+
+_EVENTS = (
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+_COUNTS = {"lowered": 0, "compiled": 0, "cache_hits": 0}
+
+
+def _on_duration(event, duration, **kwargs):
+    if event == _EVENTS[0]:
+        _COUNTS["lowered"] += 1
+    elif event == _EVENTS[1]:
+        _COUNTS["compiled"] += 1
+
+
+def _on_event(event, **kwargs):
+    if event == "/jax/compilation_cache/cache_hits":
+        _COUNTS["cache_hits"] += 1
+
+
+mon.register_event_duration_secs_listener(_on_duration)
+mon.register_event_listener(_on_event)
+
+# sizes: two in one bucket, one in the next
+N1, N2, N3 = 100, 110, 140
+assert bucket_size(N1) == bucket_size(N2) < bucket_size(N3)
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = np.arange(n) % 3
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[truth] + rng.normal(size=(n, 2))
+    y = np.where(np.arange(n) % 4 == 0, truth, -1)
+    ml = np.array([[i, i + 3] for i in range(0, 30, 3)])
+    cl = np.array([[i, i + 1] for i in range(0, 30, 3)])
+    return X, y, ml, cl
+
+
+CASES = {
+    "ssgmm": (lambda: ppclust.SemiSupervisedGMM(n_clusters=3, max_iter=5, random_state=0), "labels"),
+    "ssgmm-noprior": (
+        lambda: ppclust.SemiSupervisedGMM(
+            n_clusters=3, max_iter=5, prior=None, label_noise=0.0, random_state=0
+        ),
+        "labels",
+    ),
+    "dpmeans-sequential": (lambda: ppclust.DPMeans(lam=20.0, max_iter=5, k_max=8, random_state=0), None),
+    "dpmeans-delayed": (
+        lambda: ppclust.DPMeans(lam=20.0, max_iter=5, k_max=8, variant="delayed", random_state=0),
+        None,
+    ),
+    "rdpmeans-sequential": (lambda: ppclust.RDPMeans(lam=20.0, max_iter=5, k_max=8, random_state=0), "links"),
+    "rdpmeans-delayed": (
+        lambda: ppclust.RDPMeans(lam=20.0, max_iter=5, k_max=8, variant="delayed", random_state=0),
+        "links",
+    ),
+    "ccib": (lambda: ppclust.CCIB(n_clusters=3, max_iter=10, random_state=0), "labels"),
+    "cecib-hartigan": (lambda: ppclust.CECIB(n_clusters=3, random_state=0), "labels"),
+    "c3l-hartigan": (lambda: ppclust.C3L(n_clusters=3, random_state=0), "labels"),
+    "cecib-batch": (lambda: ppclust.CECIB(n_clusters=3, algorithm="batch", random_state=0), "labels"),
+    "c3l-batch": (lambda: ppclust.C3L(n_clusters=3, algorithm="batch", random_state=0), "labels"),
+}
+
+# cases whose per-n programs come from modules outside the bucketed solvers (not run: known to build)
+_KNOWN = {
+    "c3l-hartigan": "ppclust/estimators/c3l.py stages the data with jnp.asarray(Z): one program per shape",
+    "cecib-batch": "the batch Hartigan engine (ppclust/inference/hartigan.py, cecib.py) is not bucketed",
+    "c3l-batch": "the batch Hartigan engine (ppclust/inference/hartigan.py, c3l.py) is not bucketed",
+}
+
+
+def _builds(make, side, n):
+    X, y, ml, cl = _data(n)
+    before = dict(_COUNTS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make()
+        if side == "labels":
+            est.fit(X, partial_labels=y)
+        elif side == "links":
+            est.fit(X, must_link=ml, cannot_link=cl)
+        else:
+            est.fit(X)
+    assert len(est.labels_) == n
+    return {k: _COUNTS[k] - before[k] for k in _COUNTS}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=_KNOWN[c], run=False)) if c in _KNOWN else c
+        for c in sorted(CASES)
+    ],
+)
+def test_new_sizes_reuse_the_bucket_programs(case):
+    make, side = CASES[case]
+    first = _builds(make, side, N1)
+    assert _builds(make, side, N1) == {"lowered": 0, "compiled": 0, "cache_hits": 0}, "repeat fit"
+    assert _builds(make, side, N2) == {"lowered": 0, "compiled": 0, "cache_hits": 0}, "same bucket"
+    next_bucket = _builds(make, side, N3)
+    assert next_bucket["lowered"] <= first["lowered"], (first, next_bucket)
+    assert next_bucket["compiled"] <= first["compiled"], (first, next_bucket)
