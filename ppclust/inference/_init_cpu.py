@@ -38,6 +38,21 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
 
     Returns ``(idx (k,) int32, centres (k, d))``.
 
+    Parameters
+    ----------
+    first : int
+        The first seed.
+    u : array (K,)
+        The D^2 draws' uniforms.
+    x : array (n, d)
+        The points.
+    centres : array (K, d)
+        Fixed centres in the rows where ``fixed``.
+    fixed : bool array (K,)
+        Which centres are fixed.
+    n_valid : int
+        The real rows (the others padding).
+
     Examples
     --------
     >>> import numpy as np
@@ -110,6 +125,13 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid):
 def voronoi(x, centre_idx):
     """Twin of :func:`ppclust.inference.hartigan.voronoi`: nearest seed (ties to the earlier), (n,) int32.
 
+    Parameters
+    ----------
+    x : array (n, d)
+        The points.
+    centre_idx : int array (K,)
+        Indices of the seeds.
+
     Examples
     --------
     >>> import numpy as np
@@ -138,6 +160,17 @@ def initial_labels(first, u, x, K):
     """(R, n) int32 k-means++ partitions of R restarts from their draws ``first`` (R,), ``u`` (R, K).
 
     The compiled ``hartigan._initial_labels``.
+
+    Parameters
+    ----------
+    first : int array (R,)
+        First seed of each restart.
+    u : array (R, K)
+        The D^2 draws' uniforms.
+    x : array (n, d)
+        The points.
+    K : int
+        Seeds.
 
     Examples
     --------
