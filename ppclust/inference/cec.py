@@ -225,8 +225,9 @@ class CECStats(NamedTuple):
     --------
     >>> import jax.numpy as jnp, numpy as np
     >>> from ppclust.inference import cecib
-    >>> x = jnp.asarray(np.arange(12.0).reshape(6, 2))
-    >>> stats = cecib.make_cost(x, 0).stats(x, None, jnp.asarray([0, 0, 0, 1, 1, 1]), 2)
+    >>> x = jnp.asarray(np.random.default_rng(0).normal(size=(6, 2)))
+    >>> side = jnp.full(6, -1)  # no labelled point
+    >>> stats = cecib.make_cost(x, 0).stats(x, side, jnp.asarray([0, 0, 0, 1, 1, 1]), 2)
     >>> np.asarray(stats.n).tolist(), stats.scale.shape
     ([3.0, 3.0], (2, 2, 2))
     """
