@@ -228,31 +228,35 @@ def part_flops(quick):
                 order=None,
                 _kernel_args=captured,
             )
-            # A/B interleaved: the engine as it runs (blocked solves, prm[P_BLOCK] absent = BLOCK) and the
-            # same loop solving one point at a time (prm[P_BLOCK] = 0, the engine before the blocked solves)
+            # A/B interleaved: the engine as it runs (blocked solves, Config.block = BLOCK) and the same
+            # loop solving one point at a time (Config.block = 0, :func:`_hartigan_cpu._solve_all`)
             best, point = np.inf, np.inf
             for _ in range(5):
                 for blk in (None, 0):
-                    args = [a.copy() if isinstance(a, np.ndarray) else a for a in captured[0]]
+                    data, cfg, state, out = (
+                        type(g)(*(a.copy() if isinstance(a, np.ndarray) else a for a in g))
+                        for g in captured[0]
+                    )
                     if blk is not None:
-                        args[14] = np.append(args[14], blk)
+                        cfg = cfg._replace(block=blk)
                     t = time.process_time()
-                    cpu.run_batch(*args)
+                    cpu.run_restarts(data, cfg, state, out)
                     el = time.process_time() - t
-                    assert int(args[-2][0]) == 1  # one pass, no move
+                    assert int(out.n_passes[0]) == 1  # one pass, no move
                     if blk is None:
                         best = min(best, el)
                     else:
                         point = min(point, el)
-            a0 = captured[0]
-            Lp0 = cpu.pack_factors(np.ascontiguousarray(a0[7][0]))  # restart 0's factors, packed
-            mT0 = np.ascontiguousarray(a0[6][0] / a0[5][0][None, :])  # (d, Kp) means
-            act0 = np.ascontiguousarray(a0[4][0])
-            solve_only(a0[0], Lp0, mT0, act0, cpu.BLOCK)  # compile
+            d0, _, s0, _ = captured[0]
+            Lp0 = cpu.pack_factors(np.ascontiguousarray(s0.L[0]))  # restart 0's factors, packed
+            mT0 = np.ascontiguousarray(s0.sT[0] / s0.n[0][None, :])  # (d, Kp) means
+            act0 = np.ascontiguousarray(s0.active[0])
+            x0 = np.ascontiguousarray(d0.x)  # CEC-IB: no decision coordinates (J = 0)
+            solve_only(x0, Lp0, mT0, act0, cpu.BLOCK)  # compile
             solve = np.inf
             for _ in range(5):
                 t = time.process_time()
-                solve_only(a0[0], Lp0, mT0, act0, cpu.BLOCK)
+                solve_only(x0, Lp0, mT0, act0, cpu.BLOCK)
                 solve = min(solve, time.process_time() - t)
             xla = np.inf
             kw = dict(K=K, min_size=ms, max_passes=1, backend="xla")
@@ -302,13 +306,13 @@ def part_flops(quick):
         "## 2. Seconds per pass vs the per-visit FLOP bound\n\n"
         f"{machine_info()}\n\nBLAS peak of the pinned core (dgemm 512, one thread, best of 5, CPU "
         f"time): **{peak / 1e9:.1f} GFLOP/s**. Bound = n K d^2 FLOPs (one forward substitution per "
-        "candidate slot) at that peak. Compiled loop timed alone (`_hartigan_cpu.run_batch`, CPU time, "
+        "candidate slot) at that peak. Compiled loop timed alone (`_hartigan_cpu.run_restarts`, CPU time, "
         "best of 5) on one pass over a converged partition (all K candidates evaluated at every visit, "
         "no move), its forward substitutions done ahead for blocks of "
         f"{cpu.BLOCK} points (`_solve_block`); 'solves only': those blocked substitutions alone over the "
         "same points (live slots), the rest of a visit being logs, cost terms and the argmin; 'one point "
         "at a time': the same loop with the substitutions of each visit done at the visit for all slots "
-        "(`_solve_all`, the engine before the blocked solves; parameter `P_BLOCK` = 0), timed "
+        "(`_solve_all`; `Config.block` = 0), timed "
         "interleaved with the blocked loop (A/B, same copies of the state); the XLA engine "
         "(`backend='xla'`, includes its initial statistics) for comparison.\n\n" + md_table(header, rows)
     )

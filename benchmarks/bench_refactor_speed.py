@@ -1,16 +1,16 @@
-"""Speed of the paths that issue 15's BlackJAX-style refactor (``build -> (init, step)``, every fit a loop
-over ``step``) rewrote, before and after: EM (SemiSupervisedGMM), DP-means and RDP-means, CCIB, TVClust's
-variational fit, the XLA Hartigan engine (CEC-IB) and the Gibbs driver (XLA and compiled sweeps).
+"""Speed of the solver paths before and after a revision: EM (SemiSupervisedGMM), DP-means and RDP-means,
+CCIB, TVClust's variational fit, the Hartigan engine of CEC-IB (XLA and compiled), the Gibbs driver (XLA
+and compiled sweeps) and the compiled sub-cluster sampler.
 
-The 'before' revision (default ``55ecf6f``, the parent of the refactor commit e034d62) is exported with
-``git archive`` into a temporary folder; 'after' is this tree. Each cell is one fresh process per side
+The 'before' revision (``--rev``, default ``b967cb7``) is exported with ``git archive`` into a temporary
+folder; 'after' is this tree. Each cell is one fresh process per side
 (``PYTHONPATH`` at that tree, pinned to one core) that fits once to compile, then times ``--repeat`` fits
 and keeps the best; the two sides alternate process by process (A/B/B/A/...) so that the load of a shared
 machine hits both alike. Each process also reports the fit's iteration count and a digest of its labels,
 so the table shows whether both sides did the same work. Settings whose defaults changed after 'before'
 (the EM prior, TVClust's kappa0) are passed explicitly. Writes ``benchmarks/results/refactor_speed.md``.
 
-Usage: python -m benchmarks.bench_refactor_speed [--rev 55ecf6f] [--rounds 2] [--repeat 3] [--only em ...]
+Usage: python -m benchmarks.bench_refactor_speed [--rev b967cb7] [--rounds 2] [--repeat 3] [--only em ...]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # One timing snippet for both trees: only public names that exist at both revisions.
 SNIPPET = r"""
-import hashlib, inspect, json, sys, time
+import hashlib, json, sys, time
 import warnings
 warnings.filterwarnings("ignore")
 import jax, jax.numpy as jnp, numpy as np
@@ -85,7 +85,7 @@ elif path == "tvclust_vb":
     ml, cl = links(y, 600)
     run = est_fit(lambda: TVClust(algorithm="variational", kappa0=1.0, random_state=0, progress_bar=False),
                   x, must_link=ml, cannot_link=cl)
-elif path == "hartigan_xla":
+elif path in ("hartigan_xla", "hartigan_numba"):
     from ppclust.inference import cecib
     x, y = blobs(2000, 4, 5, sep=3.0)
     yl = np.where(rng.random(len(y)) < 0.1, y, -1)
@@ -94,7 +94,7 @@ elif path == "hartigan_xla":
     def run():
         with x64():
             f = cecib.fit(jax.random.key(0), jnp.asarray(x), codes, n_lab, n_clusters=5, n_init=4,
-                          backend="xla")
+                          backend=path.split("_")[1])
             lab = np.asarray(f.best.labels)
             return lab, int(np.asarray(f.n_passes).sum())
 elif path in ("gibbs_xla", "gibbs_numba"):
@@ -103,7 +103,7 @@ elif path in ("gibbs_xla", "gibbs_numba"):
     from ppclust.models.tvclust import TVClustPrior, make_links, sample_prior
     n = 400 if path == "gibbs_xla" else 3000
     sweeps = 10 if path == "gibbs_xla" else 20
-    draws = "n_draws" if "n_draws" in inspect.signature(gibbs.sample).parameters else "n_samples"
+    draws = "n_draws"  # both revisions' name (a keyword option of gibbs.sample's configuration)
     with x64():
         xs, truth, pairs, sign = sample_prior(jax.random.key(0), n, dim=3, labels=np.arange(n) % 6,
                                               link_fraction=0.02)
@@ -115,6 +115,22 @@ elif path in ("gibbs_xla", "gibbs_numba"):
             xj = jnp.asarray(xs)
             fam, lk = GaussianNIW.default(xj, "full", kappa0=1.0), make_links(n, pairs, sign)
             r = gibbs.sample(jax.random.key(1), xj, lk, fam, TVClustPrior(), **kw)
+            return np.asarray(r.labels)[..., -1, :].ravel(), 2 * sweeps
+elif path == "subcluster_numba":
+    from ppclust.families import GaussianNIW
+    from ppclust.inference import subcluster
+    from ppclust.models.tvclust import TVClustPrior, make_links, sample_prior
+    n, sweeps = 3000, 10
+    with x64():
+        xs, truth, pairs, sign = sample_prior(jax.random.key(0), n, dim=3, labels=np.arange(n) % 6,
+                                              link_fraction=0.02)
+    kw = {"n_chains": 1, "k_max": 32, "n_warmup": sweeps, "n_draws": sweeps, "backend": "numba"}
+
+    def run():
+        with x64():
+            xj = jnp.asarray(xs)
+            fam, lk = GaussianNIW.default(xj, "full", kappa0=1.0), make_links(n, pairs, sign)
+            r = subcluster.sample(jax.random.key(1), xj, lk, fam, TVClustPrior(), **kw)
             return np.asarray(r.labels)[..., -1, :].ravel(), 2 * sweeps
 else:
     raise SystemExit(f"unknown path {path}")
@@ -129,7 +145,18 @@ digest = hashlib.sha1(np.ascontiguousarray(np.asarray(lab, np.int64)).tobytes())
 print(json.dumps({"seconds": best, "iterations": int(it), "labels": digest}))
 """
 
-PATHS = ["em", "dpmeans", "rdpmeans", "ccib", "tvclust_vb", "hartigan_xla", "gibbs_xla", "gibbs_numba"]
+PATHS = [
+    "em",
+    "dpmeans",
+    "rdpmeans",
+    "ccib",
+    "tvclust_vb",
+    "hartigan_xla",
+    "hartigan_numba",
+    "gibbs_xla",
+    "gibbs_numba",
+    "subcluster_numba",
+]
 WHAT = {
     "em": "SemiSupervisedGMM EM, n 4000, d 5, K 4, full, 5% labels, prior None, tol 1e-8",
     "dpmeans": "DPMeans, n 3000, d 3, 6 blobs, default lambda",
@@ -137,8 +164,10 @@ WHAT = {
     "ccib": "CCIB, two-factor bits n 300, 2 restarts",
     "tvclust_vb": "TVClust variational, n 1500, d 2, 3 blobs, ~600 links, kappa0 1",
     "hartigan_xla": "cecib.fit backend xla, n 2000, d 4, K 5, 4 restarts, 10% labels",
+    "hartigan_numba": "cecib.fit backend numba, n 2000, d 4, K 5, 4 restarts, 10% labels",
     "gibbs_xla": "gibbs.sample backend xla, n 400, d 3, 10 + 10 sweeps, 1 chain",
     "gibbs_numba": "gibbs.sample backend numba, n 3000, d 3, 20 + 20 sweeps, 1 chain",
+    "subcluster_numba": "subcluster.sample backend numba, n 3000, d 3, 10 + 10 sweeps, 1 chain",
 }
 
 
@@ -156,7 +185,7 @@ def _one(src: Path, path: str, repeat: int) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rev", default="55ecf6f", help="the 'before' git revision")
+    ap.add_argument("--rev", default="b967cb7", help="the 'before' git revision")
     ap.add_argument("--rounds", type=int, default=2, help="processes per side per path")
     ap.add_argument("--repeat", type=int, default=3, help="timed fits per process (best kept)")
     ap.add_argument("--only", nargs="*", default=PATHS, choices=PATHS)
@@ -196,7 +225,7 @@ def main():
             print(rows[-1], flush=True)
     load1 = os.getloadavg()[0]
     text = (
-        "## Before/after the build -> (init, step) refactor (`python -m benchmarks.bench_refactor_speed`)"
+        "## Solver speed before/after (`python -m benchmarks.bench_refactor_speed`)"
         f"\n\nMachine: {machine_info()} (load {load0:.2f} at the start, {load1:.2f} at the end, "
         f"{(time.time() - t0) / 60:.1f} min). before = `{a.rev}` (`git archive`), after = this tree. "
         f"Seconds per fit: best of {a.repeat} timed fits per process after one compiling fit, best of "

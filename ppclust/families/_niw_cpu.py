@@ -24,6 +24,7 @@ tau2]`` (:func:`family_arrays`). Full-covariance Cholesky factors are stored pac
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +41,8 @@ __all__ = [
     "KNOWN_VAR",
     "family_code",
     "family_arrays",
+    "SlotCache",
+    "empty_cache",
     "rank_one",
     "predictive_log_norm",
     "predictive_cache_slot",
@@ -107,6 +110,67 @@ def family_arrays(family, dtype):
     else:
         hyp = jnp.stack([jnp.asarray(1.0, dtype), 1.0, family.sigma2, family.tau2])
     return jnp.asarray(family.mu0, dtype), hyp.astype(dtype)
+
+
+class SlotCache(NamedTuple):
+    r"""The per-slot cached predictive the compiled kernels read and refresh (one row per slot).
+
+    The compiled form of :class:`~ppclust.families.PredictiveCache`: :func:`predictive_cache_slot` writes
+    slot k's row, :func:`log_predictive_cached` and :func:`log_predictive_loo` read it. numba passes it
+    into nopython code as one argument; all fields are arrays of the sweep's one float dtype, so that one
+    specialisation serves every family.
+
+    Parameters
+    ----------
+    loc : float64 array (K, d)
+        Predictive location.
+    lw0 : float64 array (K,)
+        The caller's size terms plus the log-normaliser.
+    a1 : float64 array (K,)
+        Factor of the quadratic form.
+    hexp : float64 array (K,)
+        Exponent of :math:`1 + a_1 q`.
+    b1 : float64 array (K, d)
+        Reciprocal Cholesky diagonal (full) or per-coordinate factors (diag).
+    hl : float64 array (K,)
+        :math:`\sum_j\ln L_{k,jj}` (full).
+
+    Examples
+    --------
+    >>> cache = empty_cache(3, 2)
+    >>> cache.loc.shape, cache.hl.shape
+    ((3, 2), (3,))
+    """
+
+    loc: np.ndarray
+    lw0: np.ndarray
+    a1: np.ndarray
+    hexp: np.ndarray
+    b1: np.ndarray
+    hl: np.ndarray
+
+
+def empty_cache(K: int, d: int) -> SlotCache:
+    """A zeroed float64 :class:`SlotCache` for ``K`` slots in ``d`` dimensions.
+
+    Parameters
+    ----------
+    K : int
+        Number of slots.
+    d : int
+        Dimension.
+
+    Returns
+    -------
+    SlotCache
+
+    Examples
+    --------
+    >>> float(empty_cache(2, 1).lw0.sum())
+    0.0
+    """
+    z1 = lambda: np.zeros(K)  # noqa: E731
+    return SlotCache(np.zeros((K, d)), z1(), z1(), z1(), np.zeros((K, d)), z1())
 
 
 @inline_kernel
@@ -226,7 +290,7 @@ def predictive_log_norm(nk, code, d, nu0):
 
 
 @inline_kernel
-def predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl):
+def predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, cache):
     r"""Slot k's entries of the family's ``predictive_cache`` (one slot), in place.
 
     Parameters
@@ -241,30 +305,25 @@ def predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp,
         The slots' statistics (as :func:`rank_one`).
     mu0, hyp : float64 arrays (d,), (4,)
         From :func:`family_arrays`.
-    loc, lw0, a1, hexp, b1 : float64 arrays (K, d), (K,), (K,), (K,), (K, d)
-        The cache (:class:`~ppclust.families.PredictiveCache` fields; ``lw0[k]`` = ``size + log_norm -
-        predictive_log_norm(n_k)``); written at slot k.
-    hl : float64 array (K,)
-        :math:`\sum_j\ln L_{k,jj}` (full); written at slot k.
+    cache : SlotCache
+        Written at slot k (the :class:`~ppclust.families.PredictiveCache` fields; ``lw0[k]`` = ``size +
+        log_norm - predictive_log_norm(n_k)``; ``hl[k]`` = :math:`\sum_j\ln L_{k,jj}` for full).
 
     Returns
     -------
     None
 
-    Notes
-    -----
-    Takes 14 arrays and scalars: the caller's kernels pass its sweep state field by field.
-
     Examples
     --------
     >>> import numpy as np
     >>> K, d = 1, 2
-    >>> cache = [np.zeros((K, d)), np.zeros(K), np.zeros(K), np.zeros(K), np.ones((K, d)), np.zeros(K)]
+    >>> cache = empty_cache(K, d)
     >>> predictive_cache_slot(0, 0.0, KNOWN_VAR, np.zeros(K), np.zeros((K, d)), np.zeros((K, 1)),
-    ...                       np.zeros(d), np.array([1.0, 1.0, 1.0, 1.0]), *cache)
-    >>> float(cache[2][0])  # a1 = 1 / (2 (sigma2 + tau2))
+    ...                       np.zeros(d), np.array([1.0, 1.0, 1.0, 1.0]), cache)
+    >>> float(cache.a1[0])  # a1 = 1 / (2 (sigma2 + tau2))
     0.25
     """
+    loc, lw0, a1, hexp, b1, hl = cache
     d = mu0.shape[0]
     nk = n[k]
     if code == KNOWN_VAR:
@@ -326,7 +385,7 @@ def predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp,
 
 
 @inline_kernel
-def log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, w, out):
+def log_predictive_cached(code, xi, cand, na, skip, sc, cache, w, out):
     r"""The family's ``log_predictive_cached`` at the candidate slots, into ``out``.
 
     Parameters
@@ -343,7 +402,7 @@ def log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, 
         A slot left to the caller (-1: none).
     sc : float64 array (K, m)
         Scales (full: packed factors).
-    loc, lw0, a1, hexp, b1 : float64 arrays
+    cache : SlotCache
         The cache of :func:`predictive_cache_slot`.
     w : float64 array (d,)
         Scratch.
@@ -363,13 +422,14 @@ def log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, 
     Examples
     --------
     >>> import numpy as np
-    >>> out = np.zeros(1)
-    >>> log_predictive_cached(KNOWN_VAR, np.array([1.0]), np.array([0]), 1, -1, np.zeros((1, 1)),
-    ...                       np.zeros((1, 1)), np.zeros(1), np.array([0.5]), np.ones(1), np.ones((1, 1)),
+    >>> out, cache = np.zeros(1), empty_cache(1, 1)
+    >>> cache.a1[0] = 0.5
+    >>> log_predictive_cached(KNOWN_VAR, np.array([1.0]), np.array([0]), 1, -1, np.zeros((1, 1)), cache,
     ...                       np.zeros(1), out)
     >>> float(out[0])
     -0.5
     """
+    loc, lw0, a1, hexp, b1 = cache.loc, cache.lw0, cache.a1, cache.hexp, cache.b1
     d = xi.shape[0]
     if code == FULL:
         for a in range(na):
@@ -402,7 +462,7 @@ def log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, 
 
 
 @inline_kernel
-def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
+def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, cache, w):
     r"""``GaussianNIW.log_predictive_loo`` (full covariance) plus ``size``, from slot k's factor and cache.
 
     Parameters
@@ -417,8 +477,9 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
         The slots' statistics (full: packed factors).
     mu0, hyp : float64 arrays (d,), (4,)
         From :func:`family_arrays`.
-    b1, hl : float64 arrays (K, d), (K,)
-        Reciprocal factor diagonals and :math:`\sum_j\ln L_{jj}` of the cache.
+    cache : SlotCache
+        Slot k's cache (its reciprocal factor diagonal ``b1`` and :math:`\sum_j\ln L_{jj}` ``hl`` are
+        read).
     w : float64 array (d,)
         Scratch.
 
@@ -432,12 +493,14 @@ def log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w):
     --------
     >>> import numpy as np
     >>> sc = np.eye(2).reshape(1, 4) * 3.0
+    >>> cache = empty_cache(1, 2)
+    >>> cache.b1[:], cache.hl[:] = 1 / 3.0, 2 * np.log(3.0)
     >>> lp = log_predictive_loo(0, np.array([0.5, 0.0]), 0.0, np.array([3.0]), np.array([[1.0, 0.0]]), sc,
-    ...                         np.zeros(2), np.array([1.0, 4.0, 1.0, 1.0]), np.full((1, 2), 1 / 3.0),
-    ...                         np.array([2 * np.log(3.0)]), np.zeros(2))
+    ...                         np.zeros(2), np.array([1.0, 4.0, 1.0, 1.0]), cache, np.zeros(2))
     >>> bool(np.isfinite(lp))
     True
     """
+    b1, hl = cache.b1, cache.hl
     d = xi.shape[0]
     kappa0 = hyp[0]
     nu0 = hyp[1]

@@ -72,7 +72,8 @@ TWINS = [
     Twin("_densities_cpu.gaussian_loglik", _densities_cpu.gaussian_loglik, (densities.gaussian_loglik,)),
 ]
 
-#: Public names of the twin modules that are no twins (layout codes and converters of the kernels' inputs).
+#: Public names of the twin modules that are no twins (layout codes, converters and containers of the
+#: kernels' inputs).
 NOT_TWINS = frozenset(
     {
         "_niw_cpu.FULL",
@@ -81,6 +82,8 @@ NOT_TWINS = frozenset(
         "_niw_cpu.KNOWN_VAR",
         "_niw_cpu.family_code",
         "_niw_cpu.family_arrays",
+        "_niw_cpu.SlotCache",
+        "_niw_cpu.empty_cache",
         "_densities_cpu.UPPER",
     }
 )

@@ -1,5 +1,10 @@
 r"""The collapsed Gibbs sweep of :mod:`ppclust.inference.gibbs` compiled as one CPU loop (numba).
 
+Kept whole although over 700 lines: the sweep and its leave-one-out twin (the pointwise predictive of
+PSIS-LOO, :func:`loo_log_predictive`) run the same per-point kernels (slot cache refresh, own-slot
+leave-one-out, link terms, candidate slots), compiled into both; split, one module would import the
+other's private kernels.
+
 Why a second implementation: a sequential sweep is a scalar loop over points. XLA:CPU runs the loop body
 as a chain of small kernels, whose launch costs cap the jitted sweep's point updates per second whatever
 the arithmetic costs. Here the whole sweep is one compiled function: per point
@@ -23,6 +28,7 @@ definitions; this module holds only the sweep (CRP weights, link terms, the draw
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +37,7 @@ import numpy as np
 from ppclust.families import Stats, _niw_cpu
 from ppclust.families._niw_cpu import (
     FULL,
+    SlotCache,
     family_arrays,
     family_code,
     log_predictive_cached,
@@ -47,8 +54,68 @@ __all__ = ["supports", "sweep", "loo_log_predictive"]
 _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
 
 
+class _Flags(NamedTuple):
+    """The static settings of a compiled sweep call (one numba specialisation per field type)."""
+
+    code: int  # family code (_niw_cpu.family_code)
+    pq: int  # 1: link rates collapsed, 0: fixed or sampled p, q
+    finite: bool  # finite Dirichlet mixture (else the DP's CRP)
+    has_lp: bool  # a per-point log prior over slots is given
+    K: int
+    d: int
+    m: int  # scale entries per slot
+
+
+class _Data(NamedTuple):
+    """What a sweep conditions on: points, link table (neighbours, signs, weights), per-point log prior."""
+
+    x: np.ndarray
+    nbr: np.ndarray
+    sgn: np.ndarray
+    wgt: np.ndarray
+    lpp: np.ndarray
+
+
+class _Model(NamedTuple):
+    """The family (``code``, ``mu0``, ``hyp`` of :func:`family_arrays`), the link prior ``pri`` = (a_p, b_p,
+    a_q, b_q) and the static switches of :class:`_Flags`."""
+
+    code: int
+    mu0: np.ndarray
+    hyp: np.ndarray
+    pri: np.ndarray
+    pq: int
+    finite: bool
+    has_lp: bool
+
+
+class _Sizes(NamedTuple):
+    """The slot-size terms of one sweep: the lookup ``table`` of :func:`_size_cached` (NaN: not yet filled),
+    log alpha, alpha / K and whether the mixture is finite."""
+
+    table: np.ndarray
+    log_alpha: float
+    alpha_k: float
+    finite: bool
+
+
+class _LinkPrior(NamedTuple):
+    """The link likelihood of one sweep: ``pq`` (1: collapsed rates), ``pri`` = (a_p, b_p, a_q, b_q) and
+    the per-link log-odds ``xi1``, ``xi2`` of fixed rates."""
+
+    pq: int
+    pri: np.ndarray
+    xi1: float
+    xi2: float
+
+
 def supports(family) -> bool:
     """Whether :func:`sweep` implements this family.
+
+    Parameters
+    ----------
+    family : object
+        A family of :mod:`ppclust.families`.
 
     Examples
     --------
@@ -65,6 +132,29 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
 
     Operands are packed into seven arrays (each operand of a host callback has a fixed cost per call).
+
+    Parameters
+    ----------
+    order_u : array (n,)
+        The uniforms of the visiting order (:func:`gibbs.shuffle_order`).
+    u : array (n,)
+        One uniform per point (the inverse-CDF draw).
+    state : GibbsState
+        Labels, statistics, pair counts, p, q, alpha and the overflow flag.
+    x : array (n, d)
+        The points.
+    links : Links
+        The link table (neighbours, signs, weights).
+    family : GaussianNIW or SphericalGaussian
+        The family (:func:`supports`).
+    prior : TVClustPrior
+        The link prior (a_p, b_p, a_q, b_q).
+    pq : {"fixed", "sample", "collapse"}
+        How the link rates enter.
+    partition : {"dp", "finite"}, default="dp"
+        The CRP, or a finite Dirichlet mixture over the slots.
+    point_logprior : array (n, K) or None, default=None
+        A per-point log prior over the slots.
 
     Examples
     --------
@@ -113,7 +203,7 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     )
     outs = (args[1], args[2])
     dtypes = [np.dtype(a.dtype) for a in args]
-    flags = (code, _PQ[pq], partition == "finite", has_lp, K, d, m)
+    flags = _Flags(code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
         res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
@@ -151,7 +241,7 @@ def _host(args, flags):
         return np.ascontiguousarray(np.broadcast_to(a, batch + core).reshape((nbatch,) + core))
 
     rand, labi, flt, x, nbr, linkf, lpp, par = (flat(a, i in (1, 2)) for i, a in enumerate(args))
-    _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, *flags)
+    _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags)
     return labi.reshape(batch + labi.shape[1:]), flt.reshape(batch + flt.shape[1:])
 
 
@@ -192,32 +282,34 @@ def _crp_weight(nk, log_alpha, alpha_k, finite):
 
 
 @inline_kernel
-def _size_cached(nk, table, code, d, nu0, log_alpha, alpha_k, finite):
-    """:func:`_size_term` looked up for integer sizes (filled on first use; sizes change by one per move)."""
+def _size_cached(nk, sizes, code, d, nu0):
+    """:func:`_size_term` looked up for integer sizes in ``sizes.table`` (:class:`_Sizes`; filled on first
+    use; sizes change by one per move)."""
+    table = sizes.table
     m = int(nk)
     if m == nk and 0 <= m < table.shape[0]:
         v = table[m]
         if v != v:
-            v = _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite)
+            v = _size_term(nk, code, d, nu0, sizes.log_alpha, sizes.alpha_k, sizes.finite)
             table[m] = v
         return v
-    return _size_term(nk, code, d, nu0, log_alpha, alpha_k, finite)
+    return _size_term(nk, code, d, nu0, sizes.log_alpha, sizes.alpha_k, sizes.finite)
 
 
 @inline_kernel
-def _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite):
-    """Cache slot k's predictive plus size term: lw0[k] - hexp[k] log(1 + a1[k] q(x)), q the Mahalanobis
-    form (:func:`ppclust.families._niw_cpu.predictive_cache_slot`)."""
-    size = _size_cached(n[k], table, code, mu0.shape[0], hyp[1], log_alpha, alpha_k, finite)
-    predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl)
+def _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes):
+    """Cache slot k's predictive plus size term in ``cache`` (:class:`SlotCache`): lw0[k] - hexp[k] log(1 +
+    a1[k] q(x)), q the Mahalanobis form (:func:`ppclust.families._niw_cpu.predictive_cache_slot`)."""
+    size = _size_cached(n[k], sizes, code, mu0.shape[0], hyp[1])
+    predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, cache)
 
 
 @inline_kernel
-def _loo_full(k, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite):
+def _loo_full(k, xi, n, s, sc, mu0, hyp, cache, w, sizes):
     """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance,
     :func:`ppclust.families._niw_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
-    size = _size_cached(n[k] - 1.0, table, FULL, xi.shape[0], hyp[1], log_alpha, alpha_k, finite)
-    return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, b1, hl, w)
+    size = _size_cached(n[k] - 1.0, sizes, FULL, xi.shape[0], hyp[1])
+    return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, cache, w)
 
 
 @_ir_inline
@@ -264,13 +356,16 @@ def link_counts(i, labels, nbr, sgn, wgt, f, st):
 
 
 @inline_kernel
-def link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, xi2, link):
+def link_terms(i, labels, nbr, sgn, f, st, F, S, c, prior, link):
     """Twin of ``gibbs._link_terms``: writes ``link[k]`` at the slots of i's neighbours as the offset
     from the value of a slot holding none of them (a constant over slots, dropped: it cancels in the
-    draw) and returns that value. Collapsed (pq = 1): ln B(a_p + N11 + f_k, b_p + N01 + s_k) +
+    draw) and returns that value. ``c`` = (N11, N01, N10, N00) without i's links, ``prior`` a
+    :class:`_LinkPrior`. Collapsed (pq = 1): ln B(a_p + N11 + f_k, b_p + N01 + s_k) +
     ln B(a_q + N00 + S - s_k, b_q + N10 + F - f_k); else f_k xi1 - s_k xi2 (value 0)."""
+    c0, c1, c2, c3 = c
+    pri, xi1, xi2 = prior.pri, prior.xi1, prior.xi2
     base = 0.0
-    if pq == 1:
+    if prior.pq == 1:
         a_p, b_p, a_q, b_q = pri[0], pri[1], pri[2], pri[3]
         base = _betaln(a_p + c0, b_p + c1) + _betaln(a_q + c3 + S, b_q + c2 + F)
         for j in range(nbr.shape[1]):
@@ -318,8 +413,9 @@ def draw_categorical(logw, na, mx, u):
 
 
 @inline_kernel
-def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
+def _save_slot(k, n, s, sc, cache, keep):
     """Copy slot k's stats and cache into ``keep`` (layout: n, lw0, a1, hexp, s, loc, b1, scale)."""
+    loc, lw0, a1, hexp, b1 = cache.loc, cache.lw0, cache.a1, cache.hexp, cache.b1
     d = s.shape[1]
     keep[0] = n[k]
     keep[1] = lw0[k]
@@ -334,8 +430,9 @@ def _save_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
 
 
 @inline_kernel
-def _restore_slot(k, n, s, sc, loc, lw0, a1, hexp, b1, keep):
+def _restore_slot(k, n, s, sc, cache, keep):
     """Inverse of :func:`_save_slot`: removing x_i and adding it back is the identity, without rounding."""
+    loc, lw0, a1, hexp, b1 = cache.loc, cache.lw0, cache.a1, cache.hexp, cache.b1
     d = s.shape[1]
     n[k] = keep[0]
     lw0[k] = keep[1]
@@ -360,40 +457,24 @@ def _compile_sweep(fn):
 
 
 @_compile_sweep
-def _sweep_one(
-    order,
-    u,
-    labels,
-    n,
-    s,
-    sc,
-    counts,
-    p,
-    q,
-    alpha,
-    x,
-    nbr,
-    sgn,
-    wgt,
-    lpp,
-    mu0,
-    hyp,
-    pri,
-    code,
-    pq,
-    finite,
-    has_lp,
-):
+def _sweep_one(order, u, labels, n, s, sc, counts, pqa, data, model):
+    """One chain's sweep in place: ``labels``, the slots' ``n``, ``s``, ``sc`` and the pair ``counts``
+    (N11, N01, N10, N00) are updated; ``pqa`` = (p, q, alpha); ``data`` a :class:`_Data`, ``model`` a
+    :class:`_Model`. Returns whether the free slots ran out (a new cluster was not offered)."""
+    x, nbr, sgn, wgt, lpp = data
+    mu0, hyp, code, finite, has_lp = model.mu0, model.hyp, model.code, model.finite, model.has_lp
+    p, q, alpha = pqa
     npts, d = x.shape
     K = n.shape[0]
     dt = x.dtype
-    loc = np.empty((K, d), dt)
-    b1 = np.empty((K, d), dt)
-    lw0 = np.empty(K, dt)
-    hl = np.zeros(K, dt)
-    table = np.full(npts + 2, np.nan, dt)
-    a1 = np.empty(K, dt)
-    hexp = np.empty(K, dt)
+    cache = SlotCache(
+        np.empty((K, d), dt),
+        np.empty(K, dt),
+        np.empty(K, dt),
+        np.empty(K, dt),
+        np.empty((K, d), dt),
+        np.zeros(K, dt),
+    )
     w = np.empty(d, dt)
     v = np.empty(d, dt)
     m_sc = sc.shape[1]
@@ -403,12 +484,10 @@ def _sweep_one(
     link = np.zeros(K, dt)
     logw = np.empty(K, dt)
     cand = np.empty(K, np.int64)
-    log_alpha = math.log(alpha)
-    alpha_k = alpha / K
+    sizes = _Sizes(np.full(npts + 2, np.nan, dt), math.log(alpha), alpha / K, finite)
     for k in range(K):
-        _refresh(k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite)
-    xi1 = math.log(p) - math.log1p(-q)
-    xi2 = math.log(q) - math.log1p(-p)
+        _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
+    prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
     overflow = False
     for t in range(npts):
         i = order[t]
@@ -418,14 +497,12 @@ def _sweep_one(
         # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
         lw_own = np.nan
         if code == FULL and n[k_old] >= 2.0:
-            lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite)
+            lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, cache, w, sizes)
         removed = lw_own != lw_own
-        if removed:  # (not a shared helper: inlined, its 16 array arguments cost the diag sweep 10%)
-            _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+        if removed:  # (not a shared helper: inlined, its many array arguments cost the diag sweep)
+            _save_slot(k_old, n, s, sc, cache, keep)
             rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-            _refresh(
-                k_old, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
-            )
+            _refresh(k_old, code, n, s, sc, mu0, hyp, cache, sizes)
         # friends f_k / strangers s_k of i per slot (eqs. 11, 13), O(degree)
         F, S, deg = link_counts(i, labels, nbr, sgn, wgt, f, st)
         c0 = counts[0] - f[k_old]
@@ -434,14 +511,14 @@ def _sweep_one(
         c3 = counts[3] - (S - st[k_old])
         # link term of a slot holding none of i's neighbours (every free slot) and offsets from it
         if deg > 0:
-            link_terms(i, labels, nbr, sgn, f, st, F, S, c0, c1, c2, c3, pq, pri, xi1, xi2, link)
+            link_terms(i, labels, nbr, sgn, f, st, F, S, (c0, c1, c2, c3), prior, link)
         # candidate slots in slot order: occupied ones and the first free one (new cluster, lw0 has
         # log alpha); every slot for a finite mixture
         na, new, a_old = _candidates(n, k_old, finite, cand)
         if not finite and new < 0:
             overflow = True
         skip = -1 if removed else k_old
-        log_predictive_cached(code, xi, cand, na, skip, sc, loc, lw0, a1, hexp, b1, w, logw)
+        log_predictive_cached(code, xi, cand, na, skip, sc, cache, w, logw)
         if not removed:
             logw[a_old] = lw_own
         # + link offsets from `base` (common to all slots; 0 at the free slot), inverse-CDF draw
@@ -459,33 +536,13 @@ def _sweep_one(
         k_new = cand[draw_categorical(logw, na, mx, u[i])]
         if k_new == k_old:  # the usual case near convergence: nothing to update
             if removed:
-                _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+                _restore_slot(k_old, n, s, sc, cache, keep)
         else:
             if not removed:
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-                _refresh(
-                    k_old,
-                    code,
-                    n,
-                    s,
-                    sc,
-                    mu0,
-                    hyp,
-                    loc,
-                    lw0,
-                    a1,
-                    hexp,
-                    b1,
-                    hl,
-                    table,
-                    log_alpha,
-                    alpha_k,
-                    finite,
-                )
+                _refresh(k_old, code, n, s, sc, mu0, hyp, cache, sizes)
             rank_one(k_new, xi, 1.0, code, n, s, sc, mu0, hyp, v)
-            _refresh(
-                k_new, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
-            )
+            _refresh(k_new, code, n, s, sc, mu0, hyp, cache, sizes)
         counts[0] = c0 + f[k_new]
         counts[1] = c1 + st[k_new]
         counts[2] = c2 + (F - f[k_new])
@@ -497,9 +554,10 @@ def _sweep_one(
 
 
 @_compile_sweep
-def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, has_lp, K, d, m):
-    """Unpack each chain's row (layouts of :func:`sweep`) and sweep the chains one after the other; an input
-    with batch size 1 serves every chain."""
+def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags):
+    """Unpack each chain's row (layouts of :func:`sweep`, settings :class:`_Flags`) and sweep the chains one
+    after the other; an input with batch size 1 serves every chain."""
+    K, d, m = flags.K, flags.d, flags.m
     npts = labi.shape[1] - 1
     o = K + K * d
     for c in range(labi.shape[0]):
@@ -515,6 +573,17 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
             order[t] = order[j]
             order[j] = tmp
         lab = labi[c, :npts]
+        data = _Data(
+            x[min(c, x.shape[0] - 1)],
+            nbr[min(c, nbr.shape[0] - 1)],
+            lk[0],
+            lk[1],
+            lpp[min(c, lpp.shape[0] - 1)],
+        )
+        model = _Model(
+            flags.code, pr[:d], pr[d : d + 4], pr[d + 4 : d + 8], flags.pq, flags.finite, flags.has_lp
+        )
+        pqa = (row[o + K * m + 4], row[o + K * m + 5], row[o + K * m + 6])
         ovf = _sweep_one(
             order,
             r[1],
@@ -523,21 +592,9 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, code, pq, finite, ha
             row[K:o].reshape((K, d)),
             row[o : o + K * m].reshape((K, m)),
             row[o + K * m : o + K * m + 4],
-            row[o + K * m + 4],
-            row[o + K * m + 5],
-            row[o + K * m + 6],
-            x[min(c, x.shape[0] - 1)],
-            nbr[min(c, nbr.shape[0] - 1)],
-            lk[0],
-            lk[1],
-            lpp[min(c, lpp.shape[0] - 1)],
-            pr[:d],
-            pr[d : d + 4],
-            pr[d + 4 : d + 8],
-            code,
-            pq,
-            finite,
-            has_lp,
+            pqa,
+            data,
+            model,
         )
         if ovf:
             labi[c, npts] = 1
@@ -572,6 +629,31 @@ def loo_log_predictive(
     are rebuilt per draw by rank-one additions (O(S n d^2)), so the
     values agree with the XLA program to rounding (``tests/test_gibbs_cpu.py``). Returns (S, n) float64.
 
+    Parameters
+    ----------
+    labels : int array (S, n)
+        Compact slot ids ``< k_max`` of each draw.
+    x : array (n, d)
+        The points.
+    links : Links
+        The link table.
+    family : GaussianNIW or SphericalGaussian
+        The family (:func:`supports`).
+    prior : TVClustPrior
+        The link prior.
+    pair_counts : array (S, 4)
+        ``[N11, N01, N10, N00]`` of each draw.
+    link_alpha : tuple of three (S,) arrays or scalars
+        ``(p, q, alpha)`` of each draw.
+    pq : {"fixed", "sample", "collapse"}, default="collapse"
+        How the link rates enter.
+    partition : {"dp", "finite"}, default="dp"
+        The CRP or a finite Dirichlet mixture.
+    point_logprior : array (n, k_max) or None, default=None
+        A per-point log prior over the slots.
+    k_max : int
+        Slots.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpy as np
@@ -602,45 +684,26 @@ def loo_log_predictive(
     lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
     out = np.empty((S, n))
     own = lambda a, dt=f64: np.ascontiguousarray(np.asarray(a, dt))  # noqa: E731
-    _loo_draws(
-        lab,
-        pqa,
-        own(pair_counts),
-        xn,
-        own(links.nbr, np.int32),
-        own(links.sgn),
-        own(links.wgt),
-        lpp,
-        mu0,
-        hyp,
-        pri,
-        sc0,
-        code,
-        _PQ[pq],
-        partition == "finite",
-        has_lp,
-        int(k_max),
-        out,
-    )
+    data = _Data(xn, own(links.nbr, np.int32), own(links.sgn), own(links.wgt), lpp)
+    model = _Model(code, mu0, hyp, pri, _PQ[pq], partition == "finite", has_lp)
+    _loo_draws(lab, pqa, own(pair_counts), data, model, sc0, int(k_max), out)
     return out
 
 
 @_compile_sweep
-def _loo_draws(
-    labels, pqa, pcounts, x, nbr, sgn, wgt, lpp, mu0, hyp, pri, sc0, code, pq, finite, has_lp, K, out
-):
+def _loo_draws(labels, pqa, pcounts, data, model, sc0, K, out):
+    """Per draw r (labels[r], pqa[r] = (p, q, alpha), pcounts[r]) and point, the leave-one-out predictive
+    of :func:`loo_log_predictive` into ``out[r]``; ``data`` a :class:`_Data`, ``model`` a :class:`_Model`,
+    ``sc0`` an empty slot's scale."""
+    x, nbr, sgn, wgt, lpp = data
+    mu0, hyp, code, finite, has_lp = model.mu0, model.hyp, model.code, model.finite, model.has_lp
     S, npts = labels.shape
     d = x.shape[1]
     m_sc = sc0.shape[0]
     n = np.empty(K)
     s = np.empty((K, d))
     sc = np.empty((K, m_sc))
-    loc = np.empty((K, d))
-    b1 = np.empty((K, d))
-    lw0 = np.empty(K)
-    hl = np.zeros(K)
-    a1 = np.empty(K)
-    hexp = np.empty(K)
+    cache = SlotCache(np.empty((K, d)), np.empty(K), np.empty(K), np.empty(K), np.empty((K, d)), np.zeros(K))
     w = np.empty(d)
     v = np.empty(d)
     keep = np.empty(4 + 3 * d + m_sc)
@@ -666,68 +729,32 @@ def _loo_draws(
         table[:] = np.nan
         log_alpha = math.log(alpha)
         alpha_k = alpha / K
+        sizes = _Sizes(table, log_alpha, alpha_k, finite)
         for k in range(K):
-            _refresh(
-                k, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl, table, log_alpha, alpha_k, finite
-            )
-        xi1 = math.log(p) - math.log1p(-q)
-        xi2 = math.log(q) - math.log1p(-p)
+            _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
+        prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
         for i in range(npts):
             xi = x[i]
             k_old = lab[i]
             lw_own = np.nan
             if code == FULL and n[k_old] >= 2.0:
-                lw_own = _loo_full(
-                    k_old, xi, n, s, sc, mu0, hyp, b1, hl, w, table, log_alpha, alpha_k, finite
-                )
+                lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, cache, w, sizes)
             removed = lw_own != lw_own
             if removed:  # as in the sweep (_sweep_one)
-                _save_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+                _save_slot(k_old, n, s, sc, cache, keep)
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
-                _refresh(
-                    k_old,
-                    code,
-                    n,
-                    s,
-                    sc,
-                    mu0,
-                    hyp,
-                    loc,
-                    lw0,
-                    a1,
-                    hexp,
-                    b1,
-                    hl,
-                    table,
-                    log_alpha,
-                    alpha_k,
-                    finite,
-                )
+                _refresh(k_old, code, n, s, sc, mu0, hyp, cache, sizes)
             F, Sn, deg = link_counts(i, lab, nbr, sgn, wgt, f, st)
             if deg > 0:
-                link_terms(
-                    i,
-                    lab,
-                    nbr,
-                    sgn,
-                    f,
-                    st,
-                    F,
-                    Sn,
+                c = (
                     counts[0] - f[k_old],
                     counts[1] - st[k_old],
                     counts[2] - (F - f[k_old]),
                     counts[3] - (Sn - st[k_old]),
-                    pq,
-                    pri,
-                    xi1,
-                    xi2,
-                    link,
                 )
+                link_terms(i, lab, nbr, sgn, f, st, F, Sn, c, prior, link)
             na, _, a_old = _candidates(n, k_old, finite, cand)
-            log_predictive_cached(
-                code, xi, cand, na, -1 if removed else k_old, sc, loc, lw0, a1, hexp, b1, w, logw
-            )
+            log_predictive_cached(code, xi, cand, na, -1 if removed else k_old, sc, cache, w, logw)
             if not removed:
                 logw[a_old] = lw_own
             # prior weight of each candidate: size term (x_i left out) + link term; logw adds the predictive
@@ -757,6 +784,6 @@ def _loo_draws(
                     tb += math.exp(base[a] - mb)
             out[r, i] = (mx + math.log(tw)) - (mb + math.log(tb))
             if removed:
-                _restore_slot(k_old, n, s, sc, loc, lw0, a1, hexp, b1, keep)
+                _restore_slot(k_old, n, s, sc, cache, keep)
             if deg > 0:
                 clear_link_slots(i, lab, nbr, sgn, f, st, link)

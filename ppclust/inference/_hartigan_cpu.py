@@ -117,6 +117,11 @@ def njit(fn):
 
     The decorator of every kernel here and in :mod:`._init_cpu`.
 
+    Parameters
+    ----------
+    fn : callable
+        The Python function to compile.
+
     Examples
     --------
     >>> from ppclust.inference._hartigan_cpu import njit
@@ -142,6 +147,15 @@ def _ml_entropy(n, logdet_scatter, d):
 @_njit
 def ml_entropy(n, logdet_scatter, d):
     """Twin of :func:`ppclust.families.ml_entropy` (scalar).
+
+    Parameters
+    ----------
+    n : float
+        Points.
+    logdet_scatter : float
+        ln det of their scatter.
+    d : int
+        Dimension.
 
     Examples
     --------
@@ -169,6 +183,13 @@ def _e1(mu, s2, p):
 def constrained_cost_1d(mu, s2, p):
     """Twin of :func:`ppclust.inference.cec.constrained_cost_1d` (scalar).
 
+    Parameters
+    ----------
+    mu, s2 : float
+        Sample mean and MLE variance.
+    p : float
+        Quantile of the leakage bound.
+
     Examples
     --------
     >>> from ppclust.inference._hartigan_cpu import constrained_cost_1d
@@ -181,6 +202,17 @@ def constrained_cost_1d(mu, s2, p):
 @_njit
 def logdet_after_add(n, s, L, x):
     """Twin of :meth:`ppclust.families.GaussianML.logdet_after_add`: n (K,), s (K, d), L (K, d, d).
+
+    Parameters
+    ----------
+    n : array (K,)
+        Counts.
+    s : array (K, d)
+        Sums.
+    L : array (K, d, d)
+        Cholesky factors of the scatters.
+    x : array (d,)
+        The point added.
 
     Examples
     --------
@@ -342,6 +374,21 @@ def _solve_block(Lk, mT, k, XB, W, A, Q, d, B, nb):
 class Data(NamedTuple):
     """The inputs of a run that the engine reads (and the ``c ln c`` table :func:`run_restarts` fills).
 
+    Parameters
+    ----------
+    x : array (n, J + d)
+        float64 points, the J decision coordinates first.
+    side : int32 array (n,)
+        Label category of every point, -1 = none.
+    order : int64 array (n,)
+        Visiting order of the points in every pass.
+    p : array (J,)
+        Leakage quantiles (:func:`ppclust.inference.cec.quantile`).
+    floor : array (J,)
+        Floors on the 1-D variances.
+    xlx : array (n + 2,)
+        Table of c ln c for integer counts c (filled by :func:`run_restarts`).
+
     Examples
     --------
     >>> from ppclust.inference._hartigan_cpu import Data
@@ -359,6 +406,27 @@ class Data(NamedTuple):
 
 class Config(NamedTuple):
     """The scalar parameters of a run.
+
+    Parameters
+    ----------
+    n_total : float
+        n in the weights n_k / n.
+    beta : float
+        Weight of the label term (0 without one).
+    min_size : float
+        A cluster with fewer points is deleted.
+    tol : float
+        A move needs a cost change below -tol.
+    min_count : float
+        A slot with fewer points is degenerate.
+    sing_tol : float
+        lambda_min <= sing_tol * lambda_max is singular.
+    block : int
+        Points per block of the visit loop's solves (0: one point at a time, :func:`_solve_all`).
+    max_passes : int
+        Safety cap on passes.
+    immediate : bool
+        Reassign the points of a deleted cluster at once (else lazily).
 
     Examples
     --------
@@ -381,10 +449,28 @@ class Config(NamedTuple):
 class Slots(NamedTuple):
     """The state of a run (of every restart, with a leading restart axis R in :func:`run_restarts`).
 
-    labels (n,) int32; active (K,) bool; n (K,) counts; sT (d, K) sums; L (d, d, K) slot-major lower
-    Cholesky factors of the scatters; tmean, tm2 (K, J) means and centred sums of squares of the decision
-    coordinates; counts (K, m) label counts; nlab, clogc (K,) labelled points and sum_j c ln c; costs (K,)
-    per-cluster costs.
+    Parameters
+    ----------
+    labels : int32 array (n,)
+        Slots of the points.
+    active : bool array (K,)
+        Live slots.
+    n : array (K,)
+        Counts.
+    sT : array (d, K)
+        Sums.
+    L : array (d, d, K)
+        Slot-major lower Cholesky factors of the scatters.
+    tmean, tm2 : arrays (K, J)
+        Means and centred sums of squares of the decision coordinates.
+    counts : array (K, m)
+        Label counts.
+    nlab : array (K,)
+        Labelled points.
+    clogc : array (K,)
+        sum_j c ln c of the label counts.
+    costs : array (K,)
+        Per-cluster costs.
 
     Examples
     --------
@@ -407,8 +493,18 @@ class Slots(NamedTuple):
 
 
 class Trace(NamedTuple):
-    """Outputs per restart: trace/ktrace (R, max_passes + 1) total cost and live clusters after the start
-    and after each pass; n_passes (R,) int32; converged (R,) bool.
+    """Outputs per restart.
+
+    Parameters
+    ----------
+    trace : array (R, max_passes + 1)
+        Total cost after the start and after each pass.
+    ktrace : int32 array (R, max_passes + 1)
+        Live clusters at the same moments.
+    n_passes : int32 array (R,)
+        Passes.
+    converged : bool array (R,)
+        No move in the last pass.
 
     Examples
     --------
@@ -477,6 +573,27 @@ def _cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, log_n, beta, p, 
 def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d):
     """Twin of :meth:`ppclust.inference.cec.CECCost.slot_cost` (one slot; ``tmean``/``tm2`` (J,)).
 
+    Parameters
+    ----------
+    nk : float
+        Slot size.
+    logdet : float
+        ln det of its scatter.
+    tmean, tm2 : arrays (J,)
+        Mean and centred sum of squares of the decision coordinates.
+    nlab : float
+        Labelled points.
+    clogc : float
+        :math:`\\sum_j c_j \\ln c_j` of its label counts.
+    n_total : float
+        All points.
+    beta : float
+        Weight of the label term.
+    p, floor : arrays (J,)
+        Leakage quantiles and variance floors.
+    d : int
+        Dimension of the Gaussian part.
+
     Examples
     --------
     >>> import numpy as np
@@ -491,6 +608,13 @@ def cluster_cost(nk, logdet, tmean, tm2, nlab, clogc, n_total, beta, p, floor, d
 @_njit
 def slot_logdet(L, k):
     """ln det of slot k's scatter from the slot-major factors ``L (d, d, K)`` (-inf/NaN when singular).
+
+    Parameters
+    ----------
+    L : array (d, d, K)
+        Slot-major factors.
+    k : int
+        Slot.
 
     Examples
     --------
@@ -520,6 +644,11 @@ def _pack_slot(L, k, Lp):
 @_njit
 def pack_factors(L):
     """Slot-major factors ``(d, d, K)`` in :func:`_solve_block`'s layout ``(K, d (d + 1) / 2)``.
+
+    Parameters
+    ----------
+    L : array (d, d, K)
+        Slot-major factors.
 
     Examples
     --------
@@ -715,6 +844,19 @@ def degenerate(k, n, L, min_count, sing_tol):
     """``CECCost.degenerate`` for slot k: too few points, non-finite factor, or lambda_min <= tol lambda_max.
 
     ``n`` (K,) counts and ``L`` (d, d, K) slot-major factors.
+
+    Parameters
+    ----------
+    k : int
+        Slot.
+    n : array (K,)
+        Counts.
+    L : array (d, d, K)
+        Slot-major factors.
+    min_count : float
+        Fewest points of a live slot.
+    sing_tol : float
+        Singularity threshold on lambda_min / lambda_max.
 
     Examples
     --------

@@ -8,7 +8,8 @@ accumulators) that touches only what the move needs: the points of the chosen cl
 the loops are called through :func:`jax.pure_callback` (:mod:`ppclust.inference._callback`; the data are
 held on the host, never an operand), and everything O(K) (pair choice, the sub-cluster fit on its
 fixed-size subsample, log joints, the Hastings ratio, parameter draws) stays in JAX. The label step's draw
-is :mod:`ppclust.inference._subcluster_draw_cpu`.
+is :mod:`ppclust.inference._subcluster_draw_cpu`, the split/merge proposal's pass
+:mod:`ppclust.inference._subcluster_move_cpu`.
 
 Each kernel twins one JAX function and consumes the same random numbers
 (:mod:`ppclust.inference._counter_rng`), so ``backend="numba"`` and ``backend="xla"`` run the same chain up
@@ -21,9 +22,6 @@ compiled twin                          JAX definition (:mod:`ppclust.inference.s
 :func:`stats_sums`                     the sums of ``GaussianNIW.stats`` (finished by ``_stats_from``)
 :func:`pick_subsamples`                the four subsamples of ``_subcluster_fit`` (``_uniform_points``)
 :func:`peel_points`                    the points of ``_peel_move`` (``_pick_point``, ``argmax``)
-:func:`move_sides`                     the final responsibilities of ``subcluster_responsibilities``, the
-                                       Bernoulli sides and ``_log_q_pair`` of ``propose``, and the split
-                                       side's ``GaussianNIW.weighted_stats`` sums
 =====================================  =====================================================================
 
 The Gaussian log density is :func:`~ppclust.families._densities_cpu.gaussian_loglik` (the twin of
@@ -41,14 +39,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppclust.families import LOG_2PI, GaussianNIW, _numba
+from ppclust.families import GaussianNIW, _numba
 from ppclust.families._densities_cpu import UPPER
 from ppclust.families._niw_cpu import DIAG, FULL, family_code
 from ppclust.families._numba import available
 from ppclust.inference import _counter_rng
 from ppclust.inference._callback import call, labels_operand, wired
 from ppclust.inference._cluster_index import candidates, counting_sort, index_args
-from ppclust.inference._counter_rng import counter_uniform, host_seed
 
 try:
     from numba import prange
@@ -63,7 +60,7 @@ __all__ = [
     "family_stats",
     "subsamples",
     "peel_points_of",
-    "move",
+    "add_outer",
 ]
 
 #: numba's disk cache keys a kernel on its own source file: the kernels here inline the families' compiled
@@ -74,6 +71,13 @@ compile_kernel = partial(_numba.compile_kernel, depends=(_counter_rng.__file__,)
 
 def supports(family, dtype=jnp.float64) -> bool:
     """Whether the compiled passes implement this family (GaussianNIW, float64).
+
+    Parameters
+    ----------
+    family : object
+        A family of :mod:`ppclust.families`.
+    dtype : dtype, default=jnp.float64
+        The data's floating dtype.
 
     Examples
     --------
@@ -105,6 +109,11 @@ def contracted_kernel(fn):
 def chunks(n):
     """Row ranges for prange: about 8 per thread (load balance), at least 4096 rows each.
 
+    Parameters
+    ----------
+    n : int
+        Rows.
+
     Examples
     --------
     >>> int(chunks(10000))
@@ -114,10 +123,30 @@ def chunks(n):
 
 
 @partial(compile_kernel, inline="always")
-def _add_outer(out, v):
+def add_outer(out, v):
     """``out += v v^T`` (d, d), every entry (row by row, the inner loop contiguous: it vectorises, unlike
     the upper triangle alone); entry (m, j) is the same product as (j, m), so the result is
-    symmetric and equal to the mirrored upper triangle bit for bit."""
+    symmetric and equal to the mirrored upper triangle bit for bit.
+
+    Parameters
+    ----------
+    out : float64 array (d, d)
+        Updated in place.
+    v : float64 array (d,)
+        The vector.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros((2, 2))
+    >>> add_outer(out, np.array([1.0, 2.0]))
+    >>> out.tolist()
+    [[1.0, 2.0], [2.0, 4.0]]
+    """
     d = v.shape[0]
     for j in range(d):
         a = v[j]
@@ -159,7 +188,7 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
                 for j in range(d):
                     cs[c, k, j] += x[i, j]
                     xc[j] = x[i, j] - centre[j]
-                _add_outer(co[c, k], xc)
+                add_outer(co[c, k], xc)
             continue
         off = np.empty(K + 1, np.int64)
         order = np.empty(max(hi - lo, 1), np.int64)  # the chunk's points by slot, offsets from lo
@@ -299,119 +328,6 @@ def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, c
         ib[o3[r]] = n - 1
 
 
-#: candidates per block of :func:`move_sides` (gathered first, then their two densities as vector loops)
-_MOVE_ROWS = 128
-
-
-@contracted_kernel
-def move_sides(
-    x,
-    centre,
-    labels,
-    cand,
-    ca,
-    cb,
-    new,
-    is_split,
-    mean,
-    A,
-    half,
-    lw,
-    code,
-    clip,
-    s0,
-    s1,
-    prop,
-    res,
-    s_b,
-    outer_b,
-):
-    """The O(n) part of one split/merge proposal for the points of C only (``ca``, plus ``cb`` for a
-    merge): ``r_i = sigmoid(clip(l_iA - l_iB))`` of the sub-cluster fit (``mean, A, half`` of its two
-    components, log weights ``lw``); for a split, side A iff ``log u_i < log r_i`` with ``u_i =
-    counter_uniform(seed, i)``, for a merge side A = the points of ``ca``; the proposal ``prop`` (side B to
-    ``new`` for a split, to ``ca`` for a merge); ``res = [log q, |C|, |A|, |B|]`` with ``log q`` the
-    probability of the unordered bipartition (``_log_q_pair``); for a split, side B's count, sum and
-    centred outer products (``s_b``, ``outer_b``, as ``GaussianNIW.weighted_stats``). ``cand``: increasing
-    point indices holding every point of C (:func:`candidates`), the only points visited; ``prop`` comes in
-    as a copy of ``labels`` and only points of C are written."""
-    d = x.shape[1]
-    nm = cand.shape[0]
-    nc = chunks(nm)
-    per = -(-nm // nc)
-    acc = np.zeros((nc, 5))  # o1, o2, |C|, |A|, |B|
-    cs = np.zeros((nc, d))
-    co = np.zeros((nc, d, d))
-    target = new if is_split else ca
-    M = np.ascontiguousarray(mean[:2].T)  # the two components in the layout of rows_logliks
-    Af = np.ascontiguousarray(A[:2].T)
-    H = np.empty((2, 2))
-    for k in range(2):
-        H[0, k] = half[k]
-        H[1, k] = lw[k]
-    c0 = -0.5 * d * LOG_2PI
-    for c in prange(nc):
-        xc = np.empty(d)
-        xt = np.empty((d, _MOVE_ROWS))  # a block of candidates gathered (independent loads), then visited
-        ut = np.empty((d, _MOVE_ROWS))
-        lab = np.empty(_MOVE_ROWS, np.int32)
-        lk = np.empty((2, _MOVE_ROWS))
-        q = np.empty(_MOVE_ROWS)
-        w = np.empty(_MOVE_ROWS)
-        end = min(nm, (c + 1) * per)
-        for t0 in range(c * per, end, _MOVE_ROWS):
-            m = min(_MOVE_ROWS, end - t0)
-            for b in range(m):
-                i = cand[t0 + b]
-                lab[b] = labels[i]
-                for j in range(d):
-                    xt[j, b] = x[i, j]
-            rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk)  # gaussian_loglik + lw, the same terms
-            for b in range(m):
-                li = lab[b]
-                if not (li == ca or (not is_split and li == cb)):
-                    continue
-                i = cand[t0 + b]
-                lg = lk[0, b] - lk[1, b]
-                lg = min(max(lg, -clip), clip)
-                l1p = math.log1p(math.exp(-abs(lg)))  # jax.nn.log_sigmoid(+-lg) = -(max(-+lg, 0) + l1p)
-                lr = -(max(-lg, 0.0) + l1p)
-                l1r = -(max(lg, 0.0) + l1p)
-                if is_split:
-                    side_a = math.log(counter_uniform(s0, s1, i)) < lr
-                else:
-                    side_a = li == ca
-                acc[c, 2] += 1.0
-                if side_a:
-                    acc[c, 0] += lr
-                    acc[c, 1] += l1r
-                    acc[c, 3] += 1.0
-                else:
-                    acc[c, 0] += l1r
-                    acc[c, 1] += lr
-                    acc[c, 4] += 1.0
-                    prop[i] = target
-                    if is_split:
-                        for j in range(d):
-                            cs[c, j] += xt[j, b]
-                            xc[j] = xt[j, b] - centre[j]
-                        _add_outer(co[c], xc)
-    tot = np.zeros(5)
-    for c in range(nc):
-        for t in range(5):
-            tot[t] += acc[c, t]
-        for j in range(d):
-            s_b[j] += cs[c, j]
-            for m in range(d):
-                outer_b[j, m] += co[c, j, m]
-    o1, o2 = tot[0], tot[1]
-    hi = max(o1, o2)
-    res[0] = hi + math.log1p(math.exp(min(o1, o2) - hi)) if hi > -np.inf else -np.inf
-    res[1] = tot[2]
-    res[2] = tot[3]
-    res[3] = tot[4]
-
-
 @partial(compile_kernel, inline="always")
 def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     """``lk[k, b] = c0 + half_k - q_kb / 2 + log pi_k`` for the slots k and the ``m`` rows b of ``xt``
@@ -422,6 +338,29 @@ def rows_logliks(xt, m, M, Af, H, code, c0, q, w, ut, lk):
     vectorises (no reduction across lanes). ``q``, ``w`` (rows,) and ``ut`` (d, rows): scratch (``ut`` the
     centred rows of one slot, so the d^2 loop is one multiply-add per term; ``code`` UPPER skips the
     factor's zeros below the diagonal).
+
+    Parameters
+    ----------
+    xt : array (d, rows)
+        A block of points, transposed.
+    m : int
+        Rows used.
+    M : array (d, K)
+        Means.
+    Af : array (m, K)
+        Flattened precision factors, transposed.
+    H : array (2, K)
+        Half log determinants and log weights.
+    code : int
+        Layout code (FULL, UPPER, DIAG, SPHERICAL).
+    c0 : float
+        The constant ``-d/2 ln(2 pi)``.
+    q, w : arrays (rows,)
+        Scratch.
+    ut : array (d, rows)
+        Scratch.
+    lk : array (K, rows)
+        Output.
 
     Examples
     --------
@@ -490,6 +429,13 @@ def param_arrays(theta, code):
     rounding) and the code UPPER, so every density skips R's zeros: d(d+1)/2 products in place of d^2
     (d = 2 keeps its unrolled full product).
 
+    Parameters
+    ----------
+    theta : GaussianParams
+        The slots' parameters.
+    code : int
+        The family's layout code (:func:`ppclust.families._niw_cpu.family_code`).
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpy as np
@@ -516,6 +462,19 @@ def param_arrays(theta, code):
 def family_stats(x, labels, k_max, family, xw=None):
     """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
     :func:`wired` ``x``, else made here).
+
+    Parameters
+    ----------
+    x : array (n, d)
+        The points.
+    labels : int array (n,)
+        Slots.
+    k_max : int
+        Slots.
+    family : GaussianNIW
+        The family.
+    xw : wired x or None, default=None
+        :func:`wired` ``x``, else made here.
 
     Examples
     --------
@@ -551,6 +510,19 @@ def peel_points_of(labels, c, j, s, index=None):
     """:func:`peel_points` from JAX: ``(i_peel, i_absorb)`` (``index``: a :class:`ClusterIndex` valid for
     ``labels``, or None: every point visited).
 
+    Parameters
+    ----------
+    labels : int array (n,)
+        Slots.
+    c : int scalar
+        The cluster a point is peeled from.
+    j : int scalar
+        The sub-cluster (side) it is taken from.
+    s : int scalar
+        The cluster that absorbs.
+    index : ClusterIndex or None, default=None
+        Valid for ``labels``; None: every point visited.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -579,6 +551,21 @@ def peel_points_of(labels, c, j, s, index=None):
 def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
     """:func:`pick_subsamples` from JAX: ``((idx, |C|), (li, |C|), (ia, n_ca), (ib, n_cb))`` (``index``: a
     :class:`ClusterIndex` valid for ``labels``, or None: every point visited).
+
+    Parameters
+    ----------
+    labels : int array (n,)
+        Slots.
+    ca, cb : int scalars
+        The proposal's clusters (``cb`` for a merge).
+    is_split : bool scalar
+        Split or merge.
+    u : array (m,)
+        Uniforms of the sub-cluster fit's subsample.
+    u_lab : array (ml,)
+        Uniforms of its labelled subsamples.
+    index : ClusterIndex or None, default=None
+        Valid for ``labels``; None: every point visited.
 
     Examples
     --------
@@ -610,76 +597,3 @@ def subsamples(labels, ca, cb, is_split, u, u_lab, index=None):
         host, outs, (labels_operand(labels), i32(ca), i32(cb), jnp.asarray(is_split), u, u_lab) + ix
     )
     return (idx, c[0]), (li, c[0]), (ia, c[1]), (ib, c[2])
-
-
-def move(x, labels, ca, cb, new, is_split, theta, lw, seed, family, clip, xw=None, index=None):
-    """:func:`move_sides` from JAX: ``(proposal (n,), log q, |C|, |A|, side B's weighted_stats)`` (``xw``:
-    :func:`wired` ``x``, else made here; ``index``: a :class:`ClusterIndex` valid for ``labels``, or None:
-    every point visited).
-
-    Examples
-    --------
-    >>> import jax, jax.numpy as jnp, numpy as np
-    >>> from ppclust._jax import x64
-    >>> from ppclust.families import GaussianNIW
-    >>> xs = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
-    >>> from ppclust.inference.subcluster_moves import counter_seed
-    >>> with x64():
-    ...     x = jnp.asarray(xs)
-    ...     fam = GaussianNIW.default(x)
-    ...     theta = fam.sample_posterior(jax.random.key(0), fam.stats(x, jnp.array([0, 0, 1, 1]), 2))
-    ...     out = move(x, jnp.zeros(4, jnp.int32), 0, 0, 1, True, theta, jnp.log(jnp.array([0.5, 0.5])),
-    ...                counter_seed(jax.random.key(1)), fam, 30.0)
-    >>> out[0].shape, int(out[2])
-    ((4,), 4)
-    """
-    mean, A, half, code = param_arrays(theta, family_code(family))
-    n, d = x.shape
-    xw = wired(x) if xw is None else xw
-
-    def host(x, centre, labels, ca, cb, new, is_split, mean, A, half, lw, seed, *ix):
-        prop = np.array(labels)  # a copy (int32 or uint8, as given): move_sides writes the points of C only
-        res = np.zeros(4)
-        s_b, o_b = np.zeros(d), np.zeros((d, d))
-        s0, s1 = host_seed(seed)
-        move_sides(
-            x,
-            centre,
-            labels,
-            candidates(n, *ix),
-            int(ca),
-            int(cb),
-            int(new),
-            bool(is_split),
-            mean,
-            A,
-            half,
-            lw,
-            code,
-            float(clip),
-            s0,
-            s1,
-            prop,
-            res,
-            s_b,
-            o_b,
-        )
-        return prop, res, s_b, o_b
-
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-    lab = labels_operand(labels)
-    outs = (
-        jax.ShapeDtypeStruct((n,), lab.dtype),
-        jax.ShapeDtypeStruct((4,), x.dtype),
-        jax.ShapeDtypeStruct((d,), x.dtype),
-        jax.ShapeDtypeStruct((d, d), x.dtype),
-    )
-    ix = () if index is None else index_args(index, index.cover[ca] | (index.cover[cb] & ~is_split))
-    prop, res, s_b, o_b = call(
-        host,
-        outs,
-        (xw, xw.centre, lab, i32(ca), i32(cb), i32(new), jnp.asarray(is_split), mean, A, half, lw, seed) + ix,
-    )
-    # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
-    side_b = family._stats_from(xw.centre[None], None, res[3][None], s_b[None], lambda xc: o_b[None])
-    return prop.astype(labels.dtype), res[0], res[1], res[2], side_b

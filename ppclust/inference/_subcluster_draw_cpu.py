@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -154,11 +155,12 @@ _ROWS = 256
 
 
 @_contracted_kernel
-def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
+def dense_draw(x, keep, labels, M, Af, H, act, K, code, seed, z, cnt):
     r"""The unlinked block's draw of ``subcluster._fused_draw`` (label step (d)) with every weight: for each
     point without ``keep``, :math:`z_i` = the count of cumulative sums :math:`c_k \le u_i T` of the
     weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)`, :math:`\ell_k = \log\pi_k + \log p(x_i\mid
-    \theta_k)`, :math:`T` their sum and :math:`u_i` = ``counter_uniform(s0, s1, i)`` (``_draw_rows``'s
+    \theta_k)`, :math:`T` their sum and :math:`u_i` = ``counter_uniform(s0, s1, i)``, ``seed`` = ``(s0,
+    s1)`` (``_draw_rows``'s
     inverse CDF, summed in slot order); kept points keep ``labels``; ``cnt`` (K,) the new slot counts
     (labels outside [0, K) count nowhere). The parameters are those of the slots ``act`` only (the slots
     with :math:`\log\pi_k > -\infty`, in increasing order; the others are never drawn, their weight is
@@ -171,6 +173,7 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
     and libm calls cost more than the densities). The exps differ from libm's (and
     XLA's) by rounding only, so the draws are the XLA draws up to rounding (the parity test compares them
     label for label)."""
+    s0, s1 = seed
     n, d = x.shape
     ka = H.shape[1]
     nb = -(-n // _ROWS)
@@ -229,17 +232,33 @@ def dense_draw(x, keep, labels, M, Af, H, act, K, code, s0, s1, z, cnt):
             cnt[k] += cc[c, k]
 
 
+class _Slots(NamedTuple):
+    """The drawable slots' parameters in the layout of :func:`block_draw`: ``mean`` (K, d), ``A`` (K, m) as
+    :func:`~ppclust.families._densities_cpu.gaussian_loglik` takes them, ``H`` (2, K) half log determinants
+    and log weights (:func:`rows_logliks`), ``act`` the slot of each and ``pos[k]`` slot k's index among
+    them (-1: not drawable)."""
+
+    mean: np.ndarray
+    A: np.ndarray
+    H: np.ndarray
+    act: np.ndarray
+    pos: np.ndarray
+
+
 @partial(compile_kernel, inline="always")
-def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, skip):
-    r"""The log densities plus log weights of the slots (``mean`` (K, d), ``A`` (K, m) as
-    :func:`~ppclust.families._densities_cpu.gaussian_loglik` takes them, ``H`` (2, K) as
+def _bounded_logliks(x, i, slots, bound, code, c0, cut, start, sc, lk, skip):
+    r"""The log densities plus log weights of the slots (``slots`` a :class:`_Slots`: ``mean`` (K, d),
+    ``A`` (K, m) as :func:`~ppclust.families._densities_cpu.gaussian_loglik` takes them, ``H`` (2, K) as
     :func:`rows_logliks`) one slot at a time, slot ``start`` first, skipping the slots whose upper bound
     :math:`c_0 + h_k - \tfrac12 b_k + \log\pi_k` is at least ``cut`` below the largest density so far
     (``skip[k]``, ``lk[k]`` then holds the bound). :math:`b_k \le u^\top P_k u` (:math:`u = x_i - \mu_k`)
-    is :func:`precision_bound`'s: ``lam[k] = (c, c - \lambda_1, c - \lambda_2)`` and ``V[k]`` (2, d) the
+    is :func:`precision_bound`'s (``bound`` = ``(lam, V)``): ``lam[k] = (c, c - \lambda_1, c - \lambda_2)``
+    and ``V[k]`` (2, d) the
     eigenvectors of the precision's two smallest eigenvalues, :math:`b_k = c\|u\|^2 - \sum_t (c -
     \lambda_t)(v_t^\top u)^2`: one O(d) pass (three sums) where the density is O(d^2). Returns the index
     of the largest."""
+    mean, A, H = slots.mean, slots.A, slots.H
+    lam, V = bound
     d = x.shape[1]
     K = H.shape[1]
     lk[start] = gaussian_loglik(x, i, mean, A, H[0], start, code, sc) + H[1, start]
@@ -280,13 +299,13 @@ def _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, start, sc, lk, ski
 
 
 @partial(compile_kernel, parallel=True, fastmath={"reassoc", "contract"})
-def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, lam, V, pos):
+def block_draw(x, keep, labels, slots, bound, K, code, seed, cut, z, cnt):
     r"""The unlinked block's draw of :func:`dense_draw` (the same draws up to rounding) for d >
     ``_BOUND_MIN_D``, one point at a time, skipping densities: a slot whose O(d) upper bound
-    (:func:`_bounded_logliks`, from :func:`precision_bound`'s ``lam``, ``V``) is ``cut`` below the
-    largest density so far is not computed in O(d^2). Parameters of the slots ``act``
-    only, ``mean`` (K, d), ``A`` (K, m), ``H`` (2, K) (:func:`draw_block` builds them), ``pos[k]`` slot k's
-    index among them (the point's current slot is computed first).
+    (:func:`_bounded_logliks`, from :func:`precision_bound`'s ``bound`` = ``(lam, V)``) is ``cut`` below
+    the largest density so far is not computed in O(d^2). Parameters of the slots ``act`` only, a
+    :class:`_Slots` (:func:`draw_block` builds them; the point's current slot is computed first); ``seed``
+    = ``(s0, s1)`` of the uniforms.
 
     The weights :math:`e_k = \exp(\ell_k - \max_j\ell_j)` are computed only where :math:`\ell_k - \max > -`
     ``cut`` (for separated clusters most points need none: the largest weight is 1). The draw is the count
@@ -297,6 +316,8 @@ def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, l
     point is redrawn with every density and exp. So the draw is the full inverse-CDF draw, not an
     approximation (``cut`` trades exps and densities for redraws only); the two backends still differ by
     float rounding only (the chain test compares them label for label)."""
+    mean, A, H, act, pos = slots
+    s0, s1 = seed
     n, d = x.shape
     ka = H.shape[1]
     nc = chunks(n)
@@ -315,7 +336,7 @@ def block_draw(x, keep, labels, H, act, K, code, s0, s1, cut, z, cnt, mean, A, l
                 continue
             k0 = labels[i]
             start = pos[k0] if k0 >= 0 and k0 < K else -1
-            am = _bounded_logliks(x, i, mean, A, H, lam, V, code, c0, cut, max(start, 0), sc, lk, skip)
+            am = _bounded_logliks(x, i, slots, bound, code, c0, cut, max(start, 0), sc, lk, skip)
             mx = lk[am]
             tot = 0.0
             dropped = 0
@@ -409,6 +430,27 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     (K,))``, the twin of ``subcluster._block_draw`` on one device with uniforms
     ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here).
 
+    Parameters
+    ----------
+    x : array (n, d)
+        The points.
+    keep : bool array (n,)
+        Points that keep their label (the linked block).
+    labels : int array (n,)
+        Current slots.
+    log_pi : array (K,)
+        Log weights (``-inf``: a slot never drawn).
+    theta : GaussianParams
+        The slots' parameters.
+    seed : uint32 array (2,)
+        Counter seed of the uniforms.
+    family : GaussianNIW
+        The family (its layout).
+    cut : float
+        Nats below the largest density at which :func:`block_draw` skips a slot.
+    xw : wired x or None, default=None
+        :func:`wired` ``x``, else made here.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpy as np
@@ -434,46 +476,17 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         act = np.flatnonzero(H[1] > -np.inf).astype(np.int32)  # the slots that can be drawn
         z = np.empty(n, labels.dtype)
         cnt = np.zeros(K, np.int64)
-        s0, s1 = host_seed(seed)
+        seed = host_seed(seed)
         Ha = np.ascontiguousarray(H[:, act])
         if d <= _BOUND_MIN_D:
-            dense_draw(
-                x,
-                keep,
-                labels,
-                np.ascontiguousarray(M[:, act]),
-                np.ascontiguousarray(Af[:, act]),
-                Ha,
-                act,
-                K,
-                code,
-                s0,
-                s1,
-                z,
-                cnt,
-            )
+            Ma, Afa = np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act])
+            dense_draw(x, keep, labels, Ma, Afa, Ha, act, K, code, seed, z, cnt)
             return z, cnt.astype(np.int32)
         mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
         pos = np.full(K, -1, np.int32)
         pos[act] = np.arange(len(act))
-        block_draw(
-            x,
-            keep,
-            labels,
-            Ha,
-            act,
-            K,
-            code,
-            s0,
-            s1,
-            float(cut),
-            z,
-            cnt,
-            mean,
-            A,
-            *precision_bound(A, code, d),
-            pos,
-        )
+        bound = precision_bound(A, code, d)
+        block_draw(x, keep, labels, _Slots(mean, A, Ha, act, pos), bound, K, code, seed, float(cut), z, cnt)
         return z, cnt.astype(np.int32)
 
     lab = labels_operand(labels)
@@ -528,6 +541,17 @@ def apply_sub_blocks(labels, z, acc, out):
 def accept_sub_blocks(labels, draw, sizes, n_blocks):
     """``subcluster.accept_sub_blocks`` on the compiled kernels: ``(labels (n,), sizes (K,))``, ``sizes``
     in its own dtype (whole numbers).
+
+    Parameters
+    ----------
+    labels : int array (n,)
+        Current slots.
+    draw : int array (n,)
+        The drawn slots (:func:`draw_block`'s labels).
+    sizes : array (K,)
+        Slot sizes.
+    n_blocks : int
+        Sub-blocks: each is accepted whole or not at all, in order (``subcluster.accept_sub_blocks``).
 
     Examples
     --------

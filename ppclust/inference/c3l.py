@@ -23,22 +23,22 @@ costs differ from the product-family cross-entropy in ``x`` only by a constant. 
 target cell is at most :math:`1-(1-\alpha)^J`; a joint "one cell with probability >= 1-alpha"
 constraint has no closed form and is *not* what is fitted. The paper treats ``J = 1`` only.
 
-Other pieces: :func:`hyperplane_from_labels` (linear SVM on the labelled points, spec §5.2
+The hyperplanes and the map :func:`transform` are defined in :mod:`ppclust.inference.hyperplane` and
+re-exported here. Other pieces: :func:`hyperplane_from_labels` (linear SVM on the labelled points, spec §5.2
 resolution), :func:`gaussian_leakage` (leakage of any Gaussian w.r.t. a hyperplane, for baselines),
 and the projection-pursuit pipeline of the paper's Sec. 6.3 (:func:`min_kurtosis_direction`,
-:func:`gmm_1d_threshold`, :func:`pp_hyperplane`).
+:func:`gmm_1d_threshold`, :func:`pp_hyperplane`, defined in :mod:`ppclust.inference.projection_pursuit` and
+re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.scipy.special import ndtr
 
 from ppclust.families import (
@@ -50,6 +50,17 @@ from ppclust.families import (
 )
 from ppclust.inference import hartigan
 from ppclust.inference.cec import CECCost, CECStats, constrained_cost_1d, constrained_fit_1d, quantile
+from ppclust.inference.hyperplane import (
+    Hyperplane,
+    hyperplane_from_labels,
+    inverse_transform,
+    log_jacobian,
+    make_hyperplane,
+    standardization,
+    standardized_hyperplane,
+    transform,
+)
+from ppclust.inference.projection_pursuit import gmm_1d_threshold, min_kurtosis_direction, pp_hyperplane
 
 __all__ = [
     "LOG_2PI",
@@ -75,6 +86,7 @@ __all__ = [
     "standardized_hyperplane",
     "x_space_gaussians",
     "log_jacobian",
+    "CONFIG",
     "fit",
     "fit_batch",
 ]
@@ -93,131 +105,8 @@ def cross_entropy_1d(mu, s2, m, sigma):
 
 
 # ---------------------------------------------------------------------------------------------
-# The preprocessing map T_H (spec §2.1)
+# Fitted Gaussians back in X space
 # ---------------------------------------------------------------------------------------------
-
-
-class Hyperplane(NamedTuple):
-    """``J`` decision hyperplanes ``h_j^T x = a_j`` in R^N (J = 1 is the paper's case).
-
-    normals : (J, N) as given; offsets : (J,); basis : (N, N - J) orthonormal basis of the
-    complement of span(normals) (the ``r`` coordinates).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference import c3l
-    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
-    >>> hp.normals.shape, hp.basis.shape
-    ((1, 2), (2, 1))
-    """
-
-    normals: np.ndarray
-    offsets: np.ndarray
-    basis: np.ndarray
-
-
-def make_hyperplane(normal, offset) -> Hyperplane:
-    """Validate ``(normal, offset)`` (normal (N,) or (J, N); offset scalar or (J,)) and build the basis.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference import c3l
-    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
-    >>> hp.offsets.tolist()
-    [1.0]
-    """
-    h = np.atleast_2d(np.asarray(normal, dtype=np.float64))
-    a = np.atleast_1d(np.asarray(offset, dtype=np.float64)).reshape(-1)
-    if h.ndim != 2 or a.shape[0] != h.shape[0]:
-        raise ValueError(
-            f"hyperplane: normal must be (N,) or (J, N) and offset scalar or (J,); got shapes "
-            f"{np.shape(normal)} and {np.shape(offset)}"
-        )
-    if not (np.all(np.isfinite(h)) and np.all(np.isfinite(a))):
-        raise ValueError("hyperplane: normal and offset must be finite")
-    J, N = h.shape
-    u, sv, vt = np.linalg.svd(h, full_matrices=True)
-    if sv.size < J or sv[-1] <= 1e-10 * max(sv[0], 1e-300):
-        raise ValueError("hyperplane: the normal vectors must be non-zero and linearly independent")
-    basis = vt[J:].T  # (N, N - J), orthonormal, orthogonal to every normal
-    return Hyperplane(h, a, basis)
-
-
-def transform(X, hp: Hyperplane) -> np.ndarray:
-    """``z = (t_1..t_J, r)``: signed distances ``(h_j^T x - a_j)/||h_j||`` then ``r = Q^T x`` (n, N).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference import c3l
-    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
-    >>> c3l.transform(np.array([[3.0, 5.0]]), hp)[:, 0].tolist()  # signed distance 3 - 1
-    [2.0]
-    """
-    X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(hp.normals, axis=1)
-    t = (X @ hp.normals.T - hp.offsets) / norms
-    return np.concatenate([t, X @ hp.basis], axis=1)
-
-
-def inverse_transform(hp: Hyperplane):
-    """Affine map ``x = A z + b`` inverting :func:`transform`; returns ``(A (N, N), b (N,))``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference import c3l
-    >>> hp = c3l.make_hyperplane([1.0, 0.0], 1.0)
-    >>> A, b = c3l.inverse_transform(hp)
-    >>> x = np.array([3.0, 5.0])
-    >>> bool(np.allclose(A @ c3l.transform(x[None], hp)[0] + b, x))
-    True
-    """
-    norms = np.linalg.norm(hp.normals, axis=1)
-    # rows of M z-coordinates: t = (h/||h||) x - a/||h||, r = Q^T x
-    M = np.concatenate([hp.normals / norms[:, None], hp.basis.T], axis=0)
-    c = np.concatenate([-hp.offsets / norms, np.zeros(hp.basis.shape[1])])
-    A = np.linalg.inv(M)
-    return A, -A @ c
-
-
-def standardization(X, standardize: bool):
-    """``(center, scale)`` of the optional standardisation ``x = center + scale * xs``.
-
-    The columns' means and standard deviations (1 where a column is constant), or zeros and ones.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import standardization
-    >>> c, s = standardization(np.array([[0.0, 1.0], [2.0, 1.0]]), True)
-    >>> c.tolist(), s.tolist()
-    ([1.0, 1.0], [1.0, 1.0])
-    """
-    X = np.asarray(X, dtype=np.float64)
-    N = X.shape[1]
-    center = X.mean(0) if standardize else np.zeros(N)
-    sd = X.std(0) if standardize else np.ones(N)
-    return center, np.where(sd > 0, sd, 1.0)
-
-
-def standardized_hyperplane(hp: Hyperplane, center, scale) -> Hyperplane:
-    """The hyperplane ``h^T x = a`` in standardised coordinates ``xs = (x - center) / scale``.
-
-    ``h^T x = a`` <=> ``(h scale)^T xs = a - h^T center``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import make_hyperplane, standardized_hyperplane
-    >>> hp0 = make_hyperplane([1.0, 0.0], 3.0)
-    >>> hp = standardized_hyperplane(hp0, np.array([1.0, 0.0]), np.array([2.0, 1.0]))
-    >>> hp.normals.tolist(), hp.offsets.tolist()
-    ([[2.0, 0.0]], [2.0])
-    """
-    return make_hyperplane(hp.normals * scale, hp.offsets - hp.normals @ center)
 
 
 def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
@@ -225,6 +114,15 @@ def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
 
     ``params`` holds the live clusters (in z space of the standardised hyperplane ``hp``);
     ``x = center + scale * (A z + b)`` with ``(A, b)`` = :func:`inverse_transform`.
+
+    Parameters
+    ----------
+    params : ClusterParams
+        The live clusters' fits.
+    hp : Hyperplane
+        The standardised hyperplane.
+    center, scale : arrays (N,)
+        Of :func:`standardization`.
 
     Examples
     --------
@@ -248,66 +146,6 @@ def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
     means = center + scale * (zmean @ A.T + b)
     AS = scale[:, None] * A
     return means, np.einsum("ij,kjl,ml->kim", AS, zcov, AS)
-
-
-def log_jacobian(hp: Hyperplane, scale) -> float:
-    """ln |det| of the Jacobian of ``x -> z`` (standardisation by ``scale``, then :func:`transform`).
-
-    Adds to a log-density in z space to give one in X space.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import log_jacobian, make_hyperplane
-    >>> abs(log_jacobian(make_hyperplane([1.0, 0.0], 0.0), np.ones(2))) < 1e-12
-    True
-    """
-    A, _ = inverse_transform(hp)
-    return float(-np.linalg.slogdet(A)[1] - np.sum(np.log(scale)))
-
-
-def hyperplane_from_labels(X, y, C: float = 1.0, random_state=0):
-    """Linear SVM (``C``, standardised features) on the labelled points -> ``(normal, offset)`` in X space.
-
-    Spec §5.2 resolution [ours]: plain ``LinearSVC(C=1)`` on features standardised with the mean and
-    standard deviation of *all* rows of X; the hyperplane is mapped back to the original coordinates.
-    ``y`` uses two categories ``{0, 1}`` (``-1`` = unlabelled); the + side is category 1. With ``J > 2``
-    categories one-vs-rest hyperplanes are returned ((J, N) normals; the extension in the module
-    docstring). Raises ``ValueError`` if fewer than two categories have labelled points.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference import c3l
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [4.0, 0.0], [4.0, 1.0]])
-    >>> normal, offset = c3l.hyperplane_from_labels(X, np.array([0, 0, 1, 1]))
-    >>> bool(normal[0] > 0 and 0 < offset / normal[0] < 4)
-    True
-    """
-    from sklearn.svm import LinearSVC
-
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    lab = y >= 0
-    cats = np.unique(y[lab])
-    if cats.size < 2:
-        raise ValueError(
-            "hyperplane_from_labels: y needs labelled points of at least two categories "
-            f"(found {cats.tolist()}); pass hyperplane=(normal, offset) instead"
-        )
-    mean = X.mean(0)
-    std = X.std(0)
-    std = np.where(std > 0, std, 1.0)
-    Xs = (X[lab] - mean) / std
-    svm = LinearSVC(C=C, random_state=random_state, dual="auto", max_iter=20000)
-    svm.fit(Xs, y[lab])
-    w = np.atleast_2d(svm.coef_)  # (1, N) for two classes (+ = the larger label), (J, N) one-vs-rest
-    b = np.atleast_1d(svm.intercept_)
-    normal = w / std
-    offset = -b + (w * mean / std).sum(1)  # w^T (x - mean)/std + b = 0  <=>  normal^T x = offset
-    if normal.shape[0] == 1:
-        return normal[0], float(offset[0])
-    return normal, offset
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,6 +202,15 @@ def min_size(n: int, d_r: int, min_cluster_fraction: float = 0.05) -> int:
 
     After the R CEC package's ``card.min = "5%"``.
 
+    Parameters
+    ----------
+    n : int
+        Points.
+    d_r : int
+        Dimension of the r coordinates.
+    min_cluster_fraction : float, default=0.05
+        Fraction of n.
+
     Examples
     --------
     >>> from ppclust.inference.c3l import min_size
@@ -379,11 +226,28 @@ def min_size(n: int, d_r: int, min_cluster_fraction: float = 0.05) -> int:
 
 
 class ClusterParams(NamedTuple):
-    """Fitted product Gaussians in z space (K slots; inactive slots hold garbage).
+    r"""Fitted product Gaussians in z space (K slots; inactive slots hold garbage).
 
-    weight (K,) p_k; t_loc, t_scale (K, J) the constrained 1-D fits; t_mu, t_s (K, J) the data mean / MLE
-    std of t; active_constraint (K, J) bool; natural_leakage (K, J) Phi(-|mu|/s); leakage (K, J)
-    Phi(-|m|/sigma) (<= alpha); r_mean (K, d); r_cov (K, d, d) MLE covariance; entropy parts (K,) e1, er.
+    Parameters
+    ----------
+    weight : array (K,)
+        :math:`p_k = n_k / n`.
+    t_loc, t_scale : arrays (K, J)
+        The constrained 1-D fits (location, scale).
+    t_mu, t_s : arrays (K, J)
+        The data mean and MLE standard deviation of t.
+    active_constraint : bool array (K, J)
+        Whether the leakage constraint binds.
+    natural_leakage : array (K, J)
+        :math:`\Phi(-|\mu|/s)` of the unconstrained fit.
+    leakage : array (K, J)
+        :math:`\Phi(-|m|/\sigma)` of the fit (<= alpha).
+    r_mean : array (K, d)
+        Means of the r coordinates.
+    r_cov : array (K, d, d)
+        Their MLE covariances.
+    e1, er : arrays (K,)
+        The entropy parts: the 1-D terms (summed over J) and the r part.
 
     Examples
     --------
@@ -407,6 +271,30 @@ class ClusterParams(NamedTuple):
 
 
 def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
+    """The fitted product Gaussians of every slot from its statistics (spec §1.5, Theorem 1).
+
+    Parameters
+    ----------
+    cost : CECCost
+        :func:`make_cost`'s (its quantiles, variance floor and weights).
+    stats : CECStats
+        The slots' statistics (``cost.stats`` or a Hartigan result's ``stats``).
+
+    Returns
+    -------
+    ClusterParams
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> np.asarray(c3l.cluster_params(cost, stats).weight).tolist()
+    [0.5, 0.5]
+    """
     safe = jnp.maximum(stats.n, 1.0)
     s2 = jnp.maximum(stats.t_m2 / safe[:, None], cost.var_floor)
     m, sig, e1, act = constrained_fit_1d(stats.t_mean, s2, cost.p)
@@ -429,19 +317,23 @@ def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
 
 
 class CostParts(NamedTuple):
-    """Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest.
+    r"""Cost (8) and its parts (spec §2.6): total = complexity + one_d + rest.
+
+    Parameters
+    ----------
+    total : array
+        The cost.
+    complexity : array
+        :math:`-\sum_k p_k \ln p_k`.
+    one_d : array
+        :math:`\sum_k p_k E_1` (the constrained 1-D terms).
+    rest : array
+        :math:`\sum_k p_k` times the r part's entropy.
 
     Examples
     --------
-    >>> import jax, jax.numpy as jnp, numpy as np
-    >>> from ppclust.inference import c3l
-    >>> rng = np.random.default_rng(0)
-    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
-    >>> cost = c3l.make_cost(z, 1, 0.05)
-    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
-    >>> params = c3l.cluster_params(cost, stats)
-    >>> np.asarray(params.weight).tolist()
-    [0.5, 0.5]
+    >>> CostParts._fields
+    ('total', 'complexity', 'one_d', 'rest')
     """
 
     total: Array
@@ -451,6 +343,33 @@ class CostParts(NamedTuple):
 
 
 def cost_parts(params: ClusterParams, active) -> CostParts:
+    """The cost of the active slots and its parts (spec §2.6).
+
+    Parameters
+    ----------
+    params : ClusterParams
+        :func:`cluster_params`'s.
+    active : bool array (K,)
+        The live slots (the others count nowhere).
+
+    Returns
+    -------
+    CostParts
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = jnp.asarray(np.c_[rng.normal(size=40) + np.repeat([-3.0, 3.0], 20), rng.normal(size=40)])
+    >>> cost = c3l.make_cost(z, 1, 0.05)
+    >>> stats = cost.stats(z, None, jnp.asarray(np.arange(40) >= 20, jnp.int32), 2)
+    >>> parts = c3l.cost_parts(c3l.cluster_params(cost, stats), jnp.ones(2, bool))
+    >>> round(float(parts.complexity), 4)  # two halves: ln 2
+    0.6931
+    >>> bool(jnp.isclose(parts.total, parts.complexity + parts.one_d + parts.rest))
+    True
+    """
     w = jnp.where(active, params.weight, 0.0)
     pos = w > 0
     cx = -jnp.sum(jnp.where(pos, w * jnp.log(jnp.where(pos, w, 1.0)), 0.0))
@@ -461,6 +380,15 @@ def cost_parts(params: ClusterParams, active) -> CostParts:
 
 def log_density(z, params: ClusterParams, n_dec: int) -> Array:
     """``ln p_k + ln N(t; m_k, sigma_k^2) + ln N(r; rbar_k, S_k)`` for every point and slot -> (n, K).
+
+    Parameters
+    ----------
+    z : array (n, J + d)
+        Points in z coordinates.
+    params : ClusterParams
+        The fits.
+    n_dec : int
+        J, decision coordinates.
 
     Examples
     --------
@@ -489,6 +417,17 @@ def gaussian_leakage(mean, cov, normal, offset):
 
     Broadcasts over leading axes of ``mean`` (..., N) and ``cov`` (..., N, N) (spec §1.2).
 
+    Parameters
+    ----------
+    mean : array (..., N)
+        Means.
+    cov : array (..., N, N)
+        Covariances.
+    normal : array (N,)
+        The hyperplane's normal h.
+    offset : float
+        Its offset a.
+
     Examples
     --------
     >>> import numpy as np
@@ -507,175 +446,53 @@ def gaussian_leakage(mean, cov, normal, offset):
 
 
 # ---------------------------------------------------------------------------------------------
-# Projection pursuit (paper Sec. 6.3, spec §4) [ours: algorithmic details]
-# ---------------------------------------------------------------------------------------------
-
-
-@partial(jax.jit, static_argnames=("n_starts", "n_steps"))
-def _min_kurtosis_sphered(key, xs, n_starts: int = 50, n_steps: int = 300, lr: float = 0.1):
-    """Minimise the sample kurtosis of ``xs @ w`` over unit ``w`` (xs sphered) by projected gradient."""
-
-    def kurt(w):
-        w = w / jnp.linalg.norm(w)
-        y = xs @ w
-        y = y - y.mean()
-        return jnp.mean(y**4) / jnp.mean(y**2) ** 2
-
-    g = jax.grad(kurt)
-
-    def one(w0):
-        def body(_, w):
-            w = w - lr * g(w)
-            return w / jnp.linalg.norm(w)
-
-        w = lax.fori_loop(0, n_steps, body, w0 / jnp.linalg.norm(w0))
-        return w, kurt(w)
-
-    w0 = jax.random.normal(key, (n_starts, xs.shape[1]), xs.dtype)
-    ws, ks = jax.vmap(one)(w0)
-    best = jnp.argmin(ks)
-    return ws[best], ks[best]
-
-
-def min_kurtosis_direction(X, random_state=0, n_starts: int = 50, n_steps: int = 300):
-    """Unit direction ``w`` (in sphered coordinates) minimising the kurtosis of the projection [ours].
-
-    The paper used R's REPPlab without stating the algorithm; here the data are sphered
-    (``xs = (x - mean) W`` with ``W = Sigma^{-1/2}``) and the kurtosis is minimised over the unit sphere
-    by projected gradient from ``n_starts`` random starts. Returns ``(h, kurtosis, W, mean)`` with
-    ``h = W w`` the direction in the original space (projection ``h^T (x - mean)``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import min_kurtosis_direction
-    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
-    >>> h, k, W, mean = min_kurtosis_direction(X, n_starts=4, n_steps=50)
-    >>> h.shape, W.shape, bool(k < 3.0)  # a bimodal projection has kurtosis below the normal's 3
-    ((2,), (2, 2), True)
-    """
-    from ppclust._jax import as_key, x64
-
-    X = np.asarray(X, dtype=np.float64)
-    mean = X.mean(0)
-    cov = np.cov(X, rowvar=False, bias=True)
-    ev, V = np.linalg.eigh(cov)
-    keep = ev > 1e-10 * ev.max()
-    W = V[:, keep] / np.sqrt(ev[keep])  # (N, r) whitening
-    xs = (X - mean) @ W
-    with x64():
-        w, k = _min_kurtosis_sphered(
-            as_key(random_state), jnp.asarray(xs), n_starts=n_starts, n_steps=n_steps
-        )
-        w = np.asarray(w)
-        k = float(k)
-    return W @ w, k, W, mean
-
-
-def gmm_1d_threshold(y, n_iter: int = 500, tol: float = 1e-10):
-    """Two-component 1-D Gaussian mixture by EM (init: the two halves split at the median) and the crossing
-    point of the weighted densities between the two means (spec §7.2). Returns ``(tau, params, labels)``
-    with params = (weights, means, variances) and labels the MAP component (0 = lower mean).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import gmm_1d_threshold
-    >>> rng = np.random.default_rng(0)
-    >>> y = np.r_[rng.normal(size=50) - 4.0, rng.normal(size=50) + 4.0]
-    >>> tau, _, labels = gmm_1d_threshold(y)
-    >>> bool(-2.0 < tau < 2.0), int(labels.sum())
-    (True, 50)
-    """
-    y = np.asarray(y, dtype=np.float64)
-    med = np.median(y)
-    lo, hi = y[y <= med], y[y > med]
-    w = np.array([lo.size, hi.size], float) / y.size
-    mu = np.array([lo.mean(), hi.mean()])
-    var = np.array([lo.var(), hi.var()]) + 1e-12 * y.var()
-    ll_old = -np.inf
-    for _ in range(n_iter):
-        lp = np.log(w) + normal_logpdf(y[:, None], mu, np.sqrt(var), xp=np)
-        mx = lp.max(1, keepdims=True)
-        ll = float((mx[:, 0] + np.log(np.exp(lp - mx).sum(1))).sum())
-        r = np.exp(lp - mx)
-        r /= r.sum(1, keepdims=True)
-        nk = r.sum(0)
-        w = nk / y.size
-        mu = (r * y[:, None]).sum(0) / nk
-        var = (r * (y[:, None] - mu) ** 2).sum(0) / nk + 1e-12 * y.var()
-        if ll - ll_old < tol * abs(ll):
-            break
-        ll_old = ll
-    order = np.argsort(mu)
-    w, mu, var = w[order], mu[order], var[order]
-    # crossing of w0 N(mu0, v0) and w1 N(mu1, v1): quadratic a y^2 + b y + c = 0
-    a = 0.5 / var[1] - 0.5 / var[0]
-    b = mu[0] / var[0] - mu[1] / var[1]
-    c = (
-        0.5 * mu[1] ** 2 / var[1]
-        - 0.5 * mu[0] ** 2 / var[0]
-        + np.log(w[0] / w[1])
-        + 0.5 * np.log(var[1] / var[0])
-    )
-    if abs(a) < 1e-14 * (abs(b) + 1e-300):
-        roots = np.array([-c / b])
-    else:
-        roots = np.roots([a, b, c])
-        roots = roots[np.isreal(roots)].real
-    inside = roots[(roots >= mu[0]) & (roots <= mu[1])]
-    tau = float(inside[0]) if inside.size else float(0.5 * (mu[0] + mu[1]))
-    lp = np.log(w) + normal_logpdf(y[:, None], mu, np.sqrt(var), xp=np)
-    return tau, (w, mu, var), np.argmax(lp, 1).astype(np.int32)
-
-
-def pp_hyperplane(X, random_state=0, n_starts: int = 50):
-    """Projection-pursuit categorisation (paper Sec. 6.3): minimum-kurtosis direction, 2-component 1-D
-    GMM, boundary at the density crossing. Returns ``(normal, offset, pp_labels)`` in the original space;
-    then run C3L with ``hyperplane=(normal, offset)`` to refine (see :class:`ppclust.C3L`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.c3l import pp_hyperplane
-    >>> X = np.random.default_rng(0).normal(size=(100, 2)) + np.repeat([[-4.0, 0.0], [4.0, 0.0]], 50, 0)
-    >>> normal, offset, labels = pp_hyperplane(X, n_starts=4)
-    >>> normal.shape, sorted(np.bincount(labels).tolist())
-    ((2,), [50, 50])
-    """
-    h, _, _, mean = min_kurtosis_direction(X, random_state=random_state, n_starts=n_starts)
-    proj = (np.asarray(X, dtype=np.float64) - mean) @ h
-    tau, _, labels = gmm_1d_threshold(proj)
-    return h, float(h @ mean + tau), labels
-
-
-# ---------------------------------------------------------------------------------------------
 # Driver: restarts of the Hartigan engine
 # ---------------------------------------------------------------------------------------------
+
+
+#: C3L's restart options: random initial partitions, and the spec's deletion rule (§2.5: a deleted
+#: cluster's points are reinserted at once)
+CONFIG = hartigan.HartiganConfig(init="random", reassign="immediate")
 
 
 def fit(
     key,
     z,
     cost: CECCost,
+    config: hartigan.HartiganConfig | None = None,
     *,
     K: int,
     min_size,
-    n_init: int = 10,
-    init: str = "random",
-    max_passes: int = 100,
-    reassign: str = "immediate",
     devices="auto",
-    backend: str = "auto",
     centres=None,
+    **options,
 ):
     """``n_init`` Hartigan restarts (:func:`ppclust.inference.hartigan.fit`); keeps the first lowest
-    cost. Returns a :class:`~ppclust.inference.hartigan.HartiganFit` ``(best, costs, n_passes,
-    n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
+    cost.
 
-    ``reassign="immediate"`` is the spec's deletion rule (§2.5): a deleted cluster's points are
-    reinserted at once. ``devices``, ``backend``, ``centres`` (``init="labels"``): see
-    :func:`ppclust.inference.hartigan.fit`.
+    Parameters
+    ----------
+    key : JAX key
+        Seeds the restarts' initial partitions.
+    z : array (n, d)
+        The data in C3L's coordinates.
+    cost : CECCost
+        :func:`make_cost`'s.
+    config : HartiganConfig or None, default=None
+        The restarts' options; None: :data:`CONFIG` (``init="random"``, ``reassign="immediate"``).
+    K : int
+        Slots (initial clusters).
+    min_size : float
+        A cluster with fewer points is deleted.
+    devices, centres
+        See :func:`ppclust.inference.hartigan.fit` (``centres`` with ``init="labels"``).
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig` replacing those of ``config``.
+
+    Returns
+    -------
+    HartiganFit
+        ``(best, costs, n_passes, n_clusters)`` (JAX arrays; a restart that failed has a non-finite cost).
 
     Examples
     --------
@@ -689,43 +506,49 @@ def fit(
     >>> int(out.best.active.sum())
     2
     """
-    return hartigan.fit(
-        key,
-        cost,
-        z,
-        None,
-        K=K,
-        min_size=min_size,
-        n_init=n_init,
-        init=init,
-        max_passes=max_passes,
-        reassign=reassign,
-        devices=devices,
-        backend=backend,
-        centres=centres,
-    )
+    config = (CONFIG if config is None else config).with_options(**options)
+    return hartigan.fit(key, cost, z, None, config, K=K, min_size=min_size, devices=devices, centres=centres)
 
 
 def fit_batch(
     key,
     z,
     cost: CECCost,
+    config: hartigan.HartiganConfig | None = None,
     *,
     K: int,
     min_size,
-    n_init: int = 10,
-    init: str = "random",
-    max_iter: int = 100,
-    polish: bool = True,
-    max_passes: int = 100,
-    reassign: str = "immediate",
-    backend: str = "auto",
     mesh=None,
     centres=None,
+    **options,
 ):
     """C3L by batch (Lloyd-type) steps with the leakage-constrained models, then Hartigan passes
-    (:func:`ppclust.inference.hartigan.fit_batch`; ``mesh``: points split over a 1-D data mesh). Returns a
-    :class:`~ppclust.inference.hartigan.HartiganFit`.
+    (:func:`ppclust.inference.hartigan.fit_batch`).
+
+    Parameters
+    ----------
+    key : JAX key
+        Seeds the restarts' initial partitions.
+    z : array (n, d)
+        The data in C3L's coordinates.
+    cost : CECCost
+        :func:`make_cost`'s.
+    config : HartiganConfig or None, default=None
+        As :func:`fit` (``max_iter``, ``polish`` read; ``max_passes`` caps the polish).
+    K : int
+        Slots (initial clusters).
+    min_size : float
+        A cluster with fewer points is deleted.
+    mesh : None or a 1-D data mesh, default=None
+        Points split over its devices.
+    centres : array (m, d) or None, default=None
+        With ``init="labels"``: fixed initial centres.
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig` replacing those of ``config``.
+
+    Returns
+    -------
+    HartiganFit
 
     Examples
     --------
@@ -739,21 +562,8 @@ def fit_batch(
     >>> int(out.best.active.sum())
     2
     """
+    config = (CONFIG if config is None else config).with_options(**options)
     fitted, _ = hartigan.fit_batch(
-        key,
-        cost,
-        z,
-        None,
-        K=K,
-        min_size=min_size,
-        n_init=n_init,
-        init=init,
-        max_iter=max_iter,
-        polish=polish,
-        polish_passes=max_passes,
-        reassign=reassign,
-        backend=backend,
-        mesh=mesh,
-        centres=centres,
+        key, cost, z, None, config, K=K, min_size=min_size, mesh=mesh, centres=centres
     )
     return fitted

@@ -123,6 +123,13 @@ def constrained_fit_1d(mu, s2, p):
 def constrained_cost_1d(mu, s2, p):
     """:math:`E_1` of :func:`constrained_fit_1d` alone.
 
+    Parameters
+    ----------
+    mu, s2 : array
+        Sample mean and MLE variance (``s2 > 0``).
+    p : array
+        :func:`quantile` of the leakage bound.
+
     Examples
     --------
     >>> import math
@@ -197,10 +204,32 @@ def cluster_cost(n_total, d: int, nk, logdet_scatter, extra):
 class CECStats(NamedTuple):
     """Per-slot sufficient statistics of :class:`CECCost` (K slots).
 
-    n (K,) counts; s (K, d) sums and scale (K, d, d) lower Cholesky factor of the scatter (+ ridge) of the
-    Gaussian part (the last d coordinates); t_mean, t_m2 (K, J) mean and centred sum of squares of the J
-    decision coordinates; counts (K, m), n_lab (K,), clogc (K,) label counts :math:`c_{kj}`, :math:`L_k`
-    and :math:`\\sum_j c_{kj}\\ln c_{kj}` (m = 0 without the label term).
+    Parameters
+    ----------
+    n : array (K,)
+        Counts.
+    s : array (K, d)
+        Sums of the Gaussian part (the last d coordinates).
+    scale : array (K, d, d)
+        Lower Cholesky factor of its scatter (+ ridge).
+    t_mean, t_m2 : arrays (K, J)
+        Mean and centred sum of squares of the J decision coordinates.
+    counts : array (K, m)
+        Label counts :math:`c_{kj}` (m = 0 without the label term).
+    n_lab : array (K,)
+        Labelled points :math:`L_k`.
+    clogc : array (K,)
+        :math:`\\sum_j c_{kj}\\ln c_{kj}`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust.inference import cecib
+    >>> x = jnp.asarray(np.random.default_rng(0).normal(size=(6, 2)))
+    >>> side = jnp.full(6, -1)  # no labelled point
+    >>> stats = cecib.make_cost(x, 0).stats(x, side, jnp.asarray([0, 0, 0, 1, 1, 1]), 2)
+    >>> np.asarray(stats.n).tolist(), stats.scale.shape
+    ([3.0, 3.0], (2, 2, 2))
     """
 
     n: Array

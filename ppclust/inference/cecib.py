@@ -24,14 +24,14 @@ initialisation and after each pass; the engine also deletes clusters below
 ``reg_covar * tr(Σ_X)/N * I`` (a fixed ridge, so the rank-one updates stay exact); it breaks the affine
 invariance slightly.
 
-Also here: the clusters' Gaussians of a partition (:func:`cluster_gaussians`), the automatic start and
-label-noise weighting of the estimator (:func:`choose_start`, :func:`label_channel_information`), and
-the critical beta of Theorem 4.2 (:func:`beta0`).
+Also here: the clusters' Gaussians of a partition (:func:`cluster_gaussians`). The automatic start and
+label-noise weighting of the estimator (:func:`choose_start`, :func:`label_channel_information`) and
+the critical beta of Theorem 4.2 (:func:`beta0`) are defined in :mod:`ppclust.inference.cecib_beta` and
+re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import NamedTuple
 
@@ -43,7 +43,13 @@ from ppclust import families
 from ppclust.families import LOG_2PIE, ML_SING_TOL, ml_entropy
 from ppclust.inference import hartigan
 from ppclust.inference.cec import CECCost
-from ppclust.models.ssgmm import partition_flip_rate
+from ppclust.inference.cecib_beta import (
+    BETA0_HALF_NORMAL,
+    beta0,
+    beta0_from_labels,
+    choose_start,
+    label_channel_information,
+)
 from ppclust.sideinfo import labelled_means
 
 __all__ = [
@@ -68,14 +74,27 @@ __all__ = [
 ]
 
 Array = jax.Array
-#: Example 4.1: 1-D Gaussian split at its mean, 1 + ln sqrt(1 - 2/pi) / ln 2 = 0.26978 (paper: "0.269").
-BETA0_HALF_NORMAL = 1.0 + 0.5 * math.log(1.0 - 2.0 / math.pi) / math.log(2.0)
 #: A cluster is numerically singular when lambda_min <= SING_TOL * lambda_max (reference README).
 SING_TOL = ML_SING_TOL
 
 
 class CostParts(NamedTuple):
-    """Cost of a partition, with the paper's three parts (the columns of the authors' program).
+    r"""Cost of a partition, with the paper's three parts (the columns of the authors' program).
+
+    Parameters
+    ----------
+    total : array
+        :math:`E_\beta`, the sum of the three parts.
+    model_complexity : array
+        :math:`H(Y) = \sum_i -p_i \ln p_i`.
+    accuracy : array
+        :math:`\sum_i p_i H(N(\mu_i, \Sigma_i))`.
+    side_information : array
+        :math:`\beta \sum_i p_i H(Z \mid Y_i \cap X_l)`.
+    cluster_terms : array (K, 3)
+        Per cluster ``[a_i, b_i, c_i]`` (``c_i`` without beta), 0 for an empty one.
+    sizes : array (K,)
+        Cluster sizes.
 
     Examples
     --------
@@ -135,6 +154,15 @@ def min_size(n: int, d: int, min_cluster_fraction: float) -> float:
     """Deletion threshold: a cluster with fewer than ``max(min_cluster_fraction * n, d + 2)`` points dies.
 
     The rule of the authors' program.
+
+    Parameters
+    ----------
+    n : int
+        Points.
+    d : int
+        Dimension.
+    min_cluster_fraction : float
+        Fraction of n.
 
     Examples
     --------
@@ -207,6 +235,13 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
 def encode_labels(y, n: int):
     """Map partial labels (any ints, -1 = unlabelled; None = no labels) to 0..m-1 / -1 -> (codes, m).
 
+    Parameters
+    ----------
+    y : array (n,) or None
+        Partial labels.
+    n : int
+        Points (the length of the codes when ``y`` is None).
+
     Examples
     --------
     >>> from ppclust.inference.cecib import encode_labels
@@ -234,31 +269,37 @@ def fit(
     x,
     y_codes,
     n_labels: int,
+    config: hartigan.HartiganConfig | None = None,
     *,
     n_clusters: int,
     beta=1.0,
     min_cluster_fraction: float = 0.05,
-    n_init: int = 10,
-    init: str = "k-means++",
-    max_passes: int = 100,
-    reassign: str = "lazy",
     reg_covar: float = 0.0,
     devices="auto",
-    backend: str = "auto",
+    **options,
 ) -> hartigan.HartiganFit:
     """CEC-IB by Hartigan moves with ``n_init`` restarts; call inside ``jax.enable_x64(True)``.
 
     Parameters
     ----------
     key : JAX key
+        Seeds the restarts' initial partitions.
     x : array of shape (n, N)
-    y_codes, n_labels : label codes 0..m-1 / -1 and m (:func:`encode_labels`).
-    n_clusters : int
-        Initial clusters (slots); with ``init="labels"`` raised to ``n_labels`` if smaller.
-    beta, min_cluster_fraction, reg_covar : see :func:`make_cost` and :func:`min_size`.
-    n_init, init, max_passes, reassign, devices, backend : see :func:`ppclust.inference.hartigan.fit`.
+        The data.
+    y_codes, n_labels : int array (n,), int
+        Label codes 0..m-1 / -1 and m (:func:`encode_labels`).
+    config : HartiganConfig or None, default=None
+        The restarts' options (:class:`ppclust.inference.hartigan.HartiganConfig`); None: its defaults.
         ``init="labels"``: the first ``n_labels`` initial centres are the labelled categories' means
         (:func:`ppclust.sideinfo.labelled_means`), the others k-means++ given them.
+    n_clusters : int
+        Initial clusters (slots); with ``init="labels"`` raised to ``n_labels`` if smaller.
+    beta, min_cluster_fraction, reg_covar : float
+        See :func:`make_cost` and :func:`min_size`.
+    devices : "auto", None or int, default="auto"
+        See :func:`ppclust.inference.hartigan.fit`.
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig` replacing those of ``config``.
 
     Returns
     -------
@@ -278,23 +319,12 @@ def fit(
     2
     """
     n, d = x.shape
+    config = (hartigan.HartiganConfig() if config is None else config).with_options(**options)
     cost = make_cost(x, n_labels, beta, reg_covar)
-    K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
-    return hartigan.fit(
-        key,
-        cost,
-        x,
-        jnp.asarray(y_codes, jnp.int32),
-        K=K,
-        min_size=min_size(n, d, min_cluster_fraction),
-        n_init=n_init,
-        init=init,
-        max_passes=max_passes,
-        reassign=reassign,
-        devices=devices,
-        backend=backend,
-        centres=centres,
-    )
+    K, centres = _seeding(x, y_codes, n_labels, n_clusters, config.init)
+    codes = jnp.asarray(y_codes, jnp.int32)
+    m_min = min_size(n, d, min_cluster_fraction)
+    return hartigan.fit(key, cost, x, codes, config, K=K, min_size=m_min, devices=devices, centres=centres)
 
 
 def _seeding(x, y_codes, n_labels, n_clusters, init):
@@ -311,27 +341,44 @@ def fit_batch(
     x,
     y_codes,
     n_labels: int,
+    config: hartigan.HartiganConfig | None = None,
     *,
     n_clusters: int,
     beta=1.0,
     min_cluster_fraction: float = 0.05,
-    n_init: int = 10,
-    init: str = "k-means++",
-    max_iter: int = 100,
-    polish: bool = True,
-    max_passes: int = 100,
-    reassign: str = "lazy",
     reg_covar: float = 0.0,
-    backend: str = "auto",
     mesh=None,
+    **options,
 ) -> hartigan.HartiganFit:
     """CEC-IB by batch steps, then Hartigan passes; call inside ``jax.enable_x64(True)``.
 
     Batch steps reassign every point at once (:func:`ppclust.inference.hartigan.fit_batch`, which says
     when to prefer them; at most ``max_iter`` steps, then with ``polish`` at most ``max_passes`` Hartigan
-    passes). Other arguments as :func:`fit`; ``mesh``: points split over a 1-D data mesh. Returns the
-    :class:`~ppclust.inference.hartigan.HartiganFit` of the polished run (restart arrays: the batch
-    restarts).
+    passes).
+
+    Parameters
+    ----------
+    key : JAX key
+        Seeds the restarts' initial partitions.
+    x : array of shape (n, N)
+        The data.
+    y_codes, n_labels : int array (n,), int
+        Label codes 0..m-1 / -1 and m (:func:`encode_labels`).
+    config : HartiganConfig or None, default=None
+        As :func:`fit` (``max_iter``, ``polish`` read; ``tol`` not).
+    n_clusters : int
+        Initial clusters (slots).
+    beta, min_cluster_fraction, reg_covar : float
+        See :func:`make_cost` and :func:`min_size`.
+    mesh : None or a 1-D data mesh, default=None
+        Points split over its devices (:func:`ppclust.inference.hartigan.fit_batch`).
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig` replacing those of ``config``.
+
+    Returns
+    -------
+    HartiganFit
+        Of the polished run (restart arrays: the batch restarts).
 
     Examples
     --------
@@ -346,24 +393,13 @@ def fit_batch(
     2
     """
     n, d = x.shape
+    config = (hartigan.HartiganConfig() if config is None else config).with_options(**options)
     cost = make_cost(x, n_labels, beta, reg_covar)
-    K, centres = _seeding(x, y_codes, n_labels, n_clusters, init)
+    K, centres = _seeding(x, y_codes, n_labels, n_clusters, config.init)
+    codes = jnp.asarray(y_codes, jnp.int32)
+    m_min = min_size(n, d, min_cluster_fraction)
     fitted, _ = hartigan.fit_batch(
-        key,
-        cost,
-        x,
-        jnp.asarray(y_codes, jnp.int32),
-        K=K,
-        min_size=min_size(n, d, min_cluster_fraction),
-        n_init=n_init,
-        init=init,
-        max_iter=max_iter,
-        polish=polish,
-        polish_passes=max_passes,
-        reassign=reassign,
-        backend=backend,
-        mesh=mesh,
-        centres=centres,
+        key, cost, x, codes, config, K=K, min_size=m_min, mesh=mesh, centres=centres
     )
     return fitted
 
@@ -385,6 +421,25 @@ def replay(
 
     As the ``fixed_centres`` runs of the authors' program. Call inside ``jax.enable_x64(True)``.
     Arguments as :func:`fit`.
+
+    Parameters
+    ----------
+    x : array (n, N)
+        The data.
+    y_codes, n_labels : int array (n,), int
+        Label codes and categories (:func:`encode_labels`).
+    centre_idx : int sequence
+        Indices of the initial centres (their nearest-centre partition starts the run).
+    beta, min_cluster_fraction : float
+        See :func:`make_cost` and :func:`min_size`.
+    max_passes : int, default=100
+        Safety cap on passes.
+    reassign : {"lazy", "immediate"}, default="lazy"
+        See :func:`ppclust.inference.hartigan.run`.
+    reg_covar : float, default=0.0
+        Relative regulariser (:func:`make_cost`).
+    backend : {"auto", "numba", "xla"}, default="auto"
+        See :func:`ppclust.inference.hartigan.run`.
 
     Examples
     --------
@@ -414,103 +469,23 @@ def replay(
 
 
 # ---------------------------------------------------------------------------------------------
-# the estimator's automatic choices and fitted Gaussians
+# the fitted Gaussians
 # ---------------------------------------------------------------------------------------------
 
 
-def label_channel_information(eps: float, m: int) -> float:
-    r"""The share of a label's information about its category that survives a symmetric flip channel.
-
-    An observed label equals the true category with probability :math:`1 - \varepsilon` and is otherwise
-    uniform over the :math:`m - 1` others (the label-noise model of ``SemiSupervisedGMM(label_noise=...)``).
-    With uniform categories the mutual information between the true and the observed label is the
-    channel's capacity
-
-    .. math:: C(\varepsilon) = \ln m - H_b(\varepsilon) - \varepsilon \ln(m - 1)
-
-    (Cover & Thomas, Sec. 7.1.5, for the m-ary symmetric channel), and the share is
-    :math:`C(\varepsilon) / \ln m`: 1 for clean labels, 0 at :math:`\varepsilon = (m-1)/m` where a label
-    says nothing (0 beyond). 1 for m < 2 (one category carries no label term). CEC-IB weighs its label
-    term by it.
-
-    Parameters
-    ----------
-    eps : float
-        Flip rate in [0, 1).
-    m : int
-        Label categories.
-
-    Examples
-    --------
-    >>> from ppclust.inference.cecib import label_channel_information
-    >>> label_channel_information(0.0, 3), label_channel_information(0.5, 2)
-    (1.0, 0.0)
-    >>> round(label_channel_information(0.2, 2), 4)
-    0.2781
-    """
-    eps = float(eps)
-    if m < 2 or eps <= 0.0:
-        return 1.0
-    if eps >= (m - 1) / m:
-        return 0.0
-    h_b = -eps * np.log(eps) - (1.0 - eps) * np.log1p(-eps)
-    return float(max(0.0, 1.0 - (h_b + eps * np.log(m - 1)) / np.log(m)))
-
-
-def choose_start(solve, init: str, y_codes, n_labels: int, beta: float, label_noise):
-    """The start, label-term weight and flip rate of a CEC-IB fit (the estimator's ``"auto"`` choices).
-
-    ``init="auto"``: with labels and ``beta > 0``, plain CEC (``beta = 0``) is fitted from the
-    label-seeded start and from k-means++, and the start whose fit has the lower cost is taken (the labels
-    on a tie); else ``"k-means++"``. ``label_noise="auto"`` (with at least two categories and
-    ``beta > 0``): the flip rate is read off the plain-CEC fit of the chosen start
-    (:func:`ppclust.models.ssgmm.partition_flip_rate`). The weight is ``beta`` times
-    :func:`label_channel_information` of the rate.
-
-    Parameters
-    ----------
-    solve : callable
-        ``solve(beta, init)`` fits and returns the best :class:`~ppclust.inference.hartigan.HartiganResult`.
-    init : str
-        ``"auto"`` or a start (returned as is).
-    y_codes : array of shape (n,)
-        Label codes 0..m-1, -1 unlabelled (:func:`encode_labels`).
-    n_labels : int
-        m.
-    beta : float
-        The label term's weight before the flip channel.
-    label_noise : float or "auto"
-        The flip rate.
-
-    Returns
-    -------
-    (init, beta, flip_rate)
-
-    Examples
-    --------
-    >>> from ppclust.inference.cecib import choose_start
-    >>> choose_start(None, "auto", [-1, -1], 0, 1.0, 0.0)  # no labels: k-means++, no fit needed
-    ('k-means++', 1.0, 0.0)
-    """
-    if init == "auto":
-        init = "choose" if n_labels > 0 and beta > 0 else "k-means++"
-    first = None
-    if init == "choose":  # plain CEC (beta = 0) from both starts; the lower cost picks the start
-        first = solve(0.0, "labels")
-        km = solve(0.0, "k-means++")
-        init = "labels" if float(first.cost) <= float(km.cost) else "k-means++"  # a tie: the labels
-        first = first if init == "labels" else km
-    flip = 0.0 if label_noise == "auto" else float(label_noise)
-    if label_noise == "auto" and n_labels >= 2 and beta > 0:
-        # read off a plain-CEC fit: the label term would move wrong-labelled points to their labels' clusters
-        if first is None:
-            first = solve(0.0, init)
-        flip = partition_flip_rate(np.asarray(first.labels), y_codes, n_labels)
-    return init, beta * label_channel_information(flip, n_labels), flip
-
-
 class ClusterGaussians(NamedTuple):
-    """The clusters' ML Gaussians: weights (k,), means (k, d), covariances and precisions_cholesky (k, d, d).
+    """The clusters' ML Gaussians.
+
+    Parameters
+    ----------
+    weights : array (k,)
+        :math:`n_k / n`.
+    means : array (k, d)
+        Means.
+    covariances : array (k, d, d)
+        Covariances.
+    precisions_cholesky : array (k, d, d)
+        Cholesky factors of the precisions (scikit-learn's layout).
 
     Examples
     --------
@@ -537,11 +512,15 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
     Parameters
     ----------
     x : array of shape (n, d)
+        The points.
     labels : int array of shape (n,)
+        Clusters 0..k-1.
     ridge : float
         :math:`\rho` (:func:`ppclust.inference.hartigan.ridge`).
     k : int
         Slots (empty slots give garbage the caller cuts off).
+    chunk : int, default=4096
+        Points per host-side sum.
 
     Examples
     --------
@@ -566,6 +545,17 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
 
 def log_weighted_densities(x, weights, means, precisions_cholesky) -> np.ndarray:
     r"""(n, k) :math:`\ln N(x_i; \mu_k, \Sigma_k) + \ln p_k`, the CEC rule's scores (argmax = cluster).
+
+    Parameters
+    ----------
+    x : array (n, d)
+        The points.
+    weights : array (k,)
+        Mixture weights.
+    means : array (k, d)
+        Means.
+    precisions_cholesky : array (k, d, d)
+        Cholesky factors of the precisions.
 
     Examples
     --------
@@ -597,62 +587,3 @@ def _map_estimate(stats, rho):
 
 _covariances = jax.jit(partial(families.covariances, cov_type="full"))
 _log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))
-
-
-# ---------------------------------------------------------------------------------------------
-# choosing beta (Theorems 4.1 / 4.2)
-# ---------------------------------------------------------------------------------------------
-
-
-def beta0(parts) -> float:
-    r"""Critical :math:`\beta_0` of Theorem 4.2 (eq. 14) for merging the point sets ``parts`` into one.
-
-    :math:`\beta_0 = 1 + \sum_i \frac{p_i}{2}\ln\frac{\det\Sigma_i}{\det\Sigma} \big/ H(p)` with
-    :math:`p_i \propto |part_i|`, :math:`\Sigma_i` their MLE covariances and :math:`\Sigma` the pooled one.
-    For ``beta >= beta0`` the split, label-consistent partition costs no more than the merged one; the
-    cost difference is exactly :math:`q H(p)(\beta - \beta_0)`. Always <= 1 (Lemma E.1).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.cecib import beta0
-    >>> rng = np.random.default_rng(0)
-    >>> parts = [rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0]
-    >>> bool(beta0(parts) <= 1.0)
-    True
-    """
-    parts = [np.atleast_2d(np.asarray(p, np.float64).reshape(len(p), -1)) for p in parts]
-    if len(parts) < 2:
-        raise ValueError("beta0 needs at least two parts")
-    sizes = np.array([len(p) for p in parts], float)
-    p = sizes / sizes.sum()
-
-    def logdet(a):
-        sign, ld = np.linalg.slogdet(np.atleast_2d(np.cov(a.T, bias=True)))
-        if sign <= 0:
-            raise ValueError("beta0: a part has a singular covariance (needs more than d points)")
-        return ld
-
-    pooled = logdet(np.concatenate(parts))
-    num = sum(pi / 2.0 * (logdet(a) - pooled) for pi, a in zip(p, parts, strict=True))
-    return float(1.0 + num / -np.sum(p * np.log(p)))
-
-
-def beta0_from_labels(X, y) -> float:
-    """Data-driven heuristic [ours]: :func:`beta0` of the labelled points grouped by category.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ppclust.inference.cecib import beta0_from_labels
-    >>> rng = np.random.default_rng(0)
-    >>> X = np.concatenate([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0])
-    >>> y = np.repeat([0, 1], 50)
-    >>> y[::2] = -1
-    >>> bool(beta0_from_labels(X, y) <= 1.0)
-    True
-    """
-    X = np.asarray(X, np.float64)
-    y = np.asarray(y)
-    cats = [c for c in np.unique(y) if c != -1]
-    return beta0([X[y == c] for c in cats])

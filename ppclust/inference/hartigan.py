@@ -91,6 +91,7 @@ __all__ = [
     "BatchResult",
     "run",
     "seeded_partitions",
+    "HartiganConfig",
     "fit",
     "fit_batch",
     "assignment_costs",
@@ -159,9 +160,16 @@ class HartiganResult(NamedTuple):
 class HartiganFit(NamedTuple):
     """Restarts of :func:`fit`: the best run and one entry per restart.
 
-    best : :class:`HartiganResult` of the first restart with the lowest final cost.
-    costs : (n_init,) final cost of every restart (NaN/inf where a restart failed).
-    n_passes : (n_init,) int32 passes.  n_clusters : (n_init,) int32 active clusters at the end.
+    Parameters
+    ----------
+    best : HartiganResult
+        The first restart with the lowest final cost.
+    costs : array (n_init,)
+        Final cost of every restart (NaN/inf where a restart failed).
+    n_passes : int32 array (n_init,)
+        Passes of every restart.
+    n_clusters : int32 array (n_init,)
+        Active clusters at the end of every restart.
 
     Examples
     --------
@@ -196,6 +204,13 @@ def ridge(x, reg_covar: float) -> float:
     ridge keeps the rank-one updates exact; a cluster of :math:`n_k` points then has covariance
     :math:`(S_k + \rho I)/n_k`. 0 for ``reg_covar = 0``.
 
+    Parameters
+    ----------
+    x : array (n, d)
+        The data.
+    reg_covar : float
+        Relative regulariser (>= 0).
+
     Examples
     --------
     >>> import numpy as np
@@ -220,6 +235,15 @@ def max_start_clusters(n_clusters: int, n: int, min_size: float) -> int:
     rule follows from the size rule itself (the start should be a partition the model can represent); see
     docs/decisions/ for the evidence.
 
+    Parameters
+    ----------
+    n_clusters : int
+        The requested initial clusters.
+    n : int
+        Points.
+    min_size : float
+        The deletion threshold.
+
     Examples
     --------
     >>> from ppclust.inference.hartigan import max_start_clusters
@@ -232,6 +256,11 @@ def max_start_clusters(n_clusters: int, n: int, min_size: float) -> int:
 def singular_data(x) -> bool:
     """Whether the data's own ML covariance is numerically singular (a constant feature, collinear or
     one-hot features, fewer points than dimensions): then every cluster's is, and CEC needs a ridge.
+
+    Parameters
+    ----------
+    x : array (n, d)
+        The data.
 
     Examples
     --------
@@ -255,6 +284,11 @@ def singular_data(x) -> bool:
 
 def resolve_backend(backend: str) -> str:
     """``"auto"`` -> ``"numba"`` on a CPU default backend when numba imports, else ``"xla"``.
+
+    Parameters
+    ----------
+    backend : {"auto", "numba", "xla"}
+        The requested engine.
 
     Examples
     --------
@@ -289,6 +323,17 @@ def kmeanspp_partition(key: Array, x, K: int, backend: str = "auto") -> Array:
     draws whose shape does not depend on n (:mod:`._init_cpu`; no program traced per data set, the same
     seeds as the JAX function), else as one jitted program.
 
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the k-means++ draws.
+    x : array (n, d)
+        The data.
+    K : int
+        Seeds (clusters).
+    backend : {"auto", "numba", "xla"}, default="auto"
+        See :func:`resolve_backend`.
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpy as np
@@ -322,6 +367,13 @@ def _kmeanspp_partition(key, x, *, K):
 def voronoi(x: Array, centre_idx: Array) -> Array:
     """Nearest seed (squared Euclidean distance, ties to the earlier seed) -> (n,) int32 labels.
 
+    Parameters
+    ----------
+    x : array (n, d)
+        The data.
+    centre_idx : int array (K,)
+        Indices of the seed points.
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -336,6 +388,15 @@ def voronoi(x: Array, centre_idx: Array) -> Array:
 
 def init_random(key: Array, n: int, K: int) -> Array:
     """Uniform random partition into K slots -> (n,) int32 labels.
+
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the labels.
+    n : int
+        Points.
+    K : int
+        Slots.
 
     Examples
     --------
@@ -370,17 +431,30 @@ def run(
 
     Parameters
     ----------
-    cost : :class:`ppclust.inference.cec.CECCost`.
-    x : (n, d) float64 data.  side : pytree of (n, ...) per-point side information.
-    labels0 : (n,) initial slots.  K : number of slots (static).
-    min_size : a cluster with fewer points is deleted (CEC-IB: :func:`ppclust.inference.cecib.min_size`).
-    max_passes : safety cap on passes.  reassign : ``"lazy"`` | ``"immediate"`` (module docstring).
-    tol : a move needs ``Δ < -tol``.
-    order : (n,) visiting order of the points in every pass (default: data order 0..n-1).
-    backend : ``"auto"`` (compiled CPU loop on a CPU backend, else XLA), ``"numba"`` or ``"xla"``. Both
-        take the same decisions (``tests/inference/test_hartigan_cpu.py``). ``"numba"`` needs concrete
-        inputs (not
-        under ``jit``/``vmap``).
+    cost : CECCost
+        The cost (:class:`ppclust.inference.cec.CECCost`).
+    x : array (n, d)
+        The data (float64).
+    side : int32 array (n,) or None
+        Label category of every point (-1: unlabelled), or None.
+    labels0 : int32 array (n,)
+        Initial slots.
+    K : int
+        Number of slots (static).
+    min_size : float
+        A cluster with fewer points is deleted (CEC-IB: :func:`ppclust.inference.cecib.min_size`).
+    max_passes : int, default=100
+        Safety cap on passes.
+    reassign : {"lazy", "immediate"}, default="lazy"
+        When a deleted cluster's points are reinserted (module docstring).
+    tol : float, default=0.0
+        A move needs ``Δ < -tol``.
+    order : int array (n,) or None, default=None
+        Visiting order of the points in every pass (None: data order 0..n-1).
+    backend : {"auto", "numba", "xla"}, default="auto"
+        ``"auto"``: the compiled CPU loop on a CPU backend, else XLA. Both take the same decisions
+        (``tests/inference/test_hartigan_cpu.py``). ``"numba"`` needs concrete inputs (not under
+        ``jit``/``vmap``).
 
     Examples
     --------
@@ -429,6 +503,13 @@ class HartiganInfo(NamedTuple):
     """Per-pass diagnostics of :func:`build`'s ``step``: total cost and active clusters after the pass's
     moves (before its end-of-pass degeneracy check).
 
+    Parameters
+    ----------
+    cost : array ()
+        Total cost.
+    n_clusters : int32 array ()
+        Active clusters.
+
     Examples
     --------
     >>> from ppclust.inference.hartigan import HartiganInfo
@@ -445,6 +526,13 @@ class HartiganAlgorithm(NamedTuple):
     (BlackJAX's shape; the moves are deterministic, ``key`` is accepted for the common signature and not
     used). The state has ``labels``, ``active``, ``stats``, ``costs`` and ``moved`` (a move or a deletion in
     the last pass).
+
+    Parameters
+    ----------
+    init : callable
+        ``init(labels0) -> state``.
+    step : callable
+        ``step(key, state) -> (state, HartiganInfo)``.
 
     Examples
     --------
@@ -470,6 +558,25 @@ def build(
 ) -> HartiganAlgorithm:
     """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
     over (arguments as :func:`run`).
+
+    Parameters
+    ----------
+    cost : CECCost
+        The cost.
+    x : array (n, d)
+        The data (float64).
+    side : int32 array (n,) or None
+        Label category of every point (-1: unlabelled), or None.
+    K : int
+        Number of slots (static).
+    min_size : float
+        A cluster with fewer points is deleted.
+    reassign : {"lazy", "immediate"}, default="lazy"
+        When a deleted cluster's points are reinserted.
+    tol : float, default=0.0
+        A move needs ``Δ < -tol``.
+    order : int array (n,) or None, default=None
+        Visiting order (None: data order).
 
     Examples
     --------
@@ -578,38 +685,142 @@ def _run_xla(
     return HartiganResult(st.labels, st.active, st.stats, st.costs, _energy(st), p, converged, trace, ktrace)
 
 
+class HartiganConfig(NamedTuple):
+    """The options of the restarts of :func:`fit` and :func:`fit_batch`, a frozen value.
+
+    Parameters
+    ----------
+    n_init : int, default=10
+        Restarts, each from its own initial partition.
+    init : {"k-means++", "random", "labels"}, default="k-means++"
+        Initial partitions (module docstring); ``"labels"`` needs the ``centres`` of :func:`fit`.
+    max_passes : int, default=100
+        Most Hartigan passes of each restart (:func:`fit`) or of the polish (:func:`fit_batch`).
+    reassign : {"lazy", "immediate"}, default="lazy"
+        When a deleted cluster's points are reinserted (module docstring).
+    tol : float, default=0.0
+        A move needs ``Δ < -tol`` (:func:`fit` only).
+    backend : {"auto", "numba", "xla"}, default="auto"
+        The Hartigan engine (:func:`run`).
+    max_iter : int, default=100
+        Most batch steps per restart (:func:`fit_batch` only).
+    polish : bool, default=True
+        Hartigan passes from the best batch partition (:func:`fit_batch` only).
+
+    Examples
+    --------
+    >>> HartiganConfig(n_init=3).with_options(reassign="immediate").reassign
+    'immediate'
+    """
+
+    n_init: int = 10
+    init: str = "k-means++"
+    max_passes: int = 100
+    reassign: str = "lazy"
+    tol: float = 0.0
+    backend: str = "auto"
+    max_iter: int = 100
+    polish: bool = True
+
+    def with_options(self, **options) -> HartiganConfig:
+        """This configuration with some fields replaced (an unknown name is a TypeError).
+
+        Parameters
+        ----------
+        **options
+            Fields of :class:`HartiganConfig`.
+
+        Returns
+        -------
+        HartiganConfig
+
+        Examples
+        --------
+        >>> HartiganConfig().with_options(n_init=2).n_init
+        2
+        """
+        unknown = set(options) - set(self._fields)
+        if unknown:
+            raise TypeError(
+                f"unknown option(s) {sorted(unknown)}; the options are the fields of HartiganConfig"
+            )
+        return self._replace(**options)
+
+    def check_unused(self, names, who: str) -> None:
+        """ValueError naming the first of ``names`` set away from its default (``who`` does not read it).
+
+        Parameters
+        ----------
+        names : tuple of str
+            Fields ``who`` does not read.
+        who : str
+            The solver, for the message.
+
+        Examples
+        --------
+        >>> HartiganConfig().check_unused(("tol",), "fit_batch") is None
+        True
+        """
+        for name in names:
+            if getattr(self, name) != self._field_defaults[name]:
+                raise ValueError(f"{who} does not use {name} (set to {getattr(self, name)!r})")
+
+
+def _config(config, options) -> HartiganConfig:
+    return (HartiganConfig() if config is None else config).with_options(**options)
+
+
 def fit(
     key: Array,
     cost,
     x: Array,
     side,
+    config: HartiganConfig | None = None,
     *,
     K: int,
     min_size,
-    n_init: int = 10,
-    init: str = "k-means++",
-    max_passes: int = 100,
-    reassign: str = "lazy",
-    tol: float = 0.0,
     devices="auto",
-    backend: str = "auto",
     centres=None,
+    **options,
 ) -> HartiganFit:
     """``n_init`` restarts; returns a :class:`HartiganFit` ``(best, costs, n_passes, n_clusters)``.
-
-    ``init="labels"`` needs ``centres`` (m, d), m <= K, fixed initial centres (the labelled classes' means):
-    each restart starts from :func:`seeded_partitions` (the remaining K - m centres drawn per restart).
 
     ``best`` is the :class:`HartiganResult` of the first restart with the lowest final cost (a later
     restart replaces the best only if strictly lower, as in the jar).
 
-    devices : ``"auto"`` (default): with several local devices and ``n_init`` a multiple of their
-        number, the restart axis is sharded over them (one jitted program, each restart on its
-        device); ``None``/``1``: one device; an int ``m``: the first ``m`` local devices. Results are
-        identical either way (same key per restart). See :func:`ppclust._devices.axis_sharding`.
-    backend : ``"auto"`` | ``"numba"`` | ``"xla"`` (see :func:`run`). With ``"numba"`` the initial
-        partitions are drawn by the same jitted code and all restarts run in one compiled call (on one
-        core). ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the initial partitions (one key per restart).
+    cost : CECCost
+        The cost (:func:`ppclust.inference.cecib.make_cost`, :func:`ppclust.inference.c3l.make_cost`).
+    x : array (n, d)
+        The data (float64).
+    side : int32 array (n,) or None
+        Label category of every point (-1: unlabelled), or None.
+    config : HartiganConfig or None, default=None
+        The options; None: the defaults. ``max_iter`` and ``polish`` are not read.
+    K : int
+        Slots (initial clusters).
+    min_size : float
+        A cluster with fewer points is deleted.
+    devices : "auto", None or int, default="auto"
+        ``"auto"``: with several local devices and ``n_init`` a multiple of their number, the restart axis
+        is sharded over them (one jitted program, each restart on its device); ``None``/``1``: one
+        device; an int ``m``: the first ``m`` local devices. Results are identical either way (same key
+        per restart). See :func:`ppclust._devices.axis_sharding`.
+    centres : array (m, d) or None, default=None
+        With ``init="labels"`` (and only then): m <= K fixed initial centres (the labelled classes'
+        means); each restart starts from :func:`seeded_partitions` (the remaining K - m centres drawn per
+        restart).
+    **options
+        Fields of :class:`HartiganConfig` replacing those of ``config``. ``backend="numba"`` draws the
+        initial partitions by the same jitted code and runs all restarts in one compiled call (on one
+        core); ``"auto"`` takes the XLA engine when ``devices`` spreads the restarts over several devices.
+
+    Returns
+    -------
+    HartiganFit
 
     Examples
     --------
@@ -623,6 +834,10 @@ def fit(
     >>> out.costs.shape, int(out.best.active.sum())
     ((2,), 2)
     """
+    config = _config(config, options)
+    config.check_unused(("max_iter", "polish"), "hartigan.fit")
+    n_init, init, max_passes, reassign = config.n_init, config.init, config.max_passes, config.reassign
+    tol, backend = config.tol, config.backend
     _check_init(init, centres)
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
@@ -720,6 +935,19 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties).
     With m = K every restart starts from the same partition.
 
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the k-means++ draws of the free centres.
+    x : array (n, d)
+        The data.
+    centres : array (m, d)
+        The fixed centres, m <= K.
+    K : int
+        Centres in all.
+    n_init : int
+        Restarts (partitions).
+
     Examples
     --------
     >>> import jax, jax.numpy as jnp, numpy as np
@@ -761,6 +989,11 @@ def _kmeanspp_draws(key, m, *, K, n_init, dtype):
 def bucket(n: int) -> int:
     """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
     128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic).
+
+    Parameters
+    ----------
+    n : int
+        Rows.
 
     Examples
     --------
@@ -1042,9 +1275,18 @@ def _reassign_all(cost, x, side, st: _State, K) -> _State:
 class BatchResult(NamedTuple):
     """Outcome of batch CEC restarts (:func:`fit_batch`), one entry per restart.
 
-    labels : (n_init, n) int32 slots.  active : (n_init, K) bool live slots.
-    cost : (n_init,) total cost E(Y) of the final partition (the same objective as the Hartigan engine).
-    n_iter : (n_init,) int32 assignment steps.  converged : (n_init,) bool, no label changed in the last step.
+    Parameters
+    ----------
+    labels : int32 array (n_init, n)
+        Slots.
+    active : bool array (n_init, K)
+        Live slots.
+    cost : array (n_init,)
+        Total cost E(Y) of the final partition (the same objective as the Hartigan engine).
+    n_iter : int32 array (n_init,)
+        Assignment steps.
+    converged : bool array (n_init,)
+        No label changed in the last step.
 
     Examples
     --------
@@ -1075,6 +1317,21 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     The Mahalanobis terms are one GEMM per chunk of ``chunk`` points: :math:`w_{ik} = L_k^{-1}(x_i-\mu_k)`
     for all K slots at once as ``(x - g) @ [L_1^{-T} ... L_K^{-T}] - (mu_k - g) L_k^{-T}`` (g the data mean,
     so no cancellation), BLAS-shaped on any device.
+
+    Parameters
+    ----------
+    cost : CECCost
+        The cost.
+    x : array (n, d)
+        The data.
+    side : int32 array (n,) or None
+        Label category of every point (-1: unlabelled).
+    stats : CECStats
+        The slots' statistics.
+    active : bool array (K,)
+        Live slots.
+    chunk : int, default=1024
+        Points per GEMM.
 
     Examples
     --------
@@ -1204,19 +1461,14 @@ def fit_batch(
     cost,
     x: Array,
     side,
+    config: HartiganConfig | None = None,
     *,
     K: int,
     min_size,
-    n_init: int = 10,
-    init: str = "k-means++",
-    max_iter: int = 100,
-    polish: bool = True,
-    polish_passes: int = 100,
-    reassign: str = "lazy",
-    backend: str = "auto",
     mesh=None,
     chunk: int = 1024,
     centres=None,
+    **options,
 ) -> tuple[HartiganFit, BatchResult]:
     """Batch (Lloyd-type) CEC restarts, then optionally exact Hartigan passes from the best one.
 
@@ -1227,12 +1479,6 @@ def fit_batch(
     ``max_iter`` steps. Restarts run one after another (``lax.map``), each from its own k-means++ (or
     random) partition.
 
-    mesh : None (one device) or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``
-        (:mod:`ppclust._devices`): the points are split over its devices (``shard_map``; n padded with
-        rows that count nowhere), every device computes its rows of the cost matrix and its partial
-        sufficient statistics, reduced with ``psum``. The results equal the one-device ones up to the
-        order of floating-point sums.
-
     When to use which: the exact Hartigan engine (:func:`fit`) is the paper's optimiser and replays the
     authors' program; one pass costs O(n K d^2) sequential work. Batch steps cost the same FLOPs but as
     BLAS-shaped, parallel array work (jit, any device), so they reach the basin of a good partition
@@ -1240,9 +1486,38 @@ def fit_batch(
     step of the cost), hence ``polish``: Hartigan passes from the best batch partition (usually few,
     since most points are already placed). Use batch mode from about n = 10^4-10^5 points.
 
-    ``init="labels"`` with ``centres``: the restarts start from :func:`seeded_partitions` (see :func:`fit`).
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the initial partitions.
+    cost : CECCost
+        The cost.
+    x : array (n, d)
+        The data (float64).
+    side : int32 array (n,) or None
+        Label category of every point (-1: unlabelled), or None.
+    config : HartiganConfig or None, default=None
+        The options; None: the defaults. ``max_passes`` caps the polish's passes; ``tol`` is not read.
+    K : int
+        Slots (initial clusters).
+    min_size : float
+        A cluster with fewer points is deleted.
+    mesh : None or a 1-D :class:`jax.sharding.Mesh` with axis ``"data"``, default=None
+        (:mod:`ppclust._devices`) the points are split over its devices (``shard_map``; n padded with
+        rows that count nowhere), every device computes its rows of the cost matrix and its partial
+        sufficient statistics, reduced with ``psum``. The results equal the one-device ones up to the
+        order of floating-point sums.
+    chunk : int, default=1024
+        Points per GEMM of the cost matrix.
+    centres : array (m, d) or None, default=None
+        With ``init="labels"``: the restarts start from :func:`seeded_partitions` (see :func:`fit`).
+    **options
+        Fields of :class:`HartiganConfig` replacing those of ``config``.
 
-    Returns ``(HartiganFit, BatchResult)``: the first holds the polished (or best batch) result.
+    Returns
+    -------
+    (HartiganFit, BatchResult)
+        The first holds the polished (or best batch) result, the second the batch restarts.
 
     Examples
     --------
@@ -1258,6 +1533,15 @@ def fit_batch(
     >>> runs.labels.shape, int(fitted.best.active.sum())
     ((2, 40), 2)
     """
+    config = _config(config, options)
+    config.check_unused(("tol",), "hartigan.fit_batch")
+    n_init, init, max_iter, reassign, backend = (
+        config.n_init,
+        config.init,
+        config.max_iter,
+        config.reassign,
+        config.backend,
+    )
     _check_init(init, centres)
     if init == "labels":
         labels0 = _put(seeded_partitions(key, x, centres, K, n_init))
@@ -1271,7 +1555,7 @@ def fit_batch(
         )
     c = np.where(np.isfinite(np.asarray(res.cost)), np.asarray(res.cost), np.inf)
     b = int(np.argmin(c))
-    if polish:
+    if config.polish:
         best = run(
             cost,
             x,
@@ -1279,7 +1563,7 @@ def fit_batch(
             res.labels[b],
             K=K,
             min_size=min_size,
-            max_passes=polish_passes,
+            max_passes=config.max_passes,
             reassign=reassign,
             backend=backend,
         )

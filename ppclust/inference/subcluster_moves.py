@@ -119,7 +119,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from ppclust.families import GaussianNIW
-from ppclust.inference import _subcluster_cpu
+from ppclust.inference import _subcluster_cpu, _subcluster_move_cpu
 from ppclust.models.tvclust import log_joint_from_stats
 from ppclust.sideinfo import pair_counts
 
@@ -489,7 +489,7 @@ def _two_slot_stats(family, x, side, w):
 
 def _responsibilities(family, theta, lw, x):
     """The final pass of :func:`subcluster_responsibilities`: ``log r, log(1 - r)`` of every point (twin:
-    :func:`ppclust.inference._subcluster_cpu.move_sides`, for the points of the cluster only)."""
+    :func:`ppclust.inference._subcluster_move_cpu.move_sides`, for the points of the cluster only)."""
     ll = data_term(family, theta, x) + lw
     lg = jnp.clip(ll[:, 0] - ll[:, 1], -_LOGIT_CLIP, _LOGIT_CLIP)
     return jax.nn.log_sigmoid(lg), jax.nn.log_sigmoid(-lg)
@@ -810,8 +810,9 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
             jnp.logical_not(is_split),
             pick_all=lambda u, u_lab: _subcluster_cpu.subsamples(labels, ca, cb, is_split, u, u_lab, index),
         )
-        proposal, log_q, n_c, n_a, side_b = _subcluster_cpu.move(
-            x, labels, ca, cb, new, is_split, theta, lw, side_seed, family, _LOGIT_CLIP, xw, index
+        slots = _subcluster_move_cpu.MoveSlots(ca, cb, new, is_split)
+        proposal, log_q, n_c, n_a, side_b = _subcluster_move_cpu.move(
+            x, labels, slots, theta, lw, side_seed, family, _LOGIT_CLIP, xw, index
         )
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))

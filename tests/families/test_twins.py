@@ -76,11 +76,10 @@ def _scale_back(sc, code, d):
 
 def _cache(code, n, s, sc, mu0, hyp):
     K, d = s.shape
-    out = [np.zeros((K, d)), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros((K, d)), np.zeros(K)]
-    loc, lw0, a1, hexp, b1, hl = out
+    out = C.empty_cache(K, d)
     for k in range(K):
         size = C.predictive_log_norm(n[k], code, d, hyp[1])
-        C.predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, loc, lw0, a1, hexp, b1, hl)
+        C.predictive_cache_slot(k, size, code, n, s, sc, mu0, hyp, out)
     return out
 
 
@@ -252,28 +251,28 @@ def check_log_predictive_cached(case):
     with x64():
         x, fam, st, (code, n, s, sc, mu0, hyp) = _problem(name, d)
         cache = fam.predictive_cache(st)
-        loc, lw0, a1, hexp, b1, _ = _cache(code, n, s, sc, mu0, hyp)
+        slot_cache = _cache(code, n, s, sc, mu0, hyp)
         K = n.shape[0]
         cand = np.arange(K)
         for xi in (np.asarray(x[3]), np.asarray(x[3]) + 2.0):
             want = np.asarray(fam.log_predictive_cached(cache, st, jnp.asarray(xi)))
             np.testing.assert_allclose(want, fam.log_predictive(st, jnp.asarray(xi)), rtol=0, atol=0)
             out = np.zeros(K)
-            C.log_predictive_cached(code, xi, cand, K, -1, sc, loc, lw0, a1, hexp, b1, np.zeros(d), out)
+            C.log_predictive_cached(code, xi, cand, K, -1, sc, slot_cache, np.zeros(d), out)
             np.testing.assert_allclose(out, want, **TOL)
 
 
 def check_log_predictive_loo(d):
     with x64():
         x, fam, st, (code, n, s, sc, mu0, hyp) = _problem("full", d)
-        _, _, _, _, b1, hl = _cache(code, n, s, sc, mu0, hyp)
+        slot_cache = _cache(code, n, s, sc, mu0, hyp)
         for i, k in ((0, 0), (4, 1), (8, 2)):
             xi = jnp.asarray(x[i])
             want = fam.log_predictive_loo(st, k, xi)
             # the definition: remove x_i, then the predictive of slot k
             np.testing.assert_allclose(want, fam.log_predictive(fam.remove(st, k, xi), xi)[k], rtol=1e-11)
             size = C.predictive_log_norm(n[k] - 1.0, code, d, hyp[1])
-            got = C.log_predictive_loo(k, np.asarray(xi), size, n, s, sc, mu0, hyp, b1, hl, np.zeros(d))
+            got = C.log_predictive_loo(k, np.asarray(xi), size, n, s, sc, mu0, hyp, slot_cache, np.zeros(d))
             np.testing.assert_allclose(got, want, **TOL)
 
 

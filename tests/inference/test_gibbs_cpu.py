@@ -220,9 +220,8 @@ def test_link_counts_and_link_terms_twins():
                     gibbs._link_terms(f_j, s_j, F_j, S_j, jnp.asarray(c), p, q, prior, pq, nb_lab, hot)
                 )
                 link = np.zeros(k_max)
-                base = _gibbs_cpu.link_terms(
-                    i, labels, nbr, sgn, f, st, F, S, *c, int(pq == "collapse"), pri, xi1, xi2, link
-                )
+                lp = _gibbs_cpu._LinkPrior(int(pq == "collapse"), pri, xi1, xi2)
+                base = _gibbs_cpu.link_terms(i, labels, nbr, sgn, f, st, F, S, tuple(c), lp, link)
                 got = np.where(touched, link + base, base)
                 np.testing.assert_allclose(got, exact[pq], rtol=1e-12, atol=1e-12)
                 # jax.scipy.special.betaln (jax 0.12) is accurate to ~1e-6 relative only, hence 1e-5 here

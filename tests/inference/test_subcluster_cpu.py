@@ -16,6 +16,7 @@ from ppclust.inference import _cluster_index as cidx
 from ppclust.inference import _counter_rng as crng
 from ppclust.inference import _subcluster_cpu as cpu
 from ppclust.inference import _subcluster_draw_cpu as draw
+from ppclust.inference import _subcluster_move_cpu as mcpu
 from ppclust.inference import subcluster
 from ppclust.inference import subcluster_moves as moves
 from ppclust.inference.backend import resolve_backend
@@ -213,7 +214,11 @@ def test_twins_with_cluster_index_equal_full_visits():
         seed = moves.counter_seed(jax.random.key(9))
         uj, ulj = jnp.asarray(u), jnp.asarray(u_lab)
         pick = jax.jit(lambda s, a, b, ix: cpu.subsamples(labj, a, b, s, uj, ulj, ix))
-        mv = jax.jit(lambda s, a, b, ix: cpu.move(xj, labj, a, b, 5, s, sub, lw, seed, fam, 30.0, None, ix))
+        mv = jax.jit(
+            lambda s, a, b, ix: mcpu.move(
+                xj, labj, mcpu.MoveSlots(a, b, 5, s), sub, lw, seed, fam, 30.0, None, ix
+            )
+        )
         pp = jax.jit(lambda c, j, s, ix: cpu.peel_points_of(labj, c, j, s, ix))
         for ca, cb, is_split in (
             (2, 6, False),
@@ -261,7 +266,9 @@ def test_move_twin(cov):
             target = new if is_split else ca
             ref_prop = jnp.where(mask & ~side_a, target, lab)
             ref_q = moves._log_q_pair(log_r, log_1r, mask, side_a)
-            twin = jax.jit(lambda s, a, b, nw: cpu.move(xj, lab, a, b, nw, s, sub, lw, seed, fam, 30.0))
+            twin = jax.jit(
+                lambda s, a, b, nw: mcpu.move(xj, lab, mcpu.MoveSlots(a, b, nw, s), sub, lw, seed, fam, 30.0)
+            )
             prop, log_q, n_c, n_a, side_b = twin(is_split, ca, cb, new)
             np.testing.assert_array_equal(np.asarray(prop), np.asarray(ref_prop))
             np.testing.assert_allclose(float(log_q), float(ref_q), rtol=1e-12)
@@ -424,7 +431,7 @@ def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
     labels draw (``_UINT8_SLOTS = 0``); the state's labels stay int32."""
     seen = []
-    real_sides, real_draw = cpu.move_sides, draw.dense_draw
+    real_sides, real_draw = mcpu.move_sides, draw.dense_draw
 
     def sides(x, centre, labels, *rest):
         seen.append(("move", labels.dtype))
@@ -434,7 +441,7 @@ def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
         seen.append(("draw", labels.dtype))
         return real_draw(x, keep, labels, *rest)
 
-    monkeypatch.setattr(cpu, "move_sides", sides)
+    monkeypatch.setattr(mcpu, "move_sides", sides)
     monkeypatch.setattr(draw, "dense_draw", fake_draw)
     x, pairs, sign = _chain_problem()
     res = {}
