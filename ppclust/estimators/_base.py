@@ -3,7 +3,8 @@
 Each helper returns a fresh array (inputs are never modified) and raises a
 :class:`~ppclust.errors.InvalidInputError` (a ``PPClustError``, ``ValueError`` and ``TypeError``) whose
 message names the argument, says what was expected and what was received.
-scikit-learn's private parameter-validation API is wrapped here, in one place.
+scikit-learn's private parameter-validation API is wrapped here, in one place. The module is kept whole
+because it is the one contract every estimator imports: its length is the documentation of each helper.
 
 Parameter validation (one mechanism for every estimator)
 --------------------------------------------------------

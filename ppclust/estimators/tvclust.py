@@ -3,7 +3,8 @@
 Validates, turns links and partial labels into a neighbour table, runs a sampler of :mod:`ppclust.inference`
 (:func:`~ppclust.inference.gibbs.sample`, :func:`~ppclust.inference.subcluster.sample`) or the variational
 algorithm (:func:`~ppclust.inference.tvclust_vb.fit`) on the Gaussian NIW family, and summarises the draws
-with :mod:`ppclust.posterior` and :mod:`ppclust.partition`.
+with :mod:`ppclust.posterior` and :mod:`ppclust.partition`. The module is kept whole: it is one class, and
+its length is the documentation of the model's parameters and attributes.
 """
 
 from __future__ import annotations
@@ -675,12 +676,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                 jnp.asarray(X),
                 means0,
                 family,
-                nbr,
-                ev,
-                valid,
-                src,
-                dst,
-                e,
+                (nbr, ev, valid),
+                (src, dst, e),
                 tuple(float(v) for v in self._link_prior(_link_mass(side))),
                 float(self.alpha),
                 max_iter=int(self.vb_max_iter),

@@ -141,6 +141,8 @@ def kmeanspp_centres(key, x, centres, fixed, n_valid=None):
         Centres; the rows where ``fixed`` is True are kept.
     fixed : array of bool of shape (k,)
         Rows of ``centres`` that count as already chosen.
+    n_valid : int or None, default=None
+        Number of real rows of ``x`` (the rows after it are bucket padding, never chosen); None: all rows.
 
     Examples
     --------

@@ -4,7 +4,9 @@ Target: the TVClust posterior over partitions :math:`p(z \mid x, E)` (:mod:`ppcl
 ``p, q`` integrated out, ``pq="collapse"``) or :math:`p(z, p, q \mid x, E)` (``pq="sample"``; ``"fixed"``
 conditions on given ``p, q``). One sweep is the composition of five kernels ((a), (a'), (b)-(d)), each
 leaving the target invariant (Chang & Fisher 2013, "Parallel sampling of DP mixture models using
-sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)):
+sub-cluster splits", NIPS, Sections 3-4, made exact as described under (a)). The module is kept whole so
+that the invariance argument of the composed sweep reads in one place (its moves and compiled draws live in
+:mod:`~ppclust.inference.subcluster_moves` and the ``_subcluster_*_cpu`` twins):
 
 (a) **Split/merge Metropolis-Hastings on the partition** (``n_moves`` proposals per sweep), cluster
     parameters integrated out: a split of a cluster along a freshly fitted pair of sub-clusters, or a

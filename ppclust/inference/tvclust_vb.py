@@ -71,6 +71,27 @@ class VBResult(NamedTuple):
     """What :func:`fit` returns: the labels, responsibilities, ELBO trace and the final variational
     parameters.
 
+    Attributes
+    ----------
+    labels : array of int of shape (n,)
+        ``argmax_k r_ik``, slot indices 0..K-1.
+    resp : array of shape (n, K)
+        Final responsibilities (after the 1e-40 smoothing).
+    elbo : array of shape (max_iter,)
+        ELBO after each iteration, NaN after the last.
+    n_iter : int scalar
+        Iterations run.
+    converged : bool scalar
+        Stopped by the tolerance (not by ``max_iter``).
+    gamma : array of shape (K - 1, 2)
+        Stick-breaking Beta parameters.
+    means : array of shape (K, d)
+        Posterior means :math:`m_k`.
+    nk : array of shape (K,)
+        Soft counts :math:`N_k` of the last iteration.
+    pq_params : array of shape (4,)
+        ``alpha_p, beta_p, alpha_q, beta_q`` of ``q(p), q(q)``.
+
     Examples
     --------
     >>> import jax.numpy as jnp, numpy as np
@@ -81,8 +102,8 @@ class VBResult(NamedTuple):
     >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
     >>> with x64():
     ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
-    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
-    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, (nbr, ev, valid),
+    ...               (src, dst, e), (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
     >>> isinstance(res, VBResult), res.resp.shape
     (True, (4, 3))
     """
@@ -105,6 +126,19 @@ def authors_init_means(K: int, d: int, seed: int = 1) -> np.ndarray:
     69069 s + 1 on 32-bit integers), Mersenne-Twister MT19937 from that state (numpy's bit generator, raw
     32-bit outputs times 2^-32), and ``norm_rand``'s inversion with two uniforms,
     ``qnorm((floor(2^27 u1) + u2) / 2^27)``. Matches the reference's ``init_means_d{2,4}.csv`` to 1e-15.
+
+    Parameters
+    ----------
+    K : int
+        Number of components.
+    d : int
+        Dimension.
+    seed : int, default=1
+        R's ``set.seed`` value (the authors' 1).
+
+    Returns
+    -------
+    ndarray of shape (K, d)
 
     Examples
     --------
@@ -133,6 +167,20 @@ def directed_entries(pairs, signs, mask: str = "symmetric"):
     ``"as_run"``: one entry ``i -> j`` per distinct ordered pair given; ``"symmetric"``: both directions
     of every unordered pair. Returns ``src, dst, e`` (e = 1 for may-link, 0 for cannot-link).
 
+    Parameters
+    ----------
+    pairs : array-like of shape (m, 2)
+        Row pairs.
+    signs : array-like of shape (m,)
+        +1 may-link, -1 cannot-link.
+    mask : {"symmetric", "as_run"}, default="symmetric"
+        Which directed entries the mask holds.
+
+    Returns
+    -------
+    src, dst : ndarray of int of shape (m',)
+    e : ndarray of shape (m',)
+
     Examples
     --------
     >>> [a.tolist() for a in directed_entries([[0, 1]], [-1])]
@@ -159,6 +207,21 @@ def directed_entries(pairs, signs, mask: str = "symmetric"):
 def neighbour_arrays(n: int, src, dst, e, width: int | None = None):
     """Padded out-neighbour table of the directed entries: ``nbr`` (n, D) int, ``ev`` (n, D) e-values,
     ``valid`` (n, D) bool, D = max out-degree (at least 1), or ``width`` if given (>= that).
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    src, dst : array-like of int of shape (m,)
+        Directed entries ``src -> dst``.
+    e : array-like of shape (m,)
+        Their values (1 may-link, 0 cannot-link).
+    width : int or None, default=None
+        The table's width D when given (at least the largest out-degree).
+
+    Returns
+    -------
+    nbr, ev, valid : ndarrays of shape (n, D)
 
     Examples
     --------
@@ -282,10 +345,24 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
 class VBState(NamedTuple):
     """State carried between VB iterations (:func:`build`).
 
-    n_iter: iterations done; resp: (n, K) responsibilities :math:`r`; stats: the soft Normal-Wishart
-    statistics of ``q(mu, Lambda)``; gamma: (K-1, 2) stick-breaking Beta parameters; pq_params: (4,) Beta
-    parameters of ``q(p), q(q)``; elbo: the last iteration's ELBO; nk: (K,) soft counts of the last
-    iteration; stop: the relative ELBO change fell below ``tol``.
+    Attributes
+    ----------
+    n_iter : int scalar
+        Iterations done.
+    resp : array of shape (n, K)
+        Responsibilities :math:`r`.
+    stats : NIW statistics
+        The soft Normal-Wishart statistics of ``q(mu, Lambda)``.
+    gamma : array of shape (K - 1, 2)
+        Stick-breaking Beta parameters.
+    pq_params : array of shape (4,)
+        Beta parameters of ``q(p), q(q)``.
+    elbo : float scalar
+        The last iteration's ELBO.
+    nk : array of shape (K,)
+        Soft counts of the last iteration.
+    stop : bool scalar
+        The relative ELBO change fell below ``tol``.
 
     Examples
     --------
@@ -306,6 +383,13 @@ class VBState(NamedTuple):
 class VBInfo(NamedTuple):
     """Per-iteration diagnostics: the ELBO after the iteration and its relative change.
 
+    Attributes
+    ----------
+    elbo : float scalar
+        The ELBO after the iteration.
+    improvement : float scalar
+        Its relative change from the previous iteration.
+
     Examples
     --------
     >>> VBInfo._fields
@@ -319,6 +403,13 @@ class VBInfo(NamedTuple):
 class VBAlgorithm(NamedTuple):
     """``init(init_means) -> VBState`` and ``step(key, state) -> (VBState, VBInfo)`` (BlackJAX's shape; VB is
     deterministic, ``key`` is accepted for the common signature and not used).
+
+    Attributes
+    ----------
+    init : callable
+        ``init(init_means) -> VBState``.
+    step : callable
+        ``step(key, state) -> (VBState, VBInfo)``.
 
     Examples
     --------
@@ -346,7 +437,31 @@ def build(
     entry_weight=None,
 ) -> VBAlgorithm:
     """The authors' VB iteration (module docstring, steps 1-5) with the data, links, prior and ``tol``
-    closed over; arguments as :func:`fit`.
+    closed over.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data as the model sees it.
+    family : GaussianNIW
+        The Normal-Wishart prior (full covariance).
+    nbr, ev, valid : arrays of shape (n, D)
+        The out-neighbour table of :func:`neighbour_arrays`.
+    src, dst, e : arrays of shape (m,)
+        The directed entries of :func:`directed_entries`.
+    prior_ab : tuple of 4 floats
+        ``(a_p, b_p, a_q, b_q)``, the Beta priors of p and q.
+    alpha0 : float
+        The DP concentration.
+    tol : float, default=5e-5
+        Stop when the relative ELBO change falls below it.
+    entry_weight : array of shape (m,) or None, default=None
+        1 per real entry, 0 on padding; None: all 1.
+
+    Returns
+    -------
+    VBAlgorithm
+        ``init`` and ``step``.
 
     Examples
     --------
@@ -358,8 +473,8 @@ def build(
     >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
     >>> with x64():
     ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
-    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
-    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, (nbr, ev, valid),
+    ...               (src, dst, e), (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
     >>> with x64():
     ...     alg = build(jnp.asarray(x), fam, nbr, ev, valid, src, dst, e, (1.0, 10.0, 10.0, 1.0), 1.0)
     >>> callable(alg.init), callable(alg.step)
@@ -413,12 +528,8 @@ def fit(
     x,
     init_means,
     family: GaussianNIW,
-    nbr,
-    ev,
-    valid,
-    src,
-    dst,
-    e,
+    table,
+    entries,
     prior_ab,
     alpha0,
     *,
@@ -429,11 +540,39 @@ def fit(
     """Run the authors' VB (module docstring): a ``while_loop`` over :func:`build`'s ``step``. ``x`` (n, d)
     as the model sees it (the authors standardise first, sd with n - 1); ``init_means`` (K, d) the initial
     m_k (the authors: R's ``set.seed(1); rnorm(d K)``); ``family`` the Normal-Wishart prior as
-    :class:`GaussianNIW` (full covariance, ``psi0`` = W_0^{-1}); ``nbr, ev, valid`` from
-    :func:`neighbour_arrays` and ``src, dst, e`` from :func:`directed_entries` (the same entries);
+    :class:`GaussianNIW` (full covariance, ``psi0`` = W_0^{-1}); ``table`` the tuple ``(nbr, ev, valid)`` of
+    :func:`neighbour_arrays` and ``entries`` the tuple ``(src, dst, e)`` of :func:`directed_entries` (the same
+    entries);
     ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight`` (1 per entry, default) lets callers pad the entry
     arrays to a fixed length with weight-0 rows (and the table to a fixed width with invalid slots) so
     that many link sets share one compilation.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+        The data as the model sees it (the authors standardise with sd of denominator n - 1).
+    init_means : array of shape (K, d)
+        The initial :math:`m_k` (:func:`authors_init_means` reproduces the authors' start).
+    family : GaussianNIW
+        The Normal-Wishart prior (full covariance, ``psi0`` = :math:`W_0^{-1}`).
+    table : tuple
+        ``(nbr, ev, valid)`` of :func:`neighbour_arrays`.
+    entries : tuple
+        ``(src, dst, e)`` of :func:`directed_entries` (the same entries).
+    prior_ab : tuple of 4 floats
+        ``(a_p, b_p, a_q, b_q)``.
+    alpha0 : float
+        The DP concentration.
+    max_iter : int, default=30
+        Iterations at most (the authors' setting).
+    tol : float, default=5e-5
+        Relative ELBO change below which the loop stops (the authors' setting).
+    entry_weight : array of shape (m,) or None, default=None
+        1 per real entry, 0 on padding rows; None: all 1.
+
+    Returns
+    -------
+    VBResult
 
     Examples
     --------
@@ -445,11 +584,13 @@ def fit(
     >>> nbr, ev, valid = neighbour_arrays(4, src, dst, e)
     >>> with x64():
     ...     fam = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(2.0), jnp.eye(2), "full")
-    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, nbr, ev, valid, src, dst, e,
-    ...               (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
+    ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, (nbr, ev, valid),
+    ...               (src, dst, e), (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
     >>> int(res.n_iter) <= 3, res.labels.shape
     (True, (4,))
     """
+    nbr, ev, valid = table
+    src, dst, e = entries
     alg = build(x, family, nbr, ev, valid, src, dst, e, prior_ab, alpha0, tol=tol, entry_weight=entry_weight)
 
     def cond(c):

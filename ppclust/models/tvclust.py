@@ -1,7 +1,8 @@
 r"""TVClust: a Dirichlet-process mixture and a noisy random graph of links, two views of one partition.
 
 Khashabi, Wieting, Liu & Liang (2015), "Clustering With Side Information: From a Probabilistic Model to a
-Deterministic Algorithm", Section 3 (spec ``tvclust-rdpmeans.md`` Section 1).
+Deterministic Algorithm", Section 3 (spec ``tvclust-rdpmeans.md`` Section 1). The module is kept whole:
+the log joint, the link prior and the Escobar-West step share the notation of that one section.
 
 .. math::
 
