@@ -5,7 +5,7 @@ A jitted solver compiles one program per input shape. Padding the row count (and
 number of labelled points, a neighbour table's width ...) up to a *bucket* makes every data size between
 two buckets share one program. Buckets are ``2**k`` and ``3 * 2**(k-1)`` (..., 64, 96, 128, 192, 256,
 384, ...), at least ``minimum``: the padding is at most a third of the bucket, and the sizes from 100 to
-10,000 fall into 13 buckets.
+10,000 fall into 14 buckets.
 
 Padded entries carry weight 0 (:func:`pad_rows`, :func:`pad_pairs`); a solver multiplies every sum, cost,
 draw and acceptance by that weight (or masks with it), so no result depends on the bucket. Random draws

@@ -8,7 +8,7 @@ family -> solver -> result -> shell.
 
 The ``PENDING_*`` sets below are the violations that remain of each measured rule. Each check computes its
 violations and asserts they equal its set: a new violation fails, and so does a fixed one still listed
-(remove it). ``test_no_pending_debt`` (non-strict xfail) shows what is left. Regenerate the sets with
+(remove it). ``test_no_pending_debt`` fails while any set is non-empty. Regenerate the sets with
 ``python tests/test_architecture.py`` (``--write`` puts them into this file).
 """
 
@@ -594,6 +594,75 @@ def test_every_estimator_has_a_float_objective(name, blobs):
         assert ok, f"{name}.objective_ = {getattr(est, 'objective_', None)!r}, not a finite float"
 
 
+# (h) tests mirror the package ---------------------------------------------------------------------------
+
+TESTS = PKG.parent / "tests"
+
+#: modules whose tests live in another module's file, and why (every other module ``ppclust/<path>/<m>.py``
+#: has ``tests/<path>/test_<m>.py`` or ``tests/<path>/test_<m>_*.py``)
+TESTED_IN: dict[str, tuple[str, str]] = {
+    "ppclust._input_files": ("tests/test_cli_inputs.py", "the CLI's readers, tested through the CLI"),
+    "ppclust._registry": ("tests/test_cli.py", "the method registry, read by the CLI"),
+    "ppclust._version": ("tests/test_packaging.py", "the version, checked in the built wheel"),
+    "ppclust._warmup": ("tests/test_cli.py", "`ppclust warmup`"),
+    "ppclust.datasets.checks": ("tests/test_datasets.py", "the data sets package, through its public API"),
+    "ppclust.datasets.real": ("tests/test_datasets.py", "the data sets package, through its public API"),
+    "ppclust.datasets.side": ("tests/test_datasets.py", "the data sets package, through its public API"),
+    "ppclust.datasets.synthetic": ("tests/test_datasets.py", "the data sets package, through its public API"),
+    "ppclust.estimators._base": ("tests/estimators/test_params.py", "the contract, through every estimator"),
+    "ppclust.estimators.c3l": ("tests/inference/test_c3l.py", "estimator and solver tested together"),
+    "ppclust.estimators.ccib": ("tests/inference/test_ccib.py", "estimator and solver tested together"),
+    "ppclust.estimators.cecib": ("tests/inference/test_cecib.py", "estimator and solver tested together"),
+    "ppclust.estimators.dpmeans": ("tests/inference/test_dpmeans.py", "estimator and solver tested together"),
+    "ppclust.estimators.smic": ("tests/inference/test_smic.py", "estimator and solver tested together"),
+    "ppclust.estimators.ssgmm": ("tests/models/test_ssgmm.py", "estimator and model tested together"),
+    "ppclust.estimators.tvclust": ("tests/models/test_tvclust.py", "estimator and model tested together"),
+    "ppclust.families._cholesky_cpu": ("tests/families/test_twins.py", "a twin: the registry's parity test"),
+    "ppclust.families._densities_cpu": ("tests/families/test_twins.py", "a twin: the registry's parity test"),
+    "ppclust.families._niw_cpu": ("tests/families/test_twins.py", "a twin: the registry's parity test"),
+    "ppclust.families._numba": ("tests/families/test_twins.py", "the twins' compiler and cache stamp"),
+    "ppclust.inference._callback": ("tests/inference/test_subcluster.py", "the sampler's host transport"),
+    "ppclust.inference._cluster_index": ("tests/inference/test_subcluster_cpu.py", "a compiled pass's index"),
+    "ppclust.inference._counter_rng": ("tests/inference/test_subcluster_cpu.py", "the compiled passes' RNG"),
+    "ppclust.inference._subcluster_draw_cpu": ("tests/inference/test_subcluster_cpu.py", "compiled draws"),
+    "ppclust.inference._subcluster_move_cpu": ("tests/inference/test_subcluster_cpu.py", "compiled moves"),
+    "ppclust.inference.backend": ("tests/inference/test_gibbs_cpu.py", "backend choice of the samplers"),
+    "ppclust.inference.cecib_beta": ("tests/inference/test_cecib.py", "CEC-IB's start and beta"),
+    "ppclust.inference.em": ("tests/models/test_ssgmm.py", "EM, tested with its model"),
+    "ppclust.inference.hyperplane": ("tests/inference/test_c3l.py", "C3L's geometry"),
+    "ppclust.inference.projection_pursuit": ("tests/inference/test_c3l.py", "C3L's projection pursuit"),
+    "ppclust.inference.sampler_config": ("tests/inference/test_subcluster.py", "the samplers' configuration"),
+    "ppclust.inference.subcluster_moves": ("tests/inference/test_subcluster.py", "the sampler's moves"),
+    "ppclust.inference.tvclust_kernel": ("tests/models/test_tvclust.py", "TVClust's NumPyro kernel"),
+    "ppclust._devices": ("tests/test_devices.py", "device meshes"),
+}
+
+
+def untested_modules() -> set[str]:
+    """Modules with neither a mirrored test file nor a ``TESTED_IN`` entry whose file exists."""
+    files = {p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_*.py")}
+    out = set()
+    for name, path in MODULES.items():
+        rel = path.relative_to(PKG)
+        if rel.name in ("__init__.py", "__main__.py"):
+            continue
+        folder = rel.parent.as_posix()
+        stem = ("" if folder == "." else folder + "/") + "test_" + rel.stem.lstrip("_")
+        if any(f == stem + ".py" or f.startswith(stem + "_") for f in files):
+            continue
+        if name in TESTED_IN and (PKG.parent / TESTED_IN[name][0]).is_file():
+            continue
+        out.add(name)
+    return out
+
+
+def test_tests_mirror_the_package():
+    assert not untested_modules(), (
+        f"modules without tests/<path>/test_<module>.py: {sorted(untested_modules())}"
+    )
+    assert set(TESTED_IN) <= set(MODULES), sorted(set(TESTED_IN) - set(MODULES))
+
+
 PENDING = {
     "long modules": PENDING_LONG_MODULES,
     "import cycles": PENDING_IMPORT_CYCLES,
@@ -605,7 +674,6 @@ PENDING = {
 }
 
 
-@pytest.mark.xfail(strict=False, reason="issue 35 in progress")
 def test_no_pending_debt():
     left = {k: len(v) for k, v in PENDING.items() if v}
     assert not left, f"violations left: {left}"

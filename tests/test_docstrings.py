@@ -273,7 +273,6 @@ def test_the_parser_reads_numpydoc_sections():
 PENDING = {"no Examples": PENDING_NO_EXAMPLES, "parameters": PENDING_PARAMETERS, "help": PENDING_HELP}
 
 
-@pytest.mark.xfail(strict=False, reason="docstring debt being paid")
 def test_no_pending_debt():
     left = {k: len(v) for k, v in PENDING.items() if v}
     assert not left, f"violations left: {left}"

@@ -1,7 +1,7 @@
 """The sub-cluster sampler data parallel over 2 simulated CPU devices equals the single-device chain.
 
 jax fixes its device count at start-up, so the run happens in a subprocess with
-``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (as ``tests/test_multidevice.py``). n is odd, so
+``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (as ``tests/test_devices.py``). n is odd, so
 a padding row exists: a padding row counted in a slot, or a row drawn on the wrong device or with the
 wrong uniform, would change the labels of some sweep, and every later draw with them.
 """
@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tests.test_multidevice import run_two_device_child
+from tests.test_devices import run_two_device_child
 
 CHILD = textwrap.dedent(
     """
