@@ -52,6 +52,40 @@ def _private_numba_cache() -> None:
 _private_numba_cache()
 
 
+def _memory_maps() -> int | None:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+def _map_limit() -> int | None:
+    try:
+        return int(Path("/proc/sys/vm/max_map_count").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_MAP_LIMIT = _map_limit()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _keep_the_worker_under_the_mapping_limit():
+    """After each test file, drop JAX's compiled programs if this worker holds over half of the kernel's
+    limit on memory mappings (``vm.max_map_count``).
+
+    The library never clears a user's caches (its solvers pad data to bucketed sizes, so a session of many
+    data sizes compiles a bounded set of programs). The test suite is not such a session: a worker runs
+    hundreds of test files whose own jitted helpers, doctests and parametrised shapes compile thousands of
+    programs, and XLA:CPU holds each in mappings of its own; past the limit a worker dies in XLA's loader.
+    Programs dropped here load again from the persistent cache when a later file needs them."""
+    yield
+    count = _memory_maps()
+    if _MAP_LIMIT and count and count > _MAP_LIMIT // 2:
+        jax.clear_caches()
+
+
 SHARED = Path(os.environ.get("PPCLUST_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
 
 
