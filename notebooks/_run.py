@@ -51,14 +51,17 @@ def generate(name: str) -> Path:
     return path
 
 
-def execute(path: Path, *, full: bool = False, timeout: int = 1200):
-    """Execute a notebook in a fresh kernel; returns the executed ``nbformat`` node (raises on error)."""
+def execute(path: Path, *, full: bool = False, timeout: int = 1200, cwd: Path | None = None):
+    """Execute a notebook in a fresh kernel; returns the executed ``nbformat`` node (raises on error).
+
+    The kernel starts in ``cwd`` (default: the notebook's folder), as Jupyter starts it beside the notebook;
+    a copy executed elsewhere passes ``cwd=notebooks/`` so that it finds the checkout's result files."""
     import nbclient
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                     record_timing=False, resources={"metadata": {"path": str(path.parent)}})
+                                     record_timing=False, resources={"metadata": {"path": str(cwd or path.parent)}})
     client.execute(env=kernel_env(full))
     return nb
 

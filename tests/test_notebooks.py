@@ -61,7 +61,7 @@ def test_notebook_runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, path)
     full = os.environ.get("PPCLUST_NOTEBOOK_FULL") == "1"  # make reproduce
-    nb = RUN.execute(path, full=full, timeout=1800 if full else 900)
+    nb = RUN.execute(path, full=full, timeout=1800 if full else 900, cwd=NOTEBOOKS)
     errors = [
         o
         for c in nb.cells
