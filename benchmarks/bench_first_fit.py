@@ -1,24 +1,30 @@
-"""Time to a first result in a new process: the persistent compilation cache at work.
+"""Time to a first result, and what a new data size compiles, for every estimator.
 
 Every measurement starts a fresh Python process (``subprocess``), as a user's new notebook kernel or
-script does, and times inside it:
+script does, and times inside it, for each estimator and algorithm on wine (standardised; links: 2n
+noisy pairs; labels: 20% of the points):
 
-* TVClust on wine (standardised, 2n noisy links, default chains and sweeps): the first fit and a repeat
-  fit in the same process, (a) with an empty cache folder (a fresh install: JAX and numba compile
-  everything), (b) in the next process with the cache that run left (warm cache), (c) with
-  ``PPCLUST_CACHE_DIR=off`` (no JAX cache; numba keeps its own default cache next to the module).
-* CECIB on wine: a process with an empty cache fits n = 178 (its first fit compiles); a second
-  process, whose cache now holds n = 178 only, fits n = 178 (first and repeat), then a new n = 150
-  (first and repeat; same power-of-two bucket as 178), then n = 100 (a new bucket, 128).
+* **fresh install**: ``PPCLUST_CACHE_DIR`` an empty folder and no ``ppclust warmup``: the first fit
+  compiles every numba kernel and XLA program it uses; then a repeat fit.
+* **warm cache**: the next process with the folder the first one left: first fit and repeat fit, then
+  new sizes in the same process (n = 150 and 120, rows of a fixed permutation): the first fit at each
+  new n and a repeat at that n.
+* **compiles per new size**: in the warm process, fits on synthetic data (three Gaussians, d = 4) at
+  sizes 100 ... 1000 count XLA's compile events (``jax.monitoring``: backend compiles, which the
+  persistent cache skips, and lowerings, which it does not) and name the bucket of each size
+  (:func:`ppclust._buckets.bucket_size`).
 
-Goals: warm-cache first TVClust fit <= 3x a repeat fit; CECIB on a new n <= 2x a repeat;
-fresh-install first TVClust fit < 15 s on the 2-core machine. Writes ``benchmarks/results/first_fit.md``.
+Goals (issue "time to result"): a first fit in a fresh install at most 10 s; a warm-cache first fit at
+most 1.5x a repeat fit; a new n in a warm process at most 1.2x a repeat fit; no compile for a new size
+inside a bucket. Writes ``benchmarks/results/first_fit.md`` / ``.json`` and
+``benchmarks/results/compiles.md``.
 
-Run: ``python -m benchmarks.bench_first_fit`` (about 2-4 minutes on 2 cores).
+Run: ``python -m benchmarks.bench_first_fit [--only NAME ...]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -27,228 +33,230 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import RESULTS, machine_info, md_table, write_section
+from benchmarks._common import machine_info, md_table, write_json, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 
-TVCLUST_CHILD = r"""
-import json, sys, time
+#: name -> (estimator, keyword arguments, side information kind, keyword arguments for the size sweep)
+SAMPLER_SWEEP = {"n_draws": 50, "n_warmup": 50}
+SPECS = {
+    "DPMeans": ("DPMeans", {}, None, {}),
+    "RDPMeans": ("RDPMeans", {}, "links", {}),
+    "SemiSupervisedGMM": ("SemiSupervisedGMM", {"n_clusters": 3}, "labels", {}),
+    "BayesianSemiSupervisedGMM": ("BayesianSemiSupervisedGMM", {"n_clusters": 3}, "labels", {}),
+    "TVClust (collapsed)": ("TVClust", {}, "links", SAMPLER_SWEEP),
+    "TVClust (subcluster)": ("TVClust", {"algorithm": "subcluster"}, "links", SAMPLER_SWEEP),
+    "TVClust (variational)": ("TVClust", {"algorithm": "variational"}, "links", {}),
+    "CECIB (hartigan)": ("CECIB", {"n_clusters": 6}, "labels", {}),
+    "CECIB (batch)": ("CECIB", {"n_clusters": 6, "algorithm": "batch"}, "labels", {}),
+    "C3L": ("C3L", {"n_clusters": 4}, "labels", {}),
+    "CCIB": ("CCIB", {"n_clusters": 3}, "labels", {}),
+    "SMIC": ("SMIC", {"n_clusters": 3}, "links", {}),
+}
+NEW_SIZES = (150, 120)
+SWEEP_SIZES = (100, 130, 160, 200, 260, 330, 420, 540, 700, 1000)
+
+CHILD = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
 t_start = time.perf_counter()
+import jax.monitoring as mon
+counts = {"compile": 0, "lower": 0}
+def _listen(event, duration, **kw):
+    if event == "/jax/core/compile/backend_compile_duration":
+        counts["compile"] += 1
+    elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        counts["lower"] += 1
+mon.register_event_duration_secs_listener(_listen)
 import numpy as np
 import ppclust
 from ppclust import datasets
-X, y = datasets.load("wine")
-X = (X - X.mean(0)) / X.std(0)
-side = datasets.sample_links(y, 2 * len(y), noise=0.1, seed=0)
+from ppclust._buckets import bucket_size
+est_name, kw, side_kind, sweep_kw, mode, new_sizes, sweep_sizes = json.loads(sys.argv[1])
+Est = getattr(ppclust, est_name)
+X0, y0 = datasets.load("wine")
+perm = np.random.default_rng(0).permutation(len(y0))
+X0, y0 = (X0 - X0.mean(0)) / X0.std(0), y0
 t_import = time.perf_counter() - t_start
-def fit():
-    t = time.perf_counter()
-    ppclust.TVClust(random_state=0, progress_bar=False).fit(X, must_link=side.must_link,
-                                                              cannot_link=side.cannot_link)
-    return time.perf_counter() - t
-first = fit()
-repeat = min(fit(), fit())
-print(json.dumps(dict(import_s=t_import, first_s=first, repeat_s=repeat)))
-"""
 
-WARMUP_CHILD = r"""
-import json, ppclust
-print(json.dumps(ppclust.warmup()))
-"""
+def side(y, n):
+    if side_kind == "links":
+        s = datasets.sample_links(y, 2 * n, noise=0.1, seed=0)
+        return dict(must_link=s.must_link, cannot_link=s.cannot_link)
+    if side_kind == "labels":
+        return dict(partial_labels=datasets.sample_labels(y, 0.2, seed=0))
+    return {}
 
-CECIB_CHILD = r"""
-import json, time
-import numpy as np
-import ppclust
-from ppclust import datasets
-X, y = datasets.load("wine")
-X = (X - X.mean(0)) / X.std(0)
-lab = datasets.sample_labels(y, 0.2, seed=0)
-def fit(n):
-    t = time.perf_counter()
-    ppclust.CECIB(n_clusters=6, beta=1.0, n_init=10, random_state=0, progress_bar=False).fit(X[:n], lab[:n])
-    return time.perf_counter() - t
-base = fit(178)
-base_repeat = fit(178)
-new_first = fit(150)
-new_repeat = min(fit(150), fit(150))
-bucket_first = fit(100)
-bucket_repeat = min(fit(100), fit(100))
-lab2 = np.where(lab >= 0, np.minimum(lab, 1), -1)  # C3L: two categories, one hyperplane
-def fit_c3l(n, init):
-    t = time.perf_counter()
-    ppclust.C3L(n_clusters=4, n_init=10, init=init, random_state=0, progress_bar=False).fit(X[:n], lab2[:n])
-    return time.perf_counter() - t
-c3l = {}
-for init in ("k-means++", "random"):
-    fit_c3l(178, init)
-    rep = min(fit_c3l(178, init), fit_c3l(178, init))
-    c3l[init] = dict(repeat_s=rep, bucket_first_s=fit_c3l(100, init), bucket_repeat_s=min(fit_c3l(100, init),
-                                                                                       fit_c3l(100, init)))
-print(json.dumps(dict(base_first_s=base, base_repeat_s=base_repeat, new_first_s=new_first,
-                      new_repeat_s=new_repeat, bucket_first_s=bucket_first, bucket_repeat_s=bucket_repeat,
-                      c3l=c3l)))
+def fit(X, y, extra=None):
+    quiet = {"progress_bar": False} if "progress_bar" in Est().get_params() else {}
+    est = Est(**kw, **(extra or {}), **quiet, random_state=0)
+    c0, l0, t = counts["compile"], counts["lower"], time.perf_counter()
+    est.fit(X, **side(y, len(y)))
+    return time.perf_counter() - t, counts["compile"] - c0, counts["lower"] - l0
+
+out = dict(import_s=t_import)
+first = fit(X0, y0)
+repeat = fit(X0, y0)
+out.update(first_s=first[0], first_compiles=first[1], first_lowerings=first[2], repeat_s=repeat[0],
+           repeat_compiles=repeat[1])
+if mode == "warm":
+    out["new"] = []
+    for n in new_sizes:
+        idx = np.sort(perm[:n])
+        a, b = fit(X0[idx], y0[idx]), fit(X0[idx], y0[idx])
+        out["new"].append(dict(n=n, first_s=a[0], compiles=a[1], lowerings=a[2], repeat_s=b[0]))
+    rng = np.random.default_rng(1)
+    out["sweep"] = []
+    for n in sweep_sizes:
+        truth = rng.integers(0, 3, n)
+        X = np.array([[0, 0, 0, 0], [5, 0, 0, 0], [0, 5, 0, 0]])[truth] + rng.normal(size=(n, 4))
+        t, c, l = fit(X, truth, sweep_kw)
+        out["sweep"].append(dict(n=n, bucket=bucket_size(n), s=t, compiles=c, lowerings=l))
+print(json.dumps(out))
 """
 
 
-def run_child(code: str, cache: str, numba_cache: str | None) -> dict:
+def run_child(spec: tuple, mode: str, cache: str) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", "PPCLUST_CACHE_DIR"}
+        if k not in {"JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", "PPCLUST_CACHE_DIR", "XLA_FLAGS"}
     }
-    env.update(PYTHONPATH=str(ROOT), PPCLUST_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
-    if numba_cache is not None:
-        env["NUMBA_CACHE_DIR"] = numba_cache
+    env.update(PYTHONPATH=str(ROOT), PPCLUST_CACHE_DIR=cache, JAX_PLATFORMS="cpu", PPCLUST_PROGRESS="0")
+    arg = json.dumps([*spec, mode, list(NEW_SIZES), list(SWEEP_SIZES)])
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
+    cmd = [sys.executable, "-c", CHILD, arg]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - t0
     if res.returncode != 0:
-        raise RuntimeError(f"child failed:\n{res.stderr[-3000:]}")
+        err = res.stderr.strip()
+        return {"error": err.splitlines()[-1] if err else f"exit {res.returncode}"}
     out = json.loads(res.stdout.strip().splitlines()[-1])
     out["process_s"] = wall
     return out
 
 
-def main() -> None:
-    rows, cec_rows = [], []
+def run_warmup(cache: str) -> float:
+    env = {k: v for k, v in os.environ.items() if k not in {"NUMBA_CACHE_DIR", "PPCLUST_CACHE_DIR"}}
+    env.update(PYTHONPATH=str(ROOT), PPCLUST_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ppclust", "warmup"], env=env, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def _ok(x: float, goal: float) -> str:
+    return "met" if x <= goal else "missed"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", default=None, help=f"names among {list(SPECS)}")
+    args = ap.parse_args(argv)
+    names = args.only or list(SPECS)
+    results = {}
     with tempfile.TemporaryDirectory(prefix="ppclust-first-fit-") as tmp:
-        cache = str(Path(tmp) / "cache")
-        cold = run_child(TVCLUST_CHILD, cache, None)  # empty folder: JAX and numba compile everything
-        warm = run_child(TVCLUST_CHILD, cache, None)  # next process, same folder
-        off = run_child(TVCLUST_CHILD, "off", None)  # no JAX cache (numba: its default location)
-        cache_w = str(Path(tmp) / "cache-warmup")  # a fresh install that ran `ppclust warmup` (make venv)
-        t0 = time.perf_counter()
-        run_child(WARMUP_CHILD, cache_w, None)
-        warmup_s = time.perf_counter() - t0
-        after = run_child(TVCLUST_CHILD, cache_w, None)
-        for name, r in (
-            ("fresh install (empty cache)", cold),
-            ("new process, warm cache", warm),
-            ("new process, PPCLUST_CACHE_DIR=off", off),
-            ("fresh install after `ppclust warmup`", after),
-        ):
-            rows.append(
-                [
-                    name,
-                    r["import_s"],
-                    r["first_s"],
-                    r["repeat_s"],
-                    r["first_s"] / r["repeat_s"],
-                    r["process_s"],
-                ]
-            )
-        cache2 = str(Path(tmp) / "cache-cecib")
-        cold_cec = run_child(
-            CECIB_CHILD.replace("fit(150)", "fit(178)").replace("fit(100)", "fit(178)"), cache2, None
-        )  # fills n = 178 only
-        cecib = run_child(CECIB_CHILD, cache2, None)
-        cec_rows.append(
+        warmup_s = run_warmup(str(Path(tmp) / "warmup"))
+        for name in names:
+            cache = str(Path(tmp) / name.replace(" ", "_"))
+            fresh = run_child(SPECS[name], "fresh", cache)
+            warm = run_child(SPECS[name], "warm", cache)
+            results[name] = dict(fresh=fresh, warm=warm)
+            print(name, json.dumps(results[name])[:300], flush=True)
+    machine = machine_info()
+    first_rows, compile_rows = [], []
+    for name, r in results.items():
+        f, w = r["fresh"], r["warm"]
+        if "error" in f or "error" in w:
+            first_rows.append([name, f.get("error") or w.get("error"), "", "", "", "", "", ""])
+            continue
+        new_ratio = max(x["first_s"] / x["repeat_s"] for x in w["new"])
+        first_rows.append(
             [
-                "n = 178, empty cache",
-                cold_cec["base_first_s"],
-                cold_cec["base_repeat_s"],
-                cold_cec["base_first_s"] / cold_cec["base_repeat_s"],
+                name,
+                f["first_s"],
+                f["repeat_s"],
+                w["first_s"],
+                w["repeat_s"],
+                w["first_s"] / w["repeat_s"],
+                new_ratio,
+                f"{_ok(f['first_s'], 10)} / {_ok(w['first_s'] / w['repeat_s'], 1.5)} / {_ok(new_ratio, 1.2)}",
             ]
         )
-        cec_rows.append(
+        seen, per_new_bucket, inside = set(), [], []
+        for x in w["sweep"]:
+            (inside if x["bucket"] in seen else per_new_bucket).append(x["compiles"])
+            seen.add(x["bucket"])
+        compile_rows.append(
             [
-                "n = 178, new process, warm cache",
-                cecib["base_first_s"],
-                cecib["base_repeat_s"],
-                cecib["base_first_s"] / cecib["base_repeat_s"],
+                name,
+                f["first_compiles"],
+                " ".join(f"{x['n']}:{x['compiles']}" for x in w["sweep"]),
+                len(seen),
+                max(per_new_bucket) if per_new_bucket else 0,
+                max(inside) if inside else 0,
+                "met" if not inside or max(inside) == 0 else "missed",
             ]
         )
-        cec_rows.append(
-            [
-                "new n = 150 (same bucket), same process",
-                cecib["new_first_s"],
-                cecib["new_repeat_s"],
-                cecib["new_first_s"] / cecib["new_repeat_s"],
-            ]
-        )
-        cec_rows.append(
-            [
-                "new n = 100 (new bucket), same process",
-                cecib["bucket_first_s"],
-                cecib["bucket_repeat_s"],
-                cecib["bucket_first_s"] / cecib["bucket_repeat_s"],
-            ]
-        )
-        c3l_rows = [
-            [
-                f"C3L (init={init!r}), new n = 100 (new bucket), same process",
-                r["bucket_first_s"],
-                r["bucket_repeat_s"],
-                r["bucket_first_s"] / r["bucket_repeat_s"],
-            ]
-            for init, r in cecib["c3l"].items()
-        ]
     text = "\n".join(
         [
-            "# Time to a first fit in a new process",
+            "# Time to a first fit, per estimator",
             "",
-            f"Machine: {machine_info()}",
+            f"Machine: {machine}",
             "",
-            "Each row is a fresh Python process (`benchmarks/bench_first_fit.py`); times in seconds, "
-            "wall clock "
-            "on a shared machine (see the load above: other jobs ran at the same time, so absolute times are "
-            "inflated; the ratios within one process are the measure).",
-            "",
-            "## TVClust on wine (n = 178, d = 13, 356 noisy links, 2 chains x (500 + 500) sweeps)",
+            "Written by `benchmarks/bench_first_fit.py`. Wall-clock seconds in fresh Python processes on "
+            "wine (n = 178, d = 13, standardised; links: 356 noisy pairs; labels: 20%), default settings. "
+            "*Fresh install*: an empty cache folder and no `ppclust warmup`. *Warm cache*: the next "
+            "process. *New n*: the worst of n = 150 and n = 120 (first fit at that n / a repeat at that "
+            "n) in the warm process. On a shared machine absolute times are inflated by the load above; "
+            "the ratios within one process are the measure.",
             "",
             md_table(
-                ["process", "data + import", "first fit", "repeat fit", "first / repeat", "process total"],
-                rows,
+                [
+                    "estimator",
+                    "fresh: first fit",
+                    "fresh: repeat",
+                    "warm: first fit",
+                    "warm: repeat",
+                    "warm first / repeat",
+                    "new n first / repeat",
+                    "goals (10 s / 1.5x / 1.2x)",
+                ],
+                first_rows,
             ),
             "",
-            f"Goal: warm-cache first fit <= 3x a repeat fit (measured {rows[1][4]:.1f}x); fresh install "
-            f"< 15 s (measured {rows[0][2]:.1f} s without and {rows[3][2]:.1f} s after `ppclust warmup`; the "
-            f"warm-up itself, run once by `make venv`, took {warmup_s:.1f} s in its own process: it "
-            "compiles the "
-            "numba kernels, which depend on argument types only, into the cache folder; the JAX programs are "
-            "shape-specific and are still compiled by the first fit).",
-            "",
-            "## CECIB on wine (n_clusters = 6, 10 restarts, 20% labels)",
-            "",
-            md_table(["fit", "first", "repeat", "first / repeat"], cec_rows + c3l_rows),
-            "",
-            f"Goal: a new n costs <= 2x a repeat fit (CECIB: measured {cec_rows[2][3]:.1f}x in the "
-            "same bucket, "
-            f"{cec_rows[3][3]:.1f}x in a new one; C3L 10 restarts, n_clusters = 4: "
-            + ", ".join(f"{r[3]:.1f}x with {r[0].split('(')[1].split(')')[0]}" for r in c3l_rows)
-            + "). "
-            "The compiled Hartigan loop (numba) takes any n, and so does its compiled set-up "
-            "(`inference/_init_cpu.py`): k-means++ from draws whose shape does not depend on n (one jitted "
-            "program per n_clusters and restarts, the same seeds as the XLA engine) and the initial "
-            "statistics; "
-            "the best restart is picked and the cluster Gaussians' sums are taken on the host. So a new n "
-            "compiles no program. `init='random'` (C3L's default was 'random' until this round; it is now "
-            "'kmeans++') still draws one label per point in a jitted program on n padded to the next power "
-            "of two: a new bucket compiles it once (the persistent cache keeps it).",
-            "",
-            "What the first fit compiles (cProfile and `jax_log_compiles` of fresh fits): numba's "
-            "type inference "
-            "and LLVM for the Gibbs sweep and the SALSO search (once per install; `ppclust warmup`, run by "
-            "`make venv`, does it ahead), then XLA for the sampler's driver (`gibbs._run`). In a warm-cache "
-            "process the first fit used to trace and lower 131 programs, most of them eager set-up "
-            "operations; "
-            "now 29: the k-means++ start runs on the compiled twins, `gibbs.sample`'s initial state and draw "
-            "keys are one jitted program each, the prior's arrays are put from the host, and the posterior "
-            "DataTree is built with `arviz_base` (importing `arviz` also imported its plots and matplotlib, "
-            "seconds of the first fit). "
-            "Not done: padding n to buckets for TVClust's sampler would change the draws (the sweep "
-            "order and "
-            "the uniforms are drawn per point, so n_pad points consume a different random stream), "
-            "so its JAX "
-            "programs stay shape-specific; the warm-cache first fit still traces and lowers every "
-            "jitted program "
-            "(the persistent cache skips only XLA's compile) and loads numba's cache.",
+            f"`ppclust warmup` into an empty folder: {warmup_s:.1f} s (goal: at most 30 s).",
         ]
     )
-    path = write_section(RESULTS / "first_fit.md", "first_fit", text)
+    write_result("first_fit.md", text + "\n")
+    ctext = "\n".join(
+        [
+            "# Compiled programs per new data size",
+            "",
+            f"Machine: {machine}",
+            "",
+            "Written by `benchmarks/bench_first_fit.py`. In a warm process (after fits on wine), one fit per "
+            "size on three Gaussians (d = 4, samplers with 50 + 50 sweeps) counts XLA backend compiles "
+            "(`jax.monitoring`; programs found in the persistent cache are not compiled). Goal: no compile "
+            "for a new size whose bucket (`ppclust._buckets.bucket_size`) was seen before.",
+            "",
+            md_table(
+                [
+                    "estimator",
+                    "compiles of the first fit (fresh)",
+                    "compiles per size (n:count)",
+                    "buckets",
+                    "max per new bucket",
+                    "max inside a seen bucket",
+                    "goal",
+                ],
+                compile_rows,
+            ),
+        ]
+    )
+    write_result("compiles.md", ctext + "\n")
+    write_json("first_fit", {"estimators": results, "warmup_s": warmup_s}, "benchmarks/bench_first_fit.py")
     print(text)
-    print(f"wrote {path}")
+    print(ctext)
 
 
 if __name__ == "__main__":

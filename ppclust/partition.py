@@ -131,12 +131,13 @@ def compact_labels(labels) -> np.ndarray:
     out = np.empty(lab.shape, np.int32)
     step = max(1, int(2e7 // max(lab.shape[1] + m, 1)))  # rows per chunk: bounded temporaries
     for r0 in range(0, lab.shape[0], step):
-        blk = lab[r0 : r0 + step].astype(np.int64)
-        rows = np.arange(blk.shape[0])[:, None]
-        present = np.zeros((blk.shape[0], m), bool)
-        present[rows, blk] = True
-        remap = np.cumsum(present, axis=1) - 1
-        out[r0 : r0 + step] = remap[rows, blk]
+        blk = lab[r0 : r0 + step]
+        rows = blk.shape[0]
+        flat = (blk + (np.arange(rows, dtype=np.intp) * m)[:, None]).ravel()  # row r's label l -> r m + l
+        present = np.zeros(rows * m, bool)
+        present[flat] = True
+        remap = np.cumsum(present.reshape(rows, m), axis=1, dtype=np.int32) - 1
+        out[r0 : r0 + step] = remap.ravel()[flat].reshape(rows, -1)
     return out
 
 
@@ -321,11 +322,12 @@ def _losses_compact(est, z, loss, a):
     S = z.shape[0]
     out = np.empty(S)
     step = max(1, int(4e6 // max(lmax * k, 1)))  # draws per block: bounded tables
-    cell = est.astype(np.int64)
+    cell = est.astype(np.intp)
     for s0 in range(0, S, step):
-        blk = z[s0 : s0 + step].astype(np.int64)
+        blk = z[s0 : s0 + step]
         m = blk.shape[0]
-        flat = (np.arange(m, dtype=np.int64)[:, None] * lmax + blk) * k + cell[None]
+        flat = blk * np.intp(k) + cell  # cell (draw s, label l, estimate e) -> (s lmax + l) k + e
+        flat += (np.arange(m, dtype=np.intp) * (lmax * k))[:, None]
         t = np.bincount(flat.ravel(), minlength=m * lmax * k).reshape(m, lmax, k).astype(np.float64)
         out[s0 : s0 + m] = _loss_of_tables(t, loss, a)
     return out
@@ -759,7 +761,7 @@ def credible_ball(estimate, draws, loss="vi", *, a=1.0, prob=0.95) -> CredibleBa
         raise ValueError(f"`prob` must lie in (0, 1], got {prob!r}.")
     est = canonical_labels(np.asarray(estimate))
     z = _as_compact_draws(draws, est.size)
-    d = losses_to_draws(est, z, loss, a)
+    d = _losses_compact(compact_labels(est)[0], z, loss, float(a))
     S = d.size
     eps = float(np.sort(d)[max(0, math.ceil(prob * S - 1e-9) - 1)])
     inside = np.flatnonzero(d <= eps + 1e-12)
