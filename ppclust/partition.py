@@ -111,7 +111,7 @@ def compact_labels(labels) -> np.ndarray:
 
     Notes
     -----
-    O(n + max label) per row, vectorised over rows (no sort), in chunks that bound the temporaries.
+    O(n + max label) per row (no sort), in one compiled pass per row (numba).
 
     Examples
     --------
@@ -127,17 +127,8 @@ def compact_labels(labels) -> np.ndarray:
         raise TypeError(f"`labels` must be integers, got dtype {lab.dtype}.")
     if lab.min() < 0:
         raise ValueError(f"`labels` must be >= 0 (every item in a cluster), got min {lab.min()}.")
-    m = int(lab.max()) + 1
     out = np.empty(lab.shape, np.int32)
-    step = max(1, int(2e7 // max(lab.shape[1] + m, 1)))  # rows per chunk: bounded temporaries
-    for r0 in range(0, lab.shape[0], step):
-        blk = lab[r0 : r0 + step]
-        rows = blk.shape[0]
-        flat = (blk + (np.arange(rows, dtype=np.intp) * m)[:, None]).ravel()  # row r's label l -> r m + l
-        present = np.zeros(rows * m, bool)
-        present[flat] = True
-        remap = np.cumsum(present.reshape(rows, m), axis=1, dtype=np.int32) - 1
-        out[r0 : r0 + step] = remap.ravel()[flat].reshape(rows, -1)
+    _compact_rows(np.ascontiguousarray(lab), int(lab.max()) + 1, out)
     return out
 
 
@@ -299,8 +290,8 @@ def losses_to_draws(estimate, draws, loss="vi", a=1.0) -> np.ndarray:
 
     Notes
     -----
-    The contingency tables of all draws come from one ``bincount`` per block of draws (memory O(n + block
-    K L)); O(n S) time.
+    The contingency tables of a block of draws come from one compiled pass over its labels (memory
+    O(block K L)); O(n S) time.
 
     Examples
     --------
@@ -322,13 +313,13 @@ def _losses_compact(est, z, loss, a):
     S = z.shape[0]
     out = np.empty(S)
     step = max(1, int(4e6 // max(lmax * k, 1)))  # draws per block: bounded tables
-    cell = est.astype(np.intp)
+    est = np.ascontiguousarray(est, np.int32)
+    z = np.ascontiguousarray(z, np.int32)
     for s0 in range(0, S, step):
-        blk = z[s0 : s0 + step]
-        m = blk.shape[0]
-        flat = blk * np.intp(k) + cell  # cell (draw s, label l, estimate e) -> (s lmax + l) k + e
-        flat += (np.arange(m, dtype=np.intp) * (lmax * k))[:, None]
-        t = np.bincount(flat.ravel(), minlength=m * lmax * k).reshape(m, lmax, k).astype(np.float64)
+        m = min(step, S - s0)
+        t = np.zeros((m, lmax, k), np.int64)
+        _count_tables(est, z[s0 : s0 + m], t)
+        t = t.astype(np.float64)
         out[s0 : s0 + m] = _loss_of_tables(t, loss, a)
     return out
 
@@ -1010,11 +1001,36 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
     return False
 
 
+def _compact_rows(lab, m, out):
+    """:func:`compact_labels` of each row of ``lab`` (S, n) with labels in ``[0, m)``, into ``out``."""
+    present = np.zeros(m, np.bool_)
+    remap = np.zeros(m, np.int32)
+    for s in range(lab.shape[0]):
+        present[:] = False
+        for i in range(lab.shape[1]):
+            present[lab[s, i]] = True
+        c = 0
+        for v in range(m):
+            if present[v]:
+                remap[v] = c
+                c += 1
+        for i in range(lab.shape[1]):
+            out[s, i] = remap[lab[s, i]]
+
+
+def _count_tables(est, z, t):
+    """Add the contingency table of each draw ``z[s]`` (rows) against ``est`` (columns) to ``t[s]``."""
+    for s in range(z.shape[0]):
+        for i in range(z.shape[1]):
+            t[s, z[s, i], est[i]] += 1
+
+
 if numba is not None:
     _jit = lambda f: numba.njit(cache=True, nogil=True)(f)  # noqa: E731
     _move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous = map(
         _jit, (_move_cost, _best, _add, _remove, _free_slot, _pair_f, _merge_best, _zealous)
     )
     _search = _jit(_search_py)
+    _compact_rows, _count_tables = _jit(_compact_rows), _jit(_count_tables)
 else:  # pragma: no cover
     _search = _search_py
