@@ -35,7 +35,7 @@ demo: $(WARM)
 test: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs
 	$(VENV)/bin/ruff format --check ppclust tests benchmarks reproduce docs
-	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadscope -q --durations=20 tests ppclust --doctest-modules
+	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadscope --no-loadscope-reorder -q --durations=20 tests ppclust --doctest-modules
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs

@@ -81,9 +81,10 @@ def _runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
 
 
 def _notebook_tests(name):
-    """A test class for one notebook. ``make test`` distributes by scope (``--dist loadscope``): a test file
-    goes to one worker whole, a class on its own, so one class per notebook spreads the notebooks, the
-    longest tests of the suite, over the workers."""
+    """A test class for one notebook. ``make test`` distributes by scope (``--dist loadscope``, in collection
+    order): a test file goes to one worker whole, a class on its own, so one class per notebook spreads the
+    notebooks, the longest tests of the suite, over the workers, and the doctest modules collected after
+    ``tests/`` fill the end of the run."""
 
     @pytest.mark.notebook
     class Notebook:
