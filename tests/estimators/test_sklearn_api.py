@@ -291,7 +291,7 @@ def test_partial_labels_replace_y():
     from ppclust import SemiSupervisedGMM
 
     X, truth = _three_blobs(45)
-    kw = dict(n_clusters=3, covariance_type="spherical", max_iter=30, random_state=0)
+    kw = SMALL["ssgmm"]  # the shared fit's settings (diag covariances): the routing, not the model, is tested
     none = np.full(len(X), -1)
     blind = SemiSupervisedGMM(**kw).fit(X, truth, partial_labels=none)
     plain = SemiSupervisedGMM(**kw).fit(X)
