@@ -234,13 +234,13 @@ def test_predict_sample_order_and_subset_invariance(name, blobs):
                 np.testing.assert_allclose(full[part], call(method, part), atol=1e-9, err_msg=method)
 
 
-def test_feature_names_in_and_permuted_columns_warn():
+def test_feature_names_in_and_permuted_columns_warn(blobs):
     pd = pytest.importorskip("pandas")
     from ppclust import DPMeans
 
-    X, _ = _three_blobs(30)
+    X = blobs.X  # the shared fit's data and settings: no programs of its own
     df = pd.DataFrame(X, columns=["a", "b"])
-    est = DPMeans(lam_k=3, random_state=0).fit(df)
+    est = DPMeans(**SMALL["dpmeans"]).fit(df)
     assert list(est.feature_names_in_) == ["a", "b"] and est.n_features_in_ == 2
     np.testing.assert_array_equal(est.predict(df), est.labels_)
     with pytest.raises(ValueError, match="feature names should match"):
