@@ -87,19 +87,22 @@ plt.show()"""),
 md("""## From too many clusters
 A k-means++ start with 30 clusters for 9 blobs: the surplus leaves only by merges (the sub-cluster
 sampler) or point by point (collapsed Gibbs). The sub-cluster sampler runs with its default 4 split/merge
-proposals per sweep and with 16 (`subcluster_moves`); one chain each, the same start. In full mode on the
-first 4,000 points (with links among them): the point estimate that `fit` computes from every draw, the
-early ones with about 30 clusters included, costs time in n times K."""),
+proposals per sweep and with 16 (`subcluster_moves`); the same start, the first chain shown. In full mode
+on the first 4,000 points (with links among them): the point estimate that `fit` computes from every draw,
+the early ones with about 30 clusters included, costs time in n times K. The small settings start from 16
+clusters (half of `k_max = 32`) with the chains, draws and `k_max` of the fits above, so that two of the
+three samplers reuse the programs compiled there."""),
 code("""m = min(n, 4_000)
 Xw, yw = X[:m], y[:m]
 side_w = datasets.sample_links(yw, max(m // 100, 20), noise=0.1, seed=1)
-n_wrong = 30 if FULL else 12
+# full: 30 sweeps, one chain, k_max = 48; small: the shapes of the fits above (compiled already)
+n_wrong, chains_wrong, k_max_wrong = (30, 1, 48) if FULL else (n_draws, n_chains, 32)
 wrong = {}
 for name, kw in (("subcluster, 4 moves", dict(algorithm="subcluster")),
                  ("subcluster, 16 moves", dict(algorithm="subcluster", subcluster_moves=16)),
                  ("collapsed", dict(algorithm="collapsed"))):
-    est = ppclust.TVClust(n_draws=n_wrong, n_warmup=0, n_chains=1, init="kmeans++", init_clusters=30,
-                          k_max=48, random_state=3, progress_bar=False, **kw)
+    est = ppclust.TVClust(n_draws=n_wrong, n_warmup=0, n_chains=chains_wrong, init="kmeans++",
+                          init_clusters=30, k_max=k_max_wrong, random_state=3, progress_bar=False, **kw)
     wrong[name] = est.fit(Xw, must_link=side_w.must_link, cannot_link=side_w.cannot_link)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
 for c, (name, est) in enumerate(wrong.items()):

@@ -25,8 +25,8 @@ def _private_numba_cache() -> None:
     each picks the next data-file number from its own view of the index, so two workers compiling two
     signatures of one kernel can leave an index entry pointing at the other signature's machine code,
     which the next process loads without checking). The workers therefore start from a copy of the
-    shared cache (what ``ppclust warmup`` compiled at install) and write only their own; the test
-    subprocesses a worker starts inherit its folder.
+    shared cache (what ``ppclust warmup`` compiled, where it ran; ``make test`` does not wait for it) and
+    write only their own; the test subprocesses and notebook kernels a worker starts inherit its folder.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker or os.environ.get("NUMBA_CACHE_DIR"):

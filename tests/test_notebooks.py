@@ -43,9 +43,7 @@ def test_plotting_cell_detector():
     assert RUN.plotting_cells_without_image(nb) == [0]
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("name", RUN.NAMES)
-def test_notebook_runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
+def _runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     import shutil
@@ -80,3 +78,22 @@ def test_notebook_runs_in_a_kernel_and_shows_its_figures(name, tmp_path):
         )
         >= 1
     )
+
+
+def _notebook_tests(name):
+    """A test class for one notebook. ``make test`` distributes by scope (``--dist loadscope``, in collection
+    order): a test file goes to one worker whole, a class on its own, so one class per notebook spreads the
+    notebooks, the longest tests of the suite, over the workers, and the doctest modules collected after
+    ``tests/`` fill the end of the run."""
+
+    @pytest.mark.notebook
+    class Notebook:
+        def test_runs_in_a_kernel_and_shows_its_figures(self, tmp_path):
+            _runs_in_a_kernel_and_shows_its_figures(name, tmp_path)
+
+    Notebook.__name__ = Notebook.__qualname__ = f"TestNotebook_{name}"
+    return Notebook
+
+
+for _name in RUN.NAMES:
+    globals()[f"TestNotebook_{_name}"] = _notebook_tests(_name)

@@ -2,8 +2,12 @@
 
 Every check of ``sklearn.utils.estimator_checks`` runs on all eight estimators through
 ``parametrize_with_checks`` (one test per estimator and check), with small settings (``SMALL``: few
-draws, one restart, few iterations) so the fits stay cheap; the JAX persistent compilation cache of
-``tests/conftest.py`` makes later runs faster still. ``EXPECTED_FAILED`` is the documented skip list:
+draws, one restart, few iterations). The checks that fit (each at data shapes and dtypes of its own, so
+each compiles programs no other test uses) are ``slow`` (``make reproduce``); the fast suite keeps the
+checks that raise before any solver runs (``CHEAP``) and ``test_fitted_estimator_contract``, the fitted
+contract (fit returns self, params untouched, ``fit_predict`` == ``labels_``, ``n_features_in_``, clone,
+pickling, wrong feature count) on one fit per estimator at the shape of ``blobs``, which
+``tests/test_architecture.py`` shares. ``EXPECTED_FAILED`` is the documented skip list:
 each entry names the check and the reason it does not apply (they run as non-strict xfails).
 
 The recurring reason: ppclust reads ``y`` in ``fit`` as *partial labels* (DESIGN: ``-1`` = unlabelled),
@@ -86,16 +90,13 @@ def test_small_settings_cover_every_registered_method():
 
 
 # Cost. A fit on a new data shape compiles the jitted solver for that shape (a repeat fit on the same shape
-# takes ~16 ms for CECIB); each check fits on its own shapes, so the checks cost what the compiles cost.
-# Measured on the 2-core VM (one run, cold JAX cache, --xla_backend_optimization_level=0 as
-# `make test` sets it): all checks of all eight estimators 7 min of CPU. So every check runs in
-# `make test`: the four fast estimators and the checks that raise before any solver runs (CHEAP) here,
-# the fitting checks of the five heavier ones (two Gibbs samplers, two Hartigan engines and an annealing
-# solver) in tests/estimators/test_sklearn_checks_samplers.py (TVClust, CCIB),
+# takes milliseconds); each fitting check fits on its own shapes and dtypes, so the checks cost what the
+# compiles cost: about a minute per check and estimator on the loaded 2-core machine with a cold cache. So
+# the fitting checks are ``slow`` (make reproduce runs them all); the fast suite runs CHEAP (the checks that
+# raise before any solver runs) and test_fitted_estimator_contract below. The fitting checks of the five
+# heavier estimators sit in tests/estimators/test_sklearn_checks_samplers.py (TVClust, CCIB),
 # tests/estimators/test_sklearn_checks_hartigan.py (CECIB, C3L) and
-# tests/estimators/test_sklearn_checks_bayesian_ssgmm.py, so that pytest-xdist's --dist loadfile spreads
-# them over both workers (a file goes to whichever worker is free; the sampler's checks
-# took ~3 min of a loaded 2-core run with a cold compile cache, most of it XLA compiles).
+# tests/estimators/test_sklearn_checks_bayesian_ssgmm.py, so that pytest-xdist spreads them over workers.
 HEAVY_METHODS = ("tvclust", "cecib", "c3l", "ccib", "bayesian-ssgmm")
 CHEAP = {
     "check_estimator_tags_renamed",
@@ -135,6 +136,8 @@ def checks_for(names, heavy_fitting: bool):
         name = next(n for n, info in METHODS.items() if info.load() is type(estimator))
         if name in HEAVY_METHODS and (_check_name(check) in CHEAP) == heavy_fitting:
             continue
+        if _check_name(check) not in CHEAP:
+            marks.append(pytest.mark.slow)
         cases.append(pytest.param(estimator, check, marks=marks))
     return pytest.mark.parametrize(mark.args[0], cases, **mark.kwargs)
 
@@ -150,34 +153,94 @@ def test_sklearn_estimator_checks(estimator, check):
     run_check(estimator, check)
 
 
-@pytest.mark.parametrize("name", ["ssgmm", "bayesian-ssgmm", "ccib"])
-def test_predict_sample_order_and_subset_invariance(name):
-    """What check_methods_sample_order/subset_invariance test, with partial labels that fit n_clusters."""
-    X, truth = _three_blobs(45)
-    y = np.where(np.arange(45) % 4 == 0, truth, -1)
-    est = METHODS[name].load()(**SMALL[name])
+# One fit per estimator at the shape of the ``blobs`` fixture with the SMALL settings, shared by
+# test_fitted_estimator_contract and tests/test_architecture.py (a worker that runs both fits once).
+_SMALL_FITS: dict = {}
+
+
+def small_fit(method, blobs):
+    """``(estimator, returned, X, y, kw)``: ``METHODS[method]`` with ``SMALL[method]`` fitted once per process
+    on ``blobs`` (partial labels; C3L's two categories, CCIB's background), and what ``fit`` returned. Read
+    only: callers must not refit or mutate it."""
+    if method not in _SMALL_FITS:
+        X, y, kw = blobs.X.copy(), blobs.partial_labels.copy(), {}
+        if method == "c3l":
+            y = np.where(y == 2, 1, y)  # two categories
+        if method == "ccib":
+            kw["background"] = blobs.labels % 2
+        est = METHODS[method].load()(**SMALL[method])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            returned = est.fit(X, y, **kw)
+        _SMALL_FITS[method] = (est, returned, X, y, kw)
+    return _SMALL_FITS[method]
+
+
+@pytest.mark.parametrize("method", sorted(SMALL))
+def test_fitted_estimator_contract(method, blobs):
+    """The scikit-learn contract of a fitted estimator, at a shape the suite compiles anyway: what
+    check_estimators_fit_returns_self, check_dont_overwrite_parameters / check_estimators_overwrite_params,
+    check_fit_idempotent / check_clustering (fit_predict == labels_), check_n_features_in_after_fitting,
+    check_fit_check_is_fitted, check_estimators_pickle and the feature-count errors of check_fit2d_predict1d
+    test (those run in full under ``slow``)."""
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    est, returned, X, y, kw = small_fit(method, blobs)
+    assert returned is est
+    np.testing.assert_array_equal(X, blobs.X)  # fit does not write into X
+    fresh = METHODS[method].load()(**SMALL[method])
+    assert est.get_params() == fresh.get_params()  # fit leaves the parameters alone
+    check_is_fitted(est)
+    assert est.n_features_in_ == X.shape[1]
+    labels = np.asarray(est.labels_)
+    assert labels.shape == (len(X),) and np.issubdtype(labels.dtype, np.integer)
+    unfitted = clone(est)
+    assert unfitted.get_params() == est.get_params()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(unfitted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est.fit(X, y)
-    Xt = np.random.default_rng(3).uniform(-2, 7, size=(20, 2))
+        np.testing.assert_array_equal(unfitted.fit_predict(X, y, **kw), labels)  # same seed, same labels
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.labels_, labels)
+    if hasattr(est, "predict"):
+        np.testing.assert_array_equal(back.predict(X, **kw), est.predict(X, **kw))
+        with pytest.raises(ValueError, match="features"):
+            est.predict(np.hstack([X, X[:, :1]]), **kw)
+
+
+@pytest.mark.parametrize("name", ["ssgmm", "bayesian-ssgmm", "ccib"])
+def test_predict_sample_order_and_subset_invariance(name, blobs):
+    """What check_methods_sample_order/subset_invariance test, with partial labels that fit n_clusters (the
+    shared fit of ``small_fit``)."""
+    est, *_, kw = small_fit(name, blobs)
+    Xt = np.random.default_rng(3).uniform(-2, 10, size=(20, 2))
+    background = np.arange(20) % 2  # CCIB's fit had a background: predict reads one per row
+
+    def call(method, rows):
+        extra = {"background": background[rows]} if "background" in kw else {}
+        return getattr(est, method)(Xt[rows], **extra)
+
     idx = np.random.default_rng(4).permutation(20)
     for method in ("predict", "predict_proba", "score_samples"):
         if hasattr(est, method):
-            full = getattr(est, method)(Xt)
-            np.testing.assert_allclose(full[idx], getattr(est, method)(Xt[idx]), atol=1e-9, err_msg=method)
+            full = call(method, np.arange(20))
+            np.testing.assert_allclose(full[idx], call(method, idx), atol=1e-9, err_msg=method)
             for part in np.array_split(np.arange(20), 3):
-                np.testing.assert_allclose(
-                    full[part], getattr(est, method)(Xt[part]), atol=1e-9, err_msg=method
-                )
+                np.testing.assert_allclose(full[part], call(method, part), atol=1e-9, err_msg=method)
 
 
-def test_feature_names_in_and_permuted_columns_warn():
+def test_feature_names_in_and_permuted_columns_warn(blobs):
     pd = pytest.importorskip("pandas")
     from ppclust import DPMeans
 
-    X, _ = _three_blobs(30)
+    X = blobs.X  # the shared fit's data and settings: no programs of its own
     df = pd.DataFrame(X, columns=["a", "b"])
-    est = DPMeans(lam_k=3, random_state=0).fit(df)
+    est = DPMeans(**SMALL["dpmeans"]).fit(df)
     assert list(est.feature_names_in_) == ["a", "b"] and est.n_features_in_ == 2
     np.testing.assert_array_equal(est.predict(df), est.labels_)
     with pytest.raises(ValueError, match="feature names should match"):
@@ -228,7 +291,7 @@ def test_partial_labels_replace_y():
     from ppclust import SemiSupervisedGMM
 
     X, truth = _three_blobs(45)
-    kw = dict(n_clusters=3, covariance_type="spherical", max_iter=30, random_state=0)
+    kw = SMALL["ssgmm"]  # the shared fit's settings (diag covariances): the routing, not the model, is tested
     none = np.full(len(X), -1)
     blind = SemiSupervisedGMM(**kw).fit(X, truth, partial_labels=none)
     plain = SemiSupervisedGMM(**kw).fit(X)

@@ -1,8 +1,11 @@
 """scikit-learn's fitting checks for BayesianSemiSupervisedGMM (collapsed Gibbs over assignments).
 
+All of them are ``slow`` (make reproduce): each check compiles programs of its own; the fast suite's
+cover is in ``tests/estimators/test_sklearn_api.py`` (CHEAP checks, test_fitted_estimator_contract).
+
 The checks, small settings and documented skip list are those of ``tests/estimators/test_sklearn_api.py``;
 this file
-only holds the fitting checks of this estimator, so that ``make test`` (``--dist loadfile``) can run them
+only holds the fitting checks of this estimator, so that pytest-xdist can run them
 on either worker, apart from the other heavy pairs (see the cost note in ``test_sklearn_api.py``).
 """
 

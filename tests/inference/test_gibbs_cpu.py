@@ -117,6 +117,8 @@ def test_single_step_unbatched_and_resumed():
     np.testing.assert_array_equal(a.labels, b.labels)
 
 
+@pytest.mark.slow  # float32 specialisations of every numba kernel of the sweep (not warmed at install)
+# plus a float32 XLA sweep; float64 parity is test_compiled_sweep_takes_the_xla_sweeps_decisions
 def test_float32_runs_and_matches():
     x, links = _problem(n=90, d=2, seed=3)
     x = jnp.asarray(x, jnp.float32)

@@ -426,6 +426,8 @@ def test_chain_numba_equals_xla():
     assert res["xla"].n_clusters.max() >= 3 and res["xla"].n_clusters[:, -1].min() >= 2
 
 
+@pytest.mark.slow  # two numba-backend sweeps traced and compiled after clearing JAX's caches; the fast
+# suite's chain parity (test_chain_numba_equals_xla, k_max = 12) runs the uint8 labels against XLA
 def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
     """With k_max <= 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
@@ -463,6 +465,8 @@ def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
     assert res[0].n_clusters.max() >= 2  # the moves and draws changed the partition
 
 
+@pytest.mark.slow  # a call count (how often the compiled draw runs), a sampler compiled at k_max = 32 for
+# it alone; the draws of several chains are checked against XLA by test_chain_numba_equals_xla
 def test_chains_run_one_label_block_width_per_sweep(monkeypatch):
     """Several chains (``vmap``) agree on one label-block width per sweep (``step``'s ``chain_axis``), so the
     unlinked block's compiled draw runs once per chain and sweep. With a batched width index ``lax.switch``
