@@ -247,6 +247,26 @@ def _soft_membership(est, X):
     return e / e.sum(1, keepdims=True)
 
 
+def _refine(labels, X, k_max, rng, cells=4):
+    """The warm start: ``labels`` crossed with the Voronoi cells of ``cells`` k-means++ seeds (standardised
+    features), at most ``k_max // 2`` clusters. Single-point Gibbs moves empty a surplus cluster easily but
+    rarely split one, so the chain starts finer than the last partition and merges back what the new
+    answers do not separate."""
+    Z = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    seeds = [int(rng.integers(Z.shape[0]))]
+    d2 = ((Z - Z[seeds[0]]) ** 2).sum(1)
+    for _ in range(cells - 1):
+        if d2.sum() <= 0:
+            break
+        seeds.append(int(rng.choice(Z.shape[0], p=d2 / d2.sum())))
+        d2 = np.minimum(d2, ((Z - Z[seeds[-1]]) ** 2).sum(1))
+    cell = ((Z[:, None, :] - Z[seeds][None]) ** 2).sum(-1).argmin(1)
+    out = np.unique(np.asarray(labels) * len(seeds) + cell, return_inverse=True)[1]
+    if out.max() + 1 > max(1, k_max // 2):
+        return np.unique(labels, return_inverse=True)[1]
+    return out
+
+
 class ActiveLearner:
     r"""Ask the most useful questions next: pairs (same cluster or not?) or points to label.
 
@@ -303,7 +323,9 @@ class ActiveLearner:
     point-estimate clusters at most :math:`\lceil b / C \rceil` times (C the cluster pairs among the
     candidates); when the candidates run short the limits are relaxed in that order. Pairs already asked
     (or given as links) are never suggested. A warm TVClust refit starts every chain from the last point
-    estimate (``init=labels_``) with ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
+    estimate crossed with the Voronoi cells of 4 k-means++ seeds (a finer partition: single-point moves
+    merge surplus clusters easily but rarely split one) with ``warm_warmup`` warm-up sweeps and
+    ``warm_draws`` draws.
 
     Examples
     --------
@@ -413,7 +435,7 @@ class ActiveLearner:
             ww = max(10, int(base.n_warmup) // 10) if self.warm_warmup is None else int(self.warm_warmup)
             wd = max(20, int(base.n_draws) // 5) if self.warm_draws is None else int(self.warm_draws)
             est.set_params(
-                init=np.asarray(est.labels_),
+                init=_refine(np.asarray(est.labels_), self.X_, int(getattr(est, "k_max", 64)), self._rng),
                 n_warmup=ww,
                 n_draws=wd,
                 random_state=int(self._rng.integers(2**31 - 1)),
@@ -435,8 +457,9 @@ class ActiveLearner:
             if samples is not None:
                 draws = np.asarray(samples.labels).reshape(-1, z.size)
                 P = membership(draws, z)
-            else:
+            else:  # the clusters are the columns of the soft memberships
                 P = _soft_membership(est, self.X_)
+                z = P.argmax(1)
             p = float(getattr(est, "p_", 0.9))
             q = float(getattr(est, "q_", 0.9))
             self._cache = (draws, P, z, p, q)
@@ -458,25 +481,25 @@ class ActiveLearner:
         m = min(int(self.n_candidates), n)
         # highest entropy first; random tie breaks
         order = np.lexsort((rng.random(n), -ent))[:m]
-        members = [np.flatnonzero(z == k) for k in range(max(K, int(z.max()) + 1))]
         other = P.copy()
         other[np.arange(n), z] = -1.0
         confused = other.argmax(1) if K > 1 else z
         r = int(self.n_neighbours)
         rows = []
-        for i in order:
-            for k in {int(z[i]), int(confused[i])}:
-                pool = members[k] if k < len(members) else np.zeros(0, np.int64)
-                if pool.size:
-                    js = rng.choice(pool, size=min(r, pool.size), replace=False)
-                    rows.extend((int(i), int(j)) for j in js)
-        extra = rng.integers(0, n, size=(max(len(rows), 4 * int(self.batch_size)), 2))
-        cand = np.r_[np.asarray(rows, np.int64).reshape(-1, 2), extra]
-        cand = np.sort(cand, axis=1)
+        for k in range(K):  # partners drawn per cluster, for every uncertain point that needs them
+            pool = np.flatnonzero(z == k)
+            need = order[(z[order] == k) | (confused[order] == k)]
+            if pool.size and need.size:
+                js = pool[rng.integers(0, pool.size, size=(need.size, min(r, pool.size)))]
+                rows.append(np.c_[np.repeat(need, js.shape[1]), js.reshape(-1)])
+        rows.append(rng.integers(0, n, size=(max(m * r, 4 * int(self.batch_size)), 2)))
+        cand = np.sort(np.concatenate(rows).astype(np.int64), axis=1)
         cand = cand[cand[:, 0] != cand[:, 1]]
         cand = np.unique(cand, axis=0)
-        keep = np.fromiter(((a, b) not in self._asked for a, b in cand.tolist()), bool, cand.shape[0])
-        return cand[keep]
+        if self._asked:
+            asked = np.array(sorted(self._asked), np.int64).reshape(-1, 2)
+            cand = cand[~np.isin(cand[:, 0] * n + cand[:, 1], asked[:, 0] * n + asked[:, 1])]
+        return cand
 
     def _select(self, cand, score, k):
         """Greedy batch: best score first; a point once per batch, a cluster pair at most ceil(k / C) times;
@@ -484,7 +507,7 @@ class ActiveLearner:
         _, _, z, _, _ = self._posterior()
         order = np.lexsort((self._rng.random(len(score)), -score))
         cp = np.sort(np.c_[z[cand[:, 0]], z[cand[:, 1]]], axis=1)
-        n_cp = max(1, len({tuple(c) for c in cp.tolist()}))
+        n_cp = max(1, len(np.unique(cp, axis=0)))
         cap = max(1, math.ceil(k / n_cp))
         chosen: list[int] = []
         for limits in ((True, True), (True, False), (False, False)):

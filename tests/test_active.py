@@ -126,7 +126,10 @@ def test_tell_records_links_skips_and_refits_warm():
     assert al.n_queries_ == 4
     assert len(al.must_link_) == 2 and len(al.cannot_link_) == 1 and len(al.skipped_) == 1
     assert al.estimator_.seen_links_ == 3  # the skipped pair is no link
-    assert not isinstance(al.estimator_.seen_init_, str)  # warm: started from the last labels
+    init = np.asarray(al.estimator_.seen_init_)  # warm: the last labels, refined (never merged)
+    last = (np.arange(30) >= 10).astype(int)
+    assert init.shape == (30,) and len(np.unique(init)) > 2
+    assert all(len(np.unique(last[init == c])) == 1 for c in np.unique(init))
     assert al.estimator_.n_warmup == 10 and al.estimator_.n_draws == 20
     again = al.suggest(50)
     asked = {tuple(p) for p in np.sort(pairs, 1).tolist()}
