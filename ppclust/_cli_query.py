@@ -139,7 +139,8 @@ def cmd_query(args) -> int:
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "x.csv").write_text("\\n".join(f"{i % 2 * 5 + i * 0.01},0" for i in range(12)))
     >>> main(["query", str(folder / "x.csv"), "--method", "rdpmeans", "--strategy", "random",
-    ...       "-n", "3", "--out", str(folder / "next.csv")])
+    ...       "-n", "3", "--out", str(folder / "next.csv")])  # doctest: +ELLIPSIS
+    ppclust query: wrote 3 pairs to ...next.csv
     0
     >>> (folder / "next.csv").read_text().splitlines()[0]
     'i,j'
