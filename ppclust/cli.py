@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ppclust import _cli_query
 from ppclust._input_files import (
     STDIN,
     CLIError,
@@ -324,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-header", dest="header", action="store_false", help="the first line of every input file is data"
     )
     f.set_defaults(func=cmd_fit)
+    _cli_query.add_parser(sub)
     d = sub.add_parser("demo", help="run every available method on an embedded data set")
     d.add_argument("--out", default="ppclust-demo", help="output folder (default ppclust-demo)")
     d.add_argument(

@@ -137,10 +137,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         sampler of :mod:`ppclust.inference.subcluster` (restricted block Gibbs plus exact split/merge
         moves; best with ``init="one"``). All three target the same posterior. "variational": the authors'
         truncated stick-breaking mean-field algorithm (:mod:`ppclust.inference.tvclust_vb`); no draws.
-    init : {"kmeans++", "one"}, default="kmeans++"
-        Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters, or
-        all points in one cluster. Single-point moves rarely split a big cluster, so "kmeans++" mixes
-        faster for the Gibbs samplers; surplus clusters empty out.
+    init : {"kmeans++", "one"} or array-like of shape (n,), default="kmeans++"
+        Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters,
+        all points in one cluster, or the given labels (any integers, at most ``k_max`` distinct; a warm
+        start from an earlier fit's ``labels_``, as :class:`ppclust.active.ActiveLearner` does). Single-point
+        moves rarely split a big cluster, so "kmeans++" mixes faster for the Gibbs samplers; surplus
+        clusters empty out.
     init_clusters : int >= 1, default=10
         Clusters of the k-means++ start (capped at ``k_max // 2`` and n).
     backend : {"auto", "numba", "xla"}, default="auto"
@@ -268,7 +270,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         "vb_max_iter": POSITIVE_INT,
         "vb_tol": POSITIVE_REAL,
         "devices": DEVICES,
-        "init": [StrOptions({"kmeans++", "one"})],
+        "init": [StrOptions({"kmeans++", "one"}), "array-like"],
         "init_clusters": POSITIVE_INT,
         "loss_a": [Interval(Real, 0, 2, closed="neither")],
         "progress_bar": ["boolean"],
@@ -408,7 +410,20 @@ class TVClust(ClusterMixin, BaseEstimator):
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
-            if self.init == "kmeans++":
+            if not isinstance(self.init, str):  # given labels, relabelled 0 .. K-1
+                given = np.asarray(self.init).reshape(-1)
+                if given.shape != (n,) or given.dtype.kind not in "iub":
+                    raise PPClustError(
+                        f"init labels must be {n} integers, one per row; got shape {given.shape}, "
+                        f"dtype {given.dtype}"
+                    )
+                init_labels = np.unique(given, return_inverse=True)[1].astype(np.int32)
+                if init_labels.max(initial=0) >= k_max:
+                    raise PPClustError(
+                        f"init labels have {init_labels.max() + 1} clusters, more than k_max={k_max}; "
+                        "raise k_max"
+                    )
+            elif self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
             kw = dict(

@@ -1,0 +1,197 @@
+"""ppclust.active: the information gain, co-clustering from draws, memberships, batches and warm refits."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+
+from ppclust import TVClust
+from ppclust.active import ActiveLearner, coclustering, information_gain, membership, simulated_oracle
+from ppclust.errors import PPClustError
+
+
+def _h(u):
+    u = np.asarray(u, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.nan_to_num(-(u * np.log(u) + (1 - u) * np.log(1 - u)))
+
+
+def test_information_gain_is_the_mutual_information_by_enumeration():
+    # I(A; Z) from the joint table of (same?, answer) for every pi, p, q
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        pi, p, q = rng.random(3)
+        joint = np.array([[pi * p, pi * (1 - p)], [(1 - pi) * (1 - q), (1 - pi) * q]])  # rows: same, diff
+        marg_s, marg_a = joint.sum(1), joint.sum(0)
+        mi = sum(
+            joint[a, b] * np.log(joint[a, b] / (marg_s[a] * marg_a[b]))
+            for a in range(2)
+            for b in range(2)
+            if joint[a, b] > 0
+        )
+        assert information_gain(pi, p, q) == pytest.approx(mi, abs=1e-12)
+
+
+def test_information_gain_edges():
+    assert information_gain([0.0, 1.0], 0.8, 0.7).tolist() == [0.0, 0.0]
+    assert float(information_gain(0.5, 0.6, 0.4)) == pytest.approx(0.0, abs=1e-12)  # p = 1 - q: coin flips
+    pis = np.linspace(0, 1, 101)
+    assert pis[np.argmax(information_gain(pis, 0.9, 0.9))] == pytest.approx(0.5)
+
+
+def test_coclustering_and_membership_against_brute_force():
+    rng = np.random.default_rng(1)
+    draws = rng.integers(0, 3, size=(7, 12))
+    z = rng.integers(0, 3, size=12)
+    z = np.unique(z, return_inverse=True)[1]
+    pairs = np.array([(i, j) for i in range(12) for j in range(i + 1, 12)])
+    psm = np.mean([(d[:, None] == d[None]).astype(float) for d in draws], 0)
+    np.testing.assert_allclose(coclustering(draws, pairs), psm[pairs[:, 0], pairs[:, 1]])
+    P = membership(draws, z)
+    brute = np.zeros_like(P)
+    for d in draws:
+        for i in range(12):
+            mates = d == d[i]
+            for k in range(P.shape[1]):
+                brute[i, k] += np.mean(z[mates] == k) / len(draws)
+    np.testing.assert_allclose(P, brute)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+
+
+def test_simulated_oracle_noise_rate():
+    y = np.repeat([0, 1, 2], 200)
+    pairs = np.random.default_rng(0).integers(0, 600, size=(4000, 2))
+    truth = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    assert (simulated_oracle(y, 0.0)(pairs) == truth).all()
+    wrong = np.mean(simulated_oracle(y, 0.2, random_state=0)(pairs) != truth)
+    assert 0.17 < wrong < 0.23
+    assert np.mean(simulated_oracle(y, 0.2, random_state=0)(np.arange(600)) != y) == pytest.approx(
+        0.2, abs=0.05
+    )
+
+
+class _Chain(NamedTuple):
+    labels: np.ndarray
+
+
+class FakePosterior(BaseEstimator):
+    """Draws where points 0-9 are sure (cluster A), 10-19 sure (B) and 20-29 flip between A and B."""
+
+    def __init__(self, init="kmeans++", n_warmup=10, n_draws=40, random_state=None):
+        self.init = init
+        self.n_warmup = n_warmup
+        self.n_draws = n_draws
+        self.random_state = random_state
+
+    def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
+        rng = np.random.default_rng(0)
+        n = len(X)
+        d = np.zeros((self.n_draws, n), np.int64)
+        d[:, 10:20] = 1
+        d[:, 20:] = rng.integers(0, 2, size=(self.n_draws, n - 20))
+        self.seen_links_ = (0 if must_link is None else len(must_link)) + (
+            0 if cannot_link is None else len(cannot_link)
+        )
+        self.seen_init_ = self.init
+        self.samples_ = _Chain(d[None])
+        self.labels_ = d[0] * 0 + (np.arange(n) >= 10)
+        self.p_ = self.q_ = 0.9
+        return self
+
+
+X30 = np.random.default_rng(0).normal(size=(30, 2))
+
+
+def test_information_batch_picks_uncertain_pairs_without_shared_points():
+    al = ActiveLearner(FakePosterior(), batch_size=8, random_state=0).fit(X30)
+    pairs = al.suggest()
+    assert pairs.shape == (8, 2)
+    assert len(np.unique(pairs)) == 16  # a point at most once per batch
+    assert (pairs[:, 0] < pairs[:, 1]).all()
+    # the sure pairs carry no information: the batch spends (nearly) all ten flipping points first
+    assert len(set(pairs.ravel().tolist()) & set(range(20, 30))) >= 8
+    assert (pairs[:4] >= 20).any(1).all()
+    # random pairs do not
+    rand = ActiveLearner(FakePosterior(), strategy="random", batch_size=8, random_state=0).fit(X30).suggest()
+    assert rand.shape == (8, 2) and len(set(rand.ravel().tolist()) & set(range(20, 30))) < 8
+
+
+def test_tell_records_links_skips_and_refits_warm():
+    al = ActiveLearner(FakePosterior(), batch_size=4, random_state=0).fit(X30)
+    pairs = al.suggest()
+    al.tell(pairs, [1, -1, 0, 1])
+    assert al.n_queries_ == 4
+    assert len(al.must_link_) == 2 and len(al.cannot_link_) == 1 and len(al.skipped_) == 1
+    assert al.estimator_.seen_links_ == 3  # the skipped pair is no link
+    init = np.asarray(al.estimator_.seen_init_)  # warm: the last labels, refined (never merged)
+    last = (np.arange(30) >= 10).astype(int)
+    assert init.shape == (30,) and len(np.unique(init)) > 2
+    assert all(len(np.unique(last[init == c])) == 1 for c in np.unique(init))
+    assert al.estimator_.n_warmup == 10 and al.estimator_.n_draws == 20
+    again = al.suggest(50)
+    asked = {tuple(p) for p in np.sort(pairs, 1).tolist()}
+    assert not asked & {tuple(p) for p in again.tolist()}  # never asked twice, skipped ones included
+    with pytest.raises(PPClustError, match="answers must be"):
+        al.tell(again[:1], [2])
+
+
+def test_information_needs_a_posterior():
+    from ppclust import RDPMeans
+
+    with pytest.raises(PPClustError, match="TVClust"):
+        ActiveLearner(RDPMeans(random_state=0), batch_size=4).fit(X30)
+    al = ActiveLearner(RDPMeans(random_state=0), strategy="uncertainty", batch_size=4, random_state=0).fit(
+        X30
+    )
+    assert al.suggest().shape == (4, 2) and not al.warm_
+
+
+def test_label_learner_suggests_rows_and_takes_labels():
+    from ppclust import SemiSupervisedGMM
+
+    X = np.r_[np.zeros((10, 2)), np.full((10, 2), 4.0)] + np.random.default_rng(0).normal(size=(20, 2))
+    y = np.repeat([0, 1], 10)
+    est = SemiSupervisedGMM(n_clusters=2, random_state=0)
+    al = ActiveLearner(est, batch_size=3, random_state=0).fit(X, partial_labels=np.r_[0, [-1] * 18, 1])
+    rows = al.suggest()
+    assert rows.shape == (3,) and not set(rows.tolist()) & {0, 19}
+    al.tell(rows, y[rows])
+    assert (al.labels_given_[rows] == y[rows]).all() and al.n_queries_ == 3
+
+
+def test_tvclust_init_labels_reach_the_sampler(monkeypatch):
+    from ppclust.estimators import tvclust as mod
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_sample(*args, **kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(mod.gibbs, "sample", fake_sample)
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(Stop):
+        TVClust(init=[5, 5, 7, 7, 9, 9], progress_bar=False).fit(X)
+    assert seen["init_labels"].tolist() == [0, 0, 1, 1, 2, 2]
+    with pytest.raises(PPClustError, match="6 integers"):
+        TVClust(init=[0, 1]).fit(X)
+    with pytest.raises(PPClustError, match="k_max"):
+        TVClust(init=np.arange(6), k_max=3).fit(X)
+
+
+@pytest.mark.slow
+def test_active_tvclust_end_to_end():
+    X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + np.random.default_rng(0).normal(size=(20, 2))
+    y = np.repeat([0, 1], 10)
+    est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0)
+    al = ActiveLearner(est, batch_size=5, random_state=0).fit(X)
+    al.run(simulated_oracle(y, noise=0.0, random_state=0), 10)
+    assert al.n_queries_ == 10 and al.warm_
+    assert al.estimator_.n_warmup == 10 and al.estimator_.n_draws == 20
+    assert al.estimator_.labels_.shape == (20,)
