@@ -123,7 +123,10 @@ def test_link_tilt_moves_a_point_to_its_linked_cluster():
     base = predictive.cluster_probabilities(lj)
     for j, target in ((0, 0), (3, 1)):
         tilt = predictive.link_log_tilt(draws, 1, lj.shape[-1], ([[0, j]], [1]), 0.95, 0.95)
-        assert predictive.cluster_probabilities(lj + tilt)[0, target] > max(0.9, base[0, target])
+        got = predictive.cluster_probabilities(lj + tilt)[0]
+        factor = np.where(np.arange(len(got)) == target, 0.95, 0.05)  # p on the linked cluster, 1 - q else
+        np.testing.assert_allclose(got, base[0] * factor / (base[0] * factor).sum(), rtol=1e-9)
+        assert got[target] > base[0, target]
     tilt = predictive.link_log_tilt(draws, 1, lj.shape[-1], ([[0, 0]], [-1]), 0.95, 0.95)
     assert predictive.cluster_probabilities(lj + tilt)[0, 0] < base[0, 0]
     np.testing.assert_allclose(np.exp(tilt[0, 0, :2]), [0.05, 0.95])

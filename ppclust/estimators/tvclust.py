@@ -214,6 +214,22 @@ class TVClust(ClusterMixin, BaseEstimator):
     pair counts N11, N01, N10, N00, and a point's Gibbs conditional through its friends and strangers per
     cluster (eqs. 11-13). The model's functions are :mod:`ppclust.models.tvclust`.
 
+    New points: :meth:`predict`, :meth:`predict_proba` (a last column for a cluster not seen in training),
+    :meth:`score_samples` (the log posterior predictive density averaged over the kept draws) and
+    :meth:`sample` (:mod:`ppclust.predictive`). With two chains or more, ``fit`` ends with a convergence
+    check (:func:`ppclust.posterior.check_convergence`: split R-hat and bulk ESS of the number of
+    clusters, the log joint, p and q) that warns with :class:`~ppclust.errors.ConvergenceWarning`.
+
+    Saving: ``pickle.dump(est, f)`` / ``joblib.dump(est, path)`` store the fitted estimator without its
+    n x n caches (``psm_``, recomputed from the partition draws on first access after loading) and with the
+    partition draws once, as ``posterior_["partition_draws"]`` (uint8 below 256 slots); ``samples_.labels``
+    is rebuilt from them on load. ``ppclust.posterior.save(est.posterior_, path)`` writes the tree,
+    partition draws included, as netCDF. Load pickles only from sources you trust.
+
+    Model comparison: ``posterior_.attrs["loo_validity"]`` states when PSIS-LOO on
+    :meth:`compute_log_likelihood` is valid; held-out :meth:`score_samples` over K folds is the
+    alternative when it is not.
+
     References
     ----------
     .. [1] D. Khashabi, J. Wieting, J. Y. Liu, F. Liang, "Clustering with side information: from a
@@ -719,7 +735,11 @@ class TVClust(ClusterMixin, BaseEstimator):
         draws = posterior.partition_draws(self.posterior_)
         S = draws.shape[0] * draws.shape[1]
         draws = partition.compact_labels(draws.reshape(S, -1))
-        per = lambda v, dflt: np.broadcast_to(np.asarray(dflt if v is None else v, np.float64), (S,))
+
+        def per(v, dflt):  # one value per draw (the draws' own, or a constant)
+            v = np.asarray(dflt if v is None else v, np.float64)
+            return np.broadcast_to(v.reshape(-1) if v.size == S else v, (S,))
+
         if self.pq == "fixed":
             p, q = float(self.p), float(self.q)
         else:
@@ -758,7 +778,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         """Pickle without the caches that grow as n^2 or duplicate the draws: ``psm_`` (recomputed from the
         draws on first access), the similarity matrix in ``posterior_`` and ``samples_.labels`` (restored
         from ``posterior_``'s partition draws on load)."""
-        state = self.__dict__.copy()
+        state = dict(super().__getstate__())  # a copy: the live object keeps its caches
         if state.get("posterior_") is not None:
             state.pop("psm_", None)
             dt = state["posterior_"].copy()
@@ -772,7 +792,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         dt = state.get("posterior_")
         if state.get("samples_") is not None and state["samples_"].labels is None and dt is not None:
             from ppclust import posterior
