@@ -78,13 +78,13 @@ def slot_log_joint(family, stats, log_w, x_new):
 
     Examples
     --------
-    >>> import jax.numpy as jnp
+    >>> import jax.numpy as jnp, numpy as np
     >>> from ppclust._jax import x64
     >>> from ppclust.families import GaussianNIW
     >>> with x64():
     ...     fam = GaussianNIW(jnp.zeros(1), jnp.asarray(1.0), jnp.asarray(3.0), jnp.eye(1))
     ...     st = fam.stats(jnp.array([[0.0], [0.2], [5.0]]), jnp.array([0, 0, 1]), 2)
-    ...     out = slot_log_joint(fam, st, jnp.log(jnp.array([2 / 3, 1 / 3])), jnp.array([[0.1]]))
+    ...     out = np.asarray(slot_log_joint(fam, st, jnp.log(jnp.array([2 / 3, 1 / 3])), jnp.array([[0.1]])))
     >>> out.shape, int(out.argmax())
     ((1, 2), 0)
     """
@@ -182,8 +182,8 @@ def log_density(log_joint) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> log_density(np.log([[[0.2, 0.1]], [[0.4, 0.1]]])).round(4).tolist()
-    [-1.204]
+    >>> log_density(np.log([[[0.2, 0.1]], [[0.4, 0.1]]])).round(4).tolist()  # log mean(0.3, 0.5)
+    [-0.9163]
     """
     lj = np.asarray(log_joint, np.float64)
     top = lj.max(axis=(0, 2))
