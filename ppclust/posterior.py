@@ -1,5 +1,8 @@
 r"""Posterior analysis of sampled partitions: ArviZ DataTree, pointwise log-likelihood, similarity matrix.
 
+Kept whole (over 700 lines, most of them docstrings): every function reads or writes the one DataTree
+layout described below, and its groups, checks and file format are defined together.
+
 Raw labels suffer from label switching, so every per-draw variable here is label-invariant. A DataTree
 built by :func:`build_datatree` has the groups
 
