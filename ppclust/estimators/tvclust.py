@@ -551,7 +551,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (m, d)
-            New points (the features of ``fit``, before standardisation).
+            New points, in the units of the features given to ``fit``.
         must_link, cannot_link : array-like of shape (L, 2) or None, default=None
             Pairs (new row, training row) believed to share a cluster / to differ: each multiplies a
             draw's cluster weights by its likelihood under the link noise model (:math:`p` or
