@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppclust import _cli_query
+from ppclust import _cli_predict, _cli_query
 from ppclust._input_files import (
     STDIN,
     CLIError,
@@ -211,6 +211,8 @@ def cmd_fit(args) -> int:
             from ppclust import plot
 
             plot.save_fit_figures(est, X, tmp, **fit_kw)
+    if args.save_model:
+        _cli_predict.save_model(est, args.save_model)
     for msg in dict.fromkeys(f"{w.category.__name__}: {one_line(w.message)}" for w in caught):
         print(f"ppclust: warning: {msg}", file=sys.stderr)
     head = "no header" if data.header is None else f"header {','.join(data.header)!r} skipped"
@@ -312,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-empty --out; replaces only the files ppclust writes, nothing else",
     )
     f.add_argument("--no-plots", action="store_true", help="skip figures")
+    f.add_argument("--save-model", metavar="PATH", help="pickle the fitted estimator (for `ppclust predict`)")
     h = f.add_mutually_exclusive_group()
     h.add_argument(
         "--header",
@@ -346,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         "after installing: a first fit then loads them instead of compiling)",
     )
     w.set_defaults(func=cmd_warmup)
+    _cli_predict.add_parser(sub)
     return p
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "NonFiniteError",
     "AllLabelledWarning",
     "DegenerateDataWarning",
+    "ConvergenceWarning",
     "one_line",
 ]
 
@@ -212,6 +214,21 @@ class DegenerateDataWarning(UserWarning):
     --------
     >>> from ppclust.errors import DegenerateDataWarning
     >>> issubclass(DegenerateDataWarning, UserWarning)
+    True
+    """
+
+
+class ConvergenceWarning(_SklearnConvergenceWarning):
+    """A sampler's chains disagree (split R-hat above :data:`ppclust.posterior.RHAT_MAX`) or mix slowly
+    (bulk effective sample size below :data:`ppclust.posterior.ESS_MIN`) on a scalar statistic (the
+    number of clusters, the log joint, p, q). The message names the statistic, its values and what to do.
+    A subclass of scikit-learn's ``ConvergenceWarning`` (itself a ``UserWarning``).
+
+    Examples
+    --------
+    >>> from sklearn.exceptions import ConvergenceWarning as SkWarning
+    >>> from ppclust.errors import ConvergenceWarning
+    >>> issubclass(ConvergenceWarning, SkWarning)
     True
     """
 

@@ -1,13 +1,20 @@
 r"""Posterior analysis of sampled partitions: ArviZ DataTree, pointwise log-likelihood, similarity matrix.
 
+Kept whole (over 700 lines, most of them docstrings): every function reads or writes the one DataTree
+layout described below, and its groups, checks and file format are defined together.
+
 Raw labels suffer from label switching, so every per-draw variable here is label-invariant. A DataTree
 built by :func:`build_datatree` has the groups
 
 * ``posterior``: genuine posterior draws only (never a constant: ArviZ would report R-hat NaN), e.g. for
   TVClust the number of clusters, ``p`` and ``q`` (draws from their Beta conditionals given the saved
-  partition, :func:`link_parameter_draws`), their Rao-Blackwellised conditional means ``p_cond_mean``,
-  ``q_cond_mean`` (:math:`E[p \mid z, E]`, narrower than the posterior of ``p``: not draws of it), and
-  ``alpha`` when it is sampled;
+  partition, :func:`link_parameter_draws`), and ``alpha`` when it is sampled;
+* ``derived``: per-draw functions of the draws that are not draws of a parameter, e.g. the
+  Rao-Blackwellised conditional means ``p_cond_mean``, ``q_cond_mean`` (:math:`E[p \mid z, E]`, narrower
+  than the posterior of ``p``), kept out of ``posterior`` so that ``az.summary`` reports no R-hat for them;
+* ``partition_draws``: ``z`` (chain, draw, obs), the sampled partitions as the sampler's slot ids in the
+  smallest unsigned integer type that holds them (:func:`encode_partitions`; :func:`partition_draws` reads
+  them back);
 * ``sample_stats``: ``lp``, the log joint of each draw (Gibbs samplers have no acceptance statistics);
 * ``log_likelihood``: pointwise :func:`loo_log_predictive` per point and draw (for ``az.loo`` /
   ``az.compare``), added on request (``TVClust.compute_log_likelihood``: O(draws n K d^2));
@@ -15,8 +22,10 @@ built by :func:`build_datatree` has the groups
 * ``clustering`` (no draw dimension): the point estimate, its credible-ball bounds and, when computed,
   the posterior similarity matrix;
 
-and the sampler settings and the prior as attributes of the root (a saved netCDF describes itself).
-Point estimates and credible balls live in :mod:`ppclust.partition`.
+and the sampler settings and the prior as attributes of the root (a saved netCDF describes itself), with
+:data:`LOO_VALIDITY` as ``loo_validity``. :func:`check_convergence` warns
+(:class:`~ppclust.errors.ConvergenceWarning`) when the chains disagree. Point estimates and credible balls
+live in :mod:`ppclust.partition`.
 """
 
 from __future__ import annotations
@@ -36,8 +45,15 @@ __all__ = [
     "link_parameter_draws",
     "loo_log_predictive",
     "build_datatree",
+    "encode_partitions",
+    "partition_draws",
+    "convergence_diagnostics",
+    "check_convergence",
     "save",
     "load",
+    "LOO_VALIDITY",
+    "RHAT_MAX",
+    "ESS_MIN",
     "MAX_LOGLIK_ENTRIES",
     "LOO_BATCH_SIZE",
 ]
@@ -48,6 +64,18 @@ __all__ = [
 MAX_LOGLIK_ENTRIES = 20_000_000
 #: Points per batch of :func:`loo_log_predictive`'s XLA program (its memory is O(batch K d^2)).
 LOO_BATCH_SIZE = 256
+#: When the pointwise log-likelihood (:func:`loo_log_predictive`) supports PSIS-LOO, and what to use else.
+LOO_VALIDITY = (
+    "PSIS-LOO (az.loo) is valid when every point's leave-one-out predictive is close to its full-data "
+    "one: the draws' partitions change little when one point leaves, i.e. many points per cluster and "
+    "Pareto k below 0.7. With small or unstable clusters (k above 0.7, or 'All tail values are the "
+    "same') the importance weights are unreliable: compare models by K-fold held-out "
+    "score_samples (log posterior predictive density of rows left out of the fit) instead."
+)
+#: :func:`check_convergence` warns when a statistic's split R-hat exceeds this (Gelman et al. 2013, 1.1)
+RHAT_MAX = 1.1
+#: ... or its bulk effective sample size over all chains falls below this
+ESS_MIN = 50.0
 
 
 def similarity_matrix(labels, *, max_n=5000) -> np.ndarray | None:
@@ -415,6 +443,8 @@ def build_datatree(
     clustering: dict | None = None,
     attrs: dict | None = None,
     dims: dict | None = None,
+    derived: dict | None = None,
+    partition_draws: np.ndarray | None = None,
 ):
     """ArviZ DataTree from per-draw arrays shaped (chain, draw, ...), with the groups of the module docstring.
 
@@ -434,6 +464,11 @@ def build_datatree(
         Settings and prior, stored on the root and the posterior group (non-scalar values as JSON strings).
     dims : dict, optional
         Dimension names of the non-scalar variables (``"obs"`` for points).
+    derived : dict of array (chain, draw), optional
+        Per-draw derived quantities (not draws of a parameter), stored as the ``derived`` group.
+    partition_draws : int array of shape (chain, draw, n), optional
+        Sampled partitions (non-negative slot ids), stored as ``partition_draws/z`` by
+        :func:`encode_partitions`.
 
     Returns
     -------
@@ -460,11 +495,176 @@ def build_datatree(
     dt = az.from_dict(groups, dims=dims or {})
     if clustering:
         dt["clustering"] = xr.DataTree(xr.Dataset({k: v for k, v in clustering.items()}))
+    if derived:
+        dt["derived"] = xr.DataTree(
+            xr.Dataset({k: (("chain", "draw"), np.asarray(v)) for k, v in derived.items()})
+        )
+    if partition_draws is not None:
+        z = encode_partitions(partition_draws)
+        dt["partition_draws"] = xr.DataTree(xr.Dataset({"z": (("chain", "draw", "obs"), z)}))
     if attrs:
         clean = {k: _attr(v) for k, v in attrs.items()}
         dt.attrs.update(clean)
         dt["posterior"].attrs.update(clean)
     return dt
+
+
+def encode_partitions(labels) -> np.ndarray:
+    """Partition draws in the smallest unsigned integer type that holds their labels (uint8 below 256).
+
+    Parameters
+    ----------
+    labels : int array of shape (..., n)
+        Non-negative labels (slot ids).
+
+    Returns
+    -------
+    ndarray of uint8, uint16 or uint32, the same shape and values
+
+    Examples
+    --------
+    >>> from ppclust.posterior import encode_partitions
+    >>> encode_partitions([[0, 3, 3]]).dtype.name
+    'uint8'
+    """
+    z = np.asarray(labels)
+    top = int(z.max()) if z.size else 0
+    if z.size and int(z.min()) < 0:
+        raise ValueError("partition draws must be non-negative labels")
+    dtype = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
+    return z.astype(dtype)
+
+
+def partition_draws(dt) -> np.ndarray:
+    """The partition draws of a DataTree built with ``partition_draws`` (a fitted estimator's
+    ``posterior_``, or one read back by :func:`load`), as int32 of shape (chain, draw, n).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        With a ``partition_draws`` group.
+
+    Returns
+    -------
+    ndarray of int32 of shape (chain, draw, n)
+
+    Raises
+    ------
+    KeyError
+        When the tree has no ``partition_draws`` group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.posterior import build_datatree, partition_draws
+    >>> dt = build_datatree({"n_clusters": np.array([[1, 2]])}, partition_draws=np.array([[[0, 0], [0, 1]]]))
+    >>> partition_draws(dt).tolist()
+    [[[0, 0], [0, 1]]]
+    """
+    if "partition_draws" not in dt.children:
+        raise KeyError("the DataTree has no partition_draws group")
+    return np.asarray(dt["partition_draws"]["z"].values, np.int32)
+
+
+def convergence_diagnostics(dt, variables=("n_clusters", "lp", "p", "q")) -> dict:
+    """Split R-hat (rank-normalised) and bulk ESS of scalar per-draw statistics across chains (ArviZ).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        With ``posterior`` and ``sample_stats`` groups of shape (chain, draw).
+    variables : sequence of str, default=("n_clusters", "lp", "p", "q")
+        Names looked up in ``posterior`` then ``sample_stats``; missing ones are skipped.
+
+    Returns
+    -------
+    dict
+        ``name -> (r_hat, ess_bulk)``. A statistic constant over every draw (up to rounding) gets
+        ``(1.0, nan)``; one constant within each chain but different between chains ``(inf, nan)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.posterior import build_datatree, convergence_diagnostics
+    >>> rng = np.random.default_rng(0)
+    >>> dt = build_datatree({"n_clusters": np.array([[2] * 50, [5] * 50])})
+    >>> convergence_diagnostics(dt)["n_clusters"][0]
+    inf
+    """
+    from arviz_stats.base import array_stats
+
+    out = {}
+    for name in variables:
+        for group in ("posterior", "sample_stats"):
+            if group in dt.children and name in dt[group].ds.data_vars:
+                v = np.asarray(dt[group][name].values, np.float64)
+                break
+        else:
+            continue
+        if v.ndim != 2 or v.shape[0] < 2:
+            continue
+        tol = 1e-9 * (1.0 + float(np.max(np.abs(v))))  # the same partition's log joint, rounded apart
+        if np.ptp(v) <= tol:
+            out[name] = (1.0, float("nan"))
+        elif np.all(np.ptp(v, axis=1) <= tol):
+            out[name] = (float("inf"), float("nan"))
+        else:
+            r = float(array_stats.rhat(v, chain_axis=0, draw_axis=1, method="rank"))
+            e = float(array_stats.ess(v, chain_axis=0, draw_axis=1, method="bulk"))
+            out[name] = (r, e)
+    return out
+
+
+def check_convergence(dt, estimator="the sampler", advice="run more sweeps or more chains") -> dict:
+    """Warn (:class:`~ppclust.errors.ConvergenceWarning`) when the chains of a fit disagree.
+
+    A statistic of :func:`convergence_diagnostics` warns when its split R-hat exceeds :data:`RHAT_MAX` or
+    its bulk ESS falls below :data:`ESS_MIN`; one warning names every such statistic with its values and
+    what to do. Needs at least two chains (else nothing is checked).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        A fitted estimator's ``posterior_``.
+    estimator : str, default="the sampler"
+        Named in the message.
+    advice : str, default="run more sweeps or more chains"
+        What to do, appended to the message.
+
+    Returns
+    -------
+    dict
+        The diagnostics (:func:`convergence_diagnostics`).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np
+    >>> from ppclust.posterior import build_datatree, check_convergence
+    >>> dt = build_datatree({"n_clusters": np.array([[2, 3] * 25, [7, 8] * 25])})
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     _ = check_convergence(dt)
+    >>> w[0].category.__name__
+    'ConvergenceWarning'
+    """
+    import warnings
+
+    from ppclust.errors import ConvergenceWarning
+
+    diag = convergence_diagnostics(dt)
+    bad = [
+        f"{name}: r_hat={r:.3g}, ess_bulk={e:.3g}"
+        for name, (r, e) in diag.items()
+        if r > RHAT_MAX or (np.isfinite(e) and e < ESS_MIN)
+    ]
+    if bad:
+        warnings.warn(
+            f"{estimator}: the chains disagree or mix slowly ({'; '.join(bad)}; split R-hat should be "
+            f"<= {RHAT_MAX}, bulk ESS >= {ESS_MIN:g}); {advice}.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return diag
 
 
 def _attr(v):

@@ -101,8 +101,9 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p(blobs):
     sd = {}
     for pq in ("collapse", "sample"):
         est = TVClust(pq=pq, **kw).fit(X, must_link=ml, cannot_link=cl)
-        ds = est.posterior_["posterior"].ds
-        sd[pq] = {v: float(ds[v].std()) for v in ("p", "q", "p_cond_mean")}
+        ds, derived = est.posterior_["posterior"].ds, est.posterior_["derived"].ds
+        sd[pq] = {v: float(ds[v].std()) for v in ("p", "q")}
+        sd[pq]["p_cond_mean"] = float(derived["p_cond_mean"].std())
     for v in ("p", "q"):
         # Monte Carlo error of an sd from 800 (autocorrelated) draws is a few percent; 20% is > 4 se
         assert sd["collapse"][v] == pytest.approx(sd["sample"][v], rel=0.2), sd
@@ -135,7 +136,9 @@ def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make
         )
     np.testing.assert_array_equal(dt["log_likelihood"]["x"].values, want)
     names = set(dt["posterior"].ds.data_vars)
-    assert {"p", "q", "p_cond_mean", "q_cond_mean", "alpha", "n_clusters"} <= names
+    assert {"p", "q", "alpha", "n_clusters"} <= names
+    assert not {"p_cond_mean", "q_cond_mean"} & names  # derived, not draws: no r-hat in az.summary
+    assert {"p_cond_mean", "q_cond_mean"} <= set(dt["derived"].ds.data_vars)
     assert not {"p", "q", "p_cond_mean"} & set(without.posterior_["posterior"].ds.data_vars)
     assert dt["log_likelihood"]["x"].shape == (2, 60, len(X))
     with warnings.catch_warnings():

@@ -698,9 +698,178 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         )
         self._shift = shift
         self._n_train = n
+        self._predictive_family = family
         self.labels_ = z.astype(np.int64)
         self.n_clusters_ = int(len(np.unique(self.labels_)))
+        posterior.check_convergence(
+            self.posterior_, "BayesianSemiSupervisedGMM", "run more sweeps (n_warmup, n_draws) or more chains"
+        )
         return self
+
+    # ------------------------------------------------------------------------------------ new points
+    def predict_proba(self, X):
+        r"""Posterior predictive probability of each component for new, unlabelled points.
+
+        For kept draw :math:`s` a new point joins component :math:`k` with weight
+        :math:`\frac{n_k + a}{n + K a}\,t_k(x)`, :math:`t_k` the NIW Student-t predictive of the component's
+        points (weights and parameters integrated out); the draws are summed with these weights
+        (:func:`ppclust.predictive.cluster_probabilities`; the components are identified by their classes,
+        so no relabelling).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m, n_clusters)
+            Rows sum to 1.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import BayesianSemiSupervisedGMM
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+        >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+        ...                                 progress_bar=False).fit(X)
+        >>> gmm.predict_proba([[0.0, 0.0]]).sum().round(6)
+        1.0
+        """
+        from ppclust import predictive
+
+        return predictive.cluster_probabilities(self._new_point_log_joint(X))
+
+    def predict(self, X):
+        """The most probable component of each new point (:meth:`predict_proba`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of int64 of shape (m,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import BayesianSemiSupervisedGMM
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+        >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+        ...                                 progress_bar=False).fit(X)
+        >>> bool((gmm.predict(X[[0, 30]]) == gmm.labels_[[0, 30]]).all())
+        True
+        """
+        return self.predict_proba(X).argmax(1).astype(np.int64)
+
+    def score_samples(self, X):
+        r"""Log posterior predictive density :math:`\log\frac1S\sum_s\sum_k\frac{n_k+a}{n+Ka}t_k(x)` of
+        each new point (unlabelled), averaged over the kept draws.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import BayesianSemiSupervisedGMM
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+        >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+        ...                                 progress_bar=False).fit(X)
+        >>> s = gmm.score_samples([[0.0, 0.0], [30.0, 30.0]])
+        >>> bool(s[0] > s[1])
+        True
+        """
+        from ppclust import predictive
+
+        return predictive.log_density(self._new_point_log_joint(X))
+
+    def sample(self, n_samples=1, *, random_state=None):
+        """Points drawn from the posterior predictive: a kept draw, a component by its predictive weight,
+        its parameters from their NIW posterior, the point from the Gaussian.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Points to draw.
+        random_state : None, int or JAX key, default=None
+            Seed.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, d)
+        y : ndarray of int64 of shape (n_samples,)
+            The component of each point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import BayesianSemiSupervisedGMM
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+        >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+        ...                                 progress_bar=False).fit(X)
+        >>> gmm.sample(3, random_state=0)[0].shape
+        (3, 2)
+        """
+        from ppclust import posterior, predictive
+
+        check_is_fitted(self, "means_")
+        K, a = int(self._n_clusters), float(self.weight_concentration)
+        xc = self.posterior_["observed_data"]["x"].values - self._shift
+        draws = posterior.partition_draws(self.posterior_).reshape(-1, xc.shape[0])
+        k_pick, k_pts = jax.random.split(as_key(random_state))
+        pick = np.asarray(jax.random.randint(k_pick, (int(n_samples),), 0, draws.shape[0]))
+        out, lab = np.empty((int(n_samples), xc.shape[1])), np.empty(int(n_samples), np.int64)
+        with x64():
+            for s in np.unique(pick):
+                rows = np.flatnonzero(pick == s)
+                stats = self._predictive_family.stats(jnp.asarray(xc), jnp.asarray(draws[s]), K)
+                log_w = jnp.log(stats.n + a)
+                x, slot = predictive.sample_points(
+                    jax.random.fold_in(k_pts, int(s)), self._predictive_family, stats, log_w, len(rows)
+                )
+                out[rows], lab[rows] = x + self._shift, slot
+        return out, lab
+
+    def _new_point_log_joint(self, X):
+        """(S, m, K) log joints of new points under every kept draw (:mod:`ppclust.predictive`)."""
+        from ppclust import posterior, predictive
+
+        check_is_fitted(self, "means_")
+        X = validate_X(self, X, reset=False)
+        K = int(self._n_clusters)
+        xc = self.posterior_["observed_data"]["x"].values - self._shift
+        draws = posterior.partition_draws(self.posterior_).reshape(-1, xc.shape[0])
+        with x64():
+            return predictive.draws_log_joint(
+                self._predictive_family,
+                xc,
+                draws,
+                float(self.weight_concentration) * K,
+                X - self._shift,
+                partition="finite",
+                n_slots=K,
+            )
+
+    def _ll_n(self, X):
+        # bic / aic: the plug-in mixture at the posterior means (the model's parameter count applies to it)
+        check_is_fitted(self, "means_")
+        if X is None:
+            return self.log_likelihood_, self._n_train
+        s = _SemiSupervisedGMMBase.score_samples(self, X)
+        return float(s.sum()), len(s)
 
     def _gibbs_datatree(self, key, X, xc, family, res, z, loss, psm, log_mask, g, a, codes):
         r"""ArviZ DataTree of the Gibbs run: label-invariant draws of this model (:mod:`ppclust.posterior`).
@@ -780,6 +949,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             clustering=clustering,
             attrs=attrs,
             dims={"x": ["obs", "feature"], "y": ["obs"], "weights_sorted": ["rank"]},
+            partition_draws=lab,
         )
 
 

@@ -216,6 +216,22 @@ class TVClust(ClusterMixin, BaseEstimator):
     pair counts N11, N01, N10, N00, and a point's Gibbs conditional through its friends and strangers per
     cluster (eqs. 11-13). The model's functions are :mod:`ppclust.models.tvclust`.
 
+    New points: :meth:`predict`, :meth:`predict_proba` (a last column for a cluster not seen in training),
+    :meth:`score_samples` (the log posterior predictive density averaged over the kept draws) and
+    :meth:`sample` (:mod:`ppclust.predictive`). With two chains or more, ``fit`` ends with a convergence
+    check (:func:`ppclust.posterior.check_convergence`: split R-hat and bulk ESS of the number of
+    clusters, the log joint, p and q) that warns with :class:`~ppclust.errors.ConvergenceWarning`.
+
+    Saving: ``pickle.dump(est, f)`` / ``joblib.dump(est, path)`` store the fitted estimator without its
+    n x n caches (``psm_``, recomputed from the partition draws on first access after loading) and with the
+    partition draws once, as ``posterior_["partition_draws"]`` (uint8 below 256 slots); ``samples_.labels``
+    is rebuilt from them on load. ``ppclust.posterior.save(est.posterior_, path)`` writes the tree,
+    partition draws included, as netCDF. Load pickles only from sources you trust.
+
+    Model comparison: ``posterior_.attrs["loo_validity"]`` states when PSIS-LOO on
+    :meth:`compute_log_likelihood` is valid; held-out :meth:`score_samples` over K folds is the
+    alternative when it is not.
+
     References
     ----------
     .. [1] D. Khashabi, J. Wieting, J. Y. Liu, F. Liang, "Clustering with side information: from a
@@ -393,9 +409,11 @@ class TVClust(ClusterMixin, BaseEstimator):
             )
         if self.algorithm == "variational":
             return self._fit_variational(X, side)
+        self._x_shift, self._x_scale = np.zeros(d), np.ones(d)
         if self.standardize:
             sd = X.std(0)
-            X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+            self._x_shift, self._x_scale = X.mean(0), np.where(sd > 0, sd, 1.0)
+            X = (X - self._x_shift) / self._x_scale
         prior = TVClustPrior(float(self.alpha), *self._link_prior(_link_mass(side)))
         with x64():
             xj = jnp.asarray(X)
@@ -467,6 +485,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.samples_ = res
         self.n_features_in_ = X.shape[1]
         self._set_posterior(key, X, side, links, family, prior, res)
+        from ppclust import posterior
+
+        posterior.check_convergence(self.posterior_, "TVClust", _ADVICE)
         return self
 
     def compute_log_likelihood(self):
@@ -529,6 +550,282 @@ class TVClust(ClusterMixin, BaseEstimator):
             self.posterior_["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
         return self.posterior_["log_likelihood"]
 
+    # ------------------------------------------------------------------------------------ new points
+    def predict_proba(self, X, *, must_link=None, cannot_link=None):
+        r"""Posterior probability that each new point belongs to each cluster of ``labels_``, or to a new one.
+
+        For kept draw :math:`s` (its partition :math:`z^{(s)}` of the training points, cluster parameters
+        integrated out) a new point joins cluster :math:`k` with weight
+        :math:`\frac{n_k}{n+\alpha}\,t_k(x)` and a new cluster with :math:`\frac{\alpha}{n+\alpha}\,t_0(x)`
+        (:math:`t_k` the NIW Student-t predictive of the cluster's points, :math:`t_0` the prior
+        predictive); each draw's cluster is spread over the clusters of ``labels_`` by the share of its
+        points in each, and the draws are summed with these weights (:mod:`ppclust.predictive`). Variational:
+        the same with the components' Normal-Wishart posteriors and the expected stick-breaking weights,
+        components that hold no point of ``labels_`` counting as "new".
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points, in the units of the features given to ``fit``.
+        must_link, cannot_link : array-like of shape (L, 2) or None, default=None
+            Pairs (new row, training row) believed to share a cluster / to differ: each multiplies a
+            draw's cluster weights by its likelihood under the link noise model (:math:`p` or
+            :math:`1-q`; :math:`1-p` or :math:`q`, with the draw's p, q; samplers only).
+
+        Returns
+        -------
+        ndarray of shape (m, n_clusters_ + 1)
+            Rows sum to 1; the last column is "a cluster not seen in training".
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> noise = np.random.default_rng(0).normal(size=(20, 2))
+        >>> X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + noise
+        >>> est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> P = est.predict_proba([[0.0, 0.0], [5.0, 5.0]])
+        >>> P.shape, P.sum(1).round(6).tolist()
+        ((2, 3), [1.0, 1.0])
+        """
+        from ppclust import predictive
+
+        lj, mapping = self._new_point_log_joint(X, must_link, cannot_link)
+        return predictive.cluster_probabilities(lj, mapping)
+
+    def predict(self, X, *, must_link=None, cannot_link=None):
+        """The most probable cluster of ``labels_`` for each new point (:meth:`predict_proba`).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+        must_link, cannot_link : array-like of shape (L, 2) or None, default=None
+            Pairs (new row, training row), as in :meth:`predict_proba`.
+
+        Returns
+        -------
+        ndarray of int64 of shape (m,)
+            Labels of ``labels_``; ``n_clusters_`` where a cluster not seen in training is the most probable.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> noise = np.random.default_rng(0).normal(size=(20, 2))
+        >>> X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + noise
+        >>> est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> bool((est.predict(X[[0, 15]]) == est.labels_[[0, 15]]).all())
+        True
+        """
+        return self.predict_proba(X, must_link=must_link, cannot_link=cannot_link).argmax(1).astype(np.int64)
+
+    def score_samples(self, X):
+        r"""Log posterior predictive density of each new point: :math:`\log \frac1S\sum_s p(x \mid z^{(s)})`.
+
+        :math:`p(x \mid z^{(s)}) = \sum_k \frac{n_k}{n+\alpha} t_k(x) + \frac{\alpha}{n+\alpha} t_0(x)`, the
+        collapsed NIW predictive of draw :math:`s` (variational: one term, the variational posterior's),
+        in the units of ``X`` (the standardisation's Jacobian included). Held-out rows give the K-fold
+        alternative to PSIS-LOO (``posterior_.attrs["loo_validity"]``).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> noise = np.random.default_rng(0).normal(size=(20, 2))
+        >>> X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + noise
+        >>> est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> s = est.score_samples([[0.0, 0.0], [20.0, -20.0]])
+        >>> bool(s[0] > s[1])
+        True
+        """
+        from ppclust import predictive
+
+        lj, _ = self._new_point_log_joint(X, None, None)
+        return predictive.log_density(lj) - float(np.sum(np.log(self._x_scale)))
+
+    def score(self, X, y=None):
+        """Mean :meth:`score_samples` of ``X`` (the held-out log predictive density per point).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            New points.
+        y : ignored
+            For scikit-learn's API.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> X = np.random.default_rng(0).normal(size=(12, 2))
+        >>> est = TVClust(n_draws=10, n_warmup=10, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> bool(np.isfinite(est.score(X)))
+        True
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def sample(self, n_samples=1, *, random_state=None):
+        """Points drawn from the posterior predictive: a kept draw, a cluster by its predictive weight, the
+        cluster's parameters from their NIW posterior, the point from the Gaussian.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Points to draw.
+        random_state : None, int or JAX key, default=None
+            Seed.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, d)
+            In the units of the training features.
+        y : ndarray of int64 of shape (n_samples,)
+            The cluster of ``labels_`` that holds most of the chosen cluster's points; ``n_clusters_`` for a
+            new cluster.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import TVClust
+        >>> noise = np.random.default_rng(0).normal(size=(20, 2))
+        >>> X = np.r_[np.zeros((10, 2)), np.full((10, 2), 5.0)] + noise
+        >>> est = TVClust(n_draws=20, n_warmup=20, n_chains=1, progress_bar=False, random_state=0).fit(X)
+        >>> Xs, ys = est.sample(4, random_state=0)
+        >>> Xs.shape, ys.shape
+        ((4, 2), (4,))
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from ppclust import predictive
+
+        check_is_fitted(self, "labels_")
+        n_samples = int(n_samples)
+        key = as_key(random_state)
+        family, x_train, draws, alpha, _, _ = self._draw_view()
+        k_pick, k_pts = jax.random.split(key)
+        pick = np.asarray(jax.random.randint(k_pick, (n_samples,), 0, draws.shape[0]))
+        out, lab = np.empty((n_samples, self.n_features_in_)), np.empty(n_samples, np.int64)
+        with x64():
+            for s in np.unique(pick):
+                rows = np.flatnonzero(pick == s)
+                if self.posterior_ is None:
+                    stats, log_w, mapping = self._vb_predictive
+                else:
+                    z = draws[s]
+                    k = int(z.max()) + 2
+                    stats = family.stats(jnp.asarray(x_train), jnp.asarray(z), k)
+                    nk = np.asarray(stats.n)
+                    log_w = np.where(nk > 0, np.log(np.maximum(nk, 1e-300)), -np.inf)
+                    log_w[-1] = np.log(alpha[s])
+                    mapping = predictive.overlap_map(z[None], self.labels_, k)[0]
+                x, slot = predictive.sample_points(
+                    jax.random.fold_in(k_pts, int(s)), family, stats, jnp.asarray(log_w), len(rows)
+                )
+                out[rows] = x
+                lab[rows] = np.asarray(mapping)[slot].argmax(1)
+        return out * self._x_scale + self._x_shift, lab
+
+    def _draw_view(self):
+        """(family, standardised training x, compact partition draws (S, n), alpha, p, q per draw)."""
+        from ppclust import partition, posterior
+
+        if self.posterior_ is None:  # variational: one "draw", the variational posterior
+            return self._vb_family, None, np.zeros((1, 0), np.int32), np.ones(1), None, None
+        links, family, prior, kw = self._loglik_inputs
+        x_train = self.posterior_["observed_data"]["x"].values
+        draws = posterior.partition_draws(self.posterior_)
+        S = draws.shape[0] * draws.shape[1]
+        draws = partition.compact_labels(draws.reshape(S, -1))
+
+        def per(v, dflt):  # one value per draw (the draws' own, or a constant)
+            v = np.asarray(dflt if v is None else v, np.float64)
+            return np.broadcast_to(v.reshape(-1) if v.size == S else v, (S,))
+
+        if self.pq == "fixed":
+            p, q = float(self.p), float(self.q)
+        else:
+            post = self.posterior_["posterior"]
+            p, q = post["p"].values.reshape(S), post["q"].values.reshape(S)
+        return family, x_train, draws, per(kw["alpha"], prior.alpha), per(p, 0.5), per(q, 0.5)
+
+    def _new_point_log_joint(self, X, must_link, cannot_link):
+        """(S, m, slots) log joints of new points (tilted by their links) and the slots' map onto labels_."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from ppclust import predictive
+
+        check_is_fitted(self, "labels_")
+        Z = (validate_X(self, X, reset=False) - self._x_shift) / self._x_scale
+        with x64():
+            if self.posterior_ is None:
+                stats, log_w, mapping = self._vb_predictive
+                lj = np.asarray(
+                    predictive.slot_log_joint(self._vb_family, stats, jnp.asarray(log_w), jnp.asarray(Z))
+                )[None]
+                if must_link is not None or cannot_link is not None:
+                    raise PPClustError(
+                        "links of new points need a sampler (algorithm='variational' has none)"
+                    )
+                return lj, mapping[None]
+            family, x_train, draws, alpha, p, q = self._draw_view()
+            lj = predictive.draws_log_joint(family, x_train, draws, alpha, Z)
+        n_slots = lj.shape[-1]
+        pairs, sign = _new_links(must_link, cannot_link, Z.shape[0], x_train.shape[0])
+        if len(pairs):
+            lj = lj + predictive.link_log_tilt(draws, Z.shape[0], n_slots, (pairs, sign), p, q)
+        return lj, predictive.overlap_map(draws, self.labels_, n_slots)
+
+    def __getstate__(self):
+        """Pickle without the caches that grow as n^2 or duplicate the draws: ``psm_`` (recomputed from the
+        draws on first access), the similarity matrix in ``posterior_`` and ``samples_.labels`` (restored
+        from ``posterior_``'s partition draws on load)."""
+        state = dict(super().__getstate__())  # a copy: the live object keeps its caches
+        if state.get("posterior_") is not None:
+            state.pop("psm_", None)
+            dt = state["posterior_"].copy()
+            if "clustering" in dt.children and "psm" in dt["clustering"].ds:
+                dt["clustering"] = dt["clustering"].ds.drop_vars("psm")
+            state["posterior_"] = dt
+        if state.get("samples_") is not None and "partition_draws" in getattr(
+            state.get("posterior_"), "children", {}
+        ):
+            state["samples_"] = state["samples_"]._replace(labels=None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        dt = state.get("posterior_")
+        if state.get("samples_") is not None and state["samples_"].labels is None and dt is not None:
+            from ppclust import posterior
+
+            self.samples_ = state["samples_"]._replace(labels=posterior.partition_draws(dt))
+
+    def __getattr__(self, name):
+        # psm_ dropped by __getstate__: recomputed from the partition draws on first access
+        if name == "psm_" and self.__dict__.get("posterior_") is not None:
+            from ppclust import posterior
+
+            psm = posterior.similarity_matrix(
+                posterior.partition_draws(self.posterior_), max_n=int(self.max_psm_n)
+            )
+            self.psm_ = psm
+            return psm
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _link_prior(self, n_links=0.0):
         """(a_p, b_p, a_q, b_q): the explicit Beta parameters, or those implied by ``link_noise`` and
         ``link_strength`` for ``n_links`` linked pairs (weights summed)."""
@@ -584,11 +881,14 @@ class TVClust(ClusterMixin, BaseEstimator):
         with x64():
             post = {"n_clusters": res.n_clusters}
             kw = dict(pq=self.pq, p=None, q=None, alpha=res.alpha if self.sample_alpha else None)
+            derived = {}
             if self.pq != "fixed":
                 draws = posterior.link_parameter_draws(key_pq, res.labels, links, prior)
                 if self.pq == "sample":  # the sampler's own draws of p, q given each partition
                     draws.update(p=np.asarray(res.p), q=np.asarray(res.q))
                     kw.update(p=res.p, q=res.q)
+                # conditional means E[p | z, E] are functions of the draws, not draws of p: not in posterior
+                derived = {k: draws.pop(k) for k in ("p_cond_mean", "q_cond_mean")}
                 post.update(draws)
             else:
                 kw.update(p=float(self.p), q=float(self.q))
@@ -626,7 +926,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             observed_x="features after standardisation" if self.standardize else "features as given",
             pointwise_log_likelihood="log p(x_i | x_-i, z_-i, E): collapsed leave-one-out predictive, own "
             "label summed out (ppclust.posterior.loo_log_predictive); TVClust.compute_log_likelihood()",
-            p_q="draws from Beta(a + N, b + N) given each partition; p_cond_mean, q_cond_mean = E[. | z, E]"
+            loo_validity=posterior.LOO_VALIDITY,
+            p_q="draws from Beta(a + N, b + N) given each partition; derived group: E[p | z, E], E[q | z, E]"
             if self.pq == "collapse"
             else f"pq={self.pq}",
             point_estimate_loss=loss,
@@ -663,6 +964,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             clustering=clustering,
             attrs=attrs,
             dims=dims,
+            derived=derived,
+            partition_draws=res.labels,
         )
 
     def _fit_variational(self, X, side):
@@ -673,9 +976,11 @@ class TVClust(ClusterMixin, BaseEstimator):
                 "algorithm='variational' supports covariance_type='full' only (the authors' "
                 f"Normal-Wishart components), got {self.covariance_type!r}"
             )
+        self._x_shift, self._x_scale = np.zeros(d), np.ones(d)
         if self.standardize:  # the authors' code: centre, divide by the sd with n - 1
             sd = X.std(0, ddof=1) if n > 1 else np.ones(d)
-            X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+            self._x_shift, self._x_scale = X.mean(0), np.where(sd > 0, sd, 1.0)
+            X = (X - self._x_shift) / self._x_scale
         pairs = np.asarray(side.pairs).reshape(-1, 2) if side.n_links else np.zeros((0, 2), np.int64)
         signs = np.asarray(side.sign).reshape(-1) if side.n_links else np.zeros(0)
         src, dst, e = tvclust_vb.directed_entries(pairs, signs, self.vb_mask)
@@ -712,9 +1017,58 @@ class TVClust(ClusterMixin, BaseEstimator):
         ap, bp, aq, bq = (float(v) for v in res.pq_params)
         self.p_, self.q_, self.alpha_ = ap / (ap + bp), aq / (aq + bq), float(self.alpha)
         self.psm_ = res.resp @ res.resp.T if n <= int(self.max_psm_n) else None
+        self._set_vb_predictive(family, X, res)
         self.posterior_ = self.point_estimate_ = self.credible_ball_ = self.expected_loss_ = None
         self.samples_ = None
         return self
+
+    def _set_vb_predictive(self, family, X, res):
+        """The variational posterior's predictive pieces: the components' statistics from the final
+        responsibilities, log expected stick-breaking weights, components mapped onto ``labels_``."""
+        with x64():
+            stats = family.soft_stats(jnp.asarray(X), jnp.asarray(res.resp))
+        stats = jax.tree_util.tree_map(np.asarray, stats)
+        g = np.asarray(res.gamma, np.float64)  # (K-1, 2) Beta(g1, g2) sticks
+        ev = g[:, 0] / g.sum(1)
+        log_rest = np.concatenate([[0.0], np.cumsum(np.log1p(-ev))])
+        log_w = np.concatenate([np.log(ev), [0.0]]) + log_rest
+        K = len(log_w)
+        slot_ids, lab = np.unique(np.asarray(res.labels), return_inverse=True)
+        mapping = np.zeros((K, len(slot_ids) + 1))
+        mapping[:, -1] = 1.0
+        mapping[slot_ids] = 0.0
+        mapping[slot_ids, np.arange(len(slot_ids))] = 1.0
+        self._vb_family = family
+        self._vb_predictive = (stats, log_w, mapping)
+
+
+def _new_links(must_link, cannot_link, n_new, n_train):
+    """(pairs (L, 2), sign (L,)) of links between new rows and training rows, checked."""
+    from ppclust.errors import InvalidInputError
+
+    parts, signs = [], []
+    for pairs, sgn in ((must_link, 1), (cannot_link, -1)):
+        if pairs is None:
+            continue
+        a = np.asarray(pairs, np.int64).reshape(-1, 2)
+        if len(a) and (
+            a[:, 0].min() < 0 or a[:, 0].max() >= n_new or a[:, 1].min() < 0 or a[:, 1].max() >= n_train
+        ):
+            raise InvalidInputError(
+                f"links of new points are (new row, training row) pairs with new rows in [0, {n_new}) "
+                f"and training rows in [0, {n_train})"
+            )
+        parts.append(a)
+        signs.append(np.full(len(a), sgn))
+    if not parts:
+        return np.zeros((0, 2), np.int64), np.zeros(0)
+    return np.concatenate(parts), np.concatenate(signs)
+
+
+_ADVICE = (
+    "run more sweeps (n_warmup, n_draws), more chains, or algorithm='subcluster' (its split/merge moves "
+    "change the number of clusters in one step)"
+)
 
 
 def _link_mass(side):
