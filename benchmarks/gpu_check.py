@@ -221,8 +221,10 @@ def main(argv=None) -> int:
     res = {"machine": machine_info(), "device": str(accel), "reduced": bool(args.reduced), "sizes": sizes}
     only = None if args.methods is None else set(args.methods.split(","))
     res["agreement"] = check_agreement(sizes["agree_n"], accel, cpu, only)
+    print(f"gpu_check: agreement done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     with jax.default_device(accel):
         res["subcluster"] = subcluster_throughput(sizes["subcluster"], sizes["sweeps"])
+        print(f"gpu_check: subcluster done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
         N, K, D = sizes["em"]
         res["em"] = [
             {"N": N, "K": K, "D": D, "cov": c, "ms": 1e3 * em_iteration(N, K, D, c, sizes["em_chunk"])}

@@ -1,4 +1,6 @@
-r"""Jitted EM for a finite Gaussian mixture whose points may carry (partial, noisy) labels.
+r"""Jitted EM for a finite Gaussian mixture whose points may carry (partial, noisy) labels. Kept whole (over
+700 lines): the one-device, device-mesh and rows-over-processes forms share one loop, one configuration
+and one result type.
 
 The objective is the semi-supervised mixture log-likelihood plus an optional log prior,
 
