@@ -36,8 +36,8 @@ def _check(res, md):
 
 
 def test_reduced_run_writes_every_section(tmp_path):
-    res, md = _run(tmp_path, "--methods", "ssgmm,dpmeans")
-    assert [r["method"] for r in res["agreement"]] == ["dpmeans", "ssgmm"]
+    res, md = _run(tmp_path, "--methods", "ssgmm", timeout=1200)
+    assert [r["method"] for r in res["agreement"]] == ["ssgmm"]
     _check(res, md)
 
 
