@@ -85,7 +85,12 @@ def launch(n, P, d, k, iters, timeout):
     ]
     outs = []
     for p in procs:
-        stdout, _ = p.communicate(timeout=timeout)
+        try:
+            stdout, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
         line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
         if p.returncode or not line:
             raise RuntimeError(f"worker failed (exit {p.returncode})")
