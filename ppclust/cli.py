@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppclust import _cli_predict, _cli_query
+from ppclust import _cli_distributed, _cli_predict, _cli_query
 from ppclust._input_files import (
     STDIN,
     CLIError,
@@ -82,7 +82,7 @@ def _jsonable(v):
         return {str(k): _jsonable(x) for k, x in v.items() if _jsonable(x) is not _SKIP}
     try:  # some containers (xarray DataTree) define __array__ only to raise
         arr = np.asarray(v) if hasattr(v, "__array__") else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):  # RuntimeError: rows spread over processes
         return _SKIP
     if arr is not None and arr.ndim == 0 and arr.dtype.kind in "iuf":
         return arr.item()
@@ -162,6 +162,7 @@ def cmd_fit(args) -> int:
     out = OutputDir(args.out, overwrite=args.overwrite)
     out.check()  # refuse before the (possibly long) fit, not after
     params = _parse_params(args.param or [])
+    _cli_distributed.initialize(args)
     data = read_data(args.data, args.header)
     X = data.values
     n = X.shape[0]
@@ -189,7 +190,8 @@ def cmd_fit(args) -> int:
         except TypeError as err:
             raise CLIError(f"bad --param for {args.method}: {err}") from err
         args.fitting = True  # an error from here on is the estimator's: main() prefixes the method
-        est.fit(X, partial_labels=y, **fit_kw)  # y: the user's side information, not a scoring target
+        X_fit, y_fit = _cli_distributed.to_global(args, *_cli_distributed.select_rows(args, X, y))
+        est.fit(X_fit, partial_labels=y_fit, **fit_kw)  # y: the user's side information, not a scoring target
         args.fitting = False
     elapsed = time.perf_counter() - t0
     summary = {
@@ -204,10 +206,14 @@ def cmd_fit(args) -> int:
     }
     with out.staging() as tmp:
         np.savetxt(
-            tmp / "labels.csv", np.asarray(est.labels_, dtype=int), fmt="%d", header="label", comments=""
+            tmp / "labels.csv",
+            _cli_distributed.local_labels(est.labels_),
+            fmt="%d",
+            header="label",
+            comments="",
         )
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2))
-        if not args.no_plots:
+        if not args.no_plots and not _cli_distributed.is_distributed(args) and args.rows is None:
             from ppclust import plot
 
             plot.save_fit_figures(est, X, tmp, **fit_kw)
@@ -315,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--no-plots", action="store_true", help="skip figures")
     f.add_argument("--save-model", metavar="PATH", help="pickle the fitted estimator (for `ppclust predict`)")
+    _cli_distributed.add_arguments(f)
     h = f.add_mutually_exclusive_group()
     h.add_argument(
         "--header",

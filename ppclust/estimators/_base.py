@@ -89,6 +89,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
+from ppclust import _devices
 from ppclust._devices import resolve_mesh
 from ppclust.errors import (
     AllLabelledWarning,
@@ -321,6 +322,10 @@ def restart_devices(devices, who: str):
     return devices
 
 
+#: the estimators and algorithms that fit rows spread over processes (:mod:`ppclust.distributed`)
+SCALE_OUT = "SemiSupervisedGMM (EM)"
+
+
 def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> np.ndarray:
     """Validate a data matrix: a finite, real, 2-D array of shape (n_samples, n_features).
 
@@ -351,6 +356,12 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
     """
     if X is None:
         raise InvalidInputError(f"`{name}` must be an array of shape (n_samples, n_features), got None.")
+    if _devices.is_process_rows(X):
+        raise InvalidInputError(
+            f"`{name}` holds rows spread over processes (ppclust.distributed.process_rows); this estimator "
+            f"or algorithm needs every row in one process. Methods that scale out over processes: "
+            f"{SCALE_OUT}."
+        )
     if hasattr(X, "tocsr") or hasattr(X, "toarray"):
         raise InvalidInputError(
             f"`{name}` is a sparse matrix; ppclust needs a dense array: pass {name}.toarray()."
@@ -454,6 +465,71 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     arr = check_X(X, **kw)
     _check_n_features(est, arr, reset=reset)
     return arr
+
+
+def check_global_X(est, X, *, name="X", min_samples=1):
+    r"""Validate a global array of rows spread over processes (:mod:`ppclust.distributed`) in ``fit``.
+
+    Each process checks only its own rows (:func:`check_X`: real, 2-D, finite, not overflowing) and the
+    verdicts are gathered, so every process raises when any process's rows are invalid; no process
+    materialises the whole array. Records ``n_features_in_``.
+
+    Parameters
+    ----------
+    est : estimator
+        Receives ``n_features_in_``.
+    X : jax.Array of shape (N, n_features)
+        From :func:`ppclust.distributed.process_rows`.
+    name : str, default="X"
+        Argument name used in error messages.
+    min_samples : int, default=1
+        Smallest accepted number of real rows over all processes.
+
+    Returns
+    -------
+    X_local : ndarray of shape (n_local, n_features)
+        This process's rows, validated (float64).
+    layout : ppclust._devices.RowLayout
+        The rows per process.
+    mean : ndarray of shape (n_features,)
+        The mean of all rows (the same on every process).
+    variance : float
+        :func:`data_variance` of all rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.base import BaseEstimator
+    >>> from ppclust.distributed import process_rows
+    >>> X_local, layout, mean, var = check_global_X(BaseEstimator(), process_rows([[0.0, 0.0], [2.0, 4.0]]))
+    >>> layout.n, mean.tolist(), var
+    (2, [1.0, 2.0], 2.5)
+    """
+    if X.ndim != 2:
+        raise InvalidInputError(
+            f"`{name}` must be 2-D of shape (n_samples, n_features), got shape {X.shape}."
+        )
+    layout = _devices.layout_of(X)
+    local = _devices.local_rows(X, layout)
+    err = None
+    try:
+        local = check_X(local, name=name, min_samples=0)
+    except InvalidInputError as e:
+        err = e
+    bad = np.flatnonzero(_devices.process_gather(np.int8(err is not None)))
+    if err is not None:
+        raise InvalidInputError(f"process {jax.process_index()}'s rows: {err}") from None
+    if bad.size:
+        raise InvalidInputError(f"`{name}`: the rows of process {int(bad[0])} are invalid (see its error).")
+    if layout.n < min_samples:
+        raise InvalidInputError(
+            f"`{name}` has {layout.n} sample(s) over all processes; a minimum of {min_samples} is required."
+        )
+    est.n_features_in_ = int(X.shape[1])
+    n = layout.n
+    mean = _devices.process_sum(local.sum(0)) / max(n, 1)
+    var = float(np.mean(_devices.process_sum(((local - mean) ** 2).sum(0)) / max(n, 1)))
+    return local, layout, mean, var if np.isfinite(var) and var > 0 else 1.0
 
 
 def refit_if_singular(who: str, run, *, reg: float, singular: bool, advice: str, can_jitter: bool = True):

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ppclust import _progress
+from ppclust import _devices, _progress
 from ppclust._buckets import pad_rows
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
@@ -33,6 +33,7 @@ from ppclust.estimators._base import (
     Interval,
     Real,
     StrOptions,
+    check_global_X,
     check_partial_labels,
     data_mesh,
     data_variance,
@@ -382,6 +383,8 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     def fit(self, X, y=None, *, partial_labels=None):
         """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
         ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
+        if _devices.is_process_rows(X):
+            return self._fit_process_rows(X, side_labels(y, partial_labels))
         K = int(self.n_clusters)
         X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
         n = X.shape[0]
@@ -464,6 +467,104 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 "increase max_iter or tol.",
                 ConvergenceWarning,
                 stacklevel=2,
+            )
+        return self
+
+    def _fit_process_rows(self, X, y):
+        """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): each process codes the labels
+        and builds the label mask of its own rows; class means, the data's mean and variance and the
+        label-noise rate are sums over processes; EM runs over every process's devices."""
+        K = int(self.n_clusters)
+        x_loc, lay, shift, var = check_global_X(self, X, min_samples=K)
+        self._n_clusters = K
+        y_loc = None if y is None else check_partial_labels(_devices.local_rows(y), len(x_loc))
+        top = int(_devices.process_gather(-1 if y_loc is None or not len(y_loc) else y_loc.max()).max())
+        seen = np.bincount(np.maximum(y_loc, 0)[y_loc >= 0], minlength=top + 1) if top >= 0 else np.zeros(0)
+        self.classes_ = np.flatnonzero(_devices.process_sum(seen)).astype(np.int64)
+        C = len(self.classes_)
+        codes = np.full(len(x_loc), -1)
+        if C:
+            codes[y_loc >= 0] = np.searchsorted(self.classes_, y_loc[y_loc >= 0])
+        if C > K:
+            raise PPClustError(
+                f"`y` has {C} classes but n_clusters={K}; need n_clusters >= number of classes."
+            )
+        g = default_component_classes(K, C)
+        if self.component_classes is not None:
+            g = np.asarray(self.component_classes, dtype=np.int32)
+        self.component_classes_ = g
+        sums = np.zeros((max(C, 1), X.shape[1] + 1))
+        for c in range(C):
+            sums[c] = np.append(x_loc[codes == c].sum(0), np.sum(codes == c))
+        sums = _devices.process_sum(sums)
+        centres, fixed = np.zeros((K, X.shape[1])), np.zeros(K, bool)
+        if C and self.init in ("auto", "labelled"):
+            for c in range(C):
+                ks = np.flatnonzero(g == c)
+                if len(ks):
+                    centres[ks[0]], fixed[ks[0]] = sums[c, :-1] / sums[c, -1], True
+        learn = self.label_noise == "auto" and C > 1
+        eps = LABEL_NOISE_START if learn else (0.0 if self.label_noise == "auto" else float(self.label_noise))
+        self.reg_covar_ = float(self.reg_covar) * var
+        with x64():
+            xc = _devices.from_process_rows(x_loc - shift, lay)
+            w = _devices.layout_weights(lay)
+            prior = None
+            if self.prior == "default":
+                prior = mixture_niw_prior(xc, float(self.weight_concentration), weight=w)
+            params, rounds = None, 0
+            while True:
+                rounds += 1
+                lm_loc, allowed_loc = label_log_mask(codes, g, C, eps)
+                res = em.fit(
+                    as_key(self.random_state),
+                    xc,
+                    _devices.from_process_rows(lm_loc, lay) if C > 0 else None,
+                    _devices.from_process_rows(allowed_loc, lay, True),
+                    centres - shift,
+                    fixed,
+                    n_components=K,
+                    cov_type=self.covariance_type,
+                    max_iter=int(self.max_iter),
+                    tol=float(self.tol),
+                    reg_covar=self.reg_covar_,
+                    n_init=int(self.n_init) if params is None else 1,
+                    prior=prior,
+                    init_params=params,
+                    weight=w,
+                )
+                if not learn or not bool(res.finite):
+                    break
+                lab = codes >= 0  # label_noise_update's rate, its sums taken over processes
+                off = g[None, :] != codes[lab][:, None]
+                num, den = _devices.process_sum(
+                    [np.sum(_devices.local_rows(res.resp, lay)[lab] * off), lab.sum()]
+                )
+                new_eps = min(max(num / max(den, 1), 0.0), (C - 1) / C)
+                if abs(new_eps - eps) < LABEL_NOISE_TOL or rounds >= LABEL_NOISE_MAX_ROUNDS:
+                    break
+                eps, params = new_eps, res.params
+            if not bool(res.finite):
+                raise NonFiniteError("EM produced non-finite values in every restart; increase `reg_covar`.")
+            self.label_noise_, self.label_noise_rounds_ = float(eps), rounds
+            self.weights_ = np.asarray(res.params.weights)
+            self.means_ = np.asarray(res.params.means) + shift
+            self.precisions_cholesky_ = np.asarray(res.params.prec_chol)
+            self.covariances_ = np.asarray(em.covariances(res.params.prec_chol, self.covariance_type))
+            self.responsibilities_ = _devices.register_layout(res.resp, lay)
+            self.labels_ = _devices.register_layout(jnp.argmax(res.resp, axis=1), lay)
+        self.log_likelihood_, self.objective_ = float(res.log_likelihood), float(res.objective)
+        self.restart_objectives_ = np.asarray(res.all_objectives, dtype=np.float64)
+        self.n_iter_, self.converged_ = int(res.n_iter), bool(res.converged)
+        self.objective_trace_ = np.asarray(res.trace)[: self.n_iter_]
+        self._shift, self._n_train = shift, lay.n
+        used = np.bincount(_devices.local_rows(self.labels_, lay), minlength=K)
+        self.n_clusters_ = int(np.count_nonzero(_devices.process_sum(used)))
+        if not self.converged_:
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} iterations.",
+                ConvergenceWarning,
+                stacklevel=3,
             )
         return self
 

@@ -1,4 +1,6 @@
-r"""Jitted EM for a finite Gaussian mixture whose points may carry (partial, noisy) labels.
+r"""Jitted EM for a finite Gaussian mixture whose points may carry (partial, noisy) labels. Kept whole (over
+700 lines): the one-device, device-mesh and rows-over-processes forms share one loop, one configuration
+and one result type.
 
 The objective is the semi-supervised mixture log-likelihood plus an optional log prior,
 
@@ -47,7 +49,7 @@ from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in th
     niw_log_prior,
     precision_cholesky,
 )
-from ppclust.inference.init import kmeanspp_centres, nearest_centre  # re-exported
+from ppclust.inference.init import kmeanspp_centres, kmeanspp_uniforms, nearest_centre  # re-exported
 
 __all__ = [
     "GMMParams",
@@ -492,6 +494,7 @@ def fit(
     prior=None,
     init_params=None,
     mesh=None,
+    weight=None,
     **options,
 ) -> EMResult:
     """EM with ``n_init`` restarts (vmapped); returns the :class:`EMResult` of the best restart.
@@ -526,6 +529,11 @@ def fit(
         computes the E-step and the sufficient statistics of its rows, reduced with ``psum``. The
         initialisation runs replicated on the full data, so results equal the single-device ones up to
         floating-point summation order.
+    weight : jax.Array of shape (N,) or None, default=None
+        Rows spread over processes (:mod:`ppclust.distributed`): ``x``, ``log_mask`` and ``allowed`` are
+        global arrays of ``N`` positions whose padding rows (anywhere, weight 0) no draw, sum or objective
+        sees; the program runs over every process's devices and ``resp`` stays a global ``(N, K)``
+        array. The k-means++ draws are those of the unpadded rows (the same keys). ``mesh`` is ignored.
     **options
         Fields of :class:`EMConfig` replacing those of ``config``.
 
@@ -545,6 +553,23 @@ def fit(
     [0.1, 5.1]
     """
     config = EMConfig(**options) if config is None else config._replace(**options)
+    static = _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter), int(config.n_init))
+    if weight is not None:
+        n_real = jnp.sum(weight > 0).astype(jnp.int32)
+        data = (x, weight, n_real)
+        start = (allowed, init_centres, init_fixed)
+        return _fit(
+            key,
+            data,
+            log_mask,
+            *start,
+            config.tol,
+            config.reg_covar,
+            prior,
+            init_params,
+            static._replace(weighted=True),
+            None,
+        )
     x = np.asarray(x)
     n = x.shape[0]
     size = bucket_size(n)
@@ -562,7 +587,7 @@ def fit(
         config.reg_covar,
         prior,
         init_params,
-        _EMStatic(int(config.n_components), config.cov_type, int(config.max_iter), int(config.n_init)),
+        static,
         mesh,
     )
     return res._replace(resp=np.asarray(res.resp)[:n])
@@ -573,6 +598,7 @@ class _EMStatic(NamedTuple):
     cov_type: str
     max_iter: int
     n_init: int
+    weighted: bool = False  # padding rows anywhere (rows spread over processes), not only at the end
 
 
 @partial(jax.jit, static_argnames=("static", "mesh"))
@@ -597,7 +623,11 @@ def _fit(
     if mesh is None:
 
         def one(k_):
-            if init_params is None:
+            if init_params is None and static.weighted:
+                centres = _kmeanspp_weighted(k_, x, init_centres, init_fixed, w, n)
+                resp = _resp_from_centres(x, centres, allowed) * w[:, None]
+                p0 = m_step(x, resp, cov_type, reg_covar, prior)
+            elif init_params is None:
                 p0 = _initial_params(
                     k_, x, allowed, init_centres, init_fixed, cov_type, reg_covar, prior, w, n
                 )
@@ -671,3 +701,36 @@ def _fit_sharded(keys, data, log_mask, start, static: _EMStatic, tol, reg_covar,
     )(keys, rep, xp, w, lm)
     params, obj, ll, resp, trace, it, conv, finite = out
     return params, obj, ll, resp[:, :size], trace, it, conv, finite
+
+
+def _kmeanspp_weighted(key, x, centres, fixed, w, n):
+    """:func:`ppclust.inference.init.kmeanspp_centres` on rows with 0/1 weights ``w`` (padding anywhere):
+    the same uniforms (:func:`~ppclust.inference.init.kmeanspp_uniforms` over the ``n`` real rows) and
+    the same inverse-CDF selection, written with sums and masks only, so that rows sharded over
+    processes are never gathered."""
+    first, u = kmeanspp_uniforms(key, centres.shape[0], n, x.dtype)
+    live = w > 0
+    pos = jnp.arange(x.shape[0])
+    rank = jnp.cumsum(live.astype(jnp.int32)) - 1  # the real row index of each live position
+    any_fixed = jnp.any(fixed)
+    d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)
+    big = jnp.finfo(x.dtype).max
+    dmin0 = jnp.min(jnp.where(fixed[None], d_fixed, big), axis=1)
+    d2_0 = jnp.where(live & any_fixed, dmin0, 0.0)
+
+    def body(j, carry):
+        cs, d2, any_chosen = carry
+        tot = d2.sum()
+        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / n, 0.0))
+        cum = jnp.cumsum(p)
+        i = jnp.minimum(jnp.sum(cum < cum[-1] * (1 - u[j])), x.shape[0] - 1)  # searchsorted, left
+        pick = jnp.where(any_chosen, pos == i, live & (rank == first))
+        c_new = jnp.sum(jnp.where(pick[:, None], x, 0.0), axis=0)
+        take = ~fixed[j]
+        c = jnp.where(take, c_new, cs[j])
+        dnew = jnp.where(live, jnp.sum((x - c[None]) ** 2, -1), 0.0)
+        d2 = jnp.where(take, jnp.where(any_chosen, jnp.minimum(d2, dnew), dnew), d2)
+        return cs.at[j].set(c), d2, any_chosen | take
+
+    cs, _, _ = jax.lax.fori_loop(0, centres.shape[0], body, (centres.astype(x.dtype), d2_0, any_fixed))
+    return cs

@@ -1,0 +1,165 @@
+"""Peak memory of a fit with rows spread over processes against one process fitting one share alone.
+
+    python benchmarks/bench_distributed_memory.py                 # n = 4 x 10^6, d = 10, 4 processes
+    python benchmarks/bench_distributed_memory.py --n 400000      # a smaller n (the file says which)
+
+``SemiSupervisedGMM`` (EM, ``--k`` components, ``--iters`` iterations) on ``n`` rows over ``P`` processes on
+localhost (``jax.distributed`` over gloo, CPU), each process holding ``n / P`` rows, against one process
+fitting ``n / P`` rows alone. Each process reports its peak resident set size (``getrusage``'s
+``ru_maxrss``); the goal is at most 1.5 x the lone process's. Writes
+``benchmarks/results/distributed_memory.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks._common import RESULTS, machine_info  # noqa: E402
+
+GOAL = 1.5
+
+
+def rows(n_total, P, i, d, seed=0):
+    """Process ``i``'s share of the data, generated in place (no process ever holds all rows)."""
+    per = n_total // P
+    rng = np.random.default_rng([seed, i])
+    centres = np.random.default_rng(seed).normal(0, 8, (5, d))
+    return centres[rng.integers(0, 5, per)] + rng.normal(size=(per, d))
+
+
+def worker(args) -> None:
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    if args.processes > 1:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(
+            coordinator_address=f"127.0.0.1:{args.port}", num_processes=args.processes, process_id=args.id
+        )
+    from ppclust import SemiSupervisedGMM, distributed
+
+    X = rows(args.n, args.processes, args.id, args.d)
+    if args.processes > 1:
+        X = distributed.process_rows(X)
+    t0 = time.perf_counter()
+    est = SemiSupervisedGMM(
+        args.k, covariance_type="full", max_iter=args.iters, tol=0.0, random_state=0, progress_bar=False
+    )
+    est.fit(X)
+    out = {
+        "id": args.id,
+        "processes": args.processes,
+        "rows": args.n // args.processes,
+        "seconds": time.perf_counter() - t0,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print("RESULT " + json.dumps(out), flush=True)
+    if args.processes > 1:
+        jax.distributed.shutdown()
+
+
+def launch(n, P, d, k, iters, timeout):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, __file__, "--worker", "--n", str(n), "--d", str(d), "--k", str(k)]
+    cmd += ["--iters", str(iters), "--processes", str(P), "--port", str(port)]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--id", str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        for i in range(P)
+    ]
+    outs = []
+    for p in procs:
+        try:
+            stdout, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
+        line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode or not line:
+            raise RuntimeError(f"worker failed (exit {p.returncode})")
+        outs.append(json.loads(line[-1][7:]))
+    return outs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=4_000_000)
+    ap.add_argument("--d", type=int, default=10)
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--processes", type=int, default=4)
+    ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--id", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker(args)
+        return 0
+    P = args.processes
+    lone = launch(args.n // P, 1, args.d, args.k, args.iters, args.timeout)[0]
+    spread = launch(args.n, P, args.d, args.k, args.iters, args.timeout)
+    worst = max(r["peak_rss_mib"] for r in spread)
+    res = {
+        "machine": machine_info(),
+        "n": args.n,
+        "d": args.d,
+        "k": args.k,
+        "iters": args.iters,
+        "processes": P,
+        "lone": lone,
+        "spread": spread,
+        "ratio": worst / lone["peak_rss_mib"],
+        "goal": GOAL,
+    }
+    full = args.n == 4_000_000
+    lines = [
+        "# Peak memory with rows spread over processes (benchmarks/bench_distributed_memory.py)",
+        "",
+        res["machine"],
+        "",
+        f"SemiSupervisedGMM (EM, full covariance, K={args.k}, {args.iters} iterations), "
+        f"n={args.n}, d={args.d}, "
+        f"{P} processes on localhost (gloo, CPU), {args.n // P} rows each, against one process fitting "
+        f"{args.n // P} rows alone."
+        + (
+            "" if full else f" Smaller than the target n = 4 x 10^6 (time on a shared machine): n = {args.n}."
+        ),
+        "",
+        "| run | rows per process | peak RSS MiB | seconds |",
+        "|---|---|---|---|",
+        f"| one process alone | {lone['rows']} | {lone['peak_rss_mib']:.0f} | {lone['seconds']:.1f} |",
+    ]
+    for r in spread:
+        lines.append(
+            f"| process {r['id']} of {P} | {r['rows']} | {r['peak_rss_mib']:.0f} | {r['seconds']:.1f} |"
+        )
+    verdict = "meets" if res["ratio"] <= GOAL else "misses"
+    lines += ["", f"Largest process / lone process: {res['ratio']:.2f} (goal <= {GOAL}: {verdict})", ""]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "distributed_memory.json").write_text(json.dumps(res, indent=2))
+    (args.out / "distributed_memory.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""One process of a multi-process fit on localhost (started by tests/test_distributed.py).
+
+Usage: ``python tests/_distributed_worker.py PORT NUM_PROCESSES PROCESS_ID METHOD OUT [MODE]``. Each process
+takes its share of :func:`data`'s rows (unequal shares), fits ``METHOD`` on the global array and saves its
+rows' labels and the model's parameters to ``OUT``. ``MODE="die"``: process 1 exits before the fit, so the
+others must fail within the heartbeat timeout instead of hanging; ``MODE="hang"``: process 1 writes
+``OUT + ".ready"`` and sleeps until the test kills it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def data():
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (60, 2)), rng.normal(6, 1, (50, 2)), rng.normal((0, 8), 1, (43, 2))])
+    y = np.full(len(X), -1)
+    y[[0, 70, 120]] = [0, 1, 2]
+    return X, y
+
+
+def shares(n, P):
+    """Row ranges of the processes: unequal (the first process takes the fewest)."""
+    w = np.arange(1, P + 1, dtype=float)
+    ends = np.round(np.cumsum(w) / w.sum() * n).astype(int)
+    return list(zip(np.concatenate([[0], ends[:-1]]), ends, strict=True))
+
+
+def estimator(method):
+    from ppclust import DPMeans, RDPMeans, SemiSupervisedGMM
+
+    if method == "ssgmm":
+        return SemiSupervisedGMM(3, random_state=0, progress_bar=False)
+    if method == "ssgmm-diag":
+        return SemiSupervisedGMM(3, covariance_type="diag", n_init=2, random_state=1, progress_bar=False)
+    if method == "dpmeans":
+        return DPMeans(lam=20.0, algorithm="delayed", random_state=0)
+    if method == "rdpmeans":
+        return RDPMeans(lam=20.0, algorithm="delayed", random_state=0)
+    raise ValueError(method)
+
+
+def fit(est, X, y):
+    return est.fit(X, partial_labels=y) if type(est).__name__ == "SemiSupervisedGMM" else est.fit(X)
+
+
+def main():
+    port, P, i, method, out = sys.argv[1:6]
+    mode = sys.argv[6] if len(sys.argv) > 6 else "fit"
+    P, i = int(P), int(i)
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}",
+        num_processes=P,
+        process_id=i,
+        heartbeat_timeout_seconds=int(os.environ.get("PPCLUST_TEST_HEARTBEAT", "100")),
+    )
+    from ppclust import distributed
+
+    X, y = data()
+    lo, hi = shares(len(X), P)[i]
+    Xg = distributed.process_rows(X[lo:hi])
+    yg = distributed.process_labels(y[lo:hi], like=Xg)
+    if mode == "die" and i == 1:
+        os._exit(3)
+    if mode == "hang" and i == 1:
+        open(out + ".ready", "w").close()
+        time.sleep(600)
+    est = fit(estimator(method), Xg, yg)
+    centres = getattr(est, "means_", getattr(est, "cluster_centers_", None))
+    np.savez(out, labels=distributed.local(est.labels_), centres=np.asarray(centres))
+    jax.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Rows spread over processes (ppclust.distributed): the layout helpers in one process, and fits with real
+processes on localhost (jax.distributed over gloo, CPU devices) whose labels equal the one-process fit."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ppclust import DPMeans, SemiSupervisedGMM, distributed
+from ppclust.errors import InvalidInputError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _distributed_worker as worker  # noqa: E402
+
+WORKER = Path(__file__).parent / "_distributed_worker.py"
+TIMEOUT = 240  # seconds: a hard limit on every child, so nothing can hang the suite
+SLOW_TIMEOUT = 600
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(P, method, tmp_path, mode="fit", heartbeat=100):
+    port = _free_port()
+    env = dict(os.environ, PPCLUST_TEST_HEARTBEAT=str(heartbeat), JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")])
+    env.pop("XLA_FLAGS", None)
+    procs = []
+    for i in range(P):
+        cmd = [
+            sys.executable,
+            str(WORKER),
+            str(port),
+            str(P),
+            str(i),
+            method,
+            str(tmp_path / f"out{i}.npz"),
+            mode,
+        ]
+        log = open(tmp_path / f"log{i}.txt", "w")
+        procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
+    return procs
+
+
+def _wait(procs, timeout=TIMEOUT):
+    end = time.monotonic() + timeout
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=max(end - time.monotonic(), 1)))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"a worker did not finish within {timeout} s")
+    return codes
+
+
+def _run(P, method, tmp_path, timeout=TIMEOUT):
+    codes = _wait(_start(P, method, tmp_path), timeout)
+    logs = [(tmp_path / f"log{i}.txt").read_text()[-3000:] for i in range(P)]
+    assert codes == [0] * P, logs
+    outs = [np.load(tmp_path / f"out{i}.npz") for i in range(P)]
+    return np.concatenate([o["labels"] for o in outs]), [o["centres"] for o in outs]
+
+
+def _one_process(method):
+    X, y = worker.data()
+    return worker.fit(worker.estimator(method), X, y)
+
+
+# ------------------------------------------------------------------------------------ one process
+
+
+def test_layout_of_unequal_counts():
+    lay = distributed.RowLayout((3, 5, 2), 8)
+    assert lay.n == 10 and lay.offsets == (0, 3, 8)
+    assert lay.positions([0, 2, 3, 7, 8, 9]).tolist() == [0, 2, 8, 12, 16, 17]
+    with pytest.raises(ValueError):
+        lay.positions([10])
+
+
+def test_process_rows_round_trip():
+    X = np.arange(10.0).reshape(5, 2)
+    Xg = distributed.process_rows(X)
+    assert Xg.shape == (32, 2) and Xg.dtype == np.float64
+    np.testing.assert_array_equal(distributed.local(Xg), X)
+    y = distributed.process_labels([0, -1, 1, -1, -1], like=Xg)
+    assert distributed.local(y).tolist() == [0, -1, 1, -1, -1]
+    assert np.asarray(y)[5:].tolist() == [-1] * 27  # padding is unlabelled
+    assert distributed.global_rows([[0, 4]], Xg).tolist() == [[0, 4]]
+    with pytest.raises(ValueError):
+        distributed.global_rows([5], Xg)
+
+
+def test_one_process_global_fit_equals_numpy_fit():
+    X, y = worker.data()
+    a = worker.fit(worker.estimator("ssgmm"), X, y)
+    b = worker.fit(worker.estimator("ssgmm"), distributed.process_rows(X), distributed.process_labels(y))
+    np.testing.assert_array_equal(distributed.local(b.labels_), a.labels_)
+    np.testing.assert_allclose(b.means_, a.means_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(b.classes_, a.classes_)
+    assert b.n_clusters_ == a.n_clusters_ and b.n_iter_ == a.n_iter_
+
+
+def test_methods_that_do_not_scale_out_say_which_do():
+    Xg = distributed.process_rows(np.zeros((4, 2)))
+    with pytest.raises(InvalidInputError, match="SemiSupervisedGMM"):
+        DPMeans(lam=1.0).fit(Xg)
+
+
+def test_invalid_rows_are_reported():
+    with pytest.raises(InvalidInputError, match="NaN"):
+        SemiSupervisedGMM(1, progress_bar=False).fit(distributed.process_rows([[0.0, np.nan]]))
+
+
+# ------------------------------------------------------------------------------------ real processes
+
+
+@pytest.mark.parametrize("method", ["ssgmm"])
+def test_two_processes_equal_one(method, tmp_path):
+    labels, centres = _run(2, method, tmp_path)
+    ref = _one_process(method)
+    np.testing.assert_array_equal(labels, ref.labels_)
+    np.testing.assert_array_equal(centres[0], centres[1])  # the model is the same on every process
+    np.testing.assert_allclose(centres[0], ref.means_, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["ssgmm", "ssgmm-diag"])
+def test_four_processes_equal_one(method, tmp_path):
+    labels, centres = _run(4, method, tmp_path, SLOW_TIMEOUT)
+    ref = _one_process(method)
+    np.testing.assert_array_equal(labels, ref.labels_)
+    for c in centres[1:]:
+        np.testing.assert_array_equal(c, centres[0])
+
+
+def test_a_dead_process_stops_the_others(tmp_path):
+    procs = _start(2, "ssgmm", tmp_path, mode="hang", heartbeat=3)
+    ready = tmp_path / "out1.npz.ready"
+    end = time.monotonic() + TIMEOUT
+    while not ready.exists() and time.monotonic() < end and procs[1].poll() is None:
+        time.sleep(0.2)
+    assert ready.exists(), (tmp_path / "log1.txt").read_text()[-2000:]
+    procs[1].kill()
+    code = _wait(procs[:1], timeout=120)[0]
+    procs[1].wait()
+    log = (tmp_path / "log0.txt").read_text()
+    assert code != 0
+    assert "task died" in log or "unhealthy" in log, log[-2000:]
