@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _progress
 from ppclust.families import Stats, _niw_cpu
 from ppclust.families._niw_cpu import (
     FULL,
@@ -206,6 +207,8 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     flags = _Flags(code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
+        if _progress.stop_requested():  # a stopped fit: its program runs out at once, its result unread
+            return wired[1], wired[2]
         res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
         return tuple(to_wire(r) for r in res)
 
