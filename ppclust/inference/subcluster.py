@@ -124,6 +124,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _progress
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
 from ppclust.inference import _callback, _cluster_index, _subcluster_cpu, _subcluster_draw_cpu
@@ -743,9 +744,9 @@ def sample(
     )
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         with _callback.hold(x) as token:  # the callbacks run before the block releases the copy
-            state, out = jax.block_until_ready(run(x_token=token))
+            state, out = _progress.wait(run(x_token=token))
     else:
-        state, out = run()
+        state, out = _progress.wait(run())
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
