@@ -12,13 +12,14 @@ report through :func:`bar`:
   ``logging.getLogger("ppclust").setLevel(logging.INFO)`` (with a handler) shows them.
 
 The same drivers make a fit stoppable (:func:`interruptible`): during a fit, SIGINT (Ctrl-C in a terminal,
-"interrupt kernel" in Jupyter) only records a stop request. Every driver returns to Python between pieces
-of bounded work (a chunk of sweeps, passes, restarts or annealing steps) and calls :func:`check`, which
-raises ``KeyboardInterrupt``; :func:`wait` waits for a compiled program while watching for the request;
-compiled CPU kernels called back from a running program read :func:`stop_requested` and return their
-input unchanged, so the program runs out at once. The exception is thus raised in the fit's own thread at
-a known place, never inside a garbage-collector or host callback that would swallow it, and no compiled
-work is left running behind it. A second SIGINT while the fit winds down raises at once.
+"interrupt kernel" in Jupyter) records a stop request. Every driver returns to Python between pieces of
+bounded work (a chunk of sweeps, restarts or annealing steps) and calls :func:`check`, which raises
+``KeyboardInterrupt``. While a compiled program runs (:func:`run`, :func:`wait`: a polling wait, as a
+blocking one keeps Python's signal handlers from running), the request is raised once the program has
+run out, which is at once: compiled CPU kernels called back from it read :func:`stop_requested` and
+return without working. Outside a program SIGINT raises at once, as by default; the request stays
+recorded until the fit ends, so a raise swallowed on the way (inside a garbage-collector callback) is
+raised again at the next check or at the end of the fit. A second SIGINT raises at once.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 
 import jax
 
-__all__ = ["logger", "enabled", "bar", "Bar", "interruptible", "stop_requested", "check", "wait"]
+__all__ = ["logger", "enabled", "bar", "Bar", "interruptible", "stop_requested", "check", "wait", "run"]
 
 logger = logging.getLogger("ppclust")
 
@@ -198,10 +199,14 @@ _DEPTH = [0]  # 1 inside the outermost :func:`interruptible` of the main thread 
 POLL_S = 0.02
 
 
+_RUNNING = [0]  # > 0 while the main thread dispatches or waits for a compiled program (:func:`run`)
+
+
 def _on_sigint(signum, frame):
-    if _STOP.is_set():  # a second Ctrl-C while the fit winds down: the default behaviour
+    again = _STOP.is_set()
+    _STOP.set()  # kept until the fit ends: a later check raises even if this raise is swallowed
+    if again or not _RUNNING[0]:  # outside a compiled program, or a second Ctrl-C: at once, as by default
         raise KeyboardInterrupt
-    _STOP.set()
 
 
 @contextmanager
@@ -210,9 +215,10 @@ def interruptible():
 
     In the main thread, while Python's default SIGINT handler is installed (a script, a terminal, a
     Jupyter kernel), the handler is replaced for the duration of the block by one that records a stop
-    request; the request is raised as ``KeyboardInterrupt`` at the next :func:`check` or :func:`wait`, or
-    when the block ends. Elsewhere (another thread, a custom handler) the block changes nothing. Nested
-    blocks share the outermost one's handler.
+    request and raises ``KeyboardInterrupt`` (inside :func:`run`, once the program has run out); a
+    recorded request is raised again at the next :func:`check` or :func:`wait`, or when the block ends.
+    Elsewhere (another thread, a custom handler) the block changes nothing. Nested blocks share the
+    outermost one's handler.
 
     Examples
     --------
@@ -310,3 +316,39 @@ def wait(tree):
             time.sleep(POLL_S)
     check()
     return tree
+
+
+def run(fn, *args, **kwargs):
+    """``wait(fn(*args, **kwargs))``: dispatch a compiled program and wait for it, a stop request
+    meanwhile letting it run out (its callbacks return at once) before ``KeyboardInterrupt`` is raised, so
+    that no program of a stopped fit runs on behind it.
+
+    Parameters
+    ----------
+    fn : callable
+        A jitted function (or one that dispatches compiled programs and returns their outputs).
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    pytree
+        ``fn``'s outputs, ready.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        When SIGINT arrived inside :func:`interruptible`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._progress import run
+    >>> run(jax.jit(lambda a: a + 1), jnp.zeros(2)).tolist()
+    [1.0, 1.0]
+    """
+    _RUNNING[0] += 1
+    try:
+        return wait(fn(*args, **kwargs))
+    finally:
+        _RUNNING[0] -= 1

@@ -901,7 +901,7 @@ def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=No
     done, size = 0, 1 if chunk is None else int(chunk)
     while True:
         t0 = time.perf_counter()
-        carry = _progress.wait(_advance(keys, carry, jnp.int32(done + size), data, hyper, static))
+        carry = _progress.run(_advance, keys, carry, jnp.int32(done + size), data, hyper, static)
         done += size
         if bool(np.all(np.asarray(carry[0].done))):
             return _results(carry, data, static)

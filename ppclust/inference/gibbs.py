@@ -651,14 +651,14 @@ def sample(
         with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
             while warm_done < n_warmup:
                 hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
-                state, out = _progress.wait(call(0, state, warm_done, hi, 0))
+                state, out = _progress.run(call, 0, state, warm_done, hi, 0)
                 bar.update(hi - warm_done)
                 warm_done = hi
     outs = []
     with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
         for c in range(n_chunks):
             lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
-            state, out = _progress.wait(call(c, state, lo, hi, thin))
+            state, out = _progress.run(call, c, state, lo, hi, thin)
             outs.append(jax.device_get(out))
             bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))

@@ -1626,7 +1626,7 @@ def _batch_restarts(cost, x, side, labels0, **kw) -> BatchResult:
     """:func:`_batch_runs` one restart per compiled call (the same program for any ``n_init``; each restart
     computed as inside the batched call), waiting interruptibly (:func:`ppclust._progress.wait`)."""
     runs = [
-        _progress.wait(_batch_runs(cost, x, side, labels0[r : r + 1], **kw)) for r in range(labels0.shape[0])
+        _progress.run(_batch_runs, cost, x, side, labels0[r : r + 1], **kw) for r in range(labels0.shape[0])
     ]
     return jax.tree.map(lambda *a: jnp.concatenate(a), *runs)
 

@@ -744,9 +744,9 @@ def sample(
     )
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         with _callback.hold(x) as token:  # the callbacks run before the block releases the copy
-            state, out = _progress.wait(run(x_token=token))
+            state, out = _progress.run(run, x_token=token)
     else:
-        state, out = _progress.wait(run())
+        state, out = _progress.run(run)
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
