@@ -36,6 +36,10 @@ iterates; per kept draw, shape (n_chains, n_draws), for samplers), ``n_iter_``, 
 the objective has named terms), ``means_`` / ``covariances_`` where the model has them. ``fit_predict``
 is :class:`ClusterMixin`'s (``fit(X, y, **kwargs).labels_``: ``y`` is side information here) everywhere.
 
+Stopping a fit: SIGINT (Ctrl-C in a script or a terminal, "interrupt kernel" in Jupyter) raises
+``KeyboardInterrupt`` from every ``fit`` within about a second, leaves the estimator unfitted (no fitted
+attribute) and the process ready for the next fit (:func:`fit_context`).
+
 ``devices`` (one meaning everywhere, constraint :data:`DEVICES`)
 ---------------------------------------------------------------
 The devices a fit may use: ``None`` or ``1``, the default device only; ``"all"`` or ``"auto"``

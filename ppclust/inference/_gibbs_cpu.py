@@ -16,7 +16,9 @@ without removing the point (:func:`_loo_full`).
 It consumes the sweep's random inputs drawn by JAX (visiting order and one uniform per point, inverse-CDF
 draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the XLA sweep up to float
 rounding; ``tests/inference/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
-It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call).
+It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call);
+once a stop is requested (:func:`ppclust._progress.stop_requested`) the callback returns the state
+unchanged without sweeping, so a stopped fit's program runs out at once.
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
 :class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one

@@ -46,6 +46,12 @@ chains, devices) is shared JAX code. Neither restates the family: the XLA sweep 
 compiled one their numba twins in :mod:`ppclust.families._niw_cpu`; link counts come from
 :func:`ppclust.sideinfo.link_counts`.
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): :func:`sample` waits for each
+compiled call interruptibly (:func:`ppclust._progress.run`); once a stop is requested the numba sweep's
+host function returns its input unchanged, the program runs out at once and ``KeyboardInterrupt`` is
+raised (the XLA sweep finishes the call in flight first: a chunk of draws with a progress bar, else the
+run). The draws do not depend on this (nor on how the run is cut into calls).
+
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
 data term is :math:`\log p(x_i \mid \theta_k)` instead of the posterior predictive, the new cluster keeps

@@ -23,6 +23,10 @@ For large n, :func:`fit_batch` runs batch (Lloyd-type) CEC steps, every point re
 an n x K cost matrix (:func:`assignment_costs`), then optionally Hartigan passes (see its docstring for
 when to use which).
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): the compiled loop runs one
+restart per call and the batch steps one restart per compiled program call, so a fit stops between
+restarts with ``KeyboardInterrupt`` and the same results for any number of restarts.
+
 Every point always ends in a live cluster and at least one cluster survives: when no initial slot is
 usable all points start in one cluster, and orphans left by ``max_passes`` after a deletion are
 reinserted at the end of the run.

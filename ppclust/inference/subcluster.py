@@ -111,6 +111,10 @@ the merges remove them more slowly (a few merge attempts per sweep, and two piec
 boundary (d) blurs), so ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) is the faster
 start, and more ``n_moves`` shed surplus clusters in fewer sweeps (see docs/decisions/ for the evidence).
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): the driver waits for the compiled
+call interruptibly (:func:`ppclust._progress.run`); once a stop is requested the host callbacks return
+without working, the program runs out at once and ``KeyboardInterrupt`` is raised.
+
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
 """
