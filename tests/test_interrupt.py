@@ -141,7 +141,11 @@ def _tiny(name):
     raise ValueError(name)
 
 
-@pytest.mark.parametrize("name", ["tvclust", "subcluster", "ccib", "cecib", "cecib_batch"])
+@pytest.mark.parametrize(
+    "name",
+    # the sub-cluster sampler's program takes long to compile; its callbacks' stop path is tested above
+    ["tvclust", pytest.param("subcluster", marks=pytest.mark.slow), "ccib", "cecib", "cecib_batch"],
+)
 def test_every_driver_honours_a_stop_request(name, monkeypatch):
     """SIGINT right after a driver dispatches its first compiled program (or before its first compiled
     restart): the fit raises KeyboardInterrupt, nothing fitted, and the same fit then succeeds."""
