@@ -10,16 +10,31 @@ report through :func:`bar`:
   otherwise (which Jupyter also renders in place), so there is no "IProgress not found" warning.
 * Messages (what ran, how long it took) go to the ``logging`` logger ``"ppclust"``, never to ``print``;
   ``logging.getLogger("ppclust").setLevel(logging.INFO)`` (with a handler) shows them.
+
+The same drivers make a fit stoppable (:func:`interruptible`): during a fit, SIGINT (Ctrl-C in a terminal,
+"interrupt kernel" in Jupyter) records a stop request. Every driver returns to Python between pieces of
+bounded work (a chunk of sweeps, restarts or annealing steps) and calls :func:`check`, which raises
+``KeyboardInterrupt``. While a compiled program runs (:func:`run`, :func:`wait`: a polling wait, as a
+blocking one keeps Python's signal handlers from running), the request is raised once the program has
+run out, which is at once: compiled CPU kernels called back from it read :func:`stop_requested` and
+return without working. Outside a program SIGINT raises at once, as by default; the request stays
+recorded until the fit ends, so a raise swallowed on the way (inside a garbage-collector callback) is
+raised again at the next check or at the end of the fit. A second SIGINT raises at once.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 
-__all__ = ["logger", "enabled", "bar", "Bar"]
+import jax
+
+__all__ = ["logger", "enabled", "bar", "Bar", "interruptible", "stop_requested", "check", "wait", "run"]
 
 logger = logging.getLogger("ppclust")
 
@@ -175,3 +190,165 @@ def bar(total, desc, unit="it", progress_bar: bool = True) -> Bar:
     2
     """
     return Bar(total, desc, unit, enabled(progress_bar))
+
+
+#: set by the SIGINT handler of :func:`interruptible` (read by compiled kernels' host code on any thread)
+_STOP = threading.Event()
+_DEPTH = [0]  # 1 inside the outermost :func:`interruptible` of the main thread (the one that installs)
+#: seconds between two looks at a running program in :func:`wait`
+POLL_S = 0.02
+
+
+_RUNNING = [0]  # > 0 while the main thread dispatches or waits for a compiled program (:func:`run`)
+
+
+def _on_sigint(signum, frame):
+    again = _STOP.is_set()
+    _STOP.set()  # kept until the fit ends: a later check raises even if this raise is swallowed
+    if again or not _RUNNING[0]:  # outside a compiled program, or a second Ctrl-C: at once, as by default
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def interruptible():
+    """Run a fit so that SIGINT stops it with ``KeyboardInterrupt`` (the module docstring's contract).
+
+    In the main thread, while Python's default SIGINT handler is installed (a script, a terminal, a
+    Jupyter kernel), the handler is replaced for the duration of the block by one that records a stop
+    request and raises ``KeyboardInterrupt`` (inside :func:`run`, once the program has run out); a
+    recorded request is raised again at the next :func:`check` or :func:`wait`, or when the block ends.
+    Elsewhere (another thread, a custom handler) the block changes nothing. Nested blocks share the
+    outermost one's handler.
+
+    Examples
+    --------
+    >>> from ppclust._progress import interruptible, check
+    >>> with interruptible():
+    ...     check()  # no stop requested: returns
+    """
+    if (
+        _DEPTH[0]
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    _STOP.clear()
+    signal.signal(signal.SIGINT, _on_sigint)
+    _DEPTH[0] = 1
+    try:
+        yield
+        check()
+    finally:
+        _DEPTH[0] = 0
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _STOP.clear()
+
+
+def stop_requested() -> bool:
+    """Whether a stop was requested (SIGINT inside :func:`interruptible`); safe from any thread.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from ppclust._progress import stop_requested
+    >>> stop_requested()
+    False
+    """
+    return _STOP.is_set()
+
+
+def check():
+    """Raise ``KeyboardInterrupt`` if a stop was requested; drivers call it between pieces of work.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        When SIGINT arrived inside :func:`interruptible`.
+
+    Examples
+    --------
+    >>> from ppclust._progress import check
+    >>> check()
+    """
+    if _STOP.is_set():
+        raise KeyboardInterrupt
+
+
+def wait(tree):
+    """Wait until every array of ``tree`` is computed, watching for a stop request; returns ``tree``.
+
+    A blocking wait on a running program does not let Python's signal handlers run; this polls instead.
+    On a stop request it lets the running program finish (compiled CPU kernels return at once then, see
+    :func:`stop_requested`) and raises ``KeyboardInterrupt``.
+
+    Parameters
+    ----------
+    tree : pytree of jax.Array
+        Outputs of a dispatched program.
+
+    Returns
+    -------
+    pytree
+        ``tree`` itself, ready.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        When SIGINT arrived inside :func:`interruptible`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust._progress import wait
+    >>> wait({"a": jnp.ones(2) * 2})["a"].tolist()
+    [2.0, 2.0]
+    """
+    leaves = [a for a in jax.tree_util.tree_leaves(tree) if isinstance(a, jax.Array)]
+    for a in leaves:
+        while not a.is_ready():
+            if _STOP.is_set():
+                jax.block_until_ready(leaves)
+                raise KeyboardInterrupt
+            time.sleep(POLL_S)
+    check()
+    return tree
+
+
+def run(fn, *args, **kwargs):
+    """``wait(fn(*args, **kwargs))``: dispatch a compiled program and wait for it, a stop request
+    meanwhile letting it run out (its callbacks return at once) before ``KeyboardInterrupt`` is raised, so
+    that no program of a stopped fit runs on behind it.
+
+    Parameters
+    ----------
+    fn : callable
+        A jitted function (or one that dispatches compiled programs and returns their outputs).
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    pytree
+        ``fn``'s outputs, ready.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        When SIGINT arrived inside :func:`interruptible`.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from ppclust._progress import run
+    >>> run(jax.jit(lambda a: a + 1), jnp.zeros(2)).tolist()
+    [1.0, 1.0]
+    """
+    _RUNNING[0] += 1
+    try:
+        return wait(fn(*args, **kwargs))
+    finally:
+        _RUNNING[0] -= 1

@@ -36,6 +36,10 @@ iterates; per kept draw, shape (n_chains, n_draws), for samplers), ``n_iter_``, 
 the objective has named terms), ``means_`` / ``covariances_`` where the model has them. ``fit_predict``
 is :class:`ClusterMixin`'s (``fit(X, y, **kwargs).labels_``: ``y`` is side information here) everywhere.
 
+Stopping a fit: SIGINT (Ctrl-C in a script or a terminal, "interrupt kernel" in Jupyter) raises
+``KeyboardInterrupt`` from every ``fit`` within about a second, leaves the estimator unfitted (no fitted
+attribute) and the process ready for the next fit (:func:`fit_context`).
+
 ``devices`` (one meaning everywhere, constraint :data:`DEVICES`)
 ---------------------------------------------------------------
 The devices a fit may use: ``None`` or ``1``, the default device only; ``"all"`` or ``"auto"``
@@ -89,7 +93,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ppclust import _devices
+from ppclust import _devices, _progress
 from ppclust._devices import resolve_mesh
 from ppclust.errors import (
     AllLabelledWarning,
@@ -189,6 +193,11 @@ def fit_context(*, prefer_skip_nested_validation: bool):
     caches: compiled programs are the user's to keep (solvers pad data to bucketed sizes, so a long session
     of many data sizes compiles a bounded set of programs).
 
+    A fit can be stopped: SIGINT (Ctrl-C in a script or a terminal, "interrupt kernel" in Jupyter) raises
+    ``KeyboardInterrupt`` from ``fit`` within about a second (:func:`ppclust._progress.interruptible`),
+    leaves the estimator unfitted (every fitted attribute, such as ``labels_``, removed) and the process
+    ready for the next fit.
+
     Parameters
     ----------
     prefer_skip_nested_validation : bool
@@ -222,6 +231,14 @@ def fit_context(*, prefer_skip_nested_validation: bool):
 
         @functools.wraps(fit_method)
         def wrapper(estimator, *args, **kwargs):
+            try:
+                with _progress.interruptible():
+                    return validated(estimator, *args, **kwargs)
+            except KeyboardInterrupt:
+                _unfit(estimator)
+                raise
+
+        def validated(estimator, *args, **kwargs):
             if get_config()["skip_parameter_validation"]:
                 return inner(estimator, *args, **kwargs)
             try:
@@ -237,6 +254,13 @@ def fit_context(*, prefer_skip_nested_validation: bool):
         return wrapper
 
     return decorator
+
+
+def _unfit(estimator):
+    """Remove ``estimator``'s fitted attributes (scikit-learn's convention: public names ending in ``_``),
+    so that an interrupted fit leaves it unfitted rather than half-fitted."""
+    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+        delattr(estimator, name)
 
 
 # Reusable constraints (each a list of alternatives, scikit-learn style).

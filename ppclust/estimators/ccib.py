@@ -291,7 +291,7 @@ class CCIB(ClusterMixin, BaseEstimator):
             ) as bar,
         ):
             keys = jax.random.split(as_key(self.random_state), int(self.n_init))
-            res = jax.vmap(_solver.fit, in_axes=(0, None, None, None))(keys, _bucketed(data), hyper, static)
+            res = _solver.fit_restarts(keys, _bucketed(data), hyper, static)
             res = jax.tree_util.tree_map(np.asarray, res)
             res = res._replace(q=res.q[:, :n], labels=res.labels[:, :n])
             bar.update(int(self.n_init))

@@ -12,6 +12,8 @@ passes of the sub-cluster sampler (:mod:`ppclust.inference._subcluster_cpu`):
   copies its operands);
 * the *packed call* (:func:`call`): small operands and results cross packed into one uint32 vector each way
   (every array crossing has a fixed cost), and under ``vmap`` the host function runs once per chain.
+  When a stop is requested (:func:`ppclust._progress.stop_requested`, SIGINT during a fit) the host
+  function is not run: zeros come back and the program runs out at once, its result discarded.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from contextlib import contextmanager
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ppclust import _progress
 
 __all__ = [
     "wire",
@@ -341,10 +345,20 @@ def call(host, outs, args):
         ], batch
 
     def run(words, *rest):  # (the operands arrive as jax Arrays: slicing them would dispatch XLA ops)
+        if _progress.stop_requested():  # a stopped fit: its program runs out at once, its result unread
+            nb = np.ndim(words) - 1
+            batch = np.broadcast_shapes(*(np.shape(a)[:nb] for a in (words, *rest)))
+            return tuple(np.zeros(r.shape, r.dtype) for r in result_shapes(batch))
         res, batch = run_all(*unpack(np.asarray(words), [np.asarray(a) for a in rest]))
         flat = [_np_as_words(res[r]).reshape(batch + (-1,)) for r in out_small]
         small = np.concatenate(flat, -1) if flat else np.zeros(batch + (0,), np.uint32)
         return (small,) + tuple(res[r] for r in out_big)
+
+    def result_shapes(batch):
+        small = jax.ShapeDtypeStruct(batch + (sum(out_sizes),), np.uint32)
+        return (small,) + tuple(
+            jax.ShapeDtypeStruct(batch + wire_outs[r].shape, wire_outs[r].dtype) for r in out_big
+        )
 
     words = (
         jnp.concatenate([_as_words(wired_args[i]).reshape(-1) for i in packed])

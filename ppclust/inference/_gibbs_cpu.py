@@ -16,7 +16,9 @@ without removing the point (:func:`_loo_full`).
 It consumes the sweep's random inputs drawn by JAX (visiting order and one uniform per point, inverse-CDF
 draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the XLA sweep up to float
 rounding; ``tests/inference/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
-It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call).
+It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call);
+once a stop is requested (:func:`ppclust._progress.stop_requested`) the callback returns the state
+unchanged without sweeping, so a stopped fit's program runs out at once.
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
 :class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one
@@ -34,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _progress
 from ppclust.families import Stats, _niw_cpu
 from ppclust.families._niw_cpu import (
     FULL,
@@ -206,6 +209,8 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     flags = _Flags(code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
+        if _progress.stop_requested():  # a stopped fit: its program runs out at once, its result unread
+            return wired[1], wired[2]
         res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
         return tuple(to_wire(r) for r in res)
 

@@ -24,7 +24,9 @@ The clustering is a soft assignment :math:`q_{ic}=P(c\mid x_i)` maximising
 from 1 until the perturbed uniform solution stays uniform, then :math:`\rho\leftarrow b\rho` with a
 symmetry-breaking perturbation before each temperature, until the assignments are hard, :math:`\rho`
 falls below :math:`10^{-8}\rho_0`, :math:`I(C;X)` reaches ``c_max`` or ``max_iter`` is used up.
-Everything is one jitted function: the annealing is a ``lax.while_loop`` writing a fixed-size trace.
+One run is one jitted function (:func:`fit`): the annealing is a ``lax.while_loop`` writing a fixed-size
+trace. :func:`fit_restarts` runs the restarts as the same loop cut into chunks of steps driven from Python
+(the same result), so that a fit can be stopped between chunks.
 
 Feature models (``Static.feature``):
 
@@ -47,14 +49,17 @@ Multinomial tables are the Dirichlet posterior means of :class:`ppclust.families
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp, xlogy
 
+from ppclust import _progress
 from ppclust.families import Multinomial, isotropic_gaussian_loglik
 
 __all__ = [
@@ -74,6 +79,7 @@ __all__ = [
     "objective_terms",
     "inner_trace",
     "fit",
+    "fit_restarts",
     "log_assignment",
 ]
 
@@ -791,18 +797,25 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
     True
     """
     alg = build(data, hyper, static)
-    dtype = data.y.dtype
-    trace0 = {m: jnp.full(static.max_iter, jnp.nan, dtype) for m in _TRACE}
+    s, trace = lax.while_loop(lambda c: ~c[0].done, partial(_body, alg, key), _start(data, static, alg))
+    return _result(s, trace, data, static)
 
-    def body(c):
-        s, trace = c
-        new, info = alg.step(jax.random.fold_in(key, s.it), s)
-        trace = {
-            m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m]) for m in _TRACE
-        }
-        return new, trace
 
-    s, trace = lax.while_loop(lambda c: ~c[0].done, body, (alg.init(), trace0))
+def _start(data, static, alg):
+    """The annealing's first carry: the initial state and an empty trace."""
+    return alg.init(), {m: jnp.full(static.max_iter, jnp.nan, data.y.dtype) for m in _TRACE}
+
+
+def _body(alg, key, c):
+    """One annealing step of the ``while_loop``: step ``s.it`` with the key ``fold_in(key, s.it)``."""
+    s, trace = c
+    new, info = alg.step(jax.random.fold_in(key, s.it), s)
+    trace = {m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m]) for m in _TRACE}
+    return new, trace
+
+
+def _result(s, trace, data, static):
+    """The :class:`Result` of a finished annealing carry."""
     q, params, terms = s.q, s.params, s.terms
     labels = jnp.argmax(q, axis=1).astype(jnp.int32)
     return Result(
@@ -821,6 +834,79 @@ def fit(key, data: CCIBData, hyper: Hyper, static: Static) -> Result:
         inner_capped=s.capped,
         trace=trace,
     )
+
+
+@partial(jax.jit, static_argnames=("static",))
+def _starts(keys, data, hyper, static):
+    return jax.vmap(lambda _: _start(data, static, build(data, hyper, static)))(keys)
+
+
+@partial(jax.jit, static_argnames=("static",))
+def _advance(keys, carry, stop, data, hyper, static):
+    """The restarts' carries after their steps below ``stop`` (a traced bound: one program for any)."""
+    alg = build(data, hyper, static)
+
+    def one(key, c):
+        return lax.while_loop(lambda c: ~c[0].done & (c[0].it < stop), partial(_body, alg, key), c)
+
+    return jax.vmap(one)(keys, carry)
+
+
+@partial(jax.jit, static_argnames=("static",))
+def _results(carry, data, static):
+    return jax.vmap(lambda c: _result(*c, data, static))(carry)
+
+
+#: seconds of work per compiled call of :func:`fit_restarts`, between which a stop request is honoured
+CHUNK_S = 0.25
+
+
+def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=None) -> Result:
+    """:func:`fit` vmapped over ``keys`` (one restart per key), driven from Python in chunks of annealing
+    steps, so that a stop request (:func:`ppclust._progress.check`) is honoured between chunks. The
+    result is :func:`fit`'s, bit for bit, for any chunking.
+
+    Parameters
+    ----------
+    keys : jax.Array of keys of shape (r,)
+        One key per restart.
+    data, hyper, static :
+        As for :func:`fit`.
+    chunk : int or None, default=None
+        Annealing steps per compiled call; None adapts it so that a call lasts about ``CHUNK_S`` seconds.
+
+    Returns
+    -------
+    Result
+        Batched over the restarts.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On SIGINT during a fit (:func:`ppclust._progress.interruptible`).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> y = jnp.asarray([[0.0], [0.2], [0.1], [5.0], [5.2], [5.1]])
+    >>> data = CCIBData(y=y, z=jnp.zeros(6, jnp.int32), design=jnp.ones((6, 1)), w_x=jnp.full(6, 1 / 6),
+    ...                 w_fit=jnp.ones(6), clamp=jnp.zeros(6, bool), clamp_q=jnp.zeros((6, 2)),
+    ...                 cond_mask=jnp.ones(1))
+    >>> static = Static(n_clusters=2, feature="gaussian", max_iter=50)
+    >>> res = fit_restarts(jax.random.split(jax.random.key(0), 2), data, Hyper(), static, chunk=7)
+    >>> res.labels.shape
+    (2, 6)
+    """
+    carry = _starts(keys, data, hyper, static)
+    done, size = 0, 1 if chunk is None else int(chunk)
+    while True:
+        t0 = time.perf_counter()
+        carry = _progress.run(_advance, keys, carry, jnp.int32(done + size), data, hyper, static)
+        done += size
+        if bool(np.all(np.asarray(carry[0].done))):
+            return _results(carry, data, static)
+        if chunk is None:
+            size = max(1, min(2 * size, int(size * CHUNK_S / max(time.perf_counter() - t0, 1e-6))))
 
 
 # --- helpers -------------------------------------------------------------------------------------

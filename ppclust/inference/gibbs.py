@@ -46,6 +46,12 @@ chains, devices) is shared JAX code. Neither restates the family: the XLA sweep 
 compiled one their numba twins in :mod:`ppclust.families._niw_cpu`; link counts come from
 :func:`ppclust.sideinfo.link_counts`.
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): :func:`sample` waits for each
+compiled call interruptibly (:func:`ppclust._progress.run`); once a stop is requested the numba sweep's
+host function returns its input unchanged, the program runs out at once and ``KeyboardInterrupt`` is
+raised (the XLA sweep finishes the call in flight first: a chunk of draws with a progress bar, else the
+run). The draws do not depend on this (nor on how the run is cut into calls).
+
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
 data term is :math:`\log p(x_i \mid \theta_k)` instead of the posterior predictive, the new cluster keeps
@@ -651,15 +657,14 @@ def sample(
         with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
             while warm_done < n_warmup:
                 hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
-                state, out = call(0, state, warm_done, hi, 0)
-                jax.block_until_ready(state.labels)
+                state, out = _progress.run(call, 0, state, warm_done, hi, 0)
                 bar.update(hi - warm_done)
                 warm_done = hi
     outs = []
     with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
         for c in range(n_chunks):
             lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
-            state, out = call(c, state, lo, hi, thin)
+            state, out = _progress.run(call, c, state, lo, hi, thin)
             outs.append(jax.device_get(out))
             bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))

@@ -23,6 +23,10 @@ For large n, :func:`fit_batch` runs batch (Lloyd-type) CEC steps, every point re
 an n x K cost matrix (:func:`assignment_costs`), then optionally Hartigan passes (see its docstring for
 when to use which).
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): the compiled loop runs one
+restart per call and the batch steps one restart per compiled program call, so a fit stops between
+restarts with ``KeyboardInterrupt`` and the same results for any number of restarts.
+
 Every point always ends in a live cluster and at least one cluster survives: when no initial slot is
 usable all points start in one cluster, and orphans left by ``max_passes`` after a deletion are
 reinserted at the end of the run.
@@ -78,6 +82,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppclust import _progress
 from ppclust._devices import axis_sharding
 from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
@@ -1149,7 +1154,9 @@ def _run_cpu(
                 for t in (data, cfg, state, out)
             )
         )
-    cpu.run_restarts(data, cfg, state, out)
+    for r in range(R):  # one restart per call: a stop request is honoured between restarts
+        _progress.check()
+        cpu.run_restarts(data, cfg, *(type(t)(*(a[r : r + 1] for a in t)) for t in (state, out)))
     stats = CECStats(
         *(
             _put(v)
@@ -1548,7 +1555,7 @@ def fit_batch(
     else:
         labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
     if mesh is None:
-        res = _batch_runs(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
+        res = _batch_restarts(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
     else:
         res = _batch_runs_sharded(
             cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, mesh=mesh
@@ -1617,6 +1624,15 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
         return BatchResult(labels, active, jnp.sum(jnp.where(active, costs, 0.0)), it, ~changed)
 
     return lax.map(one, labels0)
+
+
+def _batch_restarts(cost, x, side, labels0, **kw) -> BatchResult:
+    """:func:`_batch_runs` one restart per compiled call (the same program for any ``n_init``; each restart
+    computed as inside the batched call), waiting interruptibly (:func:`ppclust._progress.wait`)."""
+    runs = [
+        _progress.run(_batch_runs, cost, x, side, labels0[r : r + 1], **kw) for r in range(labels0.shape[0])
+    ]
+    return jax.tree.map(lambda *a: jnp.concatenate(a), *runs)
 
 
 @partial(jax.jit, static_argnames=("K", "chunk"))

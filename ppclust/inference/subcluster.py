@@ -111,6 +111,10 @@ the merges remove them more slowly (a few merge attempts per sweep, and two piec
 boundary (d) blurs), so ``TVClust(init="one", algorithm="subcluster")`` (splits only needed) is the faster
 start, and more ``n_moves`` shed surplus clusters in fewer sweeps (see docs/decisions/ for the evidence).
 
+Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): the driver waits for the compiled
+call interruptibly (:func:`ppclust._progress.run`); once a stop is requested the host callbacks return
+without working, the program runs out at once and ``KeyboardInterrupt`` is raised.
+
 Capacity: ``k_max`` slots with an active mask. A split proposed with every slot occupied is rejected and
 flags ``overflow`` (the driver raises, as the collapsed sampler does).
 """
@@ -124,6 +128,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppclust import _progress
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
 from ppclust.inference import _callback, _cluster_index, _subcluster_cpu, _subcluster_draw_cpu
@@ -743,9 +748,9 @@ def sample(
     )
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         with _callback.hold(x) as token:  # the callbacks run before the block releases the copy
-            state, out = jax.block_until_ready(run(x_token=token))
+            state, out = _progress.run(run, x_token=token)
     else:
-        state, out = run()
+        state, out = _progress.run(run)
     out = jax.device_get(out)
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
