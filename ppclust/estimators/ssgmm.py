@@ -66,11 +66,6 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
         """Validate; code the labels; the label mask, the starting centres; returns the pieces fit uses."""
         X = validate_X(self, X, reset=True)
         n, d = X.shape
-        self._n_clusters = K
-        if n < K:
-            raise PPClustError(
-                f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
-            )
         y = check_partial_labels(side_labels(y, partial_labels), n)
         if y is None or not np.any(y >= 0):
             self.classes_ = np.array([], dtype=np.int64)
@@ -80,6 +75,19 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
             codes = np.full(n, -1)
             codes[y >= 0] = inv
         C = len(self.classes_)
+        if K is None:
+            if C == 0:
+                raise PPClustError(
+                    "n_clusters=None takes one component per labelled class of `y`, and `y` labels no "
+                    "point (all -1 or None); set n_clusters, or pass partial labels."
+                )
+            K = C
+        K = int(K)
+        self._n_clusters = K
+        if n < K:
+            raise PPClustError(
+                f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
+            )
         if C > K:
             raise PPClustError(
                 f"`y` has {C} classes but n_clusters={K}; need n_clusters >= number of classes."
@@ -210,8 +218,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    n_clusters : int, default=1
-        Number of mixture components ``K``, at least the number of classes in ``y``.
+    n_clusters : int or None, default=None
+        Number of mixture components ``K``, at least the number of classes in ``y``. ``None``: one
+        component per labelled class of ``y`` (an error when ``y`` labels no point).
     covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
         Shape of the component covariances (scikit-learn's meanings).
     n_init : int, default=1
@@ -328,7 +337,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": POSITIVE_INT,
+        "n_clusters": [None, *POSITIVE_INT],
         "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
@@ -346,7 +355,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     def __init__(
         self,
-        n_clusters=1,
+        n_clusters=None,
         *,
         covariance_type="full",
         n_init=1,
@@ -382,9 +391,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     def fit(self, X, y=None, *, partial_labels=None):
         """Fit on ``X`` (n, d) with partial labels ``y`` (n,) (``-1`` = unlabelled; ``None`` = no labels);
         ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
-        K = int(self.n_clusters)
-        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
-        n = X.shape[0]
+        prep = self._prepare(X, y, partial_labels, self.n_clusters)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        K, n = self._n_clusters, X.shape[0]
         C = len(self.classes_)
         self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         mesh = data_mesh(self.devices)
@@ -481,8 +490,9 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    n_clusters : int, default=1
-        Number of mixture components ``K``, at least the number of classes in ``y``.
+    n_clusters : int or None, default=None
+        Number of mixture components ``K``, at least the number of classes in ``y``. ``None``: one
+        component per labelled class of ``y`` (an error when ``y`` labels no point).
     covariance_type : {"full", "diag", "spherical"}, default="full"
         Shape of the component covariances (the conjugate families of :mod:`ppclust.families`).
     random_state : None, int, numpy Generator or JAX key, default=None
@@ -580,7 +590,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": POSITIVE_INT,
+        "n_clusters": [None, *POSITIVE_INT],
         "covariance_type": [StrOptions({"full", "diag", "spherical"})],
         "random_state": RANDOM_STATE,
         "init": [StrOptions({"auto", "labelled", "k-means++"})],
@@ -597,7 +607,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     def __init__(
         self,
-        n_clusters=1,
+        n_clusters=None,
         *,
         covariance_type="full",
         random_state=None,
@@ -639,10 +649,10 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         from ppclust.inference import gibbs
         from ppclust.models.tvclust import TVClustPrior, make_links
 
-        K = int(self.n_clusters)
         n_draws = int(self.n_draws)
-        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
-        n = X.shape[0]
+        prep = self._prepare(X, y, partial_labels, self.n_clusters)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        K, n = self._n_clusters, X.shape[0]
         a = float(self.weight_concentration)
         with x64():
             xc = jnp.asarray(X - shift)
