@@ -327,10 +327,9 @@ def test_rdpmeans_mean_start_does_not_oversplit_standardised_wine():
 
 
 def test_rdpmeans_auto_xi_cap_is_lam_over_links_per_point():
-    """``xi_max="auto"``: the annealed link weight stops at lam / (mean may-link weight per point) -- counted by
-    brute force from the pairs -- or at xi0 when that is larger; the xi trace never exceeds it and the fit is
-    the fit with that explicit cap (a cap from the number of links instead of links per point, or no cap,
-    would fail)."""
+    """``xi_max="auto"``: the annealed link weight stops at lam / (mean may-link weight per point) --
+    counted by brute force from the pairs -- or at xi0_ when that is larger; the xi trace never exceeds it
+    and the fit is the fit with that explicit cap (a cap from all links per point, or no cap, would fail)."""
     X, _, pairs, sign = _blobs_with_links(6, n=60, frac_links=0.3, flip=0.2)
     kw = dict(random_state=0, k_max=16, patience=5, max_iter=300)
     ml, cl = pairs[sign > 0], pairs[sign < 0]
