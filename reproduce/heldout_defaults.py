@@ -304,12 +304,18 @@ def _verdicts(res):
             f"previous median {np.median(ratio_old):.2f}x)"
         )
     else:
-        ok, cost = acc >= acc_old - 0.01, "time not measured in this run"
-    v.append(
-        f'CECIB(init="auto"): **changed** (candidate starts with n_init // 5 restarts); the change '
-        f"{'holds' if ok else 'does not hold'} here: {cost}; mean ARI {acc:.3f} over {len(lab_ce)} cells "
-        f"(previous choice {acc_old:.3f}, k-means++ {acc_km:.3f}, k-means(K) {_mean([r['kmeans'] for r in lab]):.3f})."
-    )
+        ok, cost = acc >= acc_old - 0.01, "(accuracy only: the warm cost table was not reached in this run)"
+    if not lab_ce:
+        v.append(
+            'CECIB(init="auto"): **changed** (candidate starts with n_init // 5 restarts); no CEC-IB fit '
+            "finished in this run, so the panel gives no verdict on it."
+        )
+    else:
+        v.append(
+            f'CECIB(init="auto"): **changed** (candidate starts with n_init // 5 restarts); the change '
+            f"{'holds' if ok else 'does not hold'} here: {cost}; mean ARI {acc:.3f} over {len(lab_ce)} cells "
+            f"(previous choice {acc_old:.3f}, k-means++ {acc_km:.3f}, k-means(K) {_mean([r['kmeans'] for r in lab]):.3f})."
+        )
     covered = sorted({r["data"] for r in rdp} | {r["data"] for r in lab})
     if len(covered) < len(SETS):
         v.append(
