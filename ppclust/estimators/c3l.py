@@ -7,6 +7,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
@@ -205,6 +206,13 @@ class C3L(ClusterMixin, BaseEstimator):
         self.devices = devices
         self.progress_bar = progress_bar
 
+    def __sklearn_tags__(self):
+        """scikit-learn's tags; ``y`` (partial labels) holds two categories, the paper's case, so the
+        scikit-learn checks pass a two-category ``y`` (``classifier_tags.multi_class=False``)."""
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags = ClassifierTags(multi_class=False)
+        return tags
+
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, hyperplane=None, partial_labels=None):
         """Fit C3L on X.
@@ -227,6 +235,11 @@ class C3L(ClusterMixin, BaseEstimator):
         """
         X = validate_X(self, X, reset=True)
         n, N = X.shape
+        if n < 2:
+            raise PPClustError(
+                f"C3L needs at least 2 samples (two label categories or two sides of a hyperplane), got "
+                f"n_samples = {n}."
+            )
         alpha = float(self.leakage)
         if int(self.n_clusters) > n:
             raise PPClustError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")

@@ -33,6 +33,10 @@ from ppclust.inference import hartigan as _hartigan
 
 __all__ = ["CECIB"]
 
+#: ``init="auto"``: each candidate start's plain-CEC fit runs ``max(1, n_init // CANDIDATE_RESTART_SHARE)``
+#: restarts (the choice then costs at most 2 / CANDIDATE_RESTART_SHARE of the fit in restarts)
+CANDIDATE_RESTART_SHARE = 5
+
 
 class CECIB(ClusterMixin, BaseEstimator):
     r"""Cross-entropy clustering with an information-bottleneck label term (CEC-IB).
@@ -77,7 +81,9 @@ class CECIB(ClusterMixin, BaseEstimator):
         (:func:`ppclust.inference.hartigan.seeded_partitions`; ``n_clusters`` is raised to the number of
         categories if smaller). ``"auto"``: with labels and ``beta > 0`` the start whose plain-CEC fit has
         the lower cost (:func:`ppclust.inference.cecib.choose_start`; the labels on a tie), else
-        ``"k-means++"``. ``init_`` holds the start used.
+        ``"k-means++"``; each candidate's plain-CEC fit runs ``max(1, n_init // 5)`` restarts
+        (``CANDIDATE_RESTART_SHARE``), so the choice costs a fraction of the fit (see docs/decisions/
+        for the evidence). ``init_`` holds the start used.
     reassign : {"lazy", "immediate"}, default="lazy"
         How the points of a deleted cluster are reassigned (:mod:`ppclust.inference.hartigan`); ``"lazy"``
         is the authors' program.
@@ -255,15 +261,15 @@ class CECIB(ClusterMixin, BaseEstimator):
             n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
         warn_degenerate_data("CECIB", X, n_clusters)
 
-        def solve(beta, init):
-            with _progress.bar(int(self.n_init), "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
+        def solve(beta, init, n_init=int(self.n_init)):
+            with _progress.bar(n_init, "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
 
                 def run(reg_covar):
                     kw = dict(
                         n_clusters=n_clusters,
                         beta=beta,
                         min_cluster_fraction=float(self.min_cluster_fraction),
-                        n_init=int(self.n_init),
+                        n_init=n_init,
                         init=init,
                         max_passes=int(self.max_iter),
                         reassign=self.reassign,
@@ -293,11 +299,15 @@ class CECIB(ClusterMixin, BaseEstimator):
                     singular=reg == 0 and _hartigan.singular_data(X),
                     advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction",
                 )
-                bar.update(int(self.n_init))
+                bar.update(n_init)
             return best, costs, reg
 
+        # init="auto": the candidate starts' plain-CEC fits run a share of the restarts
+        n_pre = (
+            max(1, int(self.n_init) // CANDIDATE_RESTART_SHARE) if self.init == "auto" else int(self.n_init)
+        )
         init, beta, flip = _cecib.choose_start(
-            lambda b, i: solve(b, i)[0], self.init, yc, m, beta, self.label_noise
+            lambda b, i: solve(b, i, n_pre)[0], self.init, yc, m, beta, self.label_noise
         )
         best, costs, reg = solve(beta, init)
         labels = np.asarray(best.labels)

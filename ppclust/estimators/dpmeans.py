@@ -23,6 +23,7 @@ from ppclust.estimators._base import (
     ClusterMixin,
     StrOptions,
     data_mesh,
+    data_variance,
     fit_context,
     link_side_info,
     side_labels,
@@ -90,14 +91,24 @@ class _Base(ClusterMixin, BaseEstimator):
         return lam
 
     def _xi_cap(self, lam, table, xi0):
-        """``xi_max``, or for ``"auto"`` ``max(xi0, lam / max(w, 1))`` with ``w`` the mean total link weight
-        of a point (:func:`ppclust.sideinfo.link_weight_per_point`; see :class:`RDPMeans`). A pair given with
-        both signs counts with its net weight, as it acts in the cost (``xi_ratio = 1``)."""
+        """``xi_max``, or for ``"auto"`` ``max(xi0, lam / max(w_+, 1))`` with ``w_+`` the mean may-link weight
+        of a point (:func:`ppclust.sideinfo.link_weight_per_point` of the may-links; see :class:`RDPMeans`).
+        A pair given with both signs counts with its net weight, as it acts in the cost (``xi_ratio = 1``)."""
         cap = getattr(self, "xi_max", 1e12)
         if cap != "auto":
             return float(cap)
-        w = 0.0 if table is None else link_weight_per_point(table)
+        w = 0.0 if table is None else link_weight_per_point(weigh_link_kinds(table, (1.0, 0.0)))
         return max(float(xi0), lam / max(w, 1.0))
+
+    def _xi_unit(self, X) -> float:
+        """The data's unit of a link weight (``xi0`` is relative to it): the mean per-feature variance
+        (:func:`ppclust.estimators._base.data_variance`) for ``"sqeuclidean"``, its square root for
+        ``"euclidean"``, 1 for ``"kl"`` (rows normalised) and with ``compat=True`` (the authors' absolute
+        weights)."""
+        if self.compat or self.divergence == "kl":
+            return 1.0
+        s2 = data_variance(X)
+        return s2 if self.divergence == "sqeuclidean" else float(np.sqrt(s2))
 
     def _prepare(self, X, *, reset):
         X = validate_X(self, X, reset=reset)
@@ -338,17 +349,23 @@ class RDPMeans(_Base):
         New-cluster penalty :math:`\lambda > 0`, in the units of ``divergence``; None sets it from the
         data with ``lam_method`` and ``lam_k`` (the authors' rule).
     xi0 : float, default=1e-3
-        Link weight of sweep 1 (>= 0).
+        Link weight of sweep 1 (>= 0), relative to the data's scale: it acts as ``xi0 * s``, ``s`` the
+        mean per-feature variance of ``X`` for ``divergence="sqeuclidean"`` (its square root for
+        ``"euclidean"``; 1 for ``"kl"`` and with ``compat=True``, the authors' absolute weight), so that
+        ``X * c`` gives the partition of ``X``. The weight used is ``xi0_``.
     xi_rate : float, default=2.0
         Growth of the link weight per sweep (> 0; 1 keeps it constant).
     xi_ratio : float, default=1.0
         :math:`\xi_2 / \xi_1`, weight of a may-not-link relative to a may-link (>= 0).
     xi_max : float or "auto", default="auto"
-        Cap of :math:`\xi_1` (> 0). ``"auto"`` stops the annealing at ``lam / max(w, 1)``, ``w`` the mean
-        total link weight of a point (or at ``xi0`` if that is larger): at the cap all the links of an
-        average point together weigh at most one new cluster, so links steer the partition but a share
-        of wrong links cannot override the geometry (see docs/decisions/ for the evidence). ``1e12`` is
-        the authors' schedule (every link a hard constraint). The value used is ``xi_max_``.
+        Cap of :math:`\xi_1` (> 0), in the units of the divergence. ``"auto"`` stops the annealing at
+        ``lam / max(w_+, 1)``, ``w_+`` the mean may-link weight of a point (or at ``xi0_`` if that is
+        larger): at the cap one violated link weighs at most one new cluster, and the violated may-not-links
+        of a point inside its cluster open a new one once they are as many as a point's may-links (two
+        classes merged into one cluster leave about as many cross pairs as within pairs), so links can still
+        demand a cluster when they are plentiful, while a few wrong links cannot override the geometry
+        (see docs/decisions/ for the evidence). ``1e12`` is the authors' schedule (every link a hard
+        constraint). The value used is ``xi_max_``.
     link_reliability : {"auto", None}, default="auto"
         ``"auto"`` weighs each kind of link by the evidence the data give it: after a first fit, TVClust's
         link sensitivity :math:`p` and specificity :math:`q` are estimated from its partition
@@ -423,6 +440,8 @@ class RDPMeans(_Base):
         Link weight :math:`\xi_1` of each sweep (0 for DP-means).
     n_features_in_ : int
         Number of features seen in ``fit``.
+    xi0_ : float
+        The link weight of sweep 1 in the units of the divergence (``xi0`` times the data's scale).
     xi_max_ : float
         The cap of the link weight used.
     link_reliability_ : dict or None
@@ -522,7 +541,8 @@ class RDPMeans(_Base):
         pairs of the partial labels (``partial_labels`` if given, else ``y``; -1 = unlabelled)."""
         X = self._prepare(X, reset=True)
         side, table = _side_table(X.shape[0], side_labels(y, partial_labels), must_link, cannot_link)
-        self._run(X, table, float(self.xi0))
+        self.xi0_ = float(self.xi0) * self._xi_unit(X)
+        self._run(X, table, self.xi0_)
         self.link_reliability_ = self.link_weight_share_ = None
         if table is None or self.link_reliability is None:
             return self
@@ -531,4 +551,4 @@ class RDPMeans(_Base):
         self.link_weight_share_ = {"may_link": share[0], "may_not_link": share[1]}
         if share == (1.0, 1.0):
             return self
-        return self._run(X, weigh_link_kinds(table, share), float(self.xi0), xi_max=self.xi_max_)
+        return self._run(X, weigh_link_kinds(table, share), self.xi0_, xi_max=self.xi_max_)

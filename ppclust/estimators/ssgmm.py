@@ -67,11 +67,6 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
         """Validate; code the labels; the label mask, the starting centres; returns the pieces fit uses."""
         X = validate_X(self, X, reset=True)
         n, d = X.shape
-        self._n_clusters = K
-        if n < K:
-            raise PPClustError(
-                f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
-            )
         y = check_partial_labels(side_labels(y, partial_labels), n)
         if y is None or not np.any(y >= 0):
             self.classes_ = np.array([], dtype=np.int64)
@@ -81,6 +76,19 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
             codes = np.full(n, -1)
             codes[y >= 0] = inv
         C = len(self.classes_)
+        if K is None:
+            if C == 0:
+                raise PPClustError(
+                    "n_clusters=None takes one component per labelled class of `y`, and `y` labels no "
+                    "point (all -1 or None); set n_clusters, or pass partial labels."
+                )
+            K = C
+        K = int(K)
+        self._n_clusters = K
+        if n < K:
+            raise PPClustError(
+                f"`X` has n_samples={n} < n_clusters={K}; need at least one point per component."
+            )
         if C > K:
             raise PPClustError(
                 f"`y` has {C} classes but n_clusters={K}; need n_clusters >= number of classes."
@@ -211,8 +219,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    n_clusters : int, default=1
-        Number of mixture components ``K``, at least the number of classes in ``y``.
+    n_clusters : int or None, default=None
+        Number of mixture components ``K``, at least the number of classes in ``y``. ``None``: one
+        component per labelled class of ``y`` (an error when ``y`` labels no point).
     covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
         Shape of the component covariances (scikit-learn's meanings).
     n_init : int, default=1
@@ -329,7 +338,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": POSITIVE_INT,
+        "n_clusters": [None, *POSITIVE_INT],
         "covariance_type": [StrOptions(set(em.COVARIANCE_TYPES))],
         "n_init": POSITIVE_INT,
         "random_state": RANDOM_STATE,
@@ -347,7 +356,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     def __init__(
         self,
-        n_clusters=1,
+        n_clusters=None,
         *,
         covariance_type="full",
         n_init=1,
@@ -385,9 +394,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         ``partial_labels``, when given, replaces ``y`` (which is then only a scoring target)."""
         if _devices.is_process_rows(X):
             return self._fit_process_rows(X, side_labels(y, partial_labels))
-        K = int(self.n_clusters)
-        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
-        n = X.shape[0]
+        prep = self._prepare(X, y, partial_labels, self.n_clusters)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        K, n = self._n_clusters, X.shape[0]
         C = len(self.classes_)
         self.reg_covar_ = float(self.reg_covar) * data_variance(X)
         mesh = data_mesh(self.devices)
@@ -474,14 +483,22 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): each process codes the labels
         and builds the label mask of its own rows; class means, the data's mean and variance and the
         label-noise rate are sums over processes; EM runs over every process's devices."""
-        K = int(self.n_clusters)
-        x_loc, lay, shift, var = check_global_X(self, X, min_samples=K)
-        self._n_clusters = K
+        K = self.n_clusters
+        x_loc, lay, shift, var = check_global_X(self, X, min_samples=1 if K is None else int(K))
         y_loc = None if y is None else check_partial_labels(_devices.local_rows(y), len(x_loc))
         top = int(_devices.process_gather(-1 if y_loc is None or not len(y_loc) else y_loc.max()).max())
         seen = np.bincount(np.maximum(y_loc, 0)[y_loc >= 0], minlength=top + 1) if top >= 0 else np.zeros(0)
         self.classes_ = np.flatnonzero(_devices.process_sum(seen)).astype(np.int64)
         C = len(self.classes_)
+        if K is None:  # one component per labelled class, as in _prepare
+            if C == 0:
+                raise PPClustError(
+                    "n_clusters=None takes one component per labelled class of `y`, and `y` labels no "
+                    "point (all -1 or None); set n_clusters, or pass partial labels."
+                )
+            K = C
+        K = int(K)
+        self._n_clusters = K
         codes = np.full(len(x_loc), -1)
         if C:
             codes[y_loc >= 0] = np.searchsorted(self.classes_, y_loc[y_loc >= 0])
@@ -582,8 +599,9 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     Parameters
     ----------
-    n_clusters : int, default=1
-        Number of mixture components ``K``, at least the number of classes in ``y``.
+    n_clusters : int or None, default=None
+        Number of mixture components ``K``, at least the number of classes in ``y``. ``None``: one
+        component per labelled class of ``y`` (an error when ``y`` labels no point).
     covariance_type : {"full", "diag", "spherical"}, default="full"
         Shape of the component covariances (the conjugate families of :mod:`ppclust.families`).
     random_state : None, int, numpy Generator or JAX key, default=None
@@ -681,7 +699,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": POSITIVE_INT,
+        "n_clusters": [None, *POSITIVE_INT],
         "covariance_type": [StrOptions({"full", "diag", "spherical"})],
         "random_state": RANDOM_STATE,
         "init": [StrOptions({"auto", "labelled", "k-means++"})],
@@ -698,7 +716,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
     def __init__(
         self,
-        n_clusters=1,
+        n_clusters=None,
         *,
         covariance_type="full",
         random_state=None,
@@ -740,10 +758,10 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         from ppclust.inference import gibbs
         from ppclust.models.tvclust import TVClustPrior, make_links
 
-        K = int(self.n_clusters)
         n_draws = int(self.n_draws)
-        X, codes, log_mask, allowed, centres, fixed, shift, key = self._prepare(X, y, partial_labels, K)
-        n = X.shape[0]
+        prep = self._prepare(X, y, partial_labels, self.n_clusters)
+        X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        K, n = self._n_clusters, X.shape[0]
         a = float(self.weight_concentration)
         with x64():
             xc = jnp.asarray(X - shift)

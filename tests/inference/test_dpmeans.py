@@ -327,22 +327,23 @@ def test_rdpmeans_mean_start_does_not_oversplit_standardised_wine():
 
 
 def test_rdpmeans_auto_xi_cap_is_lam_over_links_per_point():
-    """``xi_max="auto"``: the annealed link weight stops at lam / (mean link weight per point) -- counted by
-    brute force from the pairs -- or at xi0 when that is larger; the xi trace never exceeds it and the fit is
-    the fit with that explicit cap (a cap from the number of links instead of links per point, or no cap,
-    would fail)."""
+    """``xi_max="auto"``: the annealed link weight stops at lam / (mean may-link weight per point) --
+    counted by brute force from the pairs -- or at xi0_ when that is larger; the xi trace never exceeds it
+    and the fit is the fit with that explicit cap (a cap from all links per point, or no cap, would fail)."""
     X, _, pairs, sign = _blobs_with_links(6, n=60, frac_links=0.3, flip=0.2)
     kw = dict(random_state=0, k_max=16, patience=5, max_iter=300)
     ml, cl = pairs[sign > 0], pairs[sign < 0]
     m = RDPMeans(**kw).fit(X, must_link=ml, cannot_link=cl)
-    per_point = 2.0 * len({tuple(sorted(map(int, p))) for p in pairs}) / len(X)
+    per_point = 2.0 * len({tuple(sorted(map(int, p))) for p in ml}) / len(X)  # may-links per point
     assert per_point > 1
     assert m.xi_max_ == pytest.approx(m.lam_ / per_point, rel=1e-12)
     assert np.nanmax(m.xi_trace_) <= m.xi_max_ * (1 + 1e-12) and np.nanmax(m.xi_trace_) > m.xi_max_ / 2
     explicit = RDPMeans(**kw, xi_max=m.xi_max_).fit(X, must_link=ml, cannot_link=cl)
     np.testing.assert_array_equal(m.labels_, explicit.labels_)
     big = RDPMeans(**kw, xi0=1e6, xi_rate=1.0).fit(X, must_link=ml, cannot_link=cl)
-    assert big.xi_max_ == 1e6  # an explicit constant weight above the cap is kept
+    assert (
+        big.xi_max_ == big.xi0_ == pytest.approx(1e6 * X.var(0).mean(), rel=1e-12)
+    )  # xi0 above the cap kept
 
 
 def test_rdpmeans_link_reliability_recovers_a_known_flip_rate_and_keeps_clean_links():
