@@ -206,7 +206,7 @@ def _markdown(res, args):
         "",
         "## RDP-means link weights (defaults) against DP-means",
         "",
-        "| data | size | n | links/point | wrong links | DP-means | RDP-means | RDP-means, previous cap | k DP | k RDP |",
+        "| data | size | n | links/point | wrong links | DP-means | RDP-means | RDP-means, previous cap | k DP | k RDP |",  # noqa: E501
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rdp"]:
@@ -276,9 +276,9 @@ def _verdicts(res):
     n_hold = sum(d >= -0.02 for d in drop.values())
     ok = n_gain >= len(sets) // 2 + 1 and n_hold >= len(sets) - 1
     v.append(
-        f'RDPMeans link weights (`xi0` relative to the data\'s variance, `xi_max="auto"` = lam / may-links per '
-        f"point): **changed**, and the change {'holds' if ok else 'does not hold'} here: clean links gain >= 0.05 "
-        f"ARI over DP-means on {n_gain}/{len(sets)} sets at full size (previous cap: {n_gain_old}/{len(sets)}); "
+        f'RDPMeans link weights (`xi0` relative to the data\'s variance, `xi_max="auto"` = lam / may-links per '  # noqa: E501
+        f"point): **changed**, and the change {'holds' if ok else 'does not hold'} here: clean links gain >= 0.05 "  # noqa: E501
+        f"ARI over DP-means on {n_gain}/{len(sets)} sets at full size (previous cap: {n_gain_old}/{len(sets)}); "  # noqa: E501
         f"with 20% wrong links within 0.02 of DP-means or better on {n_hold}/{len(sets)}."
     )
     lab = res["lab"]
@@ -314,12 +314,12 @@ def _verdicts(res):
         v.append(
             f'CECIB(init="auto"): **changed** (candidate starts with n_init // 5 restarts); the change '
             f"{'holds' if ok else 'does not hold'} here: {cost}; mean ARI {acc:.3f} over {len(lab_ce)} cells "
-            f"(previous choice {acc_old:.3f}, k-means++ {acc_km:.3f}, k-means(K) {_mean([r['kmeans'] for r in lab]):.3f})."
+            f"(previous choice {acc_old:.3f}, k-means++ {acc_km:.3f}, k-means(K) {_mean([r['kmeans'] for r in lab]):.3f})."  # noqa: E501
         )
     covered = sorted({r["data"] for r in rdp} | {r["data"] for r in lab})
     if len(covered) < len(SETS):
         v.append(
-            f"Coverage: {len(covered)} of the {len(SETS)} held-out sets finished in this run ({', '.join(covered)}); "
+            f"Coverage: {len(covered)} of the {len(SETS)} held-out sets finished in this run ({', '.join(covered)}); "  # noqa: E501
             "the verdicts above are on those only."
         )
     if res.get("crossover"):
@@ -342,7 +342,7 @@ def _crossover_text(rows):
             f"Measured crossover: the sub-cluster sampler is faster from n = {faster[0]} (of {sizes}); "
             "ARI per size in the table."
         )
-    return f"Measured crossover: the collapsed sampler is faster at every measured n ({sizes}); the crossover lies above {sizes[-1]}."
+    return f"Measured crossover: the collapsed sampler is faster at every measured n ({sizes}); the crossover lies above {sizes[-1]}."  # noqa: E501
 
 
 def _parts_folder():
