@@ -33,16 +33,36 @@ dt"""),
 md("""## Convergence: ESS and R-hat of the label-invariant summaries
 `p` and `q` are genuine posterior draws: with the default `pq="collapse"` the sampler integrates them out,
 and `posterior_` draws them from their Beta conditionals given each saved partition. Their
-Rao-Blackwellised conditional means $E[p \\mid z, E]$ are stored as `p_cond_mean`, `q_cond_mean`: a
+Rao-Blackwellised conditional means $E[p \\mid z, E]$ are stored as `p_cond_mean`, `q_cond_mean` in the
+`derived` group (functions of the draws, not draws, so `az.summary` of `posterior` leaves them out): a
 much narrower spread, which is *not* the posterior uncertainty of $p$. Constants (fixed $\\alpha$) are
 attributes, not posterior variables, so no R-hat is NaN."""),
-code("""print(az.summary(dt, var_names=["n_clusters", "p", "q", "p_cond_mean", "q_cond_mean"]))
+code("""print(az.summary(dt, var_names=["n_clusters", "p", "q"]))
 print(az.summary(dt, group="sample_stats", var_names=["lp"]))
-print("sd of p draws / sd of E[p | z]:", float(dt.posterior["p"].std() / dt.posterior["p_cond_mean"].std()))"""),
+print("sd of p draws / sd of E[p | z]:", float(dt.posterior["p"].std() / dt["derived"]["p_cond_mean"].std()))"""),
 code("""fig, axes = plt.subplots(1, 3, figsize=(13, 2.8), layout="constrained")
 plot.plot_trace(est.samples_.n_clusters, "number of clusters", ax=axes[0])
 plot.plot_trace(est.objective_trace_, "log joint", ax=axes[1])
 plot.plot_k_posterior(est.samples_.n_clusters, ax=axes[2])
+plt.show()"""),
+md("""## New points: `predict`, `predict_proba`, `score_samples`
+Each new point gets the posterior predictive of every kept draw (the collapsed NIW Student-t of each
+cluster, and the prior predictive of a new cluster with weight $\\alpha / (n + \\alpha)$), mapped onto
+the clusters of `labels_`. `predict_proba`'s last column is "a cluster not seen in training";
+`score_samples` is $\\log \\frac{1}{S} \\sum_s p(x \\mid \\text{draw } s)$. With two or more
+chains, `fit` also checks convergence (split R-hat and bulk ESS of the number of clusters, the log joint,
+$p$ and $q$) and warns with `ppclust.errors.ConvergenceWarning` when a statistic is off."""),
+code("""rng = np.random.default_rng(1)
+X_new = np.vstack([X[rng.choice(len(X), 12, replace=False)] + rng.normal(scale=0.2, size=(12, X.shape[1])),
+                   X.mean(0) + 6.0])  # the last point lies far from every cluster
+proba = est.predict_proba(X_new)
+print("predicted:", est.predict(X_new))
+print("log predictive density:", est.score_samples(X_new).round(2))
+print("R-hat and bulk ESS:", posterior.convergence_diagnostics(dt))
+fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
+im = ax.imshow(proba.T, aspect="auto", cmap="viridis", vmin=0, vmax=1)
+ax.set(xlabel="new point", ylabel="cluster (last row: new)", title="predict_proba of 13 new points")
+fig.colorbar(im, ax=ax)
 plt.show()"""),
 md("""## Model criticism: PSIS-LOO and model comparison
 The `log_likelihood` group (filled by `est.compute_log_likelihood()`) holds, per point and draw, the collapsed leave-one-out predictive

@@ -5,11 +5,9 @@ Scale-invariant here: DP-means with ``lam`` from ``lam_k`` (the k-th farthest di
 data), TVClust (``standardize=True``), the semi-supervised GMM (``reg_covar`` relative to the data's
 variance), CEC-IB and C3L (affine-invariant costs; C3L's hyperplane from an SVM on standardised
 features), CCIB's gaussian model (``variance`` relative to the data's variance) and SMIC (kernel
-widths from nearest-neighbour distances). Not invariant by design, hence not tested: an explicit
-``lam`` (DP-means' penalty is in the data's squared units) and RDP-means' link weights ``xi``.
-
-Before the fix, the GMM's absolute ``reg_covar=1e-6`` put everything in one component at small scales
-and CCIB's absolute ``variance=1`` collapsed to one cluster at scale 1e-2.
+widths from nearest-neighbour distances). RDP-means' default link weights (``xi0`` relative to the
+data's variance) are checked in ``test_scale_invariance.py``. Not invariant by design, hence not tested:
+an explicit ``lam`` (DP-means' penalty is in the data's squared units).
 """
 
 from __future__ import annotations
