@@ -177,6 +177,7 @@ def em_iteration(N, K, D, cov_type, chunk):
         shape = {"diag": (K, D), "full": (K, D, D)}[cov_type]
         prec = jnp.ones(shape) if cov_type == "diag" else jnp.broadcast_to(jnp.eye(D), shape)
         params = em.GMMParams(jnp.full(K, 1.0 / K), means, prec)
+        chunk = max(c for c in range(1, min(chunk, N) + 1) if N % c == 0)  # equal chunks: a divisor of N
         chunks = x.reshape(N // chunk, chunk, D)
 
         @jax.jit
@@ -208,7 +209,13 @@ def main(argv=None) -> int:
     ap.add_argument("--reduced", action="store_true", help="tiny sizes on CPU (what the test suite runs)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="folder of gpu_check.md/json")
     ap.add_argument("--methods", help="comma-separated registered methods to compare (default: all)")
+    ap.add_argument(
+        "--sections",
+        default="agreement,subcluster,em",
+        help="comma-separated sections to run (default: all three; the fast test skips subcluster)",
+    )
     args = ap.parse_args(argv)
+    sections = set(args.sections.split(","))
     import jax
 
     sizes = REDUCED if args.reduced else FULL
@@ -220,15 +227,18 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     res = {"machine": machine_info(), "device": str(accel), "reduced": bool(args.reduced), "sizes": sizes}
     only = None if args.methods is None else set(args.methods.split(","))
-    res["agreement"] = check_agreement(sizes["agree_n"], accel, cpu, only)
+    res["agreement"] = check_agreement(sizes["agree_n"], accel, cpu, only) if "agreement" in sections else []
     print(f"gpu_check: agreement done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     with jax.default_device(accel):
-        res["subcluster"] = subcluster_throughput(sizes["subcluster"], sizes["sweeps"])
+        res["subcluster"] = (
+            subcluster_throughput(sizes["subcluster"], sizes["sweeps"]) if "subcluster" in sections else []
+        )
         print(f"gpu_check: subcluster done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
         N, K, D = sizes["em"]
         res["em"] = [
             {"N": N, "K": K, "D": D, "cov": c, "ms": 1e3 * em_iteration(N, K, D, c, sizes["em_chunk"])}
             for c in ("diag", "full")
+            if "em" in sections
         ]
     for row in res["em"]:
         row["ratio_to_flash_gmm_estep"] = row["ms"] / FLASH_GMM_ESTEP_MS

@@ -261,6 +261,9 @@ class CECIB(ClusterMixin, BaseEstimator):
             n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
         warn_degenerate_data("CECIB", X, n_clusters)
 
+        devices = restart_devices(self.devices, "CECIB")
+
+        # a candidate start's fewer restarts may not split over the devices: "auto" (one device then)
         def solve(beta, init, n_init=int(self.n_init)):
             with _progress.bar(n_init, "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
 
@@ -287,7 +290,9 @@ class CECIB(ClusterMixin, BaseEstimator):
                                 yc,
                                 m,
                                 **kw,
-                                devices=restart_devices(self.devices, "CECIB"),
+                                devices=devices
+                                if n_init == int(self.n_init) or devices in (None, 1)
+                                else "auto",
                             )
                         return float(best.cost), (best, np.asarray(costs))
 

@@ -853,7 +853,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
         >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
         ...                                 progress_bar=False).fit(X)
-        >>> gmm.predict_proba([[0.0, 0.0]]).sum().round(6)
+        >>> float(gmm.predict_proba([[0.0, 0.0]]).sum().round(6))
         1.0
         """
         from ppclust import predictive
