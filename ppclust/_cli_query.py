@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ppclust._input_files import CLIError, read_data, read_labels, read_links
+from ppclust._input_files import CLIError, parse_params, read_data, read_labels, read_links
 from ppclust._output import exit_on_signals
 from ppclust._registry import METHODS, available
 from ppclust.errors import OutputExistsError
@@ -76,19 +75,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     h.add_argument("--no-header", dest="header", action="store_false", help="inputs have no header")
     q.set_defaults(func=cmd_query)
     return q
-
-
-def _params(items) -> dict:
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise CLIError(f"--param expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
 
 
 def _write(path: Path, text: str, overwrite: bool) -> None:
@@ -163,7 +149,7 @@ def cmd_query(args) -> int:
         kw["must_link"], kw["cannot_link"] = read_links(args.links, n, args.header)
     if args.labels:
         kw["partial_labels"] = read_labels(args.labels, n, args.header)
-    params = _params(args.param)
+    params = parse_params(args.param)
     cls = METHODS[args.method].load()
     try:
         est = cls(**params)

@@ -12,6 +12,7 @@ failure is a :class:`CLIError`, which the command prints as one line.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -31,6 +32,7 @@ __all__ = [
     "read_labels_named",
     "read_links",
     "read_background",
+    "parse_params",
 ]
 
 
@@ -177,6 +179,41 @@ def _read_npy(path: str, what: str) -> Table:
         )
     values = np.asarray(arr, float)
     return Table(values if values.ndim == 2 else values.reshape(-1, 1), None, path, None)
+
+
+def parse_params(items) -> dict:
+    """The ``--param key=value`` options as keyword arguments: each value read as JSON, else kept a string.
+
+    Parameters
+    ----------
+    items : list of str or None
+        ``key=value`` strings.
+
+    Returns
+    -------
+    params : dict
+
+    Raises
+    ------
+    CLIError
+        An item without ``=``.
+
+    Examples
+    --------
+    >>> from ppclust._input_files import parse_params
+    >>> parse_params(["n_clusters=3", "init=k-means++", "beta=0.5"])
+    {'n_clusters': 3, 'init': 'k-means++', 'beta': 0.5}
+    """
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise CLIError(f"--param expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
 
 
 def read_table(path: str, what: str, header: bool | None = None) -> Table:

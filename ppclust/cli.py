@@ -32,6 +32,7 @@ from ppclust._input_files import (
     CLIError,
     Labels,
     Table,
+    parse_params,
     read_background,
     read_data,
     read_labels,
@@ -56,19 +57,6 @@ __all__ = [
     "read_links",
     "read_background",
 ]
-
-
-def _parse_params(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise CLIError(f"--param expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
 
 
 def _jsonable(v):
@@ -161,7 +149,7 @@ def cmd_fit(args) -> int:
         raise CLIError("only one input file can be read from stdin ('-')")
     out = OutputDir(args.out, overwrite=args.overwrite)
     out.check()  # refuse before the (possibly long) fit, not after
-    params = _parse_params(args.param or [])
+    params = parse_params(args.param)
     _cli_distributed.initialize(args)
     data = read_data(args.data, args.header)
     X = data.values
