@@ -552,12 +552,8 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 )
                 if not learn or not bool(res.finite):
                     break
-                lab = codes >= 0  # label_noise_update's rate, its sums taken over processes
-                off = g[None, :] != codes[lab][:, None]
-                num, den = _devices.process_sum(
-                    [np.sum(_devices.local_rows(res.resp, lay)[lab] * off), lab.sum()]
-                )
-                new_eps = min(max(num / max(den, 1), 0.0), (C - 1) / C)
+                resp_loc = _devices.local_rows(res.resp, lay)
+                new_eps = label_noise_update(resp_loc, codes, g, C, reduce=_devices.process_sum)
                 if abs(new_eps - eps) < LABEL_NOISE_TOL or rounds >= LABEL_NOISE_MAX_ROUNDS:
                     break
                 eps, params = new_eps, res.params

@@ -258,7 +258,7 @@ def ssgmm_log_joint(x, labels, family, weight_concentration, log_mask=None):
     return lj
 
 
-def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
+def label_noise_update(resp, y_codes, component_classes, n_classes, reduce=None) -> float:
     r"""The EM update (M-step) of the label-flip rate :math:`\varepsilon` of the label model.
 
     A labelled point shows its component's class with probability :math:`1-\varepsilon`, else one of the
@@ -283,6 +283,9 @@ def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
         Class :math:`g(k)` of each component (``-1``: free, off every class).
     n_classes : int
         Number of classes ``C``.
+    reduce : callable or None, default=None
+        Sums ``[mass off the class, labelled count]`` over the parts of a data set held apart (rows spread
+        over processes: :func:`ppclust._devices.process_sum`); None: these rows are the whole data set.
 
     Returns
     -------
@@ -299,12 +302,16 @@ def label_noise_update(resp, y_codes, component_classes, n_classes) -> float:
     """
     y_codes = np.asarray(y_codes)
     lab = y_codes >= 0
-    if n_classes < 2 or not lab.any():
+    if n_classes < 2:
         return 0.0
     g = np.asarray(component_classes)
     off = g[None, :] != y_codes[lab][:, None]
-    eps = float(np.sum(np.asarray(resp)[lab] * off) / lab.sum())
-    return min(max(eps, 0.0), (n_classes - 1) / n_classes)
+    mass, count = np.sum(np.asarray(resp)[lab] * off), lab.sum()
+    if reduce is not None:
+        mass, count = reduce([mass, count])
+    if not count:
+        return 0.0
+    return min(max(float(mass / count), 0.0), (n_classes - 1) / n_classes)
 
 
 def partition_flip_rate(labels, codes, m: int) -> float:
