@@ -16,8 +16,14 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bi
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "error: ppclust needs Python >= 3.12 (jax >= 0.11, arviz 1.x). Install python3.12 or set PYTHON=/path/to/python3.12" >&2; exit 2; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,datasets,docs]"
+	@# uv resolves and installs the same packages as pip, several times faster; pip if uv cannot be had
+	@if $(PY) -m pip install -q uv && $(PY) -m uv --version >/dev/null 2>&1; then \
+	    echo "$(PY) -m uv pip install -e .[dev,datasets,docs]"; \
+	    $(PY) -m uv pip install -q --python $(PY) -e ".[dev,datasets,docs]"; \
+	else \
+	    echo "$(PY) -m pip install -e .[dev,datasets,docs]"; \
+	    $(PY) -m pip install -q -e ".[dev,datasets,docs]"; \
+	fi
 	@touch $(STAMP)
 
 # numba kernels into the per-user cache, so that a user's first fit loads them. `make test` does not wait for

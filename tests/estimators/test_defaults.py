@@ -8,6 +8,7 @@ import pytest
 
 from ppclust import BayesianSemiSupervisedGMM, SemiSupervisedGMM
 from ppclust.errors import PPClustError
+from tests._tiers import fast_first
 
 
 def _blobs(k, per=15, seed=0):
@@ -19,14 +20,21 @@ def _blobs(k, per=15, seed=0):
 
 @pytest.mark.parametrize(
     "make",
-    [
-        lambda: SemiSupervisedGMM(
-            covariance_type="spherical", max_iter=20, random_state=0, progress_bar=False
-        ),
-        lambda: BayesianSemiSupervisedGMM(
-            covariance_type="spherical", n_draws=3, n_warmup=3, n_chains=1, random_state=0, progress_bar=False
-        ),
-    ],
+    fast_first(
+        [
+            lambda: SemiSupervisedGMM(
+                covariance_type="spherical", max_iter=20, random_state=0, progress_bar=False
+            ),
+            lambda: BayesianSemiSupervisedGMM(
+                covariance_type="spherical",
+                n_draws=3,
+                n_warmup=3,
+                n_chains=1,
+                random_state=0,
+                progress_bar=False,
+            ),
+        ]
+    ),
 )
 def test_ssgmm_n_clusters_none_is_the_number_of_labelled_classes(make):
     X, truth = _blobs(4)

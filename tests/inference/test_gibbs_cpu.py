@@ -20,6 +20,7 @@ from ppclust.families import GaussianNIW, Multinomial, SphericalGaussian
 from ppclust.inference import _gibbs_cpu, gibbs
 from ppclust.inference.backend import resolve_backend
 from ppclust.models.tvclust import TVClustPrior, make_links
+from tests._tiers import fast_first
 
 pytestmark = pytest.mark.skipif(not _gibbs_cpu.available(), reason="numba is not installed")
 
@@ -51,7 +52,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("family", "pq", "partition"), CASES)
+@pytest.mark.parametrize(("family", "pq", "partition"), fast_first(CASES, unpack=True))
 def test_compiled_sweep_takes_the_xla_sweeps_decisions(family, pq, partition):
     with x64():
         x, links = _problem(weighted=pq == "sample")

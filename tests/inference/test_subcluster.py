@@ -13,6 +13,7 @@ from ppclust._jax import x64
 from ppclust.inference import gibbs, subcluster
 from ppclust.inference import subcluster_moves as moves
 from ppclust.models.tvclust import log_joint, make_links
+from tests._tiers import fast_first
 from tests.models.test_tvclust import PAIRS5, PRIOR, SIGN5, X5, _family, chi_square_pvalue, exact_posterior
 
 # six points: two groups, links inside and across (one of them contradicting the geometry)
@@ -161,7 +162,7 @@ def _brute_ratio(z, z_new, lr, l1r, mask, side_a, x, links, fam, p, q):
     return lj, lj_new, q_split
 
 
-@pytest.mark.parametrize("pq", ["collapse", "fixed"])
+@pytest.mark.parametrize("pq", fast_first(["collapse", "fixed"]))
 def test_split_merge_ratio_equals_brute_force(pq):
     """log H of a split equals log p(z') - log p(z) + log P(merge back) - log P(split) with P computed by
     hand (1/2 * 1/K * q for the split, 1/2 * 2 / (K'(K'-1)) for the merge, q summed over both orientations
@@ -239,7 +240,7 @@ def test_merge_proposal_log_q_is_the_reverse_split_probability():
             np.testing.assert_allclose(float(log_q), expect, rtol=1e-10)
 
 
-@pytest.mark.parametrize("cov", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("cov", fast_first(["full", "diag", "spherical"]))
 def test_two_slot_stats_equal_family_stats(cov):
     """The sub-cluster fit's two-slot statistics (above d = 4 as two weighted products) equal
     ``family.stats`` with the same weights, slot by slot (a swapped side or a missing weight fails)."""
@@ -624,7 +625,7 @@ def _sub_block_transition(accept, n, k, n_blocks, w):
     return trans, target / target.sum()
 
 
-@pytest.mark.parametrize("n_blocks", [1, 2, 3, 5])
+@pytest.mark.parametrize("n_blocks", fast_first([2, 1, 3, 5]))
 def test_sub_block_acceptance_leaves_the_restricted_target_invariant(n_blocks):
     """Brute force on 5 points and 3 slots (150 labellings with every slot occupied, 243 draw vectors):
     the sub-block scan of the unlinked block (module docstring (d)) leaves the restricted product

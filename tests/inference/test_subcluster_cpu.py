@@ -21,6 +21,7 @@ from ppclust.inference import subcluster
 from ppclust.inference import subcluster_moves as moves
 from ppclust.inference.backend import resolve_backend
 from ppclust.models.tvclust import TVClustPrior, make_links
+from tests._tiers import fast_first
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="numba is not installed")
 
@@ -63,7 +64,7 @@ def test_counter_uniform_twin_uniformity_and_independence():
     assert len(np.unique(u)) == n  # 53 bits: no collisions at this size
 
 
-@pytest.mark.parametrize("cov", COVS)
+@pytest.mark.parametrize("cov", fast_first(COVS))
 def test_gaussian_loglik_twin(cov):
     x, z = _data(50, 4)
     with x64():
@@ -83,7 +84,7 @@ def test_gaussian_loglik_twin(cov):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("cov", COVS)
+@pytest.mark.parametrize("cov", fast_first(COVS))
 def test_stats_twin(cov):
     """The statistics from the compiled sums equal ``family.stats`` (an empty slot, labels past the
     slots counted nowhere, as the segment sum drops them)."""
@@ -244,7 +245,7 @@ def test_twins_with_cluster_index_equal_full_visits():
         assert int(mv(False, 2, 6, index)[2]) == int(((lab == 2) | (lab == 6)).sum())
 
 
-@pytest.mark.parametrize("cov", ["full", "diag"])
+@pytest.mark.parametrize("cov", fast_first(["full", "diag"]))
 def test_move_twin(cov):
     """The move's O(n) part for the points of C only: proposal, log q, |C|, |A| and side B's statistics
     equal the XLA path's (final responsibilities of every point, Bernoulli sides from the same
@@ -296,16 +297,19 @@ def test_fexp_matches_libm_exp():
 
 @pytest.mark.parametrize(
     "cov,cut,d",
-    [
-        ("full", 20.0, 2),
-        ("full", 20.0, 3),
-        ("diag", 20.0, 3),
-        ("spherical", 20.0, 3),
-        ("full", 20.0, 6),
-        ("diag", 20.0, 6),
-        ("spherical", 20.0, 6),
-        ("full", 1.0, 6),
-    ],
+    fast_first(
+        [
+            ("full", 20.0, 2),
+            ("full", 20.0, 3),
+            ("diag", 20.0, 3),
+            ("spherical", 20.0, 3),
+            ("full", 20.0, 6),
+            ("diag", 20.0, 6),
+            ("spherical", 20.0, 6),
+            ("full", 1.0, 6),
+        ],
+        unpack=True,
+    ),
 )
 def test_block_draw_twin(cov, cut, d):
     """The compiled unlinked-block draw equals ``subcluster._block_draw`` (XLA: every exp, matrix
@@ -338,7 +342,7 @@ def test_block_draw_twin(cov, cut, d):
     assert 0.05 < np.mean(got[~keep] != z[~keep]) < 0.9  # the draws are random, not the argmax
 
 
-@pytest.mark.parametrize("cov", COVS + ["round"])
+@pytest.mark.parametrize("cov", fast_first(COVS + ["round"]))
 def test_precision_bound_holds_and_is_tight_on_stretched_clusters(cov):
     r"""The O(d) bound of the bounded draw (``_precision_bound``, summed as ``_bounded_logliks`` does) never
     exceeds the quadratic form :math:`u^\top A^\top A u`, for random u and precisions stretched along two
@@ -406,6 +410,8 @@ def _chain_problem(n=240, seed=0):
     return x, pairs, sign
 
 
+@pytest.mark.slow  # an XLA sub-cluster chain compiled for the comparison; the fast tier compares each
+# compiled step with its XLA twin (stats, moves, block draws, sub-block acceptance) one by one
 def test_chain_numba_equals_xla():
     """Two chains, 6 sweeps from one cluster (splits accepted, colour classes present): the numba backend
     draws the same labels as the XLA backend, sweep by sweep, and the same log joints up to rounding."""
@@ -427,7 +433,7 @@ def test_chain_numba_equals_xla():
 
 
 @pytest.mark.slow  # two numba-backend sweeps traced and compiled after clearing JAX's caches; the fast
-# suite's chain parity (test_chain_numba_equals_xla, k_max = 12) runs the uint8 labels against XLA
+# tier's chain parity (test_chain_numba_equals_xla, k_max = 12) runs the uint8 labels against XLA
 def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
     """With k_max <= 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
@@ -514,7 +520,7 @@ def test_backend_argument_is_checked():
     assert resolve_backend("auto", subcluster.numba_unsupported(fam, jnp.float32)) == "xla"
 
 
-@pytest.mark.parametrize("n, n_blocks", [(6, 6), (3001, 64), (3001, 1)])
+@pytest.mark.parametrize("n, n_blocks", fast_first([(6, 6), (3001, 64), (3001, 1)], unpack=True))
 def test_accept_sub_blocks_twin(n, n_blocks):
     """The compiled sub-block acceptance equals ``subcluster.accept_sub_blocks`` (labels and sizes): a slot
     of three points and a singleton that every draw empties (so with several sub-blocks some are rejected,

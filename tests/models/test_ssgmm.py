@@ -18,6 +18,7 @@ from ppclust._jax import x64
 from ppclust.estimators.ssgmm import BayesianSemiSupervisedGMM, SemiSupervisedGMM
 from ppclust.inference import em
 from ppclust.models.ssgmm import label_log_mask, label_noise_update, partition_flip_rate, ssgmm_model
+from tests._tiers import fast_first
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
 
@@ -40,7 +41,7 @@ def _load(shared_dir, name, labelled_file):
     return D[:, :-1], D[:, -1].astype(int), y
 
 
-@pytest.mark.parametrize("cov_type", COV_TYPES)
+@pytest.mark.parametrize("cov_type", fast_first(COV_TYPES))
 def test_all_labelled_is_per_class_ml(cov_type):
     X, z = _blobs(1)
     g = SemiSupervisedGMM(
@@ -76,7 +77,7 @@ def test_all_labelled_is_per_class_ml(cov_type):
     assert g.log_likelihood_ == pytest.approx(ll, rel=1e-10)
 
 
-@pytest.mark.parametrize("cov_type", COV_TYPES)
+@pytest.mark.parametrize("cov_type", fast_first(COV_TYPES))
 def test_unlabelled_equals_sklearn_from_same_init(cov_type):
     X, _ = _blobs(2)
     rng = np.random.default_rng(3)
@@ -130,7 +131,7 @@ def test_unlabelled_equals_sklearn_from_same_init(cov_type):
     assert float(res.trace[n_iter - 1]) / len(X) == pytest.approx(sk.lower_bound_, rel=1e-10)
 
 
-@pytest.mark.parametrize("cov_type", COV_TYPES)
+@pytest.mark.parametrize("cov_type", fast_first(COV_TYPES))
 @pytest.mark.parametrize("prior", [None, "default"])
 def test_objective_monotone(cov_type, prior):
     X, z = _blobs(4, spread=1.0)  # overlapping: EM needs many iterations
@@ -192,7 +193,7 @@ def test_prior_objective_is_the_density_m_step_maximises():
         assert np.all(np.asarray(others) <= float(best) + 1e-9)
 
 
-@pytest.mark.parametrize("cov_type", ["full", "diag"])
+@pytest.mark.parametrize("cov_type", fast_first(["full", "diag"]))
 def test_numpyro_model_matches_em_likelihood(cov_type):
     X, z = _blobs(6)
     y = np.where(np.arange(len(z)) % 3 == 0, z, -1)
@@ -279,7 +280,7 @@ MCLUST_NAMES = {"full": "VVV", "tied": "EEE", "diag": "VVI", "spherical": "VII"}
 CASES = [("iris", "iris_labelled_10pct_seed101.csv"), ("wine", "wine_labelled_10pct_seed102.csv")]
 
 
-@pytest.mark.parametrize(("name", "labelled_file"), CASES)
+@pytest.mark.parametrize(("name", "labelled_file"), fast_first(CASES, unpack=True))
 def test_against_mclust_ssc(shared_dir, name, labelled_file):
     X, t, y = _load(shared_dir, name, labelled_file)
     ref_dir = Path(shared_dir) / "reference" / "mclust_ssc"
@@ -400,7 +401,7 @@ def _exact_assignment_posterior(x, fam, K, alpha, log_mask):
     return zs, np.nan_to_num(prob)
 
 
-@pytest.mark.parametrize("K, classes, eps", [(2, [0, 1], 0.0), (3, [0, 1, -1], 0.2)])
+@pytest.mark.parametrize("K, classes, eps", fast_first([(2, [0, 1], 0.0), (3, [0, 1, -1], 0.2)], unpack=True))
 def test_gibbs_matches_exact_enumeration(K, classes, eps):
     """Finite-mixture mode of the shared sampler vs the exact collapsed posterior over K^5 assignments."""
     from ppclust.families import GaussianNIW
@@ -463,6 +464,8 @@ def test_gibbs_matches_exact_enumeration(K, classes, eps):
     assert pval > 1e-3, (pval, tv)
 
 
+@pytest.mark.slow  # a 2-chain sampler compiled for this check alone; the fast tier checks the sampler
+# against exact enumeration and the estimator's objective against the log joint
 def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     X, z = _blobs(3, n=150)
     y = np.where(np.arange(150) % 4 == 0, z, -1)
@@ -487,7 +490,7 @@ def test_gibbs_estimator_agrees_with_em_and_keeps_labels(tmp_path):
     assert g.predict(X).shape == (150,) and np.isfinite(g.bic())
 
 
-@pytest.mark.parametrize("cov_type", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("cov_type", fast_first(["full", "diag", "spherical"]))
 def test_em_map_and_gibbs_share_one_prior(cov_type):
     """EM's MAP M-step under ``mixture_niw_prior`` is the joint posterior mode of the collapsed family the
     Gibbs sampler uses (``GaussianNIW.from_prior`` of the same prior), slot by slot, for hard assignments:
