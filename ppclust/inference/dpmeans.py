@@ -1155,12 +1155,15 @@ def fit_process_rows(key, x, table, lam, n_init, layout, config: DPMeansConfig |
     me = jax.process_index()
     if table is None:
         table = NeighbourTable(
-            np.zeros((layout.block, 1), np.int32), np.zeros((layout.block, 1), dtype), np.zeros((layout.block, 1), dtype)
+            np.zeros((layout.block, 1), np.int32),
+            np.zeros((layout.block, 1), dtype),
+            np.zeros((layout.block, 1), dtype),
         )
     use_links = bool(_devices.process_gather(np.int8(np.asarray(table.wgt).any())).any())
+    width = bucket_size(np.asarray(table.nbr).shape[1], minimum=1)  # nearby widths share a program
     glob = NeighbourTable(
         *(
-            _devices.from_process_rows(np.asarray(a, dt)[: layout.counts[me]], layout)
+            _devices.from_process_rows(pad_rows(np.asarray(a, dt)[: layout.counts[me]].T, width)[0].T, layout)
             for a, dt in zip(table, (np.int32, dtype, dtype), strict=True)
         )
     )
@@ -1181,7 +1184,7 @@ def fit_process_rows(key, x, table, lam, n_init, layout, config: DPMeansConfig |
 # lambda heuristics (spec 3.7)
 
 
-def kth_farthest_from_mean(x, k, divergence="euclidean"):
+def kth_farthest_from_mean(x, k, divergence="euclidean", *, gather=None):
     r"""The authors' rule: the k-th largest distance :math:`\|x_i-\bar x\|` of a row to the column mean.
 
     ``divergence="euclidean"`` gives the plain distance (the value the authors' code uses),
@@ -1196,6 +1199,10 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
         Rank of the distance, 1 the largest.
     divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
         Distance to the mean.
+    gather : callable or None, default=None
+        Rows spread over processes: ``x`` is this process's rows and ``gather(a)`` stacks every
+        process's ``a`` (:func:`ppclust._devices.process_gather`); the mean is the sum of the processes'
+        sums over ``n``, and each process sends only its ``k`` largest distances.
 
     Examples
     --------
@@ -1204,9 +1211,10 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
     3.0
     """
     x = np.asarray(x, dtype=np.float64)
-    if not 1 <= k <= x.shape[0]:
-        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
-    m = x.mean(axis=0)
+    n = _n_rows(x, gather)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n_samples={n}], got {k}")
+    m = _mean(x, n, gather)
     if divergence == "kl":
         with x64():
             dist = np.asarray(kl_divergence(jnp.asarray(x), jnp.asarray(m)[None]))[:, 0]
@@ -1215,10 +1223,17 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
         dist = np.sqrt(np.sum(diff * diff, axis=1))
         if divergence == "sqeuclidean":
             dist = dist**2
-    return float(np.sort(dist)[::-1][k - 1])
+    top = np.sort(dist)[::-1]
+    if (
+        gather is not None
+    ):  # every process's k largest (padded with -inf): the k-th largest of all is among them
+        top = np.sort(gather(np.pad(top[:k], (0, max(0, k - len(top))), constant_values=-np.inf)).ravel())[
+            ::-1
+        ]
+    return float(top[k - 1])
 
 
-def farthest_first(x, k, divergence="sqeuclidean"):
+def farthest_first(x, k, divergence="sqeuclidean", *, gather=None):
     r"""Kulis & Jordan's farthest-first heuristic: T = {mean}; k times add the point farthest from T.
 
     Returns the max-min distance at the last (k-th) round, in the units of ``divergence``
@@ -1232,6 +1247,9 @@ def farthest_first(x, k, divergence="sqeuclidean"):
         Number of rounds.
     divergence : {"sqeuclidean", "euclidean"}, default="sqeuclidean"
         Units of the returned distance.
+    gather : callable or None, default=None
+        As :func:`kth_farthest_from_mean`: each round, the farthest point is the first of the processes'
+        farthest points with the largest distance (the first in global row order, as ``np.argmax``).
 
     Examples
     --------
@@ -1240,20 +1258,26 @@ def farthest_first(x, k, divergence="sqeuclidean"):
     9.0
     """
     x = np.asarray(x, dtype=np.float64)
-    if not 1 <= k <= x.shape[0]:
-        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
-    diff = x - x.mean(axis=0)
+    n = _n_rows(x, gather)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n_samples={n}], got {k}")
+    diff = x - _mean(x, n, gather)
     dmin = np.sum(diff * diff, axis=1)
     last = 0.0
     for _ in range(k):
-        j = int(np.argmax(dmin))
-        last = float(dmin[j])
-        diff = x - x[j]
+        j = int(np.argmax(dmin)) if len(dmin) else 0
+        if gather is None:
+            last, centre = float(dmin[j]), x[j]
+        else:
+            vals = gather(dmin[j] if len(dmin) else -np.inf)
+            p = int(np.argmax(vals))
+            last, centre = float(vals[p]), gather(x[j] if len(dmin) else np.zeros(x.shape[1]))[p]
+        diff = x - centre
         dmin = np.minimum(dmin, np.sum(diff * diff, axis=1))
     return last if divergence == "sqeuclidean" else float(np.sqrt(last))
 
 
-def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
+def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean", *, gather=None):
     """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first".
 
     Parameters
@@ -1266,6 +1290,8 @@ def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean")
         The rule (:func:`kth_farthest_from_mean` is the authors'; ``docs/decisions/0008-rdpmeans-init.md``).
     divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
         Units of lambda: match the divergence of the run.
+    gather : callable or None, default=None
+        Rows spread over processes (:func:`kth_farthest_from_mean`).
 
     Examples
     --------
@@ -1274,7 +1300,15 @@ def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean")
     9.0
     """
     if method == "kth_farthest_from_mean":
-        return kth_farthest_from_mean(x, k, divergence)
+        return kth_farthest_from_mean(x, k, divergence, gather=gather)
     if method == "farthest_first":
-        return farthest_first(x, k, divergence)
+        return farthest_first(x, k, divergence, gather=gather)
     raise ValueError(f"method must be 'kth_farthest_from_mean' or 'farthest_first', got {method!r}")
+
+
+def _n_rows(x, gather):
+    return x.shape[0] if gather is None else int(np.sum(gather(x.shape[0])))
+
+
+def _mean(x, n, gather):
+    return x.mean(axis=0) if gather is None else np.sum(gather(x.sum(axis=0)), axis=0) / n
