@@ -21,8 +21,10 @@ arrays with ``X``'s row sharding (:func:`local` returns this process's rows); it
 process the same code runs unchanged, which is how the examples below run.
 
 Methods that scale out: ``SemiSupervisedGMM`` (EM's sufficient statistics, reduced over processes) and
-``DPMeans`` / ``RDPMeans`` with ``algorithm="delayed"`` (the delayed pass). The labels equal those of a
-one-process fit of the same rows and seed, up to the order of floating-point sums.
+``DPMeans`` / ``RDPMeans`` with ``variant="delayed"`` (the delayed pass: sums and counts per cluster
+reduced, the opening point a global argmax, and the labels of all rows, one int32 each, gathered on
+every process after each pass, since a point's link term reads its partners' labels). The labels equal
+those of a one-process fit of the same rows and seed, up to the order of floating-point sums.
 
 Links
 -----

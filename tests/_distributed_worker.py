@@ -24,6 +24,14 @@ def data():
     return X, y
 
 
+def links():
+    """Links by global row index, many of them between rows of different processes (every process
+    passes all of them)."""
+    must = np.array([[1, 100], [2, 3], [61, 62], [140, 10], [30, 90]])
+    cannot = np.array([[0, 59], [64, 65], [150, 30], [5, 145]])
+    return must, cannot
+
+
 def shares(n, P):
     """Row ranges of the processes: unequal (the first process takes the fewest)."""
     w = np.arange(1, P + 1, dtype=float)
@@ -39,14 +47,18 @@ def estimator(method):
     if method == "ssgmm-diag":
         return SemiSupervisedGMM(3, covariance_type="diag", n_init=2, random_state=1, progress_bar=False)
     if method == "dpmeans":
-        return DPMeans(lam=20.0, algorithm="delayed", random_state=0)
+        return DPMeans(lam=None, variant="delayed", n_init=2, random_state=0)
     if method == "rdpmeans":
-        return RDPMeans(lam=20.0, algorithm="delayed", random_state=0)
+        return RDPMeans(lam=20.0, variant="delayed", random_state=0)
     raise ValueError(method)
 
 
 def fit(est, X, y):
-    return est.fit(X, partial_labels=y) if type(est).__name__ == "SemiSupervisedGMM" else est.fit(X)
+    name = type(est).__name__
+    if name == "RDPMeans":
+        must, cannot = links()
+        return est.fit(X, partial_labels=y, must_link=must, cannot_link=cannot)
+    return est.fit(X, partial_labels=y) if name == "SemiSupervisedGMM" else est.fit(X)
 
 
 def main():

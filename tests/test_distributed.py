@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppclust import DPMeans, SemiSupervisedGMM, distributed
+from ppclust import DPMeans, RDPMeans, SemiSupervisedGMM, TVClust, distributed
 from ppclust.errors import InvalidInputError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -114,8 +114,25 @@ def test_one_process_global_fit_equals_numpy_fit():
 
 def test_methods_that_do_not_scale_out_say_which_do():
     Xg = distributed.process_rows(np.zeros((4, 2)))
-    with pytest.raises(InvalidInputError, match="SemiSupervisedGMM"):
-        DPMeans(lam=1.0).fit(Xg)
+    with pytest.raises(InvalidInputError, match="SemiSupervisedGMM.*DPMeans and RDPMeans"):
+        TVClust().fit(Xg)
+    for est in (DPMeans(lam=1.0), RDPMeans(lam=1.0, variant="delayed", compat=True)):
+        with pytest.raises(InvalidInputError, match="variant='delayed'"):
+            est.fit(Xg)
+
+
+@pytest.mark.parametrize("method", ["dpmeans", "rdpmeans"])
+def test_one_process_global_dpmeans_equals_numpy_fit(method):
+    """The rows path (lam from the data, links as global indices, partial labels gathered) in one process."""
+    X, y = worker.data()
+    a = worker.fit(worker.estimator(method), X, y)
+    b = worker.fit(worker.estimator(method), distributed.process_rows(X), distributed.process_labels(y))
+    np.testing.assert_array_equal(distributed.local(b.labels_), a.labels_)
+    np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_, rtol=1e-10, atol=1e-10)
+    assert b.lam_ == pytest.approx(a.lam_, rel=1e-12) and b.n_iter_ == a.n_iter_
+    if method == "rdpmeans":
+        assert b.xi0_ == pytest.approx(a.xi0_, rel=1e-12) and b.xi_max_ == pytest.approx(a.xi_max_, rel=1e-12)
+        assert b.link_weight_share_ == a.link_weight_share_ and a.link_weight_share_ is not None
 
 
 def test_invalid_rows_are_reported():
@@ -126,17 +143,18 @@ def test_invalid_rows_are_reported():
 # ------------------------------------------------------------------------------------ real processes
 
 
-@pytest.mark.parametrize("method", ["ssgmm"])
+@pytest.mark.parametrize("method", ["ssgmm", "dpmeans", "rdpmeans"])
 def test_two_processes_equal_one(method, tmp_path):
     labels, centres = _run(2, method, tmp_path)
     ref = _one_process(method)
     np.testing.assert_array_equal(labels, ref.labels_)
     np.testing.assert_array_equal(centres[0], centres[1])  # the model is the same on every process
-    np.testing.assert_allclose(centres[0], ref.means_, rtol=1e-8, atol=1e-8)
+    ref_centres = getattr(ref, "means_", getattr(ref, "cluster_centers_", None))
+    np.testing.assert_allclose(centres[0], ref_centres, rtol=1e-8, atol=1e-8)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["ssgmm", "ssgmm-diag"])
+@pytest.mark.parametrize("method", ["ssgmm", "ssgmm-diag", "dpmeans", "rdpmeans"])
 def test_four_processes_equal_one(method, tmp_path):
     labels, centres = _run(4, method, tmp_path, SLOW_TIMEOUT)
     ref = _one_process(method)

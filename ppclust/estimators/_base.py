@@ -347,7 +347,7 @@ def restart_devices(devices, who: str):
 
 
 #: the estimators and algorithms that fit rows spread over processes (:mod:`ppclust.distributed`)
-SCALE_OUT = "SemiSupervisedGMM (EM)"
+SCALE_OUT = "SemiSupervisedGMM (EM), DPMeans and RDPMeans (variant='delayed')"
 
 
 def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> np.ndarray:

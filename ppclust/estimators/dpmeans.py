@@ -3,14 +3,23 @@
 The numerics live in :mod:`ppclust.inference.dpmeans`; this module validates, converts links and
 labels into a neighbour table, runs ``n_init`` vmapped restarts and keeps the one with the lowest
 final objective J (spec Section 3.5).
+
+Rows spread over processes (:mod:`ppclust.distributed`, ``variant="delayed"``): each process validates
+and holds its own rows and the neighbour-table rows of its own points; ``lam`` from the data, the data's
+scale and the mean may-link weight are reductions over processes; the labels of every row (one int32
+each) are on every process during the fit, as the link term of a point reads its partners' labels.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ppclust import _devices
 from ppclust._buckets import bucket_size
 from ppclust._jax import as_key, x64
 from ppclust.errors import InvalidInputError, KMaxExhaustedError, NonFiniteError, PPClustError
@@ -22,6 +31,8 @@ from ppclust.estimators._base import (
     RANDOM_STATE,
     ClusterMixin,
     StrOptions,
+    check_global_X,
+    check_partial_labels,
     data_mesh,
     data_variance,
     fit_context,
@@ -31,7 +42,7 @@ from ppclust.estimators._base import (
 )
 from ppclust.inference import dpmeans as _dp
 from ppclust.models.tvclust import link_reliability_share
-from ppclust.sideinfo import link_weight_per_point, pair_counts, weigh_link_kinds
+from ppclust.sideinfo import NeighbourTable, SideInfo, link_weight_per_point, pair_counts, weigh_link_kinds
 
 __all__ = ["DPMeans", "RDPMeans"]
 
@@ -46,6 +57,52 @@ def _side_table(n, y, must_link, cannot_link):
     whose terms add up in :math:`-\\xi_1 f^i_k + \\xi_2 s^i_k` (with ``xi_ratio=1``: the net weight)."""
     side = link_side_info(n, y, must_link, cannot_link, link_model="soft")
     return side, (side.neighbour_table() if side.n_links else None)
+
+
+class _Rows(NamedTuple):
+    """Rows spread over processes: the global array, this process's validated rows, the layout and the
+    data's mean per-feature variance (over all rows)."""
+
+    x: object
+    local: np.ndarray
+    layout: _devices.RowLayout
+    variance: float
+
+
+def _gather_labelled(y_loc, offset):
+    """``(global index, label)`` of every process's labelled rows, gathered (the unlabelled rows stay)."""
+    idx = np.flatnonzero(y_loc >= 0)
+    sizes = _devices.process_gather(np.int64(len(idx)))
+    top = int(sizes.max())
+    mine = np.full((top, 2), -1, np.int64)
+    mine[: len(idx)] = np.stack([idx + offset, y_loc[idx]], axis=1)
+    every = _devices.process_gather(mine) if top else np.zeros((len(sizes), 0, 2), np.int64)
+    return np.concatenate([every[p, : int(c)] for p, c in enumerate(sizes)])
+
+
+def _rows_table(side: SideInfo, layout):
+    """This process's block of the neighbour table of ``side`` (global indices), its neighbours as
+    positions in the global array, and the mean may-link weight of a point.
+
+    The table is :meth:`ppclust.sideinfo.SideInfo.neighbour_table` of the linked points alone (renumbered
+    in order, so each row lists its partners in the same order as the whole table), of which this process
+    keeps the rows of its own points: never a row per point of the whole data set."""
+    pts = np.unique(side.pairs)
+    compact = SideInfo.from_pairs(
+        len(pts), np.searchsorted(pts, side.pairs), side.sign, side.weight, on_conflict="keep"
+    ).neighbour_table()
+    w_plus = link_weight_per_point(weigh_link_kinds(compact, (1.0, 0.0))) * len(pts) / layout.n
+    me = jax.process_index()
+    lo, count = layout.offsets[me], layout.counts[me]
+    mine = (pts >= lo) & (pts < lo + count)
+    width = compact.nbr.shape[1]
+    nbr = np.zeros((count, width), np.int32)
+    sgn, wgt = np.zeros((count, width)), np.zeros((count, width))
+    rows = pts[mine] - lo
+    linked = compact.sgn[mine] != 0
+    nbr[rows] = np.where(linked, layout.positions(pts[compact.nbr[mine]]), 0)
+    sgn[rows], wgt[rows] = compact.sgn[mine], compact.wgt[mine]
+    return NeighbourTable(nbr, sgn, wgt), w_plus
 
 
 class _Base(ClusterMixin, BaseEstimator):
@@ -68,20 +125,28 @@ class _Base(ClusterMixin, BaseEstimator):
         "devices": DEVICES,
     }
 
-    def _lambda(self, X):
+    def _lambda(self, X, rows: _Rows | None = None):
         if self.lam is not None:
             return float(self.lam)
-        if self.lam_k > X.shape[0]:
+        n = X.shape[0] if rows is None else rows.layout.n
+        if self.lam_k > n:
             raise PPClustError(
-                f"`lam_k`={self.lam_k} exceeds n_samples={X.shape[0]}: lam is computed from "
+                f"`lam_k`={self.lam_k} exceeds n_samples={n}: lam is computed from "
                 "the lam_k-th farthest point, so lam_k must lie in [1, n_samples]; lower "
                 "`lam_k` or pass `lam`."
             )
-        lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence)
+        gather = None if rows is None else _devices.process_gather
+        lam = _dp.lambda_from_k(X, int(self.lam_k), self.lam_method, self.divergence, gather=gather)
         if not lam > 0:  # every new point would open a cluster: garbage, not a fit
+            if rows is None:
+                spread = np.ptp(X, axis=0).max()
+            else:  # the processes' extremes (a process without rows sends -inf / +inf)
+                hi = _devices.process_gather(X.max(0) if len(X) else np.full(X.shape[1], -np.inf)).max(0)
+                lo = _devices.process_gather(X.min(0) if len(X) else np.full(X.shape[1], np.inf)).min(0)
+                spread = (hi - lo).max()
             what = (
                 "all points are identical"
-                if np.ptp(X, axis=0).max() == 0
+                if spread == 0
                 else f"the data have too few distinct points for lam_k={self.lam_k}"
             )
             raise PPClustError(
@@ -90,24 +155,27 @@ class _Base(ClusterMixin, BaseEstimator):
             )
         return lam
 
-    def _xi_cap(self, lam, table, xi0):
+    def _xi_cap(self, lam, table, xi0, w_plus=None):
         """``xi_max``, or for ``"auto"`` ``max(xi0, lam / max(w_+, 1))`` with ``w_+`` the mean may-link weight
-        of a point (:func:`ppclust.sideinfo.link_weight_per_point` of the may-links; see :class:`RDPMeans`).
-        A pair given with both signs counts with its net weight, as it acts in the cost (``xi_ratio = 1``)."""
+        of a point (:func:`ppclust.sideinfo.link_weight_per_point` of the may-links; see :class:`RDPMeans`),
+        ``w_plus`` when given. A pair given with both signs counts with its net weight, as it acts in the
+        cost (``xi_ratio = 1``)."""
         cap = getattr(self, "xi_max", 1e12)
         if cap != "auto":
             return float(cap)
-        w = 0.0 if table is None else link_weight_per_point(weigh_link_kinds(table, (1.0, 0.0)))
+        w = w_plus
+        if w is None:
+            w = 0.0 if table is None else link_weight_per_point(weigh_link_kinds(table, (1.0, 0.0)))
         return max(float(xi0), lam / max(w, 1.0))
 
-    def _xi_unit(self, X) -> float:
+    def _xi_unit(self, X, rows: _Rows | None = None) -> float:
         """The data's unit of a link weight (``xi0`` is relative to it): the mean per-feature variance
         (:func:`ppclust.estimators._base.data_variance`) for ``"sqeuclidean"``, its square root for
         ``"euclidean"``, 1 for ``"kl"`` (rows normalised) and with ``compat=True`` (the authors' absolute
         weights)."""
         if self.compat or self.divergence == "kl":
             return 1.0
-        s2 = data_variance(X)
+        s2 = data_variance(X) if rows is None else rows.variance
         return s2 if self.divergence == "sqeuclidean" else float(np.sqrt(s2))
 
     def _prepare(self, X, *, reset):
@@ -119,10 +187,31 @@ class _Base(ClusterMixin, BaseEstimator):
             X = X / X.sum(axis=1, keepdims=True)
         return X
 
-    def _run(self, X, table, xi0, xi_max=None):
-        n = X.shape[0]
-        lam = self._lambda(X)
-        xi_max = self._xi_cap(lam, table, xi0) if xi_max is None else xi_max
+    def _prepare_rows(self, X) -> _Rows:
+        """``fit``'s checks on rows spread over processes: each process checks its own rows."""
+        if self.variant != "delayed" or self.compat:
+            raise InvalidInputError(
+                f"{type(self).__name__} fits rows spread over processes with variant='delayed' (and "
+                f"compat=False) only: the sequential sweep (variant={self.variant!r}) visits the points "
+                "one after the other. Pass variant='delayed'."
+            )
+        x, layout, _, var = check_global_X(self, X)
+        if self.divergence == "kl":
+            if _devices.process_gather(np.int8((x < 0).any())).any():
+                raise PPClustError("`X` must be non-negative counts for divergence='kl'")
+            x = x + self.smoothing
+            x = x / x.sum(axis=1, keepdims=True)
+        if self.divergence == "kl" or X.dtype != np.float64:
+            X = _devices.from_process_rows(x, layout)
+        return _Rows(X, x, layout, var)
+
+    def _run(self, X, table, xi0, xi_max=None, rows: _Rows | None = None, w_plus=None):
+        """The restarts, on ``X`` (NumPy) or on rows spread over processes (``rows``; ``X`` its local rows,
+        ``table`` this process's block of the neighbour table, ``w_plus`` the mean may-link weight). Sets
+        the fitted attributes; returns the labels of all rows (NumPy, every process)."""
+        n = X.shape[0] if rows is None else rows.layout.n
+        lam = self._lambda(X, rows)
+        xi_max = self._xi_cap(lam, table, xi0, w_plus) if xi_max is None else xi_max
         kw = dict(
             xi0=xi0,
             xi_rate=getattr(self, "xi_rate", 1.0),
@@ -137,10 +226,14 @@ class _Base(ClusterMixin, BaseEstimator):
             order=self.order,
             init=self.init,
             patience=self.patience,
-            mesh=data_mesh(self.devices, parallel_ok=self.variant == "delayed" and not self.compat),
         )
         with x64():
-            res = _dp.fit_restarts(as_key(self.random_state), X, table, lam, int(self.n_init), **kw)
+            key = as_key(self.random_state)
+            if rows is None:
+                mesh = data_mesh(self.devices, parallel_ok=self.variant == "delayed" and not self.compat)
+                res = _dp.fit_restarts(key, X, table, lam, int(self.n_init), mesh=mesh, **kw)
+            else:
+                res = _dp.fit_process_rows(key, rows.x, table, lam, int(self.n_init), rows.layout, **kw)
             res = type(res)(*[np.asarray(a) for a in res])
         if res.overflow.any():
             raise KMaxExhaustedError(
@@ -157,7 +250,16 @@ class _Base(ClusterMixin, BaseEstimator):
         self.lam_ = lam
         if hasattr(self, "xi_max"):  # RDP-means: the cap of the link weight that was used
             self.xi_max_ = xi_max
-        self.labels_ = res.labels[best].astype(np.int64)
+        labels = res.labels[best].astype(np.int64)
+        if rows is not None:  # the labels of every position are on every process: keep this process's rows
+            lay, me = rows.layout, jax.process_index()
+            mine = labels[me * lay.block : me * lay.block + lay.counts[me]]
+            labels = np.concatenate(
+                [labels[p * lay.block : p * lay.block + c] for p, c in enumerate(lay.counts)]
+            )
+            self.labels_ = _devices.from_process_rows(mine, lay)
+        else:
+            self.labels_ = labels
         self.cluster_centers_ = res.centers[best][:k].copy()
         self.n_clusters_ = k
         self.objective_ = float(res.objective[best])
@@ -167,7 +269,7 @@ class _Base(ClusterMixin, BaseEstimator):
         n_it = self.n_iter_
         self.objective_trace_ = res.objective_trace[best][:n_it].copy()
         self.xi_trace_ = res.xi_trace[best][:n_it].copy()
-        return self
+        return labels
 
     def predict(self, X):
         """Nearest centre under the divergence (links play no part for new points)."""
@@ -328,8 +430,13 @@ class DPMeans(_Base):
                 "RDPMeans, DP-means with link rewards and penalties (Khashabi et al. "
                 "2015), to fit with links."
             )
+        if _devices.is_process_rows(X):
+            rows = self._prepare_rows(X)
+            self._run(rows.local, None, 0.0, rows=rows)
+            return self
         X = self._prepare(X, reset=True)
-        return self._run(X, None, 0.0)
+        self._run(X, None, 0.0)
+        return self
 
 
 class RDPMeans(_Base):
@@ -539,16 +646,39 @@ class RDPMeans(_Base):
         """RDP-means (Khashabi et al. 2015, Algorithm 1) on X with links from ``must_link`` /
         ``cannot_link`` (pair arrays or :class:`~ppclust.sideinfo.RowPairs`) and from the labelled
         pairs of the partial labels (``partial_labels`` if given, else ``y``; -1 = unlabelled)."""
-        X = self._prepare(X, reset=True)
-        side, table = _side_table(X.shape[0], side_labels(y, partial_labels), must_link, cannot_link)
-        self.xi0_ = float(self.xi0) * self._xi_unit(X)
-        self._run(X, table, self.xi0_)
+        y = side_labels(y, partial_labels)
+        rows, w_plus = None, None
+        if _devices.is_process_rows(X):
+            rows = self._prepare_rows(X)
+            X = rows.local
+            side, table, w_plus = self._rows_side_table(rows, y, must_link, cannot_link)
+        else:
+            X = self._prepare(X, reset=True)
+            side, table = _side_table(X.shape[0], y, must_link, cannot_link)
+        self.xi0_ = float(self.xi0) * self._xi_unit(X, rows)
+        labels = self._run(X, table, self.xi0_, rows=rows, w_plus=w_plus)
         self.link_reliability_ = self.link_weight_share_ = None
-        if table is None or self.link_reliability is None:
-            return self
-        share, (p, q) = link_reliability_share(pair_counts(self.labels_, side, xp=np))
-        self.link_reliability_ = {"p": p, "q": q}
-        self.link_weight_share_ = {"may_link": share[0], "may_not_link": share[1]}
-        if share == (1.0, 1.0):
-            return self
-        return self._run(X, weigh_link_kinds(table, share), self.xi0_, xi_max=self.xi_max_)
+        if table is not None and self.link_reliability is not None:
+            share, (p, q) = link_reliability_share(pair_counts(labels, side, xp=np))
+            self.link_reliability_ = {"p": p, "q": q}
+            self.link_weight_share_ = {"may_link": share[0], "may_not_link": share[1]}
+            if share != (1.0, 1.0):
+                table = weigh_link_kinds(table, share)
+                self._run(X, table, self.xi0_, xi_max=self.xi_max_, rows=rows, w_plus=w_plus)
+        return self
+
+    def _rows_side_table(self, rows: _Rows, y, must_link, cannot_link):
+        """Links over processes (global row indices; every process passes all of them, and the labelled
+        rows of the partial labels are gathered): ``(side, this process's table block or None, w_+)``."""
+        lay = rows.layout
+        y_full = None
+        if y is not None:
+            y_loc = check_partial_labels(_devices.local_rows(y), len(rows.local))
+            y_full = np.full(lay.n, -1, np.int64)
+            idx, lab = _gather_labelled(y_loc, lay.offsets[jax.process_index()]).T
+            y_full[idx] = lab
+        side = link_side_info(lay.n, y_full, must_link, cannot_link, link_model="soft")
+        if not side.n_links:
+            return side, None, 0.0
+        table, w_plus = _rows_table(side, lay)
+        return side, table, w_plus

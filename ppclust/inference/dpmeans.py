@@ -71,6 +71,7 @@ __all__ = [
     "neighbour_table",
     "fit",
     "fit_restarts",
+    "fit_process_rows",
     "objective",
     "divergence_matrix",
     "lambda_from_k",
@@ -571,39 +572,45 @@ def _run(key, x, n_valid, table, schedule: DPMeansSchedule, mu0, orders, static:
         mu0 = _init_centre(k_init, x, static.init, valid)
     if mesh is None:
         return _loop(k_run, x, table, schedule, mu0, orders, static.run, n_valid=n_valid)
+    return _run_sharded(k_run, x, valid, table, schedule, mu0, static.run, mesh)
+
+
+def _run_sharded(key, x, valid, table, schedule, mu0, static: DPMeansStatic, mesh):
+    """The sweep loop split over ``mesh``'s devices (rows padded to a multiple of the device count, zero
+    weight); ``valid`` marks the real rows among ``x``'s positions (padding anywhere). Labels come back
+    for every position, replicated."""
     from jax.sharding import PartitionSpec as P
 
     from ppclust._devices import AXIS
     from ppclust._devices import pad_rows as pad_to_mesh
 
     size = x.shape[0]
-    n_pad = pad_to_mesh(size, mesh)
-    pad = n_pad - size
+    pad = pad_to_mesh(size, mesh) - size
     xp = jnp.pad(x, ((0, pad), (0, 0)))
-    w = jnp.pad(valid.astype(x.dtype), (0, pad))
+    valid = jnp.pad(valid, (0, pad))
+    w = valid.astype(x.dtype)
     tp = NeighbourTable(*(jnp.pad(a, ((0, pad), (0, 0))) for a in table))  # padding rows: no links
-    rep = (k_run, schedule, mu0, n_valid)
+    rep = (key, schedule, mu0, valid)
 
     def per_device(rep, x_loc, w_loc, t_loc):
-        key, schedule, mu0, n_valid = rep
-        return _loop(
-            key,
-            x_loc,
-            t_loc,
-            schedule,
-            mu0,
-            None,
-            static.run,
-            w=w_loc,
-            axis=AXIS,
-            n_total=n_valid,
-            n_pad=n_pad,
-        )
+        key, schedule, mu0, valid = rep
+        return _loop(key, x_loc, t_loc, schedule, mu0, None, static, w=w_loc, axis=AXIS, valid=valid)
 
     res = jax.shard_map(
         per_device, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS), P(AXIS)), out_specs=P(), check_vma=False
     )(rep, xp, w, tp)
     return res._replace(labels=res.labels[:size])
+
+
+def _run_rows(key, x, counts, table, schedule: DPMeansSchedule, static: DPMeansStatic, mesh):
+    """One run on rows spread over processes: block ``p`` of ``x`` holds process ``p``'s ``counts[p]``
+    real rows, then padding."""
+    k_init, k_run = jax.random.split(key)
+    block = x.shape[0] // counts.shape[0]
+    pos = jnp.arange(x.shape[0])
+    valid = (pos % block) < counts[pos // block]
+    mu0 = _init_centre(k_init, x, static.init, valid)
+    return _run_sharded(k_run, x, valid, table, schedule, mu0, static.run, mesh)
 
 
 class _RunStatic(NamedTuple):
@@ -614,6 +621,11 @@ class _RunStatic(NamedTuple):
 @partial(jax.jit, static_argnames=("static", "mesh"))
 def _fit_many(keys, x, n_valid, table, schedule, mu0, orders, static: _RunStatic, mesh=None):
     return jax.vmap(lambda k: _run(k, x, n_valid, table, schedule, mu0, orders, static, mesh))(keys)
+
+
+@partial(jax.jit, static_argnames=("static", "mesh"))
+def _fit_many_rows(keys, x, counts, table, schedule, static: _RunStatic, mesh):
+    return jax.vmap(lambda k: _run_rows(k, x, counts, table, schedule, static, mesh))(keys)
 
 
 def _bucketed(x, table, orders, dtype):
@@ -733,8 +745,7 @@ def build(
     *,
     w=None,
     axis=None,
-    n_total=None,
-    n_pad=None,
+    valid=None,
     n_valid=None,
 ) -> DPMeansAlgorithm:
     """One DP-means / RDP-means sweep (assignments, then centre update, then the convergence test) with the
@@ -752,10 +763,12 @@ def build(
         Visiting orders for ``order="given"`` (sweep ``t`` uses ``orders[min(t, m - 1)]``).
     static : DPMeansStatic
         The compile-time options.
-    w, axis, n_total, n_pad : optional
+    w, axis, valid : optional
         Data-parallel form (``axis`` set, inside ``shard_map``, delayed variant only): ``x``/``w``/
-        ``table`` are this device's rows, ``w`` is 0 on padding rows, labels are kept replicated for all
-        ``n_pad`` rows of which ``n_total`` are real.
+        ``table`` are this device's rows (``table.nbr``: positions in the whole array), ``w`` is 0 on
+        padding rows, labels are kept replicated for every position; ``valid`` (bool, one entry per
+        position of the whole array, replicated) marks the real rows (padding may sit anywhere, e.g. at
+        the end of every process's block).
     n_valid : int or None, default=None
         Bucketed form (one device): only the first ``n_valid`` rows are points, the rest zero-weight
         padding (:func:`ppclust._buckets.pad_rows`, table rows without links) that is never visited,
@@ -785,13 +798,14 @@ def build(
     sharded = axis is not None
     if sharded:
         offset = lax.axis_index(axis).astype(jnp.int32) * n
-        valid = jnp.arange(n_pad) < n_total
-        n = n_pad
+        n = valid.shape[0]
         shard = _Shard(x, w, offset, axis)
     else:
         n_valid = n if n_valid is None else n_valid
         valid = jnp.arange(n) < n_valid
         w = valid.astype(x.dtype)
+
+    first = jnp.argmax(valid)  # the first real row (0 unless process 0 holds no rows)
 
     def init(mu0) -> DPMeansState:
         mu = jnp.zeros((k_max, d), x.dtype).at[0].set(mu0)
@@ -824,7 +838,7 @@ def build(
             z, mu_end, k_end, ovf = _delayed_sweep_sharded(
                 shard, s.labels, s.centers, s.n_clusters, lam, xi1, xi2, table, static
             )
-            z = jnp.where(valid, z, z[0])  # padding rows follow point 0: the partition test is unchanged
+            z = jnp.where(valid, z, z[first])  # padding follows the first real row: the partition test holds
             z_new, mu_new, k_new = _update_sharded(x, w, z, offset, mu_end, k_end, axis=axis)
         elif static.variant == "sequential":
             if static.order == "given":
@@ -1078,11 +1092,99 @@ def fit_restarts(
     return res
 
 
+def fit_process_rows(key, x, table, lam, n_init, layout, config: DPMeansConfig | None = None, **options):
+    """:func:`fit_restarts` on rows spread over processes (:mod:`ppclust.distributed`); call it on every
+    process.
+
+    The delayed pass over every process's devices: each device assigns its own rows, the opening point is
+    the global first argmax of the best augmented cost (``pmax``, then ``pmin`` of its position), the
+    sums of points and counts per cluster and the objective are reduced with ``psum``, and the label
+    vector (one int32 per position) is all-gathered after each pass, since a point's link term reads
+    the labels of its partners on any process.
+
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Split into one key per restart (the same on every process).
+    x : jax.Array of shape (P * block, d)
+        The global rows (:func:`ppclust.distributed.process_rows`): block ``p`` holds process ``p``'s
+        ``layout.counts[p]`` rows, then padding.
+    table : NeighbourTable or None
+        The links of this process's block of positions, NumPy of shape ``(block, width)`` (``nbr``:
+        positions in ``x``, :meth:`ppclust._devices.RowLayout.positions`; the same ``width`` on every
+        process); None: DP-means.
+    lam : float
+        New-cluster penalty, as :func:`fit`.
+    n_init : int
+        Number of restarts (>= 1).
+    layout : ppclust._devices.RowLayout
+        The rows per process.
+    config : DPMeansConfig or None, default=None
+        As :func:`fit`; needs ``variant="delayed"`` and ``compat=False``.
+    **options
+        As :func:`fit`.
+
+    Returns
+    -------
+    DPMeansResult
+        Stacked over the restarts; ``labels`` of every position of ``x`` (NumPy, the same on every process).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust import distributed
+    >>> from ppclust._jax import x64
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.1]])
+    >>> with x64():
+    ...     x = distributed.process_rows(X)  # one process here: the same code runs on every process
+    ...     res = fit_process_rows(jax.random.key(0), x, None, 4.0, 1, distributed.layout(x),
+    ...                            k_max=4, variant="delayed")
+    ...     ref = fit_restarts(jax.random.key(0), X, None, 4.0, 1, k_max=4, variant="delayed")
+    >>> res.labels[:, :4].tolist() == ref.labels.tolist(), int(res.n_clusters[0])
+    (True, 2)
+    """
+    from ppclust import _devices
+
+    config = (DPMeansConfig() if config is None else config)._replace(**options)
+    if config.variant != "delayed" or config.compat:
+        raise ValueError(
+            "rows spread over processes need variant='delayed' and compat=False (the sequential sweep "
+            "visits the points one after the other)"
+        )
+    dtype = x.dtype
+    me = jax.process_index()
+    if table is None:
+        table = NeighbourTable(
+            np.zeros((layout.block, 1), np.int32),
+            np.zeros((layout.block, 1), dtype),
+            np.zeros((layout.block, 1), dtype),
+        )
+    use_links = bool(_devices.process_gather(np.int8(np.asarray(table.wgt).any())).any())
+    width = bucket_size(np.asarray(table.nbr).shape[1], minimum=1)  # nearby widths share a program
+    glob = NeighbourTable(
+        *(
+            _devices.from_process_rows(pad_rows(np.asarray(a, dt)[: layout.counts[me]].T, width)[0].T, layout)
+            for a, dt in zip(table, (np.int32, dtype, dtype), strict=True)
+        )
+    )
+    static = _RunStatic(DPMeansStatic.from_config(config, use_links=use_links), config.init)
+    res = _fit_many_rows(
+        jax.random.split(key, n_init),
+        x,
+        jnp.asarray(layout.counts, jnp.int32),
+        glob,
+        DPMeansSchedule.from_config(lam, config, dtype),
+        static,
+        _devices.global_mesh(),
+    )
+    return type(res)(*[np.asarray(a) for a in res])
+
+
 # ------------------------------------------------------------------------------------------------
 # lambda heuristics (spec 3.7)
 
 
-def kth_farthest_from_mean(x, k, divergence="euclidean"):
+def kth_farthest_from_mean(x, k, divergence="euclidean", *, gather=None):
     r"""The authors' rule: the k-th largest distance :math:`\|x_i-\bar x\|` of a row to the column mean.
 
     ``divergence="euclidean"`` gives the plain distance (the value the authors' code uses),
@@ -1097,6 +1199,10 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
         Rank of the distance, 1 the largest.
     divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
         Distance to the mean.
+    gather : callable or None, default=None
+        Rows spread over processes: ``x`` is this process's rows and ``gather(a)`` stacks every
+        process's ``a`` (:func:`ppclust._devices.process_gather`); the mean is the sum of the processes'
+        sums over ``n``, and each process sends only its ``k`` largest distances.
 
     Examples
     --------
@@ -1105,9 +1211,10 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
     3.0
     """
     x = np.asarray(x, dtype=np.float64)
-    if not 1 <= k <= x.shape[0]:
-        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
-    m = x.mean(axis=0)
+    n = _n_rows(x, gather)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n_samples={n}], got {k}")
+    m = _mean(x, n, gather)
     if divergence == "kl":
         with x64():
             dist = np.asarray(kl_divergence(jnp.asarray(x), jnp.asarray(m)[None]))[:, 0]
@@ -1116,10 +1223,17 @@ def kth_farthest_from_mean(x, k, divergence="euclidean"):
         dist = np.sqrt(np.sum(diff * diff, axis=1))
         if divergence == "sqeuclidean":
             dist = dist**2
-    return float(np.sort(dist)[::-1][k - 1])
+    top = np.sort(dist)[::-1]
+    if (
+        gather is not None
+    ):  # every process's k largest (padded with -inf): the k-th largest of all is among them
+        top = np.sort(gather(np.pad(top[:k], (0, max(0, k - len(top))), constant_values=-np.inf)).ravel())[
+            ::-1
+        ]
+    return float(top[k - 1])
 
 
-def farthest_first(x, k, divergence="sqeuclidean"):
+def farthest_first(x, k, divergence="sqeuclidean", *, gather=None):
     r"""Kulis & Jordan's farthest-first heuristic: T = {mean}; k times add the point farthest from T.
 
     Returns the max-min distance at the last (k-th) round, in the units of ``divergence``
@@ -1133,6 +1247,9 @@ def farthest_first(x, k, divergence="sqeuclidean"):
         Number of rounds.
     divergence : {"sqeuclidean", "euclidean"}, default="sqeuclidean"
         Units of the returned distance.
+    gather : callable or None, default=None
+        As :func:`kth_farthest_from_mean`: each round, the farthest point is the first of the processes'
+        farthest points with the largest distance (the first in global row order, as ``np.argmax``).
 
     Examples
     --------
@@ -1141,20 +1258,26 @@ def farthest_first(x, k, divergence="sqeuclidean"):
     9.0
     """
     x = np.asarray(x, dtype=np.float64)
-    if not 1 <= k <= x.shape[0]:
-        raise ValueError(f"k must be in [1, n_samples={x.shape[0]}], got {k}")
-    diff = x - x.mean(axis=0)
+    n = _n_rows(x, gather)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n_samples={n}], got {k}")
+    diff = x - _mean(x, n, gather)
     dmin = np.sum(diff * diff, axis=1)
     last = 0.0
     for _ in range(k):
-        j = int(np.argmax(dmin))
-        last = float(dmin[j])
-        diff = x - x[j]
+        j = int(np.argmax(dmin)) if len(dmin) else 0
+        if gather is None:
+            last, centre = float(dmin[j]), x[j]
+        else:
+            vals = gather(dmin[j] if len(dmin) else -np.inf)
+            p = int(np.argmax(vals))
+            last, centre = float(vals[p]), gather(x[j] if len(dmin) else np.zeros(x.shape[1]))[p]
+        diff = x - centre
         dmin = np.minimum(dmin, np.sum(diff * diff, axis=1))
     return last if divergence == "sqeuclidean" else float(np.sqrt(last))
 
 
-def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean"):
+def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean", *, gather=None):
     """lambda for a target number of clusters k; ``method``: "kth_farthest_from_mean" | "farthest_first".
 
     Parameters
@@ -1167,6 +1290,8 @@ def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean")
         The rule (:func:`kth_farthest_from_mean` is the authors'; ``docs/decisions/0008-rdpmeans-init.md``).
     divergence : {"euclidean", "sqeuclidean", "kl"}, default="euclidean"
         Units of lambda: match the divergence of the run.
+    gather : callable or None, default=None
+        Rows spread over processes (:func:`kth_farthest_from_mean`).
 
     Examples
     --------
@@ -1175,7 +1300,15 @@ def lambda_from_k(x, k, method="kth_farthest_from_mean", divergence="euclidean")
     9.0
     """
     if method == "kth_farthest_from_mean":
-        return kth_farthest_from_mean(x, k, divergence)
+        return kth_farthest_from_mean(x, k, divergence, gather=gather)
     if method == "farthest_first":
-        return farthest_first(x, k, divergence)
+        return farthest_first(x, k, divergence, gather=gather)
     raise ValueError(f"method must be 'kth_farthest_from_mean' or 'farthest_first', got {method!r}")
+
+
+def _n_rows(x, gather):
+    return x.shape[0] if gather is None else int(np.sum(gather(x.shape[0])))
+
+
+def _mean(x, n, gather):
+    return x.mean(axis=0) if gather is None else np.sum(gather(x.sum(axis=0)), axis=0) / n
