@@ -19,6 +19,8 @@ from ppclust.errors import InvalidInputError
 sys.path.insert(0, str(Path(__file__).parent))
 import _distributed_worker as worker  # noqa: E402
 
+from tests._tiers import fast_first
+
 WORKER = Path(__file__).parent / "_distributed_worker.py"
 TIMEOUT = 240  # seconds: a hard limit on every child, so nothing can hang the suite
 SLOW_TIMEOUT = 600
@@ -143,7 +145,9 @@ def test_invalid_rows_are_reported():
 # ------------------------------------------------------------------------------------ real processes
 
 
-@pytest.mark.parametrize("method", ["ssgmm", "dpmeans", "rdpmeans"])
+@pytest.mark.parametrize(
+    "method", fast_first(["ssgmm", "rdpmeans", "dpmeans"], n_fast=2)
+)  # rdpmeans runs dpmeans' pass
 def test_two_processes_equal_one(method, tmp_path):
     labels, centres = _run(2, method, tmp_path)
     ref = _one_process(method)
