@@ -19,7 +19,7 @@ from ppclust.errors import InvalidInputError
 sys.path.insert(0, str(Path(__file__).parent))
 import _distributed_worker as worker  # noqa: E402
 
-from tests._tiers import fast_first
+from tests._tiers import fast_first  # noqa: E402
 
 WORKER = Path(__file__).parent / "_distributed_worker.py"
 TIMEOUT = 240  # seconds: a hard limit on every child, so nothing can hang the suite
@@ -145,9 +145,8 @@ def test_invalid_rows_are_reported():
 # ------------------------------------------------------------------------------------ real processes
 
 
-@pytest.mark.parametrize(
-    "method", fast_first(["ssgmm", "rdpmeans", "dpmeans"], n_fast=2)
-)  # rdpmeans runs dpmeans' pass
+# rdpmeans runs dpmeans' pass with links: plain dpmeans in the slow tier
+@pytest.mark.parametrize("method", fast_first(["ssgmm", "rdpmeans", "dpmeans"], n_fast=2))
 def test_two_processes_equal_one(method, tmp_path):
     labels, centres = _run(2, method, tmp_path)
     ref = _one_process(method)
