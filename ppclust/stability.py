@@ -384,10 +384,14 @@ def _verdict(rep) -> tuple[bool, str]:
                 f"(e.g. {names[i]} in {names[j]}'s)"
             )
     if problems:
-        return False, (
-            "unstable: " + "; ".join(problems) + ". Run more sweeps (n_warmup, n_draws), more chains or "
-            "another start (TVClust: algorithm='subcluster'), and check again."
+        sampler = np.isfinite(rep.k_mean).any()
+        advice = (
+            "Run more sweeps (n_warmup, n_draws), more chains or another start (TVClust: "
+            "algorithm='subcluster'), and check again."
+            if sampler
+            else "Raise the restarts (n_init) or revisit the parameters, and check again."
         )
+        return False, "unstable: " + "; ".join(problems) + ". " + advice
     k = ", ".join(str(v) for v in np.unique(rep.n_clusters).tolist())
     if len(rep.settings) > 1:
         across = ~same
