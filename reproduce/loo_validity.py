@@ -25,13 +25,14 @@ Run: ``PYTHONPATH=. python reproduce/loo_validity.py [--n-max 200] [--sweeps 150
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import warnings
 
 import numpy as np
 
 from ppclust import TVClust, datasets
-from reproduce._common import machine_info, write_json, write_result
+from reproduce._common import RESULTS, machine_info, write_json, write_result
 from reproduce.benefit import DATASETS, panel_sample
 
 K_HIGH = 0.7  # Vehtari et al. (2024, JMLR): above it the importance-sampling estimate is unreliable
@@ -116,7 +117,7 @@ def loo(X, ml, cl, args, seed):
         share_k_above_0_7=float(np.mean(k > K_HIGH)),
         share_k_above_good_k=float(np.mean(k > res.good_k)),
         share_k_above_1=float(np.mean(k > 1.0)),
-        max_k=float(np.nanmax(k)),
+        max_k=float(np.max(k[np.isfinite(k)])) if np.isfinite(k).any() else float("nan"),
         share_k_nan=float(np.mean(np.isnan(k))),
         draws=int(ll.shape[0] * ll.shape[1]),
         seconds=time.perf_counter() - t0,
@@ -162,7 +163,14 @@ def main(argv=None):
     ap.add_argument("--links", type=float, default=0.0, help="clean random links per point (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="loo_validity")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the .md from the .json")
     args = ap.parse_args(argv)
+    if args.report_only:
+        saved = json.loads((RESULTS / f"{args.name}.json").read_text())
+        for k, v in saved["settings"].items():
+            setattr(args, k, v)
+        write_result(f"{args.name}.md", report(args, saved["results"], saved["settings"].get("_run", {})))
+        return
     results = {}
     for name in args.datasets:
         X, y = panel_sample(name, args.n_max, 0)
@@ -180,12 +188,16 @@ def main(argv=None):
         write_result(f"{args.name}.md", report(args, results))
 
 
-def report(args, results):
+def _f(x):
+    return "-" if x is None or not np.isfinite(x) else f"{x:.2f}"
+
+
+def report(args, results, run=None):
     usable = [n for n, r in results.items() if r["loo"]["share_k_above_0_7"] <= 0.1]
     lines = [
         "# PSIS-LOO of TVClust fits: Pareto k per data set, and the K-fold alternative",
         "",
-        f"Written by `reproduce/loo_validity.py`. {machine_info()}",
+        f"Written by `reproduce/loo_validity.py`. {(run or {}).get('machine') or machine_info()}",
         "",
         f"Settings: the benefit panel's first subsample of each set (at most n_max = {args.n_max} points, "
         f"features standardised), TVClust at its defaults except {args.sweeps} warm-up + {args.sweeps} kept "
@@ -210,7 +222,7 @@ def report(args, results):
         lines.append(
             f"| {name} | {r['n']} | {r['d']} | {lo['K']} | {as_is} | {lo['share_tied']:.1%} "
             f"| {lo['share_k_above_0_7']:.1%} | {lo['share_k_above_good_k']:.1%} (good_k {lo['good_k']:.2f}) "
-            f"| {lo['share_k_above_1']:.1%} | {lo['max_k']:.2f} | {lo['elpd_per_point']:.3f} "
+            f"| {lo['share_k_above_1']:.1%} | {_f(lo['max_k'])} | {lo['elpd_per_point']:.3f} "
             f"| {lo['p_loo']:.1f} | {kf['elpd_per_point']:.3f} ({kf['se_per_point']:.3f}) "
             f"| {lo['elpd_per_point'] - kf['elpd_per_point']:+.3f} |"
         )
