@@ -35,6 +35,8 @@ from ppclust import TVClust, datasets
 from reproduce._common import RESULTS, machine_info, write_json, write_result
 from reproduce.benefit import DATASETS, panel_sample
 
+#: settings a saved row must share to be kept
+SAME = ("n_max", "sweeps", "chains", "folds", "seed")
 K_HIGH = 0.7  # Vehtari et al. (2024, JMLR): above it the importance-sampling estimate is unreliable
 
 
@@ -157,10 +159,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--n-max", type=int, default=200)
-    ap.add_argument("--sweeps", type=int, default=150, help="warm-up and kept sweeps per chain")
+    ap.add_argument("--sweeps", type=int, default=100, help="warm-up and kept sweeps per chain")
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--links", type=float, default=0.0, help="clean random links per point (0: none)")
+    ap.add_argument(
+        "--links", type=float, nargs="+", default=[0.0, 1.0], help="clean random links per point (0: none)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="loo_validity")
     ap.add_argument("--report-only", action="store_true", help="rewrite the .md from the .json")
@@ -168,24 +172,37 @@ def main(argv=None):
     if args.report_only:
         saved = json.loads((RESULTS / f"{args.name}.json").read_text())
         for k, v in saved["settings"].items():
-            setattr(args, k, v)
+            if k != "_run":
+                setattr(args, k, v)
         write_result(f"{args.name}.md", report(args, saved["results"], saved["settings"].get("_run", {})))
         return
+    settings = {k: v for k, v in vars(args).items() if k not in ("name", "report_only")}
+    path = RESULTS / f"{args.name}.json"
     results = {}
+    if path.exists():  # rows of a run with the same settings are kept (a run adds link levels or sets)
+        saved = json.loads(path.read_text())
+        if all(saved["settings"].get(k) == settings[k] for k in SAME):
+            results = saved["results"]
     for name in args.datasets:
-        X, y = panel_sample(name, args.n_max, 0)
-        ml, cl = _links(y, args.links, args.seed)
-        results[name] = {
-            "n": int(len(X)),
-            "d": int(X.shape[1]),
-            "classes": int(y.max()) + 1,
-            "loo": loo(X, ml, cl, args, args.seed),
-            "kfold": kfold(X, y, ml, cl, args, args.seed),
-        }
-        print(name, results[name], flush=True)
-        settings = {k: v for k, v in vars(args).items() if k != "name"}  # written after every set
-        write_json(args.name, {"settings": settings, "results": results}, "reproduce/loo_validity.py")
-        write_result(f"{args.name}.md", report(args, results))
+        for m in args.links:
+            key = name if m == 0 else f"{name} + {m:g} links/point"
+            if key in results:
+                continue
+            X, y = panel_sample(name, args.n_max, 0)
+            ml, cl = _links(y, m, args.seed)
+            results[key] = {
+                "data": name,
+                "links": m,
+                "n": int(len(X)),
+                "d": int(X.shape[1]),
+                "classes": int(y.max()) + 1,
+                "loo": loo(X, ml, cl, args, args.seed),
+                "kfold": kfold(X, y, ml, cl, args, args.seed),
+            }
+            print(key, results[key], flush=True)
+            settings["links"] = sorted({r.get("links", 0.0) for r in results.values()})  # after every row
+            write_json(args.name, {"settings": settings, "results": results}, "reproduce/loo_validity.py")
+            write_result(f"{args.name}.md", report(args, results))
 
 
 def _f(x):
@@ -202,7 +219,7 @@ def report(args, results, run=None):
         f"Settings: the benefit panel's first subsample of each set (at most n_max = {args.n_max} points, "
         f"features standardised), TVClust at its defaults except {args.sweeps} warm-up + {args.sweeps} kept "
         f"sweeps x {args.chains} chains (collapsed Gibbs), seed {args.seed}; "
-        + (f"{args.links:g} clean random links per point" if args.links > 0 else "no links")
+        + "no links, or (rows '+ m links/point') m * n clean random links (`datasets.sample_links`)"
         + f"; K-fold: {args.folds} shuffled folds, one fit per fold with the same settings, held-out "
         "`score_samples`. Densities per point, in the units of the standardised features.",
         "",
@@ -216,7 +233,11 @@ def report(args, results, run=None):
         "| elpd_loo / n | p_loo | elpd_kfold / n (se) | LOO - K-fold |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in results.items():
+    order = {d: i for i, d in enumerate(DATASETS)}
+    rows = sorted(
+        results.items(), key=lambda kv: (order.get(kv[1].get("data", kv[0]), 99), kv[1].get("links", 0))
+    )
+    for name, r in rows:
         lo, kf = r["loo"], r["kfold"]
         as_is = "raises: " + lo["az_loo_error"].split(": ", 1)[-1][:40] if lo["az_loo_error"] else "runs"
         lines.append(

@@ -115,3 +115,18 @@ def test_plot_labels_its_axes(converged):
     assert [t.get_text() for t in k_ax.get_xticklabels()] == ["seed 0", "seed 1"]
     one = Figure().add_subplot()
     assert converged.plot(ax=one) is one
+
+
+@pytest.mark.slow  # its own sampler programs; the TVClust tests above cover the same report path
+def test_the_bayesian_semi_supervised_gmm_reports_its_posterior():
+    from ppclust import BayesianSemiSupervisedGMM
+
+    rng = np.random.default_rng(0)
+    two = np.r_[rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))]  # as tests/estimators' predict tests
+    y = np.full(40, -1)
+    y[[0, 20]] = [0, 1]
+    gmm = BayesianSemiSupervisedGMM(2, n_draws=30, n_warmup=30, progress_bar=False)
+    rep = stability_report(gmm, two, y, seeds=(0, 1))
+    assert rep.stable and rep.n_clusters.tolist() == [2, 2] and rep.in_ball.all()
+    assert rep.k_mean.tolist() == [2.0, 2.0] and rep.r_hat == 1.0  # K constant over every draw
+    assert all(e.labels_[0] != e.labels_[39] for e in rep.estimators)  # the labels reached fit
