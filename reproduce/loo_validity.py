@@ -174,7 +174,8 @@ def main(argv=None):
         for k, v in saved["settings"].items():
             if k != "_run":
                 setattr(args, k, v)
-        write_result(f"{args.name}.md", report(args, saved["results"], saved["settings"].get("_run", {})))
+        rows = {k: v for k, v in saved["results"].items() if k != "_run"}  # write_json's stamp
+        write_result(f"{args.name}.md", report(args, rows, saved["settings"].get("_run", {})))
         return
     settings = {k: v for k, v in vars(args).items() if k not in ("name", "report_only")}
     path = RESULTS / f"{args.name}.json"
@@ -182,7 +183,7 @@ def main(argv=None):
     if path.exists():  # rows of a run with the same settings are kept (a run adds link levels or sets)
         saved = json.loads(path.read_text())
         if all(saved["settings"].get(k) == settings[k] for k in SAME):
-            results = saved["results"]
+            results = {k: v for k, v in saved["results"].items() if k != "_run"}  # write_json's stamp
     for name in args.datasets:
         for m in args.links:
             key = name if m == 0 else f"{name} + {m:g} links/point"
@@ -210,7 +211,8 @@ def _f(x):
 
 
 def report(args, results, run=None):
-    usable = [n for n, r in results.items() if r["loo"]["share_k_above_0_7"] <= 0.1]
+    valid = [n for n, r in results.items() if r["loo"]["share_k_above_0_7"] == 0]
+    mostly = [n for n, r in results.items() if 0 < r["loo"]["share_k_above_0_7"] <= 0.1]
     lines = [
         "# PSIS-LOO of TVClust fits: Pareto k per data set, and the K-fold alternative",
         "",
@@ -249,10 +251,14 @@ def report(args, results, run=None):
         )
     lines += [
         "",
-        f"LOO usable (at most 10% of the Pareto k above 0.7) on {len(usable)} of {len(results)} sets"
-        + (f" ({', '.join(usable)})" if usable else "")
-        + ". Where it is not, compare models by the K-fold column (held-out `score_samples`). The tree's "
-        "`loo_validity` attribute:",
+        f"PSIS-LOO valid (no Pareto k above 0.7) on {len(valid)} of {len(results)} fits"
+        + (f" ({', '.join(valid)})" if valid else "")
+        + f"; at most 10% of the points above 0.7 on {len(mostly)} more"
+        + (f" ({', '.join(mostly)})" if mostly else "")
+        + ". A point above 0.7 has an unreliable LOO term (its leave-one-out posterior differs from the full "
+        "one: with many small clusters one point decides whether a cluster exists), and p_loo near n says "
+        "the same for the whole fit. There, compare fits by the K-fold column (held-out `score_samples`); "
+        "the tree's `loo_validity` attribute:",
         "",
         "> " + next(iter(results.values()))["loo"].get("validity", ""),
         "",
