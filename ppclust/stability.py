@@ -188,9 +188,9 @@ def stability_report(estimator, X, y=None, *, seeds=(0, 1, 2), priors=None, ari_
     Parameters
     ----------
     estimator : ppclust estimator with ``random_state``
-        Cloned for every run (unfitted or fitted; its own fit is not used). Samplers (:class:`TVClust`,
-        :class:`BayesianSemiSupervisedGMM`) add their posteriors to the report: the number of clusters'
-        draws, the credible balls and the R-hat over chains.
+        Cloned for every run (unfitted or fitted; its own fit is not used). Samplers
+        (:class:`~ppclust.TVClust`, :class:`~ppclust.BayesianSemiSupervisedGMM`) add their posteriors to the
+        report: the number of clusters' draws, the credible balls and the R-hat over chains.
     X : array-like of shape (n, d)
         The data.
     y : array-like of shape (n,), optional
