@@ -408,4 +408,10 @@ def _verdict(rep) -> tuple[bool, str]:
         if np.isfinite(rep.r_hat_setting).any()
         else ""
     )
-    return True, f"stable: {rep.seeds.size} runs agree (K {k}, lowest ARI {low:.3g}{rhat})."
+    warned = sum(bool(w) for w in rep.convergence_warnings)
+    note = (
+        f" {warned} of {rep.seeds.size} fits warned about their own chains (convergence_warnings)."
+        if warned
+        else ""
+    )
+    return True, f"stable: {rep.seeds.size} runs agree (K {k}, lowest ARI {low:.3g}{rhat}).{note}"
