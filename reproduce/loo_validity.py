@@ -229,7 +229,10 @@ def report(args, results, run=None):
         "where a point whose largest importance ratios all tie (ArviZ's 'All tail values are the same') "
         "keeps its raw weights (bounded ratios: nothing to smooth) and is counted as *tied*; the shares of "
         "Pareto k above 0.7, above ArviZ's sample-size threshold good_k and above 1; elpd_loo per point "
-        "from `az.loo` with those weights; elpd of the K-fold held-out `score_samples` per point.",
+        "from `az.loo` with those weights; elpd of the K-fold held-out `score_samples` per point. With links "
+        "the two differ in what they condition on: LOO keeps every link observed (a point's links to the "
+        "others inform its leave-one-out predictive), `score_samples` scores a held-out row without its "
+        "links, so K-fold is lower there by what the links tell about the held-out points.",
         "",
         "| data set | n | d | K fitted | az.loo as is | tied | k > 0.7 | k > good_k | k > 1 | max k "
         "| elpd_loo / n | p_loo | elpd_kfold / n (se) | LOO - K-fold |",
