@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppclust import _cli_distributed, _cli_predict, _cli_query
+from ppclust import _cli_distributed, _cli_predict, _cli_query, _cli_stability
 from ppclust._input_files import (
     STDIN,
     CLIError,
@@ -345,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.set_defaults(func=cmd_warmup)
     _cli_predict.add_parser(sub)
+    _cli_stability.add_parser(sub)
     return p
 
 

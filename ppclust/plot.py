@@ -43,6 +43,7 @@ __all__ = [
     "plot_k_posterior",
     "plot_cost_trace",
     "plot_benefit",
+    "plot_stability",
     "render",
     "save_fit_figures",
 ]
@@ -821,6 +822,68 @@ def plot_benefit(
         ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     return ax
+
+
+def plot_stability(report, *, ax=None):
+    """Runs of a stability report: the number of clusters of each run and the ARI between runs.
+
+    Left: each run's point estimate's K (cross) and, for samplers, the posterior mean of K with its 95%
+    interval (dot and bar). Right: the pairwise ARI of the runs' point estimates (colour bar). The title
+    is the report's verdict up to its first colon (stable, unstable, prior-sensitive).
+
+    Parameters
+    ----------
+    report : StabilityReport
+        The result of :func:`ppclust.stability.stability_report`.
+    ax : matplotlib Axes or sequence of two Axes, optional
+        One Axes: the K panel only; two: both panels; default a new pyplot figure with both.
+
+    Returns
+    -------
+    matplotlib Axes, or ndarray of two Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust import DPMeans
+    >>> from ppclust.plot import plot_stability
+    >>> from ppclust.stability import stability_report
+    >>> from matplotlib.figure import Figure
+    >>> X = np.r_[np.zeros((8, 2)), np.full((8, 2), 6.0)] + np.random.default_rng(0).normal(size=(16, 2))
+    >>> rep = stability_report(DPMeans(), X, seeds=(0, 1))
+    >>> axes = plot_stability(rep, ax=Figure().subplots(1, 2))
+    >>> axes[0].get_ylabel()
+    'number of clusters K'
+    """
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(1, 2, figsize=(9.0, 3.4), layout="constrained")
+    axes = np.ravel(np.asarray(ax, dtype=object))
+    names = report.labels
+    x = np.arange(len(names))
+    k_ax = axes[0]
+    k_ax.scatter(x, report.n_clusters, marker="x", color="black", zorder=3, label="point estimate")
+    has = np.isfinite(report.k_mean)
+    if has.any():  # the interval as a bar: a mean may lie outside its quantiles when K barely moves
+        k_ax.vlines(x[has], report.k_low[has], report.k_high[has], color="tab:blue", lw=2, alpha=0.6)
+        k_ax.scatter(x[has], report.k_mean[has], color="tab:blue", label="posterior mean, 95% interval")
+    k_ax.set_xticks(x, names, rotation=30, ha="right", fontsize=7)
+    k_ax.set_xlabel("run")
+    k_ax.set_ylabel("number of clusters K")
+    k_ax.legend(fontsize=7)
+    k_ax.set_title(report.verdict.split(":")[0], fontsize=9)
+    if axes.size > 1:
+        a_ax = axes[1]
+        im = a_ax.imshow(report.ari, vmin=min(0.0, float(np.min(report.ari))), vmax=1.0, cmap="viridis")
+        a_ax.set_xticks(x, names, rotation=30, ha="right", fontsize=7)
+        a_ax.set_yticks(x, names, fontsize=7)
+        a_ax.set_xlabel("run")
+        a_ax.set_ylabel("run")
+        a_ax.set_title("ARI between point estimates", fontsize=9)
+        a_ax.figure.colorbar(im, ax=a_ax, label="adjusted Rand index")
+        return axes
+    return k_ax
 
 
 def render(plot_fn, *args, figsize=(5.2, 4.4), dpi=100, **kwargs):

@@ -43,6 +43,7 @@ API_MODULES = [
     "ppclust.partition",
     "ppclust.posterior",
     "ppclust.predictive",
+    "ppclust.stability",
     "ppclust.active",
     "ppclust.distributed",
     "ppclust.plot",
