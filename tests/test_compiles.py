@@ -151,7 +151,12 @@ def test_xla_hartigan_engine_reuses_the_bucket_programs(init):
                 jax.random.key(0), jax.device_put(X), yc, m, n_clusters=3, n_init=2, init=init, backend="xla"
             )
             numba = cecib.fit(jax.random.key(0), X, yc, m, n_clusters=3, n_init=2, init=init, backend="numba")
-        np.testing.assert_array_equal(np.asarray(res.best.labels), np.asarray(numba.best.labels))
+        # the same partition (restarts that reach it tie to rounding, so the slot numbers may differ)
+        pairs = set(
+            zip(np.asarray(res.best.labels).tolist(), np.asarray(numba.best.labels).tolist(), strict=True)
+        )
+        assert len(pairs) == len(set(np.asarray(res.best.labels).tolist())) == int(numba.best.active.sum())
+        assert float(res.best.cost) == pytest.approx(float(numba.best.cost), abs=1e-9)
         assert len(res.best.labels) == n
         return {k: _COUNTS[k] - before[k] for k in _COUNTS}
 
