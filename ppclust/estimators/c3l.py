@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -330,7 +331,7 @@ class C3L(ClusterMixin, BaseEstimator):
             x64(),
             _progress.bar(int(self.n_init), "C3L restarts", "restart", bool(self.progress_bar)) as bar,
         ):
-            z = jnp.asarray(Z)
+            z = jax.device_put(np.ascontiguousarray(Z))  # a host array onto the device: no program per shape
 
             def run(reg_covar):
                 cost = _c3l.make_cost(z, J, alpha, reg_covar=reg_covar)

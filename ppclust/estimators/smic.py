@@ -50,7 +50,7 @@ class SMIC(ClusterMixin, BaseEstimator):
     assign : {"model", "eigvec"}, default="model"
         3SMIC post-processing (spec A1): clip the model output :math:`K'\phi` or :math:`\phi` itself.
     dense_max : int, default=200
-        Largest n solved with a dense JAX eigendecomposition; above it a matrix-free Lanczos solver
+        Largest n solved with a dense (LAPACK) eigendecomposition; above it a matrix-free Lanczos solver
         (>= 1).
     progress_bar : bool, default=True
         A bar over the model-selection candidates, shown when someone can see it (Jupyter or a terminal,

@@ -83,6 +83,7 @@ import numpy as np
 from jax import lax
 
 from ppclust import _progress
+from ppclust._buckets import bucket_size, pad_rows, pad_vector
 from ppclust._devices import axis_sharding
 from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
@@ -481,7 +482,7 @@ def run(
             cost,
             x,
             side,
-            jnp.asarray(labels0)[None],
+            np.asarray(labels0)[None],
             K=K,
             min_size=min_size,
             max_passes=max_passes,
@@ -489,19 +490,38 @@ def run(
             tol=tol,
             order=order,
         )
-        return jax.tree_util.tree_map(lambda v: v[0], res)
-    return _run_xla(
+        return jax.tree_util.tree_map(lambda v: _put(np.asarray(v)[0]), res)
+    if isinstance(x, jax.core.Tracer) or isinstance(labels0, jax.core.Tracer):  # under jit/vmap: as given
+        return _run_xla(
+            cost,
+            x,
+            side,
+            labels0,
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            order=order,
+        )
+    n = x.shape[0]
+    xp, sp, lp, valid = _padded(x, side, np.asarray(labels0)[None], K)
+    order = np.arange(n) if order is None else np.asarray(order)
+    order = _put(np.concatenate([order, np.arange(n, xp.shape[0])]), np.int32)
+    res = _run_xla(
         cost,
-        x,
-        side,
-        labels0,
+        xp,
+        sp,
+        _put(lp[0]),
         K=K,
         min_size=min_size,
         max_passes=max_passes,
         reassign=reassign,
         tol=tol,
         order=order,
+        n_valid=np.int32(n),
     )
+    return res._replace(labels=_put(np.asarray(res.labels)[:n]))
 
 
 class HartiganInfo(NamedTuple):
@@ -560,6 +580,7 @@ def build(
     reassign: str = "lazy",
     tol: float = 0.0,
     order: Array | None = None,
+    n_valid=None,
 ) -> HartiganAlgorithm:
     """The XLA engine's ``init``/``step`` with the cost, data, side information and configuration closed
     over (arguments as :func:`run`).
@@ -582,6 +603,9 @@ def build(
         A move needs ``Δ < -tol``.
     order : int array (n,) or None, default=None
         Visiting order (None: data order).
+    n_valid : int or traced int, default=None
+        Rows visited per pass: the first ``n_valid`` entries of ``order``; the other rows are padding
+        (label ``K`` in ``labels0``: in no slot's statistics, never visited or reassigned). None: all rows.
 
     Examples
     --------
@@ -599,6 +623,7 @@ def build(
     """
     n = x.shape[0]
     order = jnp.arange(n, dtype=jnp.int32) if order is None else jnp.asarray(order, jnp.int32)
+    n_visit = n if n_valid is None else n_valid
 
     def init(labels0) -> _State:
         labels0, stats, costs, active = _init_state(cost, x, side, labels0, K)
@@ -641,7 +666,7 @@ def build(
 
     def step(key, st: _State) -> tuple[_State, HartiganInfo]:
         del key  # deterministic moves
-        st = lax.fori_loop(0, n, point_step, st._replace(moved=jnp.asarray(False)))
+        st = lax.fori_loop(0, n_visit, point_step, st._replace(moved=jnp.asarray(False)))
         info = HartiganInfo(_energy(st), st.active.sum().astype(jnp.int32))
         degen = st.active & (cost.degenerate(st.stats) | ~jnp.isfinite(st.costs))
         degen = degen & (st.active.sum() > degen.sum())  # never delete every cluster
@@ -666,10 +691,13 @@ def _run_xla(
     reassign: str = "lazy",
     tol: float = 0.0,
     order: Array | None = None,
+    n_valid=None,
 ) -> HartiganResult:
     """The engine as one XLA program (accelerators; ``vmap``/``jit``-able): a ``while_loop`` over
-    :func:`build`'s passes. See :func:`run`."""
-    alg = build(cost, x, side, K=K, min_size=min_size, reassign=reassign, tol=tol, order=order)
+    :func:`build`'s passes. See :func:`run`; ``n_valid``: see :func:`build`."""
+    alg = build(
+        cost, x, side, K=K, min_size=min_size, reassign=reassign, tol=tol, order=order, n_valid=n_valid
+    )
     state = alg.init(labels0)
     energy0 = _energy(state)
     trace = jnp.full(max_passes + 1, jnp.nan, x.dtype).at[0].set(energy0)
@@ -863,13 +891,14 @@ def fit(
                 order=None,
             )
             return _pick_best_host(res)
+        xp, sp, labels0, n_valid = _padded(x, side, labels0, K)
         labels0 = _put(labels0)
         if sharding is not None:
             labels0 = jax.device_put(labels0, sharding)
-        return _fit_from(
+        fitted = _fit_from(
             cost,
-            x,
-            side,
+            xp,
+            sp,
             labels0,
             K=K,
             min_size=min_size,
@@ -877,7 +906,9 @@ def fit(
             reassign=reassign,
             tol=tol,
             sharding=sharding,
+            n_valid=n_valid,
         )
+        return _unpad(fitted, x.shape[0])
     # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
     if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
         # the set-up is compiled (numba) for any n: k-means++ from draws whose shape does not depend on n
@@ -907,11 +938,12 @@ def fit(
             order=None,
         )
         return _pick_best_host(res)
-    return _fit(
+    xp, sp, _, n_valid = _padded(x, side, None, K)
+    fitted = _fit(
         key,
         cost,
-        x,
-        side,
+        xp,
+        sp,
         K=K,
         min_size=min_size,
         n_init=n_init,
@@ -920,7 +952,27 @@ def fit(
         reassign=reassign,
         tol=tol,
         sharding=sharding,
+        n_valid=n_valid,
     )
+    return _unpad(fitted, x.shape[0])
+
+
+def _padded(x, side, labels0, K):
+    """The XLA engine's inputs with the rows padded up to :func:`ppclust._buckets.bucket_size` (one program
+    per bucket): ``(x, side, labels0, n_valid)``; padding rows are zero, of side -1 and label K (in no
+    slot, never visited). ``labels0`` (R, n) stays on the host (None stays None)."""
+    n = x.shape[0]
+    nb = bucket_size(n)
+    xp = _put(pad_rows(np.asarray(x), nb)[0])
+    sp = None if side is None else _put(pad_vector(np.asarray(side, np.int32), nb, -1))
+    if labels0 is not None:
+        labels0 = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, nb - n)), constant_values=K)
+    return xp, sp, labels0, np.int32(n)
+
+
+def _unpad(fitted: HartiganFit, n: int) -> HartiganFit:
+    """The fit's labels without the padding rows (sliced on the host: no program per n)."""
+    return fitted._replace(best=fitted.best._replace(labels=_put(np.asarray(fitted.best.labels)[:n])))
 
 
 def _check_init(init, centres):
@@ -1021,6 +1073,8 @@ def _initial_labels(key, x, *, K, n_init, init, sharding, n_valid=None):
         labels0 = jax.vmap(lambda k: voronoi(x, init_kmeanspp(k, x, K, n_valid)))(keys)
     else:
         labels0 = jax.vmap(lambda k: init_random(k, n, K))(keys)
+    if n_valid is not None:  # padding rows: label K (in no slot)
+        labels0 = jnp.where(jnp.arange(n) < n_valid, labels0, K)
     if sharding is not None:
         labels0 = lax.with_sharding_constraint(labels0, sharding)
     return labels0
@@ -1044,8 +1098,8 @@ def _pick_best(res: HartiganResult) -> HartiganFit:
 
 
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
-def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding):
-    labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding)
+def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding, n_valid=None):
+    labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding, n_valid=n_valid)
     return _runs_best(
         cost,
         x,
@@ -1057,13 +1111,23 @@ def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign,
         reassign=reassign,
         tol=tol,
         sharding=sharding,
+        n_valid=n_valid,
     )
 
 
-def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, sharding):
+def _runs_best(cost, x, side, labels0, *, K, min_size, max_passes, reassign, tol, sharding, n_valid=None):
     res = jax.vmap(
         lambda l0: _run_xla(
-            cost, x, side, l0, K=K, min_size=min_size, max_passes=max_passes, reassign=reassign, tol=tol
+            cost,
+            x,
+            side,
+            l0,
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            n_valid=n_valid,
         )
     )(labels0)
     if sharding is not None:
@@ -1264,11 +1328,14 @@ def _reassign_cluster(cost, x, side, st: _State, a, K) -> _State:
 def _reassign_all(cost, x, side, st: _State, K) -> _State:
     """Reinsert every orphan (point whose slot is dead), in index order."""
 
+    def orphans(s):  # label K (a padding row) is in no slot and never an orphan
+        return (s.labels < K) & ~s.active[jnp.minimum(s.labels, K - 1)]
+
     def cond(s):
-        return jnp.any(~s.active[s.labels]) & jnp.any(s.active)
+        return jnp.any(orphans(s)) & jnp.any(s.active)
 
     def body(s):
-        i = jnp.argmax(~s.active[s.labels])
+        i = jnp.argmax(orphans(s))
         return _insert(cost, x, side, s, i, K)
 
     return lax.while_loop(cond, body, st)
@@ -1358,9 +1425,13 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     return _assignment_costs(stats, cost, x, side, active, chunk)
 
 
-def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int) -> Array:
+def _assignment_costs(
+    cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int, n_rows=None
+) -> Array:
     """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
-    ``shard_map`` every device computes its own rows from the replicated statistics)."""
+    ``shard_map`` every device computes its own rows from the replicated statistics). ``n_rows`` (may be
+    traced): only the chunks holding the first ``n_rows`` rows are computed (the rest is bucket padding,
+    left at the slots' constant terms)."""
     from ppclust.families import gaussian_log_normaliser_chol
 
     n_total = cost.n_total
@@ -1396,7 +1467,16 @@ def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array
             c = c + 0.5 * jnp.sum(((xb[:, None, :J] - m[None]) / sig[None]) ** 2, -1)
         return c
 
-    maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
+    if n_rows is None:
+        maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
+    else:
+
+        def one_chunk(j, acc):
+            return lax.dynamic_update_slice_in_dim(
+                acc, block(lax.dynamic_slice_in_dim(xp, j * b, b)), j * b, 0
+            )
+
+        maha = lax.fori_loop(0, (n_rows + b - 1) // b, one_chunk, jnp.zeros((xp.shape[0], K), x.dtype))[:n]
     tot = maha + base[None]
     beta = cost.beta
     if cs.counts.shape[1] > 0:
@@ -1416,13 +1496,16 @@ def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array
     return jnp.where(active[None], tot, jnp.inf)
 
 
-def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: int, axis=None) -> CECStats:
+def _batch_stats(
+    cost: CECCost, x: Array, side, labels: Array, K: int, chunk: int, axis=None, n_rows=None
+) -> CECStats:
     """Statistics of the partition ``labels`` in the compiled engine's layout, BLAS-shaped.
 
     Two passes (means, then scatters of the centred points, as every cost's ``stats``): the K scatters
     are one GEMM per chunk, ``(r_i ⊗ (x_i - mu_{l_i}))^T (x_i - mu_{l_i})`` with r_i the one-hot row of
-    point i. Rows with label ``K`` (padding) count nowhere. Under ``shard_map`` (``axis`` set) each
-    device sums its rows and the partial sums are reduced with ``psum``.
+    point i. Rows with label ``K`` (padding) count nowhere; with ``n_rows`` (may be traced) the chunks
+    after the first ``n_rows`` rows are skipped. Under ``shard_map`` (``axis`` set) each device sums its
+    rows and the partial sums are reduced with ``psum``.
     """
     from jax.scipy.special import xlogy
 
@@ -1451,7 +1534,13 @@ def _batch_stats(cost: CECCost, x: Array, side, labels: Array, K: int, chunk: in
             xq, rq = blk
             return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq, None
 
-        scatter, _ = lax.scan(body, jnp.zeros((K * d, d), x.dtype), (xcb, rb))
+        zero = jnp.zeros((K * d, d), x.dtype)
+        if n_rows is None:
+            scatter, _ = lax.scan(body, zero, (xcb, rb))
+        else:
+            scatter = lax.fori_loop(
+                0, (n_rows + b - 1) // b, lambda j, acc: body(acc, (xcb[j], rb[j]))[0], zero
+            )
         scatter = total(scatter).reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
         scale = jnp.linalg.cholesky(scatter)
     else:
@@ -1550,17 +1639,33 @@ def fit_batch(
         config.backend,
     )
     _check_init(init, centres)
+    # the rows padded up to a size bucket (a multiple of the mesh's devices): one program per bucket; padding
+    # rows hold label K (in no statistic, never reassigned) and side -1
+    n = x.shape[0]
+    nb = bucket_size(n)
+    if mesh is not None:
+        from ppclust import _devices
+
+        nb = _devices.pad_rows(nb, mesh)
+    xp = _put(pad_rows(np.asarray(x), nb)[0])
+    sp = None if side is None else _put(pad_vector(np.asarray(side, np.int32), nb, -1))
     if init == "labels":
-        labels0 = _put(seeded_partitions(key, x, centres, K, n_init))
+        labels0 = seeded_partitions(key, x, centres, K, n_init)
     else:
-        labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=None)
-    if mesh is None:
-        res = _batch_restarts(cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
-    else:
-        res = _batch_runs_sharded(
-            cost, x, side, labels0, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, mesh=mesh
+        # k-means++ never draws a padding row; random labels are drawn per row (the same on the real rows)
+        labels0 = np.asarray(
+            _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=np.int32(n))
         )
-    c = np.where(np.isfinite(np.asarray(res.cost)), np.asarray(res.cost), np.inf)
+    labels0 = np.pad(np.asarray(labels0, np.int32)[:, :n], ((0, 0), (0, nb - n)), constant_values=K)
+    valid = _put(np.arange(nb) < n)
+    kw = dict(K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
+    if mesh is None:
+        res = _batch_restarts(cost, xp, sp, labels0, valid, **kw)
+    else:
+        res = _batch_runs_sharded(cost, xp, sp, _put(labels0), valid, **kw, mesh=mesh)
+    res = BatchResult(*(np.asarray(v) for v in res))  # on the host: no program per shape from here on
+    res = res._replace(labels=res.labels[:, :n])
+    c = np.where(np.isfinite(res.cost), res.cost, np.inf)
     b = int(np.argmin(c))
     if config.polish:
         best = run(
@@ -1575,29 +1680,34 @@ def fit_batch(
             backend=backend,
         )
     else:
-        labels, st, costs, active = _init_state(cost, x, side, res.labels[b], K)
-        best = HartiganResult(
-            labels,
-            active,
-            st,
-            costs,
-            jnp.sum(jnp.where(active, costs, 0.0)),
-            res.n_iter[b],
-            res.converged[b],
-            jnp.full(1, res.cost[b]),
-            jnp.full(1, active.sum(), jnp.int32),
+        lb = np.pad(res.labels[b : b + 1], ((0, 0), (0, nb - n)), constant_values=K)
+        labels, st, costs, active = jax.tree_util.tree_map(
+            lambda v: np.asarray(v)[0], _init_states(cost, xp, sp, _put(lb), K=K)
         )
-    fitted = HartiganFit(best, res.cost, res.n_iter, res.active.sum(-1).astype(jnp.int32))
+        best = HartiganResult(
+            _put(labels[:n]),
+            _put(active),
+            jax.tree_util.tree_map(_put, st),
+            _put(costs),
+            _put(np.sum(np.where(active, costs, 0.0))),
+            _put(res.n_iter[b]),
+            _put(res.converged[b]),
+            _put(np.full(1, res.cost[b])),
+            _put(np.full(1, active.sum(), np.int32)),
+        )
+    res = BatchResult(*(_put(v) for v in res))
+    fitted = HartiganFit(best, res.cost, res.n_iter, _put(np.asarray(res.active).sum(-1), np.int32))
     return fitted, res
 
 
 def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, axis=None) -> BatchResult:
     """Batch restarts over the rows this device holds (all rows when ``axis`` is None); ``valid`` marks
-    the real rows (padding rows keep label K and count nowhere)."""
+    the real rows, a prefix of them (padding rows keep label K, count nowhere and cost no work)."""
+    n_rows = valid.sum()
 
     def one(l0):
         def stats_of(labels):
-            cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+            cs = _batch_stats(cost, x, side, labels, K, chunk, axis, n_rows)
             active = (cs.n >= min_size) & ~cost.degenerate(cs)
             keep = jnp.zeros(K, bool).at[jnp.argmax(cs.n)].set(True)  # never remove the last slot
             return cs, jnp.where(jnp.any(active), active, keep)
@@ -1605,7 +1715,7 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
         def body(carry):
             labels, _, it = carry
             cs, active = stats_of(labels)
-            new = jnp.argmin(_assignment_costs(cs, cost, x, side, active, chunk), 1).astype(jnp.int32)
+            new = jnp.argmin(_assignment_costs(cs, cost, x, side, active, chunk, n_rows), 1).astype(jnp.int32)
             new = jnp.where(valid, new, K)
             changed = jnp.any(new != labels)
             if axis is not None:
@@ -1618,7 +1728,7 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
 
         l0 = jnp.where(valid, l0.astype(jnp.int32), K)
         labels, changed, it = lax.while_loop(cond, body, (l0, jnp.asarray(True), 0))
-        cs = _batch_stats(cost, x, side, labels, K, chunk, axis)
+        cs = _batch_stats(cost, x, side, labels, K, chunk, axis, n_rows)
         costs = cost.cost(cs)
         active = cs.n > 0
         return BatchResult(labels, active, jnp.sum(jnp.where(active, costs, 0.0)), it, ~changed)
@@ -1626,35 +1736,40 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
     return lax.map(one, labels0)
 
 
-def _batch_restarts(cost, x, side, labels0, **kw) -> BatchResult:
+def _batch_restarts(cost, x, side, labels0, valid, **kw) -> BatchResult:
     """:func:`_batch_runs` one restart per compiled call (the same program for any ``n_init``; each restart
-    computed as inside the batched call), waiting interruptibly (:func:`ppclust._progress.wait`)."""
+    computed as inside the batched call), waiting interruptibly (:func:`ppclust._progress.wait`); host
+    ``labels0`` (R, n) in, host arrays out."""
     runs = [
-        _progress.run(_batch_runs, cost, x, side, labels0[r : r + 1], **kw) for r in range(labels0.shape[0])
+        _progress.run(_batch_runs, cost, x, side, _put(labels0[r : r + 1]), valid, **kw)
+        for r in range(labels0.shape[0])
     ]
-    return jax.tree.map(lambda *a: jnp.concatenate(a), *runs)
+    return jax.tree.map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *runs)
 
 
 @partial(jax.jit, static_argnames=("K", "chunk"))
-def _batch_runs(cost, x, side, labels0, *, K, min_size, max_iter, chunk) -> BatchResult:
-    valid = jnp.ones(x.shape[0], bool)
+def _batch_runs(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk) -> BatchResult:
     return _batch_loop(cost, x, side, labels0, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
 
 
-def _batch_runs_sharded(cost, x, side, labels0, *, K, min_size, max_iter, chunk, mesh) -> BatchResult:
-    """:func:`_batch_runs` with the points split over ``mesh`` (axis ``"data"``)."""
-    from ppclust._devices import AXIS, pad_rows
+def _batch_runs_sharded(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, mesh) -> BatchResult:
+    """:func:`_batch_runs` with the points split over ``mesh`` (axis ``"data"``; the row count a multiple of
+    its devices)."""
+    from ppclust._devices import AXIS
 
-    n = x.shape[0]
-    pad = pad_rows(n, mesh) - n
-    xp = jnp.pad(jnp.asarray(x), ((0, pad), (0, 0)))
-    sp = None if side is None else jnp.pad(jnp.asarray(side, jnp.int32), (0, pad), constant_values=-1)
-    lp = jnp.pad(jnp.asarray(labels0, jnp.int32), ((0, 0), (0, pad)), constant_values=K)
-    valid = jnp.arange(n + pad) < n
-    res = _batch_sharded_jit(
-        cost, xp, sp, lp, valid, K=K, min_size=min_size, max_iter=max_iter, chunk=chunk, mesh=mesh, axis=AXIS
+    return _batch_sharded_jit(
+        cost,
+        x,
+        side,
+        labels0,
+        valid,
+        K=K,
+        min_size=min_size,
+        max_iter=max_iter,
+        chunk=chunk,
+        mesh=mesh,
+        axis=AXIS,
     )
-    return res._replace(labels=res.labels[:, :n])
 
 
 @partial(jax.jit, static_argnames=("K", "chunk", "mesh", "axis"))

@@ -1,7 +1,7 @@
 r"""SMIC and 3SMIC: squared-loss mutual information clustering, optionally with must/cannot links.
 
 Kept whole (over 700 lines) because its parts are one pipeline that shares private helpers and one
-numerical convention: the sparse kNN kernel, its link-modified form, the eigen-solvers (dense JAX and
+numerical convention: the sparse kNN kernel, its link-modified form, the eigen-solvers (dense LAPACK and
 matrix-free Lanczos), LSMI with its per-data-set precomputation, and the model selection that calls them
 all; split apart, each piece would export helpers that only its neighbour uses.
 
@@ -15,8 +15,8 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
   (eq. 6) under orthonormality; sign fixing, clipping, normalisation to the uniform prior, argmax.
 * 3SMIC (§3): :math:`U = K'[(I+\gamma M)^2 + (I-\eta C)^2]K'` (eq. 8), with ``K'`` the kernel with
   must-linked entries set to 1 and cannot-linked to 0; ``eta`` is forced to 0 when c > 2. U is PSD,
-  so its top-c eigenvectors are the solution. For ``n <= dense_max`` U is formed densely in JAX
-  (float64) and ``eigh``-ed, ``lax.map``-ped over the (gamma, eta) grid; beyond that only the
+  so its top-c eigenvectors are the solution. For ``n <= dense_max`` U is formed densely (float64)
+  and ``eigh``-ed by LAPACK's ``syevd`` for every (gamma, eta) of the grid; beyond that only the
   matrix-free product :math:`v\mapsto K'(A(K'v))` is used, with ``M^2 v = M(M v)``, in SciPy's
   Lanczos ``eigsh`` (never an n x n array).
 * Model selection (§2.5, §3.7): LSMI (§5) with label-independent pieces (centres, folds, per-fold
@@ -28,27 +28,27 @@ Section numbers (§) refer to ``../shared/specs/smic.md``.
   link; with c > 2 most random pairs are cannot-links (which act only through K', eta being 0, on pairs
   that are seldom kNN neighbours), so a flipped share turns into a majority of wrong must-links.
 
-Host-side: kNN search (scikit-learn), sparse algebra and LSMI are NumPy/SciPy; the dense eigen path
-is JAX.
+Everything runs on the host in NumPy/SciPy (kNN search by scikit-learn): no XLA program is compiled, so
+a new data size builds nothing. The dense eigenproblems (n <= ``dense_max``) are small enough that
+LAPACK's ``syevd`` on one core (the routine JAX's CPU ``eigh`` calls) is the fast way to solve them.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from functools import cache, partial
+from functools import cache
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.neighbors import NearestNeighbors
 from threadpoolctl import ThreadpoolController
 
 from ppclust import _progress
-from ppclust._jax import LABEL_DTYPE, x64
+from ppclust._jax import LABEL_DTYPE
 
 __all__ = [
     "Kernel",
@@ -79,7 +79,7 @@ __all__ = [
 DEFAULT_TS = tuple(range(1, 11))  # §3.7 [P]
 DEFAULT_GAMMAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R]
 DEFAULT_ETAS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)  # §3.7 [R], binary problems only
-# n up to which the eigenproblem is solved densely (JAX eigh); the spec allows <= 2000, sparse Lanczos
+# n up to which the eigenproblem is solved densely (LAPACK eigh); the spec allows <= 2000, sparse Lanczos
 # (eigsh) is the faster solver well below that (see docs/decisions/ for the evidence)
 DENSE_MAX = 200
 # repeats of the held-out link check's k-fold split (select's link_repeats): repeated cross-validation
@@ -94,7 +94,7 @@ def _blas_controller() -> ThreadpoolController:
 
 
 def one_blas_thread():
-    """Context manager: BLAS/LAPACK (scipy's OpenBLAS, which NumPy and JAX's CPU eigh call) on one thread.
+    """Context manager: BLAS/LAPACK (scipy's OpenBLAS, which NumPy and SciPy call) on one thread.
 
     Used around the dense eigenproblems (n <= ``DENSE_MAX``) and LSMI's many small solves. On small
     matrices a second BLAS thread gains little on an idle machine and costs a great deal on a busy one: a
@@ -505,23 +505,22 @@ def u_dense(Kp, links: LinkMatrices, gamma, eta):
 # eigen solutions (§2.3, §3.5, §7)
 
 
-@partial(jax.jit, static_argnames=("c",))
 def _dense_top_grid(parts, gammas, etas, c):
-    """Top-c eigenpairs of U(gamma, eta) = 2 P0 + 2g P1 + g^2 P2 - 2e P3 + e^2 P4 over a grid."""
-
-    def one(ge):
-        g, e = ge
+    """Top-c eigenpairs of U(gamma, eta) = 2 P0 + 2g P1 + g^2 P2 - 2e P3 + e^2 P4 over a grid: the
+    eigenvalues (G, c + 1) and eigenvectors (G, n, c), largest first."""
+    lams, vecs = [], []
+    for g, e in zip(gammas, etas, strict=True):
         U = 2 * parts[0] + 2 * g * parts[1] + g * g * parts[2] - 2 * e * parts[3] + e * e * parts[4]
-        U = 0.5 * (U + U.T)
-        lam, vec = jnp.linalg.eigh(U)
-        return lam[::-1][: c + 1], vec[:, ::-1][:, :c]
+        lam, vec = _dense_eigh(0.5 * (U + U.T))
+        lams.append(lam[::-1][: c + 1])
+        vecs.append(vec[:, ::-1][:, :c])
+    return np.stack(lams), np.stack(vecs)
 
-    return jax.lax.map(one, (gammas, etas), batch_size=1)
 
-
-@jax.jit
 def _dense_eigh(K):
-    return jnp.linalg.eigh(K)
+    """All eigenpairs of the symmetric ``K`` (ascending), by LAPACK's divide-and-conquer ``syevd`` on its
+    lower triangle on the host: no program compiled per n."""
+    return scipy.linalg.eigh(K, lower=True, driver="evd")
 
 
 def _u_parts(Kp, links: LinkMatrices):
@@ -569,9 +568,8 @@ def smic_fit(kernel_or_K, c, *, dense_max=DENSE_MAX, tol=1e-10):
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
     if n <= dense_max:
-        with x64(), one_blas_thread():
-            lam, vec = _dense_eigh(jnp.asarray(K.toarray()))
-            lam, vec = np.asarray(lam), np.asarray(vec)
+        with one_blas_thread():
+            lam, vec = _dense_eigh(K.toarray())
     else:
         k = min(c + 1, n - 1)
         lam, vec = spla.eigsh(K, k=k, which="LM", tol=tol, v0=np.ones(n) / math.sqrt(n))
@@ -649,19 +647,16 @@ def threesmic_grid(
     dense_max=DENSE_MAX,
     tol=1e-10,
 ):
-    """3SMIC for a list of (gamma, eta) sharing one kernel; dense JAX path mapped over the grid."""
+    """3SMIC for a list of (gamma, eta) sharing one kernel (dense: one LAPACK eigh per grid point)."""
     K = kernel_or_K.K if isinstance(kernel_or_K, Kernel) else sp.csr_matrix(kernel_or_K)
     n = K.shape[0]
     Kp = modify_kernel(K, links)
     grid = [(float(g), _effective_eta(e, c)) for g, e in grid]
     out = []
     if n <= dense_max:
-        with x64(), one_blas_thread():
+        with one_blas_thread():
             parts = _u_parts(Kp, links)
-            lams, vecs = _dense_top_grid(
-                jnp.asarray(parts), jnp.asarray([g for g, _ in grid]), jnp.asarray([e for _, e in grid]), c
-            )
-            lams, vecs = np.asarray(lams), np.asarray(vecs)
+            lams, vecs = _dense_top_grid(parts, [g for g, _ in grid], [e for _, e in grid], c)
         for a in range(len(grid)):
             _gap_warn(lams[a], c)
             out.append(postprocess(Kp, vecs[a], lams[a][:c], assign=assign, sign=sign))
@@ -983,7 +978,7 @@ class EigenOptions(NamedTuple):
     sign : str, default="eigvec"
         Sign fixing of the eigenvectors (:func:`postprocess`).
     dense_max : int, default=DENSE_MAX
-        Largest n solved with a dense JAX eigendecomposition; above it the matrix-free Lanczos solver.
+        Largest n solved with a dense eigendecomposition; above it the matrix-free Lanczos solver.
     tol : float, default=1e-10
         Tolerance of the Lanczos solver.
 
