@@ -27,7 +27,10 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 from ppclust._registry import METHODS
-from reproduce._common import machine_info, md_table, write_json, write_result
+from reproduce._common import RESULTS, md_table, write_json, write_result
+
+SCRIPT = "reproduce.probe_inputs"
+OUTCOMES = ("sensible", "clear error", "unclear", "silent")
 
 SETTINGS = {
     "tvclust": dict(n_draws=20, n_warmup=20, n_chains=1, random_state=0, progress_bar=False),
@@ -218,42 +221,52 @@ def classify(expect, words, labels, warned, err, ref):
     return "silent", f"fitted without an error or a warning, K={k}"
 
 
-def probe(names):
-    rows, counts = [], {"sensible": 0, "clear error": 0, "unclear": 0, "silent": 0}
-    for name in names:
-        ref, _, err = _fit(name, X0, side(name))
-        assert err is None, (name, err)
-        for probe_name, (build, expect, words) in PROBES.items():
-            if probe_name in ONLY and name not in ONLY[probe_name]:
-                continue
-            X, kw = build(name)
-            t0 = time.perf_counter()
-            labels, warned, err = _fit(name, X, kw)
-            outcome, note = classify(expect, words, labels, warned, err, ref)
-            counts[outcome] += 1
-            rows.append([name, probe_name, outcome, note.replace("|", "/").replace("\n", " ")[:200]])
-            print(rows[-1], f"{time.perf_counter() - t0:.1f} s", flush=True)
+def probe(name):
+    """The rows of one estimator's probes and their counts."""
+    rows, counts = [], dict.fromkeys(OUTCOMES, 0)
+    ref, _, err = _fit(name, X0, side(name))
+    assert err is None, (name, err)
+    for probe_name, (build, expect, words) in PROBES.items():
+        if probe_name in ONLY and name not in ONLY[probe_name]:
+            continue
+        X, kw = build(name)
+        t0 = time.perf_counter()
+        labels, warned, err = _fit(name, X, kw)
+        outcome, note = classify(expect, words, labels, warned, err, ref)
+        counts[outcome] += 1
+        rows.append([name, probe_name, outcome, note.replace("|", "/").replace("\n", " ")[:200]])
+        print(rows[-1], f"{time.perf_counter() - t0:.1f} s", flush=True)
     return rows, counts
 
 
 def main(names=None):
-    names = names or list(METHODS)
-    t0 = time.perf_counter()
-    rows, counts = probe(names)
-    sec = time.perf_counter() - t0
+    """Probe ``names`` (default: every estimator) and rewrite the results from every estimator's last run
+    (the JSON keeps one section per estimator, so that estimators can be probed in separate runs)."""
+    for name in names or list(METHODS):
+        t0 = time.perf_counter()
+        rows, counts = probe(name)
+        write_json(
+            "probe_inputs",
+            {name: dict(rows=rows, counts=counts, seconds=time.perf_counter() - t0)},
+            SCRIPT,
+            True,
+        )
+    data = json.loads((RESULTS / "probe_inputs.json").read_text())
+    done = [m for m in METHODS if m in data]
+    rows = [r for m in done for r in data[m]["rows"]]
+    total = {k: sum(data[m]["counts"][k] for m in done) for k in OUTCOMES}
     text = (
-        "# Bad-input probes\n\n" + machine_info() + "\n\n"
-        f"`python -m reproduce.probe_inputs`: {len(rows)} probes ({len(PROBES)} inputs x the estimators "
-        f"they apply to: {', '.join(names)}) in {sec:.0f} s. "
-        + ", ".join(f"{k}: {v}" for k, v in counts.items())
-        + " (goal: 0 unclear, 0 silent).\n\n"
+        "# Bad-input probes\n\n"
+        f"`python -m {SCRIPT}`: {len(rows)} probes ({len(PROBES)} inputs x the estimators they apply to: "
+        f"{', '.join(done)}). "
+        + ", ".join(f"{k}: {v}" for k, v in total.items())
+        + " (goal: 0 unclear, 0 silent). Each estimator's machine line is in `probe_inputs.json`.\n\n"
         + md_table(["estimator", "probe", "outcome", "what it did"], rows)
         + "\n"
     )
     path = write_result("probe_inputs.md", text)
-    write_json("probe_inputs", dict(counts=counts, rows=rows), "reproduce/probe_inputs.py")
-    print(json.dumps(counts), "->", path)
-    return counts
+    print(json.dumps(total), "->", path)
+    return total
 
 
 if __name__ == "__main__":

@@ -772,6 +772,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         prep = self._prepare(X, y, partial_labels, self.n_clusters)
         X, codes, log_mask, allowed, centres, fixed, shift, key = prep
         check_data_scale(X, type(self).__name__, PRIOR_FLOOR_SD)
+        warn_few_distinct_rows(type(self).__name__, X, self._n_clusters)
         K, n = self._n_clusters, X.shape[0]
         a = float(self.weight_concentration)
         with x64():
