@@ -220,3 +220,44 @@ def test_jupyter_interrupt_kernel_stops_a_fit():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_ccib_returns_control_within_a_temperature(monkeypatch):
+    """CCIB's chunks are inner (P-step, Q-step) alternations, not whole temperatures: with one alternation
+    per compiled call there are as many calls as alternations, far more than temperatures (a temperature's
+    inner loop can run max_inner alternations, seconds on large data), and the result is unchanged."""
+    from ppclust._jax import x64
+    from ppclust.inference import ccib as S
+
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(0, 1, (12, 1)), rng.normal(4, 1, (12, 1))]
+    n = len(y)
+    data = S.CCIBData(
+        y=jnp.asarray(y),
+        z=jnp.zeros(n, jnp.int32),
+        design=jnp.ones((n, 1)),
+        w_x=jnp.full(n, 1.0 / n),
+        w_fit=jnp.ones(n),
+        clamp=jnp.zeros(n, bool),
+        clamp_q=jnp.zeros((n, 2)),
+        cond_mask=jnp.ones(1),
+    )
+    static = S.Static(n_clusters=2, feature="gaussian", max_iter=30)
+    calls = []
+    real_run = _progress.run
+
+    def counting_run(fn, *args, **kwargs):
+        calls.append(1)
+        return real_run(fn, *args, **kwargs)
+
+    with x64():
+        keys = jax.random.split(jax.random.key(0), 2)
+        ref = S.fit_restarts(keys, data, S.Hyper(), static, chunk=10_000)
+        monkeypatch.setattr(_progress, "run", counting_run)
+        got = S.fit_restarts(keys, data, S.Hyper(), static, chunk=1)
+    steps = int(np.max(ref.n_steps))
+    inner = int(np.nansum(np.asarray(ref.trace["n_inner"])[0]))  # restart 0's alternations, recorded steps
+    assert inner > 2 * steps  # temperatures take several alternations here
+    assert len(calls) >= inner
+    for a, b in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -130,11 +130,14 @@ __all__ = [
     "LINK_MODELS",
     "link_side_info",
     "data_variance",
+    "data_scale",
+    "check_data_scale",
     "side_labels",
     "RowPairs",
     "refit_if_singular",
     "OUTSIDE_CALLER",
     "warn_degenerate_data",
+    "warn_few_distinct_rows",
 ]
 
 #: Files a warning about the caller's input skips (``warnings.warn(..., skip_file_prefixes=...)``), so that it
@@ -454,6 +457,18 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
     return out
 
 
+def _check_not_underflowing(X, name="X"):
+    """Raise when every squared difference of ``X``'s values underflows float64 (data to fit on)."""
+    spread = float(np.max(np.abs(X - X.mean(0)))) if X.size else 0.0
+    if 0.0 < spread < np.sqrt(np.finfo(np.float64).tiny):
+        raise InvalidInputError(
+            f"`{name}`'s values differ by at most {spread:.3g}: their squared differences, in distances "
+            "and covariances, underflow float64 (min 2.2e-308). Standardise it first (e.g. "
+            f"sklearn.preprocessing.StandardScaler, or ({name} - {name}.mean(0)) / {name}.std()); "
+            "ppclust's parameters are relative to the data's scale."
+        )
+
+
 def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     r""":func:`check_X` plus scikit-learn's bookkeeping of the columns seen in ``fit``.
 
@@ -461,7 +476,9 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     names, ``feature_names_in_``; ``reset=False`` (``predict`` and friends) checks ``X`` against them:
     a different number of columns is a ``ValueError`` ("X has 3 features, but DPMeans is expecting 4
     features as input."), and permuted, renamed or missing column names warn or raise exactly as
-    scikit-learn's own estimators do (``sklearn.utils.validation.validate_data``).
+    scikit-learn's own estimators do (``sklearn.utils.validation.validate_data``). In ``fit``, data whose
+    values differ so little that every squared difference underflows float64 are an error naming the fix
+    (standardise), as :func:`check_X` does for values whose squares overflow.
 
     Parameters
     ----------
@@ -488,6 +505,8 @@ def validate_X(est, X, *, reset: bool, **kw) -> np.ndarray:
     _check_feature_names(est, X, reset=reset)  # on the raw input: DataFrames carry the names
     arr = check_X(X, **kw)
     _check_n_features(est, arr, reset=reset)
+    if reset:
+        _check_not_underflowing(arr, kw.get("name", "X"))
     return arr
 
 
@@ -672,6 +691,43 @@ def warn_degenerate_data(who: str, X, n_clusters: int) -> None:
     )
 
 
+def warn_few_distinct_rows(who: str, X, n_clusters: int) -> None:
+    r"""Warn (:class:`~ppclust.errors.DegenerateDataWarning`) when ``X`` has fewer distinct rows than
+    ``n_clusters``: some components can only share points (or hold none), so the partition says more
+    about the start and the labels than about the data. For models whose covariances are regularised
+    (a prior, ``reg_covar``), where :func:`warn_degenerate_data`'s stricter count does not apply.
+
+    Parameters
+    ----------
+    who : str
+        The estimator's name, for messages.
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+    n_clusters : int
+        The number of components.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_few_distinct_rows("Demo", np.ones((5, 2)), 2)
+    >>> print(str(caught[0].message)[:40])
+    Demo: X has 1 distinct row(s), fewer tha
+    """
+    rows = np.unique(X, axis=0).shape[0]
+    if rows >= int(n_clusters):
+        return
+    warnings.warn(
+        f"{who}: X has {rows} distinct row(s), fewer than n_clusters={int(n_clusters)} components: some "
+        "components can only share points, and the partition reflects the start and the labels, not the "
+        "data. Check X (a constant or duplicated input?) or decrease n_clusters.",
+        DegenerateDataWarning,
+        skip_file_prefixes=OUTSIDE_CALLER,
+    )
+
+
 def data_variance(X) -> float:
     r"""The data's variance unit for relative regularisers.
 
@@ -697,6 +753,90 @@ def data_variance(X) -> float:
     """
     s2 = float(np.mean(np.var(X, axis=0))) if X.size else 0.0
     return s2 if np.isfinite(s2) and s2 > 0 else 1.0
+
+
+#: :func:`data_scale`: data whose standard deviation lies in this range are fitted in their own units
+SCALE_RANGE = (2.0**-32, 2.0**32)
+
+
+def _spread(X) -> float:
+    """The root mean per-feature variance of ``X``, computed without squaring tiny or huge values."""
+    xc = X - X.mean(0) if X.size else X
+    m = float(np.max(np.abs(xc))) if X.size else 0.0
+    if not (np.isfinite(m) and m > 0):
+        return 0.0
+    return m * float(np.sqrt(np.mean(np.var(xc / m, axis=0))))
+
+
+def data_scale(X) -> float:
+    r"""A power of two to divide ``X`` by before a fit whose floating-point range the data's scale would
+    leave: 1.0 when the data's standard deviation (root mean per-feature variance) lies in
+    ``SCALE_RANGE`` (:math:`2^{-32} \dots 2^{32}`), else the power of two nearest it.
+
+    Dividing by a power of two is exact, so a model that is equivariant under scaling (its parameters
+    relative to the data's scale) gives the same partition on ``X`` and ``X * c`` for any ``c`` whose
+    products stay in float64: determinants and variance floors of the scaled data stay far from underflow
+    and overflow. 1.0 for constant data.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 7.0]])
+    >>> data_scale(X), data_scale(X * 1e-150) == 2.0**-497
+    (1.0, True)
+    """
+    sd = _spread(X)
+    if sd == 0.0 or SCALE_RANGE[0] <= sd <= SCALE_RANGE[1]:
+        return 1.0
+    return float(2.0 ** np.round(np.log2(sd)))
+
+
+def check_data_scale(X, model: str, low: float) -> None:
+    r"""Raise :class:`~ppclust.errors.InvalidInputError` naming the data's scale and the fix when the
+    standard deviation of ``X`` (root mean per-feature variance) is below ``low``: a model whose fixed
+    floors (of a prior's variance, say) would dominate data that small, and that does not rescale them.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The data.
+    model : str
+        The estimator's name, for the message.
+    low : float
+        The smallest standard deviation the model fits in the data's own units.
+
+    Raises
+    ------
+    InvalidInputError
+        When the data's standard deviation is positive and below ``low``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_data_scale(np.array([[0.0], [1.0]]), "M", 1e-6)
+    >>> try:
+    ...     check_data_scale(np.array([[0.0], [1e-9]]), "M", 1e-6)
+    ... except ValueError as err:
+    ...     print(str(err).split(":")[0])
+    `X` has a standard deviation of 5e-10
+    """
+    sd = _spread(X)
+    if 0.0 < sd < low:
+        raise InvalidInputError(
+            f"`X` has a standard deviation of {sd:.3g}: {model}'s default prior floors variances at an "
+            f"absolute size that dominates data below {low:g}, and every point would fall in one "
+            "component. Standardise X first (e.g. sklearn.preprocessing.StandardScaler, or "
+            "X / X.std()); the partition does not depend on the data's scale."
+        )
 
 
 def side_labels(y, partial_labels):

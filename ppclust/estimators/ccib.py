@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from ppclust import _progress
 from ppclust._buckets import bucket_size, pad_rows, pad_vector
 from ppclust._jax import as_key, x64
-from ppclust.errors import NonFiniteError, PPClustError
+from ppclust.errors import InvalidInputError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
     NONNEG_INT,
     NONNEG_REAL,
@@ -503,5 +503,12 @@ class CCIB(ClusterMixin, BaseEstimator):
 
 def _partial_labels(y, n, k):
     """Partial labels in {-1, 0..k-1} (the class of a labelled object is its cluster index)."""
-    y = check_partial_labels(y, n, n_classes=k)
+    y = check_partial_labels(y, n)
+    if y is not None and y.size and y.max() >= k:
+        i = int(np.argmax(y >= k))
+        raise InvalidInputError(
+            f"`y` has label {int(y[i])} at index {i}, but CCIB's labels are cluster indices: they must lie "
+            f"in [0, n_clusters={k}) (or be -1 for unlabelled); raise n_clusters to {int(y.max()) + 1} or "
+            "recode the labels."
+        )
     return np.full(n, -1, np.int64) if y is None else y.astype(np.int64)

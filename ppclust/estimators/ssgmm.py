@@ -33,13 +33,16 @@ from ppclust.estimators._base import (
     Interval,
     Real,
     StrOptions,
+    check_data_scale,
     check_global_X,
     check_partial_labels,
     data_mesh,
+    data_scale,
     data_variance,
     fit_context,
     side_labels,
     validate_X,
+    warn_few_distinct_rows,
 )
 from ppclust.families import GaussianNIW, mixture_niw_prior
 from ppclust.inference import em
@@ -53,6 +56,10 @@ from ppclust.models.ssgmm import (
 
 __all__ = ["SemiSupervisedGMM", "BayesianSemiSupervisedGMM"]
 
+#: the standard deviation below which the default NIW prior's variance floor
+#: (:func:`ppclust.families.mixture_niw_prior`) dominates the data: the Gibbs sampler, which fits X in its
+#: own units, rejects data smaller than this (EM rescales them, :func:`ppclust.estimators._base.data_scale`)
+PRIOR_FLOOR_SD = 1e-6
 #: ``label_noise="auto"``: the label-flip rate EM starts from (then learnt, ``label_noise_update``)
 LABEL_NOISE_START = 0.1
 #: ``label_noise="auto"``: stop when the learnt rate moves by less than this, or after the most rounds
@@ -398,7 +405,12 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
         X, codes, log_mask, allowed, centres, fixed, shift, key = prep
         K, n = self._n_clusters, X.shape[0]
         C = len(self.classes_)
-        self.reg_covar_ = float(self.reg_covar) * data_variance(X)
+        # EM runs on (X - shift) / scale, scale a power of two (exact): the model is equivariant under
+        # scaling, and data far from unit scale would leave float64's range in determinants and floors
+        warn_few_distinct_rows(type(self).__name__, X, K)
+        scale = data_scale(X)
+        reg = float(self.reg_covar) * data_variance(X / scale)
+        self.reg_covar_ = reg * scale * scale
         mesh = data_mesh(self.devices)
         with (
             x64(),
@@ -409,7 +421,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 bool(self.progress_bar),
             ) as bar,
         ):
-            xc = X - shift
+            xc = (X - shift) / scale
             prior = None
             if self.prior == "default":
                 prior = self._niw_prior(xc, K)
@@ -426,13 +438,13 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                     xc,
                     log_mask if C > 0 else None,
                     allowed,
-                    centres - shift,
+                    (centres - shift) / scale,
                     fixed,
                     n_components=K,
                     cov_type=self.covariance_type,
                     max_iter=int(self.max_iter),
                     tol=float(self.tol),
-                    reg_covar=self.reg_covar_,
+                    reg_covar=reg,
                     n_init=int(self.n_init) if params is None else 1,
                     prior=prior,
                     init_params=params,
@@ -454,17 +466,19 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                     "components."
                 )
             cov = em.covariances(res.params.prec_chol, self.covariance_type)
+            # back to X's units: a density of X is that of X / scale times scale**-d per point
+            jac = n * X.shape[1] * np.log(scale)
             self.weights_ = np.asarray(res.params.weights)
-            self.means_ = np.asarray(res.params.means) + shift
-            self.precisions_cholesky_ = np.asarray(res.params.prec_chol)
-            self.covariances_ = np.asarray(cov)
+            self.means_ = np.asarray(res.params.means) * scale + shift
+            self.precisions_cholesky_ = np.asarray(res.params.prec_chol) / scale
+            self.covariances_ = np.asarray(cov) * (scale * scale)
             self.responsibilities_ = np.asarray(res.resp)
-            self.log_likelihood_ = float(res.log_likelihood)
-            self.objective_ = float(res.objective)
-            self.restart_objectives_ = np.asarray(res.all_objectives, dtype=np.float64)
+            self.log_likelihood_ = float(res.log_likelihood) - jac
+            self.objective_ = float(res.objective) - jac
+            self.restart_objectives_ = np.asarray(res.all_objectives, dtype=np.float64) - jac
             self.n_iter_ = int(res.n_iter)
             self.converged_ = bool(res.converged)
-            self.objective_trace_ = np.asarray(res.trace)[: self.n_iter_]
+            self.objective_trace_ = np.asarray(res.trace)[: self.n_iter_] - jac
             bar.update(int(self.n_init))
         self._shift = shift
         self._n_train = n
@@ -757,6 +771,8 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         n_draws = int(self.n_draws)
         prep = self._prepare(X, y, partial_labels, self.n_clusters)
         X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        check_data_scale(X, type(self).__name__, PRIOR_FLOOR_SD)
+        warn_few_distinct_rows(type(self).__name__, X, self._n_clusters)
         K, n = self._n_clusters, X.shape[0]
         a = float(self.weight_concentration)
         with x64():

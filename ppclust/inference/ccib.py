@@ -568,6 +568,14 @@ class AnnealState(NamedTuple):
         Recorded temperatures whose inner loop hit ``max_inner``.
     terms : dict
         The objective terms at the last temperature (:func:`objective_terms`).
+    work : jax.Array of int of shape ()
+        Inner alternations run so far (the unit of a chunk of :func:`fit_restarts`).
+    mid : jax.Array of bool of shape ()
+        A temperature's inner loop was cut by a chunk's end: ``q`` and ``params`` are its current
+        iterate and ``inner`` the rest of its carry, and the next step resumes it.
+    inner : tuple
+        ``(ab, f, n_inner, dq, df)`` of the cut inner loop: the log-likelihoods of ``params``, F~,
+        the alternations run at this temperature and the last changes of q and F~.
 
     Examples
     --------
@@ -586,6 +594,9 @@ class AnnealState(NamedTuple):
     done: jax.Array
     capped: jax.Array
     terms: dict
+    work: jax.Array
+    mid: jax.Array
+    inner: tuple
 
 
 class AnnealInfo(NamedTuple):
@@ -614,14 +625,16 @@ class AnnealInfo(NamedTuple):
 
 class AnnealAlgorithm(NamedTuple):
     """``init() -> AnnealState`` and ``step(key, state) -> (AnnealState, AnnealInfo)`` (BlackJAX's shape);
-    ``key`` is the step's own key (its symmetry-breaking perturbation).
+    ``key`` is the step's own key (its symmetry-breaking perturbation). ``step(key, state, stop)`` with a
+    traced ``stop`` ends the inner loop when ``state.work`` reaches it, leaving the temperature unfinished
+    (``mid``) for the next step to resume.
 
     Attributes
     ----------
     init : callable
         ``init() -> AnnealState``.
     step : callable
-        ``step(key, state) -> (AnnealState, AnnealInfo)``.
+        ``step(key, state, stop=None) -> (AnnealState, AnnealInfo)``.
 
     Examples
     --------
@@ -670,18 +683,29 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
     uniform = jnp.where(data.clamp[:, None], data.clamp_q, jnp.full((n, k), 1.0 / k, dtype))
     params_u = m_step(uniform, data, hyper, static)
 
-    def converge(q, params, rho):
-        """Inner loop at fixed rho: (P-step, Q-step) until q or F~ stop moving.  One likelihood
-        evaluation per iteration: (A, B) of the current Q serve both the P-step and F~."""
+    def begin(key, s):
+        """A temperature's inner carry: the perturbed start, its Q-step, likelihoods and F~."""
+        q = perturb(key, jnp.where(s.phase == 0, uniform, s.q))
+        params = m_step(q, data, hyper, static, s.params.cond)
         ab = log_likelihoods(params, data, hyper, static)
-        f = objective_terms(q, params, data, hyper, static, rho, baseline, ab)["objective"]
+        f = objective_terms(q, params, data, hyper, static, s.rho, baseline, ab)["objective"]
+        inf = jnp.asarray(jnp.inf, dtype)
+        return (q, params, ab, f, jnp.int32(0), inf, inf)
 
-        def cond(s):
-            it, dq, df = s[4], s[5], s[6]
-            return (it < static.max_inner) & (dq >= hyper.tol) & (df >= hyper.ftol)
+    def moving(c):
+        """The inner loop's own test: q and F~ still move and ``max_inner`` is not used up."""
+        return (c[4] < static.max_inner) & (c[5] >= hyper.tol) & (c[6] >= hyper.ftol)
 
-        def body(s):
-            q, params, ab, f, it, _, _ = s
+    def converge(c, rho, work, stop):
+        """Inner loop at fixed rho: (P-step, Q-step) until q or F~ stop moving (or ``work`` reaches
+        ``stop``).  One likelihood evaluation per iteration: (A, B) of the current Q serve both the P-step
+        and F~."""
+
+        def cond(t):
+            return moving(t[0]) if stop is None else moving(t[0]) & (t[1] < stop)
+
+        def body(t):
+            (q, params, ab, f, it, _, _), w = t
             q_new = jnp.exp(log_assignment(params, ab[0], ab[1], rho, hyper.lam))
             q_new = jnp.where(data.clamp[:, None], data.clamp_q, q_new)
             params = m_step(q_new, data, hyper, static, params.cond)
@@ -689,11 +713,9 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
             f_new = objective_terms(q_new, params, data, hyper, static, rho, baseline, ab)["objective"]
             dq = jnp.max(jnp.abs(q_new - q))
             df = jnp.abs(f_new - f) / jnp.maximum(jnp.abs(f_new), 1e-300)
-            return q_new, params, ab, f_new, it + 1, dq, df
+            return (q_new, params, ab, f_new, it + 1, dq, df), w + 1
 
-        inf = jnp.asarray(jnp.inf, dtype)
-        q, params, ab, _, it, _, _ = lax.while_loop(cond, body, (q, params, ab, f, jnp.int32(0), inf, inf))
-        return q, params, ab, it
+        return lax.while_loop(cond, body, (c, work))
 
     def perturb(key, q):
         u = jax.random.uniform(key, q.shape, dtype, -1.0, 1.0)
@@ -711,6 +733,7 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
         auto = hyper.rho0 <= 0
         zero = jnp.asarray(0.0, dtype)
         rho_start = jnp.where(auto, 1.0, hyper.rho0).astype(dtype)
+        ab_u = log_likelihoods(params_u, data, hyper, static)
         return AnnealState(
             jnp.int32(0),
             jnp.where(auto, 0, 1).astype(jnp.int32),
@@ -723,16 +746,21 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
             jnp.asarray(False),
             jnp.int32(0),
             {"objective": zero, "i_cx": zero, "i_cy_given_z": zero, "i_cy": zero},
+            jnp.int32(0),
+            jnp.asarray(False),
+            (ab_u, zero, jnp.int32(0), zero, zero),
         )
 
-    def step(key, s: AnnealState) -> tuple[AnnealState, AnnealInfo]:
+    def step(key, s: AnnealState, stop=None) -> tuple[AnnealState, AnnealInfo]:
         search = s.phase == 0
         rho = s.rho
-        q = perturb(key, jnp.where(search, uniform, s.q))
-        q, params, ab, n_inner = converge(q, m_step(q, data, hyper, static, s.params.cond), rho)
+        c = lax.cond(s.mid, lambda: (s.q, s.params, *s.inner), lambda: begin(key, s))
+        c, work = converge(c, rho, s.work, stop)
+        q, params, ab, _, n_inner, _, _ = c
+        finished = ~moving(c)  # else cut by ``stop``: resumed by the next step
         terms = objective_terms(q, params, data, hyper, static, rho, baseline, ab)
-        found = search & ((i_cx_free(q) <= _ICX_START) | (s.n_doublings >= static.max_doublings))
-        record = ~search | found
+        found = finished & search & ((i_cx_free(q) <= _ICX_START) | (s.n_doublings >= static.max_doublings))
+        record = finished & (~search | found)
         rho0 = jnp.where(found, rho, s.rho0)
         idx = s.step
         keff = _k_eff(params, q, data, static)
@@ -746,17 +774,20 @@ def build(data: CCIBData, hyper: Hyper, static: Static) -> AnnealAlgorithm:
         )
         new_rho = jnp.where(search & ~found, 2.0 * rho, jnp.where(done, rho, rho * hyper.rate))
         new = AnnealState(
-            s.it + 1,
-            jnp.where(record, 1, 0).astype(jnp.int32),
-            s.n_doublings + search.astype(jnp.int32),
+            s.it + finished.astype(jnp.int32),
+            jnp.where(finished, jnp.where(record, 1, 0), s.phase).astype(jnp.int32),
+            s.n_doublings + (finished & search).astype(jnp.int32),
             idx + record.astype(jnp.int32),
-            new_rho,
+            jnp.where(finished, new_rho, rho),
             rho0,
             q,
             params,
             done,
             s.capped + (record & (n_inner >= static.max_inner)).astype(jnp.int32),
-            terms,
+            jax.tree_util.tree_map(lambda a, b: jnp.where(finished, a, b), terms, s.terms),
+            work,
+            ~finished,
+            tuple(c[2:]),
         )
         return new, AnnealInfo(record, idx, {m: row[m] for m in _TRACE})
 
@@ -806,10 +837,11 @@ def _start(data, static, alg):
     return alg.init(), {m: jnp.full(static.max_iter, jnp.nan, data.y.dtype) for m in _TRACE}
 
 
-def _body(alg, key, c):
-    """One annealing step of the ``while_loop``: step ``s.it`` with the key ``fold_in(key, s.it)``."""
+def _body(alg, key, c, stop=None):
+    """One annealing step of the ``while_loop``: step ``s.it`` with the key ``fold_in(key, s.it)``, its
+    inner loop cut where ``s.work`` reaches ``stop`` (None: never)."""
     s, trace = c
-    new, info = alg.step(jax.random.fold_in(key, s.it), s)
+    new, info = alg.step(jax.random.fold_in(key, s.it), s, stop)
     trace = {m: jnp.where(info.recorded, trace[m].at[info.index].set(info.row[m]), trace[m]) for m in _TRACE}
     return new, trace
 
@@ -843,11 +875,14 @@ def _starts(keys, data, hyper, static):
 
 @partial(jax.jit, static_argnames=("static",))
 def _advance(keys, carry, stop, data, hyper, static):
-    """The restarts' carries after their steps below ``stop`` (a traced bound: one program for any)."""
+    """The restarts' carries after their inner alternations below ``stop`` (a traced bound: one program
+    for any), a temperature cut there left ``mid`` for the next call to resume."""
     alg = build(data, hyper, static)
 
     def one(key, c):
-        return lax.while_loop(lambda c: ~c[0].done & (c[0].it < stop), partial(_body, alg, key), c)
+        return lax.while_loop(
+            lambda c: ~c[0].done & (c[0].work < stop), partial(_body, alg, key, stop=stop), c
+        )
 
     return jax.vmap(one)(keys, carry)
 
@@ -857,14 +892,17 @@ def _results(carry, data, static):
     return jax.vmap(lambda c: _result(*c, data, static))(carry)
 
 
-#: seconds of work per compiled call of :func:`fit_restarts`, between which a stop request is honoured
+#: seconds of work (the process's CPU time) per compiled call of :func:`fit_restarts`, between which a stop
+#: request is honoured; CPU time, not wall time, so that waiting for a busy machine's cores does not
+#: shrink the calls until their fixed cost dominates
 CHUNK_S = 0.25
 
 
 def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=None) -> Result:
-    """:func:`fit` vmapped over ``keys`` (one restart per key), driven from Python in chunks of annealing
-    steps, so that a stop request (:func:`ppclust._progress.check`) is honoured between chunks. The
-    result is :func:`fit`'s, bit for bit, for any chunking.
+    """:func:`fit` vmapped over ``keys`` (one restart per key), driven from Python in chunks of inner
+    (P-step, Q-step) alternations, a temperature's inner loop cut and resumed across chunks, so that a stop
+    request (:func:`ppclust._progress.check`) is honoured between chunks. The result is :func:`fit`'s,
+    bit for bit, for any chunking.
 
     Parameters
     ----------
@@ -873,7 +911,8 @@ def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=No
     data, hyper, static :
         As for :func:`fit`.
     chunk : int or None, default=None
-        Annealing steps per compiled call; None adapts it so that a call lasts about ``CHUNK_S`` seconds.
+        Inner alternations per compiled call; None adapts it so that a call does about ``CHUNK_S``
+        seconds of work (CPU time).
 
     Returns
     -------
@@ -900,13 +939,13 @@ def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=No
     carry = _starts(keys, data, hyper, static)
     done, size = 0, 1 if chunk is None else int(chunk)
     while True:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         carry = _progress.run(_advance, keys, carry, jnp.int32(done + size), data, hyper, static)
         done += size
         if bool(np.all(np.asarray(carry[0].done))):
             return _results(carry, data, static)
         if chunk is None:
-            size = max(1, min(2 * size, int(size * CHUNK_S / max(time.perf_counter() - t0, 1e-6))))
+            size = max(1, min(2 * size, int(size * CHUNK_S / max(time.process_time() - t0, 1e-6))))
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """No silent result, no unclear error on data CEC-IB and C3L cannot model: binary / few-distinct-valued
-features and collinear features warn (``DegenerateDataWarning``); identical points, more categories than
+features and collinear features warn (``DegenerateDataWarning``), as the semi-supervised GMM does on fewer
+distinct rows than components; identical points, more categories than
 features and values whose squares overflow are errors that name the data's problem and the fix."""
 
 from __future__ import annotations
@@ -85,3 +86,16 @@ def test_values_whose_squares_overflow_name_overflow_and_standardising(cls):
         InvalidInputError, match=r"`X` has values as large as .*overflow float64.*Standardise"
     ):
         cls().fit(X * 1e300, y)
+
+
+def test_semi_supervised_gmm_with_fewer_distinct_rows_than_components_warns():
+    """Identical points with labels of two classes: the components can only share the one point, which
+    the partition does not show (the labelled points keep their classes); the fit warns, and does not on
+    data with enough distinct rows."""
+    from ppclust import SemiSupervisedGMM
+
+    X, y = _two_blobs()
+    y = np.where(np.arange(len(y)) < 6, np.arange(len(y)) % 2, y)  # both classes labelled
+    got = _degenerate(lambda: SemiSupervisedGMM(2, **FAST).fit(np.ones_like(X), partial_labels=y))
+    assert len(got) == 1 and "1 distinct row(s), fewer than n_clusters=2" in got[0], got
+    assert _degenerate(lambda: SemiSupervisedGMM(2, **FAST).fit(X, partial_labels=y)) == []
