@@ -483,20 +483,38 @@ def _compile_sweep(fn):
 def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, work):
     """Points ``span`` = (start, stop) of one chain's sweep in place: ``labels``, the slots' ``stats`` = (n,
     s, scale) and the pair ``counts`` (N11, N01, N10, N00) are updated; ``order_u`` the uniforms of the
-    visiting order (drawn into ``work.order`` when start = 0), ``pqa`` = (p, q, alpha); ``data`` a
-    :class:`_Data`, ``model`` a :class:`_Model`, ``work`` a :class:`_Work` (the slot cache is refreshed when
-    start = 0). Returns whether the free slots ran out (a new cluster was not offered)."""
+    visiting order (drawn into the order when start = 0), ``pqa`` = (p, q, alpha); ``data`` a
+    :class:`_Data`, ``model`` a :class:`_Model`, ``work`` = (order, table): the visiting order and the
+    :func:`_size_cached` table (NaN: not yet filled), kept across the pieces of a sweep. Returns whether
+    the free slots ran out (a new cluster was not offered)."""
     x, nbr, sgn, wgt, lpp = data
     n, s, sc = stats
     mu0, hyp, code, finite, has_lp = model.mu0, model.hyp, model.code, model.finite, model.has_lp
     p, q, alpha = pqa
     start, stop = span
+    order, table = work
+    npts, d = x.shape
     K = n.shape[0]
-    cache, order, w, v, keep = work.cache, work.order, work.w, work.v, work.keep
-    f, st, link, logw, cand = work.f, work.st, work.link, work.logw, work.cand
-    sizes = _Sizes(work.table, math.log(alpha), alpha / K, finite)
+    dt = x.dtype
+    cache = SlotCache(
+        np.empty((K, d), dt),
+        np.empty(K, dt),
+        np.empty(K, dt),
+        np.empty(K, dt),
+        np.empty((K, d), dt),
+        np.zeros(K, dt),
+    )
+    w = np.empty(d, dt)
+    v = np.empty(d, dt)
+    m_sc = sc.shape[1]
+    keep = np.empty(4 + 3 * d + m_sc, dt)  # slot k_old before the removal (restored if it is redrawn)
+    f = np.zeros(K, dt)
+    st = np.zeros(K, dt)
+    link = np.zeros(K, dt)
+    logw = np.empty(K, dt)
+    cand = np.empty(K, np.int64)
+    sizes = _Sizes(table, math.log(alpha), alpha / K, finite)
     if start == 0:
-        npts = order.shape[0]
         for t in range(npts):
             order[t] = t
         for t in range(npts - 1, 0, -1):  # gibbs.shuffle_order
@@ -504,8 +522,8 @@ def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, wor
             tmp = order[t]
             order[t] = order[j]
             order[j] = tmp
-        for k in range(K):
-            _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
+    for k in range(K):  # the cache is a function of the slots' statistics: the same at every piece
+        _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
     prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
     overflow = False
     for t in range(start, stop):
@@ -594,7 +612,7 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags):
         stats = (row[:K], row[K:o].reshape((K, d)), row[o : o + K * m].reshape((K, m)))
         counts = row[o + K * m : o + K * m + 4]
         pqa = tuple(row[o + K * m + 4 : o + K * m + 7])  # p, q, alpha (scalars of the sweep's dtype)
-        work = _work(npts, K, d, m, x.dtype)
+        work = (np.empty(npts, np.int64), np.full(npts + 2, np.nan, x.dtype))  # visiting order, size terms
         lab = labi[c, :npts]
         for start in range(0, npts, _CHUNK):
             if _progress.stop_requested():
@@ -610,42 +628,6 @@ def _read_only(a):
     v = a.view()
     v.flags.writeable = False
     return v
-
-
-def _work(npts, K, d, m, dtype):
-    """The scratch of one chain's sweep, kept across its :func:`_sweep_points` calls (a :class:`_Work`)."""
-    z = lambda *shape, dt=dtype: np.zeros(shape, dt)  # noqa: E731
-    cache = SlotCache(z(K, d), z(K), z(K), z(K), z(K, d), z(K))
-    return _Work(
-        cache,
-        np.full(npts + 2, np.nan, dtype),
-        z(npts, dt=np.int64),
-        z(d),
-        z(d),
-        z(4 + 3 * d + m),
-        z(K),
-        z(K),
-        z(K),
-        z(K),
-        z(K, dt=np.int64),
-    )
-
-
-class _Work(NamedTuple):
-    """Scratch of a sweep: the slot cache, the size-term table (NaN: not yet filled), the visiting order and
-    per-point buffers (kept across the calls of one sweep)."""
-
-    cache: SlotCache
-    table: np.ndarray
-    order: np.ndarray
-    w: np.ndarray
-    v: np.ndarray
-    keep: np.ndarray
-    f: np.ndarray
-    st: np.ndarray
-    link: np.ndarray
-    logw: np.ndarray
-    cand: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------------
