@@ -11,7 +11,7 @@ counted once, in the outer kernel's inclusive time). A second fit in the same pr
 the compiled code (its time is the repeat fit), and a third process with the folder the first one left
 times a warm-cache first fit (loading from numba's cache). Writes ``benchmarks/results/numba_compile.md``.
 
-Run: ``python -m benchmarks.bench_numba_compile [--only NAME ...]`` (a few minutes).
+Run: ``python -m benchmarks.bench_numba_compile [--only NAME ...] [--out FILE]`` (a few minutes).
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def kernel_rows(events: list) -> list:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help=f"names among {list(SPECS)}")
+    ap.add_argument("--out", default="numba_compile.md", help="results file name (in benchmarks/results)")
     args = ap.parse_args(argv)
     names = args.only or list(SPECS)
     results = {}
@@ -190,7 +191,7 @@ def main(argv=None) -> None:
             ),
         ]
     text = "\n".join(parts) + "\n"
-    write_result("numba_compile.md", text)
+    write_result(args.out, text)
     print(text)
 
 
