@@ -17,8 +17,7 @@ bounded work (a chunk of sweeps, restarts or annealing steps) and calls :func:`c
 ``KeyboardInterrupt``. While a compiled program runs (:func:`run`, :func:`wait`: a polling wait, as a
 blocking one keeps Python's signal handlers from running), the request is raised once the program has
 run out, which is at once: compiled CPU kernels called back from it read :func:`stop_requested` and
-return without working, or raise (which aborts the program; :func:`run` and :func:`wait` then raise
-``KeyboardInterrupt``). Outside a program SIGINT raises at once, as by default; the request stays
+return without working. Outside a program SIGINT raises at once, as by default; the request stays
 recorded until the fit ends, so a raise swallowed on the way (inside a garbage-collector callback) is
 raised again at the next check or at the end of the fit. A second SIGINT raises at once.
 """
@@ -312,10 +311,7 @@ def wait(tree):
     for a in leaves:
         while not a.is_ready():
             if _STOP.is_set():
-                try:
-                    jax.block_until_ready(leaves)
-                except Exception:  # noqa: BLE001 - a kernel called back aborted the program on the request
-                    pass
+                jax.block_until_ready(leaves)
                 raise KeyboardInterrupt
             time.sleep(POLL_S)
     check()
@@ -354,9 +350,5 @@ def run(fn, *args, **kwargs):
     _RUNNING[0] += 1
     try:
         return wait(fn(*args, **kwargs))
-    except Exception:
-        if _STOP.is_set():  # a kernel called back aborted the program on the request (its error is moot)
-            raise KeyboardInterrupt from None
-        raise
     finally:
         _RUNNING[0] -= 1

@@ -18,8 +18,8 @@ draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the X
 rounding; ``tests/inference/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
 It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call);
 a sweep runs as calls of one compiled kernel over pieces of the visiting order, and once a stop is
-requested (:func:`ppclust._progress.stop_requested`) the callback raises ``KeyboardInterrupt`` between two
-pieces, which aborts the program that called back (:func:`ppclust._progress.run` raises it in the fit).
+requested (:func:`ppclust._progress.stop_requested`) the sweep ends at the next piece and the callback
+returns the state unchanged without sweeping, so a stopped fit's program runs out at once.
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
 :class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one
@@ -30,7 +30,6 @@ definitions; this module holds only the sweep (CRP weights, link terms, the draw
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import NamedTuple
 
@@ -61,17 +60,6 @@ _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
 #: points of a sweep per compiled call: between two calls the driver looks for a stop request, so a stop
 #: waits for at most this many point updates
 _CHUNK = 1 << 14
-
-
-class _StopFilter(logging.Filter):
-    """Drops JAX's log record of a callback that raised ``KeyboardInterrupt`` (a requested stop, reported
-    to the user as that exception, not as a failed callback)."""
-
-    def filter(self, record):
-        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
-
-
-logging.getLogger("jax._src.callback").addFilter(_StopFilter())
 
 
 class _Flags(NamedTuple):
@@ -226,8 +214,8 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     flags = _Flags(code, _PQ[pq], partition == "finite", has_lp, K, d, m)
 
     def host(*wired):
-        if _progress.stop_requested():  # a stopped fit: the program that called back is aborted
-            raise KeyboardInterrupt
+        if _progress.stop_requested():  # a stopped fit: its program runs out at once, its result unread
+            return wired[1], wired[2]
         res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
         return tuple(to_wire(r) for r in res)
 
@@ -483,13 +471,13 @@ def _compile_sweep(fn):
 def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, work):
     """Points ``span`` = (start, stop) of one chain's sweep in place: ``labels``, the slots' ``stats`` = (n,
     s, scale) and the pair ``counts`` (N11, N01, N10, N00) are updated; ``order_u`` the uniforms of the
-    visiting order (drawn into the order when start = 0), ``pqa`` = (p, q, alpha); ``data`` a
-    :class:`_Data`, ``model`` a :class:`_Model`, ``work`` = (order, table): the visiting order and the
-    :func:`_size_cached` table (NaN: not yet filled), kept across the pieces of a sweep. Returns whether
-    the free slots ran out (a new cluster was not offered)."""
+    visiting order (drawn into the order when start = 0), ``pqa`` = (p, q, alpha); ``data`` and ``model``
+    the fields of a :class:`_Data` and a :class:`_Model` (plain tuples), ``work`` = (order, table): the
+    visiting order and the :func:`_size_cached` table (NaN: not yet filled), kept across the pieces of a
+    sweep. Returns whether the free slots ran out (a new cluster was not offered)."""
     x, nbr, sgn, wgt, lpp = data
     n, s, sc = stats
-    mu0, hyp, code, finite, has_lp = model.mu0, model.hyp, model.code, model.finite, model.has_lp
+    code, mu0, hyp, pri, pq, finite, has_lp = model
     p, q, alpha = pqa
     start, stop = span
     order, table = work
@@ -524,7 +512,7 @@ def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, wor
             order[j] = tmp
     for k in range(K):  # the cache is a function of the slots' statistics: the same at every piece
         _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
-    prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
+    prior = _LinkPrior(pq, pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
     overflow = False
     for t in range(start, stop):
         i = order[t]
@@ -593,8 +581,8 @@ def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, wor
 def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags):
     """Unpack each chain's row (layouts of :func:`sweep`, settings :class:`_Flags`) and sweep the chains one
     after the other, ``_CHUNK`` points per compiled call; an input with batch size 1 serves every chain.
-    Between two calls a stop request (:func:`ppclust._progress.stop_requested`) raises
-    ``KeyboardInterrupt``, which aborts the program that called back."""
+    A stop request (:func:`ppclust._progress.stop_requested`) seen between two calls ends the sweep
+    there (the stopped fit does not read its result)."""
     K, d, m = flags.K, flags.d, flags.m
     npts = labi.shape[1] - 1
     o = K + K * d
@@ -615,10 +603,11 @@ def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags):
         work = (np.empty(npts, np.int64), np.full(npts + 2, np.nan, x.dtype))  # visiting order, size terms
         lab = labi[c, :npts]
         for start in range(0, npts, _CHUNK):
-            if _progress.stop_requested():
-                raise KeyboardInterrupt
+            if _progress.stop_requested():  # a stopped fit: its result is not read
+                return
             span = (start, min(npts, start + _CHUNK))
-            if _sweep_points(span, r[0], r[1], lab, stats, counts, pqa, data, model, work):
+            # plain tuples: numba types them in its C dispatcher (NamedTuples take its Python path)
+            if _sweep_points(span, r[0], r[1], lab, stats, counts, pqa, tuple(data), tuple(model), work):
                 labi[c, npts] = 1
 
 
