@@ -17,9 +17,8 @@ It consumes the sweep's random inputs drawn by JAX (visiting order and one unifo
 draw as :func:`gibbs.draw_categorical`), so it takes the same decisions as the XLA sweep up to float
 rounding; ``tests/inference/test_gibbs_cpu.py`` checks label-for-label agreement and the exact posterior.
 It runs inside ``jit``/``vmap``/``scan`` through :func:`jax.pure_callback` (chains batched in one call);
-a sweep runs as calls of one compiled kernel over pieces of the visiting order, and once a stop is
-requested (:func:`ppclust._progress.stop_requested`) the sweep ends at the next piece and the callback
-returns the state unchanged without sweeping, so a stopped fit's program runs out at once.
+once a stop is requested (:func:`ppclust._progress.stop_requested`) the callback returns the state
+unchanged without sweeping, so a stopped fit's program runs out at once.
 
 Families: :class:`~ppclust.families.GaussianNIW` (full, diag, spherical) and
 :class:`~ppclust.families.SphericalGaussian`; the others use the XLA sweep. The family algebra (rank-one
@@ -57,13 +56,9 @@ __all__ = ["supports", "sweep", "loo_log_predictive"]
 
 _PQ = {"fixed": 0, "sample": 0, "collapse": 1}
 
-#: points of a sweep per compiled call: between two calls the driver looks for a stop request, so a stop
-#: waits for at most this many point updates
-_CHUNK = 1 << 14
-
 
 class _Flags(NamedTuple):
-    """The static settings of a sweep call."""
+    """The static settings of a compiled sweep call (one numba specialisation per field type)."""
 
     code: int  # family code (_niw_cpu.family_code)
     pq: int  # 1: link rates collapsed, 0: fixed or sampled p, q
@@ -315,11 +310,10 @@ def _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes):
 
 
 @inline_kernel
-def _loo_full(k, xi, code, n, s, sc, mu0, hyp, cache, w, sizes):
+def _loo_full(k, xi, n, s, sc, mu0, hyp, cache, w, sizes):
     """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance,
-    ``code`` = FULL; :func:`ppclust.families._niw_cpu.log_predictive_loo`); NaN when the caller must
-    downdate explicitly."""
-    size = _size_cached(n[k] - 1.0, sizes, code, xi.shape[0], hyp[1])
+    :func:`ppclust.families._niw_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
+    size = _size_cached(n[k] - 1.0, sizes, FULL, xi.shape[0], hyp[1])
     return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, cache, w)
 
 
@@ -328,9 +322,9 @@ def _candidates(n, k_old, finite, cand):
     """The slots x_i may move to, in slot order, written to ``cand[:na]``: the occupied ones and the first
     free one (a new cluster), every slot for a finite mixture. Returns ``(na, new, a_old)``: their number,
     the free slot (-1 if none: k_max exhausted) and x_i's own slot's position in ``cand``."""
-    na = np.int64(0)  # typed int64 from the start: a literal 0 would compile the callers' callees twice
-    new = np.int64(-1)
-    a_old = np.int64(-1)
+    na = 0
+    new = -1
+    a_old = -1
     for k in range(n.shape[0]):
         if finite or n[k] > 0.0:
             if k == k_old:
@@ -468,19 +462,13 @@ def _compile_sweep(fn):
 
 
 @_compile_sweep
-def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, work):
-    """Points ``span`` = (start, stop) of one chain's sweep in place: ``labels``, the slots' ``stats`` = (n,
-    s, scale) and the pair ``counts`` (N11, N01, N10, N00) are updated; ``order_u`` the uniforms of the
-    visiting order (drawn into the order when start = 0), ``pqa`` = (p, q, alpha); ``data`` and ``model``
-    the fields of a :class:`_Data` and a :class:`_Model` (plain tuples), ``work`` = (order, table): the
-    visiting order and the :func:`_size_cached` table (NaN: not yet filled), kept across the pieces of a
-    sweep. Returns whether the free slots ran out (a new cluster was not offered)."""
+def _sweep_one(order, u, labels, n, s, sc, counts, pqa, data, model):
+    """One chain's sweep in place: ``labels``, the slots' ``n``, ``s``, ``sc`` and the pair ``counts``
+    (N11, N01, N10, N00) are updated; ``pqa`` = (p, q, alpha); ``data`` a :class:`_Data`, ``model`` a
+    :class:`_Model`. Returns whether the free slots ran out (a new cluster was not offered)."""
     x, nbr, sgn, wgt, lpp = data
-    n, s, sc = stats
-    code, mu0, hyp, pri, pq, finite, has_lp = model
+    mu0, hyp, code, finite, has_lp = model.mu0, model.hyp, model.code, model.finite, model.has_lp
     p, q, alpha = pqa
-    start, stop = span
-    order, table = work
     npts, d = x.shape
     K = n.shape[0]
     dt = x.dtype
@@ -501,28 +489,20 @@ def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, wor
     link = np.zeros(K, dt)
     logw = np.empty(K, dt)
     cand = np.empty(K, np.int64)
-    sizes = _Sizes(table, math.log(alpha), alpha / K, finite)
-    if start == 0:
-        for t in range(npts):
-            order[t] = t
-        for t in range(npts - 1, 0, -1):  # gibbs.shuffle_order
-            j = min(int(order_u[t] * (t + 1)), t)
-            tmp = order[t]
-            order[t] = order[j]
-            order[j] = tmp
-    for k in range(K):  # the cache is a function of the slots' statistics: the same at every piece
+    sizes = _Sizes(np.full(npts + 2, np.nan, dt), math.log(alpha), alpha / K, finite)
+    for k in range(K):
         _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes)
-    prior = _LinkPrior(pq, pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
+    prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
     overflow = False
-    for t in range(start, stop):
+    for t in range(npts):
         i = order[t]
         xi = x[i]
-        k_old = np.int64(labels[i])
+        k_old = labels[i]
         # x_i's own slot without x_i: in closed form from the current factor when the slot keeps other
         # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
         lw_own = np.nan
         if code == FULL and n[k_old] >= 2.0:
-            lw_own = _loo_full(k_old, xi, code, n, s, sc, mu0, hyp, cache, w, sizes)
+            lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, cache, w, sizes)
         removed = lw_own != lw_own
         if removed:  # (not a shared helper: inlined, its many array arguments cost the diag sweep)
             _save_slot(k_old, n, s, sc, cache, keep)
@@ -578,45 +558,51 @@ def _sweep_points(span, order_u, u, labels, stats, counts, pqa, data, model, wor
     return overflow
 
 
+@_compile_sweep
 def _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags):
     """Unpack each chain's row (layouts of :func:`sweep`, settings :class:`_Flags`) and sweep the chains one
-    after the other, ``_CHUNK`` points per compiled call; an input with batch size 1 serves every chain.
-    A stop request (:func:`ppclust._progress.stop_requested`) seen between two calls ends the sweep
-    there (the stopped fit does not read its result)."""
+    after the other; an input with batch size 1 serves every chain."""
     K, d, m = flags.K, flags.d, flags.m
     npts = labi.shape[1] - 1
     o = K + K * d
-
-    def pick(a, c):
-        return _read_only(a[min(c, a.shape[0] - 1)])
-
     for c in range(labi.shape[0]):
         row = flt[c]
-        r, lk, pr = pick(rand, c), pick(linkf, c), pick(par, c)
-        data = _Data(pick(x, c), pick(nbr, c), lk[0], lk[1], pick(lpp, c))
+        r = rand[min(c, rand.shape[0] - 1)]
+        lk = linkf[min(c, linkf.shape[0] - 1)]
+        pr = par[min(c, par.shape[0] - 1)]
+        order = np.arange(npts)
+        pu = r[0]
+        for t in range(npts - 1, 0, -1):  # gibbs.shuffle_order
+            j = min(int(pu[t] * (t + 1)), t)
+            tmp = order[t]
+            order[t] = order[j]
+            order[j] = tmp
+        lab = labi[c, :npts]
+        data = _Data(
+            x[min(c, x.shape[0] - 1)],
+            nbr[min(c, nbr.shape[0] - 1)],
+            lk[0],
+            lk[1],
+            lpp[min(c, lpp.shape[0] - 1)],
+        )
         model = _Model(
             flags.code, pr[:d], pr[d : d + 4], pr[d + 4 : d + 8], flags.pq, flags.finite, flags.has_lp
         )
-        stats = (row[:K], row[K:o].reshape((K, d)), row[o : o + K * m].reshape((K, m)))
-        counts = row[o + K * m : o + K * m + 4]
-        pqa = tuple(row[o + K * m + 4 : o + K * m + 7])  # p, q, alpha (scalars of the sweep's dtype)
-        work = (np.empty(npts, np.int64), np.full(npts + 2, np.nan, x.dtype))  # visiting order, size terms
-        lab = labi[c, :npts]
-        for start in range(0, npts, _CHUNK):
-            if _progress.stop_requested():  # a stopped fit: its result is not read
-                return
-            span = (start, min(npts, start + _CHUNK))
-            # plain tuples: numba types them in its C dispatcher (NamedTuples take its Python path)
-            if _sweep_points(span, r[0], r[1], lab, stats, counts, pqa, tuple(data), tuple(model), work):
-                labi[c, npts] = 1
-
-
-def _read_only(a):
-    """A read-only view of ``a``: the compiled kernels see every input array with one type (numba
-    specialises on the writeable flag), whichever way the caller made it."""
-    v = a.view()
-    v.flags.writeable = False
-    return v
+        pqa = (row[o + K * m + 4], row[o + K * m + 5], row[o + K * m + 6])
+        ovf = _sweep_one(
+            order,
+            r[1],
+            lab,
+            row[:K],
+            row[K:o].reshape((K, d)),
+            row[o : o + K * m].reshape((K, m)),
+            row[o + K * m : o + K * m + 4],
+            pqa,
+            data,
+            model,
+        )
+        if ovf:
+            labi[c, npts] = 1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -702,9 +688,9 @@ def loo_log_predictive(
     has_lp = point_logprior is not None
     lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
     out = np.empty((S, n))
-    own = lambda a, dt=f64: _read_only(np.ascontiguousarray(np.asarray(a, dt)))  # noqa: E731
-    data = _Data(_read_only(xn), own(links.nbr, np.int32), own(links.sgn), own(links.wgt), _read_only(lpp))
-    model = _Model(code, own(mu0), own(hyp), own(pri), _PQ[pq], partition == "finite", has_lp)
+    own = lambda a, dt=f64: np.ascontiguousarray(np.asarray(a, dt))  # noqa: E731
+    data = _Data(xn, own(links.nbr, np.int32), own(links.sgn), own(links.wgt), lpp)
+    model = _Model(code, mu0, hyp, pri, _PQ[pq], partition == "finite", has_lp)
     _loo_draws(lab, pqa, own(pair_counts), data, model, sc0, int(k_max), out)
     return out
 
@@ -744,7 +730,7 @@ def _loo_draws(labels, pqa, pcounts, data, model, sc0, K, out):
             for j in range(m_sc):
                 sc[k, j] = sc0[j]
         for i in range(npts):
-            rank_one(np.int64(lab[i]), x[i], 1.0, code, n, s, sc, mu0, hyp, v)
+            rank_one(lab[i], x[i], 1.0, code, n, s, sc, mu0, hyp, v)
         table[:] = np.nan
         log_alpha = math.log(alpha)
         alpha_k = alpha / K
@@ -754,12 +740,12 @@ def _loo_draws(labels, pqa, pcounts, data, model, sc0, K, out):
         prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
         for i in range(npts):
             xi = x[i]
-            k_old = np.int64(lab[i])
+            k_old = lab[i]
             lw_own = np.nan
             if code == FULL and n[k_old] >= 2.0:
-                lw_own = _loo_full(k_old, xi, code, n, s, sc, mu0, hyp, cache, w, sizes)
+                lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, cache, w, sizes)
             removed = lw_own != lw_own
-            if removed:  # as in the sweep (_sweep_points)
+            if removed:  # as in the sweep (_sweep_one)
                 _save_slot(k_old, n, s, sc, cache, keep)
                 rank_one(k_old, xi, -1.0, code, n, s, sc, mu0, hyp, v)
                 _refresh(k_old, code, n, s, sc, mu0, hyp, cache, sizes)

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ppclust import _progress
 from ppclust._jax import x64
 from ppclust.families import GaussianNIW, Multinomial, SphericalGaussian
 from ppclust.inference import _gibbs_cpu, gibbs
@@ -116,40 +115,6 @@ def test_single_step_unbatched_and_resumed():
         a = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="xla", **kw)
         b = gibbs.sample(key, x, links, fam, TVClustPrior(), backend="numba", **kw)
     np.testing.assert_array_equal(a.labels, b.labels)
-
-
-def test_a_sweep_in_pieces_is_one_sweep_and_a_stop_between_pieces_ends_it(monkeypatch):
-    """The driver runs a sweep as compiled calls over pieces of the visiting order: cut into pieces of 7
-    points it is the same sweep bit for bit; a stop request seen between two pieces ends the sweep (no
-    further piece runs) and ``_progress.run`` raises ``KeyboardInterrupt``."""
-    with x64():
-        x, links = _problem(n=60, d=2, seed=4)
-        x = jnp.asarray(x)
-        fam = GaussianNIW.default(x)
-        st = gibbs.init(x, links, fam, k_max=16)
-        u = jax.random.uniform(jax.random.key(5), (2, 60), x.dtype)
-        one = jax.jit(
-            lambda st, u: _gibbs_cpu.sweep(u[0], u[1], st, x, links, fam, TVClustPrior(), "collapse")
-        )
-        whole = one(st, u)
-        monkeypatch.setattr(_gibbs_cpu, "_CHUNK", 7)
-        pieces = one(st, u)
-        for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(pieces), strict=True):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        looks, ran, real = [], [], _gibbs_cpu._sweep_points
-
-        def stop_at_third_look():
-            looks.append(1)
-            if len(looks) >= 3:  # the host function's first look, the first piece's, then a stop
-                _progress._STOP.set()
-            return _progress._STOP.is_set()
-
-        monkeypatch.setattr(_gibbs_cpu._progress, "stop_requested", stop_at_third_look)
-        monkeypatch.setattr(_gibbs_cpu, "_sweep_points", lambda *a: ran.append(1) or real(*a))
-        with pytest.raises(KeyboardInterrupt), _progress.interruptible():
-            _progress.run(one, st, u)
-        assert len(ran) == 1
-        assert not _progress._STOP.is_set()  # the request ends with the interruptible block
 
 
 @pytest.mark.slow  # float32 specialisations of every numba kernel of the sweep (not warmed at install)
