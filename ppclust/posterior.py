@@ -331,12 +331,12 @@ def loo_log_predictive(
     >>> out.shape
     (1, 1, 4)
     """
-    lab = jnp.asarray(labels, jnp.int32)
+    lab = np.asarray(labels, np.int32)  # on the host: no reshape program per shape
     shape = lab.shape[:-1]
     S = int(np.prod(shape))
     lab = lab.reshape(S, lab.shape[-1])
     dtype = x.dtype
-    per = lambda v, dflt: jnp.broadcast_to(jnp.asarray(dflt if v is None else v, dtype), shape).reshape(S)
+    per = lambda v, dflt: np.broadcast_to(np.asarray(dflt if v is None else v, dtype), shape).reshape(S)
     p_s, q_s, a_s = per(p, 0.5), per(q, 0.5), per(alpha, prior.alpha)
     if partition == "dp":  # compacted slot ids + one free slot (the new cluster); a power of 2: few compiles
         k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))

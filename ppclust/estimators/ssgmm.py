@@ -1050,7 +1050,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         sizes = (lab[..., None] == np.arange(K)).sum(-2).astype(float)  # (chain, draw, K)
         with x64():
             w = jax.random.dirichlet(jax.random.fold_in(key, 0xD1), jnp.asarray(sizes + a))
-            lm = jnp.asarray(log_mask)
+            lm = jax.device_put(log_mask)
             loglik = None
             if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
                 loglik = {

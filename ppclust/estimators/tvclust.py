@@ -547,7 +547,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             x = self.posterior_["observed_data"]["x"].values
             with x64():
                 ll = posterior.loo_log_predictive(
-                    self.samples_.labels, jnp.asarray(x), links, family, prior, **kw
+                    self.samples_.labels, jax.device_put(x), links, family, prior, **kw
                 )
             group = arviz_base.from_dict({"log_likelihood": {"x": ll}}, dims={"x": ["obs"]})
             self.posterior_["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)

@@ -200,7 +200,9 @@ class ChainResult(NamedTuple):
     alpha : ndarray of shape (n_chains, n_draws)
         DP concentration of every draw.
     state : GibbsState
-        Final states, batched over chains (resume from them with ``init_state``).
+        Final states, batched over chains (resume from them with ``init_state``). With
+        ``algorithm="collapsed"`` the labels cover the rows padded to their bucket (:func:`sample`): the
+        padding rows carry the label ``k_max``.
 
     Examples
     --------
@@ -304,16 +306,13 @@ def _init_chains(x, links, family, labels, p, q, alpha, *, k_max, n_chains) -> G
     return jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
 
 
-@partial(jax.jit, static_argnames=("n_chains", "n_samples", "surplus"))
-def _draw_keys(key, *, n_chains, n_samples, surplus):
-    """(n_chains, n_samples + surplus) keys: draw j of chain c uses ``split(chain key c, n_samples)[j]``,
-    surplus draws (dropped) ``split(fold_in(chain key c, 1), surplus)``."""
+@partial(jax.jit, static_argnames=("n_chains", "n_samples"))
+def _draw_keys(key, *, n_chains, n_samples):
+    """(n_chains, n_samples) keys: draw j of chain c uses ``split(chain key c, n_samples)[j]`` (under JAX's
+    default partitionable Threefry the same key for every ``n_samples > j``: a bucket of the number of
+    draws gives the keys of the draws themselves)."""
     chain_keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
-    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
-    if surplus:
-        extra = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 1), surplus))(chain_keys)
-        draw_keys = jnp.concatenate([draw_keys, extra], axis=1)
-    return draw_keys
+    return jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
 
 
 def numba_unsupported(family, algorithm="collapsed") -> str | None:
@@ -548,6 +547,12 @@ def sample(
 ) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
+    Buckets (``algorithm="collapsed"``): the rows, the links and the neighbour table's width are padded on
+    the host to bucket sizes (:mod:`ppclust._buckets`), so every ``n`` of a bucket runs the same compiled
+    program. The padding rows are never visited and counted in no slot; the sweep's uniforms are drawn
+    per row (the first ``n`` equal those of the unpadded rows under JAX's default partitionable
+    Threefry), so the draws do not depend on the padding.
+
     Parameters
     ----------
     key : JAX PRNG key
@@ -658,37 +663,41 @@ def sample(
     place = _chain_placement(n_chains, devices)
     state = place(state)
     show = _progress.enabled(True if progress_bar is None else progress_bar)
-    # One compiled program serves every call: the sweep range of the first draw and the thinning are
-    # traced loop bounds, the number of draws per call is the only static size (equal chunks; surplus
-    # draws are dropped). Draw j of a chain always uses key j of split(chain key, n_draws) and its
-    # sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps t < n_warmup of draw 0; so the
-    # draws do not depend on how the run is cut into calls (progress bar on or off, any chunk).
+    # One compiled program serves every call: the sweep range of the first draw, the thinning, the
+    # number of draws kept and the offset of the call's first key are traced; the draws per call are a
+    # bucket of the chunk (ppclust._buckets), those past the call's own draws run no sweep and are
+    # dropped, so every n_draws of a bucket runs the same program. Draw j of a chain always uses key j of
+    # split(chain key, .) and its sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps
+    # t < n_warmup of draw 0; so the draws do not depend on how the run is cut into calls (progress bar
+    # on or off, any chunk).
     if chunk is None:
         chunk = max(1, 100 // max(thin, 1)) if show else max(n_draws, 1)
     n_chunks = max(1, -(-n_draws // chunk))
     per_chunk = -(-n_draws // n_chunks)
-    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_draws, surplus=n_chunks * per_chunk - n_draws)
+    length = bucket_size(per_chunk, minimum=8)
+    n_keys = bucket_size((n_chunks - 1) * per_chunk + length, minimum=8)
+    draw_keys = place(_draw_keys(key, n_chains=n_chains, n_samples=n_keys))
 
-    def call(c, state, first_lo, first_hi, thin):
-        keys = place(draw_keys[:, c * per_chunk : (c + 1) * per_chunk])
-        bounds = (jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin))
+    def call(c, state, first_lo, first_hi, thin, keep):
+        bounds = tuple(jnp.int32(v) for v in (first_lo, first_hi, thin, keep, c * per_chunk))
         data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate, n_valid)
-        return _run(keys, state, bounds, data, length=per_chunk, config=sweep_cfg)
+        return _run(draw_keys, state, bounds, data, length=length, config=sweep_cfg)
 
     warm_done = 0
     if show and n_warmup > 0:  # warm-up in pieces of about one chunk's sweeps, its own bar
         with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
             while warm_done < n_warmup:
                 hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
-                state, out = _progress.run(call, 0, state, warm_done, hi, 0)
+                state, out = _progress.run(call, 0, state, warm_done, hi, 0, 1)
                 bar.update(hi - warm_done)
                 warm_done = hi
     outs = []
     with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
         for c in range(n_chunks):
             lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
-            state, out = _progress.run(call, c, state, lo, hi, thin)
-            outs.append(jax.device_get(out))
+            keep = min(per_chunk, n_draws - c * per_chunk)
+            state, out = _progress.run(call, c, state, lo, hi, thin, keep)
+            outs.append(jax.tree.map(lambda a, keep=keep: a[:, :keep], jax.device_get(out)))
             bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
     if bool(np.any(np.asarray(state.overflow))):
@@ -1093,8 +1102,10 @@ def _log_beta_pdf(v, a, b):
 
 def _chain(keys, state, bounds, data, *, length, config):
     # `step` appears once in the program (compile time): draw j runs the sweeps t in [first_lo, first_hi)
-    # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t).
-    first_lo, first_hi, thin = bounds
+    # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t),
+    # key j the (offset + j)-th of the chain's keys; draws j >= keep run none (dropped by the caller).
+    first_lo, first_hi, thin, keep, offset = bounds
+    keys = jax.lax.dynamic_slice_in_dim(keys, offset, length)
     x, links, family, prior, point_logprior, alpha_shape, alpha_rate, n_valid = data
     cfg = config.with_options(k_max=state.stats.n.shape[-1], alpha_shape=alpha_shape, alpha_rate=alpha_rate)
     alg = build(x, links, family, prior, cfg, point_logprior=point_logprior, n_valid=n_valid)
@@ -1104,6 +1115,7 @@ def _chain(keys, state, bounds, data, *, length, config):
         k, j = inp
         lo = jnp.where(j == 0, first_lo, 0)
         hi = jnp.where(j == 0, first_hi, thin)
+        hi = jnp.where(j < keep, hi, lo)
         carry, _ = jax.lax.fori_loop(
             lo,
             hi,

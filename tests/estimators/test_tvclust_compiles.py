@@ -76,7 +76,8 @@ _SIZES = (100, 110, 140)
 
 
 def _sampler_fit(kind, n):
-    """One fit at ``n`` points with tiny runs (5 + 5 sweeps, one chain), its summaries included."""
+    """One fit at ``n`` points with tiny runs (5 + 5 sweeps, one chain), its summaries and a prediction
+    included."""
     X, ml = _data(n)
     if kind == "bayesian_ssgmm":
         from ppclust import BayesianSemiSupervisedGMM
@@ -98,6 +99,7 @@ def _sampler_fit(kind, n):
     est = TVClust(**kw).fit(X, must_link=ml)
     if kind != "variational":
         est.compute_log_likelihood()
+        est.predict(X[:7])
     return est
 
 
