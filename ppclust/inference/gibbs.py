@@ -733,7 +733,7 @@ def _bucketed(x, links: Links, point_logprior, init_labels, k_max):
     pairs_pad, _ = pad_pairs(pairs)
     m_pad = pairs_pad.shape[0]
     nbr = np.asarray(links.nbr)
-    width = bucket_size(nbr.shape[1], minimum=4)
+    width = bucket_size(nbr.shape[1], minimum=1)
 
     def table(a):
         out = np.zeros((n_pad, width), a.dtype)
