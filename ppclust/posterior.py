@@ -227,9 +227,13 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
     >>> out["p"].shape, sorted(out)
     ((1, 1), ['p', 'p_cond_mean', 'q', 'q_cond_mean'])
     """
-    lab = jnp.asarray(labels, jnp.int32)
+    from ppclust.sideinfo import pair_counts
+
+    lab = np.asarray(labels, np.int32)
     shape = lab.shape[:-1]
-    counts = np.asarray(_pair_counts_all(lab.reshape(-1, lab.shape[-1]), links), np.float64)  # (S, 4)
+    # on the host, O(draws x links): no program per data size
+    host_links = jax.tree.map(np.asarray, links)
+    counts = np.asarray(pair_counts(lab.reshape(-1, lab.shape[-1]), host_links, xp=np), np.float64)  # (S, 4)
     from ppclust.models.tvclust import link_beta_params
 
     ap, bp, aq, bq = link_beta_params(counts, prior.a_p, prior.b_p, prior.a_q, prior.b_q)
@@ -242,13 +246,6 @@ def link_parameter_draws(key, labels, links, prior, *, weights=None) -> dict:
         "q_cond_mean": aq / (aq + bq),
     }
     return {k: v.reshape(shape) for k, v in out.items()}
-
-
-@jax.jit
-def _pair_counts_all(lab, links):
-    from ppclust.models.tvclust import pair_counts
-
-    return jax.vmap(lambda z: pair_counts(z, links))(lab)
 
 
 def loo_log_predictive(
@@ -334,12 +331,12 @@ def loo_log_predictive(
     >>> out.shape
     (1, 1, 4)
     """
-    lab = jnp.asarray(labels, jnp.int32)
+    lab = np.asarray(labels, np.int32)  # on the host: no reshape program per shape
     shape = lab.shape[:-1]
     S = int(np.prod(shape))
     lab = lab.reshape(S, lab.shape[-1])
     dtype = x.dtype
-    per = lambda v, dflt: jnp.broadcast_to(jnp.asarray(dflt if v is None else v, dtype), shape).reshape(S)
+    per = lambda v, dflt: np.broadcast_to(np.asarray(dflt if v is None else v, dtype), shape).reshape(S)
     p_s, q_s, a_s = per(p, 0.5), per(q, 0.5), per(alpha, prior.alpha)
     if partition == "dp":  # compacted slot ids + one free slot (the new cluster); a power of 2: few compiles
         k_max = 1 << int(np.ceil(np.log2(int(np.max(np.asarray(labels))) + 2)))

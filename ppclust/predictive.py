@@ -92,9 +92,9 @@ def slot_log_joint(family, stats, log_w, x_new):
 
 
 @partial(jax.jit, static_argnames=("n_slots", "partition"))
-def _draws_chunk(family, x_train, labels, alpha, x_new, *, n_slots, partition):
-    """(S, m, n_slots) log joints of one chunk of new rows; the draws visited by ``lax.map``."""
-    n = x_train.shape[0]
+def _draws_chunk(family, x_train, labels, alpha, x_new, n, *, n_slots, partition):
+    """(S, m, n_slots) log joints of one chunk of new rows; the draws visited by ``lax.map``. ``x_train``
+    and ``labels`` may carry padding rows (label ``n_slots``: counted in no slot); ``n`` the real rows."""
 
     def one(args):
         z, a = args
@@ -156,12 +156,24 @@ def draws_log_joint(family, x_train, labels, alpha, x_new, *, partition="dp", n_
     x_new = np.asarray(x_new, np.float64)
     m = x_new.shape[0]
     chunk = min(CHUNK_ROWS, bucket_size(max(m, 1), minimum=8))
-    xt, zl, al = jnp.asarray(x_train, jnp.float64), jnp.asarray(labels), jnp.asarray(alpha)
+    # the training rows padded to their bucket (labels n_slots: no slot): one program per bucket
+    n = labels.shape[1]
+    n_pad = bucket_size(n)
+    zl = np.full((S, n_pad), n_slots, np.int32)
+    zl[:, :n] = labels
+    xt, zl, al = jax.device_put((pad_rows(np.asarray(x_train, np.float64), n_pad)[0], zl, alpha))
     out = np.empty((S, m, n_slots))
     for lo in range(0, m, chunk):
         part = x_new[lo : lo + chunk]
         block = _draws_chunk(
-            family, xt, zl, al, jnp.asarray(pad_rows(part, chunk)[0]), n_slots=n_slots, partition=partition
+            family,
+            xt,
+            zl,
+            al,
+            jax.device_put(pad_rows(part, chunk)[0]),
+            np.float64(n),
+            n_slots=n_slots,
+            partition=partition,
         )
         out[:, lo : lo + len(part)] = np.asarray(block)[:, : len(part)]
     return out

@@ -10,6 +10,7 @@ docstrings): both estimators share one base class for label coding, starting cen
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _devices, _progress
-from ppclust._buckets import pad_rows
+from ppclust._buckets import bucket_size, pad_rows
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -50,7 +51,6 @@ from ppclust.models.ssgmm import (
     default_component_classes,
     label_log_mask,
     label_noise_update,
-    ssgmm_log_joint,
     ssgmm_log_likelihood,
 )
 
@@ -775,15 +775,22 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         warn_few_distinct_rows(type(self).__name__, X, self._n_clusters)
         K, n = self._n_clusters, X.shape[0]
         a = float(self.weight_concentration)
+        # the rows padded to their bucket (ppclust._buckets) for every program of the fit: no program is
+        # compiled for a new n of a seen bucket; padding rows have weight 0 and label K (no component)
+        n_pad = bucket_size(n)
+        xc_host = X - shift
         with x64():
-            xc = jnp.asarray(X - shift)
-            family = GaussianNIW.from_prior(self._niw_prior(xc, K), self.covariance_type)
+            xc, lm_pad, allowed_pad = jax.device_put(
+                (pad_rows(xc_host, n_pad)[0], pad_rows(log_mask, n_pad)[0], pad_rows(allowed, n_pad)[0])
+            )
+            family = GaussianNIW.from_prior(self._niw_prior(xc_host, K), self.covariance_type)
             # start: nearest allowed centre (labelled class means + k-means++), as EM's "labelled" init
-            c0 = em.kmeanspp_centres(key, xc, jnp.asarray(centres - shift), jnp.asarray(fixed))
-            init = em.nearest_centre(xc, c0, jnp.asarray(allowed))
+            init = np.asarray(self._gibbs_start(key, xc, centres - shift, fixed, allowed_pad, np.int32(n)))[
+                :n
+            ]
             res = gibbs.sample(
                 jax.random.fold_in(key, 1),
-                xc,
+                xc_host,
                 make_links(n),
                 family,
                 TVClustPrior(alpha=a * K),
@@ -794,7 +801,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
                 k_max=K,
                 pq="fixed",
                 partition="finite",
-                point_logprior=jnp.asarray(log_mask),
+                point_logprior=log_mask,
                 init_labels=init,
                 desc="BayesianSemiSupervisedGMM",
                 progress_bar=bool(self.progress_bar),
@@ -807,17 +814,17 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             )
             psm = posterior.similarity_matrix(draws, max_n=5000)
             z = _component_labels(draws, point, K)
-            stats = family.stats(xc, jnp.asarray(z), K)
-            nk = np.asarray(stats.n)
+            z_pad = np.full(n_pad, K, np.int32)  # padding rows: no component
+            z_pad[:n] = z
+            summary = self._gibbs_summary(
+                xc, jax.device_put(z_pad), lm_pad, family, a, np.int32(n), len(self.classes_) > 0
+            )
+            nk, means, self.covariances_, prec_chol, self.objective_, ll_rows = jax.device_get(summary)
             self.weights_ = (nk + a) / (n + K * a)  # posterior mean of the weights given z
-            self.means_ = np.asarray(family.posterior_mean(stats)) + shift
-            self.covariances_ = np.asarray(family.posterior_mean_covariance(stats))
-            prec_chol = em.precision_cholesky(jnp.asarray(self.covariances_), self.covariance_type)
+            self.means_ = means + shift
             self.precisions_cholesky_ = np.asarray(prec_chol)
-            params = em.GMMParams(jnp.asarray(self.weights_), jnp.asarray(self.means_ - shift), prec_chol)
-            lm = jnp.asarray(log_mask) if len(self.classes_) else None
-            self.log_likelihood_ = float(_ssgmm_ll(xc, params, lm, self.covariance_type))
-            self.objective_ = float(ssgmm_log_joint(xc, jnp.asarray(z), family, a, jnp.asarray(log_mask)))
+            self.log_likelihood_ = float(np.sum(ll_rows[:n]))
+            self.objective_ = float(self.objective_)
         self.responsibilities_ = (draws[:, :, None] == np.arange(K)).mean(0)  # posterior P(z_i = k)
         self.n_iter_ = int(self.n_warmup) + n_draws * int(self.thin)
         self.converged_ = True
@@ -825,7 +832,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         self.samples_ = res
         self.psm_ = psm
         self.posterior_ = self._gibbs_datatree(
-            key, X, xc, family, res, z, loss, psm, log_mask, self.component_classes_, a, codes
+            key, X, xc_host, family, res, z, loss, psm, log_mask, self.component_classes_, a, codes
         )
         self._shift = shift
         self._n_train = n
@@ -836,6 +843,46 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             self.posterior_, "BayesianSemiSupervisedGMM", "run more sweeps (n_warmup, n_draws) or more chains"
         )
         return self
+
+    @staticmethod
+    @jax.jit
+    def _gibbs_start(key, xc, centres, fixed, allowed, n_valid):
+        """Starting components of the rows (padded; the first ``n_valid`` are points): the nearest allowed
+        centre among the fixed class means and k-means++ centres (``em.kmeanspp_centres``, the same
+        centres as on the unpadded rows)."""
+        c0 = em.kmeanspp_centres(key, xc, centres, fixed, n_valid)
+        return em.nearest_centre(xc, c0, allowed)
+
+    @staticmethod
+    @partial(jax.jit, static_argnames=("labelled",))
+    def _gibbs_summary(xc, z, log_mask, family, a, n_valid, labelled):
+        """The point estimate's summaries, one program per bucket of rows (padding rows: label K, zero
+        log mask): component sizes, posterior mean parameters, their precision Cholesky factors, the
+        collapsed log joint of ``z`` on the sampler's scale (:func:`ppclust.inference.gibbs.sweep_info`)
+        and the per-row marginal log-likelihood of the plug-in mixture (``ssgmm_log_likelihood`` row by
+        row; the caller sums the real rows)."""
+        from ppclust.inference import gibbs
+        from ppclust.models.tvclust import TVClustPrior
+
+        K = log_mask.shape[1]
+        stats = family.stats(xc, z, K)
+        nk = stats.n
+        weights = (nk + a) / (nk.sum() + K * a)
+        means = family.posterior_mean(stats)
+        cov = family.posterior_mean_covariance(stats)
+        cov_type = family.covariance
+        prec_chol = em.precision_cholesky(cov, cov_type)
+        one = jnp.asarray(0.9, xc.dtype)
+        state = gibbs.GibbsState(
+            z, stats, jnp.zeros(4, xc.dtype), one, one, jnp.asarray(a * K, xc.dtype), False
+        )
+        lj = gibbs.sweep_info(state, family, TVClustPrior(alpha=a * K), "fixed", "finite", log_mask).log_joint
+        ll_rows = jax.vmap(
+            lambda xi, mi: ssgmm_log_likelihood(
+                xi[None], weights, means, prec_chol, mi[None] if labelled else None, cov_type
+            )
+        )(xc, log_mask)
+        return nk, means, cov, prec_chol, lj, ll_rows
 
     # ------------------------------------------------------------------------------------ new points
     def predict_proba(self, X):
@@ -1019,7 +1066,7 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         sizes = (lab[..., None] == np.arange(K)).sum(-2).astype(float)  # (chain, draw, K)
         with x64():
             w = jax.random.dirichlet(jax.random.fold_in(key, 0xD1), jnp.asarray(sizes + a))
-            lm = jnp.asarray(log_mask)
+            lm = jax.device_put(log_mask)
             loglik = None
             if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
                 loglik = {

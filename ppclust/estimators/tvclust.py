@@ -10,12 +10,14 @@ its length is the documentation of the model's parameters and attributes.
 from __future__ import annotations
 
 import inspect
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ppclust._buckets import bucket_size, pad_rows
 from ppclust._jax import as_key, x64
 from ppclust.errors import PPClustError
 from ppclust.estimators._base import (
@@ -42,7 +44,8 @@ from ppclust.families import GaussianNIW
 from ppclust.inference import gibbs, hartigan, subcluster, tvclust_vb
 from ppclust.inference.backend import BACKENDS
 from ppclust.inference.sampler_config import ALGORITHMS, PQ_MODES
-from ppclust.models.tvclust import TVClustPrior, link_noise_beta, log_joint, make_links
+from ppclust.models.tvclust import TVClustPrior, link_noise_beta, log_joint_from_stats, make_links
+from ppclust.sideinfo import pair_counts
 
 __all__ = ["TVClust"]
 
@@ -416,7 +419,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             X = (X - self._x_shift) / self._x_scale
         prior = TVClustPrior(float(self.alpha), *self._link_prior(_link_mass(side)))
         with x64():
-            xj = jnp.asarray(X)
+            xj = jax.device_put(X)  # a transfer, not a program per shape
             links = make_links(n, side=side) if side.n_links else make_links(n)
             nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
             psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
@@ -544,7 +547,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             x = self.posterior_["observed_data"]["x"].values
             with x64():
                 ll = posterior.loo_log_predictive(
-                    self.samples_.labels, jnp.asarray(x), links, family, prior, **kw
+                    self.samples_.labels, jax.device_put(x), links, family, prior, **kw
                 )
             group = arviz_base.from_dict({"log_likelihood": {"x": ll}}, dims={"x": ["obs"]})
             self.posterior_["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
@@ -946,17 +949,8 @@ class TVClust(ClusterMixin, BaseEstimator):
         self.objective_trace_ = np.asarray(res.log_joint)
         with x64():
             point_prior = prior._replace(alpha=self.alpha_)
-            self.objective_ = float(
-                log_joint(
-                    self.labels_,
-                    jnp.asarray(X),
-                    links,
-                    family,
-                    point_prior,
-                    *((float(self.p), float(self.q)) if self.pq == "fixed" else ()),
-                    k_max=self.n_clusters_,
-                )
-            )
+            pq_fixed = (float(self.p), float(self.q)) if self.pq == "fixed" else ()
+            self.objective_ = _bucketed_log_joint(self.labels_, X, links, family, point_prior, pq_fixed)
         self.posterior_ = posterior.build_datatree(
             post,
             sample_stats={"lp": res.log_joint},
@@ -1069,6 +1063,28 @@ _ADVICE = (
     "run more sweeps (n_warmup, n_draws), more chains, or algorithm='subcluster' (its split/merge moves "
     "change the number of clusters in one step)"
 )
+
+
+def _bucketed_log_joint(labels, X, links, family, prior, pq_fixed):
+    """:func:`ppclust.models.tvclust.log_joint` of canonical ``labels`` as one program per bucket: the rows
+    padded to :func:`ppclust._buckets.bucket_size` (padding labelled with the slot count, so counted in no
+    slot), the slots to a bucket of the number of clusters (empty slots add 0), the pair counts from the
+    host (:func:`ppclust.sideinfo.pair_counts` in NumPy)."""
+    n = X.shape[0]
+    n_pad = bucket_size(n)
+    k_pad = bucket_size(int(labels.max()) + 1, minimum=8)
+    lab = np.full(n_pad, k_pad, np.int32)
+    lab[:n] = labels
+    host_links = jax.tree.map(np.asarray, links)
+    counts = pair_counts(np.asarray(labels), host_links, xp=np)
+    args = jax.device_put((lab, pad_rows(np.asarray(X), n_pad)[0], counts))
+    return float(_log_joint_program(*args, family, prior, pq_fixed, k_max=k_pad))
+
+
+@partial(jax.jit, static_argnames=("k_max",))
+def _log_joint_program(labels, x, counts, family, prior, pq_fixed, *, k_max):
+    stats = family.stats(x, labels, k_max)
+    return log_joint_from_stats(stats, counts, family, prior, *pq_fixed)
 
 
 def _link_mass(side):

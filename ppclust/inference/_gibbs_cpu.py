@@ -130,7 +130,7 @@ def supports(family) -> bool:
     return available() and family_code(family) is not None
 
 
-def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_logprior=None):
+def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_logprior=None, n_valid=None):
     """One collapsed sweep (the contract of ``gibbs._sweep`` with the order given by its uniforms, see
     :func:`gibbs.shuffle_order`): returns ``(labels, stats, counts, overflow)``.
 
@@ -158,6 +158,9 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
         The CRP, or a finite Dirichlet mixture over the slots.
     point_logprior : array (n, K) or None, default=None
         A per-point log prior over the slots.
+    n_valid : int scalar or None, default=None
+        Only the first ``n_valid`` rows are points (traced; the rest is bucket padding, which the host
+        function cuts off before the compiled sweep and returns unchanged). None: every row.
 
     Examples
     --------
@@ -203,7 +206,7 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
         jnp.stack([links.sgn, links.wgt]).astype(dtype),
         point_logprior.astype(dtype) if has_lp else jnp.zeros((1, 1), dtype),
         jnp.concatenate([mu0, hyp, pri]),
-    )
+    ) + (() if n_valid is None else (jnp.asarray(n_valid, jnp.int32),))
     outs = (args[1], args[2])
     dtypes = [np.dtype(a.dtype) for a in args]
     flags = _Flags(code, _PQ[pq], partition == "finite", has_lp, K, d, m)
@@ -211,7 +214,8 @@ def sweep(order_u, u, state, x, links, family, prior, pq, partition="dp", point_
     def host(*wired):
         if _progress.stop_requested():  # a stopped fit: its program runs out at once, its result unread
             return wired[1], wired[2]
-        res = _host([unwire(a, t) for a, t in zip(wired, dtypes, strict=True)], flags)
+        arrays = [unwire(a, t) for a, t in zip(wired, dtypes, strict=True)]
+        res = _host(arrays, flags) if n_valid is None else _host_valid(arrays, flags)
         return tuple(to_wire(r) for r in res)
 
     res = jax.pure_callback(
@@ -248,6 +252,29 @@ def _host(args, flags):
     rand, labi, flt, x, nbr, linkf, lpp, par = (flat(a, i in (1, 2)) for i, a in enumerate(args))
     _sweep_chains(rand, labi, flt, x, nbr, linkf, lpp, par, flags)
     return labi.reshape(batch + labi.shape[1:]), flt.reshape(batch + flt.shape[1:])
+
+
+def _host_valid(args, flags):
+    """:func:`_host` on the first ``n_valid`` rows (the last operand); the padding rows' labels come back
+    as they went in."""
+    nv = int(np.asarray(args[-1]).reshape(-1)[0])
+    rand, labi, flt, x, nbr, linkf, lpp, par = args[:-1]
+    n = x.shape[-2]
+    rows = (
+        rand[..., :nv],
+        np.concatenate([labi[..., :nv], labi[..., n:]], axis=-1),
+        flt,
+        x[..., :nv, :],
+        nbr[..., :nv, :],
+        linkf[..., :nv, :],
+        lpp[..., :nv, :] if flags.has_lp else lpp,
+        par,
+    )
+    lab, flt = _host(list(rows), flags)
+    out = np.array(np.broadcast_to(labi, lab.shape[:-1] + labi.shape[-1:]))
+    out[..., :nv] = lab[..., :nv]
+    out[..., n] = lab[..., nv]
+    return out, flt
 
 
 def _ir_inline(fn):

@@ -72,6 +72,7 @@ import numpy as np
 from jax.scipy.special import betaln, gammaln
 
 from ppclust import _progress
+from ppclust._buckets import bucket_size, pad_pairs, pad_rows, pad_vector
 from ppclust._devices import axis_sharding
 from ppclust.errors import KMaxExhaustedError
 from ppclust.inference import _gibbs_cpu
@@ -199,7 +200,9 @@ class ChainResult(NamedTuple):
     alpha : ndarray of shape (n_chains, n_draws)
         DP concentration of every draw.
     state : GibbsState
-        Final states, batched over chains (resume from them with ``init_state``).
+        Final states, batched over chains (resume from them with ``init_state``). With
+        ``algorithm="collapsed"`` the labels cover the rows padded to their bucket (:func:`sample`): the
+        padding rows carry the label ``k_max``.
 
     Examples
     --------
@@ -303,16 +306,13 @@ def _init_chains(x, links, family, labels, p, q, alpha, *, k_max, n_chains) -> G
     return jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
 
 
-@partial(jax.jit, static_argnames=("n_chains", "n_samples", "surplus"))
-def _draw_keys(key, *, n_chains, n_samples, surplus):
-    """(n_chains, n_samples + surplus) keys: draw j of chain c uses ``split(chain key c, n_samples)[j]``,
-    surplus draws (dropped) ``split(fold_in(chain key c, 1), surplus)``."""
+@partial(jax.jit, static_argnames=("n_chains", "n_samples"))
+def _draw_keys(key, *, n_chains, n_samples):
+    """(n_chains, n_samples) keys: draw j of chain c uses ``split(chain key c, n_samples)[j]`` (under JAX's
+    default partitionable Threefry the same key for every ``n_samples > j``: a bucket of the number of
+    draws gives the keys of the draws themselves)."""
     chain_keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
-    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
-    if surplus:
-        extra = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 1), surplus))(chain_keys)
-        draw_keys = jnp.concatenate([draw_keys, extra], axis=1)
-    return draw_keys
+    return jax.vmap(lambda k: jax.random.split(k, n_samples))(chain_keys)
 
 
 def numba_unsupported(family, algorithm="collapsed") -> str | None:
@@ -353,6 +353,7 @@ def step(
     config: SamplerConfig = None,
     *,
     point_logprior=None,
+    n_valid=None,
     **options,
 ):
     """One sweep over all points, then the global updates. Returns ``(state, info)``. Pure; not jitted.
@@ -370,6 +371,12 @@ def step(
         (``"explicit"`` needs ``state.theta``) and ``backend``; ``**options`` replace single fields.
     point_logprior : array of shape (n, k_max) or None, default=None
         Per-point log prior over the slots (module docstring).
+    n_valid : int scalar or None, default=None
+        Rows ``0 .. n_valid - 1`` of ``x`` are the points; the rows after them are bucket padding
+        (:mod:`ppclust._buckets`; label ``k_max``, no links, zero ``point_logprior``), never visited nor
+        counted. Traced: one program serves every ``n_valid`` of a bucket. None: every row is a point.
+        The sweep's uniforms are drawn for all rows, and the first ``n_valid`` of them are those of an
+        unpadded ``x``, so the draws do not depend on the padding.
 
     Returns
     -------
@@ -410,12 +417,12 @@ def step(
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
     elif backend == "numba":
         labels, stats, counts, overflow = _gibbs_cpu.sweep(
-            order_u, u, state, x, links, family, prior, pq, partition, point_logprior
+            order_u, u, state, x, links, family, prior, pq, partition, point_logprior, n_valid=n_valid
         )
     else:
-        order = shuffle_order(order_u)
+        order = shuffle_order(order_u, n_valid)
         labels, stats, counts, overflow = _sweep(
-            order, u, state, x, links, family, prior, pq, partition, point_logprior
+            order, u, state, x, links, family, prior, pq, partition, point_logprior, n_valid
         )
     p, q, alpha = state.p, state.q, state.alpha
     if pq == "sample":
@@ -426,7 +433,8 @@ def step(
         p, q = link_reliability(counts, prior.a_p, prior.b_p, a_q=prior.a_q, b_q=prior.b_q, xp=jnp)
     if sample_alpha:
         n_clusters = (stats.n > 0).sum()
-        alpha = escobar_west(key_alpha, alpha, n_clusters, n, cfg.alpha_shape, cfg.alpha_rate)
+        n_pts = n if n_valid is None else jnp.asarray(n_valid, x.dtype)
+        alpha = escobar_west(key_alpha, alpha, n_clusters, n_pts, cfg.alpha_shape, cfg.alpha_rate)
     new = GibbsState(labels, stats, counts, p, q, alpha, overflow, theta)
     return new, sweep_info(new, family, prior, pq, partition, point_logprior)
 
@@ -466,6 +474,7 @@ def build(
     config: SamplerConfig = None,
     *,
     point_logprior=None,
+    n_valid=None,
     **options,
 ) -> GibbsAlgorithm:
     """The sampler's :func:`init` and :func:`step` as a pair of two-argument functions (options as
@@ -485,6 +494,8 @@ def build(
         Sweep options as :func:`step` reads them, and ``k_max``; None is ``SamplerConfig()``.
     point_logprior : array of shape (n, k_max) or None, default=None
         Per-point log prior over the slots.
+    n_valid : int scalar or None, default=None
+        The points among the rows of ``x`` (the rest is bucket padding), as :func:`step`.
 
     Examples
     --------
@@ -516,7 +527,7 @@ def build(
         )
 
     def step_(key, state: GibbsState):
-        return step(key, state, x, links, family, prior, cfg, point_logprior=point_logprior)
+        return step(key, state, x, links, family, prior, cfg, point_logprior=point_logprior, n_valid=n_valid)
 
     return GibbsAlgorithm(init_, step_)
 
@@ -535,6 +546,12 @@ def sample(
     **options,
 ) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
+
+    Buckets (``algorithm="collapsed"``): the rows, the links and the neighbour table's width are padded on
+    the host to bucket sizes (:mod:`ppclust._buckets`), so every ``n`` of a bucket runs the same compiled
+    program. The padding rows are never visited and counted in no slot; the sweep's uniforms are drawn
+    per row (the first ``n`` equal those of the unpadded rows under JAX's default partitionable
+    Threefry), so the draws do not depend on the padding.
 
     Parameters
     ----------
@@ -601,8 +618,8 @@ def sample(
             raise ValueError(
                 f"point_logprior must have shape (n, k_max)={(n, k_max)}, got {point_logprior.shape}"
             )
-        if init_labels is None:
-            init_labels = jnp.argmax(point_logprior, axis=1).astype(jnp.int32)
+        if init_labels is None:  # on the host: no program per n
+            init_labels = np.argmax(np.asarray(point_logprior), axis=1).astype(np.int32)
     if init_labels is not None and not isinstance(init_labels, jax.core.Tracer):
         lab = np.asarray(init_labels)  # the compiled sweep indexes its slot arrays by these labels unchecked
         if lab.shape[-1:] != (n,) or (lab.size and (lab.min() < 0 or lab.max() >= k_max)):
@@ -611,6 +628,13 @@ def sample(
                 f"{lab.shape} with values in [{lab.min() if lab.size else None}, "
                 f"{lab.max() if lab.size else None}]"
             )
+    # bucket padding (collapsed sweeps): rows, links and the neighbour table's width padded on the host to
+    # bucket sizes, so one program serves every n of a bucket; padding rows carry label k_max (counted in
+    # no slot), no link and a zero log prior, and the sweeps visit the first n rows only (n_valid)
+    n_valid = None
+    if algorithm == "collapsed":
+        n_valid = np.int32(n)
+        x, links, point_logprior, init_labels = _bucketed(x, links, point_logprior, init_labels, k_max)
     if init_state is None:
         state = _init_chains(x, links, family, init_labels, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
         if algorithm == "explicit":
@@ -623,6 +647,10 @@ def sample(
             raise ValueError("init_state has no theta (a collapsed run's state); use algorithm='collapsed'")
         if algorithm == "collapsed":
             state = state._replace(theta=None)
+        if n_valid is not None and state.labels.shape[-1] != x.shape[0]:  # a state of the unpadded rows
+            state = state._replace(
+                labels=jax.device_put(_pad_labels(np.asarray(state.labels), x.shape[0], k_max))
+            )
     # the options the compiled program depends on (a static argument: equal options, one program)
     sweep_cfg = SamplerConfig(
         pq=pq,
@@ -635,37 +663,41 @@ def sample(
     place = _chain_placement(n_chains, devices)
     state = place(state)
     show = _progress.enabled(True if progress_bar is None else progress_bar)
-    # One compiled program serves every call: the sweep range of the first draw and the thinning are
-    # traced loop bounds, the number of draws per call is the only static size (equal chunks; surplus
-    # draws are dropped). Draw j of a chain always uses key j of split(chain key, n_draws) and its
-    # sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps t < n_warmup of draw 0; so the
-    # draws do not depend on how the run is cut into calls (progress bar on or off, any chunk).
+    # One compiled program serves every call: the sweep range of the first draw, the thinning, the
+    # number of draws kept and the offset of the call's first key are traced; the draws per call are a
+    # bucket of the chunk (ppclust._buckets), those past the call's own draws run no sweep and are
+    # dropped, so every n_draws of a bucket runs the same program. Draw j of a chain always uses key j of
+    # split(chain key, .) and its sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps
+    # t < n_warmup of draw 0; so the draws do not depend on how the run is cut into calls (progress bar
+    # on or off, any chunk).
     if chunk is None:
         chunk = max(1, 100 // max(thin, 1)) if show else max(n_draws, 1)
     n_chunks = max(1, -(-n_draws // chunk))
     per_chunk = -(-n_draws // n_chunks)
-    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=n_draws, surplus=n_chunks * per_chunk - n_draws)
+    length = bucket_size(per_chunk, minimum=8)
+    n_keys = bucket_size((n_chunks - 1) * per_chunk + length, minimum=8)
+    draw_keys = place(_draw_keys(key, n_chains=n_chains, n_samples=n_keys))
 
-    def call(c, state, first_lo, first_hi, thin):
-        keys = place(draw_keys[:, c * per_chunk : (c + 1) * per_chunk])
-        bounds = (jnp.int32(first_lo), jnp.int32(first_hi), jnp.int32(thin))
-        data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate)
-        return _run(keys, state, bounds, data, length=per_chunk, config=sweep_cfg)
+    def call(c, state, first_lo, first_hi, thin, keep):
+        bounds = tuple(jnp.int32(v) for v in (first_lo, first_hi, thin, keep, c * per_chunk))
+        data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate, n_valid)
+        return _run(draw_keys, state, bounds, data, length=length, config=sweep_cfg)
 
     warm_done = 0
     if show and n_warmup > 0:  # warm-up in pieces of about one chunk's sweeps, its own bar
         with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
             while warm_done < n_warmup:
                 hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
-                state, out = _progress.run(call, 0, state, warm_done, hi, 0)
+                state, out = _progress.run(call, 0, state, warm_done, hi, 0, 1)
                 bar.update(hi - warm_done)
                 warm_done = hi
     outs = []
     with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
         for c in range(n_chunks):
             lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
-            state, out = _progress.run(call, c, state, lo, hi, thin)
-            outs.append(jax.device_get(out))
+            keep = min(per_chunk, n_draws - c * per_chunk)
+            state, out = _progress.run(call, c, state, lo, hi, thin, keep)
+            outs.append(jax.tree.map(lambda a, keep=keep: a[:, :keep], jax.device_get(out)))
             bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
     if bool(np.any(np.asarray(state.overflow))):
@@ -674,7 +706,7 @@ def sample(
             f"occupied); increase k_max (at most n={n} is ever needed) or lower alpha."
         )
     cat = lambda f: np.concatenate([f(o) for o in outs], axis=1)[:, :n_draws]
-    lab = cat(lambda o: o[0]) if store_labels else None
+    lab = cat(lambda o: o[0])[..., :n] if store_labels else None
     return ChainResult(
         labels=None if lab is None else lab.astype(np.int32),
         n_clusters=cat(lambda o: o[1].n_clusters),
@@ -684,6 +716,49 @@ def sample(
         alpha=cat(lambda o: o[1].alpha),
         state=state,
     )
+
+
+def _bucketed(x, links: Links, point_logprior, init_labels, k_max):
+    """The problem padded on the host to the bucket of its ``n`` rows (:func:`ppclust._buckets.bucket_size`):
+    points (zero rows), per-point log prior (zero rows), starting labels (``k_max``: counted in no slot),
+    the link list (weight-0 pairs, :func:`ppclust._buckets.pad_pairs`) and the neighbour table (rows and
+    columns of sign and weight 0). Put on the device without a program compiled per size."""
+    n = x.shape[0]
+    n_pad = bucket_size(n)
+    x = jax.device_put(pad_rows(np.asarray(x), n_pad)[0])
+    if point_logprior is not None:
+        point_logprior = jax.device_put(pad_rows(np.asarray(point_logprior), n_pad)[0])
+    lab = np.zeros(n, np.int32) if init_labels is None else np.asarray(init_labels, np.int32)
+    pairs = np.asarray(links.pairs).reshape(-1, 2)
+    pairs_pad, _ = pad_pairs(pairs)
+    m_pad = pairs_pad.shape[0]
+    nbr = np.asarray(links.nbr)
+    width = bucket_size(nbr.shape[1], minimum=1)
+
+    def table(a):
+        out = np.zeros((n_pad, width), a.dtype)
+        out[: a.shape[0], : a.shape[1]] = a
+        return out
+
+    links = Links(
+        *jax.device_put(
+            (
+                pairs_pad.astype(pairs.dtype),
+                pad_vector(np.asarray(links.sign), m_pad, 0),
+                pad_vector(np.asarray(links.weight), m_pad, 0),
+                table(nbr),
+                table(np.asarray(links.sgn)),
+                table(np.asarray(links.wgt)),
+            )
+        )
+    )
+    return x, links, point_logprior, _pad_labels(lab, n_pad, k_max)
+
+
+def _pad_labels(lab, n_pad, k_max):
+    """Labels (..., n) padded with ``k_max`` (no slot) up to ``n_pad`` on the last axis."""
+    fill = np.full(lab.shape[:-1] + (n_pad - lab.shape[-1],), k_max, np.int32)
+    return np.concatenate([lab.astype(np.int32), fill], axis=-1)
 
 
 def _chain_placement(n_chains, devices):
@@ -810,7 +885,7 @@ def _link_terms(f, s, F, S, c, p, q, prior, pq, nb_lab, hot):
     return f * xi1 - s * xi2
 
 
-def shuffle_order(order_u):
+def shuffle_order(order_u, n_valid=None):
     """The sweep's visiting order: a Fisher-Yates shuffle of 0..n-1 driven by ``n`` uniforms.
 
     ``j = min(floor(u_t (t + 1)), t)`` swapped with ``t`` for ``t = n-1 .. 1``: the same arithmetic here and
@@ -821,22 +896,28 @@ def shuffle_order(order_u):
     ----------
     order_u : array of shape (n,)
         Uniforms in [0, 1).
+    n_valid : int scalar or None, default=None
+        Shuffle only the first ``n_valid`` entries with the first ``n_valid`` uniforms (the rows after
+        them, bucket padding, keep their places); traced. None: all ``n``.
 
     Examples
     --------
     >>> import jax.numpy as jnp
     >>> sorted(shuffle_order(jnp.array([0.1, 0.7, 0.4])).tolist())
     [0, 1, 2]
+    >>> shuffle_order(jnp.array([0.1, 0.7, 0.4, 0.9]), 3)[3].tolist()
+    3
     """
     n = order_u.shape[0]
+    m = n if n_valid is None else n_valid
 
     def body(r, order):
-        t = n - 1 - r
+        t = m - 1 - r
         j = jnp.minimum((order_u[t] * (t + 1)).astype(jnp.int32), t)
         ot, oj = order[t], order[j]
         return order.at[t].set(oj).at[j].set(ot)
 
-    return jax.lax.fori_loop(0, n - 1, body, jnp.arange(n, dtype=jnp.int32))
+    return jax.lax.fori_loop(0, m - 1, body, jnp.arange(n, dtype=jnp.int32))
 
 
 def draw_categorical(logw, u):
@@ -863,7 +944,17 @@ def draw_categorical(logw, u):
 
 
 def _sweep(
-    order, u, state: GibbsState, x, links: Links, family, prior, pq, partition="dp", point_logprior=None
+    order,
+    u,
+    state: GibbsState,
+    x,
+    links: Links,
+    family,
+    prior,
+    pq,
+    partition="dp",
+    point_logprior=None,
+    n_valid=None,
 ):
     def body(t, carry):
         labels, stats, counts, overflow = carry
@@ -891,7 +982,7 @@ def _sweep(
         return labels.at[i].set(k), stats, counts, overflow | full
 
     carry = (state.labels, state.stats, state.counts, state.overflow)
-    return jax.lax.fori_loop(0, x.shape[0], body, carry)
+    return jax.lax.fori_loop(0, x.shape[0] if n_valid is None else n_valid, body, carry)
 
 
 def _sweep_explicit(
@@ -992,7 +1083,9 @@ def sweep_info(state: GibbsState, family, prior, pq, partition="dp", point_logpr
     if partition == "finite":  # swap the CRP EPPF for the Dirichlet-multinomial over labelled slots
         lj = lj - log_crp(state.stats.n, state.alpha) + log_dirichlet_multinomial(state.stats.n, state.alpha)
     if point_logprior is not None:
-        lj = lj + jnp.take_along_axis(point_logprior, state.labels[:, None], axis=1).sum()
+        # bucket padding rows carry label k_max and a zero log prior: clipped, they add nothing
+        k_last = point_logprior.shape[1] - 1
+        lj = lj + jnp.take_along_axis(point_logprior, jnp.minimum(state.labels, k_last)[:, None], 1).sum()
         if pq == "sample":
             lj = (
                 lj
@@ -1009,17 +1102,20 @@ def _log_beta_pdf(v, a, b):
 
 def _chain(keys, state, bounds, data, *, length, config):
     # `step` appears once in the program (compile time): draw j runs the sweeps t in [first_lo, first_hi)
-    # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t).
-    first_lo, first_hi, thin = bounds
-    x, links, family, prior, point_logprior, alpha_shape, alpha_rate = data
+    # for j = 0 (warm-up and / or its thinning sweeps) and [0, thin) after, sweep t with fold_in(key j, t),
+    # key j the (offset + j)-th of the chain's keys; draws j >= keep run none (dropped by the caller).
+    first_lo, first_hi, thin, keep, offset = bounds
+    keys = jax.lax.dynamic_slice_in_dim(keys, offset, length)
+    x, links, family, prior, point_logprior, alpha_shape, alpha_rate, n_valid = data
     cfg = config.with_options(k_max=state.stats.n.shape[-1], alpha_shape=alpha_shape, alpha_rate=alpha_rate)
-    alg = build(x, links, family, prior, cfg, point_logprior=point_logprior)
+    alg = build(x, links, family, prior, cfg, point_logprior=point_logprior, n_valid=n_valid)
     pq, partition = cfg.pq, cfg.partition
 
     def body(carry, inp):
         k, j = inp
         lo = jnp.where(j == 0, first_lo, 0)
         hi = jnp.where(j == 0, first_hi, thin)
+        hi = jnp.where(j < keep, hi, lo)
         carry, _ = jax.lax.fori_loop(
             lo,
             hi,
