@@ -68,9 +68,11 @@ LOO_BATCH_SIZE = 256
 LOO_VALIDITY = (
     "PSIS-LOO (az.loo) is valid when every point's leave-one-out predictive is close to its full-data "
     "one: the draws' partitions change little when one point leaves, i.e. many points per cluster and "
-    "Pareto k below 0.7. With small or unstable clusters (k above 0.7, or 'All tail values are the "
-    "same') the importance weights are unreliable: compare models by K-fold held-out "
-    "score_samples (log posterior predictive density of rows left out of the fit) instead."
+    "Pareto k below 0.7. A point whose largest importance ratios tie (az.loo's 'All tail values are "
+    "the same') has bounded ratios: its raw weights are stable (reproduce/loo_validity.py scores such "
+    "points that way). With small or unstable clusters (Pareto k above 0.7) the weights are "
+    "unreliable: compare models by K-fold held-out score_samples (log posterior predictive density "
+    "of rows left out of the fit) instead."
 )
 #: :func:`check_convergence` warns when a statistic's split R-hat exceeds this (Gelman et al. 2013, 1.1)
 RHAT_MAX = 1.1
