@@ -945,12 +945,11 @@ def fit(
         xp,
         sp,
         K=K,
-        min_size=min_size,
         n_init=n_init,
         init=init,
         max_passes=max_passes,
         reassign=reassign,
-        tol=tol,
+        limits=(min_size, tol),
         sharding=sharding,
         n_valid=n_valid,
     )
@@ -1098,7 +1097,9 @@ def _pick_best(res: HartiganResult) -> HartiganFit:
 
 
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "max_passes", "reassign", "sharding"))
-def _fit(key, cost, x, side, *, K, min_size, n_init, init, max_passes, reassign, tol, sharding, n_valid=None):
+def _fit(key, cost, x, side, *, K, n_init, init, max_passes, reassign, limits, sharding, n_valid=None):
+    """One program: the starts and the best of the runs; ``limits = (min_size, tol)`` (traced)."""
+    min_size, tol = limits
     labels0 = _initial_labels(key, x, K=K, n_init=n_init, init=init, sharding=sharding, n_valid=n_valid)
     return _runs_best(
         cost,
