@@ -27,6 +27,7 @@ def _probe(env_extra, drop=()):
         k: v
         for k, v in os.environ.items()
         if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR", *drop}
+        and not k.startswith("JAX_PERSISTENT_CACHE_")  # the test suite's own cache settings
     }
     env.update(env_extra, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     res = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=180)
@@ -104,6 +105,7 @@ def test_warmup_compiles_what_a_later_fit_of_other_data_loads(tmp_path):
         k: v
         for k, v in os.environ.items()
         if k not in {"PPCLUST_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "NUMBA_CACHE_DIR"}
+        and not k.startswith("JAX_PERSISTENT_CACHE_")
     }
     env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     res = subprocess.run(
