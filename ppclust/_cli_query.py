@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ppclust._input_files import CLIError, parse_params, read_data, read_labels, read_links
-from ppclust._output import exit_on_signals
+from ppclust._output import write_file
 from ppclust._registry import METHODS, available
 from ppclust.errors import OutputExistsError
 
@@ -75,33 +73,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     h.add_argument("--no-header", dest="header", action="store_false", help="inputs have no header")
     q.set_defaults(func=cmd_query)
     return q
-
-
-def _write(path: Path, text: str, overwrite: bool) -> None:
-    """Write ``text`` to ``path`` through a temporary file beside it; never replace a file unless asked."""
-    if path.exists() and (path.is_dir() or not overwrite):
-        raise OutputExistsError(
-            f"output file {str(path)!r} exists; choose another name or pass --overwrite"
-            if not path.is_dir()
-            else f"output path {str(path)!r} is a folder; give a file name"
-        )
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise CLIError(f"folder {str(parent)!r} of the output file does not exist")
-    with exit_on_signals():
-        fd, tmp = tempfile.mkstemp(prefix=".ppclust-", suffix=".csv", dir=parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            if overwrite:
-                os.replace(tmp, path)
-            else:
-                os.link(tmp, path)  # fails if the file appeared meanwhile: nothing is replaced
-        except FileExistsError as err:
-            raise OutputExistsError(f"output file {str(path)!r} exists; pass --overwrite") from err
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
 
 def cmd_query(args) -> int:
@@ -170,7 +141,7 @@ def cmd_query(args) -> int:
         text = "i,j\n" + "".join(f"{a},{b}\n" for a, b in q.tolist())
     else:
         text = "row\n" + "".join(f"{r}\n" for r in np.asarray(q).tolist())
-    _write(out, text, args.overwrite)
+    write_file(out, text, args.overwrite, suffix=".csv")
     what = "pairs" if q.ndim == 2 else "rows"
     print(f"ppclust query: wrote {len(q)} {what} to {out}", flush=True)
     return 0

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ppclust._input_files import CLIError, parse_params, read_data, read_labels, read_links
-from ppclust._output import exit_on_signals
+from ppclust._output import write_file
 from ppclust._registry import METHODS, available
 from ppclust.errors import OutputExistsError
 
@@ -194,14 +192,6 @@ def cmd_stability(args) -> int:
     report = stability_report(est, X, y, seeds=args.seeds, priors=priors, **kw)
     args.fitting = False
     text = json.dumps({"method": args.method, **report_dict(report)}, indent=1, default=str) + "\n"
-    with exit_on_signals():  # written beside the destination, moved into place only when complete
-        fd, tmp = tempfile.mkstemp(prefix=".ppclust-", suffix=".json", dir=out.resolve().parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    write_file(out, text, args.overwrite, suffix=".json")  # beside the destination, moved in when complete
     print(f"ppclust stability: {report.verdict} -> {out}", flush=True)
     return 0

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ppclust.errors import OutputExistsError, PPClustError
 
-__all__ = ["OutputDir", "exit_on_signals", "MARKER", "remove_stale_staging"]
+__all__ = ["OutputDir", "exit_on_signals", "MARKER", "remove_stale_staging", "write_file"]
 
 #: The marker file inside each staging folder: ``{"pid": ..., "created": ...}`` (JSON).
 MARKER = ".ppclust-staging"
@@ -86,6 +86,64 @@ def exit_on_signals():
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def write_file(path, text: str, overwrite: bool, *, suffix: str = "") -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it; never replace a file unless asked.
+
+    The text goes to a ``.ppclust-*`` file in the destination's folder and is moved into place only when
+    complete (SIGINT/SIGTERM unwind through :func:`exit_on_signals`); without ``overwrite`` the move is a
+    hard link, which fails if the file appeared meanwhile, so nothing is ever replaced.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    text : str
+        Its content.
+    overwrite : bool
+        Replace an existing file.
+    suffix : str, default=""
+        The temporary file's suffix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp()) / "out.csv"
+    >>> write_file(p, "0,1\\n", overwrite=False)
+    >>> try:
+    ...     write_file(p, "2,3\\n", overwrite=False)
+    ... except OutputExistsError as err:
+    ...     print("refused")
+    refused
+    """
+    from ppclust._input_files import CLIError
+
+    path = Path(path)
+    if path.exists() and (path.is_dir() or not overwrite):
+        raise OutputExistsError(
+            f"output file {str(path)!r} exists; choose another name or pass --overwrite"
+            if not path.is_dir()
+            else f"output path {str(path)!r} is a folder; give a file name"
+        )
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise CLIError(f"folder {str(parent)!r} of the output file does not exist")
+    with exit_on_signals():
+        fd, tmp = tempfile.mkstemp(prefix=".ppclust-", suffix=suffix, dir=parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                os.link(tmp, path)  # fails if the file appeared meanwhile: nothing is replaced
+        except FileExistsError as err:
+            raise OutputExistsError(f"output file {str(path)!r} exists; pass --overwrite") from err
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
 
 def _alive(pid: int) -> bool:
