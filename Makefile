@@ -11,7 +11,7 @@ JOBS  ?= 2
 PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
             if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
 
-.PHONY: docs demo test test-fast lint reproduce bench notebooks clean venv
+.PHONY: docs demo test test-all durations lint reproduce bench notebooks clean venv
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then echo "error: ppclust needs Python >= 3.12 (jax >= 0.11, arviz 1.x). Install python3.12 or set PYTHON=/path/to/python3.12" >&2; exit 2; fi
@@ -38,10 +38,22 @@ venv: $(WARM)
 demo: $(WARM)
 	$(VENV)/bin/ppclust demo
 
+# the core tier (tests/_tiers.py): every test within the budget that tests/durations.json records, and the
+# mission's checks (marked `core`) whatever they cost
+PYTEST := $(PY) -m pytest -n $(JOBS) --dist loadscope --no-loadscope-reorder -q --durations=20 tests ppclust --doctest-modules
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs
 	$(VENV)/bin/ruff format --check ppclust tests benchmarks reproduce docs
-	$(PY) -m pytest -m "not slow" -n $(JOBS) --dist loadscope --no-loadscope-reorder -q --durations=20 tests ppclust --doctest-modules
+	$(PYTEST) -m "not slow and not extended"
+
+# the core and extended tiers: every test not marked `slow`
+test-all: $(STAMP)
+	$(PYTEST) -m "not slow"
+
+# `make test-all`, recording every test's seconds into tests/durations.json (the core tier's budget)
+durations: $(STAMP)
+	$(PYTEST) -m "not slow" --record-durations
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ppclust tests benchmarks reproduce docs

@@ -10,47 +10,39 @@ own first fit; what this leaves to that fit is in ``first_fit.md``.
 
 Run once after installing (``make venv`` does): ``ppclust warmup`` or ``python -c "import ppclust;
 ppclust.warmup()"``. With ``PPCLUST_CACHE_DIR=off`` nothing is kept for later processes.
+
+numba compiles on one thread. With ``jobs > 1`` the fits run in that many child processes, each compiling
+into a private copy of the cache folder; the kernels each child added are then moved into the folder one
+kernel at a time (numba's index of a kernel is not safe against two processes writing it at once, so no two
+processes ever write one folder).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["warmup"]
+__all__ = ["merge_numba_cache", "warmup"]
 
 log = logging.getLogger("ppclust")
 
+#: The warm-up fits, in groups that share kernels (the two TVClust samplers share the posterior summary's
+#: SALSO search, CEC-IB and C3L the Hartigan engine): ``jobs`` child processes take whole groups.
+GROUPS = (("TVClust subcluster", "TVClust"), ("CECIB", "C3L"))
 
-def warmup(*, verbose: bool = False) -> dict:
-    """Compile (and cache on disk) ppclust's numba kernels by fitting each compiled path once on small data.
 
-    Fits TVClust (collapsed and sub-cluster sweeps, which also compiles SALSO), CECIB and C3L (the Hartigan
-    engine) once on a synthetic data set of 60 points in 2 features with links and labels. A kernel already
-    cached is only loaded. Safe to run at any time and in parallel with other processes (numba's cache
-    writes are atomic).
-
-    Parameters
-    ----------
-    verbose : bool, default False
-        Print one line per estimator (else log it to the ``ppclust`` logger).
-
-    Returns
-    -------
-    seconds : dict of str to float
-        Wall time of each warm-up fit, by estimator name; empty when numba is not installed.
-
-    Examples
-    --------
-    >>> import ppclust
-    >>> seconds = ppclust.warmup()  # doctest: +SKIP
-    >>> sorted(seconds)  # doctest: +SKIP
-    ['C3L', 'CECIB', 'TVClust', 'TVClust subcluster']
-    """
+def _fits() -> dict:
+    """The warm-up fits by name: small synthetic data (60 points, 2 features, links and labels)."""
     from ppclust import C3L, CECIB, TVClust
-    from ppclust.families._numba import available
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 20)
@@ -58,7 +50,7 @@ def warmup(*, verbose: bool = False) -> dict:
     must = np.array([[0, 1], [20, 21], [40, 41]])
     cannot = np.array([[0, 20], [20, 40]])
     labels = np.where(np.arange(60) % 5 == 0, y, -1)
-    fits = {
+    return {
         "TVClust": lambda: TVClust(n_draws=4, n_warmup=4, n_chains=2, random_state=0, progress_bar=False).fit(
             X, must_link=must, cannot_link=cannot
         ),
@@ -76,13 +68,131 @@ def warmup(*, verbose: bool = False) -> dict:
             X, np.where(labels >= 0, np.minimum(labels, 1), -1)
         ),  # two categories: one hyperplane
     }
+
+
+def warmup(*, jobs: int | None = None, verbose: bool = False) -> dict:
+    """Compile (and cache on disk) ppclust's numba kernels by fitting each compiled path once on small data.
+
+    Fits TVClust (collapsed and sub-cluster sweeps, which also compiles SALSO), CECIB and C3L (the Hartigan
+    engine) once on a synthetic data set of 60 points in 2 features with links and labels. A kernel already
+    cached is only loaded. Safe to run at any time and in parallel with other processes (numba's cache
+    writes are atomic, and parallel jobs write private copies that are merged kernel by kernel).
+
+    Parameters
+    ----------
+    jobs : int, optional
+        Child processes compiling at once (each takes whole groups of :data:`GROUPS`). ``1`` compiles in
+        this process; default: ``min(len(GROUPS), os.cpu_count())``.
+    verbose : bool, default False
+        Print one line per estimator (else log it to the ``ppclust`` logger).
+
+    Returns
+    -------
+    seconds : dict of str to float
+        Wall time of each warm-up fit, by estimator name; empty when numba is not installed.
+
+    Examples
+    --------
+    >>> import ppclust
+    >>> seconds = ppclust.warmup()  # doctest: +SKIP
+    >>> sorted(seconds)  # doctest: +SKIP
+    ['C3L', 'CECIB', 'TVClust', 'TVClust subcluster']
+    """
+    from ppclust.families._numba import available
+
     if not available():  # no numba: nothing to compile ahead (the XLA paths compile per shape)
         log.info("ppclust warmup: numba is not installed; nothing to compile")
         return {}
+    jobs = min(len(GROUPS), os.cpu_count() or 1) if jobs is None else int(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs}")
+    target = _numba_cache_folder()
+    if jobs == 1 or target is None:
+        return _run([name for group in GROUPS for name in group], verbose)
+    batches = [[name for group in GROUPS[i::jobs] for name in group] for i in range(jobs)]
+    with tempfile.TemporaryDirectory(prefix="ppclust-warmup-", dir=target.parent) as tmp:
+        children = []
+        for i, names in enumerate(batches):
+            private = Path(tmp) / str(i)
+            if target.is_dir():  # what is cached already is loaded, not compiled again
+                shutil.copytree(target, private)
+            else:
+                private.mkdir()
+            env = {**os.environ, "NUMBA_CACHE_DIR": str(private)}
+            cmd = [sys.executable, "-m", "ppclust._warmup", *names]
+            children.append((private, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)))
+        seconds = {}
+        for private, child in children:
+            out, _ = child.communicate()
+            lines = out.splitlines()
+            if child.returncode != 0 or not lines:
+                raise RuntimeError(f"ppclust warmup: a child process failed (exit code {child.returncode})")
+            for line in lines[:-1]:
+                (print if verbose else log.info)(line)
+            seconds.update(json.loads(lines[-1]))
+            merge_numba_cache(private, target)
+    return seconds
+
+
+def _run(names, verbose: bool) -> dict:
+    fits = _fits()
     seconds = {}
-    for name, fit in fits.items():
+    for name in names:
         t = time.perf_counter()
-        fit()
+        fits[name]()
         seconds[name] = time.perf_counter() - t
         (print if verbose else log.info)(f"ppclust warmup: {name} kernels ready ({seconds[name]:.1f} s)")
     return seconds
+
+
+def _numba_cache_folder() -> Path | None:
+    """The folder numba caches into (``NUMBA_CACHE_DIR``, which importing ppclust sets), or ``None``."""
+    from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR to the per-user folder unless set)
+
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(folder) if folder else None
+
+
+def merge_numba_cache(source: Path, target: Path) -> int:
+    """Move the kernels cached in ``source`` and absent from ``target`` into ``target``.
+
+    numba keeps one index file (``*.nbi``) per kernel, naming its data files (``*.<i>.nbc``, one per
+    signature). A kernel is moved whole, data files first and the index last (each by an atomic rename), so
+    a process reading ``target`` meanwhile sees either no entry or a complete one; a kernel ``target``
+    already indexes keeps its own entry.
+
+    Parameters
+    ----------
+    source, target : Path
+        numba cache folders (``NUMBA_CACHE_DIR``).
+
+    Returns
+    -------
+    int
+        The number of kernels moved.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> src, dst = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+    >>> _ = (src / "m.f-1.py312.nbi").write_bytes(b"index"), (src / "m.f-1.py312.1.nbc").write_bytes(b"code")
+    >>> merge_numba_cache(src, dst), sorted(p.name for p in dst.iterdir())
+    (1, ['m.f-1.py312.1.nbc', 'm.f-1.py312.nbi'])
+    """
+    moved = 0
+    for index in sorted(Path(source).rglob("*.nbi")):
+        dest = Path(target) / index.relative_to(source)
+        if dest.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        for data in sorted(index.parent.glob(index.name[: -len(".nbi")] + ".*.nbc")) + [index]:
+            staged = dest.parent / f".{data.name}.{os.getpid()}.tmp"
+            shutil.copyfile(data, staged)
+            os.replace(staged, dest.parent / data.name)
+        moved += 1
+    return moved
+
+
+if __name__ == "__main__":  # one job of ``warmup(jobs=...)``: fit the named estimators, seconds as JSON last
+    print(json.dumps(_run(sys.argv[1:], verbose=True)), flush=True)

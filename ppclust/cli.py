@@ -107,7 +107,7 @@ def cmd_warmup(args) -> int:
 
     where = cache_dir()
     print(f"ppclust warmup: compiling into {where or 'nothing (PPCLUST_CACHE_DIR=off)'}", flush=True)
-    warmup(verbose=True)
+    warmup(jobs=args.jobs, verbose=True)
     return 0
 
 
@@ -342,6 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
         "warmup",
         help="compile the numba kernels into the per-user cache folder (run once "
         "after installing: a first fit then loads them instead of compiling)",
+    )
+    w.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="processes compiling at once (default: one per group of kernels, at most the CPU count)",
     )
     w.set_defaults(func=cmd_warmup)
     _cli_predict.add_parser(sub)

@@ -24,6 +24,9 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
+_SUITE_NUMBA = _CACHE.parent / ".pytest_cache" / "numba"
+
+
 def _private_numba_cache() -> None:
     """Give each pytest-xdist worker its own copy of the numba disk cache.
 
@@ -31,8 +34,9 @@ def _private_numba_cache() -> None:
     each picks the next data-file number from its own view of the index, so two workers compiling two
     signatures of one kernel can leave an index entry pointing at the other signature's machine code,
     which the next process loads without checking). The workers therefore start from a copy of the
-    shared cache (what ``ppclust warmup`` compiled, where it ran; ``make test`` does not wait for it) and
-    write only their own; the test subprocesses and notebook kernels a worker starts inherit its folder.
+    suite's warm cache (:func:`pytest_configure` compiled it before the workers started) or else of the
+    shared per-user cache, and write only their own; the test subprocesses and notebook kernels a worker
+    starts inherit its folder.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker or os.environ.get("NUMBA_CACHE_DIR"):
@@ -42,7 +46,9 @@ def _private_numba_cache() -> None:
     from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR to the shared per-user folder)
 
     shared = os.environ.pop("NUMBA_CACHE_DIR", None)
-    private = _CACHE.parent / ".pytest_cache" / "numba" / worker
+    if (_SUITE_NUMBA / "warm").is_dir():
+        shared = str(_SUITE_NUMBA / "warm")
+    private = _SUITE_NUMBA / worker
     try:
         if shared and Path(shared).is_dir():
             shutil.copytree(shared, private, dirs_exist_ok=True)
@@ -56,6 +62,62 @@ def _private_numba_cache() -> None:
 
 
 _private_numba_cache()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help="record every test's seconds into tests/durations.json (the core tier's budget reads them)",
+    )
+
+
+def pytest_configure(config):
+    """In the controller of a run on several workers: compile the numba kernels once, one group per core
+    (:func:`ppclust._warmup.warmup`), into the suite's warm cache, which every worker then copies. Without
+    it each worker compiles every kernel its tests use, the same kernels on every core.
+    ``PPCLUST_TEST_WARMUP=0`` skips it."""
+    workers = getattr(config.option, "numprocesses", None) or 0
+    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2:
+        pass
+    elif os.environ.get("PPCLUST_TEST_WARMUP", "1") != "0" and not os.environ.get("NUMBA_CACHE_DIR"):
+        from ppclust._warmup import warmup
+
+        warm = _SUITE_NUMBA / "warm"
+        warm.mkdir(parents=True, exist_ok=True)
+        os.environ["NUMBA_CACHE_DIR"] = str(warm)
+        try:
+            warmup(jobs=workers)
+        finally:
+            del os.environ["NUMBA_CACHE_DIR"]
+    if config.getoption("--record-durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_DurationRecorder(), "ppclust-durations")
+
+
+class _DurationRecorder:
+    """Sums each test's set-up, call and tear-down seconds (the controller receives every worker's reports)
+    and merges them into tests/durations.json at the end of the run."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.setups: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report):
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        if report.when == "setup":
+            self.setups[report.nodeid] = report.duration
+
+    def pytest_sessionfinish(self, session):
+        from tests._tiers import write_durations
+
+        write_durations(self.seconds, self.setups)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``extended`` the tests recorded over the core tier's budget (tests/_tiers.py)."""
+    from tests._tiers import mark_extended, recorded_durations
+
+    mark_extended(items, recorded_durations())
 
 
 def _memory_maps() -> int | None:

@@ -88,12 +88,18 @@ def _notebook_tests(name):
 
     @pytest.mark.notebook
     class Notebook:
+        pytestmark = [pytest.mark.core] if name in CORE_NOTEBOOKS else []
+
         def test_runs_in_a_kernel_and_shows_its_figures(self, tmp_path):
             _runs_in_a_kernel_and_shows_its_figures(name, tmp_path)
 
     Notebook.__name__ = Notebook.__qualname__ = f"TestNotebook_{name}"
     return Notebook
 
+
+#: The notebooks ``make test`` runs whatever they cost (``core``): the scientist's posterior analysis and the
+#: teacher's small-variance asymptotics; the others run in ``make test-all``.
+CORE_NOTEBOOKS = ("tvclust_posterior", "small_variance_asymptotics")
 
 for _name in RUN.NAMES:
     globals()[f"TestNotebook_{_name}"] = _notebook_tests(_name)

@@ -42,6 +42,7 @@ def _no_temp_left(parent):
     return not [p for p in parent.iterdir() if p.name.startswith(".ppclust-")]
 
 
+@pytest.mark.core
 def test_fit_refuses_non_empty_folder_and_touches_nothing(tmp_path, data):
     out = tmp_path / "results"
     _user_folder(out)

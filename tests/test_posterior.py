@@ -45,7 +45,9 @@ def _brute_loo(z, x, links, fam, prior, p=None, q=None):
     return np.array(out)
 
 
-@pytest.mark.parametrize("backend", ["auto", "xla"])  # auto: the compiled CPU twin where numba is installed
+@pytest.mark.parametrize(
+    "backend", [pytest.param("auto", marks=pytest.mark.core), "xla"]
+)  # auto: the compiled CPU twin where numba is installed
 @pytest.mark.parametrize("pq", ["collapse", "fixed"])
 def test_loo_log_predictive_equals_brute_force(pq, backend):
     with x64():
@@ -110,6 +112,7 @@ def test_collapsed_p_draws_have_the_posterior_spread_of_sampled_p(blobs):
     assert sd["collapse"]["p"] > 3 * sd["collapse"]["p_cond_mean"], sd
 
 
+@pytest.mark.core
 def test_tvclust_datatree_works_with_arviz_loo_compare_and_netcdf(tmp_path, make_linked_blobs):
     import arviz as az
 

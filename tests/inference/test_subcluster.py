@@ -162,7 +162,7 @@ def _brute_ratio(z, z_new, lr, l1r, mask, side_a, x, links, fam, p, q):
     return lj, lj_new, q_split
 
 
-@pytest.mark.parametrize("pq", fast_first(["collapse", "fixed"]))
+@pytest.mark.parametrize("pq", fast_first(["collapse", "fixed"], core=True))
 def test_split_merge_ratio_equals_brute_force(pq):
     """log H of a split equals log p(z') - log p(z) + log P(merge back) - log P(split) with P computed by
     hand (1/2 * 1/K * q for the split, 1/2 * 2 / (K'(K'-1)) for the merge, q summed over both orientations

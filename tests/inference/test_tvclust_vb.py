@@ -61,7 +61,7 @@ def _golden_run(shared, run):
 @pytest.mark.parametrize(
     "run",
     [
-        "blobs3_sym",
+        pytest.param("blobs3_sym", marks=pytest.mark.core),
         *(
             pytest.param(r, marks=pytest.mark.slow)
             for r in ("blobs3_asym", "blobs3_none", "iris_sym", "iris_asym", "iris_none")

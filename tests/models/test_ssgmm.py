@@ -280,7 +280,7 @@ MCLUST_NAMES = {"full": "VVV", "tied": "EEE", "diag": "VVI", "spherical": "VII"}
 CASES = [("iris", "iris_labelled_10pct_seed101.csv"), ("wine", "wine_labelled_10pct_seed102.csv")]
 
 
-@pytest.mark.parametrize(("name", "labelled_file"), fast_first(CASES, unpack=True))
+@pytest.mark.parametrize(("name", "labelled_file"), fast_first(CASES, unpack=True, core=True))
 def test_against_mclust_ssc(shared_dir, name, labelled_file):
     X, t, y = _load(shared_dir, name, labelled_file)
     ref_dir = Path(shared_dir) / "reference" / "mclust_ssc"
@@ -401,7 +401,9 @@ def _exact_assignment_posterior(x, fam, K, alpha, log_mask):
     return zs, np.nan_to_num(prob)
 
 
-@pytest.mark.parametrize("K, classes, eps", fast_first([(2, [0, 1], 0.0), (3, [0, 1, -1], 0.2)], unpack=True))
+@pytest.mark.parametrize(
+    "K, classes, eps", fast_first([(2, [0, 1], 0.0), (3, [0, 1, -1], 0.2)], unpack=True, core=True)
+)
 def test_gibbs_matches_exact_enumeration(K, classes, eps):
     """Finite-mixture mode of the shared sampler vs the exact collapsed posterior over K^5 assignments."""
     from ppclust.families import GaussianNIW

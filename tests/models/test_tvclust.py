@@ -189,11 +189,11 @@ def _enumeration_case(pq, backend="auto"):
 @pytest.mark.parametrize(
     ("pq", "backend"),
     [
-        ("collapse", "numba"),
+        pytest.param("collapse", "numba", marks=pytest.mark.core),
         ("sample", "numba"),
         ("fixed", "numba"),
         ("collapse", "xla"),
-        ("fixed", "xla"),
+        pytest.param("fixed", "xla", marks=pytest.mark.core),
         pytest.param("sample", "xla", marks=pytest.mark.slow),
     ],
 )
@@ -261,6 +261,7 @@ def test_point_estimates_and_psm():
     assert posterior.variation_of_information([0, 0, 1, 1], [5, 5, 2, 2]) == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.core
 def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
     from ppclust import TVClust, posterior
     from ppclust.metrics import ari
