@@ -195,4 +195,7 @@ def merge_numba_cache(source: Path, target: Path) -> int:
 
 
 if __name__ == "__main__":  # one job of ``warmup(jobs=...)``: fit the named estimators, seconds as JSON last
+    import warnings
+
+    warnings.simplefilter("ignore")  # the tiny fits' convergence warnings say nothing about the kernels
     print(json.dumps(_run(sys.argv[1:], verbose=True)), flush=True)

@@ -27,7 +27,7 @@ import pytest
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
 
 #: A test recorded over this many seconds runs in ``make test-all`` only, unless it is marked ``core``.
-CORE_BUDGET_S = 3.0
+CORE_BUDGET_S = 2.0
 
 
 def recorded_durations() -> dict[str, float]:
@@ -40,12 +40,21 @@ def recorded_durations() -> dict[str, float]:
 
 def mark_extended(items, durations: dict[str, float], budget: float = CORE_BUDGET_S) -> int:
     """Mark ``extended`` each collected item recorded over ``budget`` and marked neither ``core`` nor
-    ``slow``. Returns the number of items marked."""
+    ``slow``; the doctests of a ``ppclust`` module count as one unit (their total), since the first of them
+    compiles the programs the others use. Returns the number of items marked."""
+    modules: dict[str, float] = {}  # a module's doctests share their compiled programs: one unit
+    for nodeid, seconds in durations.items():
+        if not nodeid.startswith("tests/"):
+            module = nodeid.split("::")[0]
+            modules[module] = modules.get(module, 0.0) + seconds
     marked = 0
     for item in items:
         if item.get_closest_marker("core") or item.get_closest_marker("slow"):
             continue
-        if durations.get(item.nodeid, 0.0) > budget:
+        seconds = durations.get(item.nodeid, 0.0)
+        if not item.nodeid.startswith("tests/"):
+            seconds = modules.get(item.nodeid.split("::")[0], seconds)
+        if seconds > budget:
             item.add_marker(pytest.mark.extended)
             marked += 1
     return marked

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -86,10 +87,13 @@ def pytest_configure(config):
         warm = _SUITE_NUMBA / "warm"
         warm.mkdir(parents=True, exist_ok=True)
         os.environ["NUMBA_CACHE_DIR"] = str(warm)
+        start = time.perf_counter()
         try:
-            warmup(jobs=workers)
+            seconds = warmup(jobs=workers)
         finally:
             del os.environ["NUMBA_CACHE_DIR"]
+        fits = ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
+        print(f"numba kernels compiled in {time.perf_counter() - start:.0f} s ({fits})", file=sys.stderr)
     if config.getoption("--record-durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_DurationRecorder(), "ppclust-durations")
 

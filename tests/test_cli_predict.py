@@ -12,7 +12,6 @@ import pytest
 from ppclust.cli import main
 
 
-@pytest.mark.core
 def test_fit_saves_a_model_that_predict_reads_in_a_new_process(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = np.r_[rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))]

@@ -24,7 +24,8 @@ PATTERNS = {
 }
 
 # the changelog narrates by design; these two files hold the patterns and their examples
-EXEMPT = {"CHANGELOG.md", "tests/test_architecture.py", "tests/test_history.py"}
+# tests/durations.json: generated, test node ids (parameter values such as "session 12" are data)
+EXEMPT = {"CHANGELOG.md", "tests/durations.json", "tests/test_architecture.py", "tests/test_history.py"}
 
 # files whose owners have yet to rewrite their narration (each entry must still have a hit: the list only
 # shrinks)

@@ -52,7 +52,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("family", "pq", "partition"), fast_first(CASES, unpack=True, core=True))
+@pytest.mark.parametrize(("family", "pq", "partition"), fast_first(CASES, unpack=True))
 def test_compiled_sweep_takes_the_xla_sweeps_decisions(family, pq, partition):
     with x64():
         x, links = _problem(weighted=pq == "sample")

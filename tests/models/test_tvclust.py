@@ -193,7 +193,7 @@ def _enumeration_case(pq, backend="auto"):
         ("sample", "numba"),
         ("fixed", "numba"),
         ("collapse", "xla"),
-        pytest.param("fixed", "xla", marks=pytest.mark.core),
+        ("fixed", "xla"),
         pytest.param("sample", "xla", marks=pytest.mark.slow),
     ],
 )
@@ -261,7 +261,6 @@ def test_point_estimates_and_psm():
     assert posterior.variation_of_information([0, 0, 1, 1], [5, 5, 2, 2]) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.core
 def test_estimator_recovers_clusters_and_datatree_roundtrip(tmp_path):
     from ppclust import TVClust, posterior
     from ppclust.metrics import ari
