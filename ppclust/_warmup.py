@@ -35,9 +35,13 @@ __all__ = ["merge_numba_cache", "warmup"]
 
 log = logging.getLogger("ppclust")
 
-#: The warm-up fits, in groups that share kernels (the two TVClust samplers share the posterior summary's
-#: SALSO search, CEC-IB and C3L the Hartigan engine): ``jobs`` child processes take whole groups.
-GROUPS = (("TVClust subcluster", "TVClust"), ("CECIB", "C3L"))
+#: The warm-up fits by name.
+FIT_NAMES = ("TVClust", "TVClust subcluster", "CECIB", "C3L")
+
+#: The warm-up fits in groups, longest first; a group's fits share kernels (CEC-IB and C3L the Hartigan
+#: engine) and run in one child process. The two TVClust samplers each compile the posterior summary's
+#: SALSO search in parallel jobs, which costs less time than running one after the other.
+GROUPS = (("TVClust subcluster",), ("CECIB", "C3L"), ("TVClust",))
 
 
 def _fits() -> dict:
@@ -70,7 +74,7 @@ def _fits() -> dict:
     }
 
 
-def warmup(*, jobs: int | None = None, verbose: bool = False) -> dict:
+def warmup(*, jobs: int | None = None, groups=None, verbose: bool = False) -> dict:
     """Compile (and cache on disk) ppclust's numba kernels by fitting each compiled path once on small data.
 
     Fits TVClust (collapsed and sub-cluster sweeps, which also compiles SALSO), CECIB and C3L (the Hartigan
@@ -81,8 +85,11 @@ def warmup(*, jobs: int | None = None, verbose: bool = False) -> dict:
     Parameters
     ----------
     jobs : int, optional
-        Child processes compiling at once (each takes whole groups of :data:`GROUPS`). ``1`` compiles in
-        this process; default: ``min(len(GROUPS), os.cpu_count())``.
+        Child processes compiling at once, each taking the next group of ``groups`` (longest first) as the
+        last one ends. ``1`` compiles in this process; default: ``min(len(groups), os.cpu_count())``.
+    groups : sequence of sequences of str, optional
+        The fits to run (names: ``"TVClust"``, ``"TVClust subcluster"``, ``"CECIB"``, ``"C3L"``), grouped
+        by the kernels they share; default :data:`GROUPS` (every fit).
     verbose : bool, default False
         Print one line per estimator (else log it to the ``ppclust`` logger).
 
@@ -98,39 +105,48 @@ def warmup(*, jobs: int | None = None, verbose: bool = False) -> dict:
     >>> sorted(seconds)  # doctest: +SKIP
     ['C3L', 'CECIB', 'TVClust', 'TVClust subcluster']
     """
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Lock
+
     from ppclust.families._numba import available
 
     if not available():  # no numba: nothing to compile ahead (the XLA paths compile per shape)
         log.info("ppclust warmup: numba is not installed; nothing to compile")
         return {}
-    jobs = min(len(GROUPS), os.cpu_count() or 1) if jobs is None else int(jobs)
+    groups = [list(g) for g in (GROUPS if groups is None else groups)]
+    unknown = sorted({name for g in groups for name in g} - set(FIT_NAMES))
+    if unknown:
+        raise ValueError(f"unknown warm-up fits {unknown}; choose among {list(FIT_NAMES)}")
+    jobs = min(len(groups), os.cpu_count() or 1) if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs}")
     target = _numba_cache_folder()
     if jobs == 1 or target is None:
-        return _run([name for group in GROUPS for name in group], verbose)
-    batches = [[name for group in GROUPS[i::jobs] for name in group] for i in range(jobs)]
-    with tempfile.TemporaryDirectory(prefix="ppclust-warmup-", dir=target.parent) as tmp:
-        children = []
-        for i, names in enumerate(batches):
-            private = Path(tmp) / str(i)
-            if target.is_dir():  # what is cached already is loaded, not compiled again
-                shutil.copytree(target, private)
-            else:
-                private.mkdir()
-            env = {**os.environ, "NUMBA_CACHE_DIR": str(private)}
-            cmd = [sys.executable, "-m", "ppclust._warmup", *names]
-            children.append((private, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)))
-        seconds = {}
-        for private, child in children:
-            out, _ = child.communicate()
-            lines = out.splitlines()
-            if child.returncode != 0 or not lines:
-                raise RuntimeError(f"ppclust warmup: a child process failed (exit code {child.returncode})")
+        return _run([name for group in groups for name in group], verbose)
+    target.mkdir(parents=True, exist_ok=True)
+    seconds: dict = {}
+    merging = Lock()
+
+    def one(i_names):
+        i, names = i_names
+        private = Path(tmp) / str(i)
+        with merging:  # a consistent copy: no merge into ``target`` meanwhile
+            shutil.copytree(target, private)  # what is cached already is loaded, not compiled again
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(private)}
+        cmd = [sys.executable, "-m", "ppclust._warmup", *names]
+        child = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=False)
+        lines = child.stdout.splitlines()
+        if child.returncode != 0 or not lines:
+            raise RuntimeError(f"ppclust warmup: the child fitting {names} failed (exit {child.returncode})")
+        with merging:
             for line in lines[:-1]:
                 (print if verbose else log.info)(line)
             seconds.update(json.loads(lines[-1]))
             merge_numba_cache(private, target)
+
+    with tempfile.TemporaryDirectory(prefix="ppclust-warmup-", dir=target.parent) as tmp:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, enumerate(groups)))
     return seconds
 
 

@@ -174,3 +174,42 @@ def test_fit_reports_rows_read_and_stdin(tmp_path, capsys, monkeypatch):
     assert np.loadtxt(out / "labels.csv", skiprows=1).shape == (4,)
     assert main(["fit", "-", "--labels", "-", "--method", "dpmeans", "--out", str(tmp_path / "o2")]) == 2
     assert "only one input file can be read from stdin" in capsys.readouterr().err
+
+
+def test_merge_numba_cache_moves_whole_new_kernels_and_keeps_existing_ones(tmp_path):
+    """``ppclust warmup --jobs``'s merge: a kernel (its index and every data file) missing from the target
+    is copied whole; a kernel the target indexes already keeps its own index and data."""
+    from ppclust._warmup import merge_numba_cache
+
+    src, dst = tmp_path / "job", tmp_path / "cache"
+    (src / "sub").mkdir(parents=True)
+    (dst / "sub").mkdir(parents=True)
+    (src / "sub" / "m.new-3.py312.nbi").write_bytes(b"new index")
+    (src / "sub" / "m.new-3.py312.1.nbc").write_bytes(b"sig 1")
+    (src / "sub" / "m.new-3.py312.2.nbc").write_bytes(b"sig 2")
+    (src / "sub" / "m.old-9.py312.nbi").write_bytes(b"job's index")
+    (src / "sub" / "m.old-9.py312.1.nbc").write_bytes(b"job's code")
+    (dst / "sub" / "m.old-9.py312.nbi").write_bytes(b"kept index")
+    (dst / "sub" / "m.old-9.py312.1.nbc").write_bytes(b"kept code")
+    assert merge_numba_cache(src, dst) == 1
+    got = {p.name: p.read_bytes() for p in (dst / "sub").iterdir()}
+    assert got == {
+        "m.new-3.py312.nbi": b"new index",
+        "m.new-3.py312.1.nbc": b"sig 1",
+        "m.new-3.py312.2.nbc": b"sig 2",
+        "m.old-9.py312.nbi": b"kept index",
+        "m.old-9.py312.1.nbc": b"kept code",
+    }
+    assert merge_numba_cache(src, dst) == 0  # nothing new the second time
+
+
+def test_warmup_refuses_unknown_fits_and_bad_job_counts():
+    from ppclust._warmup import warmup
+    from ppclust.families._numba import available
+
+    if not available():
+        pytest.skip("numba is not installed: warmup does nothing")
+    with pytest.raises(ValueError, match="unknown warm-up fits"):
+        warmup(groups=[["KMeans"]])
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        warmup(jobs=0)

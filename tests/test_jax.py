@@ -98,9 +98,10 @@ print(json.dumps({k: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses
 def test_warmup_compiles_what_a_later_fit_of_other_data_loads(tmp_path):
     """`ppclust warmup` in a fresh cache folder, then a new process fitting data of another size,
     dimension and covariance type: TVClust's numba kernels and CECIB's (the Hartigan loop and its compiled
-    set-up) are loaded from the cache, none compiled. (The Hartigan loop used to compile again here: its
-    module, imported before ``ppclust._jax`` set ``NUMBA_CACHE_DIR``, kept its cache next to the source,
-    and x came read-only from JAX or writable from NumPy, two numba signatures.)"""
+    set-up) are loaded from the cache, none compiled. The warm-up's parallel jobs compile into private
+    copies merged into the folder, so this also checks the merge. (Two ways to fail: a kernel module
+    imported before ``ppclust._jax`` sets ``NUMBA_CACHE_DIR`` caches next to its source, and x arriving
+    read-only from JAX or writable from NumPy makes two numba signatures.)"""
     env = {
         k: v
         for k, v in os.environ.items()
