@@ -73,11 +73,17 @@ def pytest_addoption(parser):
     )
 
 
+#: The warm-up fits of the suite's controller: the kernels most test files use (TVClust's collapsed sweeps
+#: and SALSO; the Hartigan engine), which every worker would compile again. The sub-cluster sampler's
+#: kernels are used by a few files and compiled by the worker that runs them.
+SUITE_WARMUP = (("CECIB", "C3L"), ("TVClust",))
+
+
 def pytest_configure(config):
     """In the controller of a run on several workers: compile the numba kernels once, one group per core
-    (:func:`ppclust._warmup.warmup`), into the suite's warm cache, which every worker then copies. Without
-    it each worker compiles every kernel its tests use, the same kernels on every core.
-    ``PPCLUST_TEST_WARMUP=0`` skips it."""
+    (:func:`ppclust._warmup.warmup`, :data:`SUITE_WARMUP`), into the suite's warm cache, which every worker
+    then copies. Without it each worker compiles every kernel its tests use, the same kernels on every
+    core. ``PPCLUST_TEST_WARMUP=0`` skips it."""
     workers = getattr(config.option, "numprocesses", None) or 0
     if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2:
         pass
@@ -89,7 +95,7 @@ def pytest_configure(config):
         os.environ["NUMBA_CACHE_DIR"] = str(warm)
         start = time.perf_counter()
         try:
-            seconds = warmup(jobs=workers)
+            seconds = warmup(jobs=workers, groups=SUITE_WARMUP)
         finally:
             del os.environ["NUMBA_CACHE_DIR"]
         fits = ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
