@@ -74,7 +74,7 @@ def _fits() -> dict:
     }
 
 
-def warmup(*, jobs: int | None = None, groups=None, verbose: bool = False) -> dict:
+def warmup(*, jobs: int | None = None, groups=None, cache_dir=None, verbose: bool = False) -> dict:
     """Compile (and cache on disk) ppclust's numba kernels by fitting each compiled path once on small data.
 
     Fits TVClust (collapsed and sub-cluster sweeps, which also compiles SALSO), CECIB and C3L (the Hartigan
@@ -90,6 +90,9 @@ def warmup(*, jobs: int | None = None, groups=None, verbose: bool = False) -> di
     groups : sequence of sequences of str, optional
         The fits to run (names: ``"TVClust"``, ``"TVClust subcluster"``, ``"CECIB"``, ``"C3L"``), grouped
         by the kernels they share; default :data:`GROUPS` (every fit).
+    cache_dir : str or Path, optional
+        The numba cache folder to fill, with ``jobs > 1``; default the one this process uses
+        (``NUMBA_CACHE_DIR``, which importing ppclust sets to the per-user folder).
     verbose : bool, default False
         Print one line per estimator (else log it to the ``ppclust`` logger).
 
@@ -120,7 +123,7 @@ def warmup(*, jobs: int | None = None, groups=None, verbose: bool = False) -> di
     jobs = min(len(groups), os.cpu_count() or 1) if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs}")
-    target = _numba_cache_folder()
+    target = _numba_cache_folder() if cache_dir is None else Path(cache_dir)
     if jobs == 1 or target is None:
         return _run([name for group in groups for name in group], verbose)
     target.mkdir(parents=True, exist_ok=True)

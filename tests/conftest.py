@@ -26,34 +26,32 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 
 _SUITE_NUMBA = _CACHE.parent / ".pytest_cache" / "numba"
+_WARM_ENV = "PPCLUST_SUITE_WARM_CACHE"  # the controller's warm-up folder, for its workers
 
 
 def _private_numba_cache() -> None:
-    """Give each pytest-xdist worker its own copy of the numba disk cache.
+    """Give each pytest-xdist worker its own numba disk cache.
 
     numba's cache index is not safe against two processes saving into it at once (numba/numba#4807:
     each picks the next data-file number from its own view of the index, so two workers compiling two
     signatures of one kernel can leave an index entry pointing at the other signature's machine code,
-    which the next process loads without checking). The workers therefore start from a copy of the
-    suite's warm cache (:func:`pytest_configure` compiled it before the workers started) or else of the
-    shared per-user cache, and write only their own; the test subprocesses and notebook kernels a worker
-    starts inherit its folder.
+    which the next process loads without checking). Each worker therefore writes only its own folder,
+    which receives the kernels of the suite's warm-up (:func:`pytest_collection_finish`) or, in a run
+    without one, starts with those of the shared per-user cache (which may be older than the sources); the
+    test subprocesses and notebook kernels a worker starts inherit its folder.
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker or os.environ.get("NUMBA_CACHE_DIR"):
         return  # a single process, or a folder the user chose
-    import shutil
-
     from ppclust import _jax  # noqa: F401  (sets NUMBA_CACHE_DIR to the shared per-user folder)
+    from ppclust._warmup import merge_numba_cache
 
     shared = os.environ.pop("NUMBA_CACHE_DIR", None)
-    if (_SUITE_NUMBA / "warm").is_dir():
-        shared = str(_SUITE_NUMBA / "warm")
     private = _SUITE_NUMBA / worker
     try:
-        if shared and Path(shared).is_dir():
-            shutil.copytree(shared, private, dirs_exist_ok=True)
         private.mkdir(parents=True, exist_ok=True)
+        if shared and Path(shared).is_dir() and not os.environ.get(_WARM_ENV):
+            merge_numba_cache(Path(shared), private)
     except OSError:  # not writable: numba's own default (next to the sources)
         return
     os.environ["NUMBA_CACHE_DIR"] = str(private)
@@ -81,27 +79,80 @@ SUITE_WARMUP = (("CECIB", "C3L"), ("TVClust",))
 
 def pytest_configure(config):
     """In the controller of a run on several workers: compile the numba kernels once, one group per core
-    (:func:`ppclust._warmup.warmup`, :data:`SUITE_WARMUP`), into the suite's warm cache, which every worker
-    then copies. Without it each worker compiles every kernel its tests use, the same kernels on every
-    core. ``PPCLUST_TEST_WARMUP=0`` skips it."""
+    (:func:`ppclust._warmup.warmup`, :data:`SUITE_WARMUP`), into the suite's warm cache, while the workers
+    start and collect; each worker merges it into its own folder before its first test. Without it each
+    worker compiles every kernel its tests use, the same kernels on every core. ``PPCLUST_TEST_WARMUP=0``
+    skips it."""
     workers = getattr(config.option, "numprocesses", None) or 0
-    if hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2:
-        pass
-    elif os.environ.get("PPCLUST_TEST_WARMUP", "1") != "0" and not os.environ.get("NUMBA_CACHE_DIR"):
-        from ppclust._warmup import warmup
-
+    controller = not hasattr(config, "workerinput")
+    if (
+        controller
+        and isinstance(workers, int)
+        and workers >= 2
+        and os.environ.get("PPCLUST_TEST_WARMUP", "1") != "0"
+        and not os.environ.get("NUMBA_CACHE_DIR")
+    ):
         warm = _SUITE_NUMBA / "warm"
         warm.mkdir(parents=True, exist_ok=True)
-        os.environ["NUMBA_CACHE_DIR"] = str(warm)
-        start = time.perf_counter()
-        try:
-            seconds = warmup(jobs=workers, groups=SUITE_WARMUP)
-        finally:
-            del os.environ["NUMBA_CACHE_DIR"]
-        fits = ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
-        print(f"numba kernels compiled in {time.perf_counter() - start:.0f} s ({fits})", file=sys.stderr)
-    if config.getoption("--record-durations") and not hasattr(config, "workerinput"):
+        (warm / ".done").unlink(missing_ok=True)
+        os.environ[_WARM_ENV] = str(warm)  # before the workers start: they inherit it
+        config._ppclust_warmup = _start_warmup(warm, workers)
+    if config.getoption("--record-durations") and controller:
         config.pluginmanager.register(_DurationRecorder(), "ppclust-durations")
+
+
+def _start_warmup(warm: Path, jobs: int):
+    """Run the warm-up in a thread of the controller; ``warm/.done`` receives its outcome (JSON)."""
+    import json
+    import threading
+
+    def run():
+        from ppclust._warmup import warmup
+
+        start, out = time.perf_counter(), {}
+        try:
+            out["seconds"] = warmup(jobs=jobs, groups=SUITE_WARMUP, cache_dir=warm)
+        except Exception as e:  # the workers then compile for themselves
+            out["error"] = f"{type(e).__name__}: {e}"
+        out["wall"] = time.perf_counter() - start
+        (warm / ".done.tmp").write_text(json.dumps(out))
+        os.replace(warm / ".done.tmp", warm / ".done")
+
+    thread = threading.Thread(target=run, name="ppclust-numba-warmup", daemon=True)
+    thread.start()
+    return thread
+
+
+def pytest_collection_finish(session):
+    """In a worker: wait for the controller's warm-up, then merge its kernels into this worker's cache."""
+    warm = os.environ.get(_WARM_ENV)
+    private = os.environ.get("NUMBA_CACHE_DIR")
+    if not warm or not os.environ.get("PYTEST_XDIST_WORKER") or not private:
+        return
+    from ppclust._warmup import merge_numba_cache
+
+    done = Path(warm) / ".done"
+    deadline = time.monotonic() + 1800
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if done.exists():
+        merge_numba_cache(Path(warm), Path(private))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    thread = getattr(config, "_ppclust_warmup", None)
+    if thread is None:
+        return
+    import json
+
+    thread.join()
+    try:
+        out = json.loads((_SUITE_NUMBA / "warm" / ".done").read_text())
+    except (OSError, ValueError):
+        return
+    fits = ", ".join(f"{name} {s:.0f} s" for name, s in out.get("seconds", {}).items())
+    error = f"; failed: {out['error']}" if "error" in out else ""
+    terminalreporter.write_line(f"numba kernels compiled in {out['wall']:.0f} s ({fits}){error}")
 
 
 class _DurationRecorder:

@@ -30,6 +30,7 @@ def _ref(shared_dir):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.core
 def test_golden_cost_every_saved_partition(shared_dir):
     # reproduce/cecib_golden.py writes the same measurements into reproduce/results/cecib.md
     c = golden_costs(_ref(shared_dir))
@@ -61,6 +62,7 @@ def _replay_check(shared_dir, datasets):
             assert o["energy_abs"] <= 1e-9, name
 
 
+@pytest.mark.core
 def test_replay_fixed_centres_iris(shared_dir):
     _replay_check(shared_dir, ["iris"])
 

@@ -37,6 +37,7 @@ def _compat_kw(alg, d):
     return dict(xi0=0.0, order="fixed", patience=0, max_iter=99)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("alg", ["rdpmeans", "dpmeans"])
 def test_golden_replay_octave(shared_dir, alg):
     """Compat mode + logged draws reproduce labels, K, sweeps, xi schedule and centroids of rdpmeans.m."""
