@@ -978,7 +978,16 @@ class TVClust(ClusterMixin, BaseEstimator):
         pairs = np.asarray(side.pairs).reshape(-1, 2) if side.n_links else np.zeros((0, 2), np.int64)
         signs = np.asarray(side.sign).reshape(-1) if side.n_links else np.zeros(0)
         src, dst, e = tvclust_vb.directed_entries(pairs, signs, self.vb_mask)
-        nbr, ev, valid = tvclust_vb.neighbour_arrays(n, src, dst, e)
+        # rows, entries and the table's width padded to buckets (weight 0): a new size inside a seen
+        # bucket reuses the compiled program
+        n_pad, m = bucket_size(n), len(src)
+        degree = int(np.bincount(src, minlength=n).max()) if m else 1
+        nbr, ev, valid = tvclust_vb.neighbour_arrays(n_pad, src, dst, e, width=bucket_size(degree, 4))
+        m_pad = bucket_size(m, 8)
+        entry_weight = np.r_[np.ones(m), np.zeros(m_pad - m)]
+        src, dst, e = (np.r_[a, np.zeros(m_pad - m, a.dtype)] for a in (src, dst, e))
+        row_weight = np.r_[np.ones(n), np.zeros(n_pad - n)]
+        X_pad = np.r_[X, np.zeros((n_pad - n, d))]
         K = int(self.vb_truncation)
         with x64():
             nu0 = float(d) if self.nu0 is None else float(self.nu0)
@@ -987,7 +996,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, "full")
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
             res = tvclust_vb.fit(
-                jnp.asarray(X),
+                jnp.asarray(X_pad),
                 means0,
                 family,
                 (nbr, ev, valid),
@@ -996,8 +1005,12 @@ class TVClust(ClusterMixin, BaseEstimator):
                 float(self.alpha),
                 max_iter=int(self.vb_max_iter),
                 tol=float(self.vb_tol),
+                entry_weight=jnp.asarray(entry_weight),
+                row_weight=jnp.asarray(row_weight),
             )
             res = jax.tree_util.tree_map(np.asarray, res)
+        resp_pad = res.resp  # padding rows 0: the predictive's statistics on the padded data
+        res = res._replace(labels=res.labels[:n], resp=res.resp[:n])
         it = int(res.n_iter)
         self.n_features_in_ = d
         self.labels_ = np.unique(res.labels, return_inverse=True)[1].astype(np.int64)
@@ -1011,16 +1024,17 @@ class TVClust(ClusterMixin, BaseEstimator):
         ap, bp, aq, bq = (float(v) for v in res.pq_params)
         self.p_, self.q_, self.alpha_ = ap / (ap + bp), aq / (aq + bq), float(self.alpha)
         self.psm_ = res.resp @ res.resp.T if n <= int(self.max_psm_n) else None
-        self._set_vb_predictive(family, X, res)
+        self._set_vb_predictive(family, X_pad, resp_pad, res)
         self.posterior_ = self.point_estimate_ = self.credible_ball_ = self.expected_loss_ = None
         self.samples_ = None
         return self
 
-    def _set_vb_predictive(self, family, X, res):
+    def _set_vb_predictive(self, family, X, resp, res):
         """The variational posterior's predictive pieces: the components' statistics from the final
-        responsibilities, log expected stick-breaking weights, components mapped onto ``labels_``."""
+        responsibilities ``resp`` of the rows ``X`` (padding rows: zeros and responsibility 0, which adds
+        nothing), log expected stick-breaking weights, components mapped onto ``labels_``."""
         with x64():
-            stats = family.soft_stats(jnp.asarray(X), jnp.asarray(res.resp))
+            stats = family.soft_stats(jnp.asarray(X), jnp.asarray(resp))
         stats = jax.tree_util.tree_map(np.asarray, stats)
         g = np.asarray(res.gamma, np.float64)  # (K-1, 2) Beta(g1, g2) sticks
         ev = g[:, 0] / g.sum(1)

@@ -267,14 +267,14 @@ def _link_coefs(ab):
     return A, B
 
 
-def _sweep(r, base, nbr, ev, valid, A, B):
+def _sweep(r, base, nbr, ev, valid, A, B, row_weight):
     w = jnp.where(valid, jnp.where(ev > 0, A, -B), 0.0)
 
     def body(i, r):
         tmp = base[i] + w[i] @ r[nbr[i]]
         ri = jnp.exp(tmp)
         ri = jnp.where(jnp.isinf(ri), 1e300, ri) + 1e-100
-        return r.at[i].set(ri / ri.sum())
+        return r.at[i].set(ri / ri.sum() * row_weight[i])  # a padding row (weight 0) stays 0
 
     return lax.fori_loop(0, r.shape[0], body, r)
 
@@ -323,7 +323,7 @@ def _elbo(x, r, N, family: GaussianNIW, stats, gamma, ab, prior_ab, sums, alpha0
     tmp2 = (-d * b0 / kn - b0 * nun * jnp.einsum("ki,kij,kj->k", dm0, W, dm0)) / 2
     tmp3 = nun * jnp.einsum("ij,kji->k", family.psi0, W) / 2
     t74 = jnp.sum(eln * (nu0 - d) / 2 + tmp2 - tmp3)
-    t75 = jnp.sum(r * jnp.log(r))
+    t75 = jnp.sum(jnp.where(r > 0, r * jnp.log(jnp.where(r > 0, r, 1.0)), 0.0))  # padding rows: r = 0
     t76 = jnp.sum((gamma[:, 0] - 1) * l1 + (gamma[:, 1] - 1) * l2 - betaln(gamma[:, 0], gamma[:, 1]))
     t77 = jnp.sum(eln / 2 + d / 2 * jnp.log(kn) - wishart_entropy(logdet_w, nun, d))
     ap, bp, aq, bq = ab[0], ab[1], ab[2], ab[3]
@@ -424,17 +424,14 @@ class VBAlgorithm(NamedTuple):
 def build(
     x,
     family: GaussianNIW,
-    nbr,
-    ev,
-    valid,
-    src,
-    dst,
-    e,
+    table,
+    entries,
     prior_ab,
     alpha0,
     *,
     tol: float = 5e-5,
     entry_weight=None,
+    row_weight=None,
 ) -> VBAlgorithm:
     """The authors' VB iteration (module docstring, steps 1-5) with the data, links, prior and ``tol``
     closed over.
@@ -445,10 +442,10 @@ def build(
         The data as the model sees it.
     family : GaussianNIW
         The Normal-Wishart prior (full covariance).
-    nbr, ev, valid : arrays of shape (n, D)
-        The out-neighbour table of :func:`neighbour_arrays`.
-    src, dst, e : arrays of shape (m,)
-        The directed entries of :func:`directed_entries`.
+    table : tuple
+        ``(nbr, ev, valid)``, arrays of shape (n, D): the out-neighbour table of :func:`neighbour_arrays`.
+    entries : tuple
+        ``(src, dst, e)``, arrays of shape (m,): the directed entries of :func:`directed_entries`.
     prior_ab : tuple of 4 floats
         ``(a_p, b_p, a_q, b_q)``, the Beta priors of p and q.
     alpha0 : float
@@ -457,6 +454,9 @@ def build(
         Stop when the relative ELBO change falls below it.
     entry_weight : array of shape (m,) or None, default=None
         1 per real entry, 0 on padding; None: all 1.
+    row_weight : array of shape (n,) or None, default=None
+        1 per real row, 0 on padding rows (zeros in ``x``, no entries): their responsibilities stay 0,
+        so no count, statistic or ELBO term sees them; None: all 1.
 
     Returns
     -------
@@ -476,14 +476,17 @@ def build(
     ...     res = fit(jnp.asarray(x), jnp.asarray(authors_init_means(3, 2)), fam, (nbr, ev, valid),
     ...               (src, dst, e), (1.0, 10.0, 10.0, 1.0), 1.0, max_iter=3)
     >>> with x64():
-    ...     alg = build(jnp.asarray(x), fam, nbr, ev, valid, src, dst, e, (1.0, 10.0, 10.0, 1.0), 1.0)
+    ...     alg = build(jnp.asarray(x), fam, (nbr, ev, valid), (src, dst, e), (1.0, 10.0, 10.0, 1.0), 1.0)
     >>> callable(alg.init), callable(alg.step)
     (True, True)
     """
     n, d = x.shape
     dt = x.dtype
+    nbr, ev, valid = table
+    src, dst, e = entries
     prior_ab = jnp.asarray(prior_ab, dt)
     w = jnp.ones(jnp.shape(e), dt) if entry_weight is None else jnp.asarray(entry_weight, dt)
+    w_row = jnp.ones(n, dt) if row_weight is None else jnp.asarray(row_weight, dt)
 
     def init(init_means) -> VBState:
         K = init_means.shape[0]
@@ -493,7 +496,7 @@ def build(
         stats0 = empty._replace(s=(init_means - family.mu0) * family.kappa0)
         return VBState(
             jnp.asarray(0),
-            jnp.full((n, K), 1.0 / K, dt),
+            jnp.full((n, K), 1.0 / K, dt) * w_row[:, None],
             stats0,
             jnp.ones((K - 1, 2), dt),
             prior_ab,
@@ -507,13 +510,13 @@ def build(
         K = state.resp.shape[1]
         base, eln_old = _resp_base(x, family, state.stats, state.gamma)
         A, B = _link_coefs(state.pq_params)
-        r = _sweep(state.resp, base, nbr, ev, valid, A, B)
+        r = _sweep(state.resp, base, nbr, ev, valid, A, B, w_row)
         N = r.sum(0)
         gamma = jnp.stack([1.0 + N[:-1], alpha0 + jnp.cumsum(N[::-1])[::-1][1:]], 1)
         stats = family.soft_stats(x, r)
         ab, _ = _pq_update(r, src, dst, e, w, prior_ab)
         r = r + 1e-40
-        r = r / r.sum(1, keepdims=True)
+        r = r / r.sum(1, keepdims=True) * w_row[:, None]
         _, sums = _pq_update(r, src, dst, e, w, prior_ab)
         L = _elbo(x, r, N, family, stats, gamma, ab, prior_ab, sums, alpha0, eln_old[K - 1])
         improve = jnp.where(state.n_iter == 0, 1.0, (L - state.elbo) / jnp.abs(state.elbo))
@@ -536,6 +539,7 @@ def fit(
     max_iter: int = 30,
     tol: float = 5e-5,
     entry_weight=None,
+    row_weight=None,
 ) -> VBResult:
     """Run the authors' VB (module docstring): a ``while_loop`` over :func:`build`'s ``step``. ``x`` (n, d)
     as the model sees it (the authors standardise first, sd with n - 1); ``init_means`` (K, d) the initial
@@ -545,7 +549,8 @@ def fit(
     entries);
     ``prior_ab`` = (a_p, b_p, a_q, b_q). ``entry_weight`` (1 per entry, default) lets callers pad the entry
     arrays to a fixed length with weight-0 rows (and the table to a fixed width with invalid slots) so
-    that many link sets share one compilation.
+    that many link sets share one compilation; ``row_weight`` (1 per row, default) does the same for the
+    rows (padding rows: zeros in ``x``, weight 0, labels and responsibilities to be dropped).
 
     Parameters
     ----------
@@ -569,6 +574,8 @@ def fit(
         Relative ELBO change below which the loop stops (the authors' setting).
     entry_weight : array of shape (m,) or None, default=None
         1 per real entry, 0 on padding rows; None: all 1.
+    row_weight : array of shape (n,) or None, default=None
+        1 per real row, 0 on padding rows; None: all 1.
 
     Returns
     -------
@@ -589,9 +596,9 @@ def fit(
     >>> int(res.n_iter) <= 3, res.labels.shape
     (True, (4,))
     """
-    nbr, ev, valid = table
-    src, dst, e = entries
-    alg = build(x, family, nbr, ev, valid, src, dst, e, prior_ab, alpha0, tol=tol, entry_weight=entry_weight)
+    alg = build(
+        x, family, table, entries, prior_ab, alpha0, tol=tol, entry_weight=entry_weight, row_weight=row_weight
+    )
 
     def cond(c):
         state, _ = c
