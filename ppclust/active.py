@@ -247,12 +247,31 @@ def _soft_membership(est, X):
     return e / e.sum(1, keepdims=True)
 
 
-def _refine(labels, X, k_max, rng, cells=4):
-    """The warm start: ``labels`` crossed with the Voronoi cells of ``cells`` k-means++ seeds (standardised
-    features), at most ``k_max // 2`` clusters. Single-point Gibbs moves empty a surplus cluster easily but
-    rarely split one, so the chain starts finer than the last partition and merges back what the new
-    answers do not separate."""
-    Z = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+def _standardise(X):
+    return (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+
+
+def _warm_start(labels, X, cannot_link, k_max, rng, cells=4):
+    """The warm start of a refit: ``labels`` made finer, at most ``max(1, k_max // 2)`` clusters.
+
+    Single-point Gibbs moves empty a surplus cluster easily but rarely split one, so the chain starts finer
+    than the last partition and merges back what the answers do not separate. First every cluster that
+    holds a cannot-link is split between the link's two ends (each member to the nearer end, standardised
+    features; links in random order); then the result is crossed with the Voronoi cells of the most
+    k-means++ seeds (``cells`` down to 2) that keep the cap.
+    """
+    Z = _standardise(X)
+    cap = max(1, k_max // 2)
+    lab = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64)
+    cl = np.asarray(cannot_link, np.int64).reshape(-1, 2)
+    for a, b in cl[rng.permutation(cl.shape[0])].tolist():
+        if lab[a] != lab[b] or a == b:
+            continue
+        if lab.max() + 1 >= cap:
+            break
+        members = np.flatnonzero(lab == lab[a])
+        nearer_b = ((Z[members] - Z[b]) ** 2).sum(1) < ((Z[members] - Z[a]) ** 2).sum(1)
+        lab[members[nearer_b]] = lab.max() + 1
     seeds = [int(rng.integers(Z.shape[0]))]
     d2 = ((Z - Z[seeds[0]]) ** 2).sum(1)
     for _ in range(cells - 1):
@@ -260,11 +279,12 @@ def _refine(labels, X, k_max, rng, cells=4):
             break
         seeds.append(int(rng.choice(Z.shape[0], p=d2 / d2.sum())))
         d2 = np.minimum(d2, ((Z - Z[seeds[-1]]) ** 2).sum(1))
-    cell = ((Z[:, None, :] - Z[seeds][None]) ** 2).sum(-1).argmin(1)
-    out = np.unique(np.asarray(labels) * len(seeds) + cell, return_inverse=True)[1]
-    if out.max() + 1 > max(1, k_max // 2):
-        return np.unique(labels, return_inverse=True)[1]
-    return out
+    dist = ((Z[:, None, :] - Z[seeds][None]) ** 2).sum(-1)
+    for c in range(len(seeds), 1, -1):  # the most cells that keep the cap
+        out = np.unique(lab * c + dist[:, :c].argmin(1), return_inverse=True)[1]
+        if out.max() + 1 <= cap:
+            return out
+    return lab
 
 
 class ActiveLearner:
@@ -322,10 +342,11 @@ class ActiveLearner:
     Batches avoid redundant pairs: in one batch every point appears at most once and every pair of
     point-estimate clusters at most :math:`\lceil b / C \rceil` times (C the cluster pairs among the
     candidates); when the candidates run short the limits are relaxed in that order. Pairs already asked
-    (or given as links) are never suggested. A warm TVClust refit starts every chain from the last point
-    estimate crossed with the Voronoi cells of 4 k-means++ seeds (a finer partition: single-point moves
-    merge surplus clusters easily but rarely split one) with ``warm_warmup`` warm-up sweeps and
-    ``warm_draws`` draws.
+    (or given as links) are never suggested. A warm TVClust refit starts every chain from a finer partition
+    than the last point estimate (single-point moves merge surplus clusters easily but rarely split one):
+    every cluster holding a cannot-link is split between the link's ends, and the result is crossed with
+    the Voronoi cells of up to 4 k-means++ seeds, as many as keep at most ``k_max // 2`` clusters; then
+    ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
 
     Examples
     --------
@@ -435,7 +456,13 @@ class ActiveLearner:
             ww = max(10, int(base.n_warmup) // 10) if self.warm_warmup is None else int(self.warm_warmup)
             wd = max(20, int(base.n_draws) // 5) if self.warm_draws is None else int(self.warm_draws)
             est.set_params(
-                init=_refine(np.asarray(est.labels_), self.X_, int(getattr(est, "k_max", 64)), self._rng),
+                init=_warm_start(
+                    np.asarray(est.labels_),
+                    self.X_,
+                    self.cannot_link_,
+                    int(getattr(est, "k_max", 64)),
+                    self._rng,
+                ),
                 n_warmup=ww,
                 n_draws=wd,
                 random_state=int(self._rng.integers(2**31 - 1)),
