@@ -27,6 +27,7 @@ import inspect
 import math
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import clone
 
 from ppclust.errors import PPClustError
@@ -133,7 +134,7 @@ def membership(draws, labels):
                                         {|\{j : z^{(s)}_j = z^{(s)}_i\}|},
 
     the probability that a random co-member of i belongs to cluster k. Rows sum to 1. Cost O(S n K),
-    memory O(n K): no n x n array.
+    memory O(n K) plus chunks of draws of at most about 4 million cells: no n x n array.
 
     Parameters
     ----------
@@ -155,17 +156,30 @@ def membership(draws, labels):
            [0.333, 0.667],
            [0.   , 1.   ]])
     """
-    d = np.asarray(draws, np.int64)
+    d = np.asarray(draws)
     z = np.asarray(labels, np.int64)
+    S, n = d.shape
     K = int(z.max()) + 1
-    out = np.zeros((z.size, K))
-    for row in d:
-        _, lab = np.unique(row, return_inverse=True)
-        m = int(lab.max()) + 1
-        table = np.bincount(lab * K + z, minlength=m * K).reshape(m, K).astype(np.float64)
-        table /= table.sum(1, keepdims=True)
-        out += table[lab]
-    return out / d.shape[0]
+    if d.dtype.kind in "iu" and d.min(initial=0) >= 0 and d.max(initial=0) < 4 * n + 64:
+        codes = d.astype(np.int64)  # small non-negative labels serve as codes as they are
+    else:  # one code per label value, all draws
+        codes = np.unique(d, return_inverse=True)[1].reshape(S, n)
+    L = int(codes.max()) + 1
+    out = np.zeros((n, K))
+    step = max(1, (1 << 22) // max(1, L * K))  # draws per chunk: at most ~4M table cells
+    for s0 in range(0, S, step):
+        c = codes[s0 : s0 + step]
+        m = c.shape[0]
+        col = np.arange(m)[:, None] * L + c  # (draw, cluster) of every point in every draw
+        # table[(s, l), k]: share of draw s's cluster l that lies in point-estimate cluster k
+        table = np.bincount((col * K + z[None, :]).ravel(), minlength=m * L * K).reshape(m * L, K)
+        table = table / np.maximum(table.sum(1, keepdims=True), 1)
+        # sum over draws of each point's row: a sparse (n, m L) one-per-draw matrix times the table
+        pick = sparse.csr_matrix(
+            (np.ones(m * n), col.T.ravel(), np.arange(0, m * n + 1, m)), shape=(n, m * L)
+        )
+        out += pick @ table
+    return out / S
 
 
 def simulated_oracle(labels, noise=0.1, random_state=None):
@@ -483,6 +497,8 @@ class ActiveLearner:
             draws = None
             if samples is not None:
                 draws = np.asarray(samples.labels).reshape(-1, z.size)
+                if draws.min(initial=0) >= 0 and draws.max(initial=0) < 256:  # compact: faster pair lookups
+                    draws = draws.astype(np.uint8)
                 P = membership(draws, z)
             else:  # the clusters are the columns of the soft memberships
                 P = _soft_membership(est, self.X_)
