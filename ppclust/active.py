@@ -265,19 +265,33 @@ def _standardise(X):
     return (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
 
 
-def _warm_start(labels, X, cannot_link, k_max, rng, cells=4):
-    """The warm start of a refit: ``labels`` made finer, at most ``max(1, k_max // 2)`` clusters.
+def _warm_start(labels, X, must_link, cannot_link, k_max, rng, cells=4):
+    """The warm start of a refit: ``labels`` corrected by the answers, then made finer, at most
+    ``max(1, k_max // 2)`` clusters.
 
-    Single-point Gibbs moves empty a surplus cluster easily but rarely split one, so the chain starts finer
-    than the last partition and merges back what the answers do not separate. First every cluster that
-    holds a cannot-link is split between the link's two ends (each member to the nearer end, standardised
-    features; links in random order); then the result is crossed with the Voronoi cells of the most
-    k-means++ seeds (``cells`` down to 2) that keep the cap.
+    Single-point Gibbs moves split a cluster rarely and merge two large ones slowly, so the start carries
+    what the answers say: two clusters with at least 2 more must-links than cannot-links between them are
+    merged (one answer may be wrong); then every cluster that holds a cannot-link is split between the
+    link's two ends (each member to the nearer end, standardised features; links in random order); then
+    the result is crossed with the Voronoi cells of the most k-means++ seeds (``cells`` down to 2) that keep
+    the cap, and the chain merges back what neither the answers nor the data separate.
     """
     Z = _standardise(X)
     cap = max(1, k_max // 2)
     lab = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64)
+    ml = np.asarray(must_link, np.int64).reshape(-1, 2)
     cl = np.asarray(cannot_link, np.int64).reshape(-1, 2)
+    K = int(lab.max()) + 1
+    votes = np.zeros((K, K))
+    for sign, links in ((1.0, ml), (-1.0, cl)):
+        u, v = lab[links[:, 0]], lab[links[:, 1]]
+        np.add.at(votes, (np.minimum(u, v), np.maximum(u, v)), sign)
+    np.fill_diagonal(votes, 0.0)
+    root = np.arange(K)
+    for u, v in np.argwhere(votes >= 2.0).tolist():  # union of the clusters the answers join
+        ru, rv = root[u], root[v]
+        root[root == ru] = rv
+    lab = np.unique(root[lab], return_inverse=True)[1].astype(np.int64)
     for a, b in cl[rng.permutation(cl.shape[0])].tolist():
         if lab[a] != lab[b] or a == b:
             continue
@@ -357,10 +371,11 @@ class ActiveLearner:
     point-estimate clusters at most :math:`\lceil b / C \rceil` times (C the cluster pairs among the
     candidates); when the candidates run short the limits are relaxed in that order. Pairs already asked
     (or given as links) are never suggested. A warm TVClust refit starts every chain from a finer partition
-    than the last point estimate (single-point moves merge surplus clusters easily but rarely split one):
-    every cluster holding a cannot-link is split between the link's ends, and the result is crossed with
-    the Voronoi cells of up to 4 k-means++ seeds, as many as keep at most ``k_max // 2`` clusters; then
-    ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
+    corrected by the answers and finer than the last point estimate (single-point moves rarely split a
+    cluster and merge large ones slowly): two clusters with at least 2 more must-links than cannot-links
+    between them are merged, every cluster holding a cannot-link is split between the link's ends, and
+    the result is crossed with the Voronoi cells of up to 4 k-means++ seeds, as many as keep at most
+    ``k_max // 2`` clusters; then ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
 
     Examples
     --------
@@ -473,6 +488,7 @@ class ActiveLearner:
                 init=_warm_start(
                     np.asarray(est.labels_),
                     self.X_,
+                    self.must_link_,
                     self.cannot_link_,
                     int(getattr(est, "k_max", 64)),
                     self._rng,

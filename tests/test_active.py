@@ -151,6 +151,17 @@ def test_warm_start_splits_a_cluster_along_an_answered_cannot_link():
     assert all(len(np.unique(last[init == c])) == 1 for c in np.unique(init))
 
 
+def test_warm_start_merges_clusters_that_two_net_must_links_join():
+    # k_max = 2: one cluster at most, so no Voronoi cell can split the merged start again
+    al = ActiveLearner(FakePosterior(k_max=2), batch_size=4, random_state=0).fit(X30)
+    al.tell([(0, 15)], [1])  # one answer may be wrong: no merge yet
+    assert len(np.unique(al.estimator_.seen_init_)) == 2
+    al.tell([(1, 16), (2, 17)], [1, -1])  # net must-links 2 - 1 = 1: still apart
+    assert len(np.unique(al.estimator_.seen_init_)) == 2
+    al.tell([(3, 18)], [1])  # net 3 - 1 = 2: joined
+    assert len(np.unique(al.estimator_.seen_init_)) == 1
+
+
 def test_information_needs_a_posterior():
     from ppclust import RDPMeans
 
