@@ -2,7 +2,8 @@ r"""Active clustering: choose the next pairs (or points) to ask about, from the 
 
 :class:`ActiveLearner` wraps an estimator. ``fit`` fits it, ``suggest`` proposes the next questions,
 ``tell`` records the answers and refits *warm*; the answers are any callable's (a person, a language-model
-judge, :func:`simulated_oracle`).
+judge, :func:`simulated_oracle`). Kept whole: the learner and the functions that score, batch and
+warm-start its questions read one posterior summary and one noise model.
 
 For a pair :math:`(i, j)` with posterior co-clustering probability :math:`\pi_{ij} = P(z_i = z_j \mid
 \text{data})` (the share of the kept partition draws with both points together) and TVClust's link noise
