@@ -2,7 +2,8 @@ r"""Active clustering: choose the next pairs (or points) to ask about, from the 
 
 :class:`ActiveLearner` wraps an estimator. ``fit`` fits it, ``suggest`` proposes the next questions,
 ``tell`` records the answers and refits *warm*; the answers are any callable's (a person, a language-model
-judge, :func:`simulated_oracle`).
+judge, :func:`simulated_oracle`). Kept whole: the learner and the functions that score, batch and
+warm-start its questions read one posterior summary and one noise model.
 
 For a pair :math:`(i, j)` with posterior co-clustering probability :math:`\pi_{ij} = P(z_i = z_j \mid
 \text{data})` (the share of the kept partition draws with both points together) and TVClust's link noise
@@ -27,6 +28,7 @@ import inspect
 import math
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import clone
 
 from ppclust.errors import PPClustError
@@ -133,7 +135,7 @@ def membership(draws, labels):
                                         {|\{j : z^{(s)}_j = z^{(s)}_i\}|},
 
     the probability that a random co-member of i belongs to cluster k. Rows sum to 1. Cost O(S n K),
-    memory O(n K): no n x n array.
+    memory O(n K) plus chunks of draws of at most about 4 million cells: no n x n array.
 
     Parameters
     ----------
@@ -155,17 +157,30 @@ def membership(draws, labels):
            [0.333, 0.667],
            [0.   , 1.   ]])
     """
-    d = np.asarray(draws, np.int64)
+    d = np.asarray(draws)
     z = np.asarray(labels, np.int64)
+    S, n = d.shape
     K = int(z.max()) + 1
-    out = np.zeros((z.size, K))
-    for row in d:
-        _, lab = np.unique(row, return_inverse=True)
-        m = int(lab.max()) + 1
-        table = np.bincount(lab * K + z, minlength=m * K).reshape(m, K).astype(np.float64)
-        table /= table.sum(1, keepdims=True)
-        out += table[lab]
-    return out / d.shape[0]
+    if d.dtype.kind in "iu" and d.min(initial=0) >= 0 and d.max(initial=0) < 4 * n + 64:
+        codes = d.astype(np.int64)  # small non-negative labels serve as codes as they are
+    else:  # one code per label value, all draws
+        codes = np.unique(d, return_inverse=True)[1].reshape(S, n)
+    L = int(codes.max()) + 1
+    out = np.zeros((n, K))
+    step = max(1, (1 << 22) // max(1, L * K))  # draws per chunk: at most ~4M table cells
+    for s0 in range(0, S, step):
+        c = codes[s0 : s0 + step]
+        m = c.shape[0]
+        col = np.arange(m)[:, None] * L + c  # (draw, cluster) of every point in every draw
+        # table[(s, l), k]: share of draw s's cluster l that lies in point-estimate cluster k
+        table = np.bincount((col * K + z[None, :]).ravel(), minlength=m * L * K).reshape(m * L, K)
+        table = table / np.maximum(table.sum(1, keepdims=True), 1)
+        # sum over draws of each point's row: a sparse (n, m L) one-per-draw matrix times the table
+        pick = sparse.csr_matrix(
+            (np.ones(m * n), col.T.ravel(), np.arange(0, m * n + 1, m)), shape=(n, m * L)
+        )
+        out += pick @ table
+    return out / S
 
 
 def simulated_oracle(labels, noise=0.1, random_state=None):
@@ -247,12 +262,45 @@ def _soft_membership(est, X):
     return e / e.sum(1, keepdims=True)
 
 
-def _refine(labels, X, k_max, rng, cells=4):
-    """The warm start: ``labels`` crossed with the Voronoi cells of ``cells`` k-means++ seeds (standardised
-    features), at most ``k_max // 2`` clusters. Single-point Gibbs moves empty a surplus cluster easily but
-    rarely split one, so the chain starts finer than the last partition and merges back what the new
-    answers do not separate."""
-    Z = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+def _standardise(X):
+    return (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+
+
+def _warm_start(labels, X, must_link, cannot_link, k_max, rng, cells=4):
+    """The warm start of a refit: ``labels`` corrected by the answers, then made finer, at most
+    ``max(1, k_max // 2)`` clusters.
+
+    Single-point Gibbs moves split a cluster rarely and merge two large ones slowly, so the start carries
+    what the answers say: two clusters with at least 2 more must-links than cannot-links between them are
+    merged (one answer may be wrong); then every cluster that holds a cannot-link is split between the
+    link's two ends (each member to the nearer end, standardised features; links in random order); then
+    the result is crossed with the Voronoi cells of the most k-means++ seeds (``cells`` down to 2) that keep
+    the cap, and the chain merges back what neither the answers nor the data separate.
+    """
+    Z = _standardise(X)
+    cap = max(1, k_max // 2)
+    lab = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64)
+    ml = np.asarray(must_link, np.int64).reshape(-1, 2)
+    cl = np.asarray(cannot_link, np.int64).reshape(-1, 2)
+    K = int(lab.max()) + 1
+    votes = np.zeros((K, K))
+    for sign, links in ((1.0, ml), (-1.0, cl)):
+        u, v = lab[links[:, 0]], lab[links[:, 1]]
+        np.add.at(votes, (np.minimum(u, v), np.maximum(u, v)), sign)
+    np.fill_diagonal(votes, 0.0)
+    root = np.arange(K)
+    for u, v in np.argwhere(votes >= 2.0).tolist():  # union of the clusters the answers join
+        ru, rv = root[u], root[v]
+        root[root == ru] = rv
+    lab = np.unique(root[lab], return_inverse=True)[1].astype(np.int64)
+    for a, b in cl[rng.permutation(cl.shape[0])].tolist():
+        if lab[a] != lab[b] or a == b:
+            continue
+        if lab.max() + 1 >= cap:
+            break
+        members = np.flatnonzero(lab == lab[a])
+        nearer_b = ((Z[members] - Z[b]) ** 2).sum(1) < ((Z[members] - Z[a]) ** 2).sum(1)
+        lab[members[nearer_b]] = lab.max() + 1
     seeds = [int(rng.integers(Z.shape[0]))]
     d2 = ((Z - Z[seeds[0]]) ** 2).sum(1)
     for _ in range(cells - 1):
@@ -260,11 +308,12 @@ def _refine(labels, X, k_max, rng, cells=4):
             break
         seeds.append(int(rng.choice(Z.shape[0], p=d2 / d2.sum())))
         d2 = np.minimum(d2, ((Z - Z[seeds[-1]]) ** 2).sum(1))
-    cell = ((Z[:, None, :] - Z[seeds][None]) ** 2).sum(-1).argmin(1)
-    out = np.unique(np.asarray(labels) * len(seeds) + cell, return_inverse=True)[1]
-    if out.max() + 1 > max(1, k_max // 2):
-        return np.unique(labels, return_inverse=True)[1]
-    return out
+    dist = ((Z[:, None, :] - Z[seeds][None]) ** 2).sum(-1)
+    for c in range(len(seeds), 1, -1):  # the most cells that keep the cap
+        out = np.unique(lab * c + dist[:, :c].argmin(1), return_inverse=True)[1]
+        if out.max() + 1 <= cap:
+            return out
+    return lab
 
 
 class ActiveLearner:
@@ -322,10 +371,12 @@ class ActiveLearner:
     Batches avoid redundant pairs: in one batch every point appears at most once and every pair of
     point-estimate clusters at most :math:`\lceil b / C \rceil` times (C the cluster pairs among the
     candidates); when the candidates run short the limits are relaxed in that order. Pairs already asked
-    (or given as links) are never suggested. A warm TVClust refit starts every chain from the last point
-    estimate crossed with the Voronoi cells of 4 k-means++ seeds (a finer partition: single-point moves
-    merge surplus clusters easily but rarely split one) with ``warm_warmup`` warm-up sweeps and
-    ``warm_draws`` draws.
+    (or given as links) are never suggested. A warm TVClust refit starts every chain from a finer partition
+    corrected by the answers and finer than the last point estimate (single-point moves rarely split a
+    cluster and merge large ones slowly): two clusters with at least 2 more must-links than cannot-links
+    between them are merged, every cluster holding a cannot-link is split between the link's ends, and
+    the result is crossed with the Voronoi cells of up to 4 k-means++ seeds, as many as keep at most
+    ``k_max // 2`` clusters; then ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
 
     Examples
     --------
@@ -435,7 +486,14 @@ class ActiveLearner:
             ww = max(10, int(base.n_warmup) // 10) if self.warm_warmup is None else int(self.warm_warmup)
             wd = max(20, int(base.n_draws) // 5) if self.warm_draws is None else int(self.warm_draws)
             est.set_params(
-                init=_refine(np.asarray(est.labels_), self.X_, int(getattr(est, "k_max", 64)), self._rng),
+                init=_warm_start(
+                    np.asarray(est.labels_),
+                    self.X_,
+                    self.must_link_,
+                    self.cannot_link_,
+                    int(getattr(est, "k_max", 64)),
+                    self._rng,
+                ),
                 n_warmup=ww,
                 n_draws=wd,
                 random_state=int(self._rng.integers(2**31 - 1)),
@@ -456,6 +514,8 @@ class ActiveLearner:
             draws = None
             if samples is not None:
                 draws = np.asarray(samples.labels).reshape(-1, z.size)
+                if draws.min(initial=0) >= 0 and draws.max(initial=0) < 256:  # compact: faster pair lookups
+                    draws = draws.astype(np.uint8)
                 P = membership(draws, z)
             else:  # the clusters are the columns of the soft memberships
                 P = _soft_membership(est, self.X_)

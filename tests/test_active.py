@@ -80,8 +80,9 @@ class _Chain(NamedTuple):
 class FakePosterior(BaseEstimator):
     """Draws where points 0-9 are sure (cluster A), 10-19 sure (B) and 20-29 flip between A and B."""
 
-    def __init__(self, init="kmeans++", n_warmup=10, n_draws=40, random_state=None):
+    def __init__(self, init="kmeans++", n_warmup=10, n_draws=40, random_state=None, k_max=64):
         self.init = init
+        self.k_max = k_max
         self.n_warmup = n_warmup
         self.n_draws = n_draws
         self.random_state = random_state
@@ -136,6 +137,29 @@ def test_tell_records_links_skips_and_refits_warm():
     assert not asked & {tuple(p) for p in again.tolist()}  # never asked twice, skipped ones included
     with pytest.raises(PPClustError, match="answers must be"):
         al.tell(again[:1], [2])
+
+
+def test_warm_start_splits_a_cluster_along_an_answered_cannot_link():
+    # k_max = 6 leaves room for 3 clusters only: no crossing of the 2 clusters with Voronoi cells fits, and
+    # the warm start must still separate the two ends of a cannot-link answered inside one cluster
+    al = ActiveLearner(FakePosterior(k_max=6), batch_size=4, random_state=0).fit(X30)
+    al.tell([(12, 25)], [-1])
+    init = np.asarray(al.estimator_.seen_init_)
+    assert init[12] != init[25]
+    assert len(np.unique(init)) <= 3
+    last = (np.arange(30) >= 10).astype(int)  # a refinement of the last partition: no cluster merged
+    assert all(len(np.unique(last[init == c])) == 1 for c in np.unique(init))
+
+
+def test_warm_start_merges_clusters_that_two_net_must_links_join():
+    # k_max = 2: one cluster at most, so no Voronoi cell can split the merged start again
+    al = ActiveLearner(FakePosterior(k_max=2), batch_size=4, random_state=0).fit(X30)
+    al.tell([(0, 15)], [1])  # one answer may be wrong: no merge yet
+    assert len(np.unique(al.estimator_.seen_init_)) == 2
+    al.tell([(1, 16), (2, 17)], [1, -1])  # net must-links 2 - 1 = 1: still apart
+    assert len(np.unique(al.estimator_.seen_init_)) == 2
+    al.tell([(3, 18)], [1])  # net 3 - 1 = 2: joined
+    assert len(np.unique(al.estimator_.seen_init_)) == 1
 
 
 def test_information_needs_a_posterior():
