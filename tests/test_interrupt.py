@@ -261,3 +261,29 @@ def test_ccib_returns_control_within_a_temperature(monkeypatch):
     assert len(calls) >= inner
     for a, b in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_gibbs_calls_are_sized_by_work_and_keep_the_draws(monkeypatch):
+    """Without a progress bar the sampler still returns control in calls sized by measured work (chunk=None):
+    with no work allowed a call (CHUNK_S = 0) every call runs one sweep, warm-up included, so a stop waits
+    for one sweep, not the whole run; the draws are those of one call for everything (chunk=1000)."""
+    from ppclust.inference import gibbs
+    from tests.test_progress import _tiny_problem
+
+    x, fam, links, prior = _tiny_problem()
+    kw = dict(n_draws=5, n_warmup=7, n_chains=2, thin=2, k_max=6, pq="collapse", backend="numba")
+    calls = []
+    real_run = _progress.run
+
+    def counting_run(fn, *args, **kwargs):
+        calls.append(1)
+        return real_run(fn, *args, **kwargs)
+
+    with jax.enable_x64(True):
+        whole = gibbs.sample(jax.random.key(4), x, links, fam, prior, progress_bar=False, chunk=1000, **kw)
+        monkeypatch.setattr(_progress, "run", counting_run)
+        monkeypatch.setattr(gibbs, "CHUNK_S", 0.0)
+        paced = gibbs.sample(jax.random.key(4), x, links, fam, prior, progress_bar=False, **kw)
+    assert len(calls) == 7 + 5  # 7 warm-up sweeps, then one draw (2 sweeps, the least a draw takes) a call
+    for field in ("labels", "n_clusters", "log_joint", "p", "q", "alpha"):
+        np.testing.assert_array_equal(getattr(paced, field), getattr(whole, field), err_msg=field)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -13,6 +15,7 @@ from ppclust.errors import InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
+    OUTSIDE_CALLER,
     POSITIVE_INT,
     RANDOM_STATE,
     ClusterMixin,
@@ -50,7 +53,8 @@ class CECIB(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int, default=10
         Initial number of clusters (the paper uses twice the number of classes); with ``cap_clusters``
-        lowered to ``floor(n / min_size)`` (``n_clusters_init_`` holds the number used).
+        lowered to ``floor(n / min_size)`` (``n_clusters_init_`` holds the number used). Labels with more
+        categories than ``n_clusters`` warn (``UserWarning``): each category needs a cluster, see ``init``.
     beta : float >= 0 or "auto", default="auto"
         Weight of the label term; 0 gives plain CEC. ``"auto"`` is 1 (Theorem 4.1: for a proportional
         coarsening of the labels any beta >= 1 makes splitting along the labels no worse than merging;
@@ -79,9 +83,9 @@ class CECIB(ClusterMixin, BaseEstimator):
         ``"random"``: a uniform random partition (the paper's wording); ``"labels"``: one initial cluster
         per label category at the mean of its labelled points, the other seeds by k-means++ given them
         (:func:`ppclust.inference.hartigan.seeded_partitions`; ``n_clusters`` is raised to the number of
-        categories if smaller). ``"auto"``: with labels and ``beta > 0`` the start whose plain-CEC fit has
-        the lower cost (:func:`ppclust.inference.cecib.choose_start`; the labels on a tie), else
-        ``"k-means++"``; each candidate's plain-CEC fit runs ``max(1, n_init // 5)`` restarts
+        categories if smaller, with a warning). ``"auto"``: with labels and ``beta > 0`` the start whose
+        plain-CEC fit has the lower cost (:func:`ppclust.inference.cecib.choose_start`; the labels on a
+        tie), else ``"k-means++"``; each candidate's plain-CEC fit runs ``max(1, n_init // 5)`` restarts
         (``CANDIDATE_RESTART_SHARE``), so the choice costs a fraction of the fit (see docs/decisions/
         for the evidence). ``init_`` holds the start used.
     reassign : {"lazy", "immediate"}, default="lazy"
@@ -314,6 +318,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         init, beta, flip = _cecib.choose_start(
             lambda b, i: solve(b, i, n_pre)[0], self.init, yc, m, beta, self.label_noise
         )
+        _warn_more_categories(m, int(self.n_clusters), init, beta)
         best, costs, reg = solve(beta, init)
         labels = np.asarray(best.labels)
         active = np.asarray(best.active)
@@ -367,6 +372,33 @@ class CECIB(ClusterMixin, BaseEstimator):
         with x64():
             score = _cecib.log_weighted_densities(X, self.weights_, self.means_, self.precisions_cholesky_)
         return np.argmax(score, 1).astype(np.int64)
+
+
+def _warn_more_categories(m: int, n_clusters: int, init: str, beta: float) -> None:
+    """Warn when the labels have more categories ``m`` than the ``n_clusters`` asked for: each category
+    needs a cluster of its own, so the label-seeded start raises the number of clusters to ``m``, and any
+    other start makes categories share clusters."""
+    if m <= n_clusters or (beta == 0 and init != "labels"):
+        return
+    fix = (
+        f"Set n_clusters >= {m} (the paper starts from twice the number of categories, {2 * m}) or merge "
+        "label categories."
+    )
+    if init == "labels":
+        what = (
+            f"the start has one cluster per category (init='labels'), so n_clusters was raised to {m} "
+            "(n_clusters_init_)."
+        )
+    else:
+        what = (
+            f"the fit starts from {n_clusters} clusters (init={init!r}), so at least two categories share "
+            "a cluster and the label term cannot vanish."
+        )
+    warnings.warn(
+        f"CECIB: `y` has {m} label categories but n_clusters={n_clusters}: {what} {fix}",
+        UserWarning,
+        skip_file_prefixes=OUTSIDE_CALLER,
+    )
 
 
 _dev = jax.device_put  # a host array onto the device without a program compiled per shape

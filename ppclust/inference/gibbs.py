@@ -48,9 +48,11 @@ compiled one their numba twins in :mod:`ppclust.families._niw_cpu`; link counts 
 
 Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): :func:`sample` waits for each
 compiled call interruptibly (:func:`ppclust._progress.run`); once a stop is requested the numba sweep's
-host function returns its input unchanged, the program runs out at once and ``KeyboardInterrupt`` is
-raised (the XLA sweep finishes the call in flight first: a chunk of draws with a progress bar, else the
-run). The draws do not depend on this (nor on how the run is cut into calls).
+host function returns its input unchanged, the rest of the call in flight runs out (its sweeps' JAX parts:
+link rates, log joint; with the XLA sweep the whole sweeps) and ``KeyboardInterrupt`` is raised. With
+``chunk=None`` each call is sized to about :data:`CHUNK_S` seconds of work (CPU time) at the measured cost
+of a sweep, warm-up included, so that the wait is at most that. The draws do not depend on this (nor on
+how the run is cut into calls).
 
 Explicit parameters (static ``algorithm="explicit"``, Neal's Algorithm 2, the paper-literal sampler of spec
 2.7): the state also holds per-slot parameters ``theta`` (``family.sample_posterior``); an occupied slot's
@@ -62,6 +64,7 @@ the ``p, q`` modes are shared with the collapsed sweep.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
@@ -663,43 +666,47 @@ def sample(
     place = _chain_placement(n_chains, devices)
     state = place(state)
     show = _progress.enabled(True if progress_bar is None else progress_bar)
-    # One compiled program serves every call: the sweep range of the first draw, the thinning, the
-    # number of draws kept and the offset of the call's first key are traced; the draws per call are a
-    # bucket of the chunk (ppclust._buckets), those past the call's own draws run no sweep and are
-    # dropped, so every n_draws of a bucket runs the same program. Draw j of a chain always uses key j of
-    # split(chain key, .) and its sweeps t the keys fold_in(key j, t), warm-up sweeps being sweeps
-    # t < n_warmup of draw 0; so the draws do not depend on how the run is cut into calls (progress bar
-    # on or off, any chunk).
+    # One compiled program serves every call: the sweep range of the first draw, the thinning and the
+    # number of draws kept are traced; the draws per call are a bucket of the chunk (ppclust._buckets),
+    # those past the call's own draws run no sweep and are dropped, so every n_draws runs the same
+    # program. Draw j of a chain always uses key j of split(chain key, .) and its sweeps t the keys
+    # fold_in(key j, t), warm-up sweeps being sweeps t < n_warmup of draw 0; so the draws do not depend on
+    # how the run is cut into calls (progress bar on or off, any chunk). chunk=None: at most 100 sweeps a
+    # call, each call sized to about CHUNK_S of work (_Pace), within which a stop request is honoured.
+    pace = _Pace(None if chunk is None else max(1, int(chunk)) * thin)
     if chunk is None:
-        chunk = max(1, 100 // max(thin, 1)) if show else max(n_draws, 1)
+        chunk = max(1, 100 // max(thin, 1))
     n_chunks = max(1, -(-n_draws // chunk))
     per_chunk = -(-n_draws // n_chunks)
     length = bucket_size(per_chunk, minimum=8)
-    n_keys = bucket_size((n_chunks - 1) * per_chunk + length, minimum=8)
-    draw_keys = place(_draw_keys(key, n_chains=n_chains, n_samples=n_keys))
+    # the keys of a call's draws are cut on the host: the program does not depend on n_draws
+    draw_keys = _draw_keys(key, n_chains=n_chains, n_samples=bucket_size(n_draws - 1 + length, minimum=8))
+    draw_keys = (np.asarray(jax.random.key_data(draw_keys)), jax.random.key_impl(draw_keys))
 
-    def call(c, state, first_lo, first_hi, thin, keep):
-        bounds = tuple(jnp.int32(v) for v in (first_lo, first_hi, thin, keep, c * per_chunk))
+    def call(offset, state, first_lo, first_hi, thin, keep):
+        bounds = tuple(jnp.int32(v) for v in (first_lo, first_hi, thin, keep, 0))
+        keys = place(jax.random.wrap_key_data(draw_keys[0][:, offset : offset + length], impl=draw_keys[1]))
         data = (x, links, family, prior, point_logprior, alpha_shape, alpha_rate, n_valid)
-        return _run(draw_keys, state, bounds, data, length=length, config=sweep_cfg)
+        return _run(keys, state, bounds, data, length=length, config=sweep_cfg)
 
     warm_done = 0
-    if show and n_warmup > 0:  # warm-up in pieces of about one chunk's sweeps, its own bar
-        with _progress.bar(n_warmup, f"{desc} warm-up", "sweep") as bar:
-            while warm_done < n_warmup:
-                hi = min(n_warmup, warm_done + max(1, per_chunk * thin))
-                state, out = _progress.run(call, 0, state, warm_done, hi, 0, 1)
-                bar.update(hi - warm_done)
-                warm_done = hi
-    outs = []
+    with _progress.bar(n_warmup, f"{desc} warm-up", "sweep", progress_bar=show and n_warmup > 0) as bar:
+        # warm-up in pieces (at most a chunk's sweeps each), its own bar
+        while warm_done < n_warmup and (show or pace.adaptive):
+            hi = min(n_warmup, warm_done + pace.sweeps(max(1, per_chunk * thin)))
+            state, out = pace.run(hi - warm_done, call, 0, state, warm_done, hi, 0, 1)
+            bar.update(hi - warm_done)
+            warm_done = hi
+    outs, done = [], 0
     with _progress.bar(n_draws * thin, f"{desc} sampling", "sweep", progress_bar=show) as bar:
-        for c in range(n_chunks):
-            lo, hi = (warm_done, n_warmup + thin) if c == 0 else (0, thin)
-            keep = min(per_chunk, n_draws - c * per_chunk)
-            state, out = _progress.run(call, c, state, lo, hi, thin, keep)
+        while done < n_draws:
+            lo, hi = (warm_done, n_warmup + thin) if done == 0 else (0, thin)
+            keep = min(per_chunk, n_draws - done, max(1, pace.sweeps(per_chunk * thin) // thin))
+            state, out = pace.run((keep - 1) * thin + hi - lo, call, done, state, lo, hi, thin, keep)
             outs.append(jax.tree.map(lambda a, keep=keep: a[:, :keep], jax.device_get(out)))
-            bar.update(min(per_chunk, n_draws - c * per_chunk) * thin)
+            bar.update(keep * thin)
             bar.set_postfix(K=float(np.mean(outs[-1][1].n_clusters[:, -1])))
+            done += keep
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a chain needed a new cluster with every slot "
@@ -759,6 +766,33 @@ def _pad_labels(lab, n_pad, k_max):
     """Labels (..., n) padded with ``k_max`` (no slot) up to ``n_pad`` on the last axis."""
     fill = np.full(lab.shape[:-1] + (n_pad - lab.shape[-1],), k_max, np.int32)
     return np.concatenate([lab.astype(np.int32), fill], axis=-1)
+
+
+#: seconds of work (CPU time of the process) a compiled call of :func:`sample` is sized to with
+#: ``chunk=None``: the most a stop request waits for; CPU time, not wall time, so that waiting for a busy
+#: machine's cores does not shrink the calls until their fixed cost dominates
+CHUNK_S = 0.25
+
+
+class _Pace:
+    """The sweeps of :func:`sample`'s next compiled call: ``fixed`` (an explicit chunk), or from one sweep
+    at most doubling per call towards :data:`CHUNK_S` of work at the measured cost of a sweep."""
+
+    def __init__(self, fixed):
+        self.adaptive, self.size, self.per_sweep = fixed is None, 1 if fixed is None else fixed, None
+
+    def sweeps(self, cap):
+        """Sweeps for the next call, at most ``cap``."""
+        if self.adaptive and self.per_sweep is not None:
+            self.size = max(1, min(2 * self.size, int(CHUNK_S / self.per_sweep)))
+        return max(1, min(cap, self.size))
+
+    def run(self, sweeps, fn, *args):
+        """:func:`ppclust._progress.run` of ``fn(*args)``, a call of ``sweeps`` sweeps, timed."""
+        t0 = time.process_time()
+        out = _progress.run(fn, *args)
+        self.per_sweep = max(time.process_time() - t0, 1e-6) / max(sweeps, 1)
+        return out
 
 
 def _chain_placement(n_chains, devices):
@@ -1111,11 +1145,9 @@ def _chain(keys, state, bounds, data, *, length, config):
     alg = build(x, links, family, prior, cfg, point_logprior=point_logprior, n_valid=n_valid)
     pq, partition = cfg.pq, cfg.partition
 
-    def body(carry, inp):
-        k, j = inp
+    def draw(carry, k, j):
         lo = jnp.where(j == 0, first_lo, 0)
         hi = jnp.where(j == 0, first_hi, thin)
-        hi = jnp.where(j < keep, hi, lo)
         carry, _ = jax.lax.fori_loop(
             lo,
             hi,
@@ -1124,6 +1156,14 @@ def _chain(keys, state, bounds, data, *, length, config):
         )
         info = sweep_info(carry, family, prior, pq, partition, point_logprior)
         return carry, (carry.labels if cfg.store_labels else None, info)
+
+    def skip(carry, k, j):  # a draw past the call's own: no sweep, no log joint, zeros (dropped)
+        out = jax.eval_shape(draw, carry, k, j)[1]
+        return carry, jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), out)
+
+    def body(carry, inp):
+        k, j = inp
+        return jax.lax.cond(j < keep, draw, skip, carry, k, j)
 
     return jax.lax.scan(body, state, (keys, jnp.arange(length)))
 

@@ -4,6 +4,7 @@ the cost (spec cecib.md §1, §3, §8), monotonicity, rank-one statistics vs rec
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -249,3 +250,22 @@ def test_auto_beta_is_one_at_every_label_budget(share):
     if share:  # beta 2 gives another optimum (a rule that grew beta below 10% labels would fail here)
         other = CECIB(n_clusters=6, beta=2.0, n_init=3, random_state=0).fit(x, y)
         assert other.objective_ != pytest.approx(auto.objective_, abs=1e-6)
+
+
+def test_more_label_categories_than_clusters_warn():
+    """Labels of 4 categories with n_clusters=3: the label-seeded start raises the clusters to 4 and says so;
+    a k-means++ start keeps 3 (two categories share a cluster) and says so; enough clusters, or labels
+    unused (beta = 0, k-means++), give no warning."""
+    x, y, truth = _blobs(seed=1)
+    y4 = np.where((y >= 0) & (np.arange(len(y)) % 7 == 0), 3, y)
+    kw = dict(n_init=1, random_state=0, progress_bar=False)
+    raised = r"4 label categories but n_clusters=3.*raised to 4.*n_clusters >= 4"
+    with pytest.warns(UserWarning, match=raised):
+        est = CECIB(3, init="labels", **kw).fit(x, y4)
+    assert est.n_clusters_init_ == 4
+    with pytest.warns(UserWarning, match=r"4 label categories but n_clusters=3.*share a cluster"):
+        CECIB(3, init="k-means++", **kw).fit(x, y4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CECIB(4, init="labels", **kw).fit(x, y4)
+        CECIB(3, beta=0.0, init="k-means++", **kw).fit(x, y4)
