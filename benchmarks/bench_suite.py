@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--empty-download-cache", action="store_true", help="uv and pip start without a cache")
     ap.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
     args = ap.parse_args(argv)
-    shared = ROOT.parent / "shared"
+    shared = Path(os.environ.get("PPCLUST_SHARED", ROOT.parent / "shared"))  # the golden references
     work = Path(tempfile.mkdtemp(prefix="ppclust-suite-"))
     try:
         if shared.is_dir():
