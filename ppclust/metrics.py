@@ -384,11 +384,8 @@ def ari_jax(labels_true, labels_pred, n_labels: int):
     """
     c = contingency_jax(labels_true, labels_pred, n_labels)
     n = c.sum()
-    comb2 = lambda t: t * (t - 1) / 2
-    tp = comb2(c).sum()
-    same_true = comb2(c.sum(1)).sum()
-    same_pred = comb2(c.sum(0)).sum()
-    total = comb2(n)
+    tp, same_true, same_pred = _pair_counts_jax(c)
+    total = n * (n - 1) / 2
     fp, fn = same_pred - tp, same_true - tp
     tn = total - tp - fp - fn
     den = (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)
@@ -420,11 +417,7 @@ def pairwise_f1_jax(labels_true, labels_pred, n_labels: int):
     >>> [round(float(v), 4) for v in pairwise_f1_jax(jnp.array([0, 0, 1, 1]), jnp.zeros(4, int), n_labels=2)]
     [0.3333, 1.0, 0.5]
     """
-    c = contingency_jax(labels_true, labels_pred, n_labels)
-    comb2 = lambda t: t * (t - 1) / 2
-    tp = comb2(c).sum()
-    st = comb2(c.sum(1)).sum()
-    sp = comb2(c.sum(0)).sum()
+    tp, st, sp = _pair_counts_jax(contingency_jax(labels_true, labels_pred, n_labels))
     div = lambda a, b: jnp.where(b > 0, a / jnp.where(b > 0, b, 1.0), 1.0)
     return div(tp, sp), div(tp, st), div(2.0 * tp, sp + st)
 
@@ -482,6 +475,12 @@ def _pair_counts(c):
     c = c.astype(np.int64)
     comb2 = lambda t: int((t * (t - 1) // 2).sum())
     return comb2(c), comb2(c.sum(axis=1)), comb2(c.sum(axis=0))
+
+
+def _pair_counts_jax(c):
+    """:func:`_pair_counts` in floating point, jittable: ``(TP, #same-true pairs, #same-pred pairs)``."""
+    comb2 = lambda t: t * (t - 1) / 2
+    return comb2(c).sum(), comb2(c.sum(1)).sum(), comb2(c.sum(0)).sum()
 
 
 def _mutual_info(c):

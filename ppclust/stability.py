@@ -354,6 +354,11 @@ def _compare(fitted, seeds, settings, index, caught, ari_min) -> StabilityReport
     return report
 
 
+def _worst_pair(ari, mask):
+    """``(i, j)``: the pair of runs with the lowest ARI among the pairs ``mask`` marks (the first on ties)."""
+    return np.unravel_index(np.argmin(np.where(mask, ari, np.inf)), ari.shape)
+
+
 def _verdict(rep) -> tuple[bool, str]:
     """(stable, sentence): the checks of the module docstring within settings, then across settings."""
     from ppclust.posterior import ESS_MIN, RHAT_MAX
@@ -371,7 +376,7 @@ def _verdict(rep) -> tuple[bool, str]:
             problems.append(f"bulk ESS of K {e:.3g} < {ESS_MIN:g}{where}")
     pairs = same & off
     if pairs.any():
-        i, j = np.unravel_index(np.argmin(np.where(pairs, rep.ari, np.inf)), rep.ari.shape)
+        i, j = _worst_pair(rep.ari, pairs)
         if rep.ari[i, j] < rep.ari_min:
             problems.append(
                 f"point estimates disagree (ARI {rep.ari[i, j]:.3g} between {names[i]} and {names[j]})"
@@ -395,7 +400,7 @@ def _verdict(rep) -> tuple[bool, str]:
     k = ", ".join(str(v) for v in np.unique(rep.n_clusters).tolist())
     if len(rep.settings) > 1:
         across = ~same
-        i, j = np.unravel_index(np.argmin(np.where(across, rep.ari, np.inf)), rep.ari.shape)
+        i, j = _worst_pair(rep.ari, across)
         if rep.ari[i, j] < rep.ari_min:
             return True, (
                 f"prior-sensitive: the runs of each setting agree, but the settings do not (ARI "

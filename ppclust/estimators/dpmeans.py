@@ -125,6 +125,43 @@ class _Base(ClusterMixin, BaseEstimator):
         "devices": DEVICES,
     }
 
+    def __init__(  # DPMeans's signature and defaults; RDPMeans passes its own
+        self,
+        lam=None,
+        *,
+        lam_k=3,
+        lam_method="kth_farthest_from_mean",
+        divergence="sqeuclidean",
+        k_max=64,
+        n_init=1,
+        init="bbox_random",
+        order="random",
+        tie="first",
+        variant="sequential",
+        compat=False,
+        patience=1,
+        max_iter=100,
+        smoothing=0.3,
+        random_state=None,
+        devices=None,
+    ):
+        self.lam = lam
+        self.lam_k = lam_k
+        self.lam_method = lam_method
+        self.divergence = divergence
+        self.k_max = k_max
+        self.n_init = n_init
+        self.init = init
+        self.order = order
+        self.tie = tie
+        self.variant = variant
+        self.compat = compat
+        self.patience = patience
+        self.max_iter = max_iter
+        self.smoothing = smoothing
+        self.random_state = random_state
+        self.devices = devices
+
     def _lambda(self, X, rows: _Rows | None = None):
         if self.lam is not None:
             return float(self.lam)
@@ -384,43 +421,6 @@ class DPMeans(_Base):
     (2, True)
     """
 
-    def __init__(
-        self,
-        lam=None,
-        *,
-        lam_k=3,
-        lam_method="kth_farthest_from_mean",
-        divergence="sqeuclidean",
-        k_max=64,
-        n_init=1,
-        init="bbox_random",
-        order="random",
-        tie="first",
-        variant="sequential",
-        compat=False,
-        patience=1,
-        max_iter=100,
-        smoothing=0.3,
-        random_state=None,
-        devices=None,
-    ):
-        self.lam = lam
-        self.lam_k = lam_k
-        self.lam_method = lam_method
-        self.divergence = divergence
-        self.k_max = k_max
-        self.n_init = n_init
-        self.init = init
-        self.order = order
-        self.tie = tie
-        self.variant = variant
-        self.compat = compat
-        self.patience = patience
-        self.max_iter = max_iter
-        self.smoothing = smoothing
-        self.random_state = random_state
-        self.devices = devices
-
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):
         """Fit on X. DP-means uses no side information: links are an error (use :class:`RDPMeans`)."""
@@ -619,27 +619,29 @@ class RDPMeans(_Base):
         random_state=None,
         devices=None,
     ):
-        self.lam = lam
         self.xi0 = xi0
         self.xi_rate = xi_rate
         self.xi_ratio = xi_ratio
         self.xi_max = xi_max
         self.link_reliability = link_reliability
-        self.lam_k = lam_k
-        self.lam_method = lam_method
-        self.divergence = divergence
-        self.k_max = k_max
-        self.n_init = n_init
-        self.init = init
-        self.order = order
-        self.tie = tie
-        self.variant = variant
-        self.compat = compat
-        self.patience = patience
-        self.max_iter = max_iter
-        self.smoothing = smoothing
-        self.random_state = random_state
-        self.devices = devices
+        super().__init__(
+            lam,
+            lam_k=lam_k,
+            lam_method=lam_method,
+            divergence=divergence,
+            k_max=k_max,
+            n_init=n_init,
+            init=init,
+            order=order,
+            tie=tie,
+            variant=variant,
+            compat=compat,
+            patience=patience,
+            max_iter=max_iter,
+            smoothing=smoothing,
+            random_state=random_state,
+            devices=devices,
+        )
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, must_link=None, cannot_link=None, partial_labels=None):

@@ -110,7 +110,6 @@ __all__ = [
     "JITTER",
     "ridge",
     "singular_data",
-    "bucket",
     "max_start_clusters",
 ]
 
@@ -875,23 +874,29 @@ def fit(
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
     sharding = axis_sharding(n_init, devices, "restarts", "n_init")
+    # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
+    compiled = resolve_backend(backend) == "numba" and (sharding is None or backend == "numba")
+    labels0 = None
     if init == "labels":
         labels0 = seeded_partitions(key, x, centres, K, n_init)
-        if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-            res = _run_cpu(
-                cost,
-                x,
-                side,
-                labels0,
-                K=K,
-                min_size=min_size,
-                max_passes=max_passes,
-                reassign=reassign,
-                tol=tol,
-                order=None,
-            )
-            return _pick_best_host(res)
-        xp, sp, labels0, n_valid = _padded(x, side, labels0, K)
+    elif compiled:
+        labels0 = _compiled_initial_labels(key, x, K=K, n_init=n_init, init=init)
+    if compiled:
+        res = _run_cpu(
+            cost,
+            x,
+            side,
+            labels0,
+            K=K,
+            min_size=min_size,
+            max_passes=max_passes,
+            reassign=reassign,
+            tol=tol,
+            order=None,
+        )
+        return _pick_best_host(res)
+    xp, sp, labels0, n_valid = _padded(x, side, labels0, K)
+    if init == "labels":
         labels0 = _put(labels0)
         if sharding is not None:
             labels0 = jax.device_put(labels0, sharding)
@@ -908,65 +913,58 @@ def fit(
             sharding=sharding,
             n_valid=n_valid,
         )
-        return _unpad(fitted, x.shape[0])
-    # "auto" runs the compiled loop on CPU unless the restarts are spread over several devices
-    if resolve_backend(backend) == "numba" and (sharding is None or backend == "numba"):
-        # the set-up is compiled (numba) for any n: k-means++ from draws whose shape does not depend on n
-        # (the same seeds as the XLA engine's), initial statistics in _run_cpu; only init="random" draws
-        # per point, jitted on n padded to a size bucket (the labels of the real rows do not depend on it)
-        n = x.shape[0]
-        if init == "k-means++":
-            from ppclust.inference import _init_cpu
-
-            first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
-            labels0 = _init_cpu.initial_labels(np.array(first), np.array(u), np.array(x, np.float64), K)
-        else:
-            xp = _put(np.pad(np.asarray(x), ((0, bucket(n) - n), (0, 0))))
-            labels0 = np.asarray(
-                _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=np.int32(n))
-            )[:, :n]
-        res = _run_cpu(
+    else:
+        fitted = _fit(
+            key,
             cost,
-            x,
-            side,
-            labels0,
+            xp,
+            sp,
             K=K,
-            min_size=min_size,
+            n_init=n_init,
+            init=init,
             max_passes=max_passes,
             reassign=reassign,
-            tol=tol,
-            order=None,
+            limits=(min_size, tol),
+            sharding=sharding,
+            n_valid=n_valid,
         )
-        return _pick_best_host(res)
-    xp, sp, _, n_valid = _padded(x, side, None, K)
-    fitted = _fit(
-        key,
-        cost,
-        xp,
-        sp,
-        K=K,
-        n_init=n_init,
-        init=init,
-        max_passes=max_passes,
-        reassign=reassign,
-        limits=(min_size, tol),
-        sharding=sharding,
-        n_valid=n_valid,
-    )
     return _unpad(fitted, x.shape[0])
 
 
-def _padded(x, side, labels0, K):
-    """The XLA engine's inputs with the rows padded up to :func:`ppclust._buckets.bucket_size` (one program
-    per bucket): ``(x, side, labels0, n_valid)``; padding rows are zero, of side -1 and label K (in no
-    slot, never visited). ``labels0`` (R, n) stays on the host (None stays None)."""
+def _compiled_initial_labels(key, x, *, K, n_init, init) -> np.ndarray:
+    """(n_init, n) host starts of the compiled engine for ``init`` "k-means++" or "random", from the XLA
+    engine's seeds. The set-up is compiled (numba) for any n: k-means++ from draws whose shape does not
+    depend on n, initial statistics in :func:`_run_cpu`; only ``init="random"`` draws per point, jitted on
+    n padded to a size bucket (the labels of the real rows do not depend on it)."""
     n = x.shape[0]
-    nb = bucket_size(n)
+    if init == "k-means++":
+        from ppclust.inference import _init_cpu
+
+        first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype=np.dtype(x.dtype).name)
+        return _init_cpu.initial_labels(np.array(first), np.array(u), np.array(x, np.float64), K)
+    xp, _, _, n_valid = _padded(x, None, None, K)
+    return np.asarray(
+        _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=n_valid)
+    )[:, :n]
+
+
+def _padded(x, side, labels0, K, size=None):
+    """The XLA engines' inputs with the rows padded up to ``size`` (default
+    :func:`ppclust._buckets.bucket_size`: one program per bucket): ``(x, side, labels0, n_valid)``;
+    padding rows are zero, of side -1 and label K (in no slot, never visited). ``labels0`` (R, >= n) is
+    cut to its first n columns and padded on the host (None stays None)."""
+    n = x.shape[0]
+    nb = bucket_size(n) if size is None else size
     xp = _put(pad_rows(np.asarray(x), nb)[0])
     sp = None if side is None else _put(pad_vector(np.asarray(side, np.int32), nb, -1))
     if labels0 is not None:
-        labels0 = np.pad(np.asarray(labels0, np.int32), ((0, 0), (0, nb - n)), constant_values=K)
+        labels0 = _pad_labels(labels0, n, nb, K)
     return xp, sp, labels0, np.int32(n)
+
+
+def _pad_labels(labels, n: int, size: int, K: int) -> np.ndarray:
+    """Host (R, size) int32 labels: the first n columns of ``labels``, then label K (in no slot)."""
+    return np.pad(np.asarray(labels, np.int32)[:, :n], ((0, 0), (0, size - n)), constant_values=K)
 
 
 def _unpad(fitted: HartiganFit, n: int) -> HartiganFit:
@@ -1040,24 +1038,6 @@ def _kmeanspp_draws(key, m, *, K, n_init, dtype):
     """The k-means++ draws of ``n_init`` restarts among ``m`` points (traced: one program for every n):
     ``first`` (n_init,), ``u`` (n_init, K), as :func:`_initial_labels` draws them."""
     return jax.vmap(lambda k: kmeanspp_uniforms(k, K, m, dtype))(jax.random.split(key, n_init))
-
-
-def bucket(n: int) -> int:
-    """The padded row count of the compiled engine's jitted set-up: the next power of two (at least
-    128). Rows beyond n are padding (never drawn, label K, side -1: they count in no statistic).
-
-    Parameters
-    ----------
-    n : int
-        Rows.
-
-    Examples
-    --------
-    >>> from ppclust.inference.hartigan import bucket
-    >>> bucket(10), bucket(300)
-    (128, 512)
-    """
-    return max(128, 1 << max(int(n) - 1, 0).bit_length())
 
 
 @partial(jax.jit, static_argnames=("K", "n_init", "init", "sharding"))
@@ -1648,16 +1628,13 @@ def fit_batch(
         from ppclust import _devices
 
         nb = _devices.pad_rows(nb, mesh)
-    xp = _put(pad_rows(np.asarray(x), nb)[0])
-    sp = None if side is None else _put(pad_vector(np.asarray(side, np.int32), nb, -1))
+    xp, sp, _, n_valid = _padded(x, side, None, K, nb)
     if init == "labels":
         labels0 = seeded_partitions(key, x, centres, K, n_init)
     else:
         # k-means++ never draws a padding row; random labels are drawn per row (the same on the real rows)
-        labels0 = np.asarray(
-            _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=np.int32(n))
-        )
-    labels0 = np.pad(np.asarray(labels0, np.int32)[:, :n], ((0, 0), (0, nb - n)), constant_values=K)
+        labels0 = _initial_labels(key, xp, K=K, n_init=n_init, init=init, sharding=None, n_valid=n_valid)
+    labels0 = _pad_labels(labels0, n, nb, K)
     valid = _put(np.arange(nb) < n)
     kw = dict(K=K, min_size=min_size, max_iter=max_iter, chunk=chunk)
     if mesh is None:
@@ -1681,7 +1658,7 @@ def fit_batch(
             backend=backend,
         )
     else:
-        lb = np.pad(res.labels[b : b + 1], ((0, 0), (0, nb - n)), constant_values=K)
+        lb = _pad_labels(res.labels[b : b + 1], n, nb, K)
         labels, st, costs, active = jax.tree_util.tree_map(
             lambda v: np.asarray(v)[0], _init_states(cost, xp, sp, _put(lb), K=K)
         )

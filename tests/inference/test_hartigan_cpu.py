@@ -233,6 +233,21 @@ def test_backend_errors():
     assert hartigan.resolve_backend("auto") in ("numba", "xla")
 
 
+def test_random_starts_do_not_depend_on_the_padding():
+    """init="random" draws per row: the compiled engine's starts (rows padded to a size bucket) are the
+    first n rows of the draws on a longer padding, so the bucket never changes a fit."""
+    x = np.random.default_rng(0).normal(size=(50, 2))
+    key = jax.random.key(3)
+    with jax.enable_x64(True):
+        got = hartigan._compiled_initial_labels(key, x, K=4, n_init=2, init="random")
+        xp = jnp.asarray(np.pad(x, ((0, 206), (0, 0))))
+        ref = hartigan._initial_labels(
+            key, xp, K=4, n_init=2, init="random", sharding=None, n_valid=np.int32(50)
+        )
+    assert got.shape == (2, 50) and len(np.unique(got)) == 4
+    np.testing.assert_array_equal(got, np.asarray(ref)[:, :50])
+
+
 @pytest.mark.slow
 def test_fit_restarts_match_xla():
     x, y = _blobs(4)
