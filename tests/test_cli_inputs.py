@@ -70,8 +70,19 @@ def _caught(pid: int, sig: int) -> bool:
     return False
 
 
+# a process started in the background of a shell without job control ignores SIGINT, and so do the CLI
+# processes it starts: SIGINT cannot reach them there
+_SIGINT = pytest.param(
+    signal.SIGINT,
+    marks=pytest.mark.skipif(
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+        reason="SIGINT is not handled by Python's default handler in this test process",
+    ),
+)
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, _SIGINT])
 def test_a_signal_mid_fit_writes_nothing_and_exits_cleanly(work, sig):
     before = _snapshot(work)
     argv = ["fit", "-", "--method", "dpmeans", "--param", "lam=20", "--out", str(work / "out")]
@@ -94,7 +105,7 @@ def test_a_signal_mid_fit_writes_nothing_and_exits_cleanly(work, sig):
     assert _snapshot(work) == before
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, _SIGINT])
 def test_a_signal_while_writing_removes_the_staging_folder(work, sig):
     before = _snapshot(work)
     argv = ["fit", "x.csv", "--method", "dpmeans", "--param", "lam=20", "--out", str(work / "out")]
