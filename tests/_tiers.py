@@ -93,11 +93,9 @@ def fast_first(values, n_fast: int = 1, *, unpack: bool = False, core: bool = Fa
     """
     out = []
     for i, v in enumerate(values):
-        marks = (pytest.mark.core,) if core else ()
-        if i >= n_fast:
-            marks = (pytest.mark.slow,)
-        elif not marks:
+        mark = pytest.mark.slow if i >= n_fast else pytest.mark.core if core else None
+        if mark is None:
             out.append(v)
-            continue
-        out.append(pytest.param(*v, marks=marks) if unpack else pytest.param(v, marks=marks))
+        else:
+            out.append(pytest.param(*v, marks=mark) if unpack else pytest.param(v, marks=mark))
     return out

@@ -980,14 +980,10 @@ class TVClust(ClusterMixin, BaseEstimator):
         src, dst, e = tvclust_vb.directed_entries(pairs, signs, self.vb_mask)
         # rows, entries and the table's width padded to buckets (weight 0): a new size inside a seen
         # bucket reuses the compiled program
-        n_pad, m = bucket_size(n), len(src)
-        degree = int(np.bincount(src, minlength=n).max()) if m else 1
-        nbr, ev, valid = tvclust_vb.neighbour_arrays(n_pad, src, dst, e, width=bucket_size(degree, 4))
-        m_pad = bucket_size(m, 8)
-        entry_weight = np.r_[np.ones(m), np.zeros(m_pad - m)]
-        src, dst, e = (np.r_[a, np.zeros(m_pad - m, a.dtype)] for a in (src, dst, e))
-        row_weight = np.r_[np.ones(n), np.zeros(n_pad - n)]
-        X_pad = np.r_[X, np.zeros((n_pad - n, d))]
+        X_pad, row_weight = pad_rows(X)
+        degree = int(np.bincount(src, minlength=n).max()) if len(src) else 1
+        nbr, ev, valid = tvclust_vb.neighbour_arrays(len(X_pad), src, dst, e, width=bucket_size(degree, 4))
+        (src, entry_weight), (dst, _), (e, _) = (pad_rows(a, minimum=8) for a in (src, dst, e))
         K = int(self.vb_truncation)
         with x64():
             nu0 = float(d) if self.nu0 is None else float(self.nu0)
