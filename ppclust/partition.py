@@ -128,7 +128,7 @@ def compact_labels(labels) -> np.ndarray:
     if lab.min() < 0:
         raise ValueError(f"`labels` must be >= 0 (every item in a cluster), got min {lab.min()}.")
     out = np.empty(lab.shape, np.int32)
-    _compact_rows(np.ascontiguousarray(lab), int(lab.max()) + 1, out)
+    _compact_rows(np.ascontiguousarray(lab, dtype=np.int32), int(lab.max()) + 1, out)
     return out
 
 
@@ -810,11 +810,11 @@ def _search_py(zt, L, init, order, a, is_vi, lg, max_sweeps):
     lab = init.copy()
     for i in range(n):
         if lab[i] >= 0:
-            _add(tab, size, zt, i, lab[i])
+            _add(tab, size, zt, i, np.int64(lab[i]))
     for t in range(n):  # sequential allocation
         i = order[t]
         if lab[i] < 0:
-            k, _ = _best(tab, size, zt, i, -1, a, is_vi, lg)
+            k, _ = _best(tab, size, zt, i, np.int64(-1), a, is_vi, lg)
             if k < 0:
                 k, tab, size = _free_slot(tab, size)
             lab[i] = k
@@ -828,7 +828,7 @@ def _search_py(zt, L, init, order, a, is_vi, lg, max_sweeps):
             sweeps += 1
             for t in range(n):
                 i = order[t]
-                old = lab[i]
+                old = np.int64(lab[i])
                 _remove(tab, size, zt, i, old)
                 k, _ = _best(tab, size, zt, i, old, a, is_vi, lg)
                 if k < 0:
@@ -925,7 +925,7 @@ def _merge_best(tab, size, lab, a, is_vi, lg):
             acc = 0.0
             for s in range(S):
                 for m in range(lmax):
-                    u, v = tab[k1, s, m], tab[k2, s, m]
+                    u, v = np.int64(tab[k1, s, m]), np.int64(tab[k2, s, m])
                     if u > 0 and v > 0:
                         acc += _pair_f(u + v, is_vi, lg) - _pair_f(u, is_vi, lg) - _pair_f(v, is_vi, lg)
             r1, r2 = size[k1], size[k2]
@@ -966,7 +966,7 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
             change -= _move_cost(tab, size, zt, i, k, a, is_vi, lg) if size[k] > 0 else 0.0
         for j in range(m):
             i = items[j]
-            kk, c = _best(tab, size, zt, i, -1, a, is_vi, lg)
+            kk, c = _best(tab, size, zt, i, np.int64(-1), a, is_vi, lg)
             if kk < 0:
                 kk = k if size[k] == 0 else -1
                 if kk < 0:
@@ -977,7 +977,7 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
                 if kk < 0:  # no free slot: give up this dissolution (undo below)
                     change = 0.0
                     for jj in range(j):
-                        _remove(tab, size, zt, items[jj], lab[items[jj]])
+                        _remove(tab, size, zt, items[jj], np.int64(lab[items[jj]]))
                     for jj in range(m):
                         lab[items[jj]] = k
                         _add(tab, size, zt, items[jj], k)
@@ -993,7 +993,7 @@ def _zealous(tab, size, lab, zt, order, items, a, is_vi, lg):
             return True
         for j in range(m):  # undo
             i = items[j]
-            _remove(tab, size, zt, i, lab[i])
+            _remove(tab, size, zt, i, np.int64(lab[i]))
         for j in range(m):
             i = items[j]
             lab[i] = k

@@ -340,7 +340,7 @@ def _refresh(k, code, n, s, sc, mu0, hyp, cache, sizes):
 def _loo_full(k, xi, n, s, sc, mu0, hyp, cache, w, sizes):
     """Slot k's log-weight for x_i with x_i itself left out, without touching the slot (full covariance,
     :func:`ppclust.families._niw_cpu.log_predictive_loo`); NaN when the caller must downdate explicitly."""
-    size = _size_cached(n[k] - 1.0, sizes, FULL, xi.shape[0], hyp[1])
+    size = _size_cached(n[k] - 1.0, sizes, np.int64(FULL), xi.shape[0], hyp[1])
     return log_predictive_loo(k, xi, size, n, s, sc, mu0, hyp, cache, w)
 
 
@@ -349,7 +349,7 @@ def _candidates(n, k_old, finite, cand):
     """The slots x_i may move to, in slot order, written to ``cand[:na]``: the occupied ones and the first
     free one (a new cluster), every slot for a finite mixture. Returns ``(na, new, a_old)``: their number,
     the free slot (-1 if none: k_max exhausted) and x_i's own slot's position in ``cand``."""
-    na = 0
+    na = np.int64(0)
     new = -1
     a_old = -1
     for k in range(n.shape[0]):
@@ -524,7 +524,7 @@ def _sweep_one(order, u, labels, n, s, sc, counts, pqa, data, model):
     for t in range(npts):
         i = order[t]
         xi = x[i]
-        k_old = labels[i]
+        k_old = np.int64(labels[i])
         # x_i's own slot without x_i: in closed form from the current factor when the slot keeps other
         # points (full covariance); else by an explicit downdate, undone by a copy if x_i is redrawn there
         lw_own = np.nan
@@ -757,7 +757,7 @@ def _loo_draws(labels, pqa, pcounts, data, model, sc0, K, out):
             for j in range(m_sc):
                 sc[k, j] = sc0[j]
         for i in range(npts):
-            rank_one(lab[i], x[i], 1.0, code, n, s, sc, mu0, hyp, v)
+            rank_one(np.int64(lab[i]), x[i], 1.0, code, n, s, sc, mu0, hyp, v)
         table[:] = np.nan
         log_alpha = math.log(alpha)
         alpha_k = alpha / K
@@ -767,7 +767,7 @@ def _loo_draws(labels, pqa, pcounts, data, model, sc0, K, out):
         prior = _LinkPrior(model.pq, model.pri, math.log(p) - math.log1p(-q), math.log(q) - math.log1p(-p))
         for i in range(npts):
             xi = x[i]
-            k_old = lab[i]
+            k_old = np.int64(lab[i])
             lw_own = np.nan
             if code == FULL and n[k_old] >= 2.0:
                 lw_own = _loo_full(k_old, xi, n, s, sc, mu0, hyp, cache, w, sizes)
