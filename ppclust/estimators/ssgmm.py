@@ -49,8 +49,10 @@ from ppclust.families import GaussianNIW, mixture_niw_prior
 from ppclust.inference import em
 from ppclust.models.ssgmm import (
     default_component_classes,
+    label_allowed,
     label_log_mask,
     label_noise_update,
+    label_term,
     ssgmm_log_likelihood,
 )
 
@@ -117,7 +119,8 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
                 )
         self.component_classes_ = g
         eps = LABEL_NOISE_START if self.label_noise == "auto" else float(self.label_noise)
-        log_mask, allowed = label_log_mask(codes, g, C, eps)
+        term = label_term(codes, g, C, eps)
+        allowed = label_allowed(codes, g)
 
         use_labels = C > 0 and self.init in ("auto", "labelled")
         centres = np.zeros((K, d))
@@ -129,7 +132,7 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
                     centres[ks[0]] = X[codes == c].mean(0)
                     fixed[ks[0]] = True
         shift = X.mean(0)  # both fits are translation-equivariant; centring keeps moments well conditioned
-        return X, codes, log_mask, allowed, centres, fixed, shift, as_key(self.random_state)
+        return X, codes, term, allowed, centres, fixed, shift, as_key(self.random_state)
 
     def _niw_prior(self, xc, K):
         """The model's one default prior (:func:`ppclust.families.mixture_niw_prior`) on centred data
@@ -421,7 +424,9 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 bool(self.progress_bar),
             ) as bar,
         ):
-            xc = (X - shift) / scale
+            xc = X - shift
+            if scale != 1.0:
+                xc /= scale
             prior = None
             if self.prior == "default":
                 prior = self._niw_prior(xc, K)
@@ -429,7 +434,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
             fixed_eps = 0.0 if self.label_noise == "auto" else float(self.label_noise)
             eps = LABEL_NOISE_START if learn else fixed_eps
             if self.label_noise == "auto" and not learn:  # one class or none: no flip to learn
-                log_mask = label_log_mask(codes, self.component_classes_, C, 0.0)[0]
+                log_mask = label_term(codes, self.component_classes_, C, 0.0)
             params, rounds = None, 0
             while True:
                 rounds += 1
@@ -456,7 +461,7 @@ class SemiSupervisedGMM(_SemiSupervisedGMMBase):
                 if abs(new_eps - eps) < LABEL_NOISE_TOL or rounds >= LABEL_NOISE_MAX_ROUNDS:
                     break
                 eps, params = new_eps, res.params
-                log_mask = label_log_mask(codes, self.component_classes_, C, eps)[0]
+                log_mask = label_term(codes, self.component_classes_, C, eps)
             self.label_noise_ = float(eps)
             self.label_noise_rounds_ = rounds
             if not bool(res.finite):
@@ -770,7 +775,8 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
         n_draws = int(self.n_draws)
         prep = self._prepare(X, y, partial_labels, self.n_clusters)
-        X, codes, log_mask, allowed, centres, fixed, shift, key = prep
+        X, codes, term, allowed, centres, fixed, shift, key = prep
+        log_mask = term.rows()
         check_data_scale(X, type(self).__name__, PRIOR_FLOOR_SD)
         warn_few_distinct_rows(type(self).__name__, X, self._n_clusters)
         K, n = self._n_clusters, X.shape[0]

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import solve_triangular
 
 from ppclust.families.densities import LOG_2PI
@@ -61,7 +62,8 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
 
     Notes
     -----
-    Matrix products over all components (no (n, k, d) array for diag / spherical / tied).
+    Memory O(n (k + d)): matrix products over all components for diag / spherical / tied, one component
+    at a time for full (no (n, k, d) array).
 
     Examples
     --------
@@ -71,13 +73,9 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
     ((4, 3), -1.837877)
     """
     n, d = x.shape
-    k = means.shape[0]
     log_det = _log_det_prec_chol(prec_chol, cov_type, d)
     if cov_type == "full":
-        # (n, d) @ (d, k*d): one matmul for all components.
-        y = (x @ jnp.transpose(prec_chol, (1, 0, 2)).reshape(d, k * d)).reshape(n, k, d)
-        y = y - jnp.einsum("kd,kde->ke", means, prec_chol)[None]
-        maha = jnp.sum(y * y, axis=-1)
+        maha = _maha_full(x, means, prec_chol)
     elif cov_type == "tied":
         y = x @ prec_chol
         mu = means @ prec_chol
@@ -89,6 +87,36 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
         prec = prec_chol**2
         maha = (jnp.sum(x * x, 1)[:, None] - 2 * x @ means.T + jnp.sum(means**2, 1)[None]) * prec[None]
     return -0.5 * (d * LOG_2PI + maha) + log_det
+
+
+def _host(*arrays):
+    """True when every array is a NumPy array: the component loops then run in NumPy (no program per
+    shape), else in ``lax.map`` (traced, inside the caller's program)."""
+    return all(isinstance(a, np.ndarray) for a in arrays)
+
+
+def _maha_full(x, means, prec_chol):
+    """(n, k) squared norms of ``P_k^T (x_i - mu_k)``, one component at a time: an (n, d) temporary, never
+    (n, k, d)."""
+
+    def one(mp):
+        y = x @ mp[1] - mp[0] @ mp[1]
+        return (y * y).sum(axis=-1)
+
+    if _host(x, means, prec_chol):
+        return np.stack([one(mp) for mp in zip(means, prec_chol, strict=True)], axis=1)
+    return jax.lax.map(one, (means, prec_chol)).T
+
+
+def _second_moments(x, resp):
+    """(k, d, d) sums ``sum_i r_ik x_i x_i^T``, one component at a time (an (n, d) temporary)."""
+
+    def one(r):
+        return (x * r[:, None]).T @ x
+
+    if _host(x, resp):
+        return np.stack([one(r) for r in resp.T])
+    return jax.lax.map(one, resp.T)
 
 
 class GMMParams(NamedTuple):
@@ -305,12 +333,10 @@ def gaussian_moment_stats(x, resp, cov_type):
     (2.0, 4.0, 10.0)
     """
     n, d = x.shape
-    k = resp.shape[1]
     nk = resp.sum(0)
     s = resp.T @ x  # (k, d) weighted sums
     if cov_type in ("full", "tied"):
-        # second moments in one matmul: (n, k*d)^T @ (n, d)
-        m2 = ((resp[:, :, None] * x[:, None, :]).reshape(n, k * d).T @ x).reshape(k, d, d)
+        m2 = _second_moments(x, resp)
     else:
         m2 = resp.T @ (x * x)  # (k, d)
     return nk, s, m2

@@ -50,6 +50,7 @@ from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in th
     precision_cholesky,
 )
 from ppclust.inference.init import kmeanspp_centres, kmeanspp_uniforms, nearest_centre  # re-exported
+from ppclust.models.ssgmm import LabelTerm
 
 __all__ = [
     "GMMParams",
@@ -159,8 +160,9 @@ def e_step(x, params, log_mask, cov_type, w=None):
         The data.
     params : GMMParams
         Current parameters.
-    log_mask : array of shape (n, k) or None
-        Label term :math:`M` (:func:`ppclust.models.ssgmm.label_log_mask`); None: a plain GMM.
+    log_mask : array of shape (n, k), LabelTerm or None
+        Label term :math:`M` (:func:`ppclust.models.ssgmm.label_log_mask`, or its O(n) form
+        :class:`ppclust.models.ssgmm.LabelTerm`); None: a plain GMM.
     cov_type : {"full", "tied", "diag", "spherical"}
         Covariance type.
     w : array of shape (n,) or None, default=None
@@ -184,7 +186,7 @@ def e_step(x, params, log_mask, cov_type, w=None):
     """
     lp = log_gaussian_prob(x, params.means, params.prec_chol, cov_type) + jnp.log(params.weights)[None]
     if log_mask is not None:
-        lp = lp + log_mask
+        lp = lp + (log_mask.rows() if isinstance(log_mask, LabelTerm) else log_mask)
     norm = logsumexp(lp, axis=1)
     return jnp.sum(norm if w is None else w * norm), lp - norm[:, None]
 
@@ -509,8 +511,9 @@ def fit(
         Seeds the k-means++ starts.
     x : array of shape (n, d)
         The data (validated, float64 scope).
-    log_mask : array of shape (n, K) or None
+    log_mask : array of shape (n, K), LabelTerm or None
         :math:`\\log p(\\text{observed label} \\mid z = k)`, 0 for unlabelled points; None for a plain GMM.
+        A :class:`ppclust.models.ssgmm.LabelTerm` (a table row per class) keeps it O(n) in memory.
     allowed : bool array of shape (n, K)
         Components a point may start in (the hard label restriction of the start).
     init_centres, init_fixed : arrays of shape (K, d) and (K,) bool
@@ -574,7 +577,12 @@ def fit(
     n = x.shape[0]
     size = bucket_size(n)
     xp, w = pad_rows(x, size)
-    lm = None if log_mask is None else pad_rows(np.asarray(log_mask), size)[0]
+    if isinstance(log_mask, LabelTerm):  # padding rows take the zero row (unlabelled)
+        table = np.asarray(log_mask.table)
+        codes = pad_vector(np.asarray(log_mask.codes, np.int32), size, table.shape[0] - 1)
+        lm = LabelTerm(codes, table) if mesh is None else table[codes]
+    else:
+        lm = None if log_mask is None else pad_rows(np.asarray(log_mask), size)[0]
     allowed_p = pad_vector(np.asarray(allowed), size, True)
     res = _fit(
         key,

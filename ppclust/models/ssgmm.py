@@ -23,6 +23,8 @@ model runs under NUTS; the per-point term is exactly :func:`ppclust.inference.em
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -32,8 +34,11 @@ from jax.scipy.special import gammaln, logsumexp
 from ppclust.families import log_gaussian_prob
 
 __all__ = [
+    "LabelTerm",
     "default_component_classes",
+    "label_allowed",
     "label_log_mask",
+    "label_term",
     "label_noise_update",
     "partition_flip_rate",
     "ssgmm_model",
@@ -64,6 +69,68 @@ def default_component_classes(n_components: int, n_classes: int) -> np.ndarray:
     if n_classes == 0:
         return np.full(n_components, -1, np.int32)
     return (np.arange(n_components) % n_classes).astype(np.int32)
+
+
+class LabelTerm(NamedTuple):
+    r"""The label term :math:`\log p(y_i \mid z_i = k)` in O(n + C K) memory: row ``codes[i]`` of ``table``.
+
+    Parameters
+    ----------
+    codes : int32 array of shape (n,)
+        Class index ``0..C-1`` of each point, ``C`` for unlabelled (and bucket padding) rows.
+    table : array of shape (C + 1, K)
+        Row c: the term of a point labelled c (:func:`label_log_mask`'s rows); row C: zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> term = label_term(np.array([0, -1]), np.array([0, 1]), 2, 0.1)
+    >>> term.codes.tolist(), np.round(term.table[term.codes], 3).tolist()
+    ([0, 2], [[-0.105, -2.303], [0.0, 0.0]])
+    """
+
+    codes: np.ndarray
+    table: np.ndarray
+
+    def rows(self):
+        """The (n, K) term (``table[codes]``; inside a jitted function a gather that XLA fuses into its use).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> label_term(np.array([1]), np.array([0, 1]), 2).rows().tolist()
+        [[-inf, 0.0]]
+        """
+        return self.table[self.codes]
+
+
+def label_term(y_codes, component_classes, n_classes, eps=0.0) -> LabelTerm:
+    r""":func:`label_log_mask`'s term as a :class:`LabelTerm` (a table row per class), host NumPy.
+
+    Parameters
+    ----------
+    y_codes, component_classes, n_classes, eps :
+        As :func:`label_log_mask`.
+
+    Returns
+    -------
+    LabelTerm
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> label_term(np.array([0, -1, 1]), np.array([0, 1]), 2).codes.tolist()
+    [0, 2, 1]
+    """
+    y_codes = np.asarray(y_codes)
+    g = np.asarray(component_classes)
+    with np.errstate(divide="ignore"):
+        other = np.log(eps / max(n_classes - 1, 1)) if eps > 0 else -np.inf
+        keep = np.log1p(-eps)
+    table = np.zeros((n_classes + 1, g.shape[0]))
+    table[:n_classes] = np.where(g[None, :] == np.arange(n_classes)[:, None], keep, other)
+    codes = np.where(y_codes >= 0, y_codes, n_classes).astype(np.int32)
+    return LabelTerm(codes, table)
 
 
 def label_log_mask(y_codes, component_classes, n_classes, eps=0.0):
@@ -97,16 +164,31 @@ def label_log_mask(y_codes, component_classes, n_classes, eps=0.0):
     >>> np.round(lm, 3).tolist(), allowed.tolist()
     ([[-0.105, -2.303], [0.0, 0.0]], [[True, False], [True, True]])
     """
+    term = label_term(y_codes, component_classes, n_classes, eps)
+    return term.rows(), label_allowed(y_codes, component_classes)
+
+
+def label_allowed(y_codes, component_classes) -> np.ndarray:
+    """The components a point may belong to under a hard label: those of its class (all when unlabelled).
+
+    Parameters
+    ----------
+    y_codes, component_classes :
+        As :func:`label_log_mask`.
+
+    Returns
+    -------
+    bool ndarray of shape (n, K)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> label_allowed(np.array([0, -1]), np.array([0, 1])).tolist()
+    [[True, False], [True, True]]
+    """
     y_codes = np.asarray(y_codes)
     g = np.asarray(component_classes)
-    labelled = y_codes >= 0
-    same = (g[None, :] == y_codes[:, None]) & labelled[:, None]
-    with np.errstate(divide="ignore"):
-        other = np.log(eps / max(n_classes - 1, 1)) if eps > 0 else -np.inf
-        keep = np.log1p(-eps)
-    log_mask = np.where(labelled[:, None], np.where(same, keep, other), 0.0)
-    allowed = np.where(labelled[:, None], same, True)
-    return log_mask, allowed
+    return np.where((y_codes >= 0)[:, None], g[None, :] == y_codes[:, None], True)
 
 
 def ssgmm_log_likelihood(x, weights, means, prec_chol, log_mask=None, cov_type="full"):

@@ -662,3 +662,27 @@ def test_bayesian_objective_is_the_log_joint_of_the_point_estimate():
     ).fit(X, y)
     assert isinstance(g.objective_, float) and g.objective_trace_.shape == (1, 5)
     assert g.objective_ == pytest.approx(g.objective_trace_.max(), rel=1e-12)
+
+
+def test_label_term_is_the_label_mask_and_em_fits_the_same_with_it():
+    """The O(n) label term (a table row per class) is :func:`label_log_mask` row for row, and EM given it
+    (its rows gathered inside the program, padding rows on the zero row) returns the same bits as EM given
+    the (n, K) mask: a table with a wrong row, or padding rows given a labelled row, changes both."""
+    from ppclust.models.ssgmm import label_allowed, label_term
+
+    rng = np.random.default_rng(3)
+    n, K, C = 101, 4, 3  # 101 rows: padded to the bucket 128
+    codes = np.where(rng.random(n) < 0.3, rng.integers(0, C, n), -1)
+    g = np.array([0, 1, 2, -1])
+    for eps in (0.0, 0.1):
+        mask, allowed = label_log_mask(codes, g, C, eps)
+        term = label_term(codes, g, C, eps)
+        np.testing.assert_array_equal(term.rows(), mask)
+        np.testing.assert_array_equal(label_allowed(codes, g), allowed)
+    x = np.concatenate([rng.normal(size=(n // 2, 2)), rng.normal(5.0, 1.0, size=(n - n // 2, 2))])
+    args = (allowed, np.zeros((K, 2)), np.zeros(K, bool))
+    with x64():
+        a = em.fit(jax.random.key(0), x, mask, *args, n_components=K, cov_type="full", max_iter=30)
+        b = em.fit(jax.random.key(0), x, term, *args, n_components=K, cov_type="full", max_iter=30)
+    np.testing.assert_array_equal(np.asarray(a.resp), np.asarray(b.resp))
+    assert float(a.objective) == float(b.objective)
