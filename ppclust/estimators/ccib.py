@@ -105,8 +105,8 @@ class CCIB(ClusterMixin, BaseEstimator):
         Stop annealing when :math:`I(C;X)` reaches this many nats (>= 0); None: anneal to hard
         assignments.
     n_init : int, default=10
-        Restarts (>= 1), vmapped in batches of at most 16; the one with the largest final objective is
-        kept.
+        Restarts (>= 1), run one after the other; the one with the largest final objective is kept
+        (``docs/decisions/0059-ccib-restarts-in-fixed-width-batches.md``).
     max_iter : int, default=300
         Most temperature (annealing) steps (>= 1).
     max_inner : int, default=500
@@ -287,7 +287,7 @@ class CCIB(ClusterMixin, BaseEstimator):
         with (
             x64(),
             _progress.bar(
-                int(self.n_init), "CCIB annealing restarts (vmapped)", "restart", bool(self.progress_bar)
+                int(self.n_init), "CCIB annealing restarts", "restart", bool(self.progress_bar)
             ) as bar,
         ):
             keys = _solver.restart_keys(as_key(self.random_state), int(self.n_init))

@@ -902,6 +902,7 @@ CHUNK_S = 0.25
 
 #: restarts per compiled call of :func:`fit_restarts` (the width its programs are vmapped to, whatever the
 #: number of restarts); on a CPU one restart per call: a wider batch runs no faster per restart
+#: (``docs/decisions/0059-ccib-restarts-in-fixed-width-batches.md``)
 BATCH = 1
 
 
@@ -1005,7 +1006,7 @@ def _fit_batch(keys, data, hyper, static, size, adapt):
         carry = _progress.run(_advance, keys, carry, jnp.int32(done + size), data, hyper, static)
         done += size
         if bool(np.all(np.asarray(carry[0].done))):
-            return _progress.run(_results, carry, data, static), size
+            return _results(carry, data, static), size
         if adapt:
             size = max(1, min(2 * size, int(size * CHUNK_S / max(time.process_time() - t0, 1e-6))))
 
