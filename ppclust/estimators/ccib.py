@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -106,7 +105,8 @@ class CCIB(ClusterMixin, BaseEstimator):
         Stop annealing when :math:`I(C;X)` reaches this many nats (>= 0); None: anneal to hard
         assignments.
     n_init : int, default=10
-        Restarts (vmapped, >= 1); the one with the largest final objective is kept.
+        Restarts (>= 1), run one after the other; the one with the largest final objective is kept
+        (``docs/decisions/0059-ccib-restarts-in-fixed-width-batches.md``).
     max_iter : int, default=300
         Most temperature (annealing) steps (>= 1).
     max_inner : int, default=500
@@ -116,8 +116,8 @@ class CCIB(ClusterMixin, BaseEstimator):
     random_state : None, int, numpy Generator or JAX key, default=None
         Seeds the perturbations.
     progress_bar : bool, default=True
-        A bar over the (vmapped) annealing restarts, shown when someone can see it (Jupyter or a
-        terminal, not ``CI``; ``PPCLUST_PROGRESS``).
+        A bar over the annealing restarts (advancing batch by batch), shown when someone can see it
+        (Jupyter or a terminal, not ``CI``; ``PPCLUST_PROGRESS``).
 
     Attributes
     ----------
@@ -287,14 +287,12 @@ class CCIB(ClusterMixin, BaseEstimator):
         with (
             x64(),
             _progress.bar(
-                int(self.n_init), "CCIB annealing restarts (vmapped)", "restart", bool(self.progress_bar)
+                int(self.n_init), "CCIB annealing restarts", "restart", bool(self.progress_bar)
             ) as bar,
         ):
-            keys = jax.random.split(as_key(self.random_state), int(self.n_init))
-            res = _solver.fit_restarts(keys, _bucketed(data), hyper, static)
-            res = jax.tree_util.tree_map(np.asarray, res)
+            keys = _solver.restart_keys(as_key(self.random_state), int(self.n_init))
+            res = _solver.fit_restarts(keys, _bucketed(data), hyper, static, progress=bar.update)
             res = res._replace(q=res.q[:, :n], labels=res.labels[:, :n])
-            bar.update(int(self.n_init))
         if not np.all(np.isfinite(res.objective)):
             bad = int((~np.isfinite(res.objective)).sum())
             raise NonFiniteError(

@@ -26,7 +26,8 @@ symmetry-breaking perturbation before each temperature, until the assignments ar
 falls below :math:`10^{-8}\rho_0`, :math:`I(C;X)` reaches ``c_max`` or ``max_iter`` is used up.
 One run is one jitted function (:func:`fit`): the annealing is a ``lax.while_loop`` writing a fixed-size
 trace. :func:`fit_restarts` runs the restarts as the same loop cut into chunks of steps driven from Python
-(the same result), so that a fit can be stopped between chunks.
+(the same result), so that a fit can be stopped between chunks, in batches of a fixed width, so that its
+programs do not depend on the number of restarts.
 
 Feature models (``Static.feature``):
 
@@ -60,6 +61,7 @@ from jax import lax
 from jax.scipy.special import logsumexp, xlogy
 
 from ppclust import _progress
+from ppclust._buckets import bucket_size
 from ppclust.families import Multinomial, isotropic_gaussian_loglik
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "inner_trace",
     "fit",
     "fit_restarts",
+    "restart_keys",
     "log_assignment",
 ]
 
@@ -897,27 +900,69 @@ def _results(carry, data, static):
 #: shrink the calls until their fixed cost dominates
 CHUNK_S = 0.25
 
+#: restarts per compiled call of :func:`fit_restarts` (the width its programs are vmapped to, whatever the
+#: number of restarts); on a CPU one restart per call: a wider batch runs no faster per restart
+#: (``docs/decisions/0059-ccib-restarts-in-fixed-width-batches.md``)
+BATCH = 1
 
-def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=None) -> Result:
-    """:func:`fit` vmapped over ``keys`` (one restart per key), driven from Python in chunks of inner
-    (P-step, Q-step) alternations, a temperature's inner loop cut and resumed across chunks, so that a stop
-    request (:func:`ppclust._progress.check`) is honoured between chunks. The result is :func:`fit`'s,
-    bit for bit, for any chunking.
+
+def restart_keys(key, n_restarts: int):
+    """``jax.random.split(key, n_restarts)``, split at a bucketed count (with partitionable threefry keys
+    the first ``n_restarts`` keys are the same) so that splitting compiles once per bucket of
+    ``n_restarts``, not once per count.
+
+    Parameters
+    ----------
+    key : jax.random key
+        The fit's key.
+    n_restarts : int
+        Number of restarts, ``>= 1``.
+
+    Returns
+    -------
+    jax.Array of keys of shape (n_restarts,)
+        Restart ``i``'s key at ``i``, for :func:`fit_restarts`.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> keys = restart_keys(jax.random.key(0), 3)
+    >>> ref = jax.random.split(jax.random.key(0), 3)
+    >>> bool(np.array_equal(jax.random.key_data(keys), jax.random.key_data(ref)))
+    True
+    """
+    n = int(n_restarts)
+    if not jax.config.jax_threefry_partitionable:  # split(key, m)[:n] differs from split(key, n)
+        return jax.random.split(key, n)
+    raw = np.asarray(jax.random.key_data(jax.random.split(key, bucket_size(n, minimum=16))))
+    return jax.random.wrap_key_data(raw[:n], impl=jax.random.key_impl(key))
+
+
+def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=None, progress=None) -> Result:
+    """:func:`fit` vmapped over ``keys`` (one restart per key) in batches of ``BATCH`` restarts (the last
+    batch filled up with copies of its last key, whose results are dropped), so that the compiled programs
+    do not depend on the number of restarts and restart ``i``'s result on its key alone. Each batch is
+    driven from Python in chunks of inner (P-step, Q-step) alternations, a temperature's inner loop cut
+    and resumed across chunks, so that a stop request (:func:`ppclust._progress.check`) is honoured
+    between chunks. A batch's result is vmapped :func:`fit`'s on the same keys, bit for bit, for any
+    chunking.
 
     Parameters
     ----------
     keys : jax.Array of keys of shape (r,)
-        One key per restart.
+        One key per restart (see :func:`restart_keys`).
     data, hyper, static :
         As for :func:`fit`.
     chunk : int or None, default=None
         Inner alternations per compiled call; None adapts it so that a call does about ``CHUNK_S``
         seconds of work (CPU time).
+    progress : callable or None, default=None
+        Called with the number of restarts finished after each batch.
 
     Returns
     -------
     Result
-        Batched over the restarts.
+        Batched over the restarts (numpy arrays).
 
     Raises
     ------
@@ -936,15 +981,33 @@ def fit_restarts(keys, data: CCIBData, hyper: Hyper, static: Static, *, chunk=No
     >>> res.labels.shape
     (2, 6)
     """
+    raw, impl = np.asarray(jax.random.key_data(keys)), jax.random.key_impl(keys)
+    r = raw.shape[0]
+    width = int(BATCH)
+    size = 1 if chunk is None else int(chunk)
+    parts = []
+    for first in range(0, r, width):
+        rows = np.minimum(np.arange(first, first + width), r - 1)
+        batch = jax.random.wrap_key_data(raw[rows], impl=impl)
+        res, size = _fit_batch(batch, data, hyper, static, size, chunk is None)
+        parts.append(jax.tree_util.tree_map(np.asarray, res))
+        if progress is not None:
+            progress(min(width, r - first))
+    return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:r], *parts)
+
+
+def _fit_batch(keys, data, hyper, static, size, adapt):
+    """One batch of restarts in chunks of ``size`` inner alternations (adapted to ``CHUNK_S`` if
+    ``adapt``); returns its :class:`Result` and the chunk size reached, for the next batch to start from."""
     carry = _starts(keys, data, hyper, static)
-    done, size = 0, 1 if chunk is None else int(chunk)
+    done = 0
     while True:
         t0 = time.process_time()
         carry = _progress.run(_advance, keys, carry, jnp.int32(done + size), data, hyper, static)
         done += size
         if bool(np.all(np.asarray(carry[0].done))):
-            return _results(carry, data, static)
-        if chunk is None:
+            return _results(carry, data, static), size
+        if adapt:
             size = max(1, min(2 * size, int(size * CHUNK_S / max(time.process_time() - t0, 1e-6))))
 
 

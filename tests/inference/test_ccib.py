@@ -59,6 +59,16 @@ def two_factor():
 
 _trace = jax.jit(S.inner_trace, static_argnames=("static", "n_iter"))
 
+_LOWERED = []  # names of the programs JAX lowers (every program it builds, compiled or read from a cache)
+
+
+def _on_lowered(event, duration, **kwargs):
+    if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        _LOWERED.append(kwargs.get("fun_name"))
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_lowered)
+
 
 @partial(jax.jit, static_argnames=("static",))
 def _step_and_terms(q, data, hyper, static, rho):
@@ -240,17 +250,42 @@ def test_bad_input():
     assert est.labels_.tolist() == [0, 0, 0, 0]
 
 
-def test_fit_restarts_chunked_equals_one_program():
-    """The chunked driver (steps cut into compiled calls of any size) gives vmap(fit)'s result bit for bit."""
+def test_fit_restarts_chunked_equals_one_program(monkeypatch):
+    """The chunked driver (steps cut into compiled calls of any size) gives vmap(fit)'s result on its
+    batches of ``BATCH`` keys (2 here; the last batch padded with its last key), bit for bit; more
+    restarts build no program, and restart i's result does not depend on the number of restarts."""
+    monkeypatch.setattr(S, "BATCH", 2)
     rng = np.random.default_rng(1)
     y, z = _counts(rng, n=30, d=6)
     with x64():
         data = _data(y / y.sum(1, keepdims=True), z, 3)
         static = S.Static(2, n_groups=3, feature="multinomial", background="categorical")
         static = static._replace(max_iter=40)
-        keys = jax.random.split(jax.random.key(3), 2)
-        ref = jax.vmap(S.fit, in_axes=(0, None, None, None))(keys, data, S.Hyper(), static)
+        keys, keys5 = jax.random.split(jax.random.key(3), 3), jax.random.split(jax.random.key(3), 5)
+        one = jax.vmap(S.fit, in_axes=(0, None, None, None))
+        batches = [one(keys[np.array(b)], data, S.Hyper(), static) for b in ([0, 1], [2, 2])]
+        ref = jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:3], *batches)
         for chunk in (1, 7):
             got = S.fit_restarts(keys, data, S.Hyper(), static, chunk=chunk)
             for a, b in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got), strict=True):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        del _LOWERED[:]
+        five = S.fit_restarts(keys5, data, S.Hyper(), static, chunk=7)
+        assert _LOWERED == []
+        assert five.labels.shape == (5, 30)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(five), strict=True):
+            np.testing.assert_array_equal(a, b[:3])
+
+
+def test_number_of_restarts_compiles_nothing_new(two_factor):
+    """A fit with n_init=3 after one with n_init=2 on the same data builds no program (counted with
+    ``jax.monitoring``; the restarts run in batches of the fixed width ``BATCH``), and restart i's result
+    is the same whatever n_init."""
+    y, b, _ = two_factor
+    two = CCIB(2, lam=0.3, n_init=2, random_state=0).fit(y, background=b)
+    del _LOWERED[:]
+    three = CCIB(2, lam=0.3, n_init=3, random_state=0).fit(y, background=b)
+    assert _LOWERED == []
+    assert three.restart_labels_.shape == (3, len(y)) and three.restart_objectives_.shape == (3,)
+    np.testing.assert_array_equal(two.restart_objectives_, three.restart_objectives_[:2])
+    np.testing.assert_array_equal(two.restart_labels_, three.restart_labels_[:2])
