@@ -369,9 +369,14 @@ def _verdicts(res):
         key = "cpu_s" if all("cpu_s" in r for d in by.values() for r in d.values()) else "time_s"
         pays = [n for n, d in by.items() if _sub_pays(d, key)]
         where = f"below n* = {pays[0]}" if pays else f"at every measured n up to {max(by)}"
+        auto = (
+            f'a crossover at n* = {pays[0]} is the ground for `algorithm="auto"`'
+            if pays
+            else 'no crossover, so no `algorithm="auto"`'
+        )
         v.append(
             f'TVClust(algorithm="collapsed") default: **holds** {where} (letter, 16-D, one chain, equal '
-            f"sweeps; docs/decisions/0018). {res['crossover']}"
+            f"sweeps; {auto}; docs/decisions/0018). {res['crossover']}"
         )
     return v
 
