@@ -138,8 +138,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         "collapsed": Gibbs with cluster parameters integrated out (Neal 2000, Algorithm 3). "explicit":
         the paper-literal Gibbs sampler with cluster parameters (Algorithm 2). "subcluster": the parallel
         sampler of :mod:`ppclust.inference.subcluster` (restricted block Gibbs plus exact split/merge
-        moves; best with ``init="one"``). All three target the same posterior. "variational": the authors'
-        truncated stick-breaking mean-field algorithm (:mod:`ppclust.inference.tvclust_vb`); no draws.
+        moves; best with ``init="one"``). All three target the same posterior. On a CPU with a few
+        thousand points the collapsed sampler is the faster per sweep: each sub-cluster sweep carries a
+        fixed cost, and its loops split the points over threads only in blocks of thousands of rows
+        (``docs/decisions/0018-tvclust-algorithm-auto.md``); at equal sweeps the sub-cluster sampler's
+        split/merge moves can reach a better partition. "variational": the authors' truncated
+        stick-breaking mean-field algorithm (:mod:`ppclust.inference.tvclust_vb`); no draws.
     init : {"kmeans++", "one"} or array-like of shape (n,), default="kmeans++"
         Starting partition of every chain: a k-means++ Voronoi partition with ``init_clusters`` clusters,
         all points in one cluster, or the given labels (any integers, at most ``k_max`` distinct; a warm
