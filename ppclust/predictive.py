@@ -151,7 +151,7 @@ def draws_log_joint(family, x_train, labels, alpha, x_new, *, partition="dp", n_
     labels = np.asarray(labels, np.int32)
     S = labels.shape[0]
     if n_slots is None:
-        n_slots = bucket_size(int(labels.max()) + 2, minimum=4)
+        n_slots = bucket_size(int(labels.max()) + 2, minimum=8)
     alpha = np.broadcast_to(np.asarray(alpha, np.float64), (S,))
     x_new = np.asarray(x_new, np.float64)
     m = x_new.shape[0]

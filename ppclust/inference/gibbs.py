@@ -415,7 +415,17 @@ def step(
             )
         key_cand, key_theta = jax.random.split(jax.random.fold_in(key, 0x5EED))
         labels, stats, counts, overflow, theta = _sweep_explicit(
-            key_cand, shuffle_order(order_u), u, state, x, links, family, prior, pq, point_logprior
+            key_cand,
+            shuffle_order(order_u, n_valid),
+            u,
+            state,
+            x,
+            links,
+            family,
+            prior,
+            pq,
+            point_logprior,
+            n_valid,
         )
         theta = family.sample_posterior(key_theta, stats)  # (b): every slot's theta | its points
     elif backend == "numba":
@@ -550,7 +560,7 @@ def sample(
 ) -> ChainResult:
     """Run ``n_chains`` chains: ``jit(vmap(scan))`` over sweeps, the chains spread over local devices.
 
-    Buckets (``algorithm="collapsed"``): the rows, the links and the neighbour table's width are padded on
+    Buckets: the rows, the links and the neighbour table's width are padded on
     the host to bucket sizes (:mod:`ppclust._buckets`), so every ``n`` of a bucket runs the same compiled
     program. The padding rows are never visited and counted in no slot; the sweep's uniforms are drawn
     per row (the first ``n`` equal those of the unpadded rows under JAX's default partitionable
@@ -631,13 +641,11 @@ def sample(
                 f"{lab.shape} with values in [{lab.min() if lab.size else None}, "
                 f"{lab.max() if lab.size else None}]"
             )
-    # bucket padding (collapsed sweeps): rows, links and the neighbour table's width padded on the host to
-    # bucket sizes, so one program serves every n of a bucket; padding rows carry label k_max (counted in
-    # no slot), no link and a zero log prior, and the sweeps visit the first n rows only (n_valid)
-    n_valid = None
-    if algorithm == "collapsed":
-        n_valid = np.int32(n)
-        x, links, point_logprior, init_labels = _bucketed(x, links, point_logprior, init_labels, k_max)
+    # bucket padding: rows, links and the neighbour table's width padded on the host to bucket sizes, so
+    # one program serves every n of a bucket; padding rows carry label k_max (counted in no slot), no link
+    # and a zero log prior, and the sweeps visit the first n rows only (n_valid)
+    n_valid = np.int32(n)
+    x, links, point_logprior, init_labels = _bucketed(x, links, point_logprior, init_labels, k_max)
     if init_state is None:
         state = _init_chains(x, links, family, init_labels, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
         if algorithm == "explicit":
@@ -650,7 +658,7 @@ def sample(
             raise ValueError("init_state has no theta (a collapsed run's state); use algorithm='collapsed'")
         if algorithm == "collapsed":
             state = state._replace(theta=None)
-        if n_valid is not None and state.labels.shape[-1] != x.shape[0]:  # a state of the unpadded rows
+        if state.labels.shape[-1] != x.shape[0]:  # a state of the unpadded rows
             state = state._replace(
                 labels=jax.device_put(_pad_labels(np.asarray(state.labels), x.shape[0], k_max))
             )
@@ -1020,21 +1028,26 @@ def _sweep(
 
 
 def _sweep_explicit(
-    key, order, u, state: GibbsState, x, links: Links, family, prior, pq, point_logprior=None
+    key, order, u, state: GibbsState, x, links: Links, family, prior, pq, point_logprior=None, n_valid=None
 ):
     r"""Neal (2000) Algorithm 2 point updates with explicit ``state.theta`` (spec 2.2-2.3, 2.7).
 
     Occupied slot: :math:`\log n_{-i,k} + \log p(x_i\mid\theta_k) + \ell_k`; new cluster:
     :math:`\log\alpha + \log p_{G_0}(x_i) + \ell_{\rm new}` (integrated prior predictive); when chosen, the
     slot gets :math:`\theta\sim p(\theta\mid x_i)`. That draw depends on ``x_i`` and the prior only, so all
-    ``n`` candidates are drawn in one batch before the scan. A slot emptied by a removal is free again
-    (its stale theta is never read). Only the sizes are carried; the family stats are rebuilt after the
-    sweep for the theta update. Returns ``(labels, stats, counts, overflow, theta)``.
+    ``n`` candidates are drawn in one batch before the scan, candidate i from ``fold_in(key, i)`` (keyed by
+    row: the padding rows after ``n_valid``, never visited, change no candidate). A slot emptied by a
+    removal is free again (its stale theta is never read). Only the sizes are carried; the family stats
+    are rebuilt after the sweep for the theta update. Returns ``(labels, stats, counts, overflow, theta)``.
     """
     n, d = x.shape
     k_max = state.stats.n.shape[0]
-    one = jax.vmap(lambda xi: jax.tree.map(lambda a: a[0], family.add(family.empty(1, d, x.dtype), 0, xi)))(x)
-    cand = family.sample_posterior(key, one)  # (n, ...) theta | x_i alone
+    one = jax.vmap(lambda xi: family.add(family.empty(1, d, x.dtype), 0, xi))(x)  # (n, 1, ...)
+
+    def candidate(i, st):  # theta | x_i alone, keyed by the row
+        return jax.tree.map(lambda a: a[0], family.sample_posterior(jax.random.fold_in(key, i), st))
+
+    cand = jax.vmap(candidate)(jnp.arange(n), one)  # (n, ...)
     log_pp = jax.vmap(family.log_prior_predictive)(x)
 
     def body(t, carry):
@@ -1052,7 +1065,7 @@ def _sweep_explicit(
         return labels.at[i].set(k), sizes.at[k].add(1.0), theta, counts, overflow | full
 
     carry = (state.labels, state.stats.n, state.theta, state.counts, state.overflow)
-    labels, _, theta, counts, overflow = jax.lax.fori_loop(0, n, body, carry)
+    labels, _, theta, counts, overflow = jax.lax.fori_loop(0, n if n_valid is None else n_valid, body, carry)
     return labels, family.stats(x, labels, k_max), counts, overflow, theta
 
 

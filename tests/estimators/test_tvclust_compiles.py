@@ -113,7 +113,7 @@ def _not_bucketed(module):
         "collapsed",
         "bayesian_ssgmm",
         pytest.param("xla", marks=pytest.mark.slow),  # the XLA sweep compiles for minutes on a loaded CPU
-        pytest.param("explicit", marks=_not_bucketed("ppclust.inference.gibbs (algorithm='explicit')")),
+        "explicit",
         pytest.param("subcluster", marks=_not_bucketed("ppclust.inference.subcluster")),
         "variational",
     ],
@@ -127,10 +127,15 @@ def test_a_new_n_compiles_only_for_a_new_bucket(kind, no_persistent_cache):
     assert counts[2] <= counts[0], counts
 
 
-def test_the_draws_do_not_depend_on_the_padding():
+@pytest.mark.parametrize(
+    "algorithm",
+    ["collapsed", pytest.param("explicit", marks=pytest.mark.slow)],  # explicit: eager sweeps, a minute
+)
+def test_the_draws_do_not_depend_on_the_padding(algorithm):
     """``gibbs.sample`` runs on rows padded to their bucket (20 -> 32); its draws equal sweeps of
     ``gibbs.step`` on the 20 rows alone with the same keys (a padding row visited, counted in a slot or
-    shifting the visiting order would change them)."""
+    shifting the visiting order would change them; with ``algorithm="explicit"`` so would a new cluster's
+    parameters drawn per padded length instead of per row)."""
     import jax.numpy as jnp
 
     from ppclust._jax import x64
@@ -143,17 +148,25 @@ def test_the_draws_do_not_depend_on_the_padding():
         x = jnp.asarray(X)
         fam = GaussianNIW.default(x)
         links = make_links(20, [[0, 1], [2, 3], [4, 9]], [1, -1, 1])
-        res = gibbs.sample(
-            jax.random.key(4), x, links, fam, n_draws=2, n_warmup=2, n_chains=1, k_max=8, progress_bar=False
-        )
+        kw = dict(n_draws=2, n_warmup=2, n_chains=1, k_max=8, progress_bar=False, algorithm=algorithm)
+        res = gibbs.sample(jax.random.key(4), x, links, fam, **kw)
         chain_key = jax.random.split(jax.random.fold_in(jax.random.key(4), 0), 1)[0]
         draw_keys = jax.random.split(chain_key, 2)
         state = gibbs.init(x, links, fam, k_max=8)
+        if algorithm == "explicit":  # the initial parameters as gibbs.sample draws them (chain 0)
+            key0 = jax.random.split(jax.random.fold_in(jax.random.key(4), 0x7FFFFFFF), 1)[0]
+            state = state._replace(theta=fam.sample_posterior(key0, state.stats))
         want = []
         for j, sweeps in enumerate((3, 1)):  # draw 0: two warm-up sweeps and its own
             for t in range(sweeps):
                 state, _ = gibbs.step(
-                    jax.random.fold_in(draw_keys[j], t), state, x, links, fam, TVClustPrior()
+                    jax.random.fold_in(draw_keys[j], t),
+                    state,
+                    x,
+                    links,
+                    fam,
+                    TVClustPrior(),
+                    algorithm=algorithm,
                 )
             want.append(np.asarray(state.labels))
     assert res.labels.shape == (1, 2, 20)
