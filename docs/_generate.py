@@ -44,6 +44,7 @@ SPEED = [
     "scaling",
     "compare",
     "first_fit",
+    "memory",
     "hartigan",
     "bench_dpmeans",
     "tvclust",
