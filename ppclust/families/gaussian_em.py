@@ -72,7 +72,7 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
     >>> lp.shape, round(float(lp[0, 0]), 6)
     ((4, 3), -1.837877)
     """
-    n, d = x.shape
+    d = x.shape[1]
     log_det = _log_det_prec_chol(prec_chol, cov_type, d)
     if cov_type == "full":
         maha = _maha_full(x, means, prec_chol)
@@ -89,34 +89,28 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
     return -0.5 * (d * LOG_2PI + maha) + log_det
 
 
-def _host(*arrays):
-    """True when every array is a NumPy array: the component loops then run in NumPy (no program per
-    shape), else in ``lax.map`` (traced, inside the caller's program)."""
-    return all(isinstance(a, np.ndarray) for a in arrays)
+def _per_component(fn, parts, x):
+    """``fn`` of each component's slices of ``parts`` (arrays with a leading component axis), stacked on
+    that axis: one (n, d) temporary at a time. A NumPy loop when ``x`` and ``parts`` are NumPy arrays (no
+    program per shape), else ``lax.map`` (traced, inside the caller's program)."""
+    if all(isinstance(a, np.ndarray) for a in (x, *parts)):
+        return np.stack([fn(p) for p in zip(*parts, strict=True)])
+    return jax.lax.map(fn, parts)
 
 
 def _maha_full(x, means, prec_chol):
-    """(n, k) squared norms of ``P_k^T (x_i - mu_k)``, one component at a time: an (n, d) temporary, never
-    (n, k, d)."""
+    """(n, k) squared norms of ``P_k^T (x_i - mu_k)``, never an (n, k, d) array."""
 
     def one(mp):
         y = x @ mp[1] - mp[0] @ mp[1]
         return (y * y).sum(axis=-1)
 
-    if _host(x, means, prec_chol):
-        return np.stack([one(mp) for mp in zip(means, prec_chol, strict=True)], axis=1)
-    return jax.lax.map(one, (means, prec_chol)).T
+    return _per_component(one, (means, prec_chol), x).T
 
 
 def _second_moments(x, resp):
-    """(k, d, d) sums ``sum_i r_ik x_i x_i^T``, one component at a time (an (n, d) temporary)."""
-
-    def one(r):
-        return (x * r[:, None]).T @ x
-
-    if _host(x, resp):
-        return np.stack([one(r) for r in resp.T])
-    return jax.lax.map(one, resp.T)
+    """(k, d, d) sums ``sum_i r_ik x_i x_i^T``, never an (n, k, d) array."""
+    return _per_component(lambda r: (x * r[0][:, None]).T @ x, (resp.T,), x)
 
 
 class GMMParams(NamedTuple):
@@ -332,7 +326,6 @@ def gaussian_moment_stats(x, resp, cov_type):
     >>> float(nk[0]), float(s[0, 0]), float(m2[0, 0])
     (2.0, 4.0, 10.0)
     """
-    n, d = x.shape
     nk = resp.sum(0)
     s = resp.T @ x  # (k, d) weighted sums
     if cov_type in ("full", "tied"):
