@@ -476,50 +476,17 @@ def run(
     """
     if reassign not in ("lazy", "immediate"):
         raise ValueError(f"reassign must be 'lazy' or 'immediate', got {reassign!r}")
+    kw = dict(K=K, min_size=min_size, max_passes=max_passes, reassign=reassign, tol=tol)
     if resolve_backend(backend) == "numba":
-        res = _run_cpu(
-            cost,
-            x,
-            side,
-            np.asarray(labels0)[None],
-            K=K,
-            min_size=min_size,
-            max_passes=max_passes,
-            reassign=reassign,
-            tol=tol,
-            order=order,
-        )
+        res = _run_cpu(cost, x, side, np.asarray(labels0)[None], order=order, **kw)
         return jax.tree_util.tree_map(lambda v: _put(np.asarray(v)[0]), res)
     if isinstance(x, jax.core.Tracer) or isinstance(labels0, jax.core.Tracer):  # under jit/vmap: as given
-        return _run_xla(
-            cost,
-            x,
-            side,
-            labels0,
-            K=K,
-            min_size=min_size,
-            max_passes=max_passes,
-            reassign=reassign,
-            tol=tol,
-            order=order,
-        )
+        return _run_xla(cost, x, side, labels0, order=order, **kw)
     n = x.shape[0]
     xp, sp, lp, valid = _padded(x, side, np.asarray(labels0)[None], K)
     order = np.arange(n) if order is None else np.asarray(order)
     order = _put(np.concatenate([order, np.arange(n, xp.shape[0])]), np.int32)
-    res = _run_xla(
-        cost,
-        xp,
-        sp,
-        _put(lp[0]),
-        K=K,
-        min_size=min_size,
-        max_passes=max_passes,
-        reassign=reassign,
-        tol=tol,
-        order=order,
-        n_valid=np.int32(n),
-    )
+    res = _run_xla(cost, xp, sp, _put(lp[0]), order=order, n_valid=np.int32(n), **kw)
     return res._replace(labels=_put(np.asarray(res.labels)[:n]))
 
 
@@ -881,38 +848,15 @@ def fit(
         labels0 = seeded_partitions(key, x, centres, K, n_init)
     elif compiled:
         labels0 = _compiled_initial_labels(key, x, K=K, n_init=n_init, init=init)
+    kw = dict(K=K, min_size=min_size, max_passes=max_passes, reassign=reassign, tol=tol)
     if compiled:
-        res = _run_cpu(
-            cost,
-            x,
-            side,
-            labels0,
-            K=K,
-            min_size=min_size,
-            max_passes=max_passes,
-            reassign=reassign,
-            tol=tol,
-            order=None,
-        )
-        return _pick_best_host(res)
+        return _pick_best_host(_run_cpu(cost, x, side, labels0, order=None, **kw))
     xp, sp, labels0, n_valid = _padded(x, side, labels0, K)
     if init == "labels":
         labels0 = _put(labels0)
         if sharding is not None:
             labels0 = jax.device_put(labels0, sharding)
-        fitted = _fit_from(
-            cost,
-            xp,
-            sp,
-            labels0,
-            K=K,
-            min_size=min_size,
-            max_passes=max_passes,
-            reassign=reassign,
-            tol=tol,
-            sharding=sharding,
-            n_valid=n_valid,
-        )
+        fitted = _fit_from(cost, xp, sp, labels0, sharding=sharding, n_valid=n_valid, **kw)
     else:
         fitted = _fit(
             key,
