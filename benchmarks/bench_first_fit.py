@@ -111,7 +111,12 @@ if mode == "warm":
         truth = rng.integers(0, 3, n)
         X = np.array([[0, 0, 0, 0], [5, 0, 0, 0], [0, 5, 0, 0]])[truth] + rng.normal(size=(n, 4))
         t, c, l = fit(X, truth, sweep_kw)
-        out["sweep"].append(dict(n=n, bucket=bucket_size(n), s=t, compiles=c, lowerings=l))
+        bucket = [bucket_size(n)]
+        if side_kind == "links":  # the link list's and the neighbour table's lengths are bucketed too
+            pairs = np.concatenate([np.reshape(v, (-1, 2)) for v in side(truth, n).values()])
+            degree = np.bincount(pairs.ravel(), minlength=n).max() if len(pairs) else 1
+            bucket += [bucket_size(len(pairs)), bucket_size(degree, minimum=1)]
+        out["sweep"].append(dict(n=n, bucket=bucket, s=t, compiles=c, lowerings=l))
 print(json.dumps(out))
 """
 
@@ -184,8 +189,9 @@ def main(argv=None) -> None:
         )
         seen, per_new_bucket, inside = set(), [], []
         for x in w["sweep"]:
-            (inside if x["bucket"] in seen else per_new_bucket).append(x["compiles"])
-            seen.add(x["bucket"])
+            key = tuple(x["bucket"])
+            (inside if key in seen else per_new_bucket).append(x["compiles"])
+            seen.add(key)
         compile_rows.append(
             [
                 name,
@@ -237,7 +243,9 @@ def main(argv=None) -> None:
             "Written by `benchmarks/bench_first_fit.py`. In a warm process (after fits on wine), one fit per "
             "size on three Gaussians (d = 4, samplers with 50 + 50 sweeps) counts XLA backend compiles "
             "(`jax.monitoring`; programs found in the persistent cache are not compiled). Goal: no compile "
-            "for a new size whose bucket (`ppclust._buckets.bucket_size`) was seen before.",
+            "for a new size whose bucket (`ppclust._buckets.bucket_size`) was seen before. With links "
+            "(2n noisy pairs) a bucket is the triple (rows, links, neighbour-table width), the widest "
+            "table row being the largest number of links of one point.",
             "",
             md_table(
                 [

@@ -474,7 +474,6 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
     ([1.0, -1.0], (4, 1))
     """
     import jax
-    import jax.numpy as jnp
 
     dtype = jax.dtypes.canonicalize_dtype(np.float64) if dtype is None else dtype
     if side is None:
@@ -485,14 +484,17 @@ def make_links(n, pairs=None, sign=None, weight=None, *, side=None, dtype=None) 
         else:
             side = SideInfo(n)
     t = side.neighbour_table()
-    return Links(
-        pairs=jnp.asarray(np.asarray(side.pairs).reshape(-1, 2), dtype=jnp.int32),
-        sign=jnp.asarray(side.sign, dtype=dtype),
-        weight=jnp.asarray(side.weight, dtype=dtype),
-        nbr=jnp.asarray(t.nbr, jnp.int32),
-        sgn=jnp.asarray(t.sgn, dtype),
-        wgt=jnp.asarray(t.wgt, dtype),
+    # converted on the host and copied as they are: a conversion on the device would compile a program
+    # for every link count
+    fields = (
+        (np.asarray(side.pairs).reshape(-1, 2), np.int32),
+        (side.sign, dtype),
+        (side.weight, dtype),
+        (t.nbr, np.int32),
+        (t.sgn, dtype),
+        (t.wgt, dtype),
     )
+    return Links(*jax.device_put([np.asarray(a, dtype=dt) for a, dt in fields]))
 
 
 def pair_counts(labels, links: Links, *, xp=None):
