@@ -445,7 +445,7 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
             f"`{name}` contains {int((~finite).sum())} NaN or inf value(s) (first at "
             f"row {r}, column {c}: {out[r, c]}); remove or impute them."
         )
-    big = float(np.max(np.abs(out))) if out.size else 0.0
+    big = max(float(out.max()), -float(out.min())) if out.size else 0.0  # max |x|, no temporary array
     if big > np.sqrt(np.finfo(np.float64).max):  # every distance, variance and covariance squares values
         r, c = np.argwhere(np.abs(out) == big)[0]
         raise InvalidInputError(
@@ -459,7 +459,11 @@ def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> 
 
 def _check_not_underflowing(X, name="X"):
     """Raise when every squared difference of ``X``'s values underflows float64 (data to fit on)."""
-    spread = float(np.max(np.abs(X - X.mean(0)))) if X.size else 0.0
+    if X.size:  # max |x - mean| per column from the column extremes: no temporary array
+        mean = X.mean(0)
+        spread = float(np.max(np.maximum(X.max(0) - mean, mean - X.min(0))))
+    else:
+        spread = 0.0
     if 0.0 < spread < np.sqrt(np.finfo(np.float64).tiny):
         raise InvalidInputError(
             f"`{name}`'s values differ by at most {spread:.3g}: their squared differences, in distances "

@@ -1184,6 +1184,10 @@ def fit_process_rows(key, x, table, lam, n_init, layout, config: DPMeansConfig |
 # lambda heuristics (spec 3.7)
 
 
+#: rows per block of the host-side distance pass of :func:`kth_farthest_from_mean`
+_ROW_BLOCK = 65536
+
+
 def kth_farthest_from_mean(x, k, divergence="euclidean", *, gather=None):
     r"""The authors' rule: the k-th largest distance :math:`\|x_i-\bar x\|` of a row to the column mean.
 
@@ -1218,12 +1222,16 @@ def kth_farthest_from_mean(x, k, divergence="euclidean", *, gather=None):
     if divergence == "kl":
         with x64():
             dist = np.asarray(kl_divergence(jnp.asarray(x), jnp.asarray(m)[None]))[:, 0]
-    else:
-        diff = x - m
-        dist = np.sqrt(np.sum(diff * diff, axis=1))
+    else:  # in blocks of rows: temporaries of a block, not of the data
+        dist = np.empty(x.shape[0])
+        for lo in range(0, x.shape[0], _ROW_BLOCK):
+            diff = x[lo : lo + _ROW_BLOCK] - m
+            dist[lo : lo + _ROW_BLOCK] = np.sqrt(np.sum(diff * diff, axis=1))
         if divergence == "sqeuclidean":
             dist = dist**2
-    top = np.sort(dist)[::-1]
+    # the k largest, in decreasing order (a partial sort: O(n + k log k))
+    top = dist if len(dist) <= k else np.partition(dist, len(dist) - k)[len(dist) - k :]
+    top = np.sort(top)[::-1]
     if (
         gather is not None
     ):  # every process's k largest (padded with -inf): the k-th largest of all is among them

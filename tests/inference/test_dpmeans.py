@@ -236,6 +236,11 @@ def test_lambda_helpers():
     dist = np.linalg.norm(X - X.mean(0), axis=1)
     assert dp.kth_farthest_from_mean(X, 4) == pytest.approx(np.sort(dist)[-4], rel=1e-14)
     assert dp.kth_farthest_from_mean(X, 4, "sqeuclidean") == pytest.approx(np.sort(dist)[-4] ** 2, rel=1e-14)
+    # more rows than one block of the host pass (the blocks' seams), k-th largest by a full sort
+    Y = rng.normal(size=(dp._ROW_BLOCK + 1000, 2))
+    far = np.sort(np.linalg.norm(Y - Y.mean(0), axis=1))
+    for k in (1, 7, len(Y)):
+        assert dp.kth_farthest_from_mean(Y, k) == pytest.approx(far[-k], rel=1e-14)
     # farthest-first: brute force over the greedy rounds
     T = [X.mean(0)]
     for _ in range(3):
