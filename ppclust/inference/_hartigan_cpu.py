@@ -679,6 +679,13 @@ def _slot_summary(s, c, k):
     c.logdet[k] = logdet_slot(L, k)
 
 
+@_njit
+def _slot_summary_kernel(s, c, k):
+    """:func:`_slot_summary` as a called kernel, for the set-up loop and the insertion of orphans: rare
+    calls, where an inlined copy would only add compile time."""
+    _slot_summary(s, c, k)
+
+
 @_inline
 def _xlogx(c, tab):
     ic = int(c)
@@ -766,6 +773,25 @@ def _apply(sign, k, xr, ti, cat, s, v, xlx, d, J):
     n[k] = n1
 
 
+@_njit
+def _downdated_logdet(a, xr, s, wk, nk, n1, sing_tol, d):
+    """log det of slot a's scatter without the point, from the downdated factor (-inf when singular): the
+    rare near-singular case of :func:`_remove_cost`, called rather than inlined."""
+    scratch = wk.scratch
+    v = wk.v
+    for r in range(d):
+        for q in range(d):
+            scratch[r, q, 0] = s.L[r, q, a]
+    f = math.sqrt(nk / n1)
+    for r in range(d):
+        v[r] = f * (xr[r] - s.sT[r, a] / nk)
+    rank_one_slot(scratch, 0, v, -1.0)
+    mn, mx, fin = pivots_slot(scratch, 0)
+    if (not fin) or mn <= sing_tol * mx:
+        return -np.inf
+    return logdet_slot(scratch, 0)
+
+
 @_inline
 def _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J):
     """E(Y_a without the point) (``cost.cost_slot(cost.remove(...))``) without touching slot a."""
@@ -782,20 +808,7 @@ def _remove_cost(a, xr, ti, cat, s, c, wk, data, cfg, d, J):
         if fac > 0.0 and fac * c.minpiv[a] > sing_tol * c.maxdiag[a] and np.isfinite(c.logdet[a]):
             ld = c.logdet[a] + math.log1p(-nk / n1 * quad[a])
         else:  # near-singular: decide on the downdated factor itself, as the JAX cost does
-            scratch = wk.scratch
-            v = wk.v
-            for r in range(d):
-                for q in range(d):
-                    scratch[r, q, 0] = s.L[r, q, a]
-            f = math.sqrt(nk / n1)
-            for r in range(d):
-                v[r] = f * (xr[r] - s.sT[r, a] / nk)
-            rank_one_slot(scratch, 0, v, -1.0)
-            mn, mx, fin = pivots_slot(scratch, 0)
-            if (not fin) or mn <= sing_tol * mx:
-                ld = -np.inf
-            else:
-                ld = logdet_slot(scratch, 0)
+            ld = _downdated_logdet(a, xr, s, wk, nk, n1, sing_tol, d)
     tm_new = wk.tbuf[0]
     t2_new = wk.tbuf[1]
     for j in range(J):
@@ -908,7 +921,7 @@ def _insert(i, s, c, wk, data, cfg, d, J):
                 b = k
     _apply(1.0, b, xr, ti, cat, s, wk.v, data.xlx, d, J)
     if d > 0:
-        _slot_summary(s, c, b)
+        _slot_summary_kernel(s, c, b)
     s.costs[b] = wk.addc[b]
     s.labels[i] = b
 
@@ -1021,7 +1034,7 @@ def _run_one(s, data, cfg, out, r, K, J, d):
                 for b in range(d):
                     L[a, b, k] = 1.0 if a == b else 0.0
         if d > 0:
-            _slot_summary(s, c, k)
+            _slot_summary_kernel(s, c, k)
     wk = _Work(
         np.zeros((max(d, 1), K)),
         np.zeros(K),
@@ -1082,9 +1095,11 @@ def _run_one(s, data, cfg, out, r, K, J, d):
                             _solve_block(c.Lp[k], c.mT, k, XB[j:], W[j:], A[j:], Qb[k, j:], d, B, B - j)
                             stale[k] = False
                         quad[k] = Qb[k, j]
-                _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J)
-            else:
-                _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J)
+            elif d > 0:  # _add_costs in two parts, so that the inlined cost code appears once
+                _solve_all(
+                    s.L.reshape(d * d * K), c.mT.reshape(d * K), xr, wk.w.reshape(d * K), quad, wk.addc, d, K
+                )
+            _add_costs_q(ti, cat, s, c, wk, data, cfg, d, J)
             addc = wk.addc
             rem_c = 0.0
             base = 0.0
@@ -1102,15 +1117,13 @@ def _run_one(s, data, cfg, out, r, K, J, d):
                         best = dl
                         b = k
             if b >= 0 and (orphan or best < -tol):
-                if not orphan:
-                    _apply(-1.0, a, xr, ti, cat, s, wk.v, data.xlx, d, J)
+                # out of slot a (unless orphaned), then into slot b: one inlined copy of the update
+                for step in range(1 if orphan else 0, 2):
+                    k = a if step == 0 else b
+                    _apply(2.0 * step - 1.0, k, xr, ti, cat, s, wk.v, data.xlx, d, J)
                     if d > 0:
-                        _slot_summary(s, c, a)
-                    costs[a] = rem_c
-                _apply(1.0, b, xr, ti, cat, s, wk.v, data.xlx, d, J)
-                if d > 0:
-                    _slot_summary(s, c, b)
-                costs[b] = addc[b]
+                        _slot_summary(s, c, k)
+                    costs[k] = rem_c if step == 0 else addc[b]
                 labels[i] = b
                 moved = True
                 stale[a] = True
