@@ -1,5 +1,10 @@
 r"""CEC-IB: cross-entropy clustering with an information-bottleneck label term (Śmieja & Geiger 2017).
 
+Kept whole although over 700 lines: the cost's configuration (:func:`make_cost`, :func:`min_size`, the
+label codes), its solvers on one process and on rows spread over processes, and the cost and Gaussians of
+a fitted partition (host-side and reduced over processes) are one model; split, each part would import
+the private cost set-up of the others.
+
 Cost of a hard partition :math:`Y=\{Y_1..Y_k\}` of n points in :math:`\mathbb R^N` with partial
 labels (spec ``cecib.md`` eqs. 10, 11; natural logs, nats):
 
