@@ -130,7 +130,8 @@ def launch(method, n, P, d, k, iters, timeout):
 WHAT = {
     "ssgmm": "SemiSupervisedGMM (EM, full covariance, K={k}, {iters} iterations)",
     "dpmeans": "DPMeans (variant='delayed', at most {iters} passes)",
-    "cecib": "CECIB (algorithm='batch', init='random', K={k}, n_init=1, at most {iters} batch steps)",
+    "cecib": "CECIB (algorithm='batch', init='random', K={k}, n_init=1, batch steps, then at most {iters} "
+    "Hartigan passes handed from process to process)",
 }
 
 NOT_BUILT = (
@@ -216,6 +217,8 @@ def main(argv=None) -> int:
         res = json.loads(path.read_text())
         if args.note:
             res["note"] = args.note
+        for method, r in res["methods"].items():  # the titles from --k and --iters of the run
+            r["what"] = WHAT[method].format(k=args.k, iters=args.iters)
         path.write_text(json.dumps(res, indent=2))
         (args.out / "distributed_memory.md").write_text(report(res))
         return 0

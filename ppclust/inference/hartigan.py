@@ -1803,11 +1803,12 @@ def fit_batch_rows(
     >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
     >>> with jax.enable_x64(True):
     ...     X = distributed.process_rows(x)  # one process here: the same code runs on every process
+    ...     S = distributed.process_labels(np.full(40, -1))  # no labels
     ...     cost = cecib.make_cost(jnp.asarray(x), 0)
-    ...     fitted = hartigan.fit_batch_rows(jax.random.key(0), cost, X, None, distributed.layout(X), K=2,
+    ...     fitted = hartigan.fit_batch_rows(jax.random.key(0), cost, X, S, distributed.layout(X), K=2,
     ...                                      min_size=4.0, n_init=2, init="random")
-    ...     ref, _ = hartigan.fit_batch(jax.random.key(0), cost, jnp.asarray(x), None, K=2, min_size=4.0,
-    ...                                 n_init=2, init="random")
+    ...     ref, _ = hartigan.fit_batch(jax.random.key(0), cost, jnp.asarray(x), jnp.full(40, -1, jnp.int32),
+    ...                                 K=2, min_size=4.0, n_init=2, init="random")
     >>> bool((fitted.best.labels == np.asarray(ref.best.labels)).all())
     True
     """
