@@ -47,6 +47,9 @@ Two ways to use several processes (hosts), each started with ``jax.distributed.i
   counts, and the solvers weigh every row by :func:`layout_weights`. The data-parallel solvers then
   run as one program over the mesh of every process's devices (:func:`global_mesh`); their sums
   travel over the interconnect and their results (model parameters) are replicated on every process.
+  Host-side reductions (a start's D^2 sums, a model's moments) use :func:`process_sum` and
+  :func:`process_gather`; CEC's Hartigan polish (:func:`ppclust.inference.hartigan.fit_batch_rows`) hands
+  the clusters' statistics from process to process with :func:`process_gather`.
 * **Every process passes the same full data set** with ``devices="all"``: ``jax.devices()`` lists the
   devices of all hosts, the mesh spans them, and each host materialises only its own shards' rows on
   its devices (the whole data set is still read by every process).

@@ -23,8 +23,11 @@ process the same code runs unchanged, which is how the examples below run.
 Methods that scale out: ``SemiSupervisedGMM`` (EM's sufficient statistics, reduced over processes) and
 ``DPMeans`` / ``RDPMeans`` with ``variant="delayed"`` (the delayed pass: sums and counts per cluster
 reduced, the opening point a global argmax, and the labels of all rows, one int32 each, gathered on
-every process after each pass, since a point's link term reads its partners' labels). The labels equal
-those of a one-process fit of the same rows and seed, up to the order of floating-point sums.
+every process after each pass, since a point's link term reads its partners' labels), ``CECIB`` and ``C3L``
+with ``algorithm="batch"`` (the starts' D^2 sampling and the batch steps' per-cluster counts, sums, scatters
+and label counts reduced over processes; the Hartigan polish hands the clusters' statistics from process to
+process in row order; C3L takes an explicit ``hyperplane``). The labels equal those of a one-process fit of
+the same rows and seed, up to the order of floating-point sums.
 
 Links
 -----

@@ -39,8 +39,12 @@ def shares(n, P):
     return list(zip(np.concatenate([[0], ends[:-1]]), ends, strict=True))
 
 
+#: C3L's hyperplane (given: with rows spread over processes C3L takes an explicit one)
+HYPERPLANE = (np.array([1.0, -1.0]), -3.0)
+
+
 def estimator(method):
-    from ppclust import DPMeans, RDPMeans, SemiSupervisedGMM
+    from ppclust import C3L, CECIB, DPMeans, RDPMeans, SemiSupervisedGMM
 
     if method == "ssgmm":
         return SemiSupervisedGMM(3, random_state=0, progress_bar=False)
@@ -50,11 +54,21 @@ def estimator(method):
         return DPMeans(lam=None, variant="delayed", n_init=2, random_state=0)
     if method == "rdpmeans":
         return RDPMeans(lam=20.0, variant="delayed", random_state=0)
+    if method == "cecib-batch":  # k-means++ seeds; the label term from the partial labels
+        return CECIB(5, algorithm="batch", init="k-means++", n_init=2, random_state=0, progress_bar=False)
+    if method == "cecib-batch-labels":  # the label-seeded start, the lazy reinsertion
+        return CECIB(4, algorithm="batch", init="labels", n_init=1, random_state=1, progress_bar=False)
+    if method == "c3l-batch":  # random starts; immediate reinsertion of a deleted cluster's points
+        return C3L(5, algorithm="batch", init="random", n_init=2, random_state=0, progress_bar=False)
     raise ValueError(method)
 
 
 def fit(est, X, y):
     name = type(est).__name__
+    if name == "C3L":
+        return est.fit(X, hyperplane=HYPERPLANE)
+    if name == "CECIB":
+        return est.fit(X, partial_labels=y)
     if name == "RDPMeans":
         must, cannot = links()
         return est.fit(X, partial_labels=y, must_link=must, cannot_link=cannot)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppclust import DPMeans, RDPMeans, SemiSupervisedGMM, TVClust, distributed
+from ppclust import C3L, CECIB, DPMeans, RDPMeans, SemiSupervisedGMM, TVClust, distributed
 from ppclust.errors import InvalidInputError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -137,6 +137,34 @@ def test_one_process_global_dpmeans_equals_numpy_fit(method):
         assert b.link_weight_share_ == a.link_weight_share_ and a.link_weight_share_ is not None
 
 
+@pytest.mark.parametrize("method", fast_first(["cecib-batch", "cecib-batch-labels", "c3l-batch"]))
+def test_one_process_global_cec_batch_equals_numpy_fit(method):
+    """CEC-IB / C3L batch on the rows path (starts, reduced statistics, the polish handed from process to
+    process, the model from reduced moments) in one process equals the fit on NumPy rows."""
+    X, y = worker.data()
+    a = worker.fit(worker.estimator(method), X, y)
+    b = worker.fit(worker.estimator(method), distributed.process_rows(X), distributed.process_labels(y))
+    np.testing.assert_array_equal(distributed.local(b.labels_), a.labels_)
+    assert b.n_clusters_ == a.n_clusters_ and b.n_iter_ == a.n_iter_ and b.converged_ == a.converged_
+    np.testing.assert_allclose(b.means_, a.means_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(b.covariances_, a.covariances_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(b.weights_, a.weights_, rtol=1e-12)
+    assert b.objective_ == pytest.approx(a.objective_, rel=1e-10)
+    np.testing.assert_allclose(b.restart_objectives_, a.restart_objectives_, rtol=1e-10)
+    for key, value in a.objective_terms_.items():
+        assert b.objective_terms_[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+def test_cec_rows_need_the_batch_algorithm_and_c3l_a_hyperplane():
+    X, y = worker.data()
+    Xg = distributed.process_rows(X)
+    for est in (CECIB(3), C3L(3)):
+        with pytest.raises(InvalidInputError, match="algorithm='batch'.*DPMeans"):
+            est.fit(Xg, distributed.process_labels(y))
+    with pytest.raises(InvalidInputError, match="hyperplane=\\(normal, offset\\)"):
+        C3L(3, algorithm="batch").fit(Xg, distributed.process_labels(y))
+
+
 def test_invalid_rows_are_reported():
     with pytest.raises(InvalidInputError, match="NaN"):
         SemiSupervisedGMM(1, progress_bar=False).fit(distributed.process_rows([[0.0, np.nan]]))
@@ -146,7 +174,10 @@ def test_invalid_rows_are_reported():
 
 
 # rdpmeans runs dpmeans' pass with links: plain dpmeans in the slow tier
-@pytest.mark.parametrize("method", fast_first(["ssgmm", "rdpmeans", "dpmeans"], n_fast=2))
+@pytest.mark.parametrize(
+    "method",
+    fast_first(["ssgmm", "rdpmeans", "cecib-batch", "c3l-batch", "dpmeans", "cecib-batch-labels"], n_fast=4),
+)
 def test_two_processes_equal_one(method, tmp_path):
     labels, centres = _run(2, method, tmp_path)
     ref = _one_process(method)
@@ -157,7 +188,7 @@ def test_two_processes_equal_one(method, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["ssgmm", "ssgmm-diag", "dpmeans", "rdpmeans"])
+@pytest.mark.parametrize("method", ["ssgmm", "ssgmm-diag", "dpmeans", "rdpmeans", "cecib-batch", "c3l-batch"])
 def test_four_processes_equal_one(method, tmp_path):
     labels, centres = _run(4, method, tmp_path, SLOW_TIMEOUT)
     ref = _one_process(method)

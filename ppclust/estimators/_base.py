@@ -350,7 +350,9 @@ def restart_devices(devices, who: str):
 
 
 #: the estimators and algorithms that fit rows spread over processes (:mod:`ppclust.distributed`)
-SCALE_OUT = "SemiSupervisedGMM (EM), DPMeans and RDPMeans (variant='delayed')"
+SCALE_OUT = (
+    "SemiSupervisedGMM (EM), DPMeans and RDPMeans (variant='delayed'), CECIB and C3L (algorithm='batch')"
+)
 
 
 def check_X(X, *, name="X", min_samples=1, min_features=1, dtype=np.float64) -> np.ndarray:

@@ -11,20 +11,22 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
-from ppclust import _progress
+from ppclust import _devices, _progress
 from ppclust._jax import as_key, x64
-from ppclust.errors import DegenerateDataWarning, InvalidParameterError, PPClustError
+from ppclust.errors import DegenerateDataWarning, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     OUTSIDE_CALLER,
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
+    SCALE_OUT,
     UNIT_OPEN,
     ClusterMixin,
     Interval,
     Real,
     StrOptions,
+    check_global_X,
     check_partial_labels,
     data_mesh,
     fit_context,
@@ -234,6 +236,8 @@ class C3L(ClusterMixin, BaseEstimator):
         -------
         self : C3L
         """
+        if _devices.is_process_rows(X):
+            return self._fit_process_rows(X, hyperplane)
         X = validate_X(self, X, reset=True)
         n, N = X.shape
         if n < 2:
@@ -362,27 +366,32 @@ class C3L(ClusterMixin, BaseEstimator):
                 can_jitter=d > 0,
                 advice="decrease n_clusters or increase min_cluster_fraction",
             )
+            bar.update(int(self.n_init))
+        self.labels_ = self._set_model(cost, best, all_costs, all_passes, K, cm, J)
+        return self
+
+    def _set_model(self, cost, best, all_costs, all_passes, K: int, cm, J: int) -> np.ndarray:
+        """The fitted attributes from the best run; returns the labels of ``best.labels``' rows."""
+        with x64():
             params = _c3l.cluster_params(cost, best.stats)
             parts = _c3l.cost_parts(params, best.active)
-            active = np.asarray(best.active)
-            params = type(params)(*(np.asarray(v)[active] for v in params))
-            self._params = params
-            self.objective_ = float(best.cost)
-            self.objective_terms_ = {k: float(v) for k, v in parts._asdict().items() if k != "total"}
-            self.n_iter_ = int(best.n_passes)
-            self.converged_ = bool(best.converged)
-            tr = np.asarray(best.trace)
-            self.objective_trace_ = tr[np.isfinite(tr)]
-            self.n_clusters_trace_ = np.asarray(best.n_clusters_trace)[: self.objective_trace_.size]
-            all_costs = np.asarray(all_costs, dtype=float)
-            self.restart_objectives_ = np.where(np.isfinite(all_costs), all_costs, np.inf)
-            self.restart_n_iter_ = np.asarray(all_passes)
-            labels_slot = np.asarray(best.labels)
-            bar.update(int(self.n_init))
+        active = np.asarray(best.active)
+        params = type(params)(*(np.asarray(v)[active] for v in params))
+        self._params = params
+        self.objective_ = float(best.cost)
+        self.objective_terms_ = {k: float(v) for k, v in parts._asdict().items() if k != "total"}
+        self.n_iter_ = int(best.n_passes)
+        self.converged_ = bool(best.converged)
+        tr = np.asarray(best.trace)
+        self.objective_trace_ = tr[np.isfinite(tr)]
+        self.n_clusters_trace_ = np.asarray(best.n_clusters_trace)[: self.objective_trace_.size]
+        all_costs = np.asarray(all_costs, dtype=float)
+        self.restart_objectives_ = np.where(np.isfinite(all_costs), all_costs, np.inf)
+        self.restart_n_iter_ = np.asarray(all_passes)
         slot_to_label = -np.ones(K, dtype=np.int64)
         slot_to_label[active] = np.arange(active.sum())
-        self.labels_ = slot_to_label[labels_slot].astype(np.int64)
-        if (self.labels_ < 0).any():  # the engines reassign every point; a -1 here would be a bug
+        labels = slot_to_label[np.asarray(best.labels)].astype(np.int64)
+        if (labels < 0).any():  # the engines reassign every point; a -1 here would be a bug
             raise RuntimeError("C3L: internal error, a point was left without a cluster")
         self.n_clusters_ = int(active.sum())
         self.min_cluster_size_ = cm
@@ -395,6 +404,96 @@ class C3L(ClusterMixin, BaseEstimator):
         self.t_loc_ = sq(params.t_loc)
         self.t_scale_ = sq(params.t_scale)
         self.means_, self.covariances_ = _c3l.x_space_gaussians(params, self._hp, self.center_, self.scale_)
+        return labels
+
+    def _fit_process_rows(self, X, hyperplane):
+        """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): ``algorithm="batch"`` with an
+        explicit ``hyperplane``, the solver :func:`ppclust.inference.c3l.fit_batch_rows`."""
+        if self.algorithm != "batch":
+            raise InvalidInputError(
+                "`X` holds rows spread over processes (ppclust.distributed.process_rows); C3L's Hartigan "
+                "moves visit the points one after the other: use algorithm='batch'. Methods that scale out "
+                f"over processes: {SCALE_OUT}."
+            )
+        if hyperplane is None:
+            raise InvalidInputError(
+                "C3L with rows spread over processes needs hyperplane=(normal, offset): the linear SVM that "
+                "finds it from `y` standardises the labelled points by the mean and scale of all rows in "
+                "one process. Fit it once on the labelled points (ppclust.inference.c3l."
+                "hyperplane_from_labels) and pass it on every process."
+            )
+        if self.init == "labels":
+            raise InvalidParameterError(
+                "The 'init' parameter 'labels' needs partial labels y with a "
+                "labelled point (not an explicit hyperplane).",
+                parameter="init",
+            )
+        x_loc, lay, mean, _ = check_global_X(self, X)
+        n, N = lay.n, x_loc.shape[1]
+        reduce = _devices.process_sum
+        if n < 2:
+            raise PPClustError(f"C3L needs at least 2 samples, got n_samples = {n}.")
+        if int(self.n_clusters) > n:
+            raise PPClustError(f"n_clusters must lie in [1, n_samples={n}], got {self.n_clusters!r}")
+        hp_x = _c3l.make_hyperplane(*hyperplane)
+        if hp_x.normals.shape[1] != N:
+            raise PPClustError(f"hyperplane normal has {hp_x.normals.shape[1]} entries, X has {N} features")
+        J = hp_x.normals.shape[0]
+        self.hyperplane_ = (
+            (hp_x.normals[0], float(hp_x.offsets[0])) if J == 1 else (hp_x.normals, hp_x.offsets)
+        )
+        self.center_, self.scale_ = np.zeros(N), np.ones(N)
+        if self.standardize:
+            sd = np.sqrt(reduce(((x_loc - mean) ** 2).sum(0)) / n)
+            self.center_, self.scale_ = mean, np.where(sd > 0, sd, 1.0)
+        self._hp = _c3l.standardized_hyperplane(hp_x, self.center_, self.scale_)
+        Z = _c3l.transform((x_loc - self.center_) / self.scale_, self._hp)
+        self.n_decision_ = J
+        d = N - J
+        cm = _c3l.min_size(n, d, float(self.min_cluster_fraction))
+        K = int(self.n_clusters)
+        if self.cap_clusters:
+            K = _hartigan.max_start_clusters(K, n, cm)
+        singular = False
+        if d > 0:
+            r = Z[:, J:] - reduce(Z[:, J:].sum(0)) / n
+            ev = np.linalg.eigvalsh(reduce(r.T @ r) / n)
+            from ppclust.families import ML_SING_TOL
+
+            singular = n <= d or bool(ev[0] <= ML_SING_TOL * ev[-1])
+        with (
+            x64(),
+            _progress.bar(int(self.n_init), "C3L restarts", "restart", bool(self.progress_bar)) as bar,
+        ):
+            Zg = _devices.from_process_rows(Z, lay)
+
+            def run(reg_covar):
+                cost = _c3l.make_cost(Z, J, float(self.leakage), reg_covar=reg_covar, reduce=reduce)
+                out = _c3l.fit_batch_rows(
+                    as_key(self.random_state),
+                    Zg,
+                    cost,
+                    lay,
+                    K=K,
+                    min_size=cm,
+                    n_init=int(self.n_init),
+                    init=self.init,
+                    max_passes=int(self.max_iter),
+                    reassign="immediate",
+                )
+                return float(out[0].cost), (cost, *out)
+
+            (cost, best, all_costs, all_passes, _), self.reg_covar_ = refit_if_singular(
+                "C3L",
+                run,
+                reg=0.0,
+                singular=singular,
+                can_jitter=d > 0,
+                advice="decrease n_clusters or increase min_cluster_fraction",
+            )
+            bar.update(int(self.n_init))
+        labels = self._set_model(cost, best, all_costs, all_passes, K, cm, J)
+        self.labels_ = _devices.from_process_rows(labels, lay)
         return self
 
     def _log_density(self, X):

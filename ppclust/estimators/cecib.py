@@ -9,19 +9,21 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ppclust import _progress
+from ppclust import _devices, _progress
 from ppclust._jax import as_key, x64
-from ppclust.errors import InvalidParameterError, PPClustError
+from ppclust.errors import InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_REAL,
     OUTSIDE_CALLER,
     POSITIVE_INT,
     RANDOM_STATE,
+    SCALE_OUT,
     ClusterMixin,
     Interval,
     Real,
     StrOptions,
+    check_global_X,
     check_partial_labels,
     data_mesh,
     fit_context,
@@ -244,6 +246,8 @@ class CECIB(ClusterMixin, BaseEstimator):
         -------
         self : CECIB
         """
+        if _devices.is_process_rows(X):
+            return self._fit_process_rows(X, side_labels(y, partial_labels))
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n < d + 2:
@@ -336,6 +340,132 @@ class CECIB(ClusterMixin, BaseEstimator):
             self.weights_, self.means_, self.covariances_, self.precisions_cholesky_ = (
                 np.asarray(v)[: self.n_clusters_] for v in g
             )
+        self._set_fit_summary(best, costs, min_size, reg, beta, init, flip, n_clusters, m)
+        parts = _cecib.cecib_cost(X, self.labels_, y, beta, ridge=rho)
+        self.objective_terms_ = {
+            "model_complexity": float(parts.model_complexity),
+            "accuracy": float(parts.accuracy),
+            "side_information": float(parts.side_information),
+        }
+        return self
+
+    def _fit_process_rows(self, X, y):
+        """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): ``algorithm="batch"``, the
+        solver :func:`ppclust.inference.cecib.fit_batch_rows`; every statistic reduced over processes."""
+        if self.algorithm != "batch":
+            raise InvalidInputError(
+                "`X` holds rows spread over processes (ppclust.distributed.process_rows); CECIB's Hartigan "
+                "moves visit the points one after the other: use algorithm='batch'. Methods that scale out "
+                f"over processes: {SCALE_OUT}."
+            )
+        if self.label_noise == "auto":
+            raise InvalidParameterError(
+                "label_noise='auto' is not available with rows spread over processes; pass a rate.",
+                parameter="label_noise",
+            )
+        x_loc, lay, mean, var = check_global_X(self, X)
+        n, d = lay.n, x_loc.shape[1]
+        if n < d + 2:
+            raise PPClustError(
+                f"CECIB needs at least d + 2 = {d + 2} points for a full covariance, got n_samples = {n}."
+            )
+        if X.dtype != np.float64:  # e.g. integer rows: the solver sums in float64
+            X = _devices.from_process_rows(x_loc, lay)
+        yc, m = _process_codes(y, lay, len(x_loc))
+        beta = 1.0 if self.beta == "auto" else float(self.beta)
+        if self.init == "labels" and m == 0:
+            raise InvalidParameterError(
+                "The 'init' parameter 'labels' needs partial labels (y or "
+                "partial_labels) with at least one labelled point.",
+                parameter="init",
+            )
+        min_size = _cecib.min_size(n, d, float(self.min_cluster_fraction))
+        n_clusters = int(self.n_clusters)
+        if self.cap_clusters:
+            n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
+        side = _devices.from_process_rows(yc, lay, -1)
+        centres = None
+        if m > 0:  # the labelled categories' means over all rows (init="labels")
+            lab = yc >= 0
+            sums = np.zeros((m, d))
+            np.add.at(sums, yc[lab], x_loc[lab])
+            counts = _devices.process_sum(np.bincount(yc[lab], minlength=m).astype(float))
+            centres = _devices.process_sum(sums) / counts[:, None]
+        xc = x_loc - mean
+        cov = _devices.process_sum(xc.T @ xc) / n
+        ev = np.linalg.eigvalsh(cov)
+        from ppclust.families import ML_SING_TOL
+
+        singular = n <= d or bool(ev[0] <= ML_SING_TOL * ev[-1])
+
+        def solve(beta, init, n_init=int(self.n_init)):
+            with _progress.bar(n_init, "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
+
+                def run(reg_covar):
+                    with x64():
+                        best, costs, _, _ = _cecib.fit_batch_rows(
+                            as_key(self.random_state),
+                            X,
+                            side,
+                            m,
+                            lay,
+                            n_clusters=n_clusters,
+                            beta=beta,
+                            min_cluster_fraction=float(self.min_cluster_fraction),
+                            ridge=float(reg_covar) * var if reg_covar > 0 else 0.0,
+                            centres=centres if init == "labels" else None,
+                            n_init=n_init,
+                            init=init,
+                            max_passes=int(self.max_iter),
+                            reassign=self.reassign,
+                        )
+                    return float(best.cost), (best, np.asarray(costs))
+
+                reg = float(self.reg_covar)
+                (best, costs), reg = refit_if_singular(
+                    "CECIB",
+                    run,
+                    reg=reg,
+                    singular=reg == 0 and singular,
+                    advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction",
+                )
+                bar.update(n_init)
+            return best, costs, reg
+
+        n_pre = (
+            max(1, int(self.n_init) // CANDIDATE_RESTART_SHARE) if self.init == "auto" else int(self.n_init)
+        )
+        init, beta, flip = _cecib.choose_start(
+            lambda b, i: solve(b, i, n_pre)[0], self.init, yc, m, beta, self.label_noise
+        )
+        _warn_more_categories(m, int(self.n_clusters), init, beta)
+        best, costs, reg = solve(beta, init)
+        active = np.asarray(best.active)
+        live = np.flatnonzero(active)
+        remap = -np.ones(len(active), int)
+        remap[live] = np.arange(len(live))
+        mine = remap[np.asarray(best.labels)].astype(np.int64)
+        if (mine < 0).any():  # the engines reassign every point; a -1 here would be a bug
+            raise RuntimeError("CECIB: internal error, a point was left without a cluster")
+        self.labels_ = _devices.from_process_rows(mine, lay)
+        self.n_clusters_ = len(live)
+        rho = float(reg) * var if reg > 0 else 0.0
+        k = max(int(self.n_clusters), self.n_clusters_)
+        with x64():
+            g = _cecib.cluster_gaussians(x_loc, mine, rho, k, reduce=_devices.process_sum)
+            self.weights_, self.means_, self.covariances_, self.precisions_cholesky_ = (
+                np.asarray(v)[: self.n_clusters_] for v in g
+            )
+        self._set_fit_summary(best, costs, min_size, reg, beta, init, flip, n_clusters, m)
+        parts = _cecib.cecib_cost_rows(x_loc, mine, yc, m, self.n_clusters_, beta, rho, _devices.process_sum)
+        self.objective_terms_ = {
+            "model_complexity": float(parts.model_complexity),
+            "accuracy": float(parts.accuracy),
+            "side_information": float(parts.side_information),
+        }
+        return self
+
+    def _set_fit_summary(self, best, costs, min_size, reg, beta, init, flip, n_clusters, m):
         self.objective_ = float(best.cost)
         tr = np.asarray(best.trace)
         self.objective_trace_ = tr[np.isfinite(tr)]
@@ -348,13 +478,6 @@ class CECIB(ClusterMixin, BaseEstimator):
         self.init_ = init
         self.n_clusters_init_ = max(n_clusters, m) if init == "labels" else n_clusters
         self.label_noise_ = flip
-        parts = _cecib.cecib_cost(X, self.labels_, y, beta, ridge=rho)
-        self.objective_terms_ = {
-            "model_complexity": float(parts.model_complexity),
-            "accuracy": float(parts.accuracy),
-            "side_information": float(parts.side_information),
-        }
-        return self
 
     def predict(self, X):
         """The CEC rule: the cluster of largest :math:`\\ln p_k + \\ln N(x; \\mu_k, \\Sigma_k)`.
@@ -399,6 +522,20 @@ def _warn_more_categories(m: int, n_clusters: int, init: str, beta: float) -> No
         UserWarning,
         skip_file_prefixes=OUTSIDE_CALLER,
     )
+
+
+def _process_codes(y, lay, n_local: int):
+    """This process's label codes (int32, -1 unlabelled) with categories shared by every process, and m."""
+    if y is None:
+        return np.full(n_local, -1, np.int32), 0
+    y_loc = check_partial_labels(_devices.local_rows(y), n_local)
+    top = int(_devices.process_gather(-1 if not len(y_loc) else y_loc.max()).max())
+    seen = np.bincount(y_loc[y_loc >= 0], minlength=top + 1) > 0
+    cats = np.flatnonzero(_devices.process_sum(seen.astype(np.int64)))
+    codes = np.full(n_local, -1, np.int32)
+    lab = y_loc >= 0
+    codes[lab] = np.searchsorted(cats, y_loc[lab])
+    return codes, len(cats)
 
 
 _dev = jax.device_put  # a host array onto the device without a program compiled per shape

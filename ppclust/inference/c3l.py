@@ -89,6 +89,7 @@ __all__ = [
     "CONFIG",
     "fit",
     "fit_batch",
+    "fit_batch_rows",
 ]
 
 Array = jax.Array
@@ -153,7 +154,9 @@ def x_space_gaussians(params: ClusterParams, hp: Hyperplane, center, scale):
 # ---------------------------------------------------------------------------------------------
 
 
-def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: float = 0.0) -> CECCost:
+def make_cost(
+    z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: float = 0.0, *, reduce=None
+) -> CECCost:
     """The C3L cost: :class:`~ppclust.inference.cec.CECCost` with the leakage term, no label term.
 
     Parameters
@@ -169,6 +172,9 @@ def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: flo
     reg_covar : float, default=0.0
         Relative covariance regulariser: the ridge :func:`ppclust.inference.hartigan.ridge` of the r-part
         is added to every cluster's r-scatter.
+    reduce : callable or None, default=None
+        Rows spread over processes: ``z`` is this process's rows and ``reduce(a)`` sums ``a`` over processes
+        (:func:`ppclust._devices.process_sum`); the row count and the variances are those of all rows.
 
     Examples
     --------
@@ -180,12 +186,21 @@ def make_cost(z, n_dec: int, alpha, var_floor_rel: float = 1e-10, reg_covar: flo
     """
     z = jnp.asarray(z)
     alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
-    tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n
-    floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
-    rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg_covar) if z.shape[1] > n_dec else 0.0
     d = z.shape[1] - n_dec
+    n = z.shape[0]
+    if reduce is None:
+        tvar = np.var(np.asarray(z)[:, :n_dec], axis=0)  # on the host: no program compiled per n
+        rho = hartigan.ridge(np.asarray(z)[:, n_dec:], reg_covar) if d > 0 else 0.0
+    else:  # two-pass variances of all rows
+        zl = np.asarray(z, np.float64)
+        n = int(reduce(np.float64(zl.shape[0])))
+        var = reduce(((zl - reduce(zl.sum(0)) / n) ** 2).sum(0)) / n
+        tvar = var[:n_dec]
+        tr = float(np.sum(var[n_dec:]))
+        rho = float(reg_covar) * (tr / d if tr > 0 else 1.0) if d > 0 and reg_covar > 0 else 0.0
+    floor = jax.device_put(var_floor_rel * np.where(tvar > 0, tvar, 1.0))
     return CECCost(
-        jnp.asarray(z.shape[0], z.dtype),
+        jnp.asarray(n, z.dtype),
         jnp.asarray(0.0, z.dtype),
         quantile(alpha),
         floor,
@@ -567,3 +582,53 @@ def fit_batch(
         key, cost, z, None, config, K=K, min_size=min_size, mesh=mesh, centres=centres
     )
     return fitted
+
+
+def fit_batch_rows(
+    key, z, cost: CECCost, layout, config: hartigan.HartiganConfig | None = None, *, K, min_size, **options
+):
+    """:func:`fit_batch` on rows spread over processes (:func:`ppclust.inference.hartigan.fit_batch_rows`);
+    call it on every process, inside ``jax.enable_x64(True)``.
+
+    Parameters
+    ----------
+    key : JAX key
+        Seeds the restarts' initial partitions (the same on every process).
+    z : jax.Array of shape (P * block, J + d)
+        The global rows in C3L's coordinates (:func:`ppclust.distributed.process_rows` of each process's
+        :func:`transform`).
+    cost : CECCost
+        :func:`make_cost` of all rows (``reduce``).
+    layout : ppclust._devices.RowLayout
+        The rows per process.
+    config : HartiganConfig or None, default=None
+        As :func:`fit_batch`.
+    K : int
+        Slots (initial clusters).
+    min_size : float
+        A cluster with fewer points is deleted.
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig` replacing those of ``config``.
+
+    Returns
+    -------
+    HartiganFit
+        ``best.labels``: this process's rows (NumPy).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust import distributed
+    >>> from ppclust.inference import c3l
+    >>> rng = np.random.default_rng(0)
+    >>> z = np.c_[rng.normal(size=40) + np.repeat([-4.0, 4.0], 20), rng.normal(size=40)]
+    >>> with jax.enable_x64(True):
+    ...     Z = distributed.process_rows(z)
+    ...     cost = c3l.make_cost(z, 1, 0.05, reduce=lambda a: a)
+    ...     out = c3l.fit_batch_rows(jax.random.key(0), Z, cost, distributed.layout(Z), K=2, min_size=5,
+    ...                              n_init=2, init="k-means++")
+    >>> int(out.best.active.sum()), out.best.labels.shape
+    (2, (40,))
+    """
+    config = (CONFIG if config is None else config).with_options(**options)
+    return hartigan.fit_batch_rows(key, cost, z, None, layout, config, K=K, min_size=min_size)

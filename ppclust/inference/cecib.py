@@ -1,5 +1,10 @@
 r"""CEC-IB: cross-entropy clustering with an information-bottleneck label term (Śmieja & Geiger 2017).
 
+Kept whole although over 700 lines: the cost's configuration (:func:`make_cost`, :func:`min_size`, the
+label codes), its solvers on one process and on rows spread over processes, and the cost and Gaussians of
+a fitted partition (host-side and reduced over processes) are one model; split, each part would import
+the private cost set-up of the others.
+
 Cost of a hard partition :math:`Y=\{Y_1..Y_k\}` of n points in :math:`\mathbb R^N` with partial
 labels (spec ``cecib.md`` eqs. 10, 11; natural logs, nats):
 
@@ -57,9 +62,11 @@ __all__ = [
     "make_cost",
     "min_size",
     "cecib_cost",
+    "cecib_cost_rows",
     "encode_labels",
     "fit",
     "fit_batch",
+    "fit_batch_rows",
     "replay",
     "label_channel_information",
     "choose_start",
@@ -135,8 +142,11 @@ def make_cost(x: Array, n_labels: int, beta=1.0, reg_covar: float = 0.0) -> CECC
     (2, 0, 3)
     """
     n, d = x.shape
-    ridge = hartigan.ridge(x, reg_covar)
-    dt = x.dtype
+    return _cost(n, d, n_labels, beta, hartigan.ridge(x, reg_covar), x.dtype)
+
+
+def _cost(n: int, d: int, n_labels: int, beta, ridge: float, dt) -> CECCost:
+    """:func:`make_cost` from the row count, the dimension and the absolute ridge."""
     return CECCost(
         jnp.asarray(float(n), dt),
         jnp.asarray(beta, dt),
@@ -224,6 +234,78 @@ def cecib_cost(x, labels, y=None, beta: float = 1.0, ridge: float = 0.0) -> Cost
         L = cnt.sum()
         q = cnt[cnt > 0] / L if L > 0 else np.zeros(0)
         terms[k] = (
+            -p * np.log(p),
+            np.inf if sing else p * ml_entropy(1.0, logdet, d, xp=np),
+            p * float(-(q * np.log(q)).sum()),
+        )
+    a, b, c = terms.sum(0)
+    return CostParts(a + b + beta * c, a, b, beta * c, terms, sizes)
+
+
+def cecib_cost_rows(
+    x, labels, y_codes, n_labels: int, k: int, beta: float, ridge: float, reduce
+) -> CostParts:
+    """:func:`cecib_cost` of a partition of rows spread over processes (every sum reduced by ``reduce``).
+
+    Parameters
+    ----------
+    x : array of shape (n_i, N)
+        This process's rows.
+    labels : int array of shape (n_i,)
+        Their clusters, 0..k-1 (the same numbering on every process).
+    y_codes : int array of shape (n_i,)
+        Their label codes 0..m-1 / -1 (:func:`encode_labels` with categories shared by all processes).
+    n_labels : int
+        m.
+    k : int
+        Clusters.
+    beta, ridge : float
+        As :func:`cecib_cost`.
+    reduce : callable
+        Sums an array over processes (:func:`ppclust._devices.process_sum`).
+
+    Returns
+    -------
+    CostParts
+        The same on every process; the two-pass statistics are reduced (cluster means first, then the
+        centred scatters), so the parts equal :func:`cecib_cost`'s up to the order of the sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.inference.cecib import cecib_cost, cecib_cost_rows
+    >>> x = np.random.default_rng(0).normal(size=(20, 2))
+    >>> z, y = np.arange(20) % 2, np.where(np.arange(20) < 4, np.arange(20) % 2, -1)
+    >>> a = cecib_cost_rows(x, z, y, 2, 2, 1.0, 0.0, lambda v: v)
+    >>> bool(np.isclose(float(a.total), float(cecib_cost(x, z, y).total)))
+    True
+    """
+    x = np.asarray(x, np.float64)
+    z = np.asarray(labels, np.int64)
+    codes = np.asarray(y_codes, np.int64)
+    d = x.shape[1]
+    one_hot = np.eye(k)[z]
+    sizes = np.asarray(reduce(one_hot.sum(0)), np.float64)
+    n = sizes.sum()
+    means = np.asarray(reduce(one_hot.T @ x)) / np.maximum(sizes, 1.0)[:, None]
+    xc = x - means[z]
+    scatter = np.asarray(reduce(np.einsum("nk,ni,nj->kij", one_hot, xc, xc)))
+    mm = max(int(n_labels), 1)
+    lab = codes >= 0
+    cnt = np.asarray(reduce(np.bincount(z[lab] * mm + codes[lab], minlength=k * mm).astype(np.float64)))
+    cnt = cnt.reshape(k, mm)
+    terms = np.zeros((k, 3))
+    for j in range(k):
+        p = sizes[j] / n
+        cov = scatter[j] / sizes[j]
+        if ridge > 0:
+            cov = cov + ridge / sizes[j] * np.eye(d)
+        sign, logdet = np.linalg.slogdet(cov)
+        ev = np.linalg.eigvalsh(cov)
+        sing = sign <= 0 or ev[0] <= SING_TOL * ev[-1] or (sizes[j] < d + 1 and ridge <= 0)
+        L = cnt[j].sum()
+        q = cnt[j][cnt[j] > 0] / L if L > 0 else np.zeros(0)
+        terms[j] = (
             -p * np.log(p),
             np.inf if sing else p * ml_entropy(1.0, logdet, d, xp=np),
             p * float(-(q * np.log(q)).sum()),
@@ -404,6 +486,86 @@ def fit_batch(
     return fitted
 
 
+def fit_batch_rows(
+    key,
+    x,
+    y_codes,
+    n_labels: int,
+    layout,
+    config: hartigan.HartiganConfig | None = None,
+    *,
+    n_clusters: int,
+    beta=1.0,
+    min_cluster_fraction: float = 0.05,
+    ridge: float = 0.0,
+    centres=None,
+    **options,
+) -> hartigan.HartiganFit:
+    """:func:`fit_batch` on rows spread over processes (:func:`ppclust.inference.hartigan.fit_batch_rows`);
+    call it on every process, inside ``jax.enable_x64(True)``.
+
+    Parameters
+    ----------
+    key : JAX key
+        Seeds the restarts' initial partitions (the same on every process).
+    x : jax.Array of shape (P * block, N)
+        The global rows (:func:`ppclust.distributed.process_rows`).
+    y_codes : jax.Array of int32 of shape (P * block,)
+        Label codes 0..m-1 / -1 of every position (-1 on padding), codes shared by all processes.
+    n_labels : int
+        m.
+    layout : ppclust._devices.RowLayout
+        The rows per process.
+    config : HartiganConfig or None, default=None
+        As :func:`fit_batch`.
+    n_clusters : int
+        Initial clusters (slots); with ``init="labels"`` raised to the number of ``centres`` if smaller.
+    beta, min_cluster_fraction : float
+        See :func:`make_cost` and :func:`min_size`.
+    ridge : float, default=0.0
+        The absolute pseudo-scatter (:func:`ppclust.inference.hartigan.ridge` of all rows).
+    centres : array (m, N) or None, default=None
+        ``init="labels"``: the labelled categories' means over all rows.
+    **options
+        Fields of :class:`~ppclust.inference.hartigan.HartiganConfig`.
+
+    Returns
+    -------
+    HartiganFit
+        ``best.labels``: this process's rows (NumPy).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust import distributed
+    >>> from ppclust.inference import cecib
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = distributed.process_rows(x)
+    ...     codes = distributed.process_labels(np.full(40, -1)).astype(np.int32)
+    ...     res = cecib.fit_batch_rows(jax.random.key(0), X, codes, 0, distributed.layout(X), n_clusters=2,
+    ...                                n_init=2)
+    >>> int(res.best.active.sum()), res.best.labels.shape
+    (2, (40,))
+    """
+    n, d = layout.n, x.shape[1]
+    config = (hartigan.HartiganConfig() if config is None else config).with_options(**options)
+    K = n_clusters if centres is None else max(n_clusters, len(centres))
+    cost = _cost(n, d, n_labels, beta, ridge, x.dtype)
+    return hartigan.fit_batch_rows(
+        key,
+        cost,
+        x,
+        y_codes,
+        layout,
+        config,
+        K=K,
+        min_size=min_size(n, d, min_cluster_fraction),
+        centres=centres,
+    )
+
+
 def replay(
     x,
     y_codes,
@@ -500,7 +662,7 @@ class ClusterGaussians(NamedTuple):
     precisions_cholesky: Array
 
 
-def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> ClusterGaussians:
+def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096, reduce=None) -> ClusterGaussians:
     r"""The ML Gaussians of the clusters ``labels`` (0..k-1), covariances :math:`(S_k + \rho I) / n_k`.
 
     The MAP estimate of :func:`ppclust.families.gaussian_map_estimate` under an NIW "prior" with
@@ -521,6 +683,9 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
         Slots (empty slots give garbage the caller cuts off).
     chunk : int, default=4096
         Points per host-side sum.
+    reduce : callable or None, default=None
+        Rows spread over processes: ``x`` and ``labels`` are this process's rows and ``reduce(a)`` sums
+        ``a`` over processes (:func:`ppclust._devices.process_sum`); the moment sums are reduced.
 
     Examples
     --------
@@ -538,7 +703,12 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096) -> Clu
         families.gaussian_moment_stats(x[i : i + chunk], one_hot[labels[i : i + chunk]], "full")
         for i in range(0, len(x), chunk)
     ]
-    stats = tuple(jax.device_put(sum(p[j] for p in parts)) for j in range(3))
+    if not parts:  # a process without rows
+        parts = [families.gaussian_moment_stats(x[:0], one_hot[np.zeros(0, int)], "full")]
+    sums = [np.asarray(sum(p[j] for p in parts)) for j in range(3)]
+    if reduce is not None:
+        sums = [reduce(v) for v in sums]
+    stats = tuple(jax.device_put(v) for v in sums)
     params = _map_estimate(stats, jnp.asarray(ridge, jnp.float64))
     return ClusterGaussians(params.weights, params.means, _covariances(params.prec_chol), params.prec_chol)
 

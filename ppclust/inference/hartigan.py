@@ -1,8 +1,9 @@
 r"""The online Hartigan engine of cross-entropy clustering (CEC, CEC-IB, C3L) and its batch steps.
 
-Kept whole although over 700 lines: the online engine (XLA and compiled backends), its initialisation
-and the batch steps share one state, one set-up of the initial partitions and one result type; split,
-each part would import the private helpers of the others.
+Kept whole although over 700 lines: the online engine (XLA and compiled backends), its initialisation,
+the batch steps and their version on rows spread over processes share one state, one move rule, one
+set-up of the initial partitions and one result type; split, each part would import the private helpers
+of the others.
 
 The engine minimises a total cost :math:`E(Y) = \sum_k E(Y_k)` over hard partitions by the modified
 Hartigan algorithm of Śmieja & Geiger (2017, Sec. 3.4; spec ``cecib.md`` §2): visit the points in
@@ -21,7 +22,9 @@ against its JAX function to 1e-12 and both engines label for label; both replay 
 
 For large n, :func:`fit_batch` runs batch (Lloyd-type) CEC steps, every point reassigned at once from
 an n x K cost matrix (:func:`assignment_costs`), then optionally Hartigan passes (see its docstring for
-when to use which).
+when to use which). :func:`fit_batch_rows` takes the same steps on rows spread over processes
+(:mod:`ppclust.distributed`): reduced statistics in the batch steps, the Hartigan passes handed from
+process to process in row order.
 
 Stopping (SIGINT during a fit, :func:`ppclust._progress.interruptible`): the compiled loop runs one
 restart per call and the batch steps one restart per compiled program call, so a fit stops between
@@ -100,6 +103,7 @@ __all__ = [
     "HartiganConfig",
     "fit",
     "fit_batch",
+    "fit_batch_rows",
     "assignment_costs",
     "init_kmeanspp",
     "init_random",
@@ -599,33 +603,7 @@ def build(
         return state
 
     def point_step(t, st: _State) -> _State:
-        i = order[t]
-        xi = x[i]
-        si = jax.tree_util.tree_map(lambda v: v[i], side)
-        a = st.labels[i]
-        orphan = ~st.active[a]
-        add_c = cost.cost_add(st.stats, xi, si)
-        removed = cost.remove(st.stats, a, xi, si)
-        rem_c = cost.cost_slot(removed, a)
-        d_add = add_c - st.costs
-        delta = jnp.where(orphan, d_add, (rem_c - st.costs[a]) + d_add)
-        delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
-        cand = st.active & (jnp.arange(K) != a)
-        delta = jnp.where(cand, delta, jnp.inf)
-        b = jnp.argmin(delta).astype(jnp.int32)
-        move = delta[b] < jnp.where(orphan, jnp.inf, -tol)
-
-        def do_move(st: _State) -> _State:
-            base = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), st.stats, removed)
-            costs = jnp.where(orphan, st.costs, st.costs.at[a].set(rem_c)).at[b].set(add_c[b])
-            return _State(
-                st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs, jnp.asarray(True)
-            )
-
-        st = lax.cond(move, do_move, lambda s: s, st)
-        n_act = st.active.sum()
-        small = (~orphan) & st.active[a] & (cost.count(st.stats)[a] < min_size) & (n_act > 1)
-        st = st._replace(active=st.active.at[a].set(st.active[a] & ~small))
+        st, small, a = _point_move(cost, x, side, st, order[t], K=K, min_size=min_size, tol=tol)
         if reassign == "immediate":
             st = lax.cond(small, lambda s: _reassign_cluster(cost, x, side, s, a, K), lambda s: s, st)
         return st
@@ -642,6 +620,36 @@ def build(
         return st, info
 
     return HartiganAlgorithm(init, step)
+
+
+def _point_move(cost, x, side, st: _State, i, *, K, min_size, tol):
+    """Visit point ``i`` (the move rule of the module docstring): ``(state, small, a)``, ``small`` when its
+    previous slot ``a`` was deactivated for falling below ``min_size`` (the caller reinserts its points
+    with ``reassign="immediate"``)."""
+    xi = x[i]
+    si = jax.tree_util.tree_map(lambda v: v[i], side)
+    a = st.labels[i]
+    orphan = ~st.active[a]
+    add_c = cost.cost_add(st.stats, xi, si)
+    removed = cost.remove(st.stats, a, xi, si)
+    rem_c = cost.cost_slot(removed, a)
+    d_add = add_c - st.costs
+    delta = jnp.where(orphan, d_add, (rem_c - st.costs[a]) + d_add)
+    delta = jnp.where(jnp.isfinite(delta), delta, _BIG)
+    cand = st.active & (jnp.arange(K) != a)
+    delta = jnp.where(cand, delta, jnp.inf)
+    b = jnp.argmin(delta).astype(jnp.int32)
+    move = delta[b] < jnp.where(orphan, jnp.inf, -tol)
+
+    def do_move(st: _State) -> _State:
+        base = jax.tree_util.tree_map(lambda u, v: jnp.where(orphan, u, v), st.stats, removed)
+        costs = jnp.where(orphan, st.costs, st.costs.at[a].set(rem_c)).at[b].set(add_c[b])
+        return _State(st.labels.at[i].set(b), st.active, cost.add(base, b, xi, si), costs, jnp.asarray(True))
+
+    st = lax.cond(move, do_move, lambda s: s, st)
+    n_act = st.active.sum()
+    small = (~orphan) & st.active[a] & (cost.count(st.stats)[a] < min_size) & (n_act > 1)
+    return st._replace(active=st.active.at[a].set(st.active[a] & ~small)), small, a
 
 
 @partial(jax.jit, static_argnames=("K", "max_passes", "reassign"))
@@ -1712,3 +1720,455 @@ def _batch_sharded_jit(cost, x, side, labels0, valid, *, K, min_size, max_iter, 
         out_specs=out_specs,
         check_vma=False,
     )(cost, x, side, labels0, valid, min_size, max_iter)
+
+
+# ---------------------------------------------------------------------------------------------
+# batch steps with rows spread over processes
+# ---------------------------------------------------------------------------------------------
+
+
+def fit_batch_rows(
+    key: Array,
+    cost,
+    x,
+    side,
+    layout,
+    config: HartiganConfig | None = None,
+    *,
+    K: int,
+    min_size,
+    chunk: int = 1024,
+    centres=None,
+    **options,
+) -> HartiganFit:
+    """:func:`fit_batch` on rows spread over processes (:mod:`ppclust.distributed`); call it on every process.
+
+    Every step is the one :func:`fit_batch` takes on the whole data, with the work split by rows:
+
+    * **Starts.** ``init="random"``: the label of global row ``i`` is entry ``i`` of the one-process draw
+      (each process draws the entries up to its last row and keeps its own). ``init="k-means++"`` and
+      ``"labels"``: the D^2 sampling of :func:`ppclust.inference.init.kmeanspp_from_uniforms` from the same
+      draws (:func:`_kmeanspp_draws`), the sum of the D^2 weights and their running sum reduced over
+      processes in process order, the chosen row sent by the process holding it; every row then goes to
+      its nearest centre.
+    * **Batch steps.** One program over the mesh of every process's devices: each device's rows of the
+      cost matrix, the slots' counts, sums, scatters and label counts reduced with ``psum``
+      (:func:`_batch_stats`), so slot removal and convergence are decided identically everywhere.
+    * **Polish.** The Hartigan passes visit the rows in global order: process ``p`` runs its rows from the
+      slots' statistics left by process ``p - 1`` and hands them on (the statistics, costs and live slots,
+      never rows); with ``reassign="immediate"`` a deleted slot's points are reinserted process by process
+      before the pass goes on. The passes therefore take the decisions of one process visiting all rows,
+      sequentially (no speed-up, memory split).
+
+    The labels equal those of :func:`fit_batch` on all rows up to the order of floating-point sums
+    (sums over processes, and the XLA engine in the polish where one process on CPU runs the compiled one).
+
+    Parameters
+    ----------
+    key : JAX PRNG key
+        Seeds the initial partitions (the same on every process).
+    cost : CECCost
+        The cost, built for all rows (``n_total`` the global count, the ridge of all rows).
+    x : jax.Array of shape (P * block, d)
+        The global rows (:func:`ppclust.distributed.process_rows`).
+    side : jax.Array of int32 of shape (P * block,) or None
+        Label category of every position (-1: unlabelled and padding), or None.
+    layout : ppclust._devices.RowLayout
+        The rows per process.
+    config : HartiganConfig or None, default=None
+        As :func:`fit_batch`.
+    K : int
+        Slots.
+    min_size : float
+        A cluster with fewer points is deleted.
+    chunk : int, default=1024
+        Points per GEMM of the cost matrix.
+    centres : array (m, d) or None, default=None
+        With ``init="labels"``: the fixed centres (the same on every process).
+    **options
+        Fields of :class:`HartiganConfig`.
+
+    Returns
+    -------
+    HartiganFit
+        As :func:`fit_batch`; ``best.labels`` holds this process's rows only (NumPy, ``(counts[me],)``),
+        every other field is the same on every process.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, numpy as np
+    >>> from ppclust import distributed
+    >>> from ppclust.inference import cecib, hartigan
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 8.0])
+    >>> with jax.enable_x64(True):
+    ...     X = distributed.process_rows(x)  # one process here: the same code runs on every process
+    ...     S = distributed.process_labels(np.full(40, -1))  # no labels
+    ...     cost = cecib.make_cost(jnp.asarray(x), 0)
+    ...     fitted = hartigan.fit_batch_rows(jax.random.key(0), cost, X, S, distributed.layout(X), K=2,
+    ...                                      min_size=4.0, n_init=2, init="random")
+    ...     ref, _ = hartigan.fit_batch(jax.random.key(0), cost, jnp.asarray(x), jnp.full(40, -1, jnp.int32),
+    ...                                 K=2, min_size=4.0, n_init=2, init="random")
+    >>> bool((fitted.best.labels == np.asarray(ref.best.labels)).all())
+    True
+    """
+    from ppclust import _devices
+
+    config = _config(config, options)
+    config.check_unused(("tol",), "hartigan.fit_batch_rows")
+    _check_init(config.init, centres)
+    if config.reassign not in ("lazy", "immediate"):
+        raise ValueError(f"reassign must be 'lazy' or 'immediate', got {config.reassign!r}")
+    me = jax.process_index()
+    n_me = layout.counts[me]
+    x_loc = np.asarray(_devices.local_rows(x, layout), np.float64)
+    labels0 = _rows_initial_labels(
+        key, x_loc, layout, K=K, n_init=config.n_init, init=config.init, centres=centres
+    )
+    mesh = _devices.global_mesh()
+    valid = _devices.from_process_rows(np.ones(n_me, bool), layout, False)
+    l0 = _rows_columns(_pad_labels(labels0, n_me, layout.block, K), layout, mesh)
+    res = _batch_sharded_jit(
+        cost,
+        x,
+        side,
+        l0,
+        valid,
+        K=K,
+        min_size=min_size,
+        max_iter=config.max_iter,
+        chunk=chunk,
+        mesh=mesh,
+        axis=_devices.AXIS,
+    )
+    labels = _local_columns(res.labels)[:, :n_me]
+    res = BatchResult(labels, *(np.asarray(v.addressable_data(0)) for v in res[1:]))
+    c = np.where(np.isfinite(res.cost), res.cost, np.inf)
+    b = int(np.argmin(c))
+    xb = _put(pad_rows(x_loc, layout.block)[0])
+    sb = None
+    if side is not None:
+        sb = _put(pad_vector(np.asarray(_devices.local_rows(side, layout), np.int32), layout.block, -1))
+    start = _rows_init_state(cost, x, side, res.labels[b], layout, K=K, chunk=chunk)
+    if config.polish:
+        best = _rows_polish(
+            cost,
+            xb,
+            sb,
+            start,
+            layout,
+            K=K,
+            min_size=min_size,
+            max_passes=config.max_passes,
+            reassign=config.reassign,
+        )
+    else:
+        labels_b, active, stats, costs = start
+        best = HartiganResult(
+            labels_b,
+            _put(active),
+            jax.tree_util.tree_map(_put, stats),
+            _put(costs),
+            _put(np.sum(np.where(active, costs, 0.0))),
+            _put(res.n_iter[b]),
+            _put(res.converged[b]),
+            _put(np.full(1, res.cost[b])),
+            _put(np.full(1, active.sum(), np.int32)),
+        )
+    return HartiganFit(best, _put(res.cost), _put(res.n_iter), _put(res.active.sum(-1), np.int32))
+
+
+def _rows_initial_labels(key, x_loc, layout, *, K, n_init, init, centres) -> np.ndarray:
+    """(n_init, counts[me]) initial slots of this process's rows, those :func:`fit_batch` gives them."""
+    from ppclust import _devices
+
+    me = jax.process_index()
+    lo, n = layout.offsets[me], layout.n
+    hi = lo + layout.counts[me]
+    if init == "random":  # entry i of the one-process draw is global row i's (per-row draws)
+        draws = np.asarray(_random_prefix(key, K=K, n_init=n_init, size=bucket_size(max(hi, 1))))
+        return draws[:, lo:hi].astype(np.int32)
+    d = x_loc.shape[1]
+    if init == "labels":
+        c = np.atleast_2d(np.asarray(centres, np.float64))
+        if not 1 <= c.shape[0] <= K or c.shape[1] != d:
+            raise ValueError(f"centres must be (m, {d}) with 1 <= m <= K = {K}, got {c.shape}")
+        c0 = np.zeros((K, d))
+        c0[: c.shape[0]] = c
+        fixed = np.arange(K) < c.shape[0]
+    else:
+        c0, fixed = np.zeros((K, d)), np.zeros(K, bool)
+    first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype="float64")
+    first, u = np.asarray(first), np.asarray(u)
+    out = np.empty((n_init, hi - lo), np.int32)
+    xb = _put(pad_rows(x_loc, layout.block)[0])
+    for r in range(n_init):
+        cs = _rows_kmeanspp(int(first[r]), u[r], x_loc, c0, fixed, layout, _devices)
+        if init == "labels":  # seeded_partitions' nearest centre: expanded form
+            sq = np.einsum("ij,ij->i", x_loc, x_loc)
+            d2 = sq[:, None] - 2.0 * x_loc @ cs.T + np.einsum("ij,ij->i", cs, cs)[None]
+            out[r] = np.argmin(d2, axis=1) if len(x_loc) else out[r]
+        else:  # voronoi's nearest seed
+            out[r] = np.asarray(_nearest(xb, _put(cs)))[: hi - lo]
+    return out
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "size"))
+def _random_prefix(key, *, K, n_init, size):
+    return jax.vmap(lambda k: init_random(k, size, K))(jax.random.split(key, n_init))
+
+
+@jax.jit
+def _nearest(x, c):
+    d2 = jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1)
+    return jnp.argmin(d2, axis=1).astype(jnp.int32)
+
+
+def _rows_kmeanspp(first, u, x_loc, centres, fixed, layout, devices) -> np.ndarray:
+    """:func:`ppclust.inference.init.kmeanspp_from_uniforms`'s centres (k, d) with the rows spread over
+    processes: sums of the D^2 weights reduced, the running sum continued in process order."""
+    me = jax.process_index()
+    n, off = layout.n, layout.offsets[me]
+    k, d = centres.shape
+    cs = np.array(centres, np.float64)
+    any_chosen = bool(fixed.any())
+    if any_chosen:
+        d2 = np.min(np.where(fixed[None], ((x_loc[:, None] - cs[None]) ** 2).sum(-1), np.inf), axis=1)
+    else:
+        d2 = np.zeros(len(x_loc))
+    for j in range(k):
+        if fixed[j]:
+            continue
+        if any_chosen:
+            tot = float(devices.process_sum(np.float64(d2.sum())))
+            p = d2 / tot if tot > 0 else np.full(len(x_loc), 1.0 / n)
+            cum = np.cumsum(p)
+            parts = devices.process_gather(np.float64(cum[-1] if len(cum) else 0.0))
+            cum = cum + np.sum(parts[:me])  # the running sum of the earlier processes' rows
+            v = np.sum(parts) * (1 - u[j])
+            loc = int(np.searchsorted(cum, v)) if len(cum) else 0
+            cand = off + loc if loc < len(cum) else n
+            i = int(devices.process_gather(np.int64(cand)).min())
+            i = min(i, n - 1)
+        else:
+            i = first
+        mine = off <= i < off + len(x_loc)
+        c = devices.process_sum(x_loc[i - off] if mine else np.zeros(d))
+        dnew = ((x_loc - c[None]) ** 2).sum(-1)
+        d2 = np.minimum(d2, dnew) if any_chosen else dnew
+        cs[j] = c
+        any_chosen = True
+    return cs
+
+
+def _rows_columns(local, layout, mesh):
+    """The global (R, P * block) array whose column block ``p`` is process ``p``'s ``local`` (R, block)."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust import _devices
+
+    shape = (local.shape[0], layout.block * len(layout.counts))
+    sharding = NamedSharding(mesh, P(None, _devices.AXIS))
+    return jax.make_array_from_process_local_data(sharding, np.asarray(local, np.int32), shape)
+
+
+def _local_columns(arr) -> np.ndarray:
+    """This process's columns (its block) of a global (R, N) array sharded by columns, as NumPy."""
+    parts, seen = [], set()
+    for shard in sorted(arr.addressable_shards, key=lambda s: s.index[1].start or 0):
+        lo = shard.index[1].start or 0
+        if lo not in seen:
+            seen.add(lo)
+            parts.append(np.asarray(shard.data))
+    return np.concatenate(parts, axis=1)
+
+
+def _rows_init_state(cost, x, side, labels_loc, layout, *, K, chunk):
+    """:func:`_init_state` of the partition whose rows of this process are ``labels_loc``: ``(labels_loc,
+    active, stats, costs)``, the statistics reduced over processes (the same on every process)."""
+    from ppclust import _devices
+
+    me = jax.process_index()
+    mesh = _devices.global_mesh()
+
+    def state(lab):
+        g = _devices.from_process_rows(np.asarray(lab, np.int32), layout, K)
+        stats = _rows_stats(cost, x, side, g, K=K, chunk=chunk, mesh=mesh, axis=_devices.AXIS)
+        stats = jax.tree_util.tree_map(lambda v: np.asarray(v.addressable_data(0)), stats)
+        costs, active = (np.asarray(v) for v in _slot_check(cost, stats))
+        return stats, costs, active
+
+    stats, costs, active = state(labels_loc)
+    if not active.any():  # every slot unusable: all points in slot 0, kept live whatever its cost
+        labels_loc = np.zeros(layout.counts[me], np.int32)
+        stats, costs, _ = state(labels_loc)
+        active = np.arange(K) == 0
+    return np.asarray(labels_loc, np.int32), active, stats, costs
+
+
+@partial(jax.jit, static_argnames=("K", "chunk", "mesh", "axis"))
+def _rows_stats(cost, x, side, labels, *, K, chunk, mesh, axis):
+    from jax.sharding import PartitionSpec as P
+
+    def per_device(cost, x, side, labels):
+        n_rows = jnp.sum(labels < K)  # this device's real rows, a prefix of its rows
+        return _batch_stats(cost, x, side, labels, K, chunk, axis, n_rows)
+
+    return jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P(axis), None if side is None else P(axis), P(axis)),
+        out_specs=P(),
+        check_vma=False,
+    )(cost, x, side, labels)
+
+
+@jax.jit
+def _slot_check(cost, stats):
+    """(costs, live) of the slots: live when non-empty, not degenerate and of finite cost."""
+    costs = cost.cost(stats)
+    return costs, (cost.count(stats) > 0) & ~cost.degenerate(stats) & jnp.isfinite(costs)
+
+
+@jax.jit
+def _pass_end(cost, stats, costs, active):
+    """The end-of-pass deletion of degenerate slots (never every slot): ``(active, any deleted)``."""
+    degen = active & (cost.degenerate(stats) | ~jnp.isfinite(costs))
+    degen = degen & (active.sum() > degen.sum())
+    return active & ~degen, jnp.any(degen)
+
+
+@partial(jax.jit, static_argnames=("K", "immediate"))
+def _rows_segment(cost, x, side, st: _State, t0, n_rows, min_size, tol, *, K, immediate):
+    """Visit this process's rows from ``t0`` on: ``(state, next row, event)``; with ``immediate`` the
+    visit stops after a deletion, ``event`` the deleted slot (else -1)."""
+
+    def cond(c):
+        _, t, ev = c
+        return (t < n_rows) & (ev < 0)
+
+    def body(c):
+        st, t, _ = c
+        st, small, a = _point_move(cost, x, side, st, t, K=K, min_size=min_size, tol=tol)
+        ev = jnp.where(small, a, -1) if immediate else jnp.asarray(-1)
+        return st, t + 1, ev.astype(jnp.int32)
+
+    return lax.while_loop(cond, body, (st, jnp.asarray(t0, jnp.int32), jnp.asarray(-1, jnp.int32)))
+
+
+@partial(jax.jit, static_argnames=("K",))
+def _rows_reinsert(cost, x, side, st: _State, a, *, K):
+    return _reassign_cluster(cost, x, side, st, a, K)
+
+
+@partial(jax.jit, static_argnames=("K",))
+def _rows_reinsert_all(cost, x, side, st: _State, *, K):
+    return _reassign_all(cost, x, side, st, K)
+
+
+def _from_process(q: int, tree):
+    """Process ``q``'s value of ``tree`` (NumPy leaves of the same shapes on every process), exactly."""
+    from ppclust import _devices
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    arrs = [np.asarray(v) for v in leaves]
+    flat = np.concatenate([a.astype(np.float64).ravel() for a in arrs]) if arrs else np.zeros(0)
+    got = _devices.process_gather(flat)[q]
+    out, pos = [], 0
+    for a in arrs:
+        out.append(got[pos : pos + a.size].reshape(a.shape).astype(a.dtype))
+        pos += a.size
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def _rows_polish(cost, xb, sb, start, layout, *, K, min_size, max_passes, reassign) -> HartiganResult:
+    """Hartigan passes over the rows of every process in global order (see :func:`fit_batch_rows`)."""
+    me = jax.process_index()
+    counts = layout.counts
+    imm = reassign == "immediate"
+    labels, active, stats, costs = start
+    lab = _put(pad_vector(labels, layout.block, K))
+    shared = [(active, stats, costs, np.asarray(False))]  # the same on every process
+
+    def turn(q, fn, extra):
+        """Process q runs ``fn(state) -> (state, extra)``; every process gets q's shared state and extra."""
+        nonlocal lab
+        mine = (shared[0], extra)
+        if me == q:
+            act, stats_, costs_, moved_ = shared[0]
+            st, ex = fn(
+                _State(lab, _put(act), jax.tree_util.tree_map(_put, stats_), _put(costs_), _put(moved_))
+            )
+            lab = st.labels
+            shared_q = (np.asarray(st.active), _np_tree(st.stats), np.asarray(st.costs), np.asarray(st.moved))
+            mine = (shared_q, tuple(np.asarray(e) for e in ex))
+        shared[0], got = _from_process(q, mine)
+        return got
+
+    def everyone(fn):  # each process in turn: its rows in global index order
+        for q in range(len(counts)):
+            if counts[q]:
+                turn(q, lambda st: (fn(st), ()), ())
+
+    def reinsert_all(st):
+        return _rows_reinsert_all(cost, xb, sb, st, K=K)
+
+    if imm:
+        everyone(reinsert_all)
+    trace = np.full(max_passes + 1, np.nan)
+    ktrace = np.zeros(max_passes + 1, np.int32)
+    trace[0], ktrace[0] = _energy_np(shared[0]), shared[0][0].sum()
+    p = 0
+    while p == 0 or (bool(shared[0][3]) and p < max_passes):
+        a_, s_, c_, _ = shared[0]
+        shared[0] = (a_, s_, c_, np.asarray(False))
+        for q in range(len(counts)):
+            t = 0
+            while counts[q] and t < counts[q]:
+                t, ev = turn(
+                    q,
+                    lambda st, t=t, q=q: _segment_out(
+                        _rows_segment(cost, xb, sb, st, t, counts[q], min_size, 0.0, K=K, immediate=imm)
+                    ),
+                    (np.int32(0), np.int32(-1)),
+                )
+                t, ev = int(t), int(ev)
+                if ev < 0:
+                    break
+                everyone(lambda st, ev=ev: _rows_reinsert(cost, xb, sb, st, ev, K=K))
+        a_, s_, c_, moved = shared[0]
+        trace[p + 1], ktrace[p + 1] = _energy_np(shared[0]), a_.sum()
+        a_, gone = (np.asarray(v) for v in _pass_end(cost, s_, c_, a_))
+        shared[0] = (a_, s_, c_, np.asarray(bool(moved) or bool(gone)))
+        if imm:
+            everyone(reinsert_all)
+        p += 1
+    converged = not bool(shared[0][3])
+    everyone(reinsert_all)
+    a_, s_, c_, _ = shared[0]
+    return HartiganResult(
+        np.asarray(lab)[: counts[me]],
+        _put(a_),
+        jax.tree_util.tree_map(_put, s_),
+        _put(c_),
+        _put(_energy_np(shared[0])),
+        _put(np.int32(p)),
+        _put(np.bool_(converged)),
+        _put(trace),
+        _put(ktrace),
+    )
+
+
+def _segment_out(out):
+    st, t, ev = out
+    return st, (t, ev)
+
+
+def _np_tree(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def _energy_np(shared) -> float:
+    active, _, costs, _ = shared
+    return float(np.sum(np.where(active, costs, 0.0)))
