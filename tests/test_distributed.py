@@ -175,7 +175,7 @@ def test_invalid_rows_are_reported():
 
 # rdpmeans runs dpmeans' pass with links: plain dpmeans in the slow tier. EM's sufficient statistics and
 # CEC-IB's batch steps with the Hartigan polish handed between processes run in `make test` whatever they
-# cost (issue's acceptance: real processes in the suite); the others in the extended tier by their time
+# cost (the suite runs real processes); the others in the extended tier by their recorded time
 @pytest.mark.parametrize(
     "method",
     fast_first(["ssgmm", "cecib-batch"], n_fast=2, core=True)
