@@ -575,6 +575,7 @@ def main():
     ap.add_argument(
         "--timing-only", action="store_true", help="measure the cost table into the tvclust cache"
     )
+    ap.add_argument("--noises", nargs="*", type=float, help="only these oracle noise levels (own cache)")
     ap.add_argument("--resume", action="store_true", help="keep the curves of the part's cache; run the rest")
     ap.add_argument("--tables-only", action="store_true", help="rewrite active.md from active.json")
     args = ap.parse_args()
@@ -587,13 +588,20 @@ def main():
         return
     if args.tables_only or args.merge:
         if args.merge:
-            parts = [
-                json.loads((RESULTS / f"active_{p}_cache.json").read_text()) for p in ("tvclust", "peers")
-            ]
-            res = parts[0]
-            res["curves"] = parts[0]["curves"] + parts[1]["curves"]
-            res["peers"] = parts[1]["peers"]
-            res["seconds"] = {"tvclust": parts[0]["seconds"], "peers": parts[1]["seconds"]}
+            res, seen, seconds = None, set(), {"tvclust": 0.0, "peers": 0.0}
+            for part in ("tvclust", "peers"):  # every part's caches (processes side by side); a curve once
+                for f in sorted(RESULTS.glob(f"active_{part}*_cache.json")):
+                    r = json.loads(f.read_text())
+                    seconds[part] += r.get("seconds", 0.0)
+                    if res is None:
+                        res = dict(r, curves=[])
+                    res["timing"] = res.get("timing") or r.get("timing")
+                    res["peers"] = res.get("peers") or r.get("peers")
+                    for c in r["curves"]:
+                        if (c["data"], c["noise"], c["strategy"]) not in seen:
+                            seen.add((c["data"], c["noise"], c["strategy"]))
+                            res["curves"].append(c)
+            res["seconds"] = seconds
         else:
             res = json.loads((RESULTS / "active.json").read_text())
             res = res.get("data", res)
@@ -617,6 +625,8 @@ def main():
         "peers": _peer_setup(args) if args.part != "tvclust" else None,
     }
     name = "quick" if args.quick else ("all" if args.part == "all" else args.part)
+    if args.noises:
+        name += "_" + "_".join(f"{v:g}" for v in args.noises)
     cache = RESULTS / f"active_{name}_cache.json"
     if args.resume and cache.exists():
         res["curves"] = json.loads(cache.read_text())["curves"]
@@ -627,6 +637,8 @@ def main():
         print("timing", res["timing"], flush=True)
     res["sets"] = sets
     for d, noise, s in plan_cells(sets, args.part):
+        if args.noises and noise not in args.noises:
+            continue
         if (s in PEERS and not res["peers"]["found"].get(s)) or (d, noise, s) in done:
             continue
         if time.perf_counter() - t0 > args.budget_s:
