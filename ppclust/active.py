@@ -266,16 +266,17 @@ def _standardise(X):
     return (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
 
 
-def _warm_start(labels, X, must_link, cannot_link, k_max, rng, cells=4):
+def _warm_start(labels, X, must_link, cannot_link, k_max, rng, cells=1):
     """The warm start of a refit: ``labels`` corrected by the answers, then made finer, at most
     ``max(1, k_max // 2)`` clusters.
 
     Single-point Gibbs moves split a cluster rarely and merge two large ones slowly, so the start carries
     what the answers say: two clusters with at least 2 more must-links than cannot-links between them are
     merged (one answer may be wrong); then every cluster that holds a cannot-link is split between the
-    link's two ends (each member to the nearer end, standardised features; links in random order); then
-    the result is crossed with the Voronoi cells of the most k-means++ seeds (``cells`` down to 2) that keep
-    the cap, and the chain merges back what neither the answers nor the data separate.
+    link's two ends (each member to the nearer end, standardised features; links in random order); then,
+    for ``cells`` >= 2, the result is crossed with the Voronoi cells of the most k-means++ seeds (``cells``
+    down to 2) that keep the cap, for the chain to merge back what neither the answers nor the data
+    separate.
     """
     Z = _standardise(X)
     cap = max(1, k_max // 2)
@@ -347,6 +348,10 @@ class ActiveLearner:
         ``n_warmup`` of a warm TVClust refit (None: a tenth of the estimator's, at least 10).
     warm_draws : int >= 1 or None, default=None
         ``n_draws`` of a warm TVClust refit (None: a fifth of the estimator's, at least 20).
+    warm_cells : int >= 1, default=1
+        Voronoi cells of k-means++ seeds crossed with a warm TVClust start (1: none; see Notes). Default 1
+        (docs/decisions/0062-active-warm-start-without-cells.md): the cells add clusters at every round
+        that a warm refit's few single-point sweeps do not merge back, so the point estimate keeps them.
     random_state : None or int, default=None
         Seed of the candidates, the tie breaks, the random strategy and the refits' seeds.
 
@@ -374,9 +379,10 @@ class ActiveLearner:
     (or given as links) are never suggested. A warm TVClust refit starts every chain from a finer partition
     corrected by the answers and finer than the last point estimate (single-point moves rarely split a
     cluster and merge large ones slowly): two clusters with at least 2 more must-links than cannot-links
-    between them are merged, every cluster holding a cannot-link is split between the link's ends, and
-    the result is crossed with the Voronoi cells of up to 4 k-means++ seeds, as many as keep at most
-    ``k_max // 2`` clusters; then ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
+    between them are merged, every cluster holding a cannot-link is split between the link's ends (at most
+    ``k_max // 2`` clusters), and with ``warm_cells`` >= 2 the result is crossed with the Voronoi cells of
+    up to ``warm_cells`` k-means++ seeds, as many as keep at most ``k_max // 2`` clusters; then
+    ``warm_warmup`` warm-up sweeps and ``warm_draws`` draws.
 
     Examples
     --------
@@ -405,6 +411,7 @@ class ActiveLearner:
         n_neighbours=4,
         warm_warmup=None,
         warm_draws=None,
+        warm_cells=1,
         random_state=None,
     ):
         self.estimator = estimator
@@ -414,6 +421,7 @@ class ActiveLearner:
         self.n_neighbours = n_neighbours
         self.warm_warmup = warm_warmup
         self.warm_draws = warm_draws
+        self.warm_cells = warm_cells
         self.random_state = random_state
 
     # ----------------------------------------------------------------------------------------------
@@ -493,6 +501,7 @@ class ActiveLearner:
                     self.cannot_link_,
                     int(getattr(est, "k_max", 64)),
                     self._rng,
+                    cells=int(self.warm_cells),
                 ),
                 n_warmup=ww,
                 n_draws=wd,

@@ -121,7 +121,7 @@ def test_information_batch_picks_uncertain_pairs_without_shared_points():
 
 
 def test_tell_records_links_skips_and_refits_warm():
-    al = ActiveLearner(FakePosterior(), batch_size=4, random_state=0).fit(X30)
+    al = ActiveLearner(FakePosterior(), batch_size=4, warm_cells=4, random_state=0).fit(X30)
     pairs = al.suggest()
     al.tell(pairs, [1, -1, 0, 1])
     assert al.n_queries_ == 4
@@ -137,6 +137,18 @@ def test_tell_records_links_skips_and_refits_warm():
     assert not asked & {tuple(p) for p in again.tolist()}  # never asked twice, skipped ones included
     with pytest.raises(PPClustError, match="answers must be"):
         al.tell(again[:1], [2])
+
+
+def test_default_warm_start_is_the_last_partition_when_the_answers_agree():
+    # warm_cells=1 (default): no Voronoi cells; answers that agree with the last partition leave it as it is
+    al = ActiveLearner(FakePosterior(), batch_size=4, random_state=0).fit(X30)
+    al.tell([(0, 1), (2, 15), (11, 12)], [1, -1, 1])
+    init = np.asarray(al.estimator_.seen_init_)
+    last = (np.arange(30) >= 10).astype(int)
+    assert len(np.unique(init)) == 2 and (init == init[0]).sum() == 10 and (init[:10] == init[0]).all()
+    al.tell([(3, 16)], [1])  # one must-link across: no merge (one answer may be wrong), no split
+    assert len(np.unique(al.estimator_.seen_init_)) == 2
+    np.testing.assert_array_equal(np.unique(last, return_inverse=True)[1], al.estimator_.seen_init_)
 
 
 def test_warm_start_splits_a_cluster_along_an_answered_cannot_link():
