@@ -558,8 +558,8 @@ def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatc
     Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
     subsample left out, as if the fit of the union were fresh) must fail it. Both densities are zeroed at
     their definitions (``_log_h`` and ``_log_m_counts``, which ``propose`` calls on both backends)."""
-    monkeypatch.setattr(moves, "_log_h", lambda y, em_side: jnp.zeros(()))
-    monkeypatch.setattr(moves, "_log_m_counts", lambda y, ina, n_a, n_b: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_h", lambda y, em_side, valid=None: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_m_counts", lambda y, ina, n_a, n_b, valid=None: jnp.zeros(()))
     jax.clear_caches()
     try:
         _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
