@@ -98,7 +98,7 @@ and a per-sweep cluster index (a counting sort of the labels before the moves, i
 accepted moves, :class:`ppclust.inference._cluster_index.ClusterIndex`) lets a move's kernels visit the
 points of its clusters only. The labels do cross, into two callbacks per split/merge move (one returns the
 proposal), one per peel/absorb step and four more per sweep, at a fixed cost that grows with their bytes,
-so within a sweep the numba backend carries them as uint8 when ``k_max`` <= 256 (``_UINT8_SLOTS``; the
+so within a sweep the numba backend carries them as uint8 when ``k_max`` < 256 (``_UINT8_SLOTS``; the
 same draws).
 Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
 classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a

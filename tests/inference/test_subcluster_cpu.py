@@ -435,7 +435,7 @@ def test_chain_numba_equals_xla():
 @pytest.mark.slow  # two numba-backend sweeps traced and compiled after clearing JAX's caches; the fast
 # tier's chain parity (test_chain_numba_equals_xla, k_max = 12) runs the uint8 labels against XLA
 def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
-    """With k_max <= 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
+    """With k_max < 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
     labels draw (``_UINT8_SLOTS = 0``); the state's labels stay int32."""
     seen = []
