@@ -682,7 +682,8 @@ def test_sub_block_brute_force_detects_acceptance_against_the_start_sizes():
     assert trans[:, -1].max() > 0.01  # a cluster emptied
 
 
-@pytest.mark.parametrize("backend", fast_first(["numba", "xla"]))
+@pytest.mark.slow  # two sampler programs (32 and 64 rows) compiled: about a minute on the 2-core VM
+@pytest.mark.parametrize("backend", ["numba", "xla"])
 def test_the_draws_do_not_depend_on_the_padding(backend, monkeypatch):
     """``sample`` pads the rows to their bucket (20 points -> 32 rows, ``ppclust._buckets``); with the
     smallest bucket raised to 64 rows the same data and seed give the same draws: labels, log joint, the
