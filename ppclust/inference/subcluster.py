@@ -238,7 +238,7 @@ def colour_links(links: Links, n: int) -> Colouring:
         classes[c, : len(m)] = m
     if n_col == 0:
         classes = classes[:0]
-    return Colouring(jnp.asarray(classes), jnp.asarray(linked))
+    return Colouring(*jax.device_put((classes, linked)))  # a transfer: no program compiled per n
 
 
 def _bucketed_colouring(colouring: Colouring, n, n_pad) -> Colouring:
