@@ -114,12 +114,7 @@ def _not_bucketed(module):
         "bayesian_ssgmm",
         pytest.param("xla", marks=pytest.mark.slow),  # the XLA sweep compiles for minutes on a loaded CPU
         "explicit",
-        pytest.param(  # rows, links and colour classes bucketed: about 36 programs per new n down to 1
-            "subcluster",
-            marks=pytest.mark.xfail(
-                run=False, reason="one program still compiles at a new n of a seen bucket"
-            ),
-        ),
+        "subcluster",
         "variational",
     ],
 )
