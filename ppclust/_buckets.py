@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bucket_size", "pad_rows", "pad_pairs", "pad_vector"]
+__all__ = ["bucket_size", "pad_rows", "pad_pairs", "pad_vector", "pad_links"]
 
 
 def bucket_size(n: int, minimum: int = 32) -> int:
@@ -156,3 +156,55 @@ def pad_pairs(pairs, size: int | None = None, *, minimum: int = 8):
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     padded, weight = pad_rows(pairs, size, minimum=minimum)
     return padded, weight.astype(np.float64)
+
+
+def pad_links(links, n_pad: int):
+    """A link set padded on the host for ``n_pad`` rows: the shape of every array a bucket size.
+
+    The pair list goes to :func:`pad_pairs`' bucket (pairs ``(0, 0)`` of sign 0 and weight 0), the
+    neighbour table to ``n_pad`` rows and :func:`bucket_size` ``(width, minimum=1)`` columns (neighbour 0,
+    sign 0, weight 0): a padding entry adds to no count a solver forms by weight. Every ``n`` of a bucket
+    with link counts and degrees of one bucket gives the same shapes.
+
+    Parameters
+    ----------
+    links : ppclust.sideinfo.Links
+        The observed pairs of ``n <= n_pad`` points (fields ``pairs, sign, weight, nbr, sgn, wgt``).
+    n_pad : int
+        The padded row count, ``>=`` the rows of the neighbour table.
+
+    Returns
+    -------
+    ppclust.sideinfo.Links
+        The same type, NumPy arrays (put them on the device with ``jax.device_put``: a transfer, no
+        program compiled per shape).
+
+    Examples
+    --------
+    >>> from ppclust.models.tvclust import make_links
+    >>> padded = pad_links(make_links(5, [[0, 1], [1, 3]], [1, -1]), 32)
+    >>> padded.pairs.shape, padded.nbr.shape, float(padded.weight.sum())
+    ((8, 2), (32, 2), 2.0)
+    """
+    pairs = np.asarray(links.pairs).reshape(-1, 2)
+    pairs_pad, _ = pad_pairs(pairs)
+    m_pad = pairs_pad.shape[0]
+    nbr = np.asarray(links.nbr)
+    if nbr.shape[0] > n_pad:
+        raise ValueError(f"pad_links: n_pad {n_pad} is smaller than the {nbr.shape[0]} rows")
+    width = bucket_size(nbr.shape[1], minimum=1)
+
+    def table(a):
+        a = np.asarray(a)
+        out = np.zeros((n_pad, width), a.dtype)
+        out[: a.shape[0], : a.shape[1]] = a
+        return out
+
+    return links._replace(
+        pairs=pairs_pad.astype(pairs.dtype),
+        sign=pad_vector(np.asarray(links.sign), m_pad, 0),
+        weight=pad_vector(np.asarray(links.weight), m_pad, 0),
+        nbr=table(nbr),
+        sgn=table(links.sgn),
+        wgt=table(links.wgt),
+    )

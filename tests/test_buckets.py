@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppclust._buckets import bucket_size, pad_pairs, pad_rows, pad_vector
+from ppclust._buckets import bucket_size, pad_links, pad_pairs, pad_rows, pad_vector
 
 
 @pytest.mark.parametrize("minimum", [1, 8, 32])
@@ -45,3 +45,28 @@ def test_padding_is_zero_with_zero_weight():
     pairs, pw = pad_pairs([[0, 3], [2, 1]], 8)
     assert pairs.shape == (8, 2) and pw.tolist() == [1, 1, 0, 0, 0, 0, 0, 0]
     assert pad_vector(np.array([2, 0]), 4, -1).tolist() == [2, 0, -1, -1]
+
+
+def test_padded_links_add_no_count():
+    """``pad_links``: the pair list and the neighbour table padded to bucket shapes with weight-0 entries, so
+    the link counts of any labelling (``ppclust.sideinfo.pair_counts``, ``link_counts``) are those of the
+    links themselves; two sizes of one bucket give the same shapes."""
+    from ppclust.models.tvclust import make_links
+    from ppclust.sideinfo import link_counts, pair_counts
+
+    rng = np.random.default_rng(0)
+    links = make_links(20, [[0, 1], [1, 2], [3, 9], [1, 9]], [1, -1, 1, -1])
+    padded = pad_links(links, 32)
+    assert padded.pairs.shape == (8, 2) and padded.nbr.shape == (32, 3)  # widest row: degree 3
+    assert padded.weight[4:].sum() == 0 and padded.wgt[20:].sum() == 0
+    other = pad_links(make_links(25, [[0, 1], [1, 2], [1, 5]], [1, 1, -1]), 32)
+    assert [a.shape for a in other] == [a.shape for a in padded]
+    labels = rng.integers(0, 3, 20)
+    lab_pad = np.r_[labels, np.full(12, 3)]  # padding label k_max = 3
+    np.testing.assert_array_equal(pair_counts(lab_pad, padded, xp=np), pair_counts(labels, links, xp=np))
+    got = link_counts(lab_pad[padded.nbr[:20]], padded.sgn[:20], padded.wgt[:20], 3)
+    want = link_counts(labels[np.asarray(links.nbr)], np.asarray(links.sgn), np.asarray(links.wgt), 3)
+    for a, b in zip(got[:4], want[:4], strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="smaller"):
+        pad_links(links, 16)

@@ -459,9 +459,10 @@ def param_arrays(theta, code):
     return theta.mean, A.reshape(K, -1), theta.half_logdet_prec, code
 
 
-def family_stats(x, labels, k_max, family, xw=None):
+def family_stats(x, labels, k_max, family, xw=None, n_valid=None):
     """``family.stats(x, labels, k_max)`` with its O(n d^2) sums from :func:`stats_sums` (``xw``:
-    :func:`wired` ``x``, else made here).
+    :func:`wired` ``x``, else made here); the rows from ``n_valid`` on (bucket padding, labels outside the
+    slots) are not visited.
 
     Parameters
     ----------
@@ -475,6 +476,8 @@ def family_stats(x, labels, k_max, family, xw=None):
         The family.
     xw : wired x or None, default=None
         :func:`wired` ``x``, else made here.
+    n_valid : int scalar or None, default=None
+        The points among the rows (the rest is bucket padding); None: every row.
 
     Examples
     --------
@@ -491,9 +494,9 @@ def family_stats(x, labels, k_max, family, xw=None):
     n, d = x.shape
     xw = wired(x) if xw is None else xw  # centre: the shift of families._centered_scatter (its x.mean(0))
 
-    def host(x, centre, labels):
+    def host(x, centre, labels, nv):
         n_out, s_out, o_out = np.zeros(k_max), np.zeros((k_max, d)), np.zeros((k_max, d, d))
-        stats_sums(x, centre, labels, n_out, s_out, o_out)
+        stats_sums(x[: int(nv)], centre, labels[: int(nv)], n_out, s_out, o_out)
         return n_out, s_out, o_out
 
     outs = (
@@ -501,7 +504,8 @@ def family_stats(x, labels, k_max, family, xw=None):
         jax.ShapeDtypeStruct((k_max, d), x.dtype),
         jax.ShapeDtypeStruct((k_max, d, d), x.dtype),
     )
-    cnt, s, outer = call(host, outs, (xw, xw.centre, labels_operand(labels)))
+    nv = jnp.asarray(n if n_valid is None else n_valid, jnp.int32)
+    cnt, s, outer = call(host, outs, (xw, xw.centre, labels_operand(labels), nv))
     # x enters _stats_from through its column means only (the shift): the one row xw.centre has them
     return family._stats_from(xw.centre[None], None, cnt, s, lambda xc: outer)
 

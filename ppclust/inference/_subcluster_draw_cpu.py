@@ -425,10 +425,11 @@ def precision_bound(A, code, d):
     return np.ascontiguousarray(lam), np.ascontiguousarray(np.swapaxes(vec[:, :, :2], 1, 2))
 
 
-def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
+def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None, n_valid=None):
     """:func:`dense_draw` (d <= ``_BOUND_MIN_D``) or :func:`block_draw` from JAX: ``(labels (n,), counts
     (K,))``, the twin of ``subcluster._block_draw`` on one device with uniforms
-    ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here).
+    ``counter_uniform(seed, arange(n))`` (``xw``: :func:`wired` ``x``, else made here). Rows from
+    ``n_valid`` on (bucket padding) keep their labels without a visit.
 
     Parameters
     ----------
@@ -450,6 +451,8 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
         Nats below the largest density at which :func:`block_draw` skips a slot.
     xw : wired x or None, default=None
         :func:`wired` ``x``, else made here.
+    n_valid : int scalar or None, default=None
+        The points among the rows (the rest is bucket padding, kept); None: every row.
 
     Examples
     --------
@@ -472,27 +475,32 @@ def draw_block(x, keep, labels, log_pi, theta, seed, family, cut, xw=None):
     n, d = x.shape
     K = log_pi.shape[0]
 
-    def host(x, keep, labels, M, Af, H, seed):
+    def host(x, keep, labels, M, Af, H, seed, nv):
         act = np.flatnonzero(H[1] > -np.inf).astype(np.int32)  # the slots that can be drawn
         z = np.empty(n, labels.dtype)
         cnt = np.zeros(K, np.int64)
         seed = host_seed(seed)
+        nv = int(nv)  # the padding rows keep their labels (outside the slots: counted nowhere)
+        z[nv:] = labels[nv:]
+        x, keep, labels, out = x[:nv], keep[:nv], labels[:nv], z
+        z = out[:nv]
         Ha = np.ascontiguousarray(H[:, act])
         if d <= _BOUND_MIN_D:
             Ma, Afa = np.ascontiguousarray(M[:, act]), np.ascontiguousarray(Af[:, act])
             dense_draw(x, keep, labels, Ma, Afa, Ha, act, K, code, seed, z, cnt)
-            return z, cnt.astype(np.int32)
+            return out, cnt.astype(np.int32)
         mean, A = np.ascontiguousarray(M[:, act].T), np.ascontiguousarray(Af[:, act].T)
         pos = np.full(K, -1, np.int32)
         pos[act] = np.arange(len(act))
         bound = precision_bound(A, code, d)
         block_draw(x, keep, labels, _Slots(mean, A, Ha, act, pos), bound, K, code, seed, float(cut), z, cnt)
-        return z, cnt.astype(np.int32)
+        return out, cnt.astype(np.int32)
 
     lab = labels_operand(labels)
     outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((K,), jnp.int32))
+    nv = jnp.asarray(n if n_valid is None else n_valid, jnp.int32)
     return call(
-        host, outs, (x if xw is None else xw, keep, lab, mean.T, A.T, jnp.stack([half, log_pi]), seed)
+        host, outs, (x if xw is None else xw, keep, lab, mean.T, A.T, jnp.stack([half, log_pi]), seed, nv)
     )
 
 
@@ -550,8 +558,9 @@ def accept_sub_blocks(labels, draw, sizes, n_blocks):
         The drawn slots (:func:`draw_block`'s labels).
     sizes : array (K,)
         Slot sizes.
-    n_blocks : int
-        Sub-blocks: each is accepted whole or not at all, in order (``subcluster.accept_sub_blocks``).
+    n_blocks : int or int scalar
+        Sub-blocks: each is accepted whole or not at all, in order (``subcluster.accept_sub_blocks``);
+        may be traced.
 
     Examples
     --------
@@ -563,7 +572,8 @@ def accept_sub_blocks(labels, draw, sizes, n_blocks):
     """
     n, K = labels.shape[0], sizes.shape[0]
 
-    def host(labels, z, sizes):
+    def host(labels, z, sizes, n_blocks):
+        n_blocks = int(n_blocks)
         delta = np.zeros((n_blocks, K), np.int64)
         sub_block_deltas(labels, z, n_blocks, delta)
         now = sizes.astype(np.int64)
@@ -575,5 +585,6 @@ def accept_sub_blocks(labels, draw, sizes, n_blocks):
 
     lab = labels_operand(labels)
     outs = (jax.ShapeDtypeStruct((n,), lab.dtype), jax.ShapeDtypeStruct((K,), jnp.int32))
-    z, now = call(host, outs, (lab, draw.astype(lab.dtype), jnp.round(sizes).astype(jnp.int32)))
+    blocks = jnp.asarray(n_blocks, jnp.int32)
+    z, now = call(host, outs, (lab, draw.astype(lab.dtype), jnp.round(sizes).astype(jnp.int32), blocks))
     return z.astype(labels.dtype), now.astype(sizes.dtype)

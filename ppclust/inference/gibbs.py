@@ -75,7 +75,7 @@ import numpy as np
 from jax.scipy.special import betaln, gammaln
 
 from ppclust import _progress
-from ppclust._buckets import bucket_size, pad_pairs, pad_rows, pad_vector
+from ppclust._buckets import bucket_size, pad_links, pad_rows
 from ppclust._devices import axis_sharding
 from ppclust.errors import KMaxExhaustedError
 from ppclust.inference import _gibbs_cpu
@@ -744,29 +744,7 @@ def _bucketed(x, links: Links, point_logprior, init_labels, k_max):
     if point_logprior is not None:
         point_logprior = jax.device_put(pad_rows(np.asarray(point_logprior), n_pad)[0])
     lab = np.zeros(n, np.int32) if init_labels is None else np.asarray(init_labels, np.int32)
-    pairs = np.asarray(links.pairs).reshape(-1, 2)
-    pairs_pad, _ = pad_pairs(pairs)
-    m_pad = pairs_pad.shape[0]
-    nbr = np.asarray(links.nbr)
-    width = bucket_size(nbr.shape[1], minimum=1)
-
-    def table(a):
-        out = np.zeros((n_pad, width), a.dtype)
-        out[: a.shape[0], : a.shape[1]] = a
-        return out
-
-    links = Links(
-        *jax.device_put(
-            (
-                pairs_pad.astype(pairs.dtype),
-                pad_vector(np.asarray(links.sign), m_pad, 0),
-                pad_vector(np.asarray(links.weight), m_pad, 0),
-                table(nbr),
-                table(np.asarray(links.sgn)),
-                table(np.asarray(links.wgt)),
-            )
-        )
-    )
+    links = Links(*jax.device_put(tuple(pad_links(links, n_pad))))
     return x, links, point_logprior, _pad_labels(lab, n_pad, k_max)
 
 

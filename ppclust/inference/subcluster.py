@@ -98,7 +98,7 @@ and a per-sweep cluster index (a counting sort of the labels before the moves, i
 accepted moves, :class:`ppclust.inference._cluster_index.ClusterIndex`) lets a move's kernels visit the
 points of its clusters only. The labels do cross, into two callbacks per split/merge move (one returns the
 proposal), one per peel/absorb step and four more per sweep, at a fixed cost that grows with their bytes,
-so within a sweep the numba backend carries them as uint8 when ``k_max`` <= 256 (``_UINT8_SLOTS``; the
+so within a sweep the numba backend carries them as uint8 when ``k_max`` < 256 (``_UINT8_SLOTS``; the
 same draws).
 Everything O(K), the sub-cluster fit on its fixed-size subsample and the colour
 classes stay in JAX. Both backends draw point i's uniforms with :func:`counter_uniform` (a hash of a
@@ -129,6 +129,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppclust import _progress
+from ppclust._buckets import bucket_size, pad_links, pad_rows, pad_vector
 from ppclust.errors import KMaxExhaustedError
 from ppclust.families import gamma_draws
 from ppclust.inference import _callback, _cluster_index, _subcluster_cpu, _subcluster_draw_cpu
@@ -169,8 +170,10 @@ _NUMBA_DRAW_MAX_D = 1 << 30
 #: point with every exp when the left-out mass (< K e^-20 of the total) could change its draw
 #: (``_subcluster_draw_cpu.block_draw``: the same draws for any cut)
 _DRAW_CUT = 20.0
-#: the numba backend's move phase carries the labels as uint8 when k_max is at most this (the fixed cost of
-#: a callback crossing grows with its bytes); the same draws
+#: the smallest row bucket of :func:`sample` (:func:`ppclust._buckets.bucket_size`'s ``minimum``)
+_ROWS_MIN = 32
+#: the numba backend's move phase carries the labels as uint8 when k_max is below this (the fixed cost of a
+#: callback crossing grows with its bytes; the bucket padding's label k_max must fit too); the same draws
 _UINT8_SLOTS = 256
 
 
@@ -235,7 +238,36 @@ def colour_links(links: Links, n: int) -> Colouring:
         classes[c, : len(m)] = m
     if n_col == 0:
         classes = classes[:0]
-    return Colouring(jnp.asarray(classes), jnp.asarray(linked))
+    return Colouring(*jax.device_put((classes, linked)))  # a transfer: no program compiled per n
+
+
+def _bucketed_colouring(colouring: Colouring, n, n_pad) -> Colouring:
+    """``colouring`` of ``n`` points for the rows padded to ``n_pad`` (:mod:`ppclust._buckets`): the class
+    count and width padded to bucket sizes (at least 4 classes when there is one, 8 points; empty entries
+    ``n_pad``, outside every class), the padding rows unlinked. Host side, put on the device without a
+    program compiled per size."""
+    classes = np.asarray(colouring.classes)
+    c, width = classes.shape
+    shape = (0 if c == 0 else bucket_size(c, minimum=4), bucket_size(width, minimum=8))
+    out = np.full(shape, n_pad, np.int32)
+    out[:c, :width] = np.where(classes >= n, n_pad, classes)
+    linked = pad_vector(np.asarray(colouring.linked, bool), n_pad, False)
+    return Colouring(*jax.device_put((out, linked)))
+
+
+@partial(jax.jit, static_argnames=("k_max", "n_chains"))
+def _init_chains(x, links, family, labels, p, q, alpha, *, k_max, n_chains) -> GibbsState:
+    """:func:`ppclust.inference.gibbs.init` of the padded rows (padding label ``k_max``, in no slot),
+    broadcast over ``n_chains``: one program per bucket."""
+    one = init(x, links, family, k_max=k_max, labels=labels, p=p, q=q, alpha=alpha)
+    return jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one._replace(theta=None))
+
+
+def _pad_labels(lab, n_pad, k_max):
+    """Labels (..., n) padded with ``k_max`` (no slot) up to ``n_pad`` on the last axis (host)."""
+    lab = np.asarray(lab)
+    fill = np.full(lab.shape[:-1] + (n_pad - lab.shape[-1],), k_max, lab.dtype)
+    return np.concatenate([lab, fill], axis=-1)
 
 
 def _draw_rows(logw, u):
@@ -375,20 +407,22 @@ def _n_sub_blocks(n):
     return max(1, min(_SUB_BLOCKS, int(n)))
 
 
-def accept_sub_blocks(labels, draw, sizes, n_blocks):
+def accept_sub_blocks(labels, draw, sizes, n_blocks, max_blocks=None):
     """Acceptance of the unlinked block's draw sub-block by sub-block (module docstring (d)): point i is in
     sub-block ``i mod n_blocks``; in the order 0, 1, ..., sub-block b takes its points' ``draw`` iff, given
     the labels after the sub-blocks before it, no slot occupied in ``sizes`` (the slot sizes of ``labels``)
     empties. Returns ``(labels, sizes)`` after the scan. Rows whose draw equals their label (the kept,
-    linked rows) count nowhere. Twin: ``_subcluster_draw_cpu.accept_sub_blocks``."""
+    linked rows and the bucket padding) count nowhere. ``n_blocks`` may be traced (from the number of
+    points, not of rows) when ``max_blocks`` (static, ``>= n_blocks``) is given: the sub-blocks past
+    ``n_blocks`` are empty and change nothing. Twin: ``_subcluster_draw_cpu.accept_sub_blocks``."""
     n, w = labels.shape[0], sizes.shape[0]
+    rows = n_blocks if max_blocks is None else max_blocks
     blk = jnp.arange(n, dtype=jnp.int32) % n_blocks
     chg = (draw != labels).astype(sizes.dtype)
     seg = blk * w
     delta = (
-        jax.ops.segment_sum(chg, seg + draw, n_blocks * w)
-        - jax.ops.segment_sum(chg, seg + labels, n_blocks * w)
-    ).reshape(n_blocks, w)
+        jax.ops.segment_sum(chg, seg + draw, rows * w) - jax.ops.segment_sum(chg, seg + labels, rows * w)
+    ).reshape(rows, w)
     active = sizes > 0
 
     def visit(now, d):
@@ -407,25 +441,33 @@ def _label_step(key, labels, sizes, problem: MoveProblem, colouring, log_pi, the
     ``counter_uniform(seed, i)``. The unlinked block: the fused XLA draw (:func:`_block_draw`), or with
     ``backend="numba"`` (d <= ``_NUMBA_DRAW_MAX_D``) its compiled twin (the same draws up to rounding); the
     colour classes (gathered rows, few) in XLA on both. ``problem``: the data, links, family, the new
-    ``p, q``, the backend and the wired data (:class:`~ppclust.inference.subcluster_moves.MoveProblem`)."""
-    x, links, family, _, _, p, q, backend, xw = problem
+    ``p, q``, the backend, the wired data and the number of points
+    (:class:`~ppclust.inference.subcluster_moves.MoveProblem`): bucket padding rows (from ``n_valid`` on)
+    are kept like linked points, in no sub-block's count nor colour class."""
+    x, links, family, _, _, p, q, backend, xw, n_valid = problem
     n = x.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
     seed = counter_seed(key)
+    keep = colouring.linked
+    if n_valid is None:
+        n_blocks, max_blocks = _n_sub_blocks(n), None
+    else:  # the sub-blocks of the points (i mod min(64, n_valid)), whatever the padding
+        keep = keep | (jnp.arange(n) >= n_valid)
+        n_blocks, max_blocks = jnp.clip(n_valid, 1, _SUB_BLOCKS).astype(jnp.int32), _n_sub_blocks(n)
     if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
         draw, cnt = _subcluster_draw_cpu.draw_block(
-            x, colouring.linked, labels, log_pi, theta, seed, family, _DRAW_CUT, xw
+            x, keep, labels, log_pi, theta, seed, family, _DRAW_CUT, xw, n_valid
         )
     else:
         u = counter_uniform(seed, jnp.arange(n), x.dtype)
-        draw, cnt = _block_draw(x, u, colouring.linked, labels, family, log_pi, theta, mesh)
+        draw, cnt = _block_draw(x, u, keep, labels, family, log_pi, theta, mesh)
     del cnt  # the unlinked block is accepted sub-block by sub-block (module docstring (d))
     if backend == "numba" and x.shape[1] <= _NUMBA_DRAW_MAX_D:
-        labels, sizes = _subcluster_draw_cpu.accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
+        labels, sizes = _subcluster_draw_cpu.accept_sub_blocks(labels, draw, sizes, n_blocks)
     else:
-        labels, sizes = accept_sub_blocks(labels, draw, sizes, _n_sub_blocks(n))
+        labels, sizes = accept_sub_blocks(labels, draw, sizes, n_blocks, max_blocks)
     xi1, xi2 = link_log_odds(p, q, xp=jnp)
     for c in range(colouring.classes.shape[0]):
         idx = colouring.classes[c]
@@ -472,6 +514,7 @@ def step(
     *,
     x_wired=None,
     chain_axis=None,
+    n_valid=None,
     **options,
 ):
     """One sweep: ``n_moves`` split/merge, max(1, n_moves) peel/absorb MH steps, ``p, q``, augmentation,
@@ -501,6 +544,12 @@ def step(
         width, the widest any of them needs (``lax.pmax``), so the width ``switch`` keeps an unbatched index
         and runs one branch. A chain drawn at a wider width than its own draws the same labels up to float
         rounding: the extra slots are empty, with weight exp(-inf) = 0.
+    n_valid : int scalar or None, default=None
+        Rows ``0 .. n_valid - 1`` of ``x`` are the points; the rows after them are bucket padding
+        (:mod:`ppclust._buckets`: label ``k_max``, no links, never in a colour class), in no cluster, sum,
+        draw or move. Traced: one program serves every ``n_valid`` of a bucket, and the sweep's draws do
+        not depend on the padding (the sub-blocks, the sub-cluster fit's subsample sizes and the
+        concentration update count the points). None: every row is a point.
 
     Examples
     --------
@@ -529,12 +578,12 @@ def step(
 
     index = None
     if backend == "numba":  # the points of each slot, once per sweep: a move visits its clusters' points only
-        if k_max <= _UINT8_SLOTS and mesh is None:  # the sweep carries uint8 labels: each of its callbacks
+        if k_max < _UINT8_SLOTS and mesh is None:  # the sweep carries uint8 labels: each of its callbacks
             labels = labels.astype(jnp.uint8)  # takes them (and returns a proposal or a draw) in a quarter of
             # the bytes; the same draws (tests/inference/test_subcluster_cpu.py: numba chain == xla chain)
         index = _cluster_index.cluster_index(labels, k_max)
 
-    problem = MoveProblem(x, links, family, prior_now, pq, state.p, state.q, backend, x_wired)
+    problem = MoveProblem(x, links, family, prior_now, pq, state.p, state.q, backend, x_wired, n_valid)
 
     def one(carry, k):
         labels, lj, stats, counts, full, index = carry
@@ -577,7 +626,9 @@ def step(
     # the smallest width of _widths(k_max) holding them: (n, width) instead of (n, k_max) arrays
     order = jnp.argsort(~active, stable=True)
     log_pi, theta = log_pi[order], jax.tree.map(lambda a: a[order], theta)
-    labels = jnp.argsort(order).astype(labels.dtype)[labels]
+    # (bucket padding keeps its label k_max: the permutation is extended by k_max -> k_max)
+    perm = jnp.append(jnp.argsort(order), k_max).astype(labels.dtype)
+    labels = perm[labels]
     n_act = active.sum()
     widths = _widths(k_max)
 
@@ -604,7 +655,7 @@ def step(
     else:
         if backend == "numba":  # at every d: XLA's segment sums run as three unfused scatters, and the
             # O(n d^2) sums dominate the sweep at large d
-            stats = _subcluster_cpu.family_stats(x, labels, k_max, family, x_wired)
+            stats = _subcluster_cpu.family_stats(x, labels, k_max, family, x_wired, n_valid)
         else:
             stats = family.stats(x, labels, k_max)
         counts = pair_counts(labels, links).astype(x.dtype)
@@ -612,7 +663,8 @@ def step(
         p, q = link_reliability(counts, prior.a_p, prior.b_p, a_q=prior.a_q, b_q=prior.b_q, xp=jnp)
     alpha = state.alpha
     if sample_alpha:
-        alpha = escobar_west(k_alpha, alpha, (stats.n > 0).sum(), n, cfg.alpha_shape, cfg.alpha_rate)
+        n_points = n if n_valid is None else n_valid
+        alpha = escobar_west(k_alpha, alpha, (stats.n > 0).sum(), n_points, cfg.alpha_shape, cfg.alpha_rate)
     labels = labels.astype(state.labels.dtype)
     new = GibbsState(labels, stats, counts, p, q, alpha, state.overflow | full, None)
     return new, moves
@@ -719,11 +771,23 @@ def sample(
     backend = resolve_backend(backend, numba_unsupported(family, x.dtype, mesh))
     if colouring is None:
         colouring = colour_links(links, n)
+    # bucket padding (ppclust._buckets): rows, links, neighbour table and colour classes padded on the host
+    # to bucket sizes, so one program serves every n of a bucket; padding rows carry label k_max (in no
+    # slot), no link and no colour class, and the sweep counts the first n rows only (n_valid)
+    n_pad = bucket_size(n, minimum=_ROWS_MIN)
+    n_valid = np.int32(n)
+    x = jax.device_put(pad_rows(np.asarray(x), n_pad)[0])
+    links = Links(*jax.device_put(tuple(pad_links(links, n_pad))))
+    colouring = _bucketed_colouring(colouring, n, n_pad)
     if init_state is None:
-        one = init(x, links, family, k_max=k_max, labels=init_labels, p=p, q=q, alpha=prior.alpha)
-        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_chains,) + a.shape), one)
+        lab = np.zeros(n, np.int32) if init_labels is None else np.asarray(init_labels, np.int32)
+        lab = _pad_labels(lab, n_pad, k_max)
+        state = _init_chains(x, links, family, lab, p, q, prior.alpha, k_max=k_max, n_chains=n_chains)
     else:  # host copy: a state left sharded by a mesh run must not change the compiled program's inputs
-        state = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), init_state._replace(theta=None))
+        state = jax.tree.map(np.asarray, init_state._replace(theta=None))
+        if state.labels.shape[-1] != n_pad:  # a state of the unpadded rows
+            state = state._replace(labels=_pad_labels(state.labels, n_pad, k_max))
+        state = jax.device_put(state)
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     # the options the compiled program depends on (a static argument: equal options, one program)
@@ -742,7 +806,7 @@ def sample(
         _run,
         keys,
         state,
-        (x, links, colouring, family, prior, alpha_shape, alpha_rate),
+        (x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid),
         config=run_cfg,
         agree_width=_AGREE_WIDTH,
     )
@@ -759,7 +823,7 @@ def sample(
         )
     lab, info = out
     return ChainResult(
-        labels=None if lab is None else np.asarray(lab, np.int32),
+        labels=None if lab is None else np.asarray(lab, np.int32)[..., :n],
         n_clusters=np.asarray(info.n_clusters),
         log_joint=np.asarray(info.log_joint),
         p=np.asarray(info.p),
@@ -771,9 +835,9 @@ def sample(
 
 @partial(jax.jit, static_argnames=("config", "agree_width"))
 def _run(keys, state, data, *, config, agree_width=True, x_token=None):
-    x, links, colouring, family, prior, alpha_shape, alpha_rate = data
+    x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid = data
     n_warmup, n_samples, thin = config.n_warmup, config.n_draws, config.thin
-    kw = dict(config=config.with_options(alpha_shape=alpha_shape, alpha_rate=alpha_rate))
+    kw = dict(config=config.with_options(alpha_shape=alpha_shape, alpha_rate=alpha_rate), n_valid=n_valid)
     if config.backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
         kw["x_wired"] = _callback.wired(x, x_token)
 

@@ -236,6 +236,10 @@ class MoveProblem(NamedTuple):
         Where the O(n) passes run.
     xw : Wired or None, default=None
         For ``"numba"``, the data as the compiled twins take them.
+    n_valid : int scalar or None, default=None
+        The points among the rows of ``x``: rows ``n_valid ..`` are bucket padding (label ``k_max``, in no
+        cluster; :mod:`ppclust._buckets`), and the sub-cluster fit's subsample sizes count the points
+        only. None: every row is a point.
 
     Examples
     --------
@@ -262,6 +266,7 @@ class MoveProblem(NamedTuple):
     q: jax.Array
     backend: str = "xla"
     xw: object = None
+    n_valid: object = None
 
 
 class MoveInfo(NamedTuple):
@@ -315,6 +320,9 @@ class SubFit(NamedTuple):
         The EM sides of the labelled points.
     log_h : jax.Array of shape ()
         log h(I, y | C), the kernel's own probability of the labelled subsample.
+    valid : jax.Array of bool of shape (m,) or None, default=None
+        The entries of ``idx, y, em`` that belong to the labelled subsample (its size counts the points
+        only, not the bucket padding rows of ``x``); None: all of them.
 
     Examples
     --------
@@ -333,29 +341,40 @@ class SubFit(NamedTuple):
     y: jax.Array  # (m,) bool, its side labels, from which the sub-cluster parameters were fitted
     em: jax.Array  # (m,) bool, the EM sides of the labelled points
     log_h: jax.Array  # () log h(I, y | C), the kernel's own probability of the labelled subsample
+    valid: jax.Array | None = None  # (m,) bool, the entries in the labelled subsample (None: all)
 
 
-def _log_flip(y, side):
+def _log_flip(y, side, valid=None):
     r"""log of :math:`\tfrac12[\prod_k P(y_k\mid s_k)+\prod_k P(y_k\mid\neg s_k)]` with
     :math:`P(y\mid s) = 1 - f` if :math:`y = s` else :math:`f` (``f = _LAB_FLIP``): labels copied from
-    sides ``s`` of unknown orientation, each flipped with probability f."""
-    agree = (y == side).sum().astype(jnp.result_type(float))
-    m = y.shape[0]
+    sides ``s`` of unknown orientation, each flipped with probability f; over the entries ``valid``
+    (None: all)."""
+    dt = jnp.result_type(float)
+    if valid is None:
+        agree, m = (y == side).sum().astype(dt), y.shape[0]
+    else:
+        agree, m = ((y == side) & valid).sum().astype(dt), valid.sum().astype(dt)
     lf, l1f = jnp.log(_LAB_FLIP), jnp.log1p(-_LAB_FLIP)
     return jnp.logaddexp(agree * l1f + (m - agree) * lf, (m - agree) * l1f + agree * lf) - jnp.log(2.0)
 
 
-def _log_h(y, em_side):
+def _log_h(y, em_side, valid=None):
     r"""log h(y | I): with probability ``_LAB_SUBSET`` a uniform count :math:`k\in\{0..m\}` of ones and
     a uniform subset of that size (:math:`1/((m+1)\binom{m}{k})`: a small piece's few labels cost
-    :math:`\log\binom{m}{k}` instead of :math:`m\log 2`), else the EM sides copied with flips."""
-    m = y.shape[0]
-    k = y.sum().astype(jnp.result_type(float))
+    :math:`\log\binom{m}{k}` instead of :math:`m\log 2`), else the EM sides copied with flips; over the
+    entries ``valid`` (None: all)."""
+    dt = jnp.result_type(float)
+    if valid is None:
+        m, k = y.shape[0], y.sum().astype(dt)
+    else:
+        m, k = valid.sum().astype(dt), (y & valid).sum().astype(dt)
     log_subset = -jnp.log(m + 1.0) - (gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0))
-    return jnp.logaddexp(jnp.log(_LAB_SUBSET) + log_subset, jnp.log1p(-_LAB_SUBSET) + _log_flip(y, em_side))
+    return jnp.logaddexp(
+        jnp.log(_LAB_SUBSET) + log_subset, jnp.log1p(-_LAB_SUBSET) + _log_flip(y, em_side, valid)
+    )
 
 
-def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False):
+def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=False, n_valid=None):
     r"""A sub-cluster fit of the cluster ``mask``: the split proposal's probabilities :math:`r_i` of side A.
 
     The auxiliary variable :math:`\phi = (I, y, \text{keys})` of the module docstring, (a):
@@ -393,6 +412,11 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
         For a merge, membership of piece A.
     from_pieces : bool, default=False
         Draw the side labels from the pieces (a merge's reverse split).
+    n_valid : int scalar or None, default=None
+        The points among the rows of ``x`` (the rest is bucket padding, outside ``mask``): the subsample
+        sizes are ``min(_SUB_FIT, n_valid)`` and ``min(_LAB_FIT, .)`` (traced; the arrays keep the sizes
+        of all rows, the entries past them weighted 0 and left out of every sum), so the fit does not
+        depend on the padding. None: every row is a point.
 
     Examples
     --------
@@ -404,19 +428,19 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
     >>> fit.log_r.shape
     (4,)
     """
-    fit, theta, lw = _subcluster_fit(key, x, mask, family, in_a, from_pieces)
+    fit, theta, lw = _subcluster_fit(key, x, mask, family, in_a, from_pieces, n_valid=n_valid)
     log_r, log_1r = _responsibilities(family, theta, lw, x)
     return fit._replace(log_r=log_r, log_1r=log_1r)
 
 
-def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all=None):
+def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all=None, n_valid=None):
     """Steps 1-3 of :func:`subcluster_responsibilities` on the subsamples (everything but the final O(n)
     pass): ``(fit, theta, log_weights)`` with ``fit`` a :class:`SubFit` whose ``log_r, log_1r`` are
     placeholders. ``pick_all``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
     from cumulative counts here) or a function ``(u, u_lab) -> ((idx, count), (li, count), (ia, n_a), (ib,
     n_b))`` giving the same points: of C from the uniforms ``u`` and ``u_lab``, of A and of B from
     ``u_lab`` (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsamples`, all four in one
-    visit of the labels)."""
+    visit of the labels). ``n_valid``: as :func:`subcluster_responsibilities`."""
     if pick_all is None:
         members = {"C": lambda: mask, "A": lambda: mask & in_a, "B": lambda: mask & ~in_a}
         cums = {}  # each cumulative count once ("C" serves both subsamples)
@@ -430,6 +454,15 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     m = min(_SUB_FIT, x.shape[0])
     u = jax.random.uniform(k_pick, (m,), dtype=x.dtype)
     ml = min(_LAB_FIT, m)
+    # the subsamples' own sizes (m_n, ml_n) count the points only: with bucket padding the arrays keep
+    # the static sizes m, ml and the entries past m_n, ml_n are weighted 0 and left out of every sum (the
+    # uniforms of the first entries do not depend on the array's length: partitionable Threefry)
+    if n_valid is None:
+        ml_n, sub_ok, lab_ok = ml, None, None
+    else:
+        m_n = jnp.minimum(_SUB_FIT, n_valid)
+        ml_n = jnp.minimum(_LAB_FIT, m_n)
+        sub_ok, lab_ok = jnp.arange(m) < m_n, jnp.arange(ml) < ml_n
     k_mix, k_bits, k_flip, k_orient, k_lab, k_ab = jax.random.split(k_y, 6)
     u_lab = jax.random.uniform(k_lab, (ml,), dtype=x.dtype)
     if pick_all is None:
@@ -442,6 +475,8 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     xs = x[idx]
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
+    if sub_ok is not None:
+        w = w * sub_ok
 
     def body(t, side):
         st = _two_slot_stats(family, xs, side, w)
@@ -461,18 +496,22 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
         li = jnp.where(from_pieces, jnp.where(from_a, ia, ib), li)
     ll = loglik_matrix(family, theta_em, x[li]) + lw_em
     em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
-    k_ones = jax.random.randint(k_bits, (), 0, ml + 1)  # a uniform count, then a uniform subset of it
-    subset = jnp.argsort(jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)) < k_ones
+    k_ones = jax.random.randint(k_bits, (), 0, ml_n + 1)  # a uniform count, then a uniform subset of it
+    u_sub = jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)
+    if lab_ok is not None:  # the entries past ml_n sort last: the first ml_n positions as without them
+        u_sub = jnp.where(lab_ok, u_sub, 2.0)
+    subset = jnp.argsort(u_sub) < k_ones
     y = jnp.where(jax.random.uniform(k_mix, dtype=x.dtype) < _LAB_SUBSET, subset, em ^ flip)
     if in_a is not None:
         y_pieces = in_a[li] ^ flip ^ (jax.random.uniform(k_orient, dtype=x.dtype) < 0.5)
         y = jnp.where(from_pieces, y_pieces, y)
     n_c = count.astype(x.dtype)
-    st = _two_slot_stats(family, x[li], y.astype(jnp.int32), jnp.broadcast_to(n_c / ml, (ml,)))
+    w_lab = jnp.broadcast_to(n_c / ml_n, (ml,))
+    st = _two_slot_stats(family, x[li], y.astype(jnp.int32), w_lab if lab_ok is None else w_lab * lab_ok)
     theta = family.sample_posterior(k_fit, st)
-    log_h = _log_h(y, em) - ml * jnp.log(jnp.maximum(n_c, 1.0))
+    log_h = _log_h(y, em, lab_ok) - ml_n * jnp.log(jnp.maximum(n_c, 1.0))
     empty = jnp.zeros((0,), x.dtype)
-    return SubFit(empty, empty, li, y, em, log_h), theta, jnp.log(st.n + 1.0)
+    return SubFit(empty, empty, li, y, em, log_h, lab_ok), theta, jnp.log(st.n + 1.0)
 
 
 def _two_slot_stats(family, x, side, w):
@@ -511,11 +550,12 @@ def _log_m_lab(fit, side_a, mask):
     r"""log m(I, y | A, B): the probability that a merge of A = ``mask & side_a`` and B = ``mask & ~side_a``
     proposes the labelled subsample ``fit.idx`` (each point from A with probability :math:`\beta_A`, then
     uniform in its piece) and its labels ``fit.y`` (the pieces' labels, random orientation, flips)."""
-    return _log_m_counts(fit.y, side_a[fit.idx], (mask & side_a).sum(), (mask & ~side_a).sum())
+    return _log_m_counts(fit.y, side_a[fit.idx], (mask & side_a).sum(), (mask & ~side_a).sum(), fit.valid)
 
 
-def _log_m_counts(y, ina, n_a, n_b):
-    """:func:`_log_m_lab` from the labelled points' membership of A (``ina``) and the pieces' sizes."""
+def _log_m_counts(y, ina, n_a, n_b, valid=None):
+    """:func:`_log_m_lab` from the labelled points' membership of A (``ina``) and the pieces' sizes, over
+    the entries ``valid`` (None: all)."""
     beta = _beta_a(n_a, n_b)
     dt = jnp.result_type(float)
     lp = jnp.where(
@@ -523,7 +563,9 @@ def _log_m_counts(y, ina, n_a, n_b):
         jnp.log(beta) - jnp.log(jnp.maximum(n_a, 1).astype(dt)),
         jnp.log1p(-beta) - jnp.log(jnp.maximum(n_b, 1).astype(dt)),
     )
-    return lp.sum() + _log_flip(y, ina)
+    if valid is not None:
+        lp = jnp.where(valid, lp, 0.0)
+    return lp.sum() + _log_flip(y, ina, valid)
 
 
 def counter_seed(key):
@@ -783,12 +825,13 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None, n_valid=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
     None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._callback.wired`),
     made once per chain (else per call); ``index``: the sweep's
     :class:`~ppclust.inference._cluster_index.ClusterIndex` (numba: the twins visit the points of the
-    chosen clusters only; None: all n)."""
+    chosen clusters only; None: all n); ``n_valid``: the points among the rows of ``x`` (the rest is
+    bucket padding, :func:`subcluster_responsibilities`)."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -809,6 +852,7 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
             in_a,
             jnp.logical_not(is_split),
             pick_all=lambda u, u_lab: _subcluster_cpu.subsamples(labels, ca, cb, is_split, u, u_lab, index),
+            n_valid=n_valid,
         )
         slots = _subcluster_move_cpu.MoveSlots(ca, cb, new, is_split)
         proposal, log_q, n_c, n_a, side_b = _subcluster_move_cpu.move(
@@ -816,7 +860,7 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
         )
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
-        fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split))
+        fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split), n_valid)
         u = counter_uniform(side_seed, jnp.arange(labels.shape[0]), x.dtype)
         side_a = jnp.where(is_split, jnp.log(u) < fit.log_r, in_a)
         n_c, n_a = mask.sum(), (mask & side_a).sum()
@@ -826,7 +870,7 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
     # log h - log m of the fit's labelled subsample: its points' side A is slot ca in the split's result
     # (side B moved to the new slot) and in the merge's current labels
     ina = jnp.where(is_split, proposal[fit.idx], labels[fit.idx]) == ca
-    log_q = log_q + fit.log_h - _log_m_counts(fit.y, ina, n_a, n_c - n_a)
+    log_q = log_q + fit.log_h - _log_m_counts(fit.y, ina, n_a, n_c - n_a, fit.valid)
     full = is_split & active[new] & (n_c >= 2)  # a split was possible but no slot was free
     valid = jnp.where(is_split, (n_a > 0) & (n_a < n_c) & ~active[new], active.sum() >= 2)
     pair = (ca, jnp.where(is_split, new, cb))
@@ -872,12 +916,12 @@ def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     >>> labels.shape
     (4,)
     """
-    x, links, family, prior, pq, p, q, backend, xw = problem
+    x, links, family, prior, pq, p, q, backend, xw, n_valid = problem
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
     prop, log_q, ok, full, (a, b), side_b = _propose(
-        k_prop, is_split, labels, stats, x, family, backend, xw, index
+        k_prop, is_split, labels, stats, x, family, backend, xw, index, n_valid
     )
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
@@ -999,7 +1043,7 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     >>> labels.shape
     (4,)
     """
-    x, links, family, prior, pq, p, q, backend, _ = problem
+    x, links, family, prior, pq, p, q, backend = problem[:8]
     k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     active = stats.n > 0

@@ -116,7 +116,7 @@ def _not_bucketed(module):
         "bayesian_ssgmm",
         pytest.param("xla", marks=pytest.mark.slow),  # the XLA sweep compiles for minutes on a loaded CPU
         "explicit",
-        pytest.param("subcluster", marks=_not_bucketed("ppclust.inference.subcluster")),
+        "subcluster",
         "variational",
     ],
 )

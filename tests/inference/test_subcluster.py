@@ -558,8 +558,8 @@ def test_enumeration_detects_a_ratio_without_the_fit_proposal_density(monkeypatc
     Hastings ratio that treats that fit as a draw of the kernel h (log h - log m of its labelled
     subsample left out, as if the fit of the union were fresh) must fail it. Both densities are zeroed at
     their definitions (``_log_h`` and ``_log_m_counts``, which ``propose`` calls on both backends)."""
-    monkeypatch.setattr(moves, "_log_h", lambda y, em_side: jnp.zeros(()))
-    monkeypatch.setattr(moves, "_log_m_counts", lambda y, ina, n_a, n_b: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_h", lambda y, em_side, valid=None: jnp.zeros(()))
+    monkeypatch.setattr(moves, "_log_m_counts", lambda y, ina, n_a, n_b, valid=None: jnp.zeros(()))
     jax.clear_caches()
     try:
         _, pval, tv = _enumeration(X5, PAIRS5, SIGN5, "collapse")
@@ -680,3 +680,37 @@ def test_sub_block_brute_force_detects_acceptance_against_the_start_sizes():
     w = np.random.default_rng(0).dirichlet(np.ones(k) * 0.7, size=n)
     trans, target = _sub_block_transition(wrong, n, k, 5, w)
     assert trans[:, -1].max() > 0.01  # a cluster emptied
+
+
+@pytest.mark.slow  # two sampler programs (32 and 64 rows) compiled: about a minute on the 2-core VM
+@pytest.mark.parametrize("backend", ["numba", "xla"])
+def test_the_draws_do_not_depend_on_the_padding(backend, monkeypatch):
+    """``sample`` pads the rows to their bucket (20 points -> 32 rows, ``ppclust._buckets``); with the
+    smallest bucket raised to 64 rows the same data and seed give the same draws: labels, log joint, the
+    concentration (sampled: Escobar-West counts the points), p and q. A padding row counted in a sum, a
+    sub-cluster statistic or a split/merge Hastings ratio, the sub-cluster fit's subsample sizes or the
+    sub-blocks taken from the padded length, a padding row drawn, or its label k_max relabelled, would
+    change them."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    rng = np.random.default_rng(2)
+    truth = rng.integers(0, 3, 20)
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[truth] + rng.normal(size=(20, 2))
+    pairs = [[0, 1], [2, 3], [3, 7], [4, 9]]
+    runs = []
+    with x64():
+        x = jnp.asarray(X)
+        links, fam = make_links(20, pairs, [1, -1, 1, 1]), _family(x)
+        for rows_min in (32, 64):
+            monkeypatch.setattr(subcluster, "_ROWS_MIN", rows_min)
+            kw = dict(n_draws=3, n_warmup=4, n_chains=1, k_max=8, n_moves=2, sample_alpha=True, pq="sample")
+            runs.append(subcluster.sample(jax.random.key(5), x, links, fam, PRIOR, backend=backend, **kw))
+    a, b = runs
+    assert a.state.labels.shape == (1, 32) and b.state.labels.shape == (1, 64)
+    assert a.labels.shape == (1, 3, 20)
+    assert a.n_clusters.max() > 1  # splits were accepted (their Hastings ratios entered)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(np.asarray(b.state.labels)[:, 20:], 8)  # the padding keeps label k_max
+    for field in ("log_joint", "alpha", "p", "q"):
+        np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-9, err_msg=field)
+    np.testing.assert_allclose(np.asarray(a.state.stats.n), np.asarray(b.state.stats.n))

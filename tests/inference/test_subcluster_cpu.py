@@ -435,7 +435,7 @@ def test_chain_numba_equals_xla():
 @pytest.mark.slow  # two numba-backend sweeps traced and compiled after clearing JAX's caches; the fast
 # tier's chain parity (test_chain_numba_equals_xla, k_max = 12) runs the uint8 labels against XLA
 def test_uint8_labels_in_the_sweep_draw_what_int32_labels_draw(monkeypatch):
-    """With k_max <= 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
+    """With k_max < 256 a numba sweep carries its labels as uint8 (the callbacks' crossings cost a quarter
     of the bytes): the kernels see uint8 labels, and the chain is label for label the one that int32
     labels draw (``_UINT8_SLOTS = 0``); the state's labels stay int32."""
     seen = []
@@ -556,3 +556,49 @@ def test_sub_block_deltas_skip_labels_outside_the_slots():
     delta = np.zeros((2, 3), np.int64)
     draw.sub_block_deltas(lab, z, 2, delta)
     np.testing.assert_array_equal(delta, [[-1 + 1, 1, -1], [0, 0, 0]])
+
+
+def test_twins_leave_the_bucket_padding_alone():
+    """Rows padded to a bucket (label k_max, rows past ``n_valid``, far from every cluster): the cluster
+    index, the statistics, the unlinked block's draw and the sub-block acceptance give on the padded rows
+    what they give on the points alone; the padding keeps its label and is counted in no slot."""
+    n, n_pad, k = 50, 64, 6
+    x, z = _data(n, 2, seed=4)
+    xp = np.r_[x, np.full((n_pad - n, 2), 100.0)]  # padding far away: a draw of it would take any slot
+    zp = np.r_[z, np.full(n_pad - n, k)].astype(np.int32)
+    index = cidx.cluster_index(jnp.asarray(zp), k)
+    order, off = cidx.held_index(index.token)
+    assert off[-1] == n
+    np.testing.assert_array_equal(order[:n], np.argsort(z, kind="stable"))
+    with x64():
+        fam = GaussianNIW.default(jnp.asarray(x))
+        ref = fam.stats(jnp.asarray(x), jnp.asarray(z), k)
+        got = jax.jit(
+            lambda: cpu.family_stats(jnp.asarray(xp), jnp.asarray(zp), k, fam, n_valid=jnp.int32(n))
+        )()
+        for a, b in zip(got, ref, strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-9)
+        theta = _theta(fam, jnp.asarray(x), z, k)
+        log_pi = jnp.log(jnp.full(k, 1.0 / k))
+        seed = moves.counter_seed(jax.random.key(2))
+        keep = np.zeros(n, bool)
+        want, cnt_want = draw.draw_block(
+            jnp.asarray(x), jnp.asarray(keep), jnp.asarray(z), log_pi, theta, seed, fam, 20.0
+        )
+        keep_p = jnp.asarray(np.r_[keep, np.ones(n_pad - n, bool)])
+        got_z, cnt = draw.draw_block(
+            jnp.asarray(xp), keep_p, jnp.asarray(zp), log_pi, theta, seed, fam, 20.0, n_valid=jnp.int32(n)
+        )
+        np.testing.assert_array_equal(np.asarray(got_z), np.r_[np.asarray(want), np.full(n_pad - n, k)])
+        np.testing.assert_array_equal(np.asarray(cnt), np.asarray(cnt_want))
+        sizes = jnp.asarray(np.bincount(z, minlength=k).astype(float))
+        blocks = jnp.int32(min(n, 64))
+        acc = jax.jit(lambda a, b, s, nb: draw.accept_sub_blocks(a, b, s, nb))
+        lab_a, size_a = acc(jnp.asarray(zp), got_z, sizes, blocks)
+        lab_x, size_x = jax.jit(lambda a, b, s, nb: subcluster.accept_sub_blocks(a, b, s, nb, 64))(
+            jnp.asarray(zp), got_z, sizes, blocks
+        )
+        lab_u, size_u = subcluster.accept_sub_blocks(jnp.asarray(z), want, sizes, min(n, 64))
+    for lab, size in ((lab_a, size_a), (lab_x, size_x)):
+        np.testing.assert_array_equal(np.asarray(lab), np.r_[np.asarray(lab_u), np.full(n_pad - n, k)])
+        np.testing.assert_array_equal(np.asarray(size), np.asarray(size_u))
