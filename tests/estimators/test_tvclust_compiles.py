@@ -105,10 +105,6 @@ def _sampler_fit(kind, n):
     return est
 
 
-def _not_bucketed(module):
-    return pytest.mark.xfail(run=False, reason=f"{module} compiles its programs per data size (not bucketed)")
-
-
 @pytest.mark.parametrize(
     "kind",
     [
