@@ -914,6 +914,22 @@ def _padded(x, side, labels0, K, size=None):
     return xp, sp, labels0, np.int32(n)
 
 
+def _batch_result(labels, active, stats, costs, res, b) -> HartiganResult:
+    """Restart ``b`` of a batch run (``res``) as the fit's result when no Hartigan polish follows: its
+    labels (on the device), slots, statistics and per-slot costs, with the batch run's counters."""
+    return HartiganResult(
+        labels,
+        _put(active),
+        jax.tree_util.tree_map(_put, stats),
+        _put(costs),
+        _put(np.sum(np.where(active, costs, 0.0))),
+        _put(res.n_iter[b]),
+        _put(res.converged[b]),
+        _put(np.full(1, res.cost[b])),
+        _put(np.full(1, active.sum(), np.int32)),
+    )
+
+
 def _pad_labels(labels, n: int, size: int, K: int) -> np.ndarray:
     """Host (R, size) int32 labels: the first n columns of ``labels``, then label K (in no slot)."""
     return np.pad(np.asarray(labels, np.int32)[:, :n], ((0, 0), (0, size - n)), constant_values=K)
@@ -1614,17 +1630,7 @@ def fit_batch(
         labels, st, costs, active = jax.tree_util.tree_map(
             lambda v: np.asarray(v)[0], _init_states(cost, xp, sp, _put(lb), K=K)
         )
-        best = HartiganResult(
-            _put(labels[:n]),
-            _put(active),
-            jax.tree_util.tree_map(_put, st),
-            _put(costs),
-            _put(np.sum(np.where(active, costs, 0.0))),
-            _put(res.n_iter[b]),
-            _put(res.converged[b]),
-            _put(np.full(1, res.cost[b])),
-            _put(np.full(1, active.sum(), np.int32)),
-        )
+        best = _batch_result(_put(labels[:n]), active, st, costs, res, b)
     res = BatchResult(*(_put(v) for v in res))
     fitted = HartiganFit(best, res.cost, res.n_iter, _put(np.asarray(res.active).sum(-1), np.int32))
     return fitted, res
@@ -1864,17 +1870,7 @@ def fit_batch_rows(
         )
     else:
         labels_b, active, stats, costs = start
-        best = HartiganResult(
-            labels_b,
-            _put(active),
-            jax.tree_util.tree_map(_put, stats),
-            _put(costs),
-            _put(np.sum(np.where(active, costs, 0.0))),
-            _put(res.n_iter[b]),
-            _put(res.converged[b]),
-            _put(np.full(1, res.cost[b])),
-            _put(np.full(1, active.sum(), np.int32)),
-        )
+        best = _batch_result(labels_b, active, stats, costs, res, b)
     return HartiganFit(best, _put(res.cost), _put(res.n_iter), _put(res.active.sum(-1), np.int32))
 
 
