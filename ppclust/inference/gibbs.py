@@ -934,7 +934,9 @@ def shuffle_order(order_u, n_valid=None):
     def body(r, order):
         t = m - 1 - r
         j = jnp.minimum((order_u[t] * (t + 1)).astype(jnp.int32), t)
-        ot, oj = order[t], order[j]
+        # both reads before either write: XLA then swaps in place (a read fused into the write's loop copies
+        # the whole order every step, O(n^2) per sweep)
+        ot, oj = jax.lax.optimization_barrier((order[t], order[j]))
         return order.at[t].set(oj).at[j].set(ot)
 
     return jax.lax.fori_loop(0, m - 1, body, jnp.arange(n, dtype=jnp.int32))
@@ -999,6 +1001,9 @@ def _sweep(
         k = draw_categorical(logw, u[i]).astype(labels.dtype)
         stats = family.add(stats, k, xi)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
+        # every read of the old labels before the write: XLA then writes in place (a read left after the
+        # write copies the whole label vector every step, O(n^2) per sweep)
+        labels, k, stats, counts = jax.lax.optimization_barrier((labels, k, stats, counts))
         return labels.at[i].set(k), stats, counts, overflow | full
 
     carry = (state.labels, state.stats, state.counts, state.overflow)
@@ -1040,7 +1045,10 @@ def _sweep_explicit(
         fresh = sizes[k] == 0
         theta = jax.tree.map(lambda a, b: a.at[k].set(jnp.where(fresh, b[i], a[k])), theta, cand)
         counts = c + jnp.stack([f[k], s[k], F - f[k], S - s[k]])
-        return labels.at[i].set(k), sizes.at[k].add(1.0), theta, counts, overflow | full
+        sizes = sizes.at[k].add(1.0)
+        # every read of the old labels before the write (see _sweep)
+        labels, k, sizes, theta, counts = jax.lax.optimization_barrier((labels, k, sizes, theta, counts))
+        return labels.at[i].set(k), sizes, theta, counts, overflow | full
 
     carry = (state.labels, state.stats.n, state.theta, state.counts, state.overflow)
     labels, _, theta, counts, overflow = jax.lax.fori_loop(0, n if n_valid is None else n_valid, body, carry)
