@@ -19,7 +19,8 @@ most 1.5x a repeat fit; a new n in a warm process at most 1.2x a repeat fit; no 
 inside a bucket. Writes ``benchmarks/results/first_fit.md`` / ``.json`` and
 ``benchmarks/results/compiles.md``.
 
-Run: ``python -m benchmarks.bench_first_fit [--only NAME ...]``.
+Run: ``python -m benchmarks.bench_first_fit [--only NAME ...]`` (``--only``: those estimators measured again,
+the other rows and the warm-up time kept from the last results file).
 """
 
 from __future__ import annotations
@@ -116,6 +117,16 @@ if mode == "warm":
             pairs = np.concatenate([np.reshape(v, (-1, 2)) for v in side(truth, n).values()])
             degree = np.bincount(pairs.ravel(), minlength=n).max() if len(pairs) else 1
             bucket += [bucket_size(len(pairs)), bucket_size(degree, minimum=1)]
+            if kw.get("algorithm") == "subcluster":  # and the links' colouring: class count and width
+                from ppclust.inference.subcluster import colour_links
+                from ppclust.estimators._base import link_side_info
+                from ppclust.sideinfo import make_links
+
+                sides = side(truth, n)
+                info = link_side_info(n, None, sides["must_link"], sides["cannot_link"], link_model="soft")
+                classes = np.asarray(colour_links(make_links(n, side=info), n).classes)
+                n_cls, width = classes.shape
+                bucket += [0 if n_cls == 0 else bucket_size(n_cls, minimum=4), bucket_size(width, minimum=8)]
         out["sweep"].append(dict(n=n, bucket=bucket, s=t, compiles=c, lowerings=l))
 print(json.dumps(out))
 """
@@ -158,15 +169,21 @@ def main(argv=None) -> None:
     ap.add_argument("--only", nargs="*", default=None, help=f"names among {list(SPECS)}")
     args = ap.parse_args(argv)
     names = args.only or list(SPECS)
-    results = {}
+    results, warmup_s = {}, None
+    if args.only:  # the other estimators' rows (and the warm-up time) from the last full run
+        last = json.loads((ROOT / "benchmarks" / "results" / "first_fit.json").read_text())
+        results = {k: v for k, v in last["estimators"].items() if k in SPECS}
+        warmup_s = last["warmup_s"]
     with tempfile.TemporaryDirectory(prefix="ppclust-first-fit-") as tmp:
-        warmup_s = run_warmup(str(Path(tmp) / "warmup"))
+        if warmup_s is None:
+            warmup_s = run_warmup(str(Path(tmp) / "warmup"))
         for name in names:
             cache = str(Path(tmp) / name.replace(" ", "_"))
             fresh = run_child(SPECS[name], "fresh", cache)
             warm = run_child(SPECS[name], "warm", cache)
             results[name] = dict(fresh=fresh, warm=warm)
             print(name, json.dumps(results[name])[:300], flush=True)
+    results = {name: results[name] for name in SPECS if name in results}  # the rows in SPECS's order
     machine = machine_info()
     first_rows, compile_rows = [], []
     for name, r in results.items():
