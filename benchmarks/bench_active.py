@@ -300,6 +300,160 @@ def timing(args):
     }
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Tuning the warm refit (``--tune``): synthetic Gaussian mixtures that are none of the six data sets, with
+# 10 features like five of them (the same compiled program sizes). For each warm-refit variant the
+# learner's own fits are compared with a cold fit on the very answers it collected, so that the refit, not
+# the choice of pairs, is measured. No default is chosen on the six data sets' curves.
+# name: (classes, generator seed); the means' scale 1 makes the classes overlap (about 2.4 standard
+# deviations between two means along their difference), as on the harder benchmark sets
+TUNE_SETS = {"gmm5": (5, 11), "gmm7": (7, 12)}
+TUNE_VARIANTS = {  # name: ActiveLearner parameters of the warm refit
+    "collapsed": {"warm_algorithm": None},
+    "subcluster": {"warm_algorithm": "subcluster"},
+}
+
+
+def tuning_set(name, n=150, d=10):
+    """A Gaussian mixture: Dirichlet(3) weights, means N(0, I), covariances L L^T with
+    L = I + 0.5 N(0, 1); standardised; classes relabelled 0 .. k-1."""
+    k, seed = TUNE_SETS[name]
+    rng = np.random.default_rng(seed)
+    y = rng.choice(k, n, p=rng.dirichlet(np.full(k, 3.0)))
+    mu = rng.normal(0.0, 1.0, (k, d))
+    X = np.empty((n, d))
+    for c in range(k):
+        L = np.eye(d) + 0.5 * rng.normal(size=(d, d))
+        X[y == c] = mu[c] + rng.normal(size=((y == c).sum(), d)) @ L.T
+    X = (X - X.mean(0)) / X.std(0)
+    return X, np.unique(y, return_inverse=True)[1]
+
+
+def run_tune(X, y, variant, noise, budgets, args, seed):
+    """{budget: (ARI of the learner's warm fit, its clusters, its q_, ARI of a cold fit on the same
+    answers or None)} and the process CPU seconds of the warm refits."""
+    from ppclust import metrics
+    from ppclust.active import ActiveLearner, simulated_oracle
+
+    oracle = simulated_oracle(y, noise=noise, random_state=seed)
+    al = ActiveLearner(
+        tvclust(args, seed),
+        warm_warmup=max(5, args.warmup // 5),
+        warm_draws=args.draws,
+        random_state=seed,
+        **TUNE_VARIANTS[variant],
+    ).fit(X)
+    out, asked, cpu = {}, 0, 0.0
+    for b in budgets:
+        while asked < b:
+            q = al.suggest(min(args.batch, b - asked))
+            a = oracle(q)
+            c = time.process_time()
+            al.tell(q, a)
+            cpu += time.process_time() - c
+            asked += len(q)
+        est = al.estimator_
+        cold = None
+        if variant == "collapsed":  # the reference: a cold fit on the learner's answers
+            e = tvclust(args, seed).fit(X, must_link=al.must_link_, cannot_link=al.cannot_link_)
+            cold = metrics.ari(y, e.labels_)
+        out[b] = (metrics.ari(y, est.labels_), int(est.n_clusters_), float(est.q_), cold)
+    return out, cpu
+
+
+def tune(args):
+    """Run the warm-refit variants on the tuning sets; write active_tuning.md / .json."""
+    budgets = args.budgets or [25, 50, 100, 200, 300]
+    variants = args.variants or list(TUNE_VARIANTS)
+    cache = RESULTS / f"active_tuning_{'_'.join(variants)}_cache.json"  # one per process
+    res = json.loads(cache.read_text()) if args.resume and cache.exists() else {"runs": []}
+    res.update(budgets=budgets, settings={k: getattr(args, k) for k in ("draws", "warmup", "batch")})
+    done = {(r["data"], r["noise"], r["variant"], r["seed"]) for r in res["runs"]}
+    t0 = time.perf_counter()
+    for seed in range(0 if args.tables_only else args.seeds):  # --tables-only: the caches' runs only
+        for noise in args.noises or [0.0]:
+            for d in args.sets or list(TUNE_SETS):
+                for v in variants:
+                    if (d, noise, v, seed) in done:
+                        continue
+                    if time.perf_counter() - t0 > args.budget_s:
+                        print("time budget spent; skipping", d, noise, v, seed, flush=True)
+                        continue
+                    X, y = tuning_set(d)
+                    out, cpu = run_tune(X, y, v, noise, budgets, args, seed)
+                    res["runs"].append(
+                        {
+                            "data": d,
+                            "noise": noise,
+                            "variant": v,
+                            "seed": seed,
+                            "cpu_s": cpu,
+                            "by_budget": {str(b): list(r) for b, r in out.items()},
+                        }
+                    )
+                    print(d, noise, v, seed, out, f"refits {cpu:.1f} s CPU", flush=True)
+                    cache.write_text(json.dumps(res))
+    if not args.tables_only:
+        cache.write_text(json.dumps(res))
+    merged = dict(res, runs=[])
+    for f in sorted(RESULTS.glob("active_tuning_*_cache.json")):  # every process's runs
+        merged["runs"] += json.loads(f.read_text())["runs"]
+    write_result("active_tuning.md", tune_report(merged))
+    write_json("active_tuning", merged, "benchmarks/bench_active.py")
+
+
+def tune_report(res):
+    budgets = res["budgets"]
+    runs = res["runs"]
+    s = res["settings"]
+    lines = [
+        "# Tuning the warm refit of ActiveLearner (sets that are not the benchmark's)",
+        "",
+        f"Written by `benchmarks/bench_active.py --tune`; {machine_info()}.",
+        "",
+        "Sets: Gaussian mixtures of 150 points in 10 dimensions ("
+        + ", ".join(f"{k}: {c} classes, generator seed {g}" for k, (c, g) in TUNE_SETS.items())
+        + "; `tuning_set` in the script). TVClust with 1 chain, "
+        f"{s['warmup']} warm-up sweeps and {s['draws']} draws; warm refits of {max(5, s['warmup'] // 5)} "
+        f"warm-up sweeps and {s['draws']} draws; batches of at most {s['batch']} questions; "
+        "strategy 'information'. 'cold on the same answers' is a cold TVClust fit (the settings above) on "
+        "the links the 'collapsed' learner had collected at that budget: what its refit could reach.",
+        "",
+    ]
+    cells = sorted({(r["data"], r["noise"]) for r in runs})
+    rows = []
+    for d, noise in cells:
+        for v in TUNE_VARIANTS:
+            rs = [r for r in runs if (r["data"], r["noise"], r["variant"]) == (d, noise, v)]
+            if not rs:
+                continue
+            for what, i in (("ARI", 0), ("clusters", 1), ("q_", 2)):
+                rows.append(
+                    [d, f"{noise:.0%}", v, what, len(rs)]
+                    + [float(np.mean([r["by_budget"][str(b)][i] for r in rs])) for b in budgets]
+                    + [float(np.mean([r["cpu_s"] for r in rs]))]
+                )
+            if v == "collapsed":
+                rows.append(
+                    [d, f"{noise:.0%}", "cold on the same answers", "ARI", len(rs)]
+                    + [float(np.mean([r["by_budget"][str(b)][3] for r in rs])) for b in budgets]
+                    + [float("nan")]
+                )
+    lines += [
+        "Means over the seeds that ran; the last column is the process CPU time of all the learner's warm "
+        "refits of a run.",
+        "",
+        md_table(
+            ["data", "noise", "warm refit", "value", "seeds"]
+            + [str(b) for b in budgets]
+            + ["refits CPU (s)"],
+            rows,
+        ),
+        "",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 PEERS = tuple(PEER_MODULES)
 
 
@@ -391,6 +545,16 @@ def report(res, args):
         + "). The goals at 0% and 10% noise ran first; 20% noise last.",
         "",
     ] + _peers_lines(res)
+    if res.get("reused"):
+        lines += [
+            "Curves of "
+            + ", ".join(res["reused"]["strategies"])
+            + " are copied from the previous run of this script ("
+            + res["reused"]["run"]
+            + "): their code did not change since (cold TVClust fits on uniform pairs; the peers' own "
+            "code), so only the `ActiveLearner` curves, whose warm refits changed, ran again.",
+            "",
+        ]
     done = {(c["data"], c["noise"], c["strategy"]) for c in res["curves"]}
     found = (res.get("peers") or {}).get("found") or {}
     planned = [
@@ -578,7 +742,17 @@ def main():
     ap.add_argument("--noises", nargs="*", type=float, help="only these oracle noise levels (own cache)")
     ap.add_argument("--resume", action="store_true", help="keep the curves of the part's cache; run the rest")
     ap.add_argument("--tables-only", action="store_true", help="rewrite active.md from active.json")
+    ap.add_argument(
+        "--reuse",
+        nargs="*",
+        help="--merge: take these strategies' curves (code unchanged since) from the committed active.json",
+    )
+    ap.add_argument("--tune", action="store_true", help="the warm-refit variants on the tuning sets")
+    ap.add_argument("--variants", nargs="*", help="--tune: only these variants")
     args = ap.parse_args()
+    if args.tune:
+        tune(args)
+        return
     if args.timing_only:
         res = {"curves": [], "timing": timing(args)}
         print("timing", res["timing"], flush=True)
@@ -601,6 +775,17 @@ def main():
                             seen.add((c["data"], c["noise"], c["strategy"]))
                             res["curves"].append(c)
             res["seconds"] = seconds
+            if args.reuse:  # curves whose code did not change: from the committed active.json
+                prev = json.loads((RESULTS / "active.json").read_text())
+                prev = prev.get("data", prev)
+                stamp = (prev.get("settings") or {}).get("_run", {}).get("machine", "")
+                res["reused"] = {"strategies": list(args.reuse), "run": stamp}
+                res["peers"] = res.get("peers") or prev.get("peers")
+                for c in prev["curves"]:
+                    key = (c["data"], c["noise"], c["strategy"])
+                    if c["strategy"] in args.reuse and key not in seen:
+                        seen.add(key)
+                        res["curves"].append(dict(c, reused=True))
         else:
             res = json.loads((RESULTS / "active.json").read_text())
             res = res.get("data", res)

@@ -45,6 +45,9 @@ __all__ = [
 #: The strategies :class:`ActiveLearner` accepts.
 STRATEGIES = ("information", "uncertainty", "random")
 
+#: ``warm_algorithm`` values: samplers that continue from a given partition, or None (the estimator's own).
+_WARM_ALGORITHMS = (None, "collapsed", "explicit", "subcluster")
+
 #: Estimators whose posterior draws (or variational responsibilities) give pi for ``strategy="information"``.
 _INFORMATION_ESTIMATORS = ("TVClust",)
 
@@ -352,6 +355,11 @@ class ActiveLearner:
         Voronoi cells of k-means++ seeds crossed with a warm TVClust start (1: none; see Notes). Default 1
         (docs/decisions/0062-active-warm-start-without-cells.md): the cells add clusters at every round
         that a warm refit's few single-point sweeps do not merge back, so the point estimate keeps them.
+    warm_algorithm : {None, "collapsed", "explicit", "subcluster"}, default=None
+        ``algorithm`` of a warm TVClust refit (the cold :meth:`fit` keeps the estimator's own). None: the
+        estimator's own. "subcluster": the sub-cluster sampler's split/merge moves, which join or divide
+        whole clusters in one step where the single-point moves of a short warm chain rarely do
+        (docs/decisions/0063-active-warm-refits-with-split-merge.md).
     random_state : None or int, default=None
         Seed of the candidates, the tie breaks, the random strategy and the refits' seeds.
 
@@ -412,6 +420,7 @@ class ActiveLearner:
         warm_warmup=None,
         warm_draws=None,
         warm_cells=1,
+        warm_algorithm=None,
         random_state=None,
     ):
         self.estimator = estimator
@@ -422,6 +431,7 @@ class ActiveLearner:
         self.warm_warmup = warm_warmup
         self.warm_draws = warm_draws
         self.warm_cells = warm_cells
+        self.warm_algorithm = warm_algorithm
         self.random_state = random_state
 
     # ----------------------------------------------------------------------------------------------
@@ -444,10 +454,16 @@ class ActiveLearner:
         Raises
         ------
         PPClustError
-            An unknown strategy, or ``strategy="information"`` for a pair estimator without a posterior.
+            An unknown strategy or ``warm_algorithm``, or ``strategy="information"`` for a pair estimator
+            without a posterior.
         """
         if self.strategy not in STRATEGIES:
             raise PPClustError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.warm_algorithm not in _WARM_ALGORITHMS:
+            raise PPClustError(
+                f"warm_algorithm must be one of {_WARM_ALGORITHMS} (a sampler that continues from a "
+                f"partition), got {self.warm_algorithm!r}"
+            )
         self.X_ = np.asarray(X, np.float64)
         n = self.X_.shape[0]
         self._rng = np.random.default_rng(self.random_state)
@@ -507,6 +523,8 @@ class ActiveLearner:
                 n_draws=wd,
                 random_state=int(self._rng.integers(2**31 - 1)),
             )
+            if self.warm_algorithm is not None and "algorithm" in est.get_params():
+                est.set_params(algorithm=self.warm_algorithm)
         elif warm:  # cold refit with a fresh seed where the estimator takes one
             if "random_state" in est.get_params() and self.estimator.random_state is not None:
                 est.set_params(random_state=int(self._rng.integers(2**31 - 1)))

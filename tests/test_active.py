@@ -80,7 +80,8 @@ class _Chain(NamedTuple):
 class FakePosterior(BaseEstimator):
     """Draws where points 0-9 are sure (cluster A), 10-19 sure (B) and 20-29 flip between A and B."""
 
-    def __init__(self, init="kmeans++", n_warmup=10, n_draws=40, random_state=None, k_max=64):
+    def __init__(self, init="kmeans++", n_warmup=10, n_draws=40, random_state=None, k_max=64, algorithm=None):
+        self.algorithm = algorithm
         self.init = init
         self.k_max = k_max
         self.n_warmup = n_warmup
@@ -97,6 +98,7 @@ class FakePosterior(BaseEstimator):
             0 if cannot_link is None else len(cannot_link)
         )
         self.seen_init_ = self.init
+        self.seen_algorithm_ = self.algorithm
         self.samples_ = _Chain(d[None])
         self.labels_ = d[0] * 0 + (np.arange(n) >= 10)
         self.p_ = self.q_ = 0.9
@@ -172,6 +174,21 @@ def test_warm_start_merges_clusters_that_two_net_must_links_join():
     assert len(np.unique(al.estimator_.seen_init_)) == 2
     al.tell([(3, 18)], [1])  # net 3 - 1 = 2: joined
     assert len(np.unique(al.estimator_.seen_init_)) == 1
+
+
+def test_warm_algorithm_runs_the_warm_refits_and_the_cold_fit_keeps_the_estimators_own():
+    est = FakePosterior(algorithm="collapsed")
+    al = ActiveLearner(est, batch_size=4, warm_algorithm="subcluster", random_state=0).fit(X30)
+    assert al.estimator_.seen_algorithm_ == "collapsed"
+    al.tell([(0, 1)], [1])
+    assert al.estimator_.seen_algorithm_ == "subcluster"
+    assert al.fit(X30).estimator_.seen_algorithm_ == "collapsed"  # a cold fit: the estimator's own again
+    own = ActiveLearner(est, random_state=0).fit(X30)  # default None: the estimator's own for warm refits
+    own.tell([(0, 1)], [1])
+    assert own.estimator_.seen_algorithm_ == "collapsed"
+    for bad in ("variational", "gibbs"):
+        with pytest.raises(PPClustError, match="warm_algorithm"):
+            ActiveLearner(FakePosterior(), warm_algorithm=bad).fit(X30)
 
 
 def test_information_needs_a_posterior():
