@@ -10,7 +10,9 @@ what the fitted estimator keeps of its own; a sampler's kept label draws are n x
 
 Goal (issue "time to result"): at most 5x the data plus the model.
 
-Run: ``python -m benchmarks.bench_memory [--n N] [--only NAME ...]`` (Linux: reads ``/proc``).
+Run: ``python -m benchmarks.bench_memory [--n N] [--only NAME ...]`` (Linux: reads ``/proc``). With
+``--only``, the other fits' rows are kept from the previous ``results/memory.json`` (same ``n``), each with
+the machine line of the run that measured it.
 """
 
 from __future__ import annotations
@@ -124,18 +126,34 @@ def _child(name: str, n: int) -> dict:
     return res
 
 
+def _kept(names, n: int) -> dict:
+    """The fits of the previous ``results/memory.json`` at the same ``n`` that this run does not measure,
+    each with the machine line it was measured on."""
+    p = ROOT / "benchmarks" / "results" / "memory.json"
+    old = json.loads(p.read_text()) if p.exists() else {}
+    if old.get("n") != n:
+        return {}
+    fits = old.get("fits", {})
+    machine = fits.get("_run", {}).get("machine", "unknown")
+    return {k: {"machine": machine, **v} for k, v in fits.items() if k in SPECS and k not in names}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--only", nargs="*", default=None, help=f"names among {list(SPECS)}")
     args = ap.parse_args(argv)
     names = args.only or list(SPECS)
-    rows, data = [], {}
+    rows, data = [], _kept(names, args.n)
     t0 = time.perf_counter()
     for name in names:
-        res = _child(name, args.n)
-        data[name] = res
-        print(name, res, flush=True)
+        data[name] = {**_child(name, args.n), "machine": machine_info()}
+        print(name, data[name], flush=True)
+    kept = []
+    for name in [s for s in SPECS if s in data]:
+        res = data[name]
+        if name not in names:
+            kept.append(f"{name} ({res['machine']})")
         if "error" in res:
             rows.append([name, args.n, SPECS[name][0]] + ["-"] * 6 + [f"error: {res['error']}"])
             continue
@@ -176,6 +194,11 @@ def main(argv=None) -> int:
         f"Written by `benchmarks/bench_memory.py` in {time.perf_counter() - t0:.0f} s. "
         + " ".join(__doc__.split("\n\n")[1].split())
         + "\n\n"
+        + (
+            f"Rows kept from an earlier run of the script (its machine line): {'; '.join(kept)}.\n\n"
+            if kept
+            else ""
+        )
         + table
         + "\n"
     )

@@ -329,46 +329,58 @@ class C3L(ClusterMixin, BaseEstimator):
             codes, m = _cecib.encode_labels(y, n)
             centres = labelled_means(Z, codes, m)
             K = max(K, m)
-        # covariance regularisation of the r-part (hartigan.ridge), only where the data need it: a singular
-        # r-covariance (constant or collinear features), or every restart ending with singular clusters
+        with x64():
+            z = jax.device_put(np.ascontiguousarray(Z))  # a host array onto the device: no program per shape
+
+        def fit_once(reg_covar, options):
+            cost = _c3l.make_cost(z, J, alpha, reg_covar=reg_covar)
+            kw = dict(options, centres=centres)
+            if self.algorithm == "batch":
+                return cost, _c3l.fit_batch(
+                    as_key(self.random_state), z, cost, **kw, mesh=data_mesh(self.devices)
+                )
+            return cost, _c3l.fit(
+                as_key(self.random_state), z, cost, **kw, devices=restart_devices(self.devices, "C3L")
+            )
+
+        self.labels_ = self._solve(fit_once, d > 0 and _hartigan.singular_data(Z[:, J:]), K, cm, J, d)
+        return self
+
+    def _solve(self, fit_once, singular: bool, K: int, cm, J: int, d: int) -> np.ndarray:
+        """The restarts of both ``fit`` paths, the covariances of the r-part regularised
+        (:func:`ppclust.inference.hartigan.ridge`) only where the data need it: a ``singular`` r-covariance
+        (constant or collinear features), or every restart ending with singular clusters
+        (:func:`ppclust.estimators._base.refit_if_singular`). ``fit_once(reg_covar, options) -> (cost,
+        fitted)`` runs the restarts with the solver's keywords ``options`` (slots, restarts, passes ...).
+        Sets the fitted attributes (:meth:`_set_model`) and returns the labels of ``fitted.best.labels``'
+        rows; ``d``: the r-part's dimension (0: nothing to regularise)."""
         with (
             x64(),
             _progress.bar(int(self.n_init), "C3L restarts", "restart", bool(self.progress_bar)) as bar,
         ):
-            z = jax.device_put(np.ascontiguousarray(Z))  # a host array onto the device: no program per shape
+            options = dict(
+                K=K,
+                min_size=cm,
+                n_init=int(self.n_init),
+                init=self.init,
+                max_passes=int(self.max_iter),
+                reassign="immediate",
+            )
 
             def run(reg_covar):
-                cost = _c3l.make_cost(z, J, alpha, reg_covar=reg_covar)
-                kw = dict(
-                    K=K,
-                    min_size=cm,
-                    n_init=int(self.n_init),
-                    init=self.init,
-                    max_passes=int(self.max_iter),
-                    reassign="immediate",
-                    centres=centres,
-                )
-                if self.algorithm == "batch":
-                    out = _c3l.fit_batch(
-                        as_key(self.random_state), z, cost, **kw, mesh=data_mesh(self.devices)
-                    )
-                else:
-                    out = _c3l.fit(
-                        as_key(self.random_state), z, cost, **kw, devices=restart_devices(self.devices, "C3L")
-                    )
+                cost, out = fit_once(reg_covar, options)
                 return float(out[0].cost), (cost, *out)
 
             (cost, best, all_costs, all_passes, _), self.reg_covar_ = refit_if_singular(
                 "C3L",
                 run,
                 reg=0.0,
-                singular=d > 0 and _hartigan.singular_data(Z[:, J:]),
+                singular=singular,
                 can_jitter=d > 0,
                 advice="decrease n_clusters or increase min_cluster_fraction",
             )
             bar.update(int(self.n_init))
-        self.labels_ = self._set_model(cost, best, all_costs, all_passes, K, cm, J)
-        return self
+        return self._set_model(cost, best, all_costs, all_passes, K, cm, J)
 
     def _set_model(self, cost, best, all_costs, all_passes, K: int, cm, J: int) -> np.ndarray:
         """The fitted attributes from the best run; returns the labels of ``best.labels``' rows."""
@@ -461,38 +473,14 @@ class C3L(ClusterMixin, BaseEstimator):
             from ppclust.families import ML_SING_TOL
 
             singular = n <= d or bool(ev[0] <= ML_SING_TOL * ev[-1])
-        with (
-            x64(),
-            _progress.bar(int(self.n_init), "C3L restarts", "restart", bool(self.progress_bar)) as bar,
-        ):
+        with x64():
             Zg = _devices.from_process_rows(Z, lay)
 
-            def run(reg_covar):
-                cost = _c3l.make_cost(Z, J, float(self.leakage), reg_covar=reg_covar, reduce=reduce)
-                out = _c3l.fit_batch_rows(
-                    as_key(self.random_state),
-                    Zg,
-                    cost,
-                    lay,
-                    K=K,
-                    min_size=cm,
-                    n_init=int(self.n_init),
-                    init=self.init,
-                    max_passes=int(self.max_iter),
-                    reassign="immediate",
-                )
-                return float(out[0].cost), (cost, *out)
+        def fit_once(reg_covar, options):
+            cost = _c3l.make_cost(Z, J, float(self.leakage), reg_covar=reg_covar, reduce=reduce)
+            return cost, _c3l.fit_batch_rows(as_key(self.random_state), Zg, cost, lay, **options)
 
-            (cost, best, all_costs, all_passes, _), self.reg_covar_ = refit_if_singular(
-                "C3L",
-                run,
-                reg=0.0,
-                singular=singular,
-                can_jitter=d > 0,
-                advice="decrease n_clusters or increase min_cluster_fraction",
-            )
-            bar.update(int(self.n_init))
-        labels = self._set_model(cost, best, all_costs, all_passes, K, cm, J)
+        labels = self._solve(fit_once, singular, K, cm, J, d)
         self.labels_ = _devices.from_process_rows(labels, lay)
         return self
 

@@ -256,83 +256,43 @@ class CECIB(ClusterMixin, BaseEstimator):
             )
         y = check_partial_labels(side_labels(y, partial_labels), n)
         yc, m = _cecib.encode_labels(y, n)
-        beta = 1.0 if self.beta == "auto" else float(self.beta)
-        if self.init == "labels" and m == 0:
-            raise InvalidParameterError(
-                "The 'init' parameter 'labels' needs partial labels (y or "
-                "partial_labels) with at least one labelled point.",
-                parameter="init",
-            )
-        min_size = _cecib.min_size(n, d, float(self.min_cluster_fraction))
-        n_clusters = int(self.n_clusters)
-        if self.cap_clusters:
-            n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
+        beta, min_size, n_clusters = self._sizes(n, d, m)
         warn_degenerate_data("CECIB", X, n_clusters)
 
         devices = restart_devices(self.devices, "CECIB")
 
         # a candidate start's fewer restarts may not split over the devices: "auto" (one device then)
-        def solve(beta, init, n_init=int(self.n_init)):
-            with _progress.bar(n_init, "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
-
-                def run(reg_covar):
-                    kw = dict(
-                        n_clusters=n_clusters,
-                        beta=beta,
-                        min_cluster_fraction=float(self.min_cluster_fraction),
-                        n_init=n_init,
-                        init=init,
-                        max_passes=int(self.max_iter),
-                        reassign=self.reassign,
-                        reg_covar=reg_covar,
+        def fit_once(beta, init, n_init, reg_covar):
+            kw = dict(
+                n_clusters=n_clusters,
+                beta=beta,
+                min_cluster_fraction=float(self.min_cluster_fraction),
+                n_init=n_init,
+                init=init,
+                max_passes=int(self.max_iter),
+                reassign=self.reassign,
+                reg_covar=reg_covar,
+            )
+            with x64():
+                if self.algorithm == "batch":
+                    best, costs, _, _ = _cecib.fit_batch(
+                        as_key(self.random_state), _dev(X), yc, m, **kw, mesh=data_mesh(self.devices)
                     )
-                    with x64():
-                        if self.algorithm == "batch":
-                            best, costs, _, _ = _cecib.fit_batch(
-                                as_key(self.random_state), _dev(X), yc, m, **kw, mesh=data_mesh(self.devices)
-                            )
-                        else:
-                            best, costs, _, _ = _cecib.fit(
-                                as_key(self.random_state),
-                                _dev(X),
-                                yc,
-                                m,
-                                **kw,
-                                devices=devices
-                                if n_init == int(self.n_init) or devices in (None, 1)
-                                else "auto",
-                            )
-                        return float(best.cost), (best, np.asarray(costs))
+                else:
+                    best, costs, _, _ = _cecib.fit(
+                        as_key(self.random_state),
+                        _dev(X),
+                        yc,
+                        m,
+                        **kw,
+                        devices=devices if n_init == int(self.n_init) or devices in (None, 1) else "auto",
+                    )
+            return best, costs
 
-                reg = float(self.reg_covar)
-                (best, costs), reg = refit_if_singular(
-                    "CECIB",
-                    run,
-                    reg=reg,
-                    singular=reg == 0 and _hartigan.singular_data(X),
-                    advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction",
-                )
-                bar.update(n_init)
-            return best, costs, reg
-
-        # init="auto": the candidate starts' plain-CEC fits run a share of the restarts
-        n_pre = (
-            max(1, int(self.n_init) // CANDIDATE_RESTART_SHARE) if self.init == "auto" else int(self.n_init)
+        best, costs, reg, (init, beta, flip), self.labels_, n_live = self._solve_and_relabel(
+            fit_once, lambda: _hartigan.singular_data(X), yc, m, beta
         )
-        init, beta, flip = _cecib.choose_start(
-            lambda b, i: solve(b, i, n_pre)[0], self.init, yc, m, beta, self.label_noise
-        )
-        _warn_more_categories(m, int(self.n_clusters), init, beta)
-        best, costs, reg = solve(beta, init)
-        labels = np.asarray(best.labels)
-        active = np.asarray(best.active)
-        live = np.flatnonzero(active)
-        remap = -np.ones(len(active), int)
-        remap[live] = np.arange(len(live))
-        self.labels_ = remap[labels].astype(np.int64)
-        if (self.labels_ < 0).any():  # the engines reassign every point; a -1 here would be a bug
-            raise RuntimeError("CECIB: internal error, a point was left without a cluster")
-        self.n_clusters_ = len(live)
+        self.n_clusters_ = n_live
         rho = _hartigan.ridge(X, reg)
         # with max(n_clusters, found) slots: the number of clusters found does not change the compiled program
         with x64():
@@ -372,17 +332,7 @@ class CECIB(ClusterMixin, BaseEstimator):
         if X.dtype != np.float64:  # e.g. integer rows: the solver sums in float64
             X = _devices.from_process_rows(x_loc, lay)
         yc, m = _process_codes(y, lay, len(x_loc))
-        beta = 1.0 if self.beta == "auto" else float(self.beta)
-        if self.init == "labels" and m == 0:
-            raise InvalidParameterError(
-                "The 'init' parameter 'labels' needs partial labels (y or "
-                "partial_labels) with at least one labelled point.",
-                parameter="init",
-            )
-        min_size = _cecib.min_size(n, d, float(self.min_cluster_fraction))
-        n_clusters = int(self.n_clusters)
-        if self.cap_clusters:
-            n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
+        beta, min_size, n_clusters = self._sizes(n, d, m)
         side = _devices.from_process_rows(yc, lay, -1)
         centres = None
         if m > 0:  # the labelled categories' means over all rows (init="labels")
@@ -398,27 +348,76 @@ class CECIB(ClusterMixin, BaseEstimator):
 
         singular = n <= d or bool(ev[0] <= ML_SING_TOL * ev[-1])
 
+        def fit_once(beta, init, n_init, reg_covar):
+            with x64():
+                best, costs, _, _ = _cecib.fit_batch_rows(
+                    as_key(self.random_state),
+                    X,
+                    side,
+                    m,
+                    lay,
+                    n_clusters=n_clusters,
+                    beta=beta,
+                    min_cluster_fraction=float(self.min_cluster_fraction),
+                    ridge=float(reg_covar) * var if reg_covar > 0 else 0.0,
+                    centres=centres if init == "labels" else None,
+                    n_init=n_init,
+                    init=init,
+                    max_passes=int(self.max_iter),
+                    reassign=self.reassign,
+                )
+            return best, costs
+
+        best, costs, reg, (init, beta, flip), mine, n_live = self._solve_and_relabel(
+            fit_once, lambda: singular, yc, m, beta
+        )
+        self.labels_ = _devices.from_process_rows(mine, lay)
+        self.n_clusters_ = n_live
+        rho = float(reg) * var if reg > 0 else 0.0
+        k = max(int(self.n_clusters), self.n_clusters_)
+        with x64():
+            g = _cecib.cluster_gaussians(x_loc, mine, rho, k, reduce=_devices.process_sum)
+            self.weights_, self.means_, self.covariances_, self.precisions_cholesky_ = (
+                np.asarray(v)[: self.n_clusters_] for v in g
+            )
+        self._set_fit_summary(best, costs, min_size, reg, beta, init, flip, n_clusters, m)
+        parts = _cecib.cecib_cost_rows(x_loc, mine, yc, m, self.n_clusters_, beta, rho, _devices.process_sum)
+        self.objective_terms_ = {
+            "model_complexity": float(parts.model_complexity),
+            "accuracy": float(parts.accuracy),
+            "side_information": float(parts.side_information),
+        }
+        return self
+
+    def _sizes(self, n: int, d: int, m: int):
+        """``(beta, min_size, n_clusters)`` of a fit on ``n`` points in ``d`` dimensions with ``m`` label
+        categories (``init="labels"`` needs ``m > 0``)."""
+        beta = 1.0 if self.beta == "auto" else float(self.beta)
+        if self.init == "labels" and m == 0:
+            raise InvalidParameterError(
+                "The 'init' parameter 'labels' needs partial labels (y or "
+                "partial_labels) with at least one labelled point.",
+                parameter="init",
+            )
+        min_size = _cecib.min_size(n, d, float(self.min_cluster_fraction))
+        n_clusters = int(self.n_clusters)
+        if self.cap_clusters:
+            n_clusters = _hartigan.max_start_clusters(n_clusters, n, min_size)
+        return beta, min_size, n_clusters
+
+    def _solve_and_relabel(self, fit_once, singular, yc, m: int, beta: float):
+        """The restarts of both ``fit`` paths: the start (``init="auto"``: the candidate starts' fits run a
+        share of the restarts), then ``n_init`` restarts from it, each regularised only where the data need
+        it (:func:`ppclust.estimators._base.refit_if_singular`); ``fit_once(beta, init, n_init, reg_covar)
+        -> (best, costs)`` runs one set of restarts and ``singular()`` says whether the data's covariance
+        is singular. Returns ``(best, costs, reg, (init, beta, flip), labels, n_live)``: ``labels`` of
+        ``best.labels``' rows numbered over the live slots in slot order, ``n_live`` of them."""
+
         def solve(beta, init, n_init=int(self.n_init)):
             with _progress.bar(n_init, "CECIB restarts", "restart", bool(self.progress_bar)) as bar:
 
                 def run(reg_covar):
-                    with x64():
-                        best, costs, _, _ = _cecib.fit_batch_rows(
-                            as_key(self.random_state),
-                            X,
-                            side,
-                            m,
-                            lay,
-                            n_clusters=n_clusters,
-                            beta=beta,
-                            min_cluster_fraction=float(self.min_cluster_fraction),
-                            ridge=float(reg_covar) * var if reg_covar > 0 else 0.0,
-                            centres=centres if init == "labels" else None,
-                            n_init=n_init,
-                            init=init,
-                            max_passes=int(self.max_iter),
-                            reassign=self.reassign,
-                        )
+                    best, costs = fit_once(beta, init, n_init, reg_covar)
                     return float(best.cost), (best, np.asarray(costs))
 
                 reg = float(self.reg_covar)
@@ -426,7 +425,7 @@ class CECIB(ClusterMixin, BaseEstimator):
                     "CECIB",
                     run,
                     reg=reg,
-                    singular=reg == 0 and singular,
+                    singular=reg == 0 and singular(),
                     advice="increase reg_covar, decrease n_clusters or increase min_cluster_fraction",
                 )
                 bar.update(n_init)
@@ -444,26 +443,10 @@ class CECIB(ClusterMixin, BaseEstimator):
         live = np.flatnonzero(active)
         remap = -np.ones(len(active), int)
         remap[live] = np.arange(len(live))
-        mine = remap[np.asarray(best.labels)].astype(np.int64)
-        if (mine < 0).any():  # the engines reassign every point; a -1 here would be a bug
+        labels = remap[np.asarray(best.labels)].astype(np.int64)
+        if (labels < 0).any():  # the engines reassign every point; a -1 here would be a bug
             raise RuntimeError("CECIB: internal error, a point was left without a cluster")
-        self.labels_ = _devices.from_process_rows(mine, lay)
-        self.n_clusters_ = len(live)
-        rho = float(reg) * var if reg > 0 else 0.0
-        k = max(int(self.n_clusters), self.n_clusters_)
-        with x64():
-            g = _cecib.cluster_gaussians(x_loc, mine, rho, k, reduce=_devices.process_sum)
-            self.weights_, self.means_, self.covariances_, self.precisions_cholesky_ = (
-                np.asarray(v)[: self.n_clusters_] for v in g
-            )
-        self._set_fit_summary(best, costs, min_size, reg, beta, init, flip, n_clusters, m)
-        parts = _cecib.cecib_cost_rows(x_loc, mine, yc, m, self.n_clusters_, beta, rho, _devices.process_sum)
-        self.objective_terms_ = {
-            "model_complexity": float(parts.model_complexity),
-            "accuracy": float(parts.accuracy),
-            "side_information": float(parts.side_information),
-        }
-        return self
+        return best, costs, reg, (init, beta, flip), labels, len(live)
 
     def _set_fit_summary(self, best, costs, min_size, reg, beta, init, flip, n_clusters, m):
         self.objective_ = float(best.cost)

@@ -515,9 +515,9 @@ def fit_batch_rows(
     n_labels : int
         m.
     layout : ppclust._devices.RowLayout
-        The rows per process.
+        How many rows each process holds.
     config : HartiganConfig or None, default=None
-        As :func:`fit_batch`.
+        The options, as for :func:`fit_batch`.
     n_clusters : int
         Initial clusters (slots); with ``init="labels"`` raised to the number of ``centres`` if smaller.
     beta, min_cluster_fraction : float
@@ -532,7 +532,7 @@ def fit_batch_rows(
     Returns
     -------
     HartiganFit
-        ``best.labels``: this process's rows (NumPy).
+        As :func:`ppclust.inference.hartigan.fit_batch_rows` (``best.labels``: this process's rows).
 
     Examples
     --------

@@ -503,7 +503,7 @@ def _update_sharded(x, w, z_all, offset, mu_old, k_count, *, axis):
     """Non-compat :func:`_update` with per-device sums reduced by ``psum``."""
     k_max = mu_old.shape[0]
     z_loc = lax.dynamic_slice(z_all, (offset,), (x.shape[0],))
-    sums = lax.psum(jax.ops.segment_sum(x * w[:, None], z_loc, num_segments=k_max), axis)
+    sums = lax.psum(_row_sums(x, z_loc, w, k_max), axis)
     counts = lax.psum(jax.ops.segment_sum(w, z_loc, num_segments=k_max), axis)
     nonempty = (counts > 0) & (jnp.arange(k_max) < k_count)
     means = sums / jnp.where(nonempty, counts, 1.0)[:, None]
@@ -522,6 +522,12 @@ def _objective_sharded(x, w, z_all, offset, mu, n_clusters, lam, xi1, xi2, table
     return d_sum + lam * n_clusters - xi1 * n11 + xi2 * n01
 
 
+def _row_sums(x, z, w, k_max):
+    """Per-slot sums of the rows of weight ``w > 0`` (the others are dropped: their label is pointed past
+    the last slot), added in row order; no weighted copy of ``x`` is formed inside the sweep loop."""
+    return jax.ops.segment_sum(x, jnp.where(w > 0, z, k_max), num_segments=k_max, mode="drop")
+
+
 def _update(x, z, mu_old, k_count, *, compat, w):
     """Mean step, deletion of empty clusters and stable compaction. Returns (z, mu, k_count); ``w`` is 0
     on the padding rows (all zero, at the end), which add nothing to a sum or a count."""
@@ -535,7 +541,7 @@ def _update(x, z, mu_old, k_count, *, compat, w):
         n_valid = jnp.sum(w > 0).astype(jnp.int32)
         sums, counts = lax.fori_loop(0, n_valid, acc, (jnp.zeros_like(mu_old), jnp.zeros(k_max, x.dtype)))
     else:
-        sums = jax.ops.segment_sum(x * w[:, None], z, num_segments=k_max)
+        sums = _row_sums(x, z, w, k_max)
         counts = jax.ops.segment_sum(w, z, num_segments=k_max)
     nonempty = (counts > 0) & (jnp.arange(k_max) < k_count)
     means = sums / jnp.where(nonempty, counts, 1.0)[:, None]
@@ -943,12 +949,29 @@ def _loop(key, x, table, schedule, mu0, orders, static: DPMeansStatic, **shard):
     )
 
 
+def _masked_range(x, valid, block=4096):
+    """Per-feature minimum and maximum over the rows where ``valid``, one block of ``block`` rows at a time
+    (no masked copy of ``x``; the last block overlaps the one before it, which min and max ignore)."""
+    n, d = x.shape
+    b = min(block, n)
+
+    def body(j, acc):
+        lo, hi = acc
+        start = jnp.minimum(j * b, n - b)
+        xb = lax.dynamic_slice_in_dim(x, start, b)
+        vb = lax.dynamic_slice_in_dim(valid, start, b)[:, None]
+        lo = jnp.minimum(lo, jnp.min(jnp.where(vb, xb, jnp.inf), axis=0))
+        return lo, jnp.maximum(hi, jnp.max(jnp.where(vb, xb, -jnp.inf), axis=0))
+
+    inf = jnp.full(d, jnp.inf, x.dtype)
+    return lax.fori_loop(0, -(-n // b), body, (inf, -inf))
+
+
 def _init_centre(key, x, init, valid):
     if init == "mean":
         return jnp.sum(jnp.where(valid[:, None], x, 0.0), axis=0) / jnp.sum(valid)
     if init == "bbox_random":
-        lo = jnp.min(jnp.where(valid[:, None], x, jnp.inf), axis=0)
-        hi = jnp.max(jnp.where(valid[:, None], x, -jnp.inf), axis=0)
+        lo, hi = _masked_range(x, valid)
         u = jax.random.uniform(key, (x.shape[1],), x.dtype)
         return u * (hi - lo) + lo
     raise ValueError(f"init must be 'bbox_random' or 'mean', got {init!r}")

@@ -1374,13 +1374,43 @@ def assignment_costs(cost, x: Array, side, stats, active: Array, chunk: int = 10
     return _assignment_costs(stats, cost, x, side, active, chunk)
 
 
-def _assignment_costs(
-    cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int, n_rows=None
-) -> Array:
-    """:func:`assignment_costs` from the statistics in the compiled engine's layout (row-local: under
-    ``shard_map`` every device computes its own rows from the replicated statistics). ``n_rows`` (may be
-    traced): only the chunks holding the first ``n_rows`` rows are computed (the rest is bucket padding,
-    left at the slots' constant terms)."""
+def _assignment_costs(cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int) -> Array:
+    """:func:`assignment_costs` from the statistics in the compiled engine's layout, one chunk of ``chunk``
+    rows at a time (:func:`_cost_rows`)."""
+    rows = _cost_rows(cs, cost, x.dtype, active)
+    b = min(chunk, x.shape[0])
+    xp, sp = _chunked(x, side, b)
+    blocks = (xp.reshape(-1, b, xp.shape[1]), sp.reshape(-1, b))
+    return lax.map(lambda a: rows(*a), blocks).reshape(-1, cs.n.shape[0])[: x.shape[0]]
+
+
+def _assign(cs: CECStats, cost: CECCost, x: Array, side, active: Array, chunk: int, n_rows) -> Array:
+    """The slot of smallest :func:`assignment_costs` of every row (int32, ties to the first), one chunk of
+    ``chunk`` rows at a time: no (n, K) matrix. Rows after the chunks holding the first ``n_rows``
+    (bucket padding) get ``K``."""
+    rows = _cost_rows(cs, cost, x.dtype, active)
+    K = cs.n.shape[0]
+    n = x.shape[0]
+    b = min(chunk, n)
+    xp, sp = _chunked(x, side, b)
+
+    def one_chunk(j, acc):
+        xb, sb = lax.dynamic_slice_in_dim(xp, j * b, b), lax.dynamic_slice_in_dim(sp, j * b, b)
+        return lax.dynamic_update_slice_in_dim(acc, jnp.argmin(rows(xb, sb), 1).astype(jnp.int32), j * b, 0)
+
+    return lax.fori_loop(0, (n_rows + b - 1) // b, one_chunk, jnp.full(xp.shape[0], K, jnp.int32))[:n]
+
+
+def _chunked(x, side, b):
+    """``x`` and the label categories (-1 where ``side`` is None) padded to a multiple of ``b`` rows."""
+    pad = (-x.shape[0]) % b
+    sp = jnp.full(x.shape[0], -1, jnp.int32) if side is None else jnp.asarray(side, jnp.int32)
+    return jnp.pad(x, ((0, pad), (0, 0))), jnp.pad(sp, (0, pad), constant_values=-1)
+
+
+def _cost_rows(cs: CECStats, cost: CECCost, dtype, active: Array):
+    """The slots' constant terms, and ``rows(xb, cat) -> (b, K)``: the costs of a block of points ``xb``
+    (b, J + d) of label categories ``cat`` (b,) (dead slots +inf)."""
     from ppclust.families import gaussian_log_normaliser_chol
 
     n_total = cost.n_total
@@ -1392,42 +1422,18 @@ def _assignment_costs(
     if d > 0:
         mu = cs.s / nk[:, None]
         L = cs.scale / jnp.sqrt(nk)[:, None, None]  # Cholesky of the covariance
-        L = jnp.where(active[:, None, None], L, jnp.eye(d, dtype=x.dtype))
+        L = jnp.where(active[:, None, None], L, jnp.eye(d, dtype=dtype))
         base = base + gaussian_log_normaliser_chol(L)
-        eye = jnp.eye(d, dtype=x.dtype)
+        eye = jnp.eye(d, dtype=dtype)
         Linv = jax.vmap(lambda Lk: jax.scipy.linalg.solve_triangular(Lk, eye, lower=True))(L)  # (K, d, d)
         g = cs.s.sum(0) / jnp.maximum(cs.n.sum(), 1.0)  # a shift independent of how rows are split
         M = jnp.transpose(Linv, (2, 0, 1)).reshape(d, K * d)  # column block k = L_k^{-T}
         off = jnp.einsum("kc,kec->ke", mu - g[None], Linv)
     if J > 0:
-        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(cost.var_floor, x.dtype))
-        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(cost.p, x.dtype))
+        s2 = jnp.maximum(cs.t_m2 / nk[:, None], jnp.asarray(cost.var_floor, dtype))
+        m, sig, _, _ = constrained_fit_1d(cs.t_mean, s2, jnp.asarray(cost.p, dtype))
         base = base + jnp.sum(gaussian_log_normaliser_chol(sig[..., None, None]), -1)  # 1-D factors sigma
-    n = x.shape[0]
-    b = min(chunk, n)
-    xp = jnp.pad(x, ((0, (-n) % b), (0, 0)))
-
-    def block(xb):
-        c = jnp.zeros((xb.shape[0], K), x.dtype)
-        if d > 0:
-            w = ((xb[:, J:] - g[None]) @ M).reshape(xb.shape[0], K, d) - off[None]
-            c = c + 0.5 * jnp.sum(w * w, -1)
-        if J > 0:
-            c = c + 0.5 * jnp.sum(((xb[:, None, :J] - m[None]) / sig[None]) ** 2, -1)
-        return c
-
-    if n_rows is None:
-        maha = lax.map(block, xp.reshape(-1, b, xp.shape[1])).reshape(-1, K)[:n]
-    else:
-
-        def one_chunk(j, acc):
-            return lax.dynamic_update_slice_in_dim(
-                acc, block(lax.dynamic_slice_in_dim(xp, j * b, b)), j * b, 0
-            )
-
-        maha = lax.fori_loop(0, (n_rows + b - 1) // b, one_chunk, jnp.zeros((xp.shape[0], K), x.dtype))[:n]
-    tot = maha + base[None]
-    beta = cost.beta
+    table = None
     if cs.counts.shape[1] > 0:
         from jax.scipy.special import xlogy
 
@@ -1440,9 +1446,20 @@ def _assignment_costs(
         c = cs.counts  # (K, m) c_kj
         h_new = h(cs.n_lab[:, None] + 1.0, cs.clogc[:, None] - xlogy(c, c) + xlogy(c + 1.0, c + 1.0))
         table = jnp.concatenate([(cs.n[:, None] + 1.0) * h_new - cs.n[:, None] * hk[:, None], hk[:, None]], 1)
-        cat = jnp.asarray(side, jnp.int32)
-        tot = tot + beta * table[:, jnp.where(cat >= 0, cat, c.shape[1])].T
-    return jnp.where(active[None], tot, jnp.inf)
+
+    def rows(xb, cat):
+        tot = jnp.zeros((xb.shape[0], K), dtype)
+        if d > 0:
+            w = ((xb[:, J:] - g[None]) @ M).reshape(xb.shape[0], K, d) - off[None]
+            tot = tot + 0.5 * jnp.sum(w * w, -1)
+        if J > 0:
+            tot = tot + 0.5 * jnp.sum(((xb[:, None, :J] - m[None]) / sig[None]) ** 2, -1)
+        tot = tot + base[None]
+        if table is not None:
+            tot = tot + cost.beta * table[:, jnp.where(cat >= 0, cat, table.shape[1] - 1)].T
+        return jnp.where(active[None], tot, jnp.inf)
+
+    return rows
 
 
 def _batch_stats(
@@ -1473,29 +1490,27 @@ def _batch_stats(
     t_m2 = total(r.T @ (x[:, :J] - t_mean[lab]) ** 2)
     s = total(r.T @ x[:, J:])
     if d > 0:
-        xc = x[:, J:] - (s / safe[:, None])[lab]
+        mean = s / safe[:, None]
         b = min(chunk, n)
         pad = (-n) % b
-        xcb = jnp.pad(xc, ((0, pad), (0, 0))).reshape(-1, b, d)
-        rb = jnp.pad(r, ((0, pad), (0, 0))).reshape(-1, b, K)
+        xp = jnp.pad(x[:, J:], ((0, pad), (0, 0)))
+        lp = jnp.pad(labels, (0, pad), constant_values=K)
 
-        def body(acc, blk):
-            xq, rq = blk
-            return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq, None
+        def body(j, acc):  # one chunk's centred rows and one-hot rows, formed inside the loop
+            lq = lax.dynamic_slice_in_dim(lp, j * b, b)
+            xq = lax.dynamic_slice_in_dim(xp, j * b, b) - mean[jnp.minimum(lq, K - 1)]
+            rq = jax.nn.one_hot(lq, K, dtype=x.dtype)
+            return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq
 
-        zero = jnp.zeros((K * d, d), x.dtype)
-        if n_rows is None:
-            scatter, _ = lax.scan(body, zero, (xcb, rb))
-        else:
-            scatter = lax.fori_loop(
-                0, (n_rows + b - 1) // b, lambda j, acc: body(acc, (xcb[j], rb[j]))[0], zero
-            )
+        n_chunks = (n + pad) // b if n_rows is None else (n_rows + b - 1) // b
+        scatter = lax.fori_loop(0, n_chunks, body, jnp.zeros((K * d, d), x.dtype))
         scatter = total(scatter).reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
         scale = jnp.linalg.cholesky(scatter)
     else:
         scale = jnp.zeros((K, 0, 0), x.dtype)
-    if m > 0:
-        counts = total(r.T @ jax.nn.one_hot(side, m, dtype=x.dtype))  # -1 -> zero row
+    if m > 0:  # exact integer counts: rows of label K (padding) or category -1 fall past the last segment
+        cell = jnp.where((labels < K) & (side >= 0), labels * m + side, K * m)
+        counts = total(jax.ops.segment_sum(jnp.ones(n, x.dtype), cell, K * m, mode="drop").reshape(K, m))
     else:
         counts = jnp.zeros((K, 0), x.dtype)
     return CECStats(nk, s, scale, t_mean, t_m2, counts, counts.sum(1), xlogy(counts, counts).sum(1))
@@ -1651,7 +1666,7 @@ def _batch_loop(cost, x, side, labels0, valid, *, K, min_size, max_iter, chunk, 
         def body(carry):
             labels, _, it = carry
             cs, active = stats_of(labels)
-            new = jnp.argmin(_assignment_costs(cs, cost, x, side, active, chunk, n_rows), 1).astype(jnp.int32)
+            new = _assign(cs, cost, x, side, active, chunk, n_rows)
             new = jnp.where(valid, new, K)
             changed = jnp.any(new != labels)
             if axis is not None:
