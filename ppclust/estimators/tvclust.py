@@ -584,10 +584,11 @@ class TVClust(ClusterMixin, BaseEstimator):
         draws = _devices.local_rows(res.labels, lay)  # (n_i, n_chains, n_draws): this process's rows
         mine = draws.reshape(len(draws), -1)[:, best]
         # canonical labels 0, 1, ... in order of first appearance over all rows (as one process would)
-        first = np.full(k_max + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first, mine, np.arange(len(mine)) + lay.offsets[jax.process_index()])
+        # (int32 with n for "nowhere": what process_gather carries without 64-bit JAX types)
+        first = np.full(k_max + 1, n, np.int32)
+        np.minimum.at(first, mine, np.arange(len(mine), dtype=np.int32) + lay.offsets[jax.process_index()])
         first = _devices.process_gather(first).min(0)[:k_max]
-        used = np.flatnonzero(first < np.iinfo(np.int64).max)
+        used = np.flatnonzero(first < n)
         relabel = np.zeros(k_max + 1, np.int64)
         relabel[used[np.argsort(first[used], kind="stable")]] = np.arange(len(used))
         self.labels_ = _devices.from_process_rows(relabel[mine], lay)
