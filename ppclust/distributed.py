@@ -20,7 +20,12 @@ arrays with ``X``'s row sharding (:func:`local` returns this process's rows); it
 (means, covariances, weights, number of clusters) are NumPy and identical on every process. With one
 process the same code runs unchanged, which is how the examples below run.
 
-Methods that scale out: ``SemiSupervisedGMM`` (EM's sufficient statistics, reduced over processes) and
+Methods that scale out: ``TVClust`` with ``algorithm="subcluster"`` (``init="one"``,
+``point_estimate="max_log_joint"``; each device draws its rows' labels, uniforms keyed by global row;
+the statistics per cluster reduced; the split/merge fits' subsample rows sent by the processes holding
+them; the labels of all rows, one int32 each, gathered after each proposal and label step; moves,
+``p``, ``q`` and alpha decided alike on every process; ``posterior_`` and the partition summaries that
+need every row are None), ``SemiSupervisedGMM`` (EM's sufficient statistics, reduced over processes) and
 ``DPMeans`` / ``RDPMeans`` with ``variant="delayed"`` (the delayed pass: sums and counts per cluster
 reduced, the opening point a global argmax, and the labels of all rows, one int32 each, gathered on
 every process after each pass, since a point's link term reads its partners' labels), ``CECIB`` and ``C3L``

@@ -43,9 +43,27 @@ def shares(n, P):
 HYPERPLANE = (np.array([1.0, -1.0]), -3.0)
 
 
-def estimator(method):
-    from ppclust import C3L, CECIB, DPMeans, RDPMeans, SemiSupervisedGMM
+#: TVClust's sub-cluster sampler on rows spread over processes (XLA; the one-process reference too)
+TVCLUST = dict(
+    algorithm="subcluster",
+    init="one",
+    point_estimate="max_log_joint",
+    backend="xla",
+    n_warmup=5,
+    n_draws=5,
+    n_chains=1,
+    k_max=16,
+    progress_bar=False,
+)
 
+
+def estimator(method):
+    from ppclust import C3L, CECIB, DPMeans, RDPMeans, SemiSupervisedGMM, TVClust
+
+    if method == "tvclust-sub":  # links across processes, partial labels
+        return TVClust(random_state=0, **TVCLUST)
+    if method == "tvclust-sub-chains":  # two chains, p and q sampled, alpha resampled
+        return TVClust(random_state=1, **dict(TVCLUST, n_chains=2, pq="sample", sample_alpha=True))
     if method == "ssgmm":
         return SemiSupervisedGMM(3, random_state=0, progress_bar=False)
     if method == "ssgmm-diag":
@@ -69,10 +87,20 @@ def fit(est, X, y):
         return est.fit(X, hyperplane=HYPERPLANE)
     if name == "CECIB":
         return est.fit(X, partial_labels=y)
-    if name == "RDPMeans":
+    if name in ("RDPMeans", "TVClust"):
         must, cannot = links()
         return est.fit(X, partial_labels=y, must_link=must, cannot_link=cannot)
     return est.fit(X, partial_labels=y) if name == "SemiSupervisedGMM" else est.fit(X)
+
+
+def model(est):
+    """The model's parameters (the same on every process): means, centres, or TVClust's number of clusters
+    and its sampler's trace (clusters, log joint, p, q, alpha of every kept draw)."""
+    if type(est).__name__ == "TVClust":
+        res = est.samples_
+        trace = [res.n_clusters, res.log_joint, res.p, res.q, res.alpha]
+        return np.concatenate([[est.n_clusters_]] + [np.ravel(t) for t in trace])
+    return np.asarray(getattr(est, "means_", getattr(est, "cluster_centers_", None)))
 
 
 def main():
@@ -101,7 +129,7 @@ def main():
         open(out + ".ready", "w").close()
         time.sleep(600)
     est = fit(estimator(method), Xg, yg)
-    centres = getattr(est, "means_", getattr(est, "cluster_centers_", None))
+    centres = model(est)
     np.savez(out, labels=distributed.local(est.labels_), centres=np.asarray(centres))
     jax.distributed.shutdown()
 

@@ -351,7 +351,8 @@ def restart_devices(devices, who: str):
 
 #: the estimators and algorithms that fit rows spread over processes (:mod:`ppclust.distributed`)
 SCALE_OUT = (
-    "SemiSupervisedGMM (EM), DPMeans and RDPMeans (variant='delayed'), CECIB and C3L (algorithm='batch')"
+    "TVClust (algorithm='subcluster'), SemiSupervisedGMM (EM), DPMeans and RDPMeans (variant='delayed'), "
+    "CECIB and C3L (algorithm='batch')"
 )
 
 

@@ -17,15 +17,17 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ppclust import _devices
 from ppclust._buckets import bucket_size, pad_rows
 from ppclust._jax import as_key, x64
-from ppclust.errors import PPClustError
+from ppclust.errors import InvalidInputError, PPClustError
 from ppclust.estimators._base import (
     DEVICES,
     NONNEG_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
     RANDOM_STATE,
+    SCALE_OUT,
     UNIT_OPEN,
     ClusterMixin,
     Integral,
@@ -33,6 +35,7 @@ from ppclust.estimators._base import (
     InvalidParameterError,
     Real,
     StrOptions,
+    check_global_X,
     data_mesh,
     fit_context,
     link_side_info,
@@ -229,6 +232,17 @@ class TVClust(ClusterMixin, BaseEstimator):
     check (:func:`ppclust.posterior.check_convergence`: split R-hat and bulk ESS of the number of
     clusters, the log joint, p and q) that warns with :class:`~ppclust.errors.ConvergenceWarning`.
 
+    Rows spread over processes (``X`` from :func:`ppclust.distributed.process_rows`):
+    ``algorithm="subcluster"`` with ``init="one"`` and ``point_estimate="max_log_joint"`` only (other
+    settings raise :class:`~ppclust.errors.InvalidInputError`), run by
+    :func:`ppclust.inference.subcluster.sample_process_rows` (XLA; the draws of a one-process fit with
+    ``backend="xla"``). ``labels_`` and ``samples_.labels`` are global arrays with ``X``'s row sharding;
+    ``n_clusters_``, ``objective_`` (the sampler's log joint of the chosen draw, at that draw's alpha),
+    ``objective_trace_``, ``p_``, ``q_`` (means over the draws of the sampler's ``p``, ``q``: conditional
+    means under ``pq="collapse"``), ``alpha_`` and the traces of ``samples_`` are identical on every process;
+    ``posterior_``, ``psm_``, ``point_estimate_``, ``credible_ball_`` and ``expected_loss_`` are None, and
+    the methods on new points raise.
+
     Saving: ``pickle.dump(est, f)`` / ``joblib.dump(est, path)`` store the fitted estimator without its
     n x n caches (``psm_``, recomputed from the partition draws on first access after loading) and with the
     partition draws once, as ``posterior_["partition_draws"]`` (uint8 below 256 slots); ``samples_.labels``
@@ -398,6 +412,8 @@ class TVClust(ClusterMixin, BaseEstimator):
             The fitted estimator (attributes in the class docstring).
         """
         self._check_unused_parameters()
+        if _devices.is_process_rows(X):
+            return self._fit_process_rows(X, side_labels(y, partial_labels), must_link, cannot_link)
         covariance_type = self.covariance_type
         X = validate_X(self, X, reset=True)
         n, d = X.shape
@@ -497,6 +513,96 @@ class TVClust(ClusterMixin, BaseEstimator):
         posterior.check_convergence(self.posterior_, "TVClust", _ADVICE)
         return self
 
+    def _fit_process_rows(self, X, y, must_link, cannot_link):
+        """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): ``algorithm="subcluster"``
+        (:func:`ppclust.inference.subcluster.sample_process_rows`) from one cluster, ``labels_`` the kept
+        draw of highest log joint. Links by global row; partial labels gathered as (row, label) pairs."""
+        if self.algorithm != "subcluster":
+            raise InvalidInputError(
+                "`X` holds rows spread over processes (ppclust.distributed.process_rows); TVClust's "
+                f"algorithm={self.algorithm!r} needs every row in one process: use algorithm='subcluster'. "
+                f"Methods that scale out over processes: {SCALE_OUT}."
+            )
+        if self.point_estimate != "max_log_joint" or not (isinstance(self.init, str) and self.init == "one"):
+            raise InvalidInputError(
+                "TVClust on rows spread over processes takes point_estimate='max_log_joint' (labels_ is the "
+                "kept draw of highest log joint: the partition searches need every row) and init='one'; "
+                f"got point_estimate={self.point_estimate!r}, init={self.init!r}."
+            )
+        x_loc, lay, shift, _ = check_global_X(self, X)
+        n, d = lay.n, x_loc.shape[1]
+        if self.covariance_type == "full" and self.nu0 is not None and self.nu0 <= d - 1:
+            raise PPClustError(f"`nu0`={self.nu0} must be > n_features - 1 = {d - 1}.")
+        self._x_shift, self._x_scale = np.zeros(d), np.ones(d)
+        if self.standardize:  # the mean and sd of all rows (sums over processes)
+            sd = np.sqrt(_devices.process_sum(((x_loc - shift) ** 2).sum(0)) / n)
+            self._x_shift, self._x_scale = shift, np.where(sd > 0, sd, 1.0)
+        xg = _devices.from_process_rows((x_loc - self._x_shift) / self._x_scale, lay)
+        y_all = None
+        if y is not None:  # every process's labelled rows, as (global row, label)
+            y_loc = np.asarray(_devices.local_rows(y)).reshape(-1)
+            mine = np.flatnonzero(y_loc >= 0)
+            pairs = np.stack([mine + lay.offsets[jax.process_index()], y_loc[mine]], 1).astype(np.int64)
+            top = int(_devices.process_gather(np.int64(len(mine))).max())
+            every = _devices.process_gather(np.pad(pairs, ((0, top - len(mine)), (0, 0)), constant_values=-1))
+            every = every.reshape(-1, 2)
+            every = every[every[:, 0] >= 0]
+            y_all = np.full(n, -1, np.int64)
+            y_all[every[:, 0]] = every[:, 1]
+        side = link_side_info(n, y_all, must_link, cannot_link, link_model="soft")
+        prior = TVClustPrior(float(self.alpha), *self._link_prior(_link_mass(side)))
+        with x64():
+            links = make_links(n, side=side) if side.n_links else make_links(n)
+            nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
+            psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
+            kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)
+            family = GaussianNIW(
+                *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)),
+                self.covariance_type,
+            )
+            key, _ = jax.random.split(as_key(self.random_state))
+            k_max = min(int(self.k_max), n)
+            res = subcluster.sample_process_rows(
+                key,
+                xg,
+                links,
+                family,
+                prior,
+                n_draws=int(self.n_draws),
+                n_warmup=int(self.n_warmup),
+                n_chains=int(self.n_chains),
+                thin=int(self.thin),
+                k_max=k_max,
+                pq=self.pq,
+                p=float(self.p),
+                q=float(self.q),
+                sample_alpha=bool(self.sample_alpha),
+                backend=self.backend,
+                n_moves=int(self.subcluster_moves),
+            )
+        best = int(np.argmax(res.log_joint.ravel()))
+        draws = _devices.local_rows(res.labels, lay)  # (n_i, n_chains, n_draws): this process's rows
+        mine = draws.reshape(len(draws), -1)[:, best]
+        # canonical labels 0, 1, ... in order of first appearance over all rows (as one process would)
+        # (int32 with n for "nowhere": what process_gather carries without 64-bit JAX types)
+        first = np.full(k_max + 1, n, np.int32)
+        np.minimum.at(first, mine, np.arange(len(mine), dtype=np.int32) + lay.offsets[jax.process_index()])
+        first = _devices.process_gather(first).min(0)[:k_max]
+        used = np.flatnonzero(first < n)
+        relabel = np.zeros(k_max + 1, np.int64)
+        relabel[used[np.argsort(first[used], kind="stable")]] = np.arange(len(used))
+        self.labels_ = _devices.from_process_rows(relabel[mine], lay)
+        self.n_clusters_ = len(used)
+        self.samples_ = res
+        self.objective_trace_ = np.asarray(res.log_joint)
+        self.objective_ = float(res.log_joint.ravel()[best])
+        self.p_ = float(np.mean(res.p)) if self.pq != "fixed" else float(self.p)
+        self.q_ = float(np.mean(res.q)) if self.pq != "fixed" else float(self.q)
+        self.alpha_ = float(np.mean(res.alpha))
+        self.posterior_ = self.point_estimate_ = self.credible_ball_ = self.expected_loss_ = None
+        self.psm_ = None
+        return self
+
     def compute_log_likelihood(self):
         r"""Pointwise log-likelihood of every point and draw, stored as the ``log_likelihood`` group of
         ``posterior_`` (what ``az.loo`` and ``az.compare`` read).
@@ -539,6 +645,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         from ppclust import posterior
 
         check_is_fitted(self, "labels_")
+        _no_rows_posterior(self)
         if self.posterior_ is None:
             raise PPClustError(
                 "TVClust(algorithm='variational') has no posterior draws: no pointwise log-likelihood."
@@ -720,6 +827,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         from ppclust import predictive
 
         check_is_fitted(self, "labels_")
+        _no_rows_posterior(self)
         n_samples = int(n_samples)
         key = as_key(random_state)
         family, x_train, draws, alpha, _, _ = self._draw_view()
@@ -776,6 +884,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         from ppclust import predictive
 
         check_is_fitted(self, "labels_")
+        _no_rows_posterior(self)
         Z = (validate_X(self, X, reset=False) - self._x_shift) / self._x_scale
         with x64():
             if self.posterior_ is None:
@@ -1099,6 +1208,15 @@ def _bucketed_log_joint(labels, X, links, family, prior, pq_fixed):
 def _log_joint_program(labels, x, counts, family, prior, pq_fixed, *, k_max):
     stats = family.stats(x, labels, k_max)
     return log_joint_from_stats(stats, counts, family, prior, *pq_fixed)
+
+
+def _no_rows_posterior(est):
+    """:class:`~ppclust.errors.PPClustError` after a fit on rows spread over processes (no ``posterior_``)."""
+    if est.posterior_ is None and est.samples_ is not None:
+        raise PPClustError(
+            "TVClust fitted on rows spread over processes keeps no posterior over all rows: "
+            "predict, predict_proba, score_samples and sample need a one-process fit"
+        )
 
 
 def _link_mass(side):

@@ -79,6 +79,15 @@ single-device chain (``tests/test_subcluster_multidevice.py``). The end-of-sweep
 pair counts are sharded too (:func:`_sharded_stats_counts`: each device sums its rows and its share of
 the link pairs, ``psum`` adds them). The split/merge moves (O(n_C) per move on a subsample-fitted
 proposal) and the colour classes (the linked points, few) still run replicated.
+Rows spread over processes (:func:`sample_process_rows`, :mod:`ppclust.distributed`): the sweep runs
+inside one ``shard_map`` over every process's devices, each holding its block of rows only
+(:class:`~ppclust.inference.subcluster_moves.RowShard`), while every device keeps the labels of all
+points (int32, in global row order: the one-process layout). Whatever reads rows is data parallel: the
+unlinked block's draw (each device its rows, the draws gathered), a proposal's responsibilities, sides,
+:math:`\log q` and new side's statistics (sums reduced), the end-of-sweep statistics; the few rows a
+sub-cluster fit, a peel or a colour class reads are sent by the devices holding them. Uniforms are keyed
+by global row (:func:`counter_uniform` of the row index), so the chain is the one-process XLA chain up to
+the order of the sums.
 
 Two backends (``sample(backend=...)``, :func:`numba_unsupported`), one chain. ``"xla"``: every pass in the
 jitted program (GPU, ``mesh``, other families). ``"numba"`` (the CPU default for float64
@@ -138,6 +147,7 @@ from ppclust.inference.gibbs import ChainResult, GibbsState, init, sweep_info
 from ppclust.inference.sampler_config import PQ_MODES, SamplerConfig
 from ppclust.inference.subcluster_moves import (
     MoveProblem,
+    RowShard,
     counter_seed,
     counter_uniform,
     log_joint_given,
@@ -160,6 +170,7 @@ __all__ = [
     "numba_unsupported",
     "step",
     "sample",
+    "sample_process_rows",
 ]
 
 #: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
@@ -443,9 +454,11 @@ def _label_step(key, labels, sizes, problem: MoveProblem, colouring, log_pi, the
     colour classes (gathered rows, few) in XLA on both. ``problem``: the data, links, family, the new
     ``p, q``, the backend, the wired data and the number of points
     (:class:`~ppclust.inference.subcluster_moves.MoveProblem`): bucket padding rows (from ``n_valid`` on)
-    are kept like linked points, in no sub-block's count nor colour class."""
-    x, links, family, _, _, p, q, backend, xw, n_valid = problem
-    n = x.shape[0]
+    are kept like linked points, in no sub-block's count nor colour class. With ``problem.rows`` (rows
+    spread over devices, :func:`sample_process_rows`) each device draws its rows of the unlinked block and
+    the draws are gathered into every point's labels; the rest runs on every device alike."""
+    x, links, family, _, _, p, q, backend, xw, n_valid, rows = problem
+    n = labels.shape[0]
     k_max = sizes.shape[0]
     active = sizes > 0
     log_pi = jnp.where(active, log_pi, -jnp.inf)
@@ -460,6 +473,14 @@ def _label_step(key, labels, sizes, problem: MoveProblem, colouring, log_pi, the
         draw, cnt = _subcluster_draw_cpu.draw_block(
             x, keep, labels, log_pi, theta, seed, family, _DRAW_CUT, xw, n_valid
         )
+    elif rows is not None:  # this device's rows, their uniforms keyed by global row: as in one process
+        u = counter_uniform(seed, rows.rid, x.dtype)
+        lab_l = rows.local(labels)
+        b = x.shape[0]
+        draw_l, cnt = _fused_draw(
+            x, u, rows.local(keep, True), lab_l, family, log_pi, theta, min(_DRAW_CHUNK, b)
+        )
+        draw = rows.to_global(draw_l, labels)
     else:
         u = counter_uniform(seed, jnp.arange(n), x.dtype)
         draw, cnt = _block_draw(x, u, keep, labels, family, log_pi, theta, mesh)
@@ -474,7 +495,8 @@ def _label_step(key, labels, sizes, problem: MoveProblem, colouring, log_pi, the
         real = idx < n
         ii = jnp.where(real, idx, 0)
         f, s, _, _, _ = link_counts(labels[links.nbr[ii]], links.sgn[ii], links.wgt[ii], k_max)
-        logw = loglik_matrix(family, theta, x[ii]) + log_pi  # the class's rows only (gathered)
+        x_c = x[ii] if rows is None else rows.take(ii)
+        logw = loglik_matrix(family, theta, x_c) + log_pi  # the class's rows only (gathered)
         zc = _draw_rows(logw + f * xi1 - s * xi2, counter_uniform(seed, ii, x.dtype)).astype(labels.dtype)
         old = labels[ii]
         w = real.astype(sizes.dtype)
@@ -525,7 +547,9 @@ def step(
     Parameters
     ----------
     key, state, x, links :
-        As :func:`ppclust.inference.gibbs.step`.
+        As :func:`ppclust.inference.gibbs.step`; ``x`` may also be a
+        :class:`~ppclust.inference.subcluster_moves.RowShard` (inside :func:`sample_process_rows`'
+        ``shard_map``: this device's rows, the labels those of every point).
     colouring : :class:`Colouring`
         The link graph's colour classes (:func:`colour_links`).
     family, prior :
@@ -566,7 +590,10 @@ def step(
     """
     cfg = (SamplerConfig(n_moves=1, backend="xla") if config is None else config).with_options(**options)
     pq, n_moves, sample_alpha, mesh = cfg.pq, cfg.n_moves, cfg.sample_alpha, cfg.mesh
-    backend = resolve_backend(cfg.backend, numba_unsupported(family, x.dtype, mesh))
+    rows = None
+    if isinstance(x, RowShard):  # rows spread over devices (sample_process_rows): x is this device's rows
+        rows, x = x, x.x
+    backend = resolve_backend(cfg.backend, numba_unsupported(family, x.dtype, mesh, rows is not None))
     n = x.shape[0]
     if backend == "numba" and x_wired is None:
         x_wired = _callback.wired(x)
@@ -583,7 +610,7 @@ def step(
             # the bytes; the same draws (tests/inference/test_subcluster_cpu.py: numba chain == xla chain)
         index = _cluster_index.cluster_index(labels, k_max)
 
-    problem = MoveProblem(x, links, family, prior_now, pq, state.p, state.q, backend, x_wired, n_valid)
+    problem = MoveProblem(x, links, family, prior_now, pq, state.p, state.q, backend, x_wired, n_valid, rows)
 
     def one(carry, k):
         labels, lj, stats, counts, full, index = carry
@@ -650,7 +677,10 @@ def step(
     if chain_axis is not None:  # one width for all chains: an unbatched index, one branch runs
         branch = jax.lax.pmax(branch, chain_axis)
     labels = jax.lax.switch(branch, [block(w) for w in widths], labels)
-    if mesh is not None:  # the points' and the links' sums per device, reduced with psum
+    if rows is not None:  # every device's rows' sums, reduced; the links' counts from every point's labels
+        stats = rows.stats(family, rows.local(labels, k_max), k_max)
+        counts = pair_counts(labels, links).astype(x.dtype)
+    elif mesh is not None:  # the points' and the links' sums per device, reduced with psum
         stats, counts = _sharded_stats_counts(x, labels, links, family, k_max, mesh)
     else:
         if backend == "numba":  # at every d: XLA's segment sums run as three unfused scatters, and the
@@ -670,7 +700,7 @@ def step(
     return new, moves
 
 
-def numba_unsupported(family, dtype, mesh=None) -> str | None:
+def numba_unsupported(family, dtype, mesh=None, rows=False) -> str | None:
     """Why the compiled passes (:mod:`ppclust.inference._subcluster_cpu`) cannot run this problem, or None:
     they need numba, one device (no ``mesh``) and a float64 :class:`~ppclust.families.GaussianNIW` family
     (the argument ``unsupported`` of :func:`ppclust.inference.backend.resolve_backend`).
@@ -683,6 +713,8 @@ def numba_unsupported(family, dtype, mesh=None) -> str | None:
         Float type of the data.
     mesh : jax.sharding.Mesh or None, default=None
         The data mesh, if any.
+    rows : bool, default=False
+        Rows spread over processes (:func:`sample_process_rows`).
 
     Examples
     --------
@@ -691,6 +723,10 @@ def numba_unsupported(family, dtype, mesh=None) -> str | None:
     >>> numba_unsupported(GaussianNIW.default(jnp.eye(3)), jnp.float32) is None
     False
     """
+    if rows:
+        return (
+            "of the sub-cluster sampler needs every row in one process (rows spread over processes run XLA)"
+        )
     if mesh is not None or not _subcluster_cpu.supports(family, dtype):
         return (
             "of the sub-cluster sampler needs numba, one device (no mesh) and a float64 GaussianNIW "
@@ -833,16 +869,203 @@ def sample(
     )
 
 
+def sample_process_rows(
+    key,
+    x,
+    links: Links,
+    family,
+    prior: TVClustPrior = TVClustPrior(),
+    config: SamplerConfig = None,
+    *,
+    init_labels=None,
+    **options,
+) -> ChainResult:
+    """:func:`sample` on rows spread over processes (:mod:`ppclust.distributed`); call it on every process
+    with the same arguments.
+
+    Every device draws the labels of its own rows in the label step and sums its rows' statistics (reduced
+    over the processes), and every process keeps the labels of all points (int32 per point, a point's link
+    term reads its partners' labels), so the moves, ``p, q`` and alpha are decided alike everywhere; the
+    split/merge fit gathers only its subsamples' rows. Uniforms are keyed by global row, so the chains are
+    those of :func:`sample` with ``backend="xla"`` on all the rows in one process, up to the order of
+    floating-point sums.
+
+    Parameters
+    ----------
+    key :
+        As :func:`sample` (the same on every process).
+    x : jax.Array of shape (P * block, d)
+        The global rows (:func:`ppclust.distributed.process_rows`).
+    links : Links
+        Every link, by *global* row index (``make_links(n, ...)`` with ``n`` all the points; the same on
+        every process).
+    family, prior :
+        As :func:`sample` (the same on every process).
+    config : :class:`~ppclust.inference.sampler_config.SamplerConfig` or None, default=None
+        As :func:`sample`; ``mesh`` must be None and ``backend`` "auto" or "xla" (the run is XLA).
+    init_labels : array-like of int of shape (n,) or None, default=None
+        Starting labels of every point in global row order (None: one cluster).
+
+    Returns
+    -------
+    ChainResult
+        As :func:`sample`, but ``labels`` (when stored) is a global array of shape ``(P * block, n_chains,
+        n_draws)`` with ``x``'s row sharding (:func:`ppclust.distributed.local` gives this process's rows)
+        and ``state.labels`` holds every point's final labels (n_pad, global row order, bucket padding last).
+
+    Raises
+    ------
+    KMaxExhaustedError
+        When a split was proposed with all ``k_max`` slots occupied.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust import distributed
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import make_links
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [4.0, 4.0], [4.1, 3.9]])
+    >>> xg = distributed.process_rows(X)  # one process here: the same code runs on every process
+    >>> res = sample_process_rows(jax.random.key(0), xg, make_links(4, [[0, 1]], [1]),
+    ...                           GaussianNIW.default(X), n_draws=2, n_warmup=2, n_chains=1, k_max=4)
+    >>> distributed.local(res.labels).shape
+    (4, 1, 2)
+    """
+    from ppclust import _devices
+
+    cfg = (SamplerConfig() if config is None else config).with_options(**options)
+    cfg.check_unused(
+        ("algorithm", "partition", "devices", "chunk", "desc", "mesh"), "subcluster.sample_process_rows"
+    )
+    if cfg.pq not in PQ_MODES:
+        raise ValueError(f"pq must be one of {PQ_MODES}, got {cfg.pq!r}")
+    if cfg.n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {cfg.n_draws}")
+    resolve_backend(
+        "xla" if cfg.backend == "auto" else cfg.backend, numba_unsupported(family, x.dtype, rows=True)
+    )
+    layout = _devices.layout_of(x)
+    n, k_max, me = layout.n, int(cfg.k_max), jax.process_index()
+    n_pad = bucket_size(n, minimum=_ROWS_MIN)
+    host = lambda tree: jax.tree.map(np.asarray, tree)  # noqa: E731  (replicated inputs: host arrays)
+    colouring = host(_bucketed_colouring(colour_links(links, n), n, n_pad))
+    links = Links(*pad_links(links, n_pad))
+    lab = np.zeros(n, np.int32) if init_labels is None else np.asarray(init_labels, np.int32)
+    lab = _pad_labels(lab, n_pad, k_max)
+    lo = layout.offsets[me]
+    rid = _devices.from_process_rows(np.arange(lo, lo + layout.counts[me], dtype=np.int32), layout, n_pad)
+    pos = np.full(n_pad, -1, np.int32)
+    pos[:n] = layout.positions(np.arange(n))
+    keys = jax.random.split(jax.random.fold_in(key, 0), int(cfg.n_chains))
+    run_cfg = SamplerConfig(
+        n_draws=int(cfg.n_draws),
+        n_warmup=int(cfg.n_warmup),
+        thin=int(cfg.thin),
+        pq=cfg.pq,
+        n_moves=int(cfg.n_moves),
+        sample_alpha=bool(cfg.sample_alpha),
+        store_labels=bool(cfg.store_labels),
+        backend="xla",
+    )
+    start = (lab, np.float64(cfg.p), np.float64(cfg.q), np.float64(prior.alpha))
+    data = (links, colouring, family, prior, cfg.alpha_shape, cfg.alpha_rate, np.int32(n))
+    run = partial(
+        _run_rows,
+        keys,
+        start,
+        (x, rid, pos),
+        data,
+        config=run_cfg,
+        k_max=k_max,
+        mesh=_devices.global_mesh(),
+    )
+    state, (lab_out, info) = _progress.run(run)
+    info, state = jax.tree.map(np.asarray, (info, state))
+    if bool(np.any(state.overflow)):
+        raise KMaxExhaustedError(
+            f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
+            f"increase k_max (at most n={n} is ever needed) or lower alpha."
+        )
+    if lab_out is not None:
+        lab_out = _devices.register_layout(lab_out, layout)
+    return ChainResult(
+        labels=lab_out,
+        n_clusters=info.n_clusters,
+        log_joint=info.log_joint,
+        p=info.p,
+        q=info.q,
+        alpha=info.alpha,
+        state=state,
+    )
+
+
+@partial(jax.jit, static_argnames=("config", "k_max", "mesh"))
+def _run_rows(keys, start, rows_data, data, *, config, k_max, mesh):
+    """The chains of :func:`sample_process_rows`: one ``shard_map`` over the ``"data"`` axis of every
+    process's devices, each device its block of rows (:class:`~ppclust.inference.subcluster_moves.RowShard`),
+    everything else replicated."""
+    from jax.sharding import PartitionSpec as P
+
+    from ppclust._devices import AXIS
+
+    links, colouring, family, prior, alpha_shape, alpha_rate, n_valid = data
+    cfg = config.with_options(alpha_shape=alpha_shape, alpha_rate=alpha_rate)
+
+    def per_device(keys, start, x, rid, pos):
+        rows = RowShard(x, rid, pos)
+        lab, p, q, alpha = start
+        one = GibbsState(
+            lab,
+            rows.stats(family, rows.local(lab, k_max), k_max),
+            pair_counts(lab, links).astype(x.dtype),
+            jnp.asarray(p, x.dtype),
+            jnp.asarray(q, x.dtype),
+            jnp.asarray(alpha, x.dtype),
+            jnp.asarray(False),
+            None,
+        )
+        state = jax.tree.map(lambda a: jnp.broadcast_to(a, (keys.shape[0],) + a.shape), one)
+
+        def sweep(key, st, **more):
+            return step(key, st, rows, links, colouring, family, prior, cfg, n_valid=n_valid, **more)[0]
+
+        state, (lab_out, info) = _chains(
+            keys, state, sweep, (family, prior), config, _AGREE_WIDTH, kept=rows.local
+        )
+        if lab_out is not None:  # (n_chains, n_draws, b) -> this device's rows first
+            lab_out = jnp.moveaxis(lab_out, -1, 0)
+        return state, (lab_out, info)
+
+    rows_spec = P(AXIS) if config.store_labels else None
+    return jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P(), P(AXIS), P(AXIS), P()),
+        out_specs=(P(), (rows_spec, P())),
+        check_vma=False,
+    )(keys, start, *rows_data)
+
+
 @partial(jax.jit, static_argnames=("config", "agree_width"))
 def _run(keys, state, data, *, config, agree_width=True, x_token=None):
     x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid = data
-    n_warmup, n_samples, thin = config.n_warmup, config.n_draws, config.thin
     kw = dict(config=config.with_options(alpha_shape=alpha_shape, alpha_rate=alpha_rate), n_valid=n_valid)
     if config.backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
         kw["x_wired"] = _callback.wired(x, x_token)
 
-    def sweep(key, st):
-        return step(key, st, x, links, colouring, family, prior, **kw)[0]
+    def sweep(key, st, **more):
+        return step(key, st, x, links, colouring, family, prior, **kw, **more)[0]
+
+    return _chains(keys, state, sweep, (family, prior), config, agree_width)
+
+
+def _chains(keys, state, sweep, model, config, agree_width, kept=None):
+    """The chains of :func:`_run` (and of :func:`_run_rows`): ``sweep(key, state, **more)`` one sweep,
+    ``model`` the ``(family, prior)`` of the draws' summaries, ``kept`` what a kept draw stores of the labels
+    (None: all of them)."""
+    family, prior = model
+    n_warmup, n_samples, thin = config.n_warmup, config.n_draws, config.thin
+    more = {}
 
     def chain(key, st):
         # `step` appears once in the program (compile time): draw j runs its sweeps t in [lo, hi), the
@@ -850,8 +1073,11 @@ def _run(keys, state, data, *, config, agree_width=True, x_token=None):
         def body(s, inp):
             k, j = inp
             lo = jnp.where(j == 0, -n_warmup, 0)
-            s = jax.lax.fori_loop(lo, thin, lambda t, s_: sweep(jax.random.fold_in(k, t + n_warmup), s_), s)
-            return s, (s.labels if config.store_labels else None, sweep_info(s, family, prior, config.pq))
+            s = jax.lax.fori_loop(
+                lo, thin, lambda t, s_: sweep(jax.random.fold_in(k, t + n_warmup), s_, **more), s
+            )
+            lab = (s.labels if kept is None else kept(s.labels)) if config.store_labels else None
+            return s, (lab, sweep_info(s, family, prior, config.pq))
 
         return jax.lax.scan(body, st, (jax.random.split(key, n_samples), jnp.arange(n_samples)))
 
@@ -860,5 +1086,5 @@ def _run(keys, state, data, *, config, agree_width=True, x_token=None):
         out = chain(keys[0], jax.tree.map(lambda a: a[0], state))
         return jax.tree.map(lambda a: a[None], out)
     if agree_width:  # several chains: they agree on one width per sweep (see `step`)
-        kw["chain_axis"] = _CHAINS
+        more["chain_axis"] = _CHAINS
     return jax.vmap(chain, axis_name=_CHAINS)(keys, state)

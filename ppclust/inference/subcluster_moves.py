@@ -118,6 +118,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from ppclust._devices import AXIS
 from ppclust.families import GaussianNIW
 from ppclust.inference import _subcluster_cpu, _subcluster_move_cpu
 from ppclust.models.tvclust import log_joint_from_stats
@@ -126,6 +127,7 @@ from ppclust.sideinfo import pair_counts
 __all__ = [
     "MoveInfo",
     "MoveProblem",
+    "RowShard",
     "SubFit",
     "subcluster_responsibilities",
     "propose",
@@ -240,6 +242,10 @@ class MoveProblem(NamedTuple):
         The points among the rows of ``x``: rows ``n_valid ..`` are bucket padding (label ``k_max``, in no
         cluster; :mod:`ppclust._buckets`), and the sub-cluster fit's subsample sizes count the points
         only. None: every row is a point.
+    rows : RowShard or None, default=None
+        Rows spread over processes (:class:`RowShard`, inside the sampler's ``shard_map``): ``x`` is then
+        this device's block of rows, and the labels (of every point, replicated) are indexed by global
+        row. None: ``x`` holds every row.
 
     Examples
     --------
@@ -267,6 +273,66 @@ class MoveProblem(NamedTuple):
     backend: str = "xla"
     xw: object = None
     n_valid: object = None
+    rows: object = None
+
+
+class RowShard(NamedTuple):
+    """One device's rows of a data set spread over processes, inside a ``shard_map`` over the ``"data"``
+    axis (:func:`ppclust.inference.subcluster.sample_process_rows`).
+
+    The sampler keeps the labels of every point on every device (int32, indexed by global row ``0 .. n_pad
+    - 1``, bucket padding after the ``n`` points, as in a one-process fit); only the rows of ``x`` stay
+    where they are. The methods are the few ways the moves and the label step reach rows: gather given
+    rows (:meth:`take`), this device's part of a per-point array (:meth:`local`), a per-row result back
+    to every point (:meth:`to_global`), and sums over devices (:meth:`sum`, :meth:`stats`). Each row is
+    held by one device, so a gather or a scatter sums one value and zeros: exact.
+
+    Attributes
+    ----------
+    x : jax.Array of shape (b, d)
+        This device's block of rows (padding rows: zeros).
+    rid : jax.Array of int32 of shape (b,)
+        The global row of each (padding rows: ``n_pad``, outside every per-point array).
+    pos : jax.Array of int32 of shape (n_pad,)
+        The position of every global row in the sharded array (bucket padding rows: -1).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> rows = RowShard(jnp.zeros((4, 2)), jnp.arange(4, dtype=jnp.int32), jnp.arange(4, dtype=jnp.int32))
+    >>> rows.local(jnp.array([5, 6, 7, 8])).tolist()
+    [5, 6, 7, 8]
+    """
+
+    x: jax.Array
+    rid: jax.Array
+    pos: jax.Array
+
+    def local(self, values, fill=0):
+        """This device's rows of a per-point array ``values`` (n_pad, ...); ``fill`` on padding rows."""
+        return values.at[self.rid].get(mode="fill", fill_value=fill)
+
+    def sum(self, value):
+        """The sum over every device of ``value`` (``psum`` over the ``"data"`` axis)."""
+        return jax.lax.psum(value, AXIS)
+
+    def take(self, idx):
+        """The rows of global rows ``idx`` (...,) as (..., d), on every device (the one holding each
+        row sends it, the others zeros)."""
+        b = self.x.shape[0]
+        loc = self.pos[idx] - jax.lax.axis_index(AXIS) * b
+        mine = (loc >= 0) & (loc < b)
+        return self.sum(jnp.where(mine[..., None], self.x[jnp.clip(loc, 0, b - 1)], 0.0))
+
+    def to_global(self, values, default):
+        """Per-point array from every device's per-row ``values`` (b,); ``default`` (n_pad,) on the bucket
+        padding rows."""
+        out = jnp.zeros(default.shape, jnp.int32).at[self.rid].set(values.astype(jnp.int32), mode="drop")
+        return jnp.where(self.pos >= 0, self.sum(out), default).astype(default.dtype)
+
+    def stats(self, family, labels, k_max, w=None):
+        """``family.stats`` of every device's rows with their ``labels`` (b,) (sums reduced over devices)."""
+        return family.stats(self.x, labels, k_max, w, reduce=self.sum)
 
 
 class MoveInfo(NamedTuple):
@@ -433,14 +499,20 @@ def subcluster_responsibilities(key, x, mask, family, in_a=None, from_pieces=Fal
     return fit._replace(log_r=log_r, log_1r=log_1r)
 
 
-def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all=None, n_valid=None):
+def _subcluster_fit(
+    key, x, mask, family, in_a=None, from_pieces=False, pick_all=None, n_valid=None, take=None
+):
     """Steps 1-3 of :func:`subcluster_responsibilities` on the subsamples (everything but the final O(n)
     pass): ``(fit, theta, log_weights)`` with ``fit`` a :class:`SubFit` whose ``log_r, log_1r`` are
     placeholders. ``pick_all``: None (uniform points of ``mask``, of ``mask & in_a`` and of ``mask & ~in_a``
     from cumulative counts here) or a function ``(u, u_lab) -> ((idx, count), (li, count), (ia, n_a), (ib,
     n_b))`` giving the same points: of C from the uniforms ``u`` and ``u_lab``, of A and of B from
     ``u_lab`` (the compiled twin :func:`ppclust.inference._subcluster_cpu.pick_subsamples`, all four in one
-    visit of the labels). ``n_valid``: as :func:`subcluster_responsibilities`."""
+    visit of the labels). ``n_valid``: as :func:`subcluster_responsibilities`. ``take``: None (rows of
+    ``x`` by index) or a function giving them (:meth:`RowShard.take`; ``x`` then only carries the shape
+    and dtype of all rows)."""
+    if take is None:
+        take = lambda i: x[i]  # noqa: E731
     if pick_all is None:
         members = {"C": lambda: mask, "A": lambda: mask & in_a, "B": lambda: mask & ~in_a}
         cums = {}  # each cumulative count once ("C" serves both subsamples)
@@ -472,7 +544,7 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
     else:
         picked = pick_all(u, u_lab)
     idx, count = picked[0]
-    xs = x[idx]
+    xs = take(idx)
     side = (jnp.sum((xs - xs[0]) ** 2, -1) > jnp.sum((xs - xs[1]) ** 2, -1)).astype(jnp.int32)
     w = jnp.broadcast_to(jnp.asarray(count > 0, x.dtype), (m,))
     if sub_ok is not None:
@@ -494,7 +566,8 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
         (ia, n_a), (ib, n_b) = picked[2], picked[3]
         from_a = jax.random.uniform(k_ab, (ml,), dtype=x.dtype) < _beta_a(n_a, n_b)
         li = jnp.where(from_pieces, jnp.where(from_a, ia, ib), li)
-    ll = loglik_matrix(family, theta_em, x[li]) + lw_em
+    x_lab = take(li)
+    ll = loglik_matrix(family, theta_em, x_lab) + lw_em
     em = ll[:, 0] < ll[:, 1]  # the EM sides of the labelled points
     k_ones = jax.random.randint(k_bits, (), 0, ml_n + 1)  # a uniform count, then a uniform subset of it
     u_sub = jax.random.uniform(jax.random.fold_in(k_bits, 1), (ml,), dtype=x.dtype)
@@ -507,7 +580,7 @@ def _subcluster_fit(key, x, mask, family, in_a=None, from_pieces=False, pick_all
         y = jnp.where(from_pieces, y_pieces, y)
     n_c = count.astype(x.dtype)
     w_lab = jnp.broadcast_to(n_c / ml_n, (ml,))
-    st = _two_slot_stats(family, x[li], y.astype(jnp.int32), w_lab if lab_ok is None else w_lab * lab_ok)
+    st = _two_slot_stats(family, x_lab, y.astype(jnp.int32), w_lab if lab_ok is None else w_lab * lab_ok)
     theta = family.sample_posterior(k_fit, st)
     log_h = _log_h(y, em, lab_ok) - ml_n * jnp.log(jnp.maximum(n_c, 1.0))
     empty = jnp.zeros((0,), x.dtype)
@@ -629,11 +702,14 @@ def counter_uniform(seed, idx, dtype):
     return ((a >> 8).astype(dtype) + 0.5) * (2.0**-24)
 
 
-def _log_q_pair(log_r, log_1r, mask, in_a):
-    """log q({A, B} | C): both orientations of the unordered bipartition (A = mask & in_a)."""
+def _log_q_pair(log_r, log_1r, mask, in_a, reduce=None):
+    """log q({A, B} | C): both orientations of the unordered bipartition (A = mask & in_a); ``reduce``:
+    the sum over devices of the two orientations' sums (rows spread over devices)."""
     ina, inb = mask & in_a, mask & ~in_a
     o1 = jnp.where(ina, log_r, 0.0).sum() + jnp.where(inb, log_1r, 0.0).sum()
     o2 = jnp.where(ina, log_1r, 0.0).sum() + jnp.where(inb, log_r, 0.0).sum()
+    if reduce is not None:
+        o1, o2 = reduce(jnp.stack([o1, o2]))
     return jnp.logaddexp(o1, o2)
 
 
@@ -825,13 +901,14 @@ def propose(key, is_split, labels, stats, x, family, backend="xla"):
     return _propose(key, is_split, labels, stats, x, family, backend)[:5]
 
 
-def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None, n_valid=None):
+def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=None, n_valid=None, rows=None):
     """:func:`propose`, plus the split side B's statistics when the compiled twin computed them (else
     None). ``xw``: ``x`` as the compiled twins take it (:func:`ppclust.inference._callback.wired`),
     made once per chain (else per call); ``index``: the sweep's
     :class:`~ppclust.inference._cluster_index.ClusterIndex` (numba: the twins visit the points of the
     chosen clusters only; None: all n); ``n_valid``: the points among the rows of ``x`` (the rest is
-    bucket padding, :func:`subcluster_responsibilities`)."""
+    bucket padding, :func:`subcluster_responsibilities`); ``rows``: a :class:`RowShard` (``x`` its rows,
+    ``labels`` those of every point), the split side B's statistics then reduced over devices."""
     k_a, k_b, k_sub, k_side, k_mix, k_nb = jax.random.split(key, 6)
     sizes = stats.n
     active = sizes > 0
@@ -858,6 +935,22 @@ def _propose(key, is_split, labels, stats, x, family, backend, xw=None, index=No
         proposal, log_q, n_c, n_a, side_b = _subcluster_move_cpu.move(
             x, labels, slots, theta, lw, side_seed, family, _LOGIT_CLIP, xw, index
         )
+    elif rows is not None:  # rows spread over devices: the fit's subsamples gathered, the O(n) pass local
+        mask = jnp.where(is_split, in_a, in_a | (labels == cb))
+        shape = jax.ShapeDtypeStruct((labels.shape[0], x.shape[1]), x.dtype)
+        fit, theta, lw = _subcluster_fit(
+            k_sub, shape, mask, family, in_a, jnp.logical_not(is_split), n_valid=n_valid, take=rows.take
+        )
+        log_r, log_1r = _responsibilities(family, theta, lw, rows.x)
+        u = counter_uniform(side_seed, rows.rid, x.dtype)  # keyed by global row: as in one process
+        mask_l, in_a_l = rows.local(mask, False), rows.local(in_a, False)
+        side_l = jnp.where(is_split, jnp.log(u) < log_r, in_a_l)
+        n_c, n_a = mask.sum(), rows.sum((mask_l & side_l).sum())
+        target = jnp.where(is_split, new, ca).astype(labels.dtype)
+        proposal = rows.to_global(jnp.where(mask_l & ~side_l, target, rows.local(labels)), labels)
+        log_q = _log_q_pair(log_r, log_1r, mask_l, side_l, rows.sum)
+        in_b = (rows.local(proposal, -1) == new).astype(x.dtype)  # the split's new slot (padding: -1)
+        side_b = rows.stats(family, jnp.zeros(rows.rid.shape, jnp.int32), 1, in_b)
     else:
         mask = jnp.where(is_split, in_a, in_a | (labels == cb))
         fit = subcluster_responsibilities(k_sub, x, mask, family, in_a, jnp.logical_not(is_split), n_valid)
@@ -916,12 +1009,12 @@ def split_merge_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     >>> labels.shape
     (4,)
     """
-    x, links, family, prior, pq, p, q, backend, xw, n_valid = problem
+    x, links, family, prior, pq, p, q, backend, xw, n_valid, rows = problem
     k_type, k_prop, k_acc = jax.random.split(key, 3)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     n_act = (stats.n > 0).sum()
     prop, log_q, ok, full, (a, b), side_b = _propose(
-        k_prop, is_split, labels, stats, x, family, backend, xw, index, n_valid
+        k_prop, is_split, labels, stats, x, family, backend, xw, index, n_valid, rows
     )
     st_new = _proposal_stats(family, stats, x, is_split, prop, a, b, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
@@ -1044,6 +1137,7 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     (4,)
     """
     x, links, family, prior, pq, p, q, backend = problem[:8]
+    take = (lambda i: x[i]) if problem.rows is None else problem.rows.take  # noqa: E731
     k_type, k_c, k_i, k_s, k_nb, k_acc = jax.random.split(key, 6)
     is_split = jax.random.uniform(k_type, dtype=x.dtype) < 0.5
     active = stats.n > 0
@@ -1067,7 +1161,7 @@ def peel_absorb_move(key, labels, lj, stats, counts, problem: MoveProblem, index
     to = jnp.where(is_split, new, c_abs).astype(labels.dtype)
     prop = labels.at[i_sel].set(to)  # (an invalid absorb moves one point of a non-singleton: rejected)
     # a peel's new slot holds the one point: its statistics are that point's (families that pool)
-    side_b = family.weighted_stats(x[i_sel][None], jnp.ones((1,), x.dtype)) if _pools(family) else None
+    side_b = family.weighted_stats(take(i_sel[None]), jnp.ones((1,), x.dtype)) if _pools(family) else None
     st_new = _proposal_stats(family, stats, x, is_split, prop, c, s, side_b)
     c_new = pair_counts(prop, links).astype(x.dtype)
     lj_new = log_joint_given(st_new, c_new, family, prior, pq, p, q)
