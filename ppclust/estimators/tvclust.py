@@ -441,13 +441,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         with x64():
             xj = jax.device_put(X)  # a transfer, not a program per shape
             links = make_links(n, side=side) if side.n_links else make_links(n)
-            nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
-            psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
-            kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)  # see the docstring
-            # host arrays put on the device: no program compiled per shape
-            family = GaussianNIW(
-                *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)), covariance_type
-            )
+            family = self._niw_family(d)
             key, key_init = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             init_labels = None
@@ -467,19 +461,7 @@ class TVClust(ClusterMixin, BaseEstimator):
             elif self.init == "kmeans++":
                 k0 = max(1, min(int(self.init_clusters), k_max // 2, n))
                 init_labels = hartigan.kmeanspp_partition(key_init, X, k0)
-            kw = dict(
-                init_labels=init_labels,
-                n_draws=int(self.n_draws),
-                n_warmup=int(self.n_warmup),
-                n_chains=int(self.n_chains),
-                thin=int(self.thin),
-                k_max=k_max,
-                pq=self.pq,
-                p=float(self.p),
-                q=float(self.q),
-                sample_alpha=bool(self.sample_alpha),
-                backend=self.backend,
-            )
+            kw = dict(init_labels=init_labels, **self._sampler_options(k_max))
             if self.algorithm == "subcluster":
                 res = subcluster.sample(
                     key,
@@ -512,6 +494,31 @@ class TVClust(ClusterMixin, BaseEstimator):
 
         posterior.check_convergence(self.posterior_, "TVClust", _ADVICE)
         return self
+
+    def _niw_family(self, d):
+        """The NIW cluster model of ``d`` features from ``nu0``, ``kappa0``, ``psi_scale`` (see the class
+        docstring); host arrays put on the device, so no program is compiled per shape."""
+        nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
+        psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
+        kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)
+        return GaussianNIW(
+            *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)), self.covariance_type
+        )
+
+    def _sampler_options(self, k_max):
+        """The sampler options both fit paths pass (draws, chains, p/q handling, backend)."""
+        return dict(
+            n_draws=int(self.n_draws),
+            n_warmup=int(self.n_warmup),
+            n_chains=int(self.n_chains),
+            thin=int(self.thin),
+            k_max=k_max,
+            pq=self.pq,
+            p=float(self.p),
+            q=float(self.q),
+            sample_alpha=bool(self.sample_alpha),
+            backend=self.backend,
+        )
 
     def _fit_process_rows(self, X, y, must_link, cannot_link):
         """``fit`` on rows spread over processes (:mod:`ppclust.distributed`): ``algorithm="subcluster"``
@@ -553,13 +560,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         prior = TVClustPrior(float(self.alpha), *self._link_prior(_link_mass(side)))
         with x64():
             links = make_links(n, side=side) if side.n_links else make_links(n)
-            nu0 = float(d + 2) if self.nu0 is None else float(self.nu0)
-            psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)
-            kappa0 = 0.01 if self.kappa0 is None else float(self.kappa0)
-            family = GaussianNIW(
-                *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)),
-                self.covariance_type,
-            )
+            family = self._niw_family(d)
             key, _ = jax.random.split(as_key(self.random_state))
             k_max = min(int(self.k_max), n)
             res = subcluster.sample_process_rows(
@@ -568,17 +569,8 @@ class TVClust(ClusterMixin, BaseEstimator):
                 links,
                 family,
                 prior,
-                n_draws=int(self.n_draws),
-                n_warmup=int(self.n_warmup),
-                n_chains=int(self.n_chains),
-                thin=int(self.thin),
-                k_max=k_max,
-                pq=self.pq,
-                p=float(self.p),
-                q=float(self.q),
-                sample_alpha=bool(self.sample_alpha),
-                backend=self.backend,
                 n_moves=int(self.subcluster_moves),
+                **self._sampler_options(k_max),
             )
         best = int(np.argmax(res.log_joint.ravel()))
         draws = _devices.local_rows(res.labels, lay)  # (n_i, n_chains, n_draws): this process's rows

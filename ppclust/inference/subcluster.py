@@ -851,15 +851,20 @@ def sample(
             state, out = _progress.run(run, x_token=token)
     else:
         state, out = _progress.run(run)
-    out = jax.device_get(out)
+    lab, info = jax.device_get(out)
+    return _chain_result(None if lab is None else np.asarray(lab, np.int32)[..., :n], info, state, k_max, n)
+
+
+def _chain_result(labels, info, state, k_max, n) -> ChainResult:
+    """The :class:`ChainResult` of a run's kept ``labels`` and sweep ``info`` (host arrays), after
+    checking that no split found every one of the ``k_max`` slots occupied."""
     if bool(np.any(np.asarray(state.overflow))):
         raise KMaxExhaustedError(
             f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
             f"increase k_max (at most n={n} is ever needed) or lower alpha."
         )
-    lab, info = out
     return ChainResult(
-        labels=None if lab is None else np.asarray(lab, np.int32)[..., :n],
+        labels=labels,
         n_clusters=np.asarray(info.n_clusters),
         log_joint=np.asarray(info.log_joint),
         p=np.asarray(info.p),
@@ -981,22 +986,8 @@ def sample_process_rows(
     )
     state, (lab_out, info) = _progress.run(run)
     info, state = jax.tree.map(np.asarray, (info, state))
-    if bool(np.any(state.overflow)):
-        raise KMaxExhaustedError(
-            f"k_max={k_max} cluster slots were exhausted (a split was proposed with every slot occupied); "
-            f"increase k_max (at most n={n} is ever needed) or lower alpha."
-        )
-    if lab_out is not None:
-        lab_out = _devices.register_layout(lab_out, layout)
-    return ChainResult(
-        labels=lab_out,
-        n_clusters=info.n_clusters,
-        log_joint=info.log_joint,
-        p=info.p,
-        q=info.q,
-        alpha=info.alpha,
-        state=state,
-    )
+    labels = None if lab_out is None else _devices.register_layout(lab_out, layout)
+    return _chain_result(labels, info, state, k_max, n)
 
 
 @partial(jax.jit, static_argnames=("config", "k_max", "mesh"))
