@@ -6,15 +6,21 @@ and how much device memory does it take.
 
 Sections:
 
-1. every registered estimator fitted on small data on the accelerator (XLA backends where an estimator
-   has a choice) and on the CPU, same seed: the adjusted Rand index of the two labelings (1 = same
-   partition);
-2. TVClust ``algorithm="subcluster"`` throughput (point-sweeps per second, from two fits that differ
-   only in their number of sweeps) at n = 10^7, d = 2 and n = 10^6, d = 32;
-3. one EM iteration (E-step and M-step of ppclust's EM functions) at N = 10^6, K = 1024, D = 128,
-   diagonal and full covariance, against Flash-GMM's published E-step (152 ms on one A100 at the same
-   sizes); the full-covariance iteration runs in row chunks (its E-step forms an (rows, K, D) array);
+1. ``em``: one EM iteration (E-step and M-step of ppclust's EM functions) at N = 10^6, K = 1024,
+   D = 128, diagonal and full covariance, float64 and float32, against Flash-GMM's published E-step
+   (152 ms on one A100 at the same sizes); the iteration runs in row chunks (the full-covariance E-step
+   forms a (rows, K, D) array);
+2. ``subcluster``: TVClust ``algorithm="subcluster"`` throughput (point-sweeps per second, from two
+   compiled fits that differ only in their number of sweeps, after untimed fits) at n = 10^7, d = 2
+   and n = 10^6, d = 32;
+3. ``agreement``: every registered estimator fitted on small data on the accelerator (XLA backends where
+   an estimator has a choice) and on the CPU, same seed: the adjusted Rand index of the two labelings
+   (1 = same partition); ``variants`` does the same for the non-default algorithms (TVClust explicit,
+   variational and sub-cluster; CEC-IB and C3L batch);
 4. peak device memory (``memory_stats()["peak_bytes_in_use"]`` where the device reports it).
+
+The results files are rewritten after every measurement, and ``--deadline`` skips what is left once
+that many seconds have passed, so a run cut short still leaves what it measured.
 
 Writes ``gpu_check.md`` and ``gpu_check.json`` to ``benchmarks/results/`` (``--out`` elsewhere).
 """
@@ -39,7 +45,7 @@ FLASH_GMM_ESTEP_MS = 152.0  # Flash-GMM, one A100, N = 10^6, K = 1024, D = 128 (
 FULL = {
     "agree_n": 600,
     "subcluster": [(10_000_000, 2), (1_000_000, 32)],
-    "sweeps": (2, 6),
+    "sweeps": (2, 12),
     "em": (1_000_000, 1024, 128),
     "em_chunk": 8192,
 }
@@ -80,10 +86,14 @@ def estimator_kwargs(cls):
     return {k: v for k, v in want.items() if k in keys}
 
 
-def fit_kwargs(method, cls, X, y, truth, ml, cl):
+# the non-default algorithms whose XLA path the ``variants`` section compares
+VARIANTS = {"tvclust": ("explicit", "variational", "subcluster"), "cecib": ("batch",), "c3l": ("batch",)}
+
+
+def fit_kwargs(method, cls, X, y, truth, ml, cl, links=True):
     params = inspect.signature(cls.fit).parameters
     kw = {}
-    if "must_link" in params:
+    if "must_link" in params and links:
         kw.update(must_link=ml, cannot_link=cl)
     elif method == "c3l":
         kw["partial_labels"] = np.where(y >= 0, (y > 0).astype(int), -1)
@@ -94,7 +104,8 @@ def fit_kwargs(method, cls, X, y, truth, ml, cl):
     return kw
 
 
-def check_agreement(n, accel, cpu, only=None):
+def check_agreement(n, accel, cpu, only=None, variants=False, on_row=None, out_of_time=None):
+    """ARI of the accelerator's and the CPU's labels, one row per estimator (or non-default algorithm)."""
     import jax
     from sklearn.metrics import adjusted_rand_score
 
@@ -105,34 +116,56 @@ def check_agreement(n, accel, cpu, only=None):
     for name, info in METHODS.items():
         if only and name not in only:
             continue
-        row = {"method": name}
-        try:
-            cls = info.load()
-            labels = {}
-            for where, dev in (("accel", accel), ("cpu", cpu)):
-                est = cls(**estimator_kwargs(cls))
-                with jax.default_device(dev):
-                    t0 = time.perf_counter()
-                    est.fit(X, **fit_kwargs(name, cls, X, y, truth, ml, cl))
-                    row[f"{where}_s"] = time.perf_counter() - t0
-                labels[where] = np.asarray(est.labels_)
-            row["ari"] = float(adjusted_rand_score(labels["cpu"], labels["accel"]))
-        except Exception as err:  # noqa: BLE001 - one estimator's failure is a finding, not the end
-            row["error"] = f"{type(err).__name__}: {err}"[:300]
-            traceback.print_exc()
-        rows.append(row)
+        algorithms = VARIANTS.get(name, ()) if variants else (None,)
+        for algorithm in algorithms:
+            row = {"method": name if algorithm is None else f"{name} ({algorithm})"}
+            if out_of_time is not None and out_of_time():
+                row["error"] = "skipped: deadline"
+                rows.append(row)
+                continue
+            try:
+                cls = info.load()
+                kwargs = estimator_kwargs(cls)
+                if algorithm is not None:
+                    kwargs["algorithm"] = algorithm
+                if algorithm == "variational":  # no draws, warm-up, chains or backend to set
+                    kwargs = {
+                        k: v
+                        for k, v in kwargs.items()
+                        if k not in ("n_draws", "n_warmup", "n_chains", "backend")
+                    }
+                labels = {}
+                for where, dev in (("accel", accel), ("cpu", cpu)):
+                    est = cls(**kwargs)
+                    fkw = fit_kwargs(name, cls, X, y, truth, ml, cl, links="links" in info.side_info)
+                    with jax.default_device(dev):
+                        t0 = time.perf_counter()
+                        est.fit(X, **fkw)
+                        row[f"{where}_s"] = time.perf_counter() - t0
+                    labels[where] = np.asarray(est.labels_)
+                row["ari"] = float(adjusted_rand_score(labels["cpu"], labels["accel"]))
+            except Exception as err:  # noqa: BLE001 - one estimator's failure is a finding, not the end
+                row["error"] = f"{type(err).__name__}: {err}"[:300]
+                traceback.print_exc()
+            rows.append(row)
+            if on_row is not None:
+                on_row(rows)
     return rows
 
 
-def subcluster_throughput(sizes, sweeps):
+def subcluster_throughput(sizes, sweeps, on_row=None, out_of_time=None):
+    """Seconds per sweep from two compiled fits that differ only in their sweeps (after untimed fits)."""
     from ppclust import TVClust
 
     out = []
     for n, d in sizes:
+        if out_of_time is not None and out_of_time():
+            out.append({"n": n, "d": d, "error": "skipped: deadline"})
+            continue
         rng = np.random.default_rng(1)
         X = rng.normal(size=(n, d)) + 6.0 * (np.arange(n) % 4)[:, None]
-        times = []
-        for s in sweeps:
+
+        def fit(s, X=X):
             est = TVClust(
                 algorithm="subcluster",
                 n_draws=s,
@@ -146,12 +179,25 @@ def subcluster_throughput(sizes, sweeps):
             )
             t0 = time.perf_counter()
             est.fit(X)
-            times.append(time.perf_counter() - t0)
+            return time.perf_counter() - t0, est
+
+        try:
+            # the number of draws is a shape of the compiled sampler: one untimed fit per sweep count first
+            first = [fit(s)[0] for s in sweeps]
+            times, est = [], None
+            for s in sweeps:
+                t, est = fit(s)
+                times.append(t)
+        except Exception as err:  # noqa: BLE001 - e.g. out of device memory: a finding, not the end
+            out.append({"n": n, "d": d, "error": f"{type(err).__name__}: {err}"[:300]})
+            traceback.print_exc()
+            continue
         per_sweep = max(times[1] - times[0], 1e-9) / (sweeps[1] - sweeps[0])
         out.append(
             {
                 "n": n,
                 "d": d,
+                "first_fit_s": first,
                 "seconds": times,
                 "sweeps": list(sweeps),
                 "s_per_sweep": per_sweep,
@@ -159,18 +205,22 @@ def subcluster_throughput(sizes, sweeps):
                 "n_clusters": int(est.n_clusters_),
             }
         )
+        if on_row is not None:
+            on_row(out)
     return out
 
 
-def em_iteration(N, K, D, cov_type, chunk):
+def em_iteration(N, K, D, cov_type, chunk, dtype="float64"):
     """Seconds of one EM iteration (E-step then M-step from the summed statistics), rows in chunks."""
+    import contextlib
+
     import jax
     import jax.numpy as jnp
 
     from ppclust._jax import x64
     from ppclust.inference import em
 
-    with x64():
+    with x64() if dtype == "float64" else contextlib.nullcontext():
         key = jax.random.key(0)
         x = jax.random.normal(key, (N, D))
         means = jax.random.normal(jax.random.key(1), (K, D))
@@ -211,11 +261,35 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", help="comma-separated registered methods to compare (default: all)")
     ap.add_argument(
         "--sections",
-        default="agreement,subcluster,em",
-        help="comma-separated sections to run (default: all three; the fast test skips subcluster)",
+        default="em,subcluster,agreement,variants",
+        help="comma-separated sections, run in this order (default: em,subcluster,agreement,variants)",
+    )
+    ap.add_argument(
+        "--combine",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="instead of measuring, merge earlier runs' gpu_check.json files (a later run's row replaces an "
+        "earlier row of the same method / size / covariance unless it was skipped) into --out",
+    )
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="seconds after which the measurements not yet started are skipped (default: none)",
     )
     args = ap.parse_args(argv)
-    sections = set(args.sections.split(","))
+    if args.combine:
+        res = combine([json.loads(f.read_text()) for f in args.combine])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
+        (args.out / "gpu_check.md").write_text(render(res))
+        print(render(res))
+        return 0
+    sections = args.sections.split(",")
+    unknown = set(sections) - {"em", "subcluster", "agreement", "variants"}
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}")
     import jax
 
     sizes = REDUCED if args.reduced else FULL
@@ -225,30 +299,106 @@ def main(argv=None) -> int:
         print("gpu_check: no accelerator (jax.devices() lists only CPUs); use --reduced", file=sys.stderr)
         return 2
     t_start = time.perf_counter()
-    res = {"machine": machine_info(), "device": str(accel), "reduced": bool(args.reduced), "sizes": sizes}
-    only = None if args.methods is None else set(args.methods.split(","))
-    res["agreement"] = check_agreement(sizes["agree_n"], accel, cpu, only) if "agreement" in sections else []
-    print(f"gpu_check: agreement done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
-    with jax.default_device(accel):
-        res["subcluster"] = (
-            subcluster_throughput(sizes["subcluster"], sizes["sweeps"]) if "subcluster" in sections else []
-        )
-        print(f"gpu_check: subcluster done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
-        N, K, D = sizes["em"]
-        res["em"] = [
-            {"N": N, "K": K, "D": D, "cov": c, "ms": 1e3 * em_iteration(N, K, D, c, sizes["em_chunk"])}
-            for c in ("diag", "full")
-            if "em" in sections
-        ]
-    for row in res["em"]:
-        row["ratio_to_flash_gmm_estep"] = row["ms"] / FLASH_GMM_ESTEP_MS
-    res["peak_bytes"] = peak_memory(accel)
-    res["seconds"] = time.perf_counter() - t_start
+
+    def out_of_time():
+        return args.deadline is not None and time.perf_counter() - t_start > args.deadline
+
+    res = {
+        "machine": machine_info(),
+        "device": str(accel),
+        "device_kind": getattr(accel, "device_kind", None),
+        "reduced": bool(args.reduced),
+        "sizes": sizes,
+        "agreement": [],
+        "subcluster": [],
+        "em": [],
+        "peak_bytes": None,
+        "seconds": 0.0,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
-    (args.out / "gpu_check.md").write_text(render(res))
+
+    def save(key=None, rows=None):
+        if key is not None:
+            res[key] = list(rows)
+        res["peak_bytes"] = peak_memory(accel)
+        res["seconds"] = time.perf_counter() - t_start
+        (args.out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
+        (args.out / "gpu_check.md").write_text(render(res))
+
+    only = None if args.methods is None else set(args.methods.split(","))
+    agreement = []
+    for section in sections:
+        if section in ("agreement", "variants"):
+            rows = check_agreement(
+                sizes["agree_n"],
+                accel,
+                cpu,
+                only,
+                variants=section == "variants",
+                on_row=lambda r, done=tuple(agreement): save("agreement", [*done, *r]),
+                out_of_time=out_of_time,
+            )
+            agreement += rows
+            save("agreement", agreement)
+        elif section == "subcluster":
+            with jax.default_device(accel):
+                rows = subcluster_throughput(
+                    sizes["subcluster"],
+                    sizes["sweeps"],
+                    on_row=lambda r: save("subcluster", r),
+                    out_of_time=out_of_time,
+                )
+            save("subcluster", rows)
+        elif section == "em":
+            N, K, D = sizes["em"]
+            rows = []
+            for dtype in ("float64", "float32"):
+                for c in ("diag", "full"):
+                    row = {"N": N, "K": K, "D": D, "cov": c, "dtype": dtype}
+                    if out_of_time():
+                        row["error"] = "skipped: deadline"
+                    else:
+                        try:
+                            with jax.default_device(accel):
+                                row["ms"] = 1e3 * em_iteration(N, K, D, c, sizes["em_chunk"], dtype)
+                            row["ratio_to_flash_gmm_estep"] = row["ms"] / FLASH_GMM_ESTEP_MS
+                        except Exception as err:  # noqa: BLE001 - e.g. out of device memory: a finding
+                            row["error"] = f"{type(err).__name__}: {err}"[:300]
+                            traceback.print_exc()
+                    rows.append(row)
+                    save("em", rows)
+        print(f"gpu_check: {section} done at {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
+    save()
     print(render(res))
     return 0
+
+
+_KEYS = {
+    "agreement": lambda r: r["method"],
+    "subcluster": lambda r: (r["n"], r["d"]),
+    "em": lambda r: (r["N"], r["K"], r["D"], r["cov"], r.get("dtype", "float64")),
+}
+
+
+def combine(runs):
+    """One result from several runs: rows keyed per section, a later run's measured row replacing an
+    earlier one; the machine line and run seconds of every run kept under ``runs``."""
+    out = {k: v for k, v in runs[0].items() if k not in _KEYS}
+    out["runs"] = [{"machine": r["machine"], "device": r["device"], "seconds": r["seconds"]} for r in runs]
+    for section, key in _KEYS.items():
+        rows = {}
+        for run in runs:
+            for row in run.get(section, []):
+                if key(row) not in rows or not row.get("error", "").startswith("skipped"):
+                    rows[key(row)] = row
+        out[section] = list(rows.values())
+    out["peak_bytes"] = max((r["peak_bytes"] or 0 for r in runs), default=0) or None
+    out["seconds"] = sum(r["seconds"] for r in runs)
+    return out
+
+
+def _f(row, key, fmt):
+    return format(row[key], fmt) if key in row else "-"
 
 
 def render(res) -> str:
@@ -257,39 +407,55 @@ def render(res) -> str:
         "",
         f"{res['machine']} | device {res['device']}" + (" | REDUCED sizes on CPU" if res["reduced"] else ""),
         "",
+    ]
+    if len(res.get("runs", [])) > 1:
+        lines += [
+            f"Combined from {len(res['runs'])} runs (`--combine`); later rows replace earlier ones:",
+            "",
+        ]
+        lines += [f"- {r['machine']} | {r['seconds']:.0f} s" for r in res["runs"]] + [""]
+    lines += [
         "## XLA path on the device vs the CPU (small data, same seed)",
         "",
-        "| method | ARI device vs CPU | device s | CPU s | error |",
+        "| method | ARI device vs CPU | device s (first fit) | CPU s (first fit) | error |",
         "|---|---|---|---|---|",
     ]
     for r in res["agreement"]:
         lines.append(
-            f"| {r['method']} | {r.get('ari', float('nan')):.3f} | {r.get('accel_s', float('nan')):.2f} | "
-            f"{r.get('cpu_s', float('nan')):.2f} | {r.get('error', '')} |"
+            f"| {r['method']} | {_f(r, 'ari', '.3f')} | {_f(r, 'accel_s', '.2f')} | "
+            f"{_f(r, 'cpu_s', '.2f')} | {r.get('error', '')} |"
         )
     lines += [
         "",
         "## TVClust subcluster throughput",
         "",
-        "| n | d | s / sweep | point-sweeps / s |",
-        "|---|---|---|---|",
+        "| n | d | first fit s (compile + sweeps) | s / sweep | point-sweeps / s | clusters | error |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in res["subcluster"]:
-        lines.append(f"| {r['n']} | {r['d']} | {r['s_per_sweep']:.4f} | {r['point_sweeps_per_s']:.3g} |")
+        first = format(r["first_fit_s"][0], ".1f") if "first_fit_s" in r else "-"
+        lines.append(
+            f"| {r['n']} | {r['d']} | {first} | {_f(r, 's_per_sweep', '.4f')} | "
+            f"{_f(r, 'point_sweeps_per_s', '.3g')} | {r.get('n_clusters', '-')} | {r.get('error', '')} |"
+        )
     lines += [
         "",
         f"## One EM iteration vs Flash-GMM's E-step ({FLASH_GMM_ESTEP_MS:.0f} ms, one A100)",
         "",
-        "| N | K | D | covariance | ms / iteration (E + M, float64) | ratio to Flash-GMM E-step |",
-        "|---|---|---|---|---|---|",
+        "| N | K | D | covariance | dtype | ms / iteration (E + M) | ratio to Flash-GMM E-step | error |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in res["em"]:
         lines.append(
-            f"| {r['N']} | {r['K']} | {r['D']} | {r['cov']} | {r['ms']:.1f} | "
-            f"{r['ratio_to_flash_gmm_estep']:.2f} |"
+            f"| {r['N']} | {r['K']} | {r['D']} | {r['cov']} | {r.get('dtype', 'float64')} | "
+            f"{_f(r, 'ms', '.1f')} | {_f(r, 'ratio_to_flash_gmm_estep', '.2f')} | {r.get('error', '')} |"
         )
     peak = res["peak_bytes"]
-    lines += ["", f"Peak device memory: {'not reported' if peak is None else f'{peak / 2**30:.2f} GiB'}"]
+    peak_text = "not reported" if peak is None else f"{peak / 2**30:.2f} GiB"
+    lines += [
+        "",
+        f"Peak device memory{' (largest run)' if len(res.get('runs', [])) > 1 else ''}: {peak_text}",
+    ]
     lines += [f"Total: {res['seconds']:.0f} s", ""]
     return "\n".join(lines)
 

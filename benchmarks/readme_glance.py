@@ -2,8 +2,9 @@
 
 Reads ``reproduce/results/benefit.md`` (the side-information benefit panel's goal table) and
 ``reproduce/results/CLAIMS.md`` (the claim ledger), ``benchmarks/results/hartigan.md`` (the Hartigan engine
-against the authors' CEC-IB program) and ``benchmarks/results/subcluster.md`` (the sub-cluster sampler's
-throughput), and replaces the lines between
+against the authors' CEC-IB program), ``benchmarks/results/subcluster.md`` (the sub-cluster sampler's
+throughput) and ``benchmarks/results/gpu_check.json`` (the GPU check, when one has run), and replaces the
+lines between
 ``<!-- glance:start -->`` and ``<!-- glance:end -->`` in ``README.md``.
 
 Usage::
@@ -15,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import sys
@@ -75,6 +77,36 @@ def speed_rows() -> list[str]:
     rate = float(first[1].replace(",", "")) / 1e6
     ratio = re.search(r"/ numba collapsed: ([\d.]+)x", block).group(1)
     n = re.search(r"n = ([\d,]+), d = (\d+)", block)
+    return [*_base_speed_rows(rows, ratios, dims, rate, ratio, n), *gpu_rows()]
+
+
+def gpu_rows() -> list[str]:
+    """The GPU check's agreement count and sub-cluster throughput (none when no GPU check has run)."""
+    path = RESULTS / "gpu_check.json"
+    if not path.exists():
+        return []
+    res = json.loads(path.read_text())
+    if res.get("reduced"):
+        return []
+    agree = [r for r in res["agreement"] if "ari" in r]
+    same = sum(r["ari"] == 1.0 for r in agree)
+    device = f"one GPU ({res.get('device_kind') or res['device']})"
+    out = [
+        "| every estimator and algorithm on a GPU (XLA) against the CPU | "
+        f"{same} of {len(agree)} partitions identical (ARI 1) | {res['sizes']['agree_n']} points, same seed, "
+        f"{device} | `gpu_check.md` |"
+    ]
+    for r in res["subcluster"]:
+        if "point_sweeps_per_s" in r:
+            out.append(
+                f"| TVClust sub-cluster sampler on a GPU | {r['point_sweeps_per_s'] / 1e6:.1f} M "
+                f"point-updates/s | n = {r['n']:,}, d = {r['d']}, {device} | `gpu_check.md` |"
+            )
+            break
+    return out
+
+
+def _base_speed_rows(rows, ratios, dims, rate, ratio, n) -> list[str]:
     return [
         f"| CEC-IB / C3L Hartigan engine, CPU time against the authors' Java program | "
         f"{min(ratios):.1f}x-{max(ratios):.1f}x faster | {len(rows)} sizes, d = {dims[0]} ... {dims[-1]} | "

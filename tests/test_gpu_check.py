@@ -29,7 +29,12 @@ def _check(res, md):
     for row in res["agreement"]:
         assert "error" not in row, row
         assert row["ari"] == 1.0, row
-    assert [r["cov"] for r in res["em"]] == ["diag", "full"]
+    assert [(r["dtype"], r["cov"]) for r in res["em"]] == [
+        ("float64", "diag"),
+        ("float64", "full"),
+        ("float32", "diag"),
+        ("float32", "full"),
+    ]
     assert all(r["ms"] > 0 for r in res["em"])
     assert all(r["point_sweeps_per_s"] > 0 for r in res["subcluster"])
     assert "Flash-GMM" in md
@@ -46,7 +51,7 @@ def test_reduced_run_writes_its_sections(tmp_path):
 @pytest.mark.slow
 def test_reduced_run_of_every_estimator(tmp_path):
     res, md = _run(tmp_path, timeout=1800)
-    assert len(res["agreement"]) >= 9
+    assert len(res["agreement"]) >= 14  # nine estimators and five non-default algorithms
     _check(res, md)
 
 
@@ -61,3 +66,55 @@ def test_without_an_accelerator_the_full_run_refuses(tmp_path):
         timeout=300,
     )
     assert done.returncode == 2 and "--reduced" in done.stderr
+
+
+def test_combine_keeps_the_measured_rows_of_later_runs(tmp_path):
+    """Runs cut short by --deadline merge: a later measured row replaces a skipped one, a skipped row never
+    replaces a measured one, and the markdown lists every run."""
+
+    def run(machine, agreement, em, peak):
+        return {
+            "machine": machine,
+            "device": "cuda:0",
+            "reduced": False,
+            "sizes": {},
+            "agreement": agreement,
+            "subcluster": [],
+            "em": em,
+            "peak_bytes": peak,
+            "seconds": 10.0,
+        }
+
+    em_row = {"N": 4, "K": 2, "D": 1, "cov": "full", "dtype": "float64"}
+    first = run(
+        "m1",
+        [{"method": "a", "ari": 1.0}, {"method": "b", "error": "skipped: deadline"}],
+        [{**em_row, "ms": 9.0}],
+        2**30,
+    )
+    second = run(
+        "m2",
+        [{"method": "a", "error": "skipped: deadline"}, {"method": "b", "ari": 0.5}],
+        [{**em_row, "ms": 4.0}],
+        2**29,
+    )
+    paths = []
+    for i, r in enumerate((first, second)):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--combine", *map(str, paths), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads((out / "gpu_check.json").read_text())
+    assert {r["method"]: r.get("ari") for r in res["agreement"]} == {"a": 1.0, "b": 0.5}
+    assert [r["ms"] for r in res["em"]] == [4.0]
+    assert res["peak_bytes"] == 2**30 and res["seconds"] == 20.0
+    md = (out / "gpu_check.md").read_text()
+    assert "Combined from 2 runs" in md and "- m1" in md and "- m2" in md

@@ -89,13 +89,24 @@ def log_gaussian_prob(x, means, prec_chol, cov_type):
     return -0.5 * (d * LOG_2PI + maha) + log_det
 
 
+# elements of one block's (components, n, d) temporary in the traced per-component loop (64 MiB in float64)
+_BLOCK_ELEMENTS = 1 << 23
+
+
 def _per_component(fn, parts, x):
     """``fn`` of each component's slices of ``parts`` (arrays with a leading component axis), stacked on
-    that axis: one (n, d) temporary at a time. A NumPy loop when ``x`` and ``parts`` are NumPy arrays (no
-    program per shape), else ``lax.map`` (traced, inside the caller's program)."""
+    that axis. A NumPy loop when ``x`` and ``parts`` are NumPy arrays (no program per shape), one (n, d)
+    temporary at a time. Else ``lax.map`` (traced, inside the caller's program): on the CPU one component
+    at a time (an (n, d) product stays in cache); on an accelerator over blocks of components, each block
+    one batched matrix product whose (block, n, d) temporary holds at most ``_BLOCK_ELEMENTS`` elements, so
+    that many components on small row chunks make a few large products rather than one small product
+    (and one kernel launch) each."""
     if all(isinstance(a, np.ndarray) for a in (x, *parts)):
         return np.stack([fn(p) for p in zip(*parts, strict=True)])
-    return jax.lax.map(fn, parts)
+    block = 1
+    if jax.default_backend() != "cpu":
+        block = min(parts[0].shape[0], max(1, _BLOCK_ELEMENTS // max(1, x.shape[0] * x.shape[1])))
+    return jax.lax.map(fn, parts, batch_size=block if block > 1 else None)
 
 
 def _maha_full(x, means, prec_chol):
