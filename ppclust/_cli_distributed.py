@@ -3,7 +3,9 @@
 ``--coordinator HOST:PORT --num-processes P --process-id I`` start JAX's multi-process runtime
 (``jax.distributed.initialize``) before the fit; each process reads its own data file (and labels file),
 or ``--rows START:STOP`` of a shared one, and writes the labels of its own rows to its own ``--out``
-folder. On CPU the processes talk over gloo.
+folder. A links file holds *global* row indices (process ``i``'s rows come after those of processes
+``0 .. i-1``; with ``--rows`` ranges that tile a shared file in process order, the file's own rows), and
+every process reads the same complete one. On CPU the processes talk over gloo.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ import numpy as np
 
 from ppclust._input_files import CLIError
 
-__all__ = ["add_arguments", "initialize", "select_rows", "to_global", "local_labels", "is_distributed"]
+__all__ = [
+    "add_arguments",
+    "initialize",
+    "select_rows",
+    "total_rows",
+    "to_global",
+    "local_labels",
+    "is_distributed",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,6 +131,37 @@ def select_rows(args, X, y):
     if not 0 <= start < stop <= X.shape[0]:
         raise CLIError(f"--rows {args.rows} is not a range of the {X.shape[0]} rows read")
     return X[start:stop], None if y is None else y[start:stop]
+
+
+def total_rows(args, n_local: int) -> int:
+    """The number of rows that link indices refer to: every process's rows when distributed.
+
+    Collective when ``--coordinator`` is given (every process must call it, as every process reads the
+    links file).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments.
+    n_local : int
+        This process's rows (after ``--rows``).
+
+    Returns
+    -------
+    int
+        The sum of all processes' row counts, or ``n_local`` without ``--coordinator``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> total_rows(argparse.Namespace(coordinator=None), 7)
+    7
+    """
+    if not is_distributed(args):
+        return n_local
+    from ppclust import distributed
+
+    return int(distributed._gather_counts(n_local).sum())
 
 
 def to_global(args, X, y):

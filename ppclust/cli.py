@@ -162,8 +162,9 @@ def cmd_fit(args) -> int:
         if labels.classes is not None:
             inputs["labels"]["classes"] = labels.classes
     fit_kw = {}
-    if args.links:
-        ml, cl = read_links(args.links, n, args.header)
+    X_own, y_own = _cli_distributed.select_rows(args, X, y)
+    if args.links:  # global row indices when distributed: the rows of every process
+        ml, cl = read_links(args.links, _cli_distributed.total_rows(args, X_own.shape[0]), args.header)
         fit_kw.update(must_link=ml, cannot_link=cl)
         inputs["links"] = {"path": _shown(args.links), "n_must_link": len(ml), "n_cannot_link": len(cl)}
     if args.background:
@@ -178,7 +179,7 @@ def cmd_fit(args) -> int:
         except TypeError as err:
             raise CLIError(f"bad --param for {args.method}: {err}") from err
         args.fitting = True  # an error from here on is the estimator's: main() prefixes the method
-        X_fit, y_fit = _cli_distributed.to_global(args, *_cli_distributed.select_rows(args, X, y))
+        X_fit, y_fit = _cli_distributed.to_global(args, X_own, y_own)
         est.fit(X_fit, partial_labels=y_fit, **fit_kw)  # y: the user's side information, not a scoring target
         args.fitting = False
     elapsed = time.perf_counter() - t0
