@@ -537,22 +537,38 @@ def report(res, args):
         "so that the run fits about an hour on a shared, loaded 2-core machine (each process stops starting "
         "curves after its time budget, `--budget-s`"
         + (
-            f"; ppclust's strategies took {seconds['tvclust']:.0f} s and the peers {seconds['peers']:.0f} s "
-            "of processes' wall time, run side by side"
-            if isinstance(seconds, dict)
+            "; "
+            + " and ".join(
+                f"{who} took {seconds[part]:.0f} s"
+                for part, who in (("tvclust", "ppclust's strategies"), ("peers", "the peers"))
+                if seconds.get(part)
+            )
+            + " of processes' wall time"
+            + (", run side by side" if all(seconds.get(p) for p in ("tvclust", "peers")) else "")
+            + (" in this run" if res.get("reused") else "")
+            if isinstance(seconds, dict) and any(seconds.get(p) for p in ("tvclust", "peers"))
             else ""
         )
         + "). The goals at 0% and 10% noise ran first; 20% noise last.",
         "",
     ] + _peers_lines(res)
     if res.get("reused"):
+        ru = res["reused"]
+        n_copied = sum(bool(c.get("reused")) for c in res["curves"])
+        was = ru.get("seconds") or {}
         lines += [
-            "Curves of "
-            + ", ".join(res["reused"]["strategies"])
-            + " are copied from the previous run of this script ("
-            + res["reused"]["run"]
-            + "): their code did not change since (cold TVClust fits on uniform pairs; the peers' own "
-            "code), so only the `ActiveLearner` curves, whose warm refits changed, ran again.",
+            f"{n_copied} of the {len(res['curves'])} curves (of "
+            + ", ".join(ru["strategies"])
+            + ") are copied from the previous run of this script ("
+            + ru["run"]
+            + (
+                f"; its processes took {was['tvclust']:.0f} s for ppclust's strategies and "
+                f"{was['peers']:.0f} s for the peers"
+                if was.get("tvclust") is not None and was.get("peers") is not None
+                else ""
+            )
+            + "): their code did not change since, so only the other curves ran in this run"
+            + ("; the cost table is that run's too." if ru.get("timing") else "."),
             "",
         ]
     done = {(c["data"], c["noise"], c["strategy"]) for c in res["curves"]}
@@ -745,7 +761,8 @@ def main():
     ap.add_argument(
         "--reuse",
         nargs="*",
-        help="--merge: take these strategies' curves (code unchanged since) from the committed active.json",
+        help="--merge: take these strategies' curves (code unchanged since) from the committed active.json; "
+        "a run: skip these strategies' cells that it holds",
     )
     ap.add_argument("--tune", action="store_true", help="the warm-refit variants on the tuning sets")
     ap.add_argument("--variants", nargs="*", help="--tune: only these variants")
@@ -779,8 +796,12 @@ def main():
                 prev = json.loads((RESULTS / "active.json").read_text())
                 prev = prev.get("data", prev)
                 stamp = (prev.get("settings") or {}).get("_run", {}).get("machine", "")
-                res["reused"] = {"strategies": list(args.reuse), "run": stamp}
+                was = {k: v for k, v in (prev.get("seconds") or {}).items() if k != "_run"}
+                res["reused"] = {"strategies": list(args.reuse), "run": stamp, "seconds": was}
                 res["peers"] = res.get("peers") or prev.get("peers")
+                if not res.get("timing") and prev.get("timing"):  # no part measured it: the previous run's
+                    res["timing"] = {k: v for k, v in prev["timing"].items() if k != "_run"}
+                    res["reused"]["timing"] = True
                 for c in prev["curves"]:
                     key = (c["data"], c["noise"], c["strategy"])
                     if c["strategy"] in args.reuse and key not in seen:
@@ -815,6 +836,10 @@ def main():
     if args.resume and cache.exists():
         res["curves"] = json.loads(cache.read_text())["curves"]
     done = {(c["data"], c["noise"], c["strategy"]) for c in res["curves"]}
+    if args.reuse:  # cells that --merge --reuse will take from the committed active.json
+        prev = json.loads((RESULTS / "active.json").read_text())
+        prev = prev.get("data", prev)
+        done |= {(c["data"], c["noise"], s) for c in prev["curves"] if (s := c["strategy"]) in args.reuse}
     t0 = time.perf_counter()
     if not args.no_timing and args.part != "peers":
         res["timing"] = timing(args)
