@@ -518,6 +518,7 @@ def _verdict(hits, judged, need, of=6):
 
 def report(res, args):
     seconds = res.get("seconds")
+    draws_text, least, fewer = _draws_lines(res)
     lines = [
         "# Active pair selection for TVClust",
         "",
@@ -529,11 +530,13 @@ def report(res, args):
         f"features: the first 10 principal components); TVClust with 1 chain, {args.warmup} warm-up sweeps, "
         f"{args.draws} "
         f"draws (warm refits: {max(5, args.warmup // 5)} warm-up sweeps, {args.draws} draws); batches of at "
-        f"most {args.batch} questions; {len(res['seeds'])} draw(s) (seeds {res['seeds']}: sampler and "
-        f'oracle; the tables show the mean ARI over them) per cell. Budgets: {res["budgets"]}. "random" '
+        f"most {args.batch} questions; {draws_text}. "
+        f'Budgets: {res["budgets"]}. "random" '
         'refits TVClust cold at every budget on the first B of one list of uniform pairs; "information" '
         'and "uncertainty" are `ActiveLearner` loops with warm refits.',
-        "These are smaller than the issue's (five draws, the default sampler settings, the whole data sets) "
+        "These are smaller than the issue's ("
+        + ("five draws, " if least < 5 else "")
+        + "the default sampler settings, the whole data sets) "
         "so that the run fits about an hour on a shared, loaded 2-core machine (each process stops starting "
         "curves after its time budget, `--budget-s`"
         + (
@@ -545,13 +548,48 @@ def report(res, args):
             )
             + " of processes' wall time"
             + (", run side by side" if all(seconds.get(p) for p in ("tvclust", "peers")) else "")
-            + (" in this run" if res.get("reused") else "")
+            + (" in this run" if res.get("reused") or res.get("extended") else "")
             if isinstance(seconds, dict) and any(seconds.get(p) for p in ("tvclust", "peers"))
             else ""
         )
         + "). The goals at 0% and 10% noise ran first; 20% noise last.",
         "",
     ] + _peers_lines(res)
+    lines += fewer
+    if res.get("extended"):
+        ex = res["extended"]
+        was, ru = ex.get("previous_seconds") or {}, ex.get("previous_reused") or {}
+        lines += [
+            f"Seeds {', '.join(map(str, ex['seeds']))} ran in this run (`--extend`) and were added to the "
+            "per-seed ARIs of the previous results file of this script ("
+            + ex["run"]
+            + "); the means are over all draws of a cell (`seeds` and `ari_per_seed` per curve in "
+            "active.json). That file's draws: "
+            + (
+                f"{ex['previous_reused_curves']} curves from the run of {ru['run']}"
+                + (
+                    f" (its processes took {ru['seconds']['tvclust']:.0f} s for ppclust's strategies and "
+                    f"{ru['seconds']['peers']:.0f} s for the peers)"
+                    if (ru.get("seconds") or {}).get("tvclust") is not None
+                    else ""
+                )
+                + f", the other {len(res['curves']) - ex['previous_reused_curves']} from its own run"
+                if ru
+                else "from its own run"
+            )
+            + (
+                f" ({was['peers']:.0f} s for the peers)"
+                if ru and was.get("peers") and not was.get("tvclust")
+                else ""
+            )
+            + "; the code of the curves did not change since"
+            + (
+                "; the cost table is that of the run of " + ru["run"] + "."
+                if ru.get("timing")
+                else "; the cost table is that file's."
+            ),
+            "",
+        ]
     if res.get("reused"):
         ru = res["reused"]
         n_copied = sum(bool(c.get("reused")) for c in res["curves"])
@@ -721,6 +759,96 @@ def report(res, args):
     return "\n".join(lines) + "\n"
 
 
+def committed():
+    """The committed results file's data (benchmarks/results/active.json)."""
+    prev = json.loads((RESULTS / "active.json").read_text())
+    return prev.get("data", prev)
+
+
+def _curve_seeds(c, res):
+    """The seeds of a curve's ``ari_per_seed`` (a curve without its own list: the file's first ones)."""
+    return c.get("seeds") or res["seeds"][: len(c["ari_per_seed"])]
+
+
+def merge_extend():
+    """The committed active.json with the draws of the ``--extend`` caches added to its curves' per-seed
+    ARIs (a seed once); each curve's ``ari`` is the mean over all its draws, ``seeds`` names them."""
+    prev = committed()
+    res = {
+        k: ({a: b for a, b in v.items() if a != "_run"} if isinstance(v, dict) else v)
+        for k, v in prev.items()
+    }
+    seconds, added = {"tvclust": 0.0, "peers": 0.0}, {}
+    for f in sorted(RESULTS.glob("active_*_extend_cache.json")):
+        r = json.loads(f.read_text())
+        seconds["peers" if f.name.startswith("active_peers") else "tvclust"] += r.get("seconds", 0.0)
+        res["peers"] = r.get("peers") or res.get("peers")  # this run's import (the peers' order as run)
+        for c in r["curves"]:
+            added.setdefault((c["data"], c["noise"], c["strategy"]), []).append(c)
+    curves, new_seeds = [], set()
+    for c in prev["curves"] + [
+        dict(c, ari_per_seed=[], seeds=[])  # cells that the committed file lacks: the caches' draws only
+        for c in (cs[0] for cs in added.values())
+        if (c["data"], c["noise"], c["strategy"])
+        not in {(p["data"], p["noise"], p["strategy"]) for p in prev["curves"]}
+    ]:
+        seeds, per = list(_curve_seeds(c, prev)), list(c["ari_per_seed"])
+        for a in added.get((c["data"], c["noise"], c["strategy"]), []):
+            for v, r in zip(a["seeds"], a["ari_per_seed"], strict=True):
+                if v not in seeds:
+                    seeds.append(v)
+                    per.append(r)
+                    new_seeds.add(v)
+        curves.append(
+            {
+                **{k: v for k, v in c.items() if k not in ("reused", "seconds")},
+                "seeds": seeds,
+                "ari_per_seed": per,
+                "ari": {b: float(np.mean([r[b] for r in per])) for b in per[0]},
+            }
+        )
+    res.update(
+        curves=curves,
+        seeds=sorted({v for c in curves for v in c["seeds"]}),
+        seconds=seconds,
+        reused=None,
+        extended={
+            "seeds": sorted(new_seeds),
+            "run": (prev.get("settings") or {}).get("_run", {}).get("machine", ""),
+            "previous_reused": res.get("reused"),
+            "previous_reused_curves": sum(bool(c.get("reused")) for c in prev["curves"]),
+            "previous_seconds": res.get("seconds"),
+        },
+    )
+    return res
+
+
+def _draws_lines(res):
+    """The draws per cell: (settings text, lines listing the cells with fewer draws than the most)."""
+    by_n = {}
+    for c in res["curves"]:
+        by_n.setdefault(len(c["ari_per_seed"]), []).append(c)
+    top = max(by_n) if by_n else len(res["seeds"])
+    seeds = sorted({tuple(_curve_seeds(c, res)) for c in by_n.get(top, [])}) or [tuple(res["seeds"])]
+    named = ", ".join(map(str, seeds[0])) if len(seeds) == 1 else "as listed"
+    text = f"{top} draws (seeds {named}: sampler and oracle; the tables show the mean ARI over them) per cell"
+    fewer = []
+    for n in sorted(by_n, reverse=True)[1:]:
+        fewer.append(
+            f"Cells with {n} draws (not {top}): "
+            + "; ".join(
+                f"{c['data']} {c['noise']:.0%} {c['strategy']} (seeds "
+                + ", ".join(map(str, _curve_seeds(c, res)))
+                + ")"
+                for c in by_n[n]
+            )
+            + "."
+        )
+    if fewer:
+        text += ", except the cells listed below"
+    return text, min(by_n) if by_n else top, fewer + ([""] if fewer else [])
+
+
 def _peer_setup(args):
     """Put ``--peers-path`` on sys.path and import the peers: {"found": {peer: module}, "errors": {...}}."""
     import sys
@@ -764,6 +892,12 @@ def main():
         help="--merge: take these strategies' curves (code unchanged since) from the committed active.json; "
         "a run: skip these strategies' cells that it holds",
     )
+    ap.add_argument(
+        "--extend",
+        action="store_true",
+        help="a run: only the seeds of --seeds that the committed active.json lacks for a cell (own cache); "
+        "--merge --extend: add them to that file's per-seed ARIs",
+    )
     ap.add_argument("--tune", action="store_true", help="the warm-refit variants on the tuning sets")
     ap.add_argument("--variants", nargs="*", help="--tune: only these variants")
     args = ap.parse_args()
@@ -776,10 +910,14 @@ def main():
         (RESULTS / "active_tvclust_timing_cache.json").write_text(json.dumps(res))
         return
     if args.tables_only or args.merge:
-        if args.merge:
+        if args.merge and args.extend:
+            res = merge_extend()
+        elif args.merge:
             res, seen, seconds = None, set(), {"tvclust": 0.0, "peers": 0.0}
             for part in ("tvclust", "peers"):  # every part's caches (processes side by side); a curve once
                 for f in sorted(RESULTS.glob(f"active_{part}*_cache.json")):
+                    if f.name.endswith("_extend_cache.json"):  # --merge --extend's
+                        continue
                     r = json.loads(f.read_text())
                     seconds[part] += r.get("seconds", 0.0)
                     if res is None:
@@ -832,6 +970,8 @@ def main():
     name = "quick" if args.quick else ("all" if args.part == "all" else args.part)
     if args.noises:
         name += "_" + "_".join(f"{v:g}" for v in args.noises)
+    if args.extend:
+        name += "_extend"
     cache = RESULTS / f"active_{name}_cache.json"
     if args.resume and cache.exists():
         res["curves"] = json.loads(cache.read_text())["curves"]
@@ -840,6 +980,10 @@ def main():
         prev = json.loads((RESULTS / "active.json").read_text())
         prev = prev.get("data", prev)
         done |= {(c["data"], c["noise"], s) for c in prev["curves"] if (s := c["strategy"]) in args.reuse}
+    held = {}  # --extend: {cell: the seeds that the committed active.json holds}
+    if args.extend:
+        prev = committed()
+        held = {(c["data"], c["noise"], c["strategy"]): _curve_seeds(c, prev) for c in prev["curves"]}
     t0 = time.perf_counter()
     if not args.no_timing and args.part != "peers":
         res["timing"] = timing(args)
@@ -848,7 +992,8 @@ def main():
     for d, noise, s in plan_cells(sets, args.part):
         if args.noises and noise not in args.noises:
             continue
-        if (s in PEERS and not res["peers"]["found"].get(s)) or (d, noise, s) in done:
+        cell_seeds = [v for v in seeds if v not in held.get((d, noise, s), ())]
+        if (s in PEERS and not res["peers"]["found"].get(s)) or (d, noise, s) in done or not cell_seeds:
             continue
         if time.perf_counter() - t0 > args.budget_s:
             print("time budget spent; skipping", d, noise, s, flush=True)
@@ -857,7 +1002,7 @@ def main():
         X, y = load(d, args.n_max, 0)
         t = time.perf_counter()
         per_seed = []
-        for seed in seeds:
+        for seed in cell_seeds:
             if s in PEERS:
                 per_seed.append(run_peer(s, res["peers"]["found"][s], X, y, noise, budgets, seed))
             elif s == "random":
@@ -872,6 +1017,7 @@ def main():
                 "strategy": s,
                 "ari": {str(b): float(v) for b, v in ari.items()},
                 "ari_per_seed": [{str(b): float(v) for b, v in r.items()} for r in per_seed],
+                "seeds": cell_seeds,
                 "seconds": time.perf_counter() - t,
             }
         )
