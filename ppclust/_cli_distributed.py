@@ -161,7 +161,7 @@ def total_rows(args, n_local: int) -> int:
         return n_local
     from ppclust import distributed
 
-    return int(distributed._gather_counts(n_local).sum())
+    return int(distributed.row_counts(n_local).sum())
 
 
 def to_global(args, X, y):

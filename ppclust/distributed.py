@@ -64,6 +64,7 @@ __all__ = [
     "layout",
     "global_rows",
     "positions",
+    "row_counts",
 ]
 
 
@@ -96,7 +97,7 @@ def process_rows(X_local, *, fill=0):
         raise ValueError("`X_local` must have a row axis")
     if X_local.dtype.kind == "f" and X_local.dtype != np.float64:
         X_local = X_local.astype(np.float64)
-    counts = tuple(int(c) for c in _gather_counts(X_local.shape[0]))
+    counts = tuple(int(c) for c in row_counts(X_local.shape[0]))
     lay = RowLayout(counts, _devices.process_block(counts))
     return _devices.from_process_rows(X_local, lay, fill)
 
@@ -233,8 +234,24 @@ def positions(rows, arr) -> np.ndarray:
     return layout(arr).positions(rows)
 
 
-# --- helpers ---
+def row_counts(n_local: int) -> np.ndarray:
+    """Every process's number of rows, in process order; call it on every process (a collective).
 
+    The sum is the number of rows that global row indices (links) refer to.
 
-def _gather_counts(n_local: int) -> np.ndarray:
+    Parameters
+    ----------
+    n_local : int
+        This process's number of rows.
+
+    Returns
+    -------
+    ndarray of int64, shape (jax.process_count(),)
+
+    Examples
+    --------
+    >>> from ppclust import distributed
+    >>> distributed.row_counts(5).tolist()
+    [5]
+    """
     return _devices.process_gather(np.int64(n_local)).reshape(-1)
