@@ -47,6 +47,7 @@ def rows(n_total, P, i, d, seed=0):
 
 
 def worker(args) -> None:
+    os.sched_setaffinity(0, {args.id % os.cpu_count()})  # before jax: its thread pool follows the mask
     import jax
 
     jax.config.update("jax_platforms", "cpu")
@@ -108,9 +109,6 @@ def launch(method, n, P, d, k, iters, timeout, sweeps=20):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    # one compute thread per process (lone and spread alike): P processes on one host's few cores would
-    # otherwise each run a thread pool whose idle workers spin while the others compute
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + ONE_THREAD).strip()
     env["NUMBA_NUM_THREADS"] = "1"
     cmd = [
         sys.executable,
@@ -156,9 +154,6 @@ WHAT = {
     "the lone process runs the same sampler on its rows)",
 }
 
-#: XLA's CPU options for one compute thread per process
-ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-
 #: methods measured at their own dimension whatever --d says (the issue's TVClust size: d = 2)
 METHOD_D = {"tvclust": 2}
 
@@ -175,8 +170,9 @@ def report(res) -> str:
         f"{n // P} rows each, against "
         f"one process fitting {n // P} rows alone. Measured on one host: the processes share its cores "
         "and memory, so the seconds are not a cluster's; peak RSS per process is what each host would need. "
-        "Every process (the lone one too) computes on one thread (`XLA_FLAGS` "
-        f"`{ONE_THREAD}`, `NUMBA_NUM_THREADS=1`). "
+        "Every process (the lone one too) is pinned to one core (process i to core i mod the cores; "
+        "XLA then sizes its thread pool to one, and `NUMBA_NUM_THREADS=1`): P processes on a few cores "
+        "would otherwise each run a pool whose waiting threads spin while the others compute. "
         f"Goal: every process's peak RSS at most {res['goal']} x the lone process's."
         + ("" if full else f" Smaller than the target n = 4 x 10^6 (time on a shared machine): n = {n}."),
         "",
