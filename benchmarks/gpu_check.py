@@ -281,9 +281,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.combine:
         res = combine([json.loads(f.read_text()) for f in args.combine])
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
-        (args.out / "gpu_check.md").write_text(render(res))
+        write(res, args.out)
         print(render(res))
         return 0
     sections = args.sections.split(",")
@@ -315,15 +313,13 @@ def main(argv=None) -> int:
         "peak_bytes": None,
         "seconds": 0.0,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
 
     def save(key=None, rows=None):
         if key is not None:
             res[key] = list(rows)
         res["peak_bytes"] = peak_memory(accel)
         res["seconds"] = time.perf_counter() - t_start
-        (args.out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
-        (args.out / "gpu_check.md").write_text(render(res))
+        write(res, args.out)
 
     only = None if args.methods is None else set(args.methods.split(","))
     agreement = []
@@ -335,10 +331,10 @@ def main(argv=None) -> int:
                 cpu,
                 only,
                 variants=section == "variants",
-                on_row=lambda r, done=tuple(agreement): save("agreement", [*done, *r]),
+                on_row=lambda r: save("agreement", agreement + r),
                 out_of_time=out_of_time,
             )
-            agreement += rows
+            agreement.extend(rows)
             save("agreement", agreement)
         elif section == "subcluster":
             with jax.default_device(accel):
@@ -371,6 +367,13 @@ def main(argv=None) -> int:
     save()
     print(render(res))
     return 0
+
+
+def write(res, out: Path) -> None:
+    """``gpu_check.json`` and ``gpu_check.md`` of ``res`` into the folder ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_check.json").write_text(json.dumps(res, indent=2, default=str))
+    (out / "gpu_check.md").write_text(render(res))
 
 
 _KEYS = {

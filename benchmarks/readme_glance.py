@@ -67,7 +67,8 @@ def accuracy_rows() -> list[str]:
 
 
 def speed_rows() -> list[str]:
-    """The Hartigan engine's CPU-time ratio to the authors' program, and the sub-cluster throughput."""
+    """The Hartigan engine's CPU-time ratio to the authors' program, the sub-cluster throughput, and
+    :func:`gpu_rows`."""
     rows = _rows((RESULTS / "hartigan.md").read_text(), "| n | d | k_init | restarts | ppclust wall s")
     ratios = [float(r[10].rstrip("x")) for r in rows]
     dims = sorted({int(r[1]) for r in rows})
@@ -77,7 +78,14 @@ def speed_rows() -> list[str]:
     rate = float(first[1].replace(",", "")) / 1e6
     ratio = re.search(r"/ numba collapsed: ([\d.]+)x", block).group(1)
     n = re.search(r"n = ([\d,]+), d = (\d+)", block)
-    return [*_base_speed_rows(rows, ratios, dims, rate, ratio, n), *gpu_rows()]
+    return [
+        f"| CEC-IB / C3L Hartigan engine, CPU time against the authors' Java program | "
+        f"{min(ratios):.1f}x-{max(ratios):.1f}x faster | {len(rows)} sizes, d = {dims[0]} ... {dims[-1]} | "
+        "`hartigan.md` |",
+        f"| TVClust sub-cluster sampler | {rate:.1f} M point-updates/s, {ratio}x the collapsed sweep | "
+        f"n = {n.group(1)}, d = {n.group(2)}, 2 cores | `subcluster.md` |",
+        *gpu_rows(),
+    ]
 
 
 def gpu_rows() -> list[str]:
@@ -104,16 +112,6 @@ def gpu_rows() -> list[str]:
             )
             break
     return out
-
-
-def _base_speed_rows(rows, ratios, dims, rate, ratio, n) -> list[str]:
-    return [
-        f"| CEC-IB / C3L Hartigan engine, CPU time against the authors' Java program | "
-        f"{min(ratios):.1f}x-{max(ratios):.1f}x faster | {len(rows)} sizes, d = {dims[0]} ... {dims[-1]} | "
-        "`hartigan.md` |",
-        f"| TVClust sub-cluster sampler | {rate:.1f} M point-updates/s, {ratio}x the collapsed sweep | "
-        f"n = {n.group(1)}, d = {n.group(2)}, 2 cores | `subcluster.md` |",
-    ]
 
 
 def claims_line() -> str:
