@@ -4,6 +4,7 @@ processes on localhost (jax.distributed over gloo, CPU devices) whose labels equ
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,13 +33,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(P, method, tmp_path, mode="fit", heartbeat=100):
+def _start(P, method, tmp_path, mode="fit", heartbeat=100, dump=False):
     port = _free_port()
     env = dict(os.environ, PPCLUST_TEST_HEARTBEAT=str(heartbeat), JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")])
     env.pop("XLA_FLAGS", None)
     procs = []
     for i in range(P):
+        if dump:  # every compiled program's optimised HLO, for _row_collectives
+            env["XLA_FLAGS"] = f"--xla_dump_to={tmp_path / f'hlo{i}'} --xla_dump_hlo_as_text"
         cmd = [
             sys.executable,
             str(WORKER),
@@ -67,12 +70,35 @@ def _wait(procs, timeout=TIMEOUT):
     return codes
 
 
-def _run(P, method, tmp_path, timeout=TIMEOUT):
-    codes = _wait(_start(P, method, tmp_path), timeout)
+def _run(P, method, tmp_path, timeout=TIMEOUT, dump=False):
+    codes = _wait(_start(P, method, tmp_path, dump=dump), timeout)
     logs = [(tmp_path / f"log{i}.txt").read_text()[-3000:] for i in range(P)]
     assert codes == [0] * P, logs
     outs = [np.load(tmp_path / f"out{i}.npz") for i in range(P)]
     return np.concatenate([o["labels"] for o in outs]), [o["centres"] for o in outs]
+
+
+_OP = re.compile(r"= (\w+)\[([\d,]*)\]\S* (all-gather|reduce-window)\(.*?(?:window=\{size=([\dx]+))?")
+
+
+def _row_collectives(dump_dir, n_rows):
+    """The partitioned programs' row-sized collectives: every ``all-gather`` of floating-point data with a
+    dimension of at least ``n_rows`` (the rows of X gathered on every process: the memory of the whole data
+    set) and every ``reduce-window`` with a window of at least ``n_rows`` (a cumulative sum over the rows,
+    partitioned by summing a window per row: quadratic work)."""
+    found = []
+    for path in sorted(Path(dump_dir).glob("*after_optimizations.txt")):
+        for line in path.read_text().splitlines():
+            m = _OP.search(line)
+            if m is None:
+                continue
+            dtype, dims, op, window = m.groups()
+            dims = [int(v) for v in dims.split(",") if v]
+            if op == "all-gather" and dtype.startswith(("f", "bf")) and max(dims, default=0) >= n_rows:
+                found.append((path.name, line.strip()[:200]))
+            if op == "reduce-window" and window and max(int(v) for v in window.split("x")) >= n_rows:
+                found.append((path.name, line.strip()[:200]))
+    return found
 
 
 def _one_process(method):
@@ -209,7 +235,9 @@ def test_invalid_rows_are_reported():
     ),
 )
 def test_two_processes_equal_one(method, tmp_path):
-    labels, centres = _run(2, method, tmp_path)
+    labels, centres = _run(2, method, tmp_path, dump=True)
+    # rows are reduced, never gathered: no program of process 0 gathers X or sums a window per row
+    assert _row_collectives(tmp_path / "hlo0", len(labels)) == []
     ref = _one_process(method)
     np.testing.assert_array_equal(labels, ref.labels_)
     np.testing.assert_array_equal(centres[0], centres[1])  # the model is the same on every process

@@ -49,7 +49,12 @@ from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in th
     niw_log_prior,
     precision_cholesky,
 )
-from ppclust.inference.init import kmeanspp_centres, kmeanspp_uniforms, nearest_centre  # re-exported
+from ppclust.inference.init import (
+    kmeanspp_centres,  # re-exported, as are the next two
+    kmeanspp_uniforms,
+    nearest_centre,
+    prefix_search,
+)
 from ppclust.models.ssgmm import LabelTerm
 
 __all__ = [
@@ -714,12 +719,13 @@ def _fit_sharded(keys, data, log_mask, start, static: _EMStatic, tol, reg_covar,
 def _kmeanspp_weighted(key, x, centres, fixed, w, n):
     """:func:`ppclust.inference.init.kmeanspp_centres` on rows with 0/1 weights ``w`` (padding anywhere):
     the same uniforms (:func:`~ppclust.inference.init.kmeanspp_uniforms` over the ``n`` real rows) and
-    the same inverse-CDF selection, written with sums and masks only, so that rows sharded over
+    the same inverse-CDF selection, written with masked sums only
+    (:func:`~ppclust.inference.init.prefix_search` in place of cumulative sums), so that rows sharded over
     processes are never gathered."""
     first, u = kmeanspp_uniforms(key, centres.shape[0], n, x.dtype)
     live = w > 0
     pos = jnp.arange(x.shape[0])
-    rank = jnp.cumsum(live.astype(jnp.int32)) - 1  # the real row index of each live position
+    first_pos = prefix_search(live.astype(jnp.int32), first + 1)  # the position of real row `first`
     any_fixed = jnp.any(fixed)
     d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)
     big = jnp.finfo(x.dtype).max
@@ -730,9 +736,8 @@ def _kmeanspp_weighted(key, x, centres, fixed, w, n):
         cs, d2, any_chosen = carry
         tot = d2.sum()
         p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / n, 0.0))
-        cum = jnp.cumsum(p)
-        i = jnp.minimum(jnp.sum(cum < cum[-1] * (1 - u[j])), x.shape[0] - 1)  # searchsorted, left
-        pick = jnp.where(any_chosen, pos == i, live & (rank == first))
+        i = prefix_search(p, jnp.sum(p) * (1 - u[j]))
+        pick = pos == jnp.where(any_chosen, i, first_pos)
         c_new = jnp.sum(jnp.where(pick[:, None], x, 0.0), axis=0)
         take = ~fixed[j]
         c = jnp.where(take, c_new, cs[j])

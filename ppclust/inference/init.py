@@ -24,6 +24,7 @@ __all__ = [
     "kmeanspp_uniforms",
     "kmeanspp_from_uniforms",
     "nearest_centre",
+    "prefix_search",
 ]
 
 
@@ -184,6 +185,53 @@ def kmeanspp_indices(key, x, K: int, n_valid=None):
     first, u = kmeanspp_uniforms(key, K, m, x.dtype)
     centres = jnp.zeros((K, x.shape[1]), x.dtype)
     return kmeanspp_from_uniforms(first, u, x, centres, jnp.zeros(K, bool), n_valid)[0]
+
+
+def prefix_search(v, t):
+    r"""The first index whose running sum of the non-negative ``v`` reaches ``t``, without a cumulative sum.
+
+    .. math:: i^\star = \min\Big\{ i : \sum_{j \le i} v_j \ge t \Big\}\quad(n - 1 \text{ when no } i),
+
+    the ``searchsorted(cumsum(v), t, side="left")`` of inverse-CDF sampling, clipped to the last index. The
+    search bisects on the index: each of the ``ceil(log2 n)`` steps is one masked sum of ``v``. On rows
+    sharded over devices or processes (automatic partitioning of ``jax.jit``) a masked sum is a local sum
+    and an all-reduce of one number, where XLA partitions a cumulative sum over a sharded axis by gathering
+    every row on every device and summing windows of length n (quadratic work). Integer ``v`` gives the
+    exact index; float ``v`` sums in another order than ``cumsum``, so a threshold within rounding of a
+    running sum may resolve to the neighbouring index.
+
+    Parameters
+    ----------
+    v : jax.Array of shape (n,)
+        Non-negative weights (counts or probabilities).
+    t : scalar
+        The threshold.
+
+    Returns
+    -------
+    jax.Array
+        int32 scalar index in ``[0, n)``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from ppclust.inference.init import prefix_search
+    >>> int(prefix_search(jnp.array([1, 0, 2, 1]), 3)), int(prefix_search(jnp.array([1, 0, 2, 1]), 9))
+    (2, 3)
+    """
+    n = v.shape[0]
+    pos = jnp.arange(n, dtype=jnp.int32)
+    zero = jnp.zeros((), v.dtype)
+
+    def step(_, bounds):  # the answer lies in (lo, hi]
+        lo, hi = bounds
+        mid = (lo + hi) // 2
+        reach = jnp.sum(jnp.where(pos <= mid, v, zero)) >= t
+        open_ = hi - lo > 1
+        return jnp.where(open_ & ~reach, mid, lo), jnp.where(open_ & reach, mid, hi)
+
+    bounds = (jnp.int32(-1), jnp.int32(n - 1))
+    return jax.lax.fori_loop(0, max(1, n.bit_length()), step, bounds)[1]
 
 
 def nearest_centre(x, centres, allowed):
