@@ -60,6 +60,7 @@ def _fits() -> dict:
         ),
         "TVClust subcluster": lambda: TVClust(
             algorithm="subcluster",
+            backend="numba",  # its compiled twins (on small data "auto" keeps the XLA program)
             init="one",
             n_draws=2,
             n_warmup=2,

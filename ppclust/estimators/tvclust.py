@@ -157,8 +157,9 @@ class TVClust(ClusterMixin, BaseEstimator):
         Clusters of the k-means++ start (capped at ``k_max // 2`` and n).
     backend : {"auto", "numba", "xla"}, default="auto"
         Where the samplers' inner loops run (:func:`ppclust.inference.backend.resolve_backend`): compiled
-        CPU loops ("numba", the CPU default for the Gaussian families) or the jitted program ("xla"). The
-        same draws either way.
+        CPU loops ("numba", the CPU default for the Gaussian families; the sub-cluster sampler keeps the
+        jitted program up to :data:`ppclust.inference.subcluster.XLA_UP_TO` points, where it is the
+        faster) or the jitted program ("xla"). The same draws either way.
     progress_bar : bool, default=True
         Progress bars of the Gibbs samplers when someone can see them; the draws do not depend on it.
     vb_truncation : int >= 2, default=15

@@ -171,6 +171,7 @@ __all__ = [
     "step",
     "sample",
     "sample_process_rows",
+    "XLA_UP_TO",
 ]
 
 #: the numba backend draws the unlinked block of the label step (d) on the compiled twin up to this
@@ -181,6 +182,11 @@ _NUMBA_DRAW_MAX_D = 1 << 30
 #: point with every exp when the left-out mass (< K e^-20 of the total) could change its draw
 #: (``_subcluster_draw_cpu.block_draw``: the same draws for any cut)
 _DRAW_CUT = 20.0
+#: ``backend="auto"`` runs :func:`sample` as one XLA program up to this many points and on the compiled
+#: twins above it: below it the twins' fixed cost per callback crossing outweighs their speed. The largest
+#: size at which the XLA fit was the faster one at every size up to it, for d = 2 and d = 13
+#: (``benchmarks/bench_backend.py``, ``benchmarks/results/backend.md``); the same chain either way
+XLA_UP_TO = 10_000
 #: the smallest row bucket of :func:`sample` (:func:`ppclust._buckets.bucket_size`'s ``minimum``)
 _ROWS_MIN = 32
 #: the numba backend's move phase carries the labels as uint8 when k_max is below this (the fixed cost of a
@@ -765,7 +771,8 @@ def sample(
         devices; the same chain). ``progress_bar`` is ignored (one compiled call); ``algorithm``,
         ``partition``, ``devices``, ``chunk`` and ``desc`` do not apply. ``backend="auto"`` is ``"numba"``
         on CPU without a mesh for a float64 :class:`~ppclust.families.GaussianNIW` family
-        (:func:`numba_unsupported`); the same chain up to float rounding either way.
+        (:func:`numba_unsupported`) above :data:`XLA_UP_TO` points, else ``"xla"``; the same chain up
+        to float rounding either way.
     init_labels, init_state :
         As :func:`ppclust.inference.gibbs.sample`.
     colouring : :class:`Colouring` or None, default=None
@@ -804,7 +811,7 @@ def sample(
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     n = x.shape[0]
-    backend = resolve_backend(backend, numba_unsupported(family, x.dtype, mesh))
+    backend = resolve_backend(backend, numba_unsupported(family, x.dtype, mesh), n=n, xla_up_to=XLA_UP_TO)
     if colouring is None:
         colouring = colour_links(links, n)
     # bucket padding (ppclust._buckets): rows, links, neighbour table and colour classes padded on the host

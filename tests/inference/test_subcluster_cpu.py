@@ -520,6 +520,39 @@ def test_backend_argument_is_checked():
     assert resolve_backend("auto", subcluster.numba_unsupported(fam, jnp.float32)) == "xla"
 
 
+@pytest.mark.parametrize(
+    "n, want", [(40, "xla"), (subcluster.XLA_UP_TO, "xla"), (subcluster.XLA_UP_TO + 1, "numba")]
+)
+def test_auto_backend_keeps_the_xla_program_up_to_its_size(monkeypatch, n, want):
+    """``backend="auto"`` runs the sampler as one XLA program up to ``XLA_UP_TO`` points and on the compiled
+    twins above (the run itself is replaced: only the backend it was handed is checked)."""
+    seen = []
+
+    def run(*args, config, **kwargs):
+        seen.append(config.backend)
+        raise StopIteration
+
+    monkeypatch.setattr(subcluster, "_run", run)
+    rng = np.random.default_rng(0)
+    with x64():
+        xj = jnp.asarray(rng.normal(size=(n, 2)))
+        fam = GaussianNIW.default(xj, "full")
+        links = make_links(n, np.array([[0, 1]]), np.array([1]))
+        with pytest.raises(StopIteration):
+            subcluster.sample(jax.random.key(0), xj, links, fam, TVClustPrior(), n_draws=1, backend="auto")
+    assert seen == [want]
+
+
+def test_xla_up_to_is_the_measured_crossover():
+    """``XLA_UP_TO`` is the size up to which ``benchmarks/bench_backend.py`` measured the XLA program as the
+    faster backend (its results file, written by the script)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "backend.json"
+    assert subcluster.XLA_UP_TO == json.loads(path.read_text())["crossover"]["subcluster"]
+
+
 @pytest.mark.parametrize("n, n_blocks", fast_first([(6, 6), (3001, 64), (3001, 1)], unpack=True))
 def test_accept_sub_blocks_twin(n, n_blocks):
     """The compiled sub-block acceptance equals ``subcluster.accept_sub_blocks`` (labels and sizes): a slot
