@@ -182,7 +182,8 @@ def subcluster_throughput(sizes, sweeps, on_row=None, out_of_time=None):
             return time.perf_counter() - t0, est
 
         try:
-            # the number of draws is a shape of the compiled sampler: one untimed fit per sweep count first
+            # a small number of draws sets the draw block of the compiled sampler (a shape): one untimed fit
+            # per sweep count first
             first = [fit(s)[0] for s in sweeps]
             times, est = [], None
             for s in sweeps:

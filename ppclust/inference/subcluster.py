@@ -187,6 +187,11 @@ _DRAW_CUT = 20.0
 #: size at which the XLA fit was the faster one at every size up to it, for d = 2 and d = 13
 #: (``benchmarks/bench_backend.py``, ``benchmarks/results/backend.md``); the same chain either way
 XLA_UP_TO = 10_000
+#: :func:`sample` runs its kept draws in calls of at most this many (the last call's surplus draws make no
+#: sweep and are dropped): the number of draws and of warm-up sweeps are operands of the compiled program,
+#: not shapes, so a new ``n_draws`` or ``n_warmup`` compiles nothing new beyond the block's bucket
+#: (:func:`ppclust._buckets.bucket_size` of ``n_draws`` when it is smaller)
+_DRAW_BLOCK = 32
 #: the smallest row bucket of :func:`sample` (:func:`ppclust._buckets.bucket_size`'s ``minimum``)
 _ROWS_MIN = 32
 #: the numba backend's move phase carries the labels as uint8 when k_max is below this (the fixed cost of a
@@ -768,7 +773,9 @@ def sample(
         The run's options, ``**options`` replacing single fields. Read here besides the common ones:
         ``n_moves`` (split/merge proposals per sweep) and ``mesh`` (None, or a 1-D
         :class:`jax.sharding.Mesh` with axis ``"data"``: the unlinked block's draw is split over its
-        devices; the same chain). ``progress_bar`` is ignored (one compiled call); ``algorithm``,
+        devices; the same chain). ``progress_bar`` is ignored (the draws run in calls of at most
+        ``_DRAW_BLOCK`` draws of one compiled program, whose draw and warm-up counts are operands, so a new
+        ``n_draws`` or ``n_warmup`` compiles nothing); ``algorithm``,
         ``partition``, ``devices``, ``chunk`` and ``desc`` do not apply. ``backend="auto"`` is ``"numba"``
         on CPU without a mesh for a float64 :class:`~ppclust.families.GaussianNIW` family
         (:func:`numba_unsupported`) above :data:`XLA_UP_TO` points, else ``"xla"``; the same chain up
@@ -833,10 +840,15 @@ def sample(
         state = jax.device_put(state)
         n_chains = state.labels.shape[0]
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
+    block = min(bucket_size(n_draws, minimum=1), _DRAW_BLOCK)
+    n_calls = -(-int(n_draws) // block)
+    # draw j of chain c is keyed split(keys[c], n_draws)[j], the same key for any number of draws
+    # (a prefix of a longer split), so the blocks draw what one call of all draws would
+    draw_keys = jax.vmap(lambda k: jax.random.split(k, n_calls * block))(keys)
     # the options the compiled program depends on (a static argument: equal options, one program)
     run_cfg = SamplerConfig(
-        n_draws=int(n_draws),
-        n_warmup=int(n_warmup),
+        n_draws=block,
+        n_warmup=0,  # an operand (`counts` below)
         thin=int(thin),
         pq=pq,
         n_moves=int(n_moves),
@@ -845,20 +857,26 @@ def sample(
         mesh=mesh,
         backend=backend,
     )
-    run = partial(
-        _run,
-        keys,
-        state,
-        (x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid),
-        config=run_cfg,
-        agree_width=_AGREE_WIDTH,
-    )
+    data = (x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid)
+    outs = []
+
+    def run_all(**token):
+        st = state
+        for b in range(n_calls):
+            counts = (jnp.int32(b * block), jnp.int32(n_warmup), jnp.int32(n_draws))
+            kb = draw_keys[:, b * block : (b + 1) * block]
+            st, out = _progress.run(
+                _run, kb, st, data, counts, config=run_cfg, agree_width=_AGREE_WIDTH, **token
+            )
+            outs.append(jax.device_get(out))
+        return st
+
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
         with _callback.hold(x) as token:  # the callbacks run before the block releases the copy
-            state, out = _progress.run(run, x_token=token)
+            state = run_all(x_token=token)
     else:
-        state, out = _progress.run(run)
-    lab, info = jax.device_get(out)
+        state = run_all()
+    lab, info = jax.tree.map(lambda *a: np.concatenate(a, axis=1)[:, :n_draws], *outs)
     return _chain_result(None if lab is None else np.asarray(lab, np.int32)[..., :n], info, state, k_max, n)
 
 
@@ -1045,7 +1063,7 @@ def _run_rows(keys, start, rows_data, data, *, config, k_max, mesh):
 
 
 @partial(jax.jit, static_argnames=("config", "agree_width"))
-def _run(keys, state, data, *, config, agree_width=True, x_token=None):
+def _run(keys, state, data, counts, *, config, agree_width=True, x_token=None):
     x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid = data
     kw = dict(config=config.with_options(alpha_shape=alpha_shape, alpha_rate=alpha_rate), n_valid=n_valid)
     if config.backend == "numba":  # x never crosses the host callbacks: read from the copy held under x_token
@@ -1054,35 +1072,45 @@ def _run(keys, state, data, *, config, agree_width=True, x_token=None):
     def sweep(key, st, **more):
         return step(key, st, x, links, colouring, family, prior, **kw, **more)[0]
 
-    return _chains(keys, state, sweep, (family, prior), config, agree_width)
+    return _chains(keys, state, sweep, (family, prior), config, agree_width, counts=counts)
 
 
-def _chains(keys, state, sweep, model, config, agree_width, kept=None):
+def _chains(keys, state, sweep, model, config, agree_width, kept=None, counts=None):
     """The chains of :func:`_run` (and of :func:`_run_rows`): ``sweep(key, state, **more)`` one sweep,
     ``model`` the ``(family, prior)`` of the draws' summaries, ``kept`` what a kept draw stores of the labels
-    (None: all of them)."""
+    (None: all of them). ``counts``: None (``keys`` one per chain, ``config.n_draws`` draws after
+    ``config.n_warmup`` warm-up sweeps) or ``(first, n_warmup, n_draws)`` traced, ``keys`` then the
+    ``config.n_draws`` draw keys per chain of draws ``first, first + 1, ...`` (a block of :func:`sample`;
+    draws past ``n_draws`` make no sweep)."""
     family, prior = model
-    n_warmup, n_samples, thin = config.n_warmup, config.n_draws, config.thin
+    thin = config.thin
+    if counts is None:
+        first, n_warmup, n_total = 0, config.n_warmup, config.n_draws
+        draw_keys = jax.vmap(lambda k: jax.random.split(k, config.n_draws))(keys)
+    else:
+        (first, n_warmup, n_total), draw_keys = counts, keys
     more = {}
 
-    def chain(key, st):
+    def chain(keys_c, st):
         # `step` appears once in the program (compile time): draw j runs its sweeps t in [lo, hi), the
         # warm-up being the first n_warmup sweeps of draw 0, sweep t keyed fold_in(key j, t)
         def body(s, inp):
             k, j = inp
             lo = jnp.where(j == 0, -n_warmup, 0)
+            hi = jnp.where(j < n_total, thin, lo)
             s = jax.lax.fori_loop(
-                lo, thin, lambda t, s_: sweep(jax.random.fold_in(k, t + n_warmup), s_, **more), s
+                lo, hi, lambda t, s_: sweep(jax.random.fold_in(k, t + n_warmup), s_, **more), s
             )
             lab = (s.labels if kept is None else kept(s.labels)) if config.store_labels else None
             return s, (lab, sweep_info(s, family, prior, config.pq))
 
-        return jax.lax.scan(body, st, (jax.random.split(key, n_samples), jnp.arange(n_samples)))
+        js = first + jnp.arange(keys_c.shape[0])
+        return jax.lax.scan(body, st, (keys_c, js))
 
-    if keys.shape[0] == 1:  # one chain: no vmap, so lax.switch over the label-block widths runs one branch
-        # (a batched branch index turns switch and cond into a select that runs every branch)
-        out = chain(keys[0], jax.tree.map(lambda a: a[0], state))
+    if draw_keys.shape[0] == 1:  # one chain: no vmap, so lax.switch over the label-block widths runs one
+        # branch (a batched branch index turns switch and cond into a select that runs every branch)
+        out = chain(draw_keys[0], jax.tree.map(lambda a: a[0], state))
         return jax.tree.map(lambda a: a[None], out)
     if agree_width:  # several chains: they agree on one width per sweep (see `step`)
         more["chain_axis"] = _CHAINS
-    return jax.vmap(chain, axis_name=_CHAINS)(keys, state)
+    return jax.vmap(chain, axis_name=_CHAINS)(draw_keys, state)

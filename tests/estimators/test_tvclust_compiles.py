@@ -71,6 +71,20 @@ def test_a_repeat_fit_compiles_nothing(algorithm):
         assert _compiles(again[0].compute_log_likelihood) == 0
 
 
+def test_a_new_number_of_draws_compiles_nothing_and_extends_the_chain(no_persistent_cache):
+    """The sub-cluster sampler runs its draws in blocks whose counts are operands: a fit with more draws
+    or another warm-up compiles no program, and with the same warm-up its draws continue the shorter fit's
+    chain (the first 40 of 50 draws are the 40 draws)."""
+    X, ml = _data(60)
+    kw = dict(algorithm="subcluster", n_chains=1, progress_bar=False, random_state=0)
+    short = TVClust(n_draws=40, n_warmup=5, **kw).fit(X, must_link=ml)
+    fits = []
+    assert _compiles(lambda: fits.append(TVClust(n_draws=50, n_warmup=5, **kw).fit(X, must_link=ml))) == 0
+    assert _compiles(lambda: TVClust(n_draws=33, n_warmup=12, **kw).fit(X, must_link=ml)) == 0
+    np.testing.assert_array_equal(fits[0].samples_.labels[:, :40], short.samples_.labels)
+    np.testing.assert_array_equal(fits[0].samples_.log_joint[:, :40], short.samples_.log_joint)
+
+
 # --- a new data size: one set of programs per bucket (ppclust._buckets) -------------------------------------
 
 #: 100 and 110 share a bucket (128), 140 opens the next one (192)
