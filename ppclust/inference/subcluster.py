@@ -858,17 +858,22 @@ def sample(
         backend=backend,
     )
     data = (x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid)
-    outs = []
+    infos, kept = [], {}  # kept["labels"]: every draw's labels, filled block by block (no second copy)
 
     def run_all(**token):
         st = state
         for b in range(n_calls):
             counts = (jnp.int32(b * block), jnp.int32(n_warmup), jnp.int32(n_draws))
             kb = draw_keys[:, b * block : (b + 1) * block]
-            st, out = _progress.run(
+            st, (lab_b, info_b) = _progress.run(
                 _run, kb, st, data, counts, config=run_cfg, agree_width=_AGREE_WIDTH, **token
             )
-            outs.append(jax.device_get(out))
+            infos.append(jax.device_get(info_b))
+            if lab_b is not None:
+                if not kept:
+                    kept["labels"] = np.empty((n_chains, n_draws, n), np.int32)
+                lo, hi = b * block, min((b + 1) * block, n_draws)
+                kept["labels"][:, lo:hi] = np.asarray(lab_b)[:, : hi - lo, :n]
         return st
 
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
@@ -876,8 +881,8 @@ def sample(
             state = run_all(x_token=token)
     else:
         state = run_all()
-    lab, info = jax.tree.map(lambda *a: np.concatenate(a, axis=1)[:, :n_draws], *outs)
-    return _chain_result(None if lab is None else np.asarray(lab, np.int32)[..., :n], info, state, k_max, n)
+    info = jax.tree.map(lambda *a: np.concatenate(a, axis=1)[:, :n_draws], *infos)
+    return _chain_result(kept.get("labels"), info, state, k_max, n)
 
 
 def _chain_result(labels, info, state, k_max, n) -> ChainResult:
