@@ -28,6 +28,7 @@ CHILD = textwrap.dedent(
     same = y[pairs[:, 0]] == y[pairs[:, 1]]
     links = dict(must_link=pairs[same][: n // 2], cannot_link=pairs[~same][: n // 2])
     part = dict(partial_labels=np.where(rng.random(n) < 0.1, y, -1))
+    part2 = dict(partial_labels=np.where(part["partial_labels"] >= 0, part["partial_labels"] % 2, -1))  # C3L
 
     def make(big):
         m = 1000 if big else 1
@@ -44,13 +45,13 @@ CHILD = textwrap.dedent(
             "tvclust_subcluster": lambda: (pc.TVClust(100 * m, n_chains=1, algorithm="subcluster", **tv),
                                            links),
             "tvclust_variational": lambda: (pc.TVClust(algorithm="variational", vb_max_iter=10 * m,
-                                                       vb_tol=0.0, random_state=0, progress_bar=False),
+                                                       vb_tol=1e-300, random_state=0, progress_bar=False),
                                             links),
             "cecib": lambda: (pc.CECIB(K, n_init=2 * m, init="k-means++", random_state=0,
                                        progress_bar=False), part),
             "cecib_batch": lambda: (pc.CECIB(K, n_init=2 * m, init="k-means++", algorithm="batch",
                                              random_state=0, progress_bar=False), part),
-            "c3l": lambda: (pc.C3L(K, n_init=2 * m, random_state=0, progress_bar=False), part),
+            "c3l": lambda: (pc.C3L(K, n_init=2 * m, random_state=0, progress_bar=False), part2),
             "ccib": lambda: (pc.CCIB(K, n_init=2 * m, random_state=0, progress_bar=False), part),
             "smic": lambda: (pc.SMIC(K, random_state=0, progress_bar=False), links),
         }[name]()
