@@ -78,7 +78,8 @@ def _run(P, method, tmp_path, timeout=TIMEOUT, dump=False):
     return np.concatenate([o["labels"] for o in outs]), [o["centres"] for o in outs]
 
 
-_OP = re.compile(r"= (\w+)\[([\d,]*)\]\S* (all-gather|reduce-window)\(.*?(?:window=\{size=([\dx]+))?")
+_OP = re.compile(r"= (\w+)\[([\d,]*)\]\S* (all-gather|reduce-window)\(")
+_WINDOW = re.compile(r"window=\{size=([\dx]+)")
 
 
 def _row_collectives(dump_dir, n_rows):
@@ -92,11 +93,12 @@ def _row_collectives(dump_dir, n_rows):
             m = _OP.search(line)
             if m is None:
                 continue
-            dtype, dims, op, window = m.groups()
+            dtype, dims, op = m.groups()
             dims = [int(v) for v in dims.split(",") if v]
+            window = _WINDOW.search(line)
             if op == "all-gather" and dtype.startswith(("f", "bf")) and max(dims, default=0) >= n_rows:
                 found.append((path.name, line.strip()[:200]))
-            if op == "reduce-window" and window and max(int(v) for v in window.split("x")) >= n_rows:
+            if op == "reduce-window" and window and max(int(v) for v in window.group(1).split("x")) >= n_rows:
                 found.append((path.name, line.strip()[:200]))
     return found
 
