@@ -8,8 +8,9 @@ question is time. For each algorithm, backend, d and n: Gaussian blobs (``d`` di
 noise, centres 8 apart on average) with 2n noisy links (10% flipped), ``TVClust(algorithm=...,
 n_warmup=50, n_draws=50)`` with its other defaults; a first fit (compiles what is not cached yet) and a
 repeat fit at the same n, timed. Each backend runs in its own fresh process with the user's warm caches.
-Writes ``benchmarks/results/backend.md`` and ``.json``; ``ppclust.inference.backend.XLA_BELOW`` is read
-from it (the largest n at which XLA's repeat fit was faster for every d measured).
+Writes ``benchmarks/results/backend.md`` and ``.json``, whose ``crossover`` (the largest n up to which XLA's
+repeat fit was faster for every d measured) is ``ppclust.inference.subcluster.XLA_UP_TO`` (a test compares
+them).
 """
 
 from __future__ import annotations

@@ -858,7 +858,9 @@ def sample(
         backend=backend,
     )
     data = (x, links, colouring, family, prior, alpha_shape, alpha_rate, n_valid)
-    infos, kept = [], {}  # kept["labels"]: every draw's labels, filled block by block (no second copy)
+    infos = []
+    # every kept draw's labels, filled block by block (no second copy)
+    labels = np.empty((n_chains, n_draws, n), np.int32) if store_labels else None
 
     def run_all(**token):
         st = state
@@ -869,11 +871,9 @@ def sample(
                 _run, kb, st, data, counts, config=run_cfg, agree_width=_AGREE_WIDTH, **token
             )
             infos.append(jax.device_get(info_b))
-            if lab_b is not None:
-                if not kept:
-                    kept["labels"] = np.empty((n_chains, n_draws, n), np.int32)
+            if labels is not None:
                 lo, hi = b * block, min((b + 1) * block, n_draws)
-                kept["labels"][:, lo:hi] = np.asarray(lab_b)[:, : hi - lo, :n]
+                labels[:, lo:hi] = np.asarray(lab_b)[:, : hi - lo, :n]
         return st
 
     if backend == "numba":  # the callbacks read x from a host copy held for this call (never an operand)
@@ -882,7 +882,7 @@ def sample(
     else:
         state = run_all()
     info = jax.tree.map(lambda *a: np.concatenate(a, axis=1)[:, :n_draws], *infos)
-    return _chain_result(kept.get("labels"), info, state, k_max, n)
+    return _chain_result(labels, info, state, k_max, n)
 
 
 def _chain_result(labels, info, state, k_max, n) -> ChainResult:
