@@ -17,7 +17,8 @@ built by :func:`build_datatree` has the groups
   them back);
 * ``sample_stats``: ``lp``, the log joint of each draw (Gibbs samplers have no acceptance statistics);
 * ``log_likelihood``: pointwise :func:`loo_log_predictive` per point and draw (for ``az.loo`` /
-  ``az.compare``), added on request (``TVClust.compute_log_likelihood``: O(draws n K d^2));
+  ``az.compare``), added on request (:func:`add_log_likelihood`, called by the samplers'
+  ``compute_log_likelihood``: O(draws n K d^2));
 * ``observed_data``: the data as the sampler saw it (and the links);
 * ``clustering`` (no draw dimension): the point estimate, its credible-ball bounds and, when computed,
   the posterior similarity matrix;
@@ -45,6 +46,7 @@ __all__ = [
     "link_parameter_draws",
     "loo_log_predictive",
     "build_datatree",
+    "add_log_likelihood",
     "encode_partitions",
     "partition_draws",
     "convergence_diagnostics",
@@ -54,14 +56,9 @@ __all__ = [
     "LOO_VALIDITY",
     "RHAT_MAX",
     "ESS_MIN",
-    "MAX_LOGLIK_ENTRIES",
     "LOO_BATCH_SIZE",
 ]
 
-#: Estimators that compute the pointwise log-likelihood inside ``fit`` (n x draws float64 values,
-#: O(n draws K d^2) to compute) store it only up to this many entries (160 MB); above it they warn and
-#: leave the group out.
-MAX_LOGLIK_ENTRIES = 20_000_000
 #: Points per batch of :func:`loo_log_predictive`'s XLA program (its memory is O(batch K d^2)).
 LOO_BATCH_SIZE = 256
 #: When the pointwise log-likelihood (:func:`loo_log_predictive`) supports PSIS-LOO, and what to use else.
@@ -506,6 +503,44 @@ def build_datatree(
         dt.attrs.update(clean)
         dt["posterior"].attrs.update(clean)
     return dt
+
+
+def add_log_likelihood(dt, compute):
+    r"""The ``log_likelihood`` group of ``dt``, filled by ``compute()`` when ``dt`` has none yet.
+
+    What the samplers' ``compute_log_likelihood`` methods call: ``fit`` leaves the group out (it costs
+    O(draws n K d^2), more than the sampling at large n), and a second call returns the stored group.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        A tree of :func:`build_datatree`, changed in place.
+    compute : callable
+        ``compute() -> array (chain, draw, n)``, the pointwise log-likelihood (:func:`loo_log_predictive`),
+        stored as variable ``x`` with dimension ``obs``; called only when the group is absent.
+
+    Returns
+    -------
+    xarray.DataTree
+        ``dt["log_likelihood"]``, what ``az.loo(dt)`` reads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppclust.posterior import add_log_likelihood, build_datatree
+    >>> dt = build_datatree({"n_clusters": np.array([[2, 3, 2]])})
+    >>> add_log_likelihood(dt, lambda: np.zeros((1, 3, 5)))["x"].shape
+    (1, 3, 5)
+    >>> add_log_likelihood(dt, lambda: 1 / 0)["x"].dims  # stored: not computed again
+    ('chain', 'draw', 'obs')
+    """
+    import arviz_base as az
+    import xarray as xr
+
+    if "log_likelihood" not in dt.children:
+        group = az.from_dict({"log_likelihood": {"x": np.asarray(compute())}}, dims={"x": ["obs"]})
+        dt["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
+    return dt["log_likelihood"]
 
 
 def encode_partitions(labels) -> np.ndarray:

@@ -185,8 +185,27 @@ def test_ssgmm_gibbs_posterior_has_its_own_quantities():
     rate = ds["label_noise_rate"].values
     assert np.all(rate < 0.3) and rate.mean() > 0  # realised share of wrong labels (1 of 30 planted)
     assert np.allclose(rate * 30, np.round(rate * 30))
-    assert g.posterior_["log_likelihood"]["x"].shape == (2, 50, 90)
+    assert "log_likelihood" not in g.posterior_.children  # fit does not compute it
+    with pytest.raises(TypeError, match="log likelihood not found"):
+        az.loo(g.posterior_)
+    ll = g.compute_log_likelihood()["x"].values
+    assert ll.shape == (2, 50, 90)
     assert np.isfinite(az.loo(g.posterior_).elpd)
+    # the label's likelihood p(y_i | k) <= 1 enters for labelled points only: lower there, equal elsewhere
+    xc, links, family, prior, kw = g._loglik_inputs
+    with x64():
+        no_label = np.asarray(
+            posterior.loo_log_predictive(
+                g.samples_.labels,
+                jnp.asarray(xc),
+                links,
+                family,
+                prior,
+                **{**kw, "point_logprior": jnp.zeros(np.shape(kw["point_logprior"]))},
+            )
+        )
+    np.testing.assert_allclose(ll[..., y < 0], no_label[..., y < 0], rtol=1e-12)
+    assert np.all(ll[..., y >= 0] < no_label[..., y >= 0])
     lab = y >= 0
     np.testing.assert_array_equal(
         g.classes_[g.component_classes_[g.labels_[lab & (np.arange(90) > 0)]]], y[lab & (np.arange(90) > 0)]

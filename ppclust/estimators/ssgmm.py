@@ -1027,6 +1027,59 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
                 out[rows], lab[rows] = x + self._shift, slot
         return out, lab
 
+    def compute_log_likelihood(self):
+        r"""Pointwise log-likelihood of every point and draw, stored as the ``log_likelihood`` group of
+        ``posterior_`` (what ``az.loo`` and ``az.compare`` read).
+
+        ``fit`` does not compute it (O(draws n K d^2), more than the sampling at large n); call this
+        method first, then ``az.loo(gmm.posterior_)``. A second call returns the stored group.
+
+        Returns
+        -------
+        xarray.DataTree
+            ``posterior_["log_likelihood"]``, variable ``x`` of shape (chain, draw, n):
+            :math:`\log p(x_i, y_i \mid x_{-i}, z^{(s)}_{-i})`, the leave-one-out predictive of the point
+            and its label with its own component summed out, :math:`\log\sum_k p(z_i = k \mid z_{-i})\,
+            p(y_i \mid k)\, t_k(x_i)` (:func:`ppclust.posterior.loo_log_predictive`, with the label term
+            as the point's log prior over components), on the centred features the sampler saw.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppclust import BayesianSemiSupervisedGMM
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(0, 1, (20, 2)), rng.normal(6, 1, (20, 2))])
+        >>> gmm = BayesianSemiSupervisedGMM(2, n_draws=10, n_warmup=10, n_chains=1, random_state=0,
+        ...                                 progress_bar=False).fit(X)
+        >>> "log_likelihood" in gmm.posterior_.children
+        False
+        >>> gmm.compute_log_likelihood()["x"].shape
+        (1, 10, 40)
+        """
+        from ppclust import posterior
+
+        check_is_fitted(self, "means_")
+        xc, links, family, prior, kw = self._loglik_inputs
+
+        def compute():
+            with x64():
+                lm = jax.device_put(kw["point_logprior"])
+                return posterior.loo_log_predictive(
+                    self.samples_.labels,
+                    jax.device_put(xc),
+                    links,
+                    family,
+                    prior,
+                    **{**kw, "point_logprior": lm},
+                )
+
+        return posterior.add_log_likelihood(self.posterior_, compute)
+
     def _new_point_log_joint(self, X):
         """(S, m, K) log joints of new points under every kept draw (:mod:`ppclust.predictive`)."""
         from ppclust import posterior, predictive
@@ -1061,8 +1114,8 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         ``posterior``: ``n_clusters`` (occupied components), ``weights_sorted`` (component weights drawn
         from their conditional :math:`\pi \mid z \sim \mathrm{Dir}(a + n_1, \dots, a + n_K)`, sorted in
         decreasing order) and, when ``label_noise > 0``, ``label_noise_rate`` (the share of labelled points
-        whose component belongs to another class); ``sample_stats``: ``lp``; ``log_likelihood``: the
-        leave-one-out predictive of :math:`(x_i, y_i)`; ``observed_data``: ``x`` and ``y``.
+        whose component belongs to another class); ``sample_stats``: ``lp``; ``observed_data``: ``x``
+        and ``y``; ``log_likelihood`` only after :meth:`compute_log_likelihood`.
         """
         from ppclust import partition, posterior
         from ppclust.models.tvclust import TVClustPrior, make_links
@@ -1072,29 +1125,14 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         sizes = (lab[..., None] == np.arange(K)).sum(-2).astype(float)  # (chain, draw, K)
         with x64():
             w = jax.random.dirichlet(jax.random.fold_in(key, 0xD1), jnp.asarray(sizes + a))
-            lm = jax.device_put(log_mask)
-            loglik = None
-            if lab.size <= posterior.MAX_LOGLIK_ENTRIES:
-                loglik = {
-                    "x": posterior.loo_log_predictive(
-                        res.labels,
-                        xc,
-                        make_links(n),
-                        family,
-                        TVClustPrior(alpha=a * K),
-                        pq="fixed",
-                        p=0.9,
-                        q=0.9,
-                        partition="finite",
-                        point_logprior=lm,
-                    )
-                }
-            else:
-                warnings.warn(
-                    f"n x draws = {lab.size} > ppclust.posterior.MAX_LOGLIK_ENTRIES: posterior_ "
-                    "has no log_likelihood group (az.loo unavailable); thin the draws",
-                    stacklevel=4,
-                )
+        # what compute_log_likelihood needs (fit does not compute the pointwise log-likelihood)
+        self._loglik_inputs = (
+            xc,
+            make_links(n),
+            family,
+            TVClustPrior(alpha=a * K),
+            dict(pq="fixed", p=0.9, q=0.9, partition="finite", point_logprior=log_mask),
+        )
         post = {"n_clusters": res.n_clusters, "weights_sorted": -np.sort(-np.asarray(w), axis=-1)}
         codes = np.asarray(codes)
         if self.label_noise > 0 and np.any(codes >= 0):
@@ -1119,8 +1157,9 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
             niw_nu0=float(family.nu0),
             component_classes=np.asarray(g),
             classes=np.asarray(self.classes_),
-            log_likelihood="log p(x_i, y_i | x_-i, z_-i): leave-one-out predictive, own component "
-            "summed out (ppclust.posterior.loo_log_predictive)",
+            pointwise_log_likelihood="log p(x_i, y_i | x_-i, z_-i): leave-one-out predictive, own "
+            "component summed out (ppclust.posterior.loo_log_predictive); "
+            "BayesianSemiSupervisedGMM.compute_log_likelihood()",
             point_estimate_loss=loss,
             expected_loss=self.expected_loss_,
             credible_ball_radius=ball.epsilon,
@@ -1128,7 +1167,6 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
         return posterior.build_datatree(
             post,
             sample_stats={"lp": res.log_joint},
-            log_likelihood=loglik,
             observed_data={"x": X, "y": codes},
             clustering=clustering,
             attrs=attrs,

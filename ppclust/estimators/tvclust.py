@@ -643,19 +643,16 @@ class TVClust(ClusterMixin, BaseEstimator):
             raise PPClustError(
                 "TVClust(algorithm='variational') has no posterior draws: no pointwise log-likelihood."
             )
-        if "log_likelihood" not in self.posterior_.children:
-            import arviz_base
-            import xarray as xr
+        links, family, prior, kw = self._loglik_inputs
+        x = self.posterior_["observed_data"]["x"].values
 
-            links, family, prior, kw = self._loglik_inputs
-            x = self.posterior_["observed_data"]["x"].values
+        def compute():
             with x64():
-                ll = posterior.loo_log_predictive(
+                return posterior.loo_log_predictive(
                     self.samples_.labels, jax.device_put(x), links, family, prior, **kw
                 )
-            group = arviz_base.from_dict({"log_likelihood": {"x": ll}}, dims={"x": ["obs"]})
-            self.posterior_["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
-        return self.posterior_["log_likelihood"]
+
+        return posterior.add_log_likelihood(self.posterior_, compute)
 
     # ------------------------------------------------------------------------------------ new points
     def predict_proba(self, X, *, must_link=None, cannot_link=None):
