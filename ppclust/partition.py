@@ -802,8 +802,12 @@ def _search_py(zt, L, init, order, a, is_vi, lg, max_sweeps):
     for s in range(S):
         if L[s] > lmax:
             lmax = L[s]
+    top = -1
+    for i in range(n):
+        if init[i] > top:
+            top = init[i]
     cap = 8
-    while cap < 2 * (init.max() + 1):
+    while cap < 2 * (top + 1):
         cap *= 2
     tab = np.zeros((cap, S, lmax), np.int32)
     size = np.zeros(cap, np.int64)
@@ -896,11 +900,14 @@ def _free_slot(tab, size):
     for k in range(size.shape[0]):
         if size[k] == 0:
             return k, tab, size
-    cap = size.shape[0]
-    new_tab = np.zeros((2 * cap, tab.shape[1], tab.shape[2]), np.int32)
-    new_tab[:cap] = tab
+    cap, S, lmax = tab.shape
+    new_tab = np.zeros((2 * cap, S, lmax), np.int32)
     new_size = np.zeros(2 * cap, np.int64)
-    new_size[:cap] = size
+    for k in range(cap):  # element by element: a slice assignment compiles numba's shape-error path
+        new_size[k] = size[k]
+        for s in range(S):
+            for m in range(lmax):
+                new_tab[k, s, m] = tab[k, s, m]
     return cap, new_tab, new_size
 
 

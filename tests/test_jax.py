@@ -123,3 +123,47 @@ def test_warmup_compiles_what_a_later_fit_of_other_data_loads(tmp_path):
     stats = json.loads(res.stdout.strip().splitlines()[-1])
     for name, (hits, misses) in stats.items():
         assert (hits, misses) == (1, 0), (name, stats)
+
+
+SHAPE_ERROR_PATH = r"""
+import json
+import numba.core.event as ev
+import numpy as np
+
+compiled = []
+
+
+class Listener(ev.Listener):
+    def on_start(self, event):
+        compiled.append(event.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, event):
+        pass
+
+
+ev.register("numba:compile", Listener())
+from ppclust import partition
+from ppclust.inference import _init_cpu
+
+draws = np.random.default_rng(0).integers(0, 30, (10, 40))  # near-singletons: SALSO's tables grow
+partition.salso(draws)
+x = np.random.default_rng(1).normal(size=(40, 3))
+_init_cpu.initial_labels(np.array([0, 5]), np.random.default_rng(2).uniform(size=(2, 3)), x, 3)
+print(json.dumps(compiled))
+"""
+
+
+def test_salso_and_kmeanspp_kernels_compile_no_array_shape_error_path(tmp_path):
+    """An array assigned to a slice (``a[:m] = b``, ``out[r] = row``) makes numba compile the formatting
+    of its shape-mismatch error (``ol_raise_with_shape_context_cpu``, string conversions and joins):
+    seconds of a fresh process's first fit, once per kernel. The kernels of every sampler's point
+    estimate (SALSO) and of the k-means++ start copy element by element instead."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PPCLUST_CACHE_DIR", "NUMBA_CACHE_DIR"}}
+    env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    res = subprocess.run(
+        [sys.executable, "-c", SHAPE_ERROR_PATH], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr
+    compiled = json.loads(res.stdout.strip().splitlines()[-1])
+    assert "_search_py" in compiled and "initial_labels" in compiled and "_free_slot" in compiled
+    assert not [name for name in compiled if "shape_context" in name], compiled

@@ -95,9 +95,10 @@ def test_salso_beats_the_sampled_partitions_and_is_reproducible():
     assert k_join <= k_split
 
 
-def test_numba_search_equals_the_python_function():
+@pytest.mark.parametrize("n_labels", [4, 30])  # 30: near-singleton draws open > 8 clusters (tables grow)
+def test_numba_search_equals_the_python_function(n_labels):
     rng = np.random.default_rng(5)
-    draws = P.compact_labels(rng.integers(0, 4, (15, 30)))
+    draws = P.compact_labels(rng.integers(0, n_labels, (15, 30)))
     zt = np.ascontiguousarray(draws.T)
     L = draws.max(1).astype(np.int64) + 1
     lg = P._xlogx(np.arange(32, dtype=float))
@@ -107,6 +108,8 @@ def test_numba_search_equals_the_python_function():
         a = P._search(zt, L, init, order, 1.2, is_vi, lg, 50)
         b = P._search_py(zt, L, init.copy(), order, 1.2, is_vi, lg, 50)
         np.testing.assert_array_equal(a, b)
+        if n_labels == 30 and is_vi:
+            assert len(np.unique(a)) > 8  # the first tables' 8 slots were outgrown
 
 
 def test_credible_ball_bounds():

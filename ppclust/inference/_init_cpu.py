@@ -187,7 +187,9 @@ def initial_labels(first, u, x, K):
     fixed = np.zeros(K, np.bool_)
     for r in range(R):
         idx, _ = kmeanspp_from_uniforms(first[r], u[r], x, centres, fixed, n)
-        out[r] = voronoi(x, idx)
+        lab = voronoi(x, idx)
+        for i in range(n):  # element by element: a row assignment compiles numba's shape-error path
+            out[r, i] = lab[i]
     return out
 
 
