@@ -954,7 +954,8 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     the first m centres of every restart; the other K - m are drawn by k-means++ D^2 sampling given them
     (:func:`ppclust.inference.init.kmeanspp_from_uniforms` with those rows fixed, through its compiled twin,
     from the draws :func:`_kmeanspp_draws` makes for ``init="k-means++"``: any n without a new program);
-    every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties).
+    every point goes to its nearest centre (squared Euclidean, expanded form, the earlier centre on ties),
+    in blocks of rows: no (n, K) array.
     With m = K every restart starts from the same partition.
 
     Parameters
@@ -994,10 +995,13 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     first, u = np.array(first), np.array(u)
     sq = np.einsum("ij,ij->i", x_np, x_np)
     out = np.empty((n_init, n), np.int32)
+    rows = max(1, (1 << 20) // max(K, d))  # per block of rows: (rows, K) and (rows, d) temporaries, 8 MB
     for r in range(n_init):
         _, cs = _init_cpu.kmeanspp_from_uniforms(first[r], u[r], x_np, c0, fixed, n)
-        d2 = sq[:, None] - 2.0 * x_np @ cs.T + np.einsum("ij,ij->i", cs, cs)[None]
-        out[r] = np.argmin(d2, axis=1)
+        cc = np.einsum("ij,ij->i", cs, cs)[None]
+        for a in range(0, n, rows):
+            d2 = sq[a : a + rows, None] - (2.0 * x_np[a : a + rows]) @ cs.T + cc
+            out[r, a : a + rows] = np.argmin(d2, axis=1)
     return out
 
 
@@ -1467,10 +1471,11 @@ def _batch_stats(
 ) -> CECStats:
     """Statistics of the partition ``labels`` in the compiled engine's layout, BLAS-shaped.
 
-    Two passes (means, then scatters of the centred points, as every cost's ``stats``): the K scatters
-    are one GEMM per chunk, ``(r_i ⊗ (x_i - mu_{l_i}))^T (x_i - mu_{l_i})`` with r_i the one-hot row of
-    point i. Rows with label ``K`` (padding) count nowhere; with ``n_rows`` (may be traced) the chunks
-    after the first ``n_rows`` rows are skipped. Under ``shard_map`` (``axis`` set) each device sums its
+    Two passes over chunks of ``chunk`` rows (means, then scatters of the centred points, as every cost's
+    ``stats``), each a GEMM per chunk with the chunk's one-hot rows r_i (no (n, K) array): the sums
+    ``r^T x``, then the K scatters ``(r_i ⊗ (x_i - mu_{l_i}))^T (x_i - mu_{l_i})``. Rows with label ``K``
+    (padding) count nowhere; with ``n_rows`` (may be traced) the chunks after the first ``n_rows`` rows
+    are skipped. Under ``shard_map`` (``axis`` set) each device sums its
     rows and the partial sums are reduced with ``psum``.
     """
     from jax.scipy.special import xlogy
@@ -1482,29 +1487,36 @@ def _batch_stats(
     d = x.shape[1] - J
     m = cost.n_labels
     n = x.shape[0]
-    r = jax.nn.one_hot(labels, K, dtype=x.dtype)  # label K (padding): a zero row
-    nk = total(r.sum(0))
+    b = min(chunk, n)
+    pad = (-n) % b
+    xp = jnp.pad(x, ((0, pad), (0, 0)))
+    lp = jnp.pad(labels, (0, pad), constant_values=K)
+    n_chunks = (n + pad) // b if n_rows is None else (n_rows + b - 1) // b
+
+    def rows(j):  # one chunk's labels, rows and one-hot rows (label K, padding: a zero row)
+        lq = lax.dynamic_slice_in_dim(lp, j * b, b)
+        return lq, lax.dynamic_slice_in_dim(xp, j * b, b), jax.nn.one_hot(lq, K, dtype=x.dtype)
+
+    def sums(j, acc):  # first pass: counts and coordinate sums
+        lq, xq, rq = rows(j)
+        return acc[0] + rq.sum(0), acc[1] + rq.T @ xq
+
+    nk, sx = total(lax.fori_loop(0, n_chunks, sums, (jnp.zeros(K, x.dtype), jnp.zeros((K, J + d), x.dtype))))
     safe = jnp.maximum(nk, 1.0)
-    lab = jnp.minimum(labels, K - 1)
-    t_mean = total(r.T @ x[:, :J]) / safe[:, None]
-    t_m2 = total(r.T @ (x[:, :J] - t_mean[lab]) ** 2)
-    s = total(r.T @ x[:, J:])
+    mean = sx / safe[:, None]
+    t_mean, s = mean[:, :J], sx[:, J:]
+
+    def centred(j, acc):  # second pass: the centred rows' squares (decision) and scatters (Gaussian)
+        lq, xq, rq = rows(j)
+        xq = xq - mean[jnp.minimum(lq, K - 1)]
+        xd, xg = xq[:, :J], xq[:, J:]
+        return acc[0] + rq.T @ (xd * xd), acc[1] + (rq[:, :, None] * xg[:, None, :]).reshape(b, K * d).T @ xg
+
+    t_m2, scatter = total(
+        lax.fori_loop(0, n_chunks, centred, (jnp.zeros((K, J), x.dtype), jnp.zeros((K * d, d), x.dtype)))
+    )
     if d > 0:
-        mean = s / safe[:, None]
-        b = min(chunk, n)
-        pad = (-n) % b
-        xp = jnp.pad(x[:, J:], ((0, pad), (0, 0)))
-        lp = jnp.pad(labels, (0, pad), constant_values=K)
-
-        def body(j, acc):  # one chunk's centred rows and one-hot rows, formed inside the loop
-            lq = lax.dynamic_slice_in_dim(lp, j * b, b)
-            xq = lax.dynamic_slice_in_dim(xp, j * b, b) - mean[jnp.minimum(lq, K - 1)]
-            rq = jax.nn.one_hot(lq, K, dtype=x.dtype)
-            return acc + (rq[:, :, None] * xq[:, None, :]).reshape(b, K * d).T @ xq
-
-        n_chunks = (n + pad) // b if n_rows is None else (n_rows + b - 1) // b
-        scatter = lax.fori_loop(0, n_chunks, body, jnp.zeros((K * d, d), x.dtype))
-        scatter = total(scatter).reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
+        scatter = scatter.reshape(K, d, d) + cost.ridge * jnp.eye(d, dtype=x.dtype)
         scale = jnp.linalg.cholesky(scatter)
     else:
         scale = jnp.zeros((K, 0, 0), x.dtype)

@@ -64,6 +64,26 @@ def test_seeded_partitions_are_nearest_centre_of_class_means_and_kmeanspp():
     np.testing.assert_array_equal(parts, np.broadcast_to(nearest_mean, parts.shape))
 
 
+def test_seeded_partitions_in_blocks_of_rows_are_the_nearest_centres():
+    """More rows than one block ((rows, K) temporaries of 2^20 values): every block's rows still go to
+    their nearest centre (brute force on the centres the same draws give)."""
+    rng = np.random.default_rng(2)
+    K, n = 8, 300_000  # 131,072 rows per block: three blocks, the last one short
+    x = rng.normal(size=(n, 2)) + rng.normal(0.0, 4.0, (K, 2))[rng.integers(0, K, n)]
+    means = x[:2] + 0.1
+    key = jax.random.PRNGKey(7)
+    with x64():
+        parts = hartigan.seeded_partitions(key, x, means, K, n_init=2)
+        c0 = np.zeros((K, 2))
+        c0[:2] = means
+        for r, kr in enumerate(jax.random.split(key, 2)):
+            cs = np.asarray(init.kmeanspp_centres(kr, jnp.asarray(x), jnp.asarray(c0), jnp.arange(K) < 2))
+            d2 = ((x[:, None] - cs[None]) ** 2).sum(-1)
+            best = d2.min(1)
+            got = d2[np.arange(n), parts[r]]
+            np.testing.assert_allclose(got, best, rtol=1e-9, atol=1e-9)  # nearest up to rounding ties
+
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_label_seeded_fit_recovers_classes_where_random_start_does_not(seed):
     """Nine blobs, three clean labels each, n_clusters = 9: from the labelled class means CEC-IB finds the
