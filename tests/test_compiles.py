@@ -162,3 +162,21 @@ def test_xla_hartigan_engine_reuses_the_bucket_programs(init):
 
     fit(N1)
     assert fit(N2) == {"lowered": 0, "compiled": 0, "cache_hits": 0}
+
+
+def test_a_start_with_another_number_of_restarts_builds_nothing():
+    """CEC-IB's ``init="auto"`` fits the candidate starts with a share of the restarts, then the chosen one
+    with all of them, so the label-seeded start runs with both counts (which one depends on the data):
+    the draws of ``n_init`` restarts are a prefix of one program's (at least 16 restarts)."""
+    import jax
+
+    from ppclust.inference import hartigan
+
+    X, *_ = _data(N1)
+    key = jax.random.key(5)
+    with jax.enable_x64(True):
+        ten = hartigan.seeded_partitions(key, X, X[:2], 4, n_init=10)
+        before = dict(_COUNTS)
+        two = hartigan.seeded_partitions(key, X, X[:2], 4, n_init=2)
+        assert {k: _COUNTS[k] - before[k] for k in _COUNTS} == {"lowered": 0, "compiled": 0, "cache_hits": 0}
+    np.testing.assert_array_equal(two, ten[:2])  # restart r's start does not depend on n_init

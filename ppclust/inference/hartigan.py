@@ -1005,10 +1005,16 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     return out
 
 
-@partial(jax.jit, static_argnames=("K", "n_init", "dtype"))
 def _kmeanspp_draws(key, m, *, K, n_init, dtype):
-    """The k-means++ draws of ``n_init`` restarts among ``m`` points (traced: one program for every n):
-    ``first`` (n_init,), ``u`` (n_init, K), as :func:`_initial_labels` draws them."""
+    """The k-means++ draws of ``n_init`` restarts among ``m`` points, host arrays ``first`` (n_init,) and
+    ``u`` (n_init, K), as :func:`_initial_labels` draws them: one program for every n (``m`` traced) and
+    every ``n_init`` of a bucket of at least 16 (the restart keys are a prefix of a longer split)."""
+    first, u = _kmeanspp_draws_program(key, m, K=K, n_init=bucket_size(n_init, minimum=16), dtype=dtype)
+    return np.asarray(first)[:n_init], np.asarray(u)[:n_init]
+
+
+@partial(jax.jit, static_argnames=("K", "n_init", "dtype"))
+def _kmeanspp_draws_program(key, m, *, K, n_init, dtype):
     return jax.vmap(lambda k: kmeanspp_uniforms(k, K, m, dtype))(jax.random.split(key, n_init))
 
 
