@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml
 	    echo "$(PY) -m pip install -e .[dev,datasets,docs]"; \
 	    $(PY) -m pip install -q -e ".[dev,datasets,docs]"; \
 	fi
+	@$(PY) -m compileall -q ppclust >/dev/null  # the editable package's own bytecode, as a wheel install has
 	@touch $(STAMP)
 
 # numba kernels into the per-user cache, so that a user's first fit loads them. `make test` does not wait for
