@@ -105,6 +105,10 @@ def main(argv=None) -> int:
         env = {
             k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "NUMBA_", "JAX_", "PPCLUST_"))
         }
+        # uv and pip keep their download caches under XDG_CACHE_HOME too: this machine's, unless asked not to
+        home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        env.setdefault("UV_CACHE_DIR", str(home_cache / "uv"))
+        env.setdefault("PIP_CACHE_DIR", str(home_cache / "pip"))
         env["XDG_CACHE_HOME"] = str(work / "cache")  # an empty per-user cache (ppclust's numba and JAX)
         if args.empty_download_cache:
             env["UV_CACHE_DIR"] = str(work / "uv-cache")

@@ -180,3 +180,10 @@ def test_a_start_with_another_number_of_restarts_builds_nothing():
         two = hartigan.seeded_partitions(key, X, X[:2], 4, n_init=2)
         assert {k: _COUNTS[k] - before[k] for k in _COUNTS} == {"lowered": 0, "compiled": 0, "cache_hits": 0}
     np.testing.assert_array_equal(two, ten[:2])  # restart r's start does not depend on n_init
+    from ppclust.inference.init import kmeanspp_uniforms
+
+    with jax.enable_x64(True):  # the draws of the definition: one split of exactly n_init keys
+        first, u = hartigan._kmeanspp_draws(key, np.int32(N1), K=4, n_init=3, dtype="float64")
+        want = jax.vmap(lambda k: kmeanspp_uniforms(k, 4, np.int32(N1), "float64"))(jax.random.split(key, 3))
+    np.testing.assert_array_equal(first, np.asarray(want[0]))
+    np.testing.assert_array_equal(u, np.asarray(want[1]))

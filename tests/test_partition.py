@@ -95,6 +95,22 @@ def test_salso_beats_the_sampled_partitions_and_is_reproducible():
     assert k_join <= k_split
 
 
+def test_free_slot_doubles_full_tables_and_keeps_their_counts():
+    """Every slot occupied: the tables double, the old counts copied, the new half zero, the first new slot
+    returned; with a free slot, that slot and the same tables."""
+    rng = np.random.default_rng(0)
+    tab = rng.integers(1, 9, (4, 3, 5)).astype(np.int32)
+    size = rng.integers(1, 9, 4).astype(np.int64)
+    k, new_tab, new_size = P._free_slot(tab, size)
+    assert k == 4 and new_tab.shape == (8, 3, 5) and new_size.shape == (8,)
+    np.testing.assert_array_equal(new_tab[:4], tab)
+    np.testing.assert_array_equal(new_size[:4], size)
+    assert not new_tab[4:].any() and not new_size[4:].any()
+    size[2] = 0
+    k, same_tab, same_size = P._free_slot(tab, size)
+    assert k == 2 and same_tab is tab and same_size is size
+
+
 @pytest.mark.parametrize("n_labels", [4, 30])  # 30: near-singleton draws open > 8 clusters (tables grow)
 def test_numba_search_equals_the_python_function(n_labels):
     rng = np.random.default_rng(5)

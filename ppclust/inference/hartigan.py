@@ -995,21 +995,34 @@ def seeded_partitions(key: Array, x, centres, K: int, n_init: int) -> np.ndarray
     first, u = np.array(first), np.array(u)
     sq = np.einsum("ij,ij->i", x_np, x_np)
     out = np.empty((n_init, n), np.int32)
-    rows = max(1, (1 << 20) // max(K, d))  # per block of rows: (rows, K) and (rows, d) temporaries, 8 MB
     for r in range(n_init):
         _, cs = _init_cpu.kmeanspp_from_uniforms(first[r], u[r], x_np, c0, fixed, n)
-        cc = np.einsum("ij,ij->i", cs, cs)[None]
-        for a in range(0, n, rows):
-            d2 = sq[a : a + rows, None] - (2.0 * x_np[a : a + rows]) @ cs.T + cc
-            out[r, a : a + rows] = np.argmin(d2, axis=1)
+        out[r] = _nearest_centres(x_np, sq, cs)
+    return out
+
+
+def _nearest_centres(x: np.ndarray, sq: np.ndarray, cs: np.ndarray) -> np.ndarray:
+    """(n,) int32 nearest centre of every row of ``x`` (n, d) among ``cs`` (K, d) by the expanded squared
+    distance ``sq - 2 x c + |c|^2`` (``sq`` the rows' squared norms), the earlier centre on ties, in blocks
+    of rows whose (rows, K) and (rows, d) temporaries hold at most 2^20 values: no (n, K) array."""
+    n, d = x.shape
+    out = np.empty(n, np.int32)
+    rows = max(1, (1 << 20) // max(cs.shape[0], d, 1))
+    cc = np.einsum("ij,ij->i", cs, cs)[None]
+    for a in range(0, n, rows):
+        d2 = sq[a : a + rows, None] - (2.0 * x[a : a + rows]) @ cs.T + cc
+        out[a : a + rows] = np.argmin(d2, axis=1)
     return out
 
 
 def _kmeanspp_draws(key, m, *, K, n_init, dtype):
     """The k-means++ draws of ``n_init`` restarts among ``m`` points, host arrays ``first`` (n_init,) and
-    ``u`` (n_init, K), as :func:`_initial_labels` draws them: one program for every n (``m`` traced) and
-    every ``n_init`` of a bucket of at least 16 (the restart keys are a prefix of a longer split)."""
-    first, u = _kmeanspp_draws_program(key, m, K=K, n_init=bucket_size(n_init, minimum=16), dtype=dtype)
+    ``u`` (n_init, K), as :func:`_initial_labels` draws them: one program for every n (``m`` traced) and,
+    under JAX's default partitionable threefry, every ``n_init`` of a bucket of at least 16 (the restart
+    keys are then a prefix of a longer split)."""
+    # split(key, m)[:n] == split(key, n) under the partitionable threefry only (JAX's default)
+    size = bucket_size(n_init, minimum=16) if jax.config.jax_threefry_partitionable else n_init
+    first, u = _kmeanspp_draws_program(key, m, K=K, n_init=size, dtype=dtype)
     return np.asarray(first)[:n_init], np.asarray(u)[:n_init]
 
 
@@ -1931,12 +1944,11 @@ def _rows_initial_labels(key, x_loc, layout, *, K, n_init, init, centres) -> np.
     first, u = np.asarray(first), np.asarray(u)
     out = np.empty((n_init, hi - lo), np.int32)
     xb = _put(pad_rows(x_loc, layout.block)[0])
+    sq = np.einsum("ij,ij->i", x_loc, x_loc)
     for r in range(n_init):
         cs = _rows_kmeanspp(int(first[r]), u[r], x_loc, c0, fixed, layout, _devices)
-        if init == "labels":  # seeded_partitions' nearest centre: expanded form
-            sq = np.einsum("ij,ij->i", x_loc, x_loc)
-            d2 = sq[:, None] - 2.0 * x_loc @ cs.T + np.einsum("ij,ij->i", cs, cs)[None]
-            out[r] = np.argmin(d2, axis=1) if len(x_loc) else out[r]
+        if init == "labels":  # seeded_partitions' nearest centre
+            out[r] = _nearest_centres(x_loc, sq, cs)
         else:  # voronoi's nearest seed
             out[r] = np.asarray(_nearest(xb, _put(cs)))[: hi - lo]
     return out
