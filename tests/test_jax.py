@@ -86,7 +86,8 @@ ppclust.TVClust(n_draws=3, n_warmup=3, n_chains=1, covariance_type="diag", rando
 ppclust.CECIB(n_clusters=2, n_init=2, random_state=1, progress_bar=False).fit(X, y)  # label-seeded start
 ppclust.CECIB(n_clusters=2, n_init=2, random_state=1, progress_bar=False).fit(X)  # k-means++ start
 from ppclust.inference import _hartigan_cpu, _init_cpu
-kernels = {"sweep": _gibbs_cpu._sweep_chains, "loo": _gibbs_cpu._loo_draws, "salso": partition._search,
+# (the pointwise log-likelihood's kernel is compiled by compute_log_likelihood, on request, not by a fit)
+kernels = {"sweep": _gibbs_cpu._sweep_chains, "salso": partition._search,
            "hartigan": _hartigan_cpu.run_restarts, "kmeans++": _init_cpu.initial_labels,
            "seeded": _init_cpu.kmeanspp_from_uniforms, "init_states": _init_cpu.init_states}
 print(json.dumps({k: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
