@@ -214,6 +214,11 @@ def test_jupyter_interrupt_kernel_stops_a_fit():
                 assert msg["content"]["ename"] == "KeyboardInterrupt"
                 break
         assert time.monotonic() - sent < ANSWER_S + 1.0  # message passing through the kernel's channels
+        # the interrupted request's own reply first: a request the kernel receives while it still handles
+        # an error is aborted (ipykernel's stop_on_error), as a notebook's queued cells are
+        while (reply := kc.get_shell_msg(timeout=60))["parent_header"].get("msg_id") != msg_id:
+            pass
+        assert reply["content"]["status"] == "error"
         check = "assert not [k for k in vars(est) if k.endswith('_')]\nmake(100).fit(X, must_link=ml)"
         reply = kc.execute_interactive(check, timeout=300)
         assert reply["content"]["status"] == "ok"
