@@ -168,3 +168,50 @@ def test_salso_and_kmeanspp_kernels_compile_no_array_shape_error_path(tmp_path):
     compiled = json.loads(res.stdout.strip().splitlines()[-1])
     assert "_search_py" in compiled and "initial_labels" in compiled and "_free_slot" in compiled
     assert not [name for name in compiled if "shape_context" in name], compiled
+
+
+ONE_SIGNATURE = r"""
+import json, sys
+import numba
+import numpy as np
+import ppclust
+
+rng = np.random.default_rng(0)
+y = np.repeat(np.arange(3), 30)
+X = rng.normal(size=(90, 3)) + 5.0 * np.eye(3)[y]
+lab = np.where(np.arange(90) % 5 == 0, y, -1)
+ml, cl = np.array([[0, 1], [30, 31]]), np.array([[0, 30], [30, 60]])
+quiet = dict(random_state=0, progress_bar=False)
+ppclust.TVClust(n_draws=5, n_warmup=5, **quiet).fit(X, must_link=ml, cannot_link=cl).compute_log_likelihood()
+ppclust.TVClust(algorithm="subcluster", backend="numba", n_draws=3, n_warmup=3, **quiet).fit(
+    X, must_link=ml, cannot_link=cl
+)
+ppclust.BayesianSemiSupervisedGMM(3, n_draws=5, n_warmup=5, **quiet).fit(X, lab).compute_log_likelihood()
+ppclust.CECIB(3, n_init=2, **quiet).fit(X, lab)
+ppclust.C3L(3, n_init=2, **quiet).fit(X, np.minimum(lab, 1))
+out, seen = {}, set()
+for module in list(sys.modules.values()):
+    if getattr(module, "__name__", "").startswith("ppclust"):
+        for name, f in vars(module).items():
+            if isinstance(f, numba.core.dispatcher.Dispatcher) and id(f) not in seen:
+                seen.add(id(f))
+                out[f"{module.__name__}.{name}"] = [str(s) for s in f.signatures]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow  # compiles every numba kernel into an empty cache folder
+def test_every_numba_kernel_compiles_one_signature(tmp_path):
+    """Fits of every compiled path (with the pointwise log-likelihood) in a fresh process and cache: each
+    kernel is compiled for one argument-type signature. A second one (an int32 index here and an int64
+    there, a read-only array from a program and a writable one from NumPy, a literal constant argument) is
+    a second compilation in a user's first fit."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PPCLUST_CACHE_DIR", "NUMBA_CACHE_DIR"}}
+    env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    res = subprocess.run(
+        [sys.executable, "-c", ONE_SIGNATURE], env=env, capture_output=True, text=True, timeout=1800
+    )
+    assert res.returncode == 0, res.stderr
+    sigs = json.loads(res.stdout.strip().splitlines()[-1])
+    assert sum(1 for s in sigs.values() if s) > 20  # the kernels were compiled here, not loaded
+    assert {k: s for k, s in sigs.items() if len(s) > 1 or any("Literal" in x for x in s)} == {}

@@ -709,14 +709,16 @@ def loo_log_predictive(
     mu0, hyp = (np.asarray(v, f64) for v in family_arrays(family, f64))
     sc0 = np.ascontiguousarray(np.asarray(_scale_layout(family.empty(1).scale, code), f64)[0].reshape(-1))
     pri = np.array([prior.a_p, prior.b_p, prior.a_q, prior.b_q], f64)
+    pri.flags.writeable = False  # read-only as the sweep's (from its program): link kernels compiled once
     lab = np.ascontiguousarray(np.asarray(labels, np.int32))
     S, n = lab.shape
     pqa = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(v, f64), (S,)) for v in link_alpha], 1))
     has_lp = point_logprior is not None
-    lpp = np.ascontiguousarray(np.asarray(point_logprior, f64)) if has_lp else np.zeros((1, 1))
+    lpp = np.array(point_logprior, f64) if has_lp else np.zeros((1, 1))  # writable either way: one signature
     out = np.empty((S, n))
     own = lambda a, dt=f64: np.ascontiguousarray(np.asarray(a, dt))  # noqa: E731
-    data = _Data(xn, own(links.nbr, np.int32), own(links.sgn), own(links.wgt), lpp)
+    # writable link signs and weights, as the sweep's: the link kernels compiled once for both
+    data = _Data(xn, own(links.nbr, np.int32), np.array(links.sgn, f64), np.array(links.wgt, f64), lpp)
     model = _Model(code, mu0, hyp, pri, _PQ[pq], partition == "finite", has_lp)
     _loo_draws(lab, pqa, own(pair_counts), data, model, sc0, int(k_max), out)
     return out

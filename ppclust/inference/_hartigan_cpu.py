@@ -909,7 +909,7 @@ def _insert(i, s, c, wk, data, cfg, d, J):
     ti = data.x[i, :J]
     cat = data.side[i]
     _add_costs(xr, ti, cat, s, c, wk, data, cfg, d, J)
-    b = -1
+    b = np.int64(-1)  # not the literal -1: numba would compile the slot-summary kernel for that constant too
     best = np.inf
     for k in range(K):
         if s.active[k]:

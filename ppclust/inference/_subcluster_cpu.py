@@ -190,8 +190,8 @@ def stats_sums(x, centre, labels, n_out, s_out, outer_out):
                     xc[j] = x[i, j] - centre[j]
                 add_outer(co[c, k], xc)
             continue
-        off = np.empty(K + 1, np.int64)
-        order = np.empty(max(hi - lo, 1), np.int64)  # the chunk's points by slot, offsets from lo
+        off = np.empty(K + 1, np.int32)  # int32 as the cluster index's: one compiled counting_sort
+        order = np.empty(max(hi - lo, 1), np.int32)  # the chunk's points by slot, offsets from lo
         counting_sort(labels[lo:hi], order, off)
         blk = np.zeros((R, d))
         for k in range(K):
@@ -274,9 +274,9 @@ def pick_subsamples(labels, cand, ca, cb, is_split, u, u_lab, idx, li, ia, ib, c
     clipped: ``subcluster_moves._uniform_points``). ``counts = [|C|, n_ca, n_cb]``. ``cand``: increasing point
     indices holding every point of C (:func:`candidates`), the only points visited."""
     n = labels.shape[0]
-    nc = 0
-    na = 0
-    nb = 0
+    nc = np.int64(0)  # not the literal 0: numba would compile _targets for that constant too
+    na = np.int64(0)
+    nb = np.int64(0)
     for t in range(cand.shape[0]):
         lab = labels[cand[t]]
         if lab == ca:

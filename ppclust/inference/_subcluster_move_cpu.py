@@ -109,7 +109,7 @@ def move_sides(x, centre, labels, cand, slots, fit, code, clip, seed, out):
                 lr = -(max(-lg, 0.0) + l1p)
                 l1r = -(max(lg, 0.0) + l1p)
                 if is_split:
-                    side_a = math.log(counter_uniform(s0, s1, i)) < lr
+                    side_a = math.log(counter_uniform(s0, s1, np.int64(i))) < lr  # one signature: int64
                 else:
                     side_a = li == ca
                 acc[c, 2] += 1.0
