@@ -126,6 +126,18 @@ def test_warmup_compiles_what_a_later_fit_of_other_data_loads(tmp_path):
         assert (hits, misses) == (1, 0), (name, stats)
 
 
+def _in_a_fresh_cache(script: str, tmp_path, timeout: int):
+    """Run ``script`` in a new process with an empty ppclust (numba, JAX) cache folder; the JSON of its
+    last output line."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PPCLUST_CACHE_DIR", "NUMBA_CACHE_DIR"}}
+    env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    res = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 SHAPE_ERROR_PATH = r"""
 import json
 import numba.core.event as ev
@@ -159,13 +171,7 @@ def test_salso_and_kmeanspp_kernels_compile_no_array_shape_error_path(tmp_path):
     of its shape-mismatch error (``ol_raise_with_shape_context_cpu``, string conversions and joins):
     seconds of a fresh process's first fit, once per kernel. The kernels of every sampler's point
     estimate (SALSO) and of the k-means++ start copy element by element instead."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PPCLUST_CACHE_DIR", "NUMBA_CACHE_DIR"}}
-    env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    res = subprocess.run(
-        [sys.executable, "-c", SHAPE_ERROR_PATH], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert res.returncode == 0, res.stderr
-    compiled = json.loads(res.stdout.strip().splitlines()[-1])
+    compiled = _in_a_fresh_cache(SHAPE_ERROR_PATH, tmp_path, timeout=600)
     assert "_search_py" in compiled and "initial_labels" in compiled and "_free_slot" in compiled
     assert not [name for name in compiled if "shape_context" in name], compiled
 
@@ -206,12 +212,6 @@ def test_every_numba_kernel_compiles_one_signature(tmp_path):
     kernel is compiled for one argument-type signature. A second one (an int32 index here and an int64
     there, a read-only array from a program and a writable one from NumPy, a literal constant argument) is
     a second compilation in a user's first fit."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PPCLUST_CACHE_DIR", "NUMBA_CACHE_DIR"}}
-    env.update(PPCLUST_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    res = subprocess.run(
-        [sys.executable, "-c", ONE_SIGNATURE], env=env, capture_output=True, text=True, timeout=1800
-    )
-    assert res.returncode == 0, res.stderr
-    sigs = json.loads(res.stdout.strip().splitlines()[-1])
+    sigs = _in_a_fresh_cache(ONE_SIGNATURE, tmp_path, timeout=1800)
     assert sum(1 for s in sigs.values() if s) > 20  # the kernels were compiled here, not loaded
     assert {k: s for k, s in sigs.items() if len(s) > 1 or any("Literal" in x for x in s)} == {}
