@@ -505,8 +505,9 @@ def build_datatree(
     return dt
 
 
-def add_log_likelihood(dt, compute):
-    r"""The ``log_likelihood`` group of ``dt``, filled by ``compute()`` when ``dt`` has none yet.
+def add_log_likelihood(dt, labels, x, links, family, prior, **options):
+    r"""The ``log_likelihood`` group of ``dt``: :func:`loo_log_predictive` of the draws, computed (in float64)
+    and stored when ``dt`` has none yet.
 
     What the samplers' ``compute_log_likelihood`` methods call: ``fit`` leaves the group out (it costs
     O(draws n K d^2), more than the sampling at large n), and a second call returns the stored group.
@@ -515,9 +516,9 @@ def add_log_likelihood(dt, compute):
     ----------
     dt : xarray.DataTree
         A tree of :func:`build_datatree`, changed in place.
-    compute : callable
-        ``compute() -> array (chain, draw, n)``, the pointwise log-likelihood (:func:`loo_log_predictive`),
-        stored as variable ``x`` with dimension ``obs``; called only when the group is absent.
+    labels, x, links, family, prior, **options
+        The arguments of :func:`loo_log_predictive`: ``labels`` (chain, draw, n), ``x`` (n, d) as the
+        sampler saw it. The result is stored as variable ``x`` with dimension ``obs``.
 
     Returns
     -------
@@ -526,19 +527,31 @@ def add_log_likelihood(dt, compute):
 
     Examples
     --------
-    >>> import numpy as np
+    >>> import jax.numpy as jnp, numpy as np
+    >>> from ppclust._jax import x64
+    >>> from ppclust.families import GaussianNIW
+    >>> from ppclust.models.tvclust import TVClustPrior, make_links
     >>> from ppclust.posterior import add_log_likelihood, build_datatree
-    >>> dt = build_datatree({"n_clusters": np.array([[2, 3, 2]])})
-    >>> add_log_likelihood(dt, lambda: np.zeros((1, 3, 5)))["x"].shape
-    (1, 3, 5)
-    >>> add_log_likelihood(dt, lambda: 1 / 0)["x"].dims  # stored: not computed again
+    >>> labels = np.array([[[0, 0, 1, 1], [0, 0, 0, 1]]])
+    >>> dt = build_datatree({"n_clusters": np.array([[2, 2]])})
+    >>> x = np.array([[0.0, 0.1], [0.3, -0.2], [3.0, 3.1], [3.2, 2.9]])
+    >>> with x64():
+    ...     family = GaussianNIW(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(4.0), jnp.eye(2))
+    >>> add_log_likelihood(dt, labels, x, make_links(4), family, TVClustPrior())["x"].shape
+    (1, 2, 4)
+    >>> add_log_likelihood(dt, None, None, None, None, None)["x"].dims  # stored: not computed again
     ('chain', 'draw', 'obs')
     """
     import arviz_base as az
     import xarray as xr
 
+    from ppclust._jax import x64
+
     if "log_likelihood" not in dt.children:
-        group = az.from_dict({"log_likelihood": {"x": np.asarray(compute())}}, dims={"x": ["obs"]})
+        with x64():
+            # device_put, not jnp.asarray (which compiles a conversion per shape)
+            ll = loo_log_predictive(labels, jax.device_put(x), links, family, prior, **options)
+        group = az.from_dict({"log_likelihood": {"x": np.asarray(ll)}}, dims={"x": ["obs"]})
         dt["log_likelihood"] = xr.DataTree(group["log_likelihood"].ds)
     return dt["log_likelihood"]
 

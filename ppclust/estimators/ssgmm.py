@@ -1065,20 +1065,9 @@ class BayesianSemiSupervisedGMM(_SemiSupervisedGMMBase):
 
         check_is_fitted(self, "means_")
         xc, links, family, prior, kw = self._loglik_inputs
-
-        def compute():
-            with x64():
-                lm = jax.device_put(kw["point_logprior"])
-                return posterior.loo_log_predictive(
-                    self.samples_.labels,
-                    jax.device_put(xc),
-                    links,
-                    family,
-                    prior,
-                    **{**kw, "point_logprior": lm},
-                )
-
-        return posterior.add_log_likelihood(self.posterior_, compute)
+        return posterior.add_log_likelihood(
+            self.posterior_, self.samples_.labels, xc, links, family, prior, **kw
+        )
 
     def _new_point_log_joint(self, X):
         """(S, m, K) log joints of new points under every kept draw (:mod:`ppclust.predictive`)."""

@@ -645,14 +645,9 @@ class TVClust(ClusterMixin, BaseEstimator):
             )
         links, family, prior, kw = self._loglik_inputs
         x = self.posterior_["observed_data"]["x"].values
-
-        def compute():
-            with x64():
-                return posterior.loo_log_predictive(
-                    self.samples_.labels, jax.device_put(x), links, family, prior, **kw
-                )
-
-        return posterior.add_log_likelihood(self.posterior_, compute)
+        return posterior.add_log_likelihood(
+            self.posterior_, self.samples_.labels, x, links, family, prior, **kw
+        )
 
     # ------------------------------------------------------------------------------------ new points
     def predict_proba(self, X, *, must_link=None, cannot_link=None):
