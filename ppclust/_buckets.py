@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bucket_size", "aligned_zeros", "pad_rows", "pad_pairs", "pad_vector", "pad_links"]
+__all__ = ["bucket_size", "split_count", "aligned_zeros", "pad_rows", "pad_pairs", "pad_vector", "pad_links"]
 
 
 def bucket_size(n: int, minimum: int = 32) -> int:
@@ -58,6 +58,32 @@ def bucket_size(n: int, minimum: int = 32) -> int:
 
 #: the alignment XLA's CPU client needs to use a host buffer in place (it copies a less aligned one)
 ALIGNMENT = 64
+
+
+def split_count(n: int, minimum: int = 16) -> int:
+    """How many keys to split so that the first ``n`` are ``jax.random.split(key, n)`` while the count takes
+    few values (a program per value): :func:`bucket_size` under JAX's partitionable threefry (its
+    default), where a split's keys are a prefix of any longer split's; ``n`` itself otherwise.
+
+    Parameters
+    ----------
+    n : int
+        Keys needed.
+    minimum : int, default=16
+        The smallest count (a power of two).
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> from ppclust._buckets import split_count
+    >>> key = jax.random.key(0)
+    >>> keys = jax.random.split(key, split_count(3))[:3]
+    >>> bool(np.array_equal(jax.random.key_data(keys), jax.random.key_data(jax.random.split(key, 3))))
+    True
+    """
+    import jax
+
+    return bucket_size(n, minimum=minimum) if jax.config.jax_threefry_partitionable else int(n)
 
 
 def aligned_zeros(shape, dtype) -> np.ndarray:

@@ -61,7 +61,7 @@ from jax import lax
 from jax.scipy.special import logsumexp, xlogy
 
 from ppclust import _progress
-from ppclust._buckets import bucket_size
+from ppclust._buckets import split_count
 from ppclust.families import Multinomial, isotropic_gaussian_loglik
 
 __all__ = [
@@ -932,9 +932,7 @@ def restart_keys(key, n_restarts: int):
     True
     """
     n = int(n_restarts)
-    if not jax.config.jax_threefry_partitionable:  # split(key, m)[:n] differs from split(key, n)
-        return jax.random.split(key, n)
-    raw = np.asarray(jax.random.key_data(jax.random.split(key, bucket_size(n, minimum=16))))
+    raw = np.asarray(jax.random.key_data(jax.random.split(key, split_count(n))))
     return jax.random.wrap_key_data(raw[:n], impl=jax.random.key_impl(key))
 
 

@@ -86,7 +86,7 @@ import numpy as np
 from jax import lax
 
 from ppclust import _progress
-from ppclust._buckets import bucket_size, pad_rows, pad_vector
+from ppclust._buckets import bucket_size, pad_rows, pad_vector, split_count
 from ppclust._devices import axis_sharding
 from ppclust.inference.cec import SING_TOL, CECCost, CECStats, constrained_fit_1d
 from ppclust.inference.init import kmeanspp_indices, kmeanspp_uniforms
@@ -1017,12 +1017,10 @@ def _nearest_centres(x: np.ndarray, sq: np.ndarray, cs: np.ndarray) -> np.ndarra
 
 def _kmeanspp_draws(key, m, *, K, n_init, dtype):
     """The k-means++ draws of ``n_init`` restarts among ``m`` points, host arrays ``first`` (n_init,) and
-    ``u`` (n_init, K), as :func:`_initial_labels` draws them: one program for every n (``m`` traced) and,
-    under JAX's default partitionable threefry, every ``n_init`` of a bucket of at least 16 (the restart
-    keys are then a prefix of a longer split)."""
-    # split(key, m)[:n] == split(key, n) under the partitionable threefry only (JAX's default)
-    size = bucket_size(n_init, minimum=16) if jax.config.jax_threefry_partitionable else n_init
-    first, u = _kmeanspp_draws_program(key, m, K=K, n_init=size, dtype=dtype)
+    ``u`` (n_init, K), as :func:`_initial_labels` draws them: one program for every n (``m`` traced) and
+    for every ``n_init`` of a :func:`ppclust._buckets.split_count` (the restart keys a prefix of its
+    split)."""
+    first, u = _kmeanspp_draws_program(key, m, K=K, n_init=split_count(n_init), dtype=dtype)
     return np.asarray(first)[:n_init], np.asarray(u)[:n_init]
 
 

@@ -842,8 +842,9 @@ def sample(
     keys = jax.random.split(jax.random.fold_in(key, 0), n_chains)
     block = min(bucket_size(n_draws, minimum=1), _DRAW_BLOCK)
     n_calls = -(-int(n_draws) // block)
-    # draw j of chain c is keyed split(keys[c], n_draws)[j], the same key for any number of draws
-    # (a prefix of a longer split), so the blocks draw what one call of all draws would
+    # draw j of chain c is keyed split(keys[c], n_draws)[j] under JAX's partitionable threefry (its
+    # default: a split is a prefix of a longer one, ppclust._buckets.split_count), so the blocks draw what
+    # one call of all draws would
     draw_keys = jax.vmap(lambda k: jax.random.split(k, n_calls * block))(keys)
     # the options the compiled program depends on (a static argument: equal options, one program)
     run_cfg = SamplerConfig(
