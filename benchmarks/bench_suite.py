@@ -142,8 +142,7 @@ def main(argv=None) -> int:
                 f"({wall / 60:.1f} min, exit code {rc}).",
                 "## `make demo` from a fresh clone",
                 "Another fresh clone and empty per-user cache folder (and download cache, as the suite's): "
-                "set-up, "
-                "`ppclust warmup` (numba kernels) and the demo.",
+                "set-up, `ppclust warmup` (numba kernels) and the demo.",
                 md_table(
                     ["phase", "value"],
                     [["total s", round(demo_wall, 1)], ["exit code", demo_rc]]
