@@ -38,6 +38,18 @@ def test_labelled_means_brute_force():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
+def _restart_centres(key, x, means, K, n_init):
+    """Each restart's K centres by the JAX definition (:func:`ppclust.inference.init.kmeanspp_centres`):
+    ``means`` fixed first, the others k-means++ draws of the restart's key."""
+    c0 = np.zeros((K, x.shape[1]))
+    c0[: len(means)] = means
+    with x64():
+        return [
+            np.asarray(init.kmeanspp_centres(kr, jnp.asarray(x), jnp.asarray(c0), jnp.arange(K) < len(means)))
+            for kr in jax.random.split(key, n_init)
+        ]
+
+
 def test_seeded_partitions_are_nearest_centre_of_class_means_and_kmeanspp():
     """Restart r: the class means fixed, the other K - m centres the k-means++ draws of restart r's key
     (:func:`ppclust.inference.init.kmeanspp_centres`, the JAX definition), then the nearest centre."""
@@ -50,13 +62,10 @@ def test_seeded_partitions_are_nearest_centre_of_class_means_and_kmeanspp():
     K = 5
     with x64():
         parts = hartigan.seeded_partitions(key, x, means, K, n_init=4)
-        c0 = np.zeros((K, 2))
-        c0[:3] = means
-        for r, kr in enumerate(jax.random.split(key, 4)):
-            cs = np.asarray(init.kmeanspp_centres(kr, jnp.asarray(x), jnp.asarray(c0), jnp.arange(K) < 3))
-            np.testing.assert_allclose(cs[:3], means, atol=0)  # the class means stay the first centres
-            brute = np.argmin(((x[:, None] - cs[None]) ** 2).sum(-1), 1)
-            np.testing.assert_array_equal(parts[r], brute)
+    for r, cs in enumerate(_restart_centres(key, x, means, K, 4)):
+        np.testing.assert_allclose(cs[:3], means, atol=0)  # the class means stay the first centres
+        brute = np.argmin(((x[:, None] - cs[None]) ** 2).sum(-1), 1)
+        np.testing.assert_array_equal(parts[r], brute)
     assert len({p.tobytes() for p in parts}) > 1  # the free centres are drawn per restart
     with x64():  # no free centre: every restart starts from the nearest-class-mean partition
         parts = hartigan.seeded_partitions(key, x, means, 3, n_init=4)
@@ -74,14 +83,10 @@ def test_seeded_partitions_in_blocks_of_rows_are_the_nearest_centres():
     key = jax.random.PRNGKey(7)
     with x64():
         parts = hartigan.seeded_partitions(key, x, means, K, n_init=2)
-        c0 = np.zeros((K, 2))
-        c0[:2] = means
-        for r, kr in enumerate(jax.random.split(key, 2)):
-            cs = np.asarray(init.kmeanspp_centres(kr, jnp.asarray(x), jnp.asarray(c0), jnp.arange(K) < 2))
-            d2 = ((x[:, None] - cs[None]) ** 2).sum(-1)
-            best = d2.min(1)
-            got = d2[np.arange(n), parts[r]]
-            np.testing.assert_allclose(got, best, rtol=1e-9, atol=1e-9)  # nearest up to rounding ties
+    for r, cs in enumerate(_restart_centres(key, x, means, K, 2)):
+        d2 = ((x[:, None] - cs[None]) ** 2).sum(-1)
+        got = d2[np.arange(n), parts[r]]
+        np.testing.assert_allclose(got, d2.min(1), rtol=1e-9, atol=1e-9)  # nearest up to rounding ties
 
 
 @pytest.mark.parametrize("seed", [0, 3])
