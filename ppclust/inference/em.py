@@ -50,10 +50,8 @@ from ppclust.families import (  # re-exported: EM's Gaussian algebra lives in th
     precision_cholesky,
 )
 from ppclust.inference.init import (
-    kmeanspp_centres,  # re-exported, as are the next two
-    kmeanspp_uniforms,
+    kmeanspp_centres,  # re-exported, as is the next one
     nearest_centre,
-    prefix_search,
 )
 from ppclust.models.ssgmm import LabelTerm
 
@@ -637,7 +635,7 @@ def _fit(
 
         def one(k_):
             if init_params is None and static.weighted:
-                centres = _kmeanspp_weighted(k_, x, init_centres, init_fixed, w, n)
+                centres = kmeanspp_centres(k_, x, init_centres, init_fixed, n, mask=w > 0)
                 resp = _resp_from_centres(x, centres, allowed) * w[:, None]
                 p0 = m_step(x, resp, cov_type, reg_covar, prior)
             elif init_params is None:
@@ -714,36 +712,3 @@ def _fit_sharded(keys, data, log_mask, start, static: _EMStatic, tol, reg_covar,
     )(keys, rep, xp, w, lm)
     params, obj, ll, resp, trace, it, conv, finite = out
     return params, obj, ll, resp[:, :size], trace, it, conv, finite
-
-
-def _kmeanspp_weighted(key, x, centres, fixed, w, n):
-    """:func:`ppclust.inference.init.kmeanspp_centres` on rows with 0/1 weights ``w`` (padding anywhere):
-    the same uniforms (:func:`~ppclust.inference.init.kmeanspp_uniforms` over the ``n`` real rows) and
-    the same inverse-CDF selection, written with masked sums only
-    (:func:`~ppclust.inference.init.prefix_search` in place of cumulative sums), so that rows sharded over
-    processes are never gathered."""
-    first, u = kmeanspp_uniforms(key, centres.shape[0], n, x.dtype)
-    live = w > 0
-    pos = jnp.arange(x.shape[0])
-    first_pos = prefix_search(live.astype(jnp.int32), first + 1)  # the position of real row `first`
-    any_fixed = jnp.any(fixed)
-    d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)
-    big = jnp.finfo(x.dtype).max
-    dmin0 = jnp.min(jnp.where(fixed[None], d_fixed, big), axis=1)
-    d2_0 = jnp.where(live & any_fixed, dmin0, 0.0)
-
-    def body(j, carry):
-        cs, d2, any_chosen = carry
-        tot = d2.sum()
-        p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / n, 0.0))
-        i = prefix_search(p, jnp.sum(p) * (1 - u[j]))
-        pick = pos == jnp.where(any_chosen, i, first_pos)
-        c_new = jnp.sum(jnp.where(pick[:, None], x, 0.0), axis=0)
-        take = ~fixed[j]
-        c = jnp.where(take, c_new, cs[j])
-        dnew = jnp.where(live, jnp.sum((x - c[None]) ** 2, -1), 0.0)
-        d2 = jnp.where(take, jnp.where(any_chosen, jnp.minimum(d2, dnew), dnew), d2)
-        return cs.at[j].set(c), d2, any_chosen | take
-
-    cs, _, _ = jax.lax.fori_loop(0, centres.shape[0], body, (centres.astype(x.dtype), d2_0, any_fixed))
-    return cs

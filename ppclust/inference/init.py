@@ -59,7 +59,7 @@ def kmeanspp_uniforms(key, k: int, m, dtype=jnp.float64):
     return first, u
 
 
-def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
+def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None, mask=None):
     """k-means++ D^2 selection from the draws of :func:`kmeanspp_uniforms`: ``(idx (k,), centres (k, d))``.
 
     The rows of ``centres`` where ``fixed`` is True (e.g. labelled class means) are kept and count as
@@ -70,7 +70,11 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
     never drawn, so the seeds are distinct points while any other point is left.
 
     ``n_valid`` (optional, may be traced): only the first ``n_valid`` rows are points, the rest padding
-    that is never drawn; the draws equal those on the unpadded rows.
+    that is never drawn; the draws equal those on the unpadded rows. ``mask`` (optional): the real rows
+    are those where it is True, padding anywhere among them (rows spread over processes, ``n_valid`` then
+    their count); the running sums are then :func:`prefix_search`'s masked sums and a centre is read by a
+    masked sum, so that rows sharded over processes are never gathered (the same centres up to the
+    rounding :func:`prefix_search` names).
 
     Parameters
     ----------
@@ -86,6 +90,9 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
         Rows of ``centres`` that count as already chosen.
     n_valid : int or traced int, default=None
         Number of real rows of ``x``; None is ``n``.
+    mask : bool array of shape (n,), default=None
+        The real rows, padding anywhere; None: the first ``n_valid`` rows. ``idx`` are then positions in
+        ``x``.
 
     Examples
     --------
@@ -99,7 +106,10 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
     n = x.shape[0]
     k = centres.shape[0]
     m = n if n_valid is None else n_valid
-    live = jnp.arange(n) < m
+    pos = jnp.arange(n)
+    live = pos < m if mask is None else mask
+    if mask is not None:  # the position of real row ``first``
+        first = prefix_search(live.astype(jnp.int32), first + 1)
     any_fixed = jnp.any(fixed)
     d_fixed = jnp.sum((x[:, None] - centres[None]) ** 2, -1)  # (n, k)
     big = jnp.finfo(x.dtype).max
@@ -110,11 +120,15 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
         idx, cs, d2, any_chosen = carry
         tot = d2.sum()
         p = jnp.where(tot > 0, d2 / jnp.where(tot > 0, tot, 1.0), jnp.where(live, 1.0 / m, 0.0))
-        cum = jnp.cumsum(p)
-        i = jnp.searchsorted(cum, cum[-1] * (1 - u[j])).astype(jnp.int32)
+        if mask is None:
+            cum = jnp.cumsum(p)
+            i = jnp.searchsorted(cum, cum[-1] * (1 - u[j])).astype(jnp.int32)
+        else:
+            i = prefix_search(p, jnp.sum(p) * (1 - u[j]))
         i = jnp.where(any_chosen, i, first)
         take = ~fixed[j]
-        c = jnp.where(take, x[i], cs[j])
+        x_i = x[i] if mask is None else jnp.sum(jnp.where((pos == i)[:, None], x, 0.0), axis=0)
+        c = jnp.where(take, x_i, cs[j])
         dnew = jnp.where(live, jnp.sum((x - c[None]) ** 2, -1), 0.0)
         d2 = jnp.where(take, jnp.where(any_chosen, jnp.minimum(d2, dnew), dnew), d2)
         return idx.at[j].set(jnp.where(take, i, -1)), cs.at[j].set(c), d2, any_chosen | take
@@ -124,7 +138,7 @@ def kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid=None):
     return idx, cs
 
 
-def kmeanspp_centres(key, x, centres, fixed, n_valid=None):
+def kmeanspp_centres(key, x, centres, fixed, n_valid=None, mask=None):
     """Fill the rows of ``centres`` (k, d) where ``fixed`` is False by k-means++ D^2 sampling
     (:func:`kmeanspp_from_uniforms` with the draws of :func:`kmeanspp_uniforms`).
 
@@ -144,6 +158,8 @@ def kmeanspp_centres(key, x, centres, fixed, n_valid=None):
         Rows of ``centres`` that count as already chosen.
     n_valid : int or None, default=None
         Number of real rows of ``x`` (the rows after it are bucket padding, never chosen); None: all rows.
+    mask : bool array of shape (n,), default=None
+        The real rows with padding anywhere (``n_valid`` their count): :func:`kmeanspp_from_uniforms`.
 
     Examples
     --------
@@ -155,7 +171,7 @@ def kmeanspp_centres(key, x, centres, fixed, n_valid=None):
     """
     m = x.shape[0] if n_valid is None else n_valid
     first, u = kmeanspp_uniforms(key, centres.shape[0], m, x.dtype)
-    return kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid)[1]
+    return kmeanspp_from_uniforms(first, u, x, centres, fixed, n_valid, mask)[1]
 
 
 def kmeanspp_indices(key, x, K: int, n_valid=None):

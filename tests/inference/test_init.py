@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppclust._jax import x64
-from ppclust.inference import em, init
+from ppclust.inference import init
 
 _search = jax.jit(init.prefix_search)
 
@@ -53,5 +53,17 @@ def test_kmeanspp_with_padding_anywhere_equals_the_seeding_of_the_real_rows():
             for seed in range(4):
                 key = jax.random.key(seed)
                 want = init.kmeanspp_centres(key, jnp.asarray(x), centres, fixed)
-                got = em._kmeanspp_weighted(key, jnp.asarray(xp), centres, fixed, jnp.asarray(w), len(x))
+                mask = jnp.asarray(w) > 0
+                got = init.kmeanspp_centres(key, jnp.asarray(xp), centres, fixed, len(x), mask=mask)
                 np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+                # the seeds' positions in the padded rows are the seeds' rows among the real ones
+                first, u = init.kmeanspp_uniforms(key, 4, len(x))
+                idx_real = init.kmeanspp_from_uniforms(first, u, jnp.asarray(x), centres, fixed)[0]
+                xp_j = jnp.asarray(xp)
+                idx_pad = init.kmeanspp_from_uniforms(first, u, xp_j, centres, fixed, len(x), mask)[0]
+                real_rows = np.flatnonzero(w)
+                seeds = np.asarray(idx_pad)
+                np.testing.assert_array_equal(
+                    np.where(seeds >= 0, np.searchsorted(real_rows, seeds), -1), np.asarray(idx_real)
+                )
+                assert np.all(w[seeds[seeds >= 0]] == 1)
