@@ -126,11 +126,39 @@ def _builds(make, side, n):
 def test_new_sizes_reuse_the_bucket_programs(case):
     make, side = CASES[case]
     first = _builds(make, side, N1)
+    # a fit is a few named programs: arithmetic run eagerly would build one program per operation and shape
+    assert first["lowered"] <= 12, f"the first fit built {first['lowered']} programs"
     assert _builds(make, side, N1) == {"lowered": 0, "compiled": 0, "cache_hits": 0}, "repeat fit"
     assert _builds(make, side, N2) == {"lowered": 0, "compiled": 0, "cache_hits": 0}, "same bucket"
     next_bucket = _builds(make, side, N3)
     assert next_bucket["lowered"] <= first["lowered"], (first, next_bucket)
     assert next_bucket["compiled"] <= first["compiled"], (first, next_bucket)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_predict_at_a_new_size_in_its_bucket_builds_nothing(case):
+    """Predicting new points pads them to their row bucket (:func:`ppclust._buckets.rowwise`): a second
+    number of points in the bucket builds nothing, and the padding changes no prediction."""
+    make, side = CASES[case]
+    X, y, ml, cl = _data(N1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make()
+        if side == "labels":
+            est.fit(X, partial_labels=y)
+        elif side == "two-labels":
+            est.fit(X, partial_labels=np.minimum(y, 1))
+        elif side == "links":
+            est.fit(X, must_link=ml, cannot_link=cl)
+        else:
+            est.fit(X)
+    new = _data(60, seed=1)[0]
+    assert bucket_size(50, 8) == bucket_size(60, 8)
+    some = est.predict(new[:50])
+    before = dict(_COUNTS)
+    every = est.predict(new)
+    assert {k: _COUNTS[k] - before[k] for k in _COUNTS} == {"lowered": 0, "compiled": 0, "cache_hits": 0}
+    np.testing.assert_array_equal(every[:50], some)
 
 
 @pytest.mark.slow

@@ -5,13 +5,13 @@ from __future__ import annotations
 import warnings
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _devices, _progress
+from ppclust._buckets import rowwise
 from ppclust._jax import as_key, x64
 from ppclust.errors import DegenerateDataWarning, InvalidInputError, InvalidParameterError, PPClustError
 from ppclust.estimators._base import (
@@ -42,6 +42,9 @@ from ppclust.inference import hartigan as _hartigan
 from ppclust.sideinfo import labelled_means
 
 __all__ = ["C3L"]
+
+#: the CEC rule's log densities of new points, one program per row bucket
+_log_density_rows = rowwise(_c3l.log_density, static_argnames=("n_dec",))
 
 
 class C3L(ClusterMixin, BaseEstimator):
@@ -489,8 +492,7 @@ class C3L(ClusterMixin, BaseEstimator):
         X = validate_X(self, X, reset=False)
         Z = _c3l.transform((X - self.center_) / self.scale_, self._hp)
         with x64():
-            params = type(self._params)(*(jnp.asarray(v) for v in self._params))
-            return np.asarray(_c3l.log_density(jnp.asarray(Z), params, self.n_decision_))
+            return _log_density_rows(np.asarray(Z, np.float64), self._params, n_dec=self.n_decision_)
 
     def predict(self, X):
         """The CEC rule: the cluster of largest :math:`\\ln p_k + \\ln N(t; m_k, \\sigma_k^2) + \\ln N(r;

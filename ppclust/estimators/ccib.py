@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _progress
-from ppclust._buckets import bucket_size, pad_rows, pad_vector
+from ppclust._buckets import bucket_size, pad_rows, pad_vector, rowwise
 from ppclust._jax import as_key, x64
 from ppclust.errors import InvalidInputError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -32,9 +32,22 @@ from ppclust.inference import ccib as _solver
 
 __all__ = ["CCIB"]
 
+
 _FEATURE_MODELS = ("auto",) + _solver.FEATURES
 _BACKGROUND_TYPES = ("auto", "categorical", "continuous")
 _X_WEIGHTS = ("paper", "length", "uniform")
+
+
+@rowwise(static_argnames=("static",))
+def _log_assignment_rows(rows, cond_mask, params, hyper, rho, static):
+    """Log assignment probabilities of new objects (``rows``: the per-object fields of
+    :class:`~ppclust.inference.ccib.CCIBData` and the mask of background values unseen in fit, whose
+    conditional term is dropped), one program per row bucket."""
+    *fields, unseen = rows
+    data = _solver.CCIBData(*fields, cond_mask)
+    a, b = _solver.log_likelihoods(params, data, hyper, static)
+    b = jnp.where(unseen[:, None], 0.0, b)
+    return _solver.log_assignment(params, a, b, rho, hyper.lam)
 
 
 def _bucketed(data):
@@ -352,13 +365,13 @@ class CCIB(ClusterMixin, BaseEstimator):
                 stacklevel=2,
             )
         data = self._data(X, np.maximum(z_codes, 0), design, np.full(n, -1), self._static.n_clusters)
+        rows = (*data[:-1], unseen)  # every field but the feature mask is per object
         with x64():
-            data_j = _solver.CCIBData(*[jnp.asarray(a) for a in data])
-            params = _solver.Params(*[jnp.asarray(p) for p in self.params_])
-            a, b = _solver.log_likelihoods(params, data_j, self._hyper_used, self._static)
-            b = jnp.where(jnp.asarray(unseen)[:, None], 0.0, b)
-            logq = _solver.log_assignment(params, a, b, self.rho_, self._hyper_used.lam)
-            return np.exp(np.asarray(logq))
+            params = _solver.Params(*[np.asarray(p) for p in self.params_])
+            logq = _log_assignment_rows(
+                rows, data.cond_mask, params, self._hyper_used, np.float64(self.rho_), static=self._static
+            )
+            return np.exp(logq)
 
     def predict(self, X, *, background=None):
         """Hard assignments of new objects under the fitted cluster models (argmax of ``predict_proba``)."""

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _devices
-from ppclust._buckets import bucket_size
+from ppclust._buckets import bucket_size, rowwise
 from ppclust._jax import as_key, x64
 from ppclust.errors import InvalidInputError, KMaxExhaustedError, NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -45,6 +45,9 @@ from ppclust.models.tvclust import link_reliability_share
 from ppclust.sideinfo import NeighbourTable, SideInfo, link_weight_per_point, pair_counts, weigh_link_kinds
 
 __all__ = ["DPMeans", "RDPMeans"]
+
+#: divergences of new points to the centres, one program per row bucket and divergence
+_divergence_rows = rowwise(_dp.divergence_matrix, static_argnames=("divergence",))
 
 _DIVERGENCES = ("sqeuclidean", "euclidean", "kl")
 
@@ -313,7 +316,7 @@ class _Base(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "cluster_centers_")
         X = self._prepare(X, reset=False)
         with x64():
-            D = np.asarray(_dp.divergence_matrix(X, self.cluster_centers_, self.divergence))
+            D = _divergence_rows(np.asarray(X, np.float64), self.cluster_centers_, divergence=self.divergence)
         return np.argmin(D, axis=1).astype(np.int64)
 
 

@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ppclust import _devices, _progress
-from ppclust._buckets import bucket_size, pad_rows
+from ppclust._buckets import bucket_size, pad_rows, rowwise
 from ppclust._jax import as_key, x64
 from ppclust.errors import NonFiniteError, PPClustError
 from ppclust.estimators._base import (
@@ -57,6 +57,9 @@ from ppclust.models.ssgmm import (
 )
 
 __all__ = ["SemiSupervisedGMM", "BayesianSemiSupervisedGMM"]
+
+#: the components' log densities of new points, one program per row bucket and covariance type
+_log_gaussian_prob_rows = rowwise(em.log_gaussian_prob, static_argnames=("cov_type",))
 
 #: the standard deviation below which the default NIW prior's variance floor
 #: (:func:`ppclust.families.mixture_niw_prior`) dominates the data: the Gibbs sampler, which fits X in its
@@ -145,13 +148,13 @@ class _SemiSupervisedGMMBase(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "means_")
         X = validate_X(self, X, reset=False)
         with x64():
-            lp = em.log_gaussian_prob(
-                jnp.asarray(X - self._shift),
-                jnp.asarray(self.means_ - self._shift),
-                jnp.asarray(self.precisions_cholesky_),
-                self.covariance_type,
+            lp = _log_gaussian_prob_rows(
+                np.asarray(X - self._shift, np.float64),
+                np.asarray(self.means_ - self._shift, np.float64),
+                np.asarray(self.precisions_cholesky_, np.float64),
+                cov_type=self.covariance_type,
             )
-            return np.asarray(lp) + np.log(self.weights_)[None]
+            return lp + np.log(self.weights_)[None]
 
     def predict_proba(self, X):
         """Posterior component probabilities (n, k) for new, unlabelled points."""

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ppclust import _devices
-from ppclust._buckets import bucket_size, pad_rows
+from ppclust._buckets import bucket_size, pad_rows, rowwise
 from ppclust._jax import as_key, x64
 from ppclust.errors import InvalidInputError, PPClustError
 from ppclust.estimators._base import (
@@ -874,9 +874,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         with x64():
             if self.posterior_ is None:
                 stats, log_w, mapping = self._vb_predictive
-                lj = np.asarray(
-                    predictive.slot_log_joint(self._vb_family, stats, jnp.asarray(log_w), jnp.asarray(Z))
-                )[None]
+                lj = _vb_slot_log_joint(np.asarray(Z, np.float64), self._vb_family, stats, log_w)[None]
                 if must_link is not None or cannot_link is not None:
                     raise PPClustError(
                         "links of new points need a sampler (algorithm='variational' has none)"
@@ -1085,9 +1083,12 @@ class TVClust(ClusterMixin, BaseEstimator):
         K = int(self.vb_truncation)
         with x64():
             nu0 = float(d) if self.nu0 is None else float(self.nu0)
-            psi0 = jnp.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)  # = I at the defaults
+            psi0 = np.eye(d) * float(self.psi_scale) * max(nu0 - d - 1.0, 1.0)  # = I at the defaults
             kappa0 = 1.0 if self.kappa0 is None else float(self.kappa0)  # the authors' beta0
-            family = GaussianNIW(jnp.zeros(d), jnp.asarray(kappa0), jnp.asarray(nu0), psi0, "full")
+            # built on the host and moved once: no program compiled per operation
+            family = GaussianNIW(
+                *jax.device_put((np.zeros(d), np.float64(kappa0), np.float64(nu0), psi0)), "full"
+            )
             means0 = jax.random.normal(as_key(self.random_state), (K, d), jnp.float64)
             res = tvclust_vb.fit(
                 jnp.asarray(X_pad),
@@ -1128,7 +1129,7 @@ class TVClust(ClusterMixin, BaseEstimator):
         responsibilities ``resp`` of the rows ``X`` (padding rows: zeros and responsibility 0, which adds
         nothing), log expected stick-breaking weights, components mapped onto ``labels_``."""
         with x64():
-            stats = family.soft_stats(jnp.asarray(X), jnp.asarray(resp))
+            stats = _soft_stats(family, jnp.asarray(X), jnp.asarray(resp))
         stats = jax.tree_util.tree_map(np.asarray, stats)
         g = np.asarray(res.gamma, np.float64)  # (K-1, 2) Beta(g1, g2) sticks
         ev = g[:, 0] / g.sum(1)
@@ -1187,6 +1188,20 @@ def _bucketed_log_joint(labels, X, links, family, prior, pq_fixed):
     counts = pair_counts(np.asarray(labels), host_links, xp=np)
     args = jax.device_put((lab, pad_rows(np.asarray(X), n_pad)[0], counts))
     return float(_log_joint_program(*args, family, prior, pq_fixed, k_max=k_pad))
+
+
+@rowwise
+def _vb_slot_log_joint(x, family, stats, log_w):
+    """The variational posterior's ``predictive.slot_log_joint`` of new rows, one program per row bucket."""
+    from ppclust import predictive
+
+    return predictive.slot_log_joint(family, stats, log_w, x)
+
+
+@jax.jit
+def _soft_stats(family, x, resp):
+    """``family.soft_stats(x, resp)`` as one program."""
+    return family.soft_stats(x, resp)
 
 
 @partial(jax.jit, static_argnames=("k_max",))

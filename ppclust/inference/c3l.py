@@ -185,7 +185,7 @@ def make_cost(
     (1, 2, 0)
     """
     z = jnp.asarray(z)
-    alpha = jnp.broadcast_to(jnp.asarray(alpha, z.dtype), (n_dec,))
+    alpha = np.broadcast_to(np.asarray(alpha, z.dtype), (n_dec,))  # on the host: no program per operation
     d = z.shape[1] - n_dec
     n = z.shape[0]
     if reduce is None:
@@ -285,6 +285,7 @@ class ClusterParams(NamedTuple):
     er: Array
 
 
+@jax.jit
 def cluster_params(cost: CECCost, stats: CECStats) -> ClusterParams:
     """The fitted product Gaussians of every slot from its statistics (spec §1.5, Theorem 1).
 
@@ -357,6 +358,7 @@ class CostParts(NamedTuple):
     rest: Array  # sum p (r-part entropy)
 
 
+@jax.jit
 def cost_parts(params: ClusterParams, active) -> CostParts:
     """The cost of the active slots and its parts (spec §2.6).
 

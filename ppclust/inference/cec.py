@@ -51,6 +51,7 @@ _ML = GaussianML()
 # ---------------------------------------------------------------------------------------------
 
 
+@jax.jit  # one program (ndtri run eagerly builds one per operation)
 def quantile(alpha) -> Array:
     r""":math:`p^\alpha=\Phi^{-1}(1-\alpha)`, the leakage bound's quantile (C3L, Theorem 1).
 

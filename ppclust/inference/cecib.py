@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppclust import families
+from ppclust._buckets import rowwise
 from ppclust.families import LOG_2PIE, ML_SING_TOL, ml_entropy
 from ppclust.inference import hartigan
 from ppclust.inference.cec import CECCost
@@ -737,8 +738,8 @@ def log_weighted_densities(x, weights, means, precisions_cholesky) -> np.ndarray
     >>> int(np.argmax(s, 1)[0])
     0
     """
-    score = _log_gaussian_prob(jnp.asarray(x), jnp.asarray(means), jnp.asarray(precisions_cholesky))
-    return np.asarray(score) + np.log(weights)
+    score = _log_gaussian_prob(np.asarray(x), np.asarray(means), np.asarray(precisions_cholesky))
+    return score + np.log(weights)
 
 
 @jax.jit
@@ -756,4 +757,4 @@ def _map_estimate(stats, rho):
 
 
 _covariances = jax.jit(partial(families.covariances, cov_type="full"))
-_log_gaussian_prob = jax.jit(partial(families.log_gaussian_prob, cov_type="full"))
+_log_gaussian_prob = rowwise(partial(families.log_gaussian_prob, cov_type="full"))

@@ -62,13 +62,34 @@ def test_a_repeat_fit_compiles_nothing(algorithm):
         kw = dict(algorithm=algorithm, vb_max_iter=5, random_state=0)
     else:
         kw = dict(algorithm=algorithm, n_draws=5, n_warmup=5, n_chains=1, progress_bar=False, random_state=0)
-    first = TVClust(**kw).fit(X, must_link=ml)
+    fitted = []
+    n_first = _compiles(lambda: fitted.append(TVClust(**kw).fit(X, must_link=ml)))
+    # a fit is a few named programs: arithmetic run eagerly would build one program per operation and shape
+    assert n_first <= 20, f"the first fit built {n_first} programs"
+    first = fitted[0]
     again = []
     assert _compiles(lambda: again.append(TVClust(**kw).fit(X, must_link=ml))) == 0
     np.testing.assert_array_equal(again[0].labels_, first.labels_)
     if algorithm != "variational":  # the on-demand log-likelihood reuses its programs too
         first.compute_log_likelihood()
         assert _compiles(again[0].compute_log_likelihood) == 0
+
+
+@pytest.mark.parametrize("algorithm", ["collapsed", "variational"])
+def test_predict_at_a_new_size_in_its_bucket_compiles_nothing(algorithm):
+    """New points are padded to their row bucket: a second number of points in the bucket compiles
+    nothing, and the padding changes no prediction."""
+    X, ml = _data(60)
+    if algorithm == "variational":
+        kw = dict(algorithm=algorithm, vb_max_iter=5, random_state=0)
+    else:
+        kw = dict(algorithm=algorithm, n_draws=5, n_warmup=5, n_chains=1, progress_bar=False, random_state=0)
+    est = TVClust(**kw).fit(X, must_link=ml)
+    new = _data(60, seed=1)[0]
+    some = est.predict(new[:50])
+    every = []
+    assert _compiles(lambda: every.append(est.predict(new))) == 0
+    np.testing.assert_array_equal(every[0][:50], some)
 
 
 def test_a_new_number_of_draws_compiles_nothing_and_extends_the_chain(no_persistent_cache):
