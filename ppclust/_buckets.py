@@ -11,6 +11,7 @@ Padded entries carry weight 0 (:func:`pad_rows`, :func:`pad_pairs`); a solver mu
 draw and acceptance by that weight (or masks with it), so no result depends on the bucket. Random draws
 per point are keyed by the point's row index (``jax.random.fold_in(key, i)`` or a counter-based stream),
 never by the array's length, so the same data give the same draws whatever padding they got.
+Predictions on new points run the same way (:func:`rowwise`): one program per bucket of their number.
 """
 
 from __future__ import annotations
