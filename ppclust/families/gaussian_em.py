@@ -6,6 +6,7 @@ functions in scikit-learn's parameterisation (``prec_chol``: a Cholesky factor o
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -277,6 +278,7 @@ def precision_cholesky(cov, cov_type):
     return 1.0 / jnp.sqrt(cov)
 
 
+@partial(jax.jit, static_argnames=("cov_type",))
 def covariances(prec_chol, cov_type):
     r"""Covariances back from the precision Cholesky factors.
 

@@ -148,12 +148,16 @@ def make_cost(x: Array, n_labels: int, beta=1.0, reg_covar: float = 0.0) -> CECC
 
 def _cost(n: int, d: int, n_labels: int, beta, ridge: float, dt) -> CECCost:
     """:func:`make_cost` from the row count, the dimension and the absolute ridge."""
+    dt = np.dtype(dt)
+    host = (
+        np.asarray(float(n), dt),
+        np.asarray(beta, dt),
+        np.zeros(0, dt),
+        np.zeros(0, dt),
+        np.asarray(ridge, dt),
+    )
     return CECCost(
-        jnp.asarray(float(n), dt),
-        jnp.asarray(beta, dt),
-        jnp.zeros(0, dt),
-        jnp.zeros(0, dt),
-        jnp.asarray(ridge, dt),
+        *jax.device_put(host),  # moved, not built by a program per operation
         n_labels=max(int(n_labels), 1),
         n_dec=0,
         dim=int(d),
@@ -710,8 +714,9 @@ def cluster_gaussians(x, labels, ridge: float, k: int, chunk: int = 4096, reduce
     if reduce is not None:
         sums = [reduce(v) for v in sums]
     stats = tuple(jax.device_put(v) for v in sums)
-    params = _map_estimate(stats, jnp.asarray(ridge, jnp.float64))
-    return ClusterGaussians(params.weights, params.means, _covariances(params.prec_chol), params.prec_chol)
+    params = _map_estimate(stats, np.float64(ridge))
+    covs = families.covariances(params.prec_chol, "full")
+    return ClusterGaussians(params.weights, params.means, covs, params.prec_chol)
 
 
 def log_weighted_densities(x, weights, means, precisions_cholesky) -> np.ndarray:
@@ -756,5 +761,4 @@ def _map_estimate(stats, rho):
     return families.gaussian_map_estimate(stats, "full", 0.0, ridge)
 
 
-_covariances = jax.jit(partial(families.covariances, cov_type="full"))
 _log_gaussian_prob = rowwise(partial(families.log_gaussian_prob, cov_type="full"))
