@@ -94,8 +94,6 @@ def split_count(n: int, minimum: int = 16) -> int:
     >>> bool(np.array_equal(jax.random.key_data(keys), jax.random.key_data(jax.random.split(key, 3))))
     True
     """
-    import jax
-
     return bucket_size(n, minimum=minimum) if jax.config.jax_threefry_partitionable else int(n)
 
 

@@ -1939,10 +1939,11 @@ def _rows_initial_labels(key, x_loc, layout, *, K, n_init, init, centres) -> np.
     else:
         c0, fixed = np.zeros((K, d)), np.zeros(K, bool)
     first, u = _kmeanspp_draws(key, np.int32(n), K=K, n_init=n_init, dtype="float64")
-    first, u = np.asarray(first), np.asarray(u)
     out = np.empty((n_init, hi - lo), np.int32)
-    xb = _put(pad_rows(x_loc, layout.block)[0])
-    sq = np.einsum("ij,ij->i", x_loc, x_loc)
+    if init == "labels":
+        sq = np.einsum("ij,ij->i", x_loc, x_loc)
+    else:
+        xb = _put(pad_rows(x_loc, layout.block)[0])
     for r in range(n_init):
         cs = _rows_kmeanspp(int(first[r]), u[r], x_loc, c0, fixed, layout, _devices)
         if init == "labels":  # seeded_partitions' nearest centre
